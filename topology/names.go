@@ -1,0 +1,146 @@
+package topology
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// MaxExpandedNames bounds how many names one pattern may expand to, so a
+// typo like "h[0-999999999]" is an error instead of an out-of-memory.
+const MaxExpandedNames = 1 << 20
+
+// ExpandNames expands a host-list pattern into names, in order.
+//
+// A pattern is literal text with zero or more bracket groups; each group is a
+// comma-separated list of numbers and inclusive ranges, e.g. "dgx[0001-1250]",
+// "r[1-2]-n[01-18]" (the last group varies fastest) or "gpu[1,3,5-7]". A
+// range keeps the zero padding of its first bound. A pattern without
+// brackets is one name. Names may not be empty or contain spaces.
+func ExpandNames(pattern string) ([]string, error) {
+	if pattern == "" {
+		return nil, fmt.Errorf("empty name")
+	}
+	if strings.ContainsAny(pattern, " \t\n\r") {
+		return nil, fmt.Errorf("name %q contains white space", pattern)
+	}
+	// Split into literal parts and bracket groups.
+	var lits []string
+	var groups [][]string
+	rest := pattern
+	for {
+		open := strings.IndexByte(rest, '[')
+		closeAt := strings.IndexByte(rest, ']')
+		if open < 0 {
+			if closeAt >= 0 {
+				return nil, fmt.Errorf("name pattern %q: ']' without '['", pattern)
+			}
+			lits = append(lits, rest)
+			break
+		}
+		if closeAt < open {
+			return nil, fmt.Errorf("name pattern %q: ']' without '['", pattern)
+		}
+		lits = append(lits, rest[:open])
+		body := rest[open+1 : closeAt]
+		if strings.IndexByte(body, '[') >= 0 {
+			return nil, fmt.Errorf("name pattern %q: nested '['", pattern)
+		}
+		g, err := expandGroup(body)
+		if err != nil {
+			return nil, fmt.Errorf("name pattern %q: %v", pattern, err)
+		}
+		groups = append(groups, g)
+		rest = rest[closeAt+1:]
+	}
+	total := 1
+	for _, g := range groups {
+		total *= len(g)
+		if total > MaxExpandedNames {
+			return nil, fmt.Errorf("name pattern %q expands to more than %d names", pattern, MaxExpandedNames)
+		}
+	}
+	out := make([]string, 0, total)
+	idx := make([]int, len(groups))
+	var b strings.Builder
+	for {
+		b.Reset()
+		for i, g := range groups {
+			b.WriteString(lits[i])
+			b.WriteString(g[idx[i]])
+		}
+		b.WriteString(lits[len(lits)-1])
+		out = append(out, b.String())
+		// Odometer increment, last group fastest.
+		i := len(groups) - 1
+		for ; i >= 0; i-- {
+			idx[i]++
+			if idx[i] < len(groups[i]) {
+				break
+			}
+			idx[i] = 0
+		}
+		if i < 0 {
+			break
+		}
+	}
+	return out, nil
+}
+
+func expandGroup(body string) ([]string, error) {
+	if body == "" {
+		return nil, fmt.Errorf("empty []")
+	}
+	var out []string
+	for _, part := range strings.Split(body, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		if !isRange {
+			hi = lo
+		}
+		a, err := parseBound(lo)
+		if err != nil {
+			return nil, err
+		}
+		b, err := parseBound(hi)
+		if err != nil {
+			return nil, err
+		}
+		if b < a {
+			return nil, fmt.Errorf("range %q goes backwards", part)
+		}
+		if b-a >= MaxExpandedNames || len(out)+(b-a+1) > MaxExpandedNames {
+			return nil, fmt.Errorf("range %q is larger than %d", part, MaxExpandedNames)
+		}
+		width := 0
+		if len(lo) > 1 && lo[0] == '0' {
+			width = len(lo)
+		}
+		for v := a; v <= b; v++ {
+			s := strconv.Itoa(v)
+			for len(s) < width {
+				s = "0" + s
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+func parseBound(s string) (int, error) {
+	if s == "" {
+		return 0, fmt.Errorf("empty number in range")
+	}
+	if len(s) > 9 {
+		return 0, fmt.Errorf("number %q too long", s)
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("%q is not a number", s)
+		}
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a number", s)
+	}
+	return v, nil
+}
