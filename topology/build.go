@@ -55,12 +55,12 @@ type compiledTemplate struct {
 	mem    int64
 	model  ModelID
 	nGPU   int
-	nodes  []tnode    // intra-host domains in DFS order
-	gpuAnc [][]int32  // per GPU: local node indices, innermost first (switches, bridge, numa)
-	fabric []tfabric  // host-local fabric domains
-	gpuFab []int32    // per GPU: index into fabric, or -1
-	kids   [][]int32  // children of each node (local)
-	roots  []int32    // NUMA nodes (children of the host)
+	nodes  []tnode   // intra-host domains in DFS order
+	gpuAnc [][]int32 // per GPU: local node indices, innermost first (switches, bridge, numa)
+	fabric []tfabric // host-local fabric domains
+	gpuFab []int32   // per GPU: index into fabric, or -1
+	kids   [][]int32 // children of each node (local)
+	roots  []int32   // NUMA nodes (children of the host)
 	spec   *HostTemplate
 }
 
