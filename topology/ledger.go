@@ -84,7 +84,8 @@ type Ledger struct {
 	freeMilli []int64 // per domain: free milli-GPU on allocatable GPUs
 	healthy   []int32 // per domain: allocatable GPUs
 
-	gen uint64 // bumped by every successful change
+	gen     uint64   // bumped by every successful change
+	hostGen []uint64 // per host: bumped by every change on that host
 
 	idx ledgerIndex
 }
@@ -100,6 +101,7 @@ func NewLedger(c *Cluster) *Ledger {
 		freeWhole:  make([]int32, len(c.domains)),
 		freeMilli:  make([]int64, len(c.domains)),
 		healthy:    make([]int32, len(c.domains)),
+		hostGen:    make([]uint64, len(c.hosts)),
 	}
 	for h := range c.hosts {
 		l.cpuFree[h] = c.hosts[h].cpuMilli
@@ -136,6 +138,7 @@ func (l *Ledger) Clone() *Ledger {
 		freeMilli:  append([]int64(nil), l.freeMilli...),
 		healthy:    append([]int32(nil), l.healthy...),
 		gen:        l.gen,
+		hostGen:    append([]uint64(nil), l.hostGen...),
 	}
 	n.idx = l.idx.clone()
 	return n
@@ -155,9 +158,15 @@ func (l *Ledger) CopyFrom(src *Ledger) {
 	copy(l.freeWhole, src.freeWhole)
 	copy(l.freeMilli, src.freeMilli)
 	copy(l.healthy, src.healthy)
+	copy(l.hostGen, src.hostGen)
 	l.gen = src.gen
 	l.idx.copyFrom(&src.idx)
 }
+
+// HostGeneration returns a counter that changes whenever anything on host h
+// changes (allocations, releases, health of the host or its GPUs), so callers
+// can cache per-host answers. Changes that are rolled back still count.
+func (l *Ledger) HostGeneration(h HostID) uint64 { return l.hostGen[h] }
 
 // FreeGPUs returns the number of free allocatable GPUs in domain d. O(1).
 func (l *Ledger) FreeGPUs(d DomainID) int { return int(l.freeWhole[d]) }
@@ -414,11 +423,13 @@ func (l *Ledger) applyClaim(ci int, cl *Claim) error {
 	}
 	l.cpuFree[h] -= cl.CPUMilli
 	l.memFree[h] -= cl.MemoryMiB
+	l.hostGen[h]++
 	return nil
 }
 
 // undoClaim reverses a fully applied claim (n = len(GPUs)).
 func (l *Ledger) undoClaim(cl *Claim, n int) {
+	l.hostGen[cl.Host]++
 	l.cpuFree[cl.Host] += cl.CPUMilli
 	l.memFree[cl.Host] += cl.MemoryMiB
 	l.undoClaimGPUs(cl, n)
@@ -467,11 +478,13 @@ func (l *Ledger) releaseClaim(ci int, cl *Claim) error {
 	}
 	l.cpuFree[h] += cl.CPUMilli
 	l.memFree[h] += cl.MemoryMiB
+	l.hostGen[h]++
 	return nil
 }
 
 // redoClaim re-applies a released claim during rollback, ignoring health.
 func (l *Ledger) redoClaim(cl *Claim) {
+	l.hostGen[cl.Host]++
 	l.cpuFree[cl.Host] -= cl.CPUMilli
 	l.memFree[cl.Host] -= cl.MemoryMiB
 	for gi := range cl.GPUs {
@@ -586,6 +599,7 @@ func (l *Ledger) apply(gc GPUClaim) {
 	}
 	f1, m1, o1 := l.contrib(g)
 	l.adjust(g, f1-f0, m1-m0, o1-o0)
+	l.hostGen[l.c.gpus[g].host]++
 	if gc.Kind == ClaimShare {
 		l.idx.touchShared(g)
 	}
@@ -641,6 +655,7 @@ func (l *Ledger) giveGPU(ci int, gc GPUClaim) error {
 	}
 	f1, m1, o1 := l.contrib(g)
 	l.adjust(g, f1-f0, m1-m0, o1-o0)
+	l.hostGen[h]++
 	return nil
 }
 
@@ -661,6 +676,7 @@ func (l *Ledger) SetGPUHealth(g GPUID, h Health) error {
 	l.gpu[g].health = h
 	f1, m1, o1 := l.contrib(g)
 	l.adjust(g, f1-f0, m1-m0, o1-o0)
+	l.hostGen[l.c.gpus[g].host]++
 	l.idx.touchShared(g)
 	l.gen++
 	return nil
@@ -691,6 +707,7 @@ func (l *Ledger) SetHostHealth(h HostID, hh Health) error {
 		l.idx.touchShared(g)
 	}
 	l.idx.touchHost(h)
+	l.hostGen[h]++
 	l.gen++
 	return nil
 }

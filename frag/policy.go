@@ -1,0 +1,49 @@
+// Package frag is node-level placement for GPU-sharing clusters and the
+// fragmentation measure behind it: Fragmentation Gradient Descent (Weng et
+// al., USENIX ATC'23, "Beware of Fragmentation") and the baselines that
+// paper compares it with, each choosing a host and GPUs for one task at a
+// time.
+//
+// Package gang builds gang (multi-task, topology-aware) placement on top of
+// these per-task policies.
+package frag
+
+import "github.com/gpusched/gpusched/topology"
+
+// Task is the demand of one task as node-level policies see it: whole GPUs
+// or a share of one GPU (never both), CPU, memory, and the acceptable
+// accelerator models.
+type Task struct {
+	// GPUs is the number of whole GPUs.
+	GPUs int
+	// GPUMilli is a share of one GPU (1..999) when GPUs is 0.
+	GPUMilli int
+	// CPUMilli and MemoryMiB are taken from the chosen host.
+	CPUMilli  int64
+	MemoryMiB int64
+	// Models lists acceptable models; nil accepts any (CPU-only tasks
+	// accept any host).
+	Models []topology.ModelID
+}
+
+// Scope limits where a policy may place a task. The zero value means the
+// whole cluster with no extra filter.
+type Scope struct {
+	// Within restricts candidates to the hosts under this domain (a network
+	// domain, a host domain, or the root). Zero is the root.
+	Within topology.DomainID
+	// Allow, if non-nil, must return true for a host to be a candidate (the
+	// caller's own filters: quota, reserved cells, hosts already used by
+	// this gang).
+	Allow func(topology.HostID) bool
+}
+
+// Policy chooses where one task goes on the current state of a ledger. It
+// returns a claim the caller may pass to Ledger.Allocate, or false when no
+// allowed host can take the task. Pick must leave the ledger's state as it
+// found it. Policies may keep caches keyed by Ledger.HostGeneration; one
+// Policy value serves one ledger at a time and is not safe for concurrent
+// use.
+type Policy interface {
+	Pick(l *topology.Ledger, t Task, s Scope) (topology.Claim, bool)
+}
