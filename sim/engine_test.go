@@ -1,0 +1,174 @@
+package sim
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+func TestEngineOrder(t *testing.T) {
+	e := NewEngine()
+	var got []string
+	rec := func(s string) func(time.Duration) { return func(time.Duration) { got = append(got, s) } }
+	e.Schedule(2, rec("b1"))
+	e.Schedule(1, rec("a"))
+	e.Schedule(2, rec("b2")) // same time: after b1 (sequence order)
+	id := e.Schedule(3, rec("canceled"))
+	e.Schedule(4, func(now time.Duration) {
+		got = append(got, "d")
+		e.Schedule(now, rec("d-same-time")) // at Now: fires after the current event
+	})
+	if !e.Cancel(id) || e.Cancel(id) {
+		t.Fatal("Cancel should succeed once")
+	}
+	if e.Len() != 4 {
+		t.Fatalf("Len = %d, want 4", e.Len())
+	}
+	if n := e.RunUntil(2); n != 3 || e.Now() != 2 {
+		t.Fatalf("RunUntil(2) fired %d, now %v", n, e.Now())
+	}
+	e.Run()
+	want := []string{"a", "b1", "b2", "d", "d-same-time"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+	if e.Cancel(0) || e.Cancel(EventID(1<<40)) {
+		t.Fatal("canceling unknown IDs must fail")
+	}
+	if e.RunUntil(100); e.Now() != 100 {
+		t.Fatalf("RunUntil past the last event should advance Now, got %v", e.Now())
+	}
+}
+
+func TestEnginePastPanics(t *testing.T) {
+	e := NewEngine()
+	e.RunUntil(10)
+	defer func() {
+		if recover() == nil {
+			t.Fatal("scheduling in the past should panic")
+		}
+	}()
+	e.Schedule(5, func(time.Duration) {})
+}
+
+// TestEngineOracle checks the heap against a naive oracle: a sorted list of
+// (time, seq) pairs with cancellations removed.
+func TestEngineOracle(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		e := NewEngine()
+		type ev struct {
+			at  time.Duration
+			seq int
+			id  EventID
+		}
+		var pending []ev
+		var fired []int
+		seq := 0
+		ops := rapid.IntRange(1, 300).Draw(t, "ops")
+		for range ops {
+			switch rapid.IntRange(0, 3).Draw(t, "op") {
+			case 0, 1:
+				at := e.Now() + time.Duration(rapid.IntRange(0, 20).Draw(t, "dt"))
+				s := seq
+				seq++
+				id := e.Schedule(at, func(time.Duration) { fired = append(fired, s) })
+				pending = append(pending, ev{at, s, id})
+			case 2:
+				if len(pending) > 0 {
+					i := rapid.IntRange(0, len(pending)-1).Draw(t, "victim")
+					if !e.Cancel(pending[i].id) {
+						t.Fatalf("cancel of pending event failed")
+					}
+					pending = slices.Delete(pending, i, i+1)
+				}
+			case 3:
+				slices.SortFunc(pending, func(a, b ev) int {
+					if a.at != b.at {
+						return int(a.at - b.at)
+					}
+					return a.seq - b.seq
+				})
+				if len(pending) > 0 {
+					fired = fired[:0]
+					if !e.Step() {
+						t.Fatal("Step found nothing")
+					}
+					if len(fired) != 1 || fired[0] != pending[0].seq {
+						t.Fatalf("fired %v, want %d", fired, pending[0].seq)
+					}
+					pending = pending[1:]
+				}
+			}
+			if e.Len() != len(pending) {
+				t.Fatalf("Len %d, oracle %d", e.Len(), len(pending))
+			}
+		}
+	})
+}
+
+func TestEngineCompaction(t *testing.T) {
+	e := NewEngine()
+	var ids []EventID
+	for i := range 1000 {
+		ids = append(ids, e.Schedule(time.Duration(i), func(time.Duration) {}))
+	}
+	for _, id := range ids[:900] {
+		e.Cancel(id)
+	}
+	if len(e.heap) >= 1000 {
+		t.Fatalf("heap not compacted: %d entries", len(e.heap))
+	}
+	if n := e.Run(); n != 100 {
+		t.Fatalf("fired %d, want 100", n)
+	}
+}
+
+func noop(time.Duration) {}
+
+// BenchmarkEngineNoop schedules and fires no-op events, 4,096 pending at a
+// time at random times, and reports events per second.
+func BenchmarkEngineNoop(b *testing.B) {
+	e := NewEngine()
+	rng := rand.New(rand.NewPCG(1, 2))
+	const window = 4096
+	offs := make([]time.Duration, window)
+	for i := range offs {
+		offs[i] = time.Duration(rng.IntN(1_000_000))
+	}
+	for i := range window {
+		e.Schedule(offs[i], noop)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		e.Step()
+		e.Schedule(e.Now()+offs[i%window], noop)
+	}
+	b.StopTimer()
+	if e.Fired() != uint64(b.N) {
+		b.Fatalf("fired %d, want %d", e.Fired(), b.N)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkEngineBulk schedules b.N no-op events up front and runs them.
+func BenchmarkEngineBulk(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	ats := make([]time.Duration, b.N)
+	for i := range ats {
+		ats[i] = time.Duration(rng.IntN(1 << 30))
+	}
+	e := NewEngine()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for _, at := range ats {
+		e.Schedule(at, noop)
+	}
+	if n := e.Run(); n != b.N {
+		b.Fatalf("fired %d", n)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
