@@ -2,46 +2,56 @@ package topology
 
 import "slices"
 
-// cloneSpec returns a deep copy of s.
+// cloneSpec returns a deep copy of s. Empty slices become nil, so a spec
+// has one form whether a field was omitted or given as an empty list (and a
+// cluster file round-trips to an equal Spec).
 func cloneSpec(s Spec) Spec {
 	out := s
-	out.Levels = slices.Clone(s.Levels)
-	out.Accelerators = slices.Clone(s.Accelerators)
+	out.Levels = cloneSlice(s.Levels)
+	out.Accelerators = cloneSlice(s.Accelerators)
 	for i := range out.Accelerators {
 		if m := out.Accelerators[i].MIG; m != nil {
 			mc := *m
-			mc.Profiles = slices.Clone(m.Profiles)
+			mc.Profiles = cloneSlice(m.Profiles)
 			for j := range mc.Profiles {
-				mc.Profiles[j].Starts = slices.Clone(mc.Profiles[j].Starts)
+				mc.Profiles[j].Starts = cloneSlice(mc.Profiles[j].Starts)
 			}
 			out.Accelerators[i].MIG = &mc
 		}
 	}
-	out.Templates = slices.Clone(s.Templates)
+	out.Templates = cloneSlice(s.Templates)
 	for i := range out.Templates {
 		t := &out.Templates[i]
-		t.NUMA = slices.Clone(t.NUMA)
+		t.NUMA = cloneSlice(t.NUMA)
 		for j := range t.NUMA {
 			t.NUMA[j].PCIe = clonePCIe(t.NUMA[j].PCIe)
 		}
-		t.Fabrics = slices.Clone(t.Fabrics)
+		t.Fabrics = cloneSlice(t.Fabrics)
 		for j := range t.Fabrics {
-			t.Fabrics[j].GPUs = slices.Clone(t.Fabrics[j].GPUs)
+			t.Fabrics[j].GPUs = cloneSlice(t.Fabrics[j].GPUs)
 		}
 	}
-	out.Switches = slices.Clone(s.Switches)
-	out.Hosts = slices.Clone(s.Hosts)
+	out.Switches = cloneSlice(s.Switches)
+	out.Hosts = cloneSlice(s.Hosts)
 	for i := range out.Hosts {
-		out.Hosts[i].GPUs = slices.Clone(out.Hosts[i].GPUs)
+		out.Hosts[i].GPUs = cloneSlice(out.Hosts[i].GPUs)
 	}
-	out.Fabrics = slices.Clone(s.Fabrics)
+	out.Fabrics = cloneSlice(s.Fabrics)
 	return out
 }
 
+// cloneSlice is slices.Clone, except that it returns nil for an empty slice.
+func cloneSlice[S ~[]E, E any](s S) S {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
+}
+
 func clonePCIe(in []PCIeSpec) []PCIeSpec {
-	out := slices.Clone(in)
+	out := cloneSlice(in)
 	for i := range out {
-		out[i].GPUs = slices.Clone(out[i].GPUs)
+		out[i].GPUs = cloneSlice(out[i].GPUs)
 		out[i].Switches = clonePCIe(out[i].Switches)
 	}
 	return out

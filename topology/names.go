@@ -27,6 +27,7 @@ func ExpandNames(pattern string) ([]string, error) {
 	// Split into literal parts and bracket groups.
 	var lits []string
 	var groups [][]string
+	total := 1
 	rest := pattern
 	for {
 		open := strings.IndexByte(rest, '[')
@@ -51,14 +52,13 @@ func ExpandNames(pattern string) ([]string, error) {
 			return nil, fmt.Errorf("name pattern %q: %v", pattern, err)
 		}
 		groups = append(groups, g)
-		rest = rest[closeAt+1:]
-	}
-	total := 1
-	for _, g := range groups {
+		// Check the product as groups come, so a pattern of many large
+		// groups fails before they are all expanded.
 		total *= len(g)
 		if total > MaxExpandedNames {
 			return nil, fmt.Errorf("name pattern %q expands to more than %d names", pattern, MaxExpandedNames)
 		}
+		rest = rest[closeAt+1:]
 	}
 	out := make([]string, 0, total)
 	idx := make([]int, len(groups))
