@@ -61,8 +61,11 @@ var (
 	DefaultPCIeBandwidth = [...]float64{LinkPIX: 26, LinkPXB: 24, LinkPHB: 20, LinkNODE: 16, LinkSYS: 10}
 	// DefaultNetworkBandwidth is the bandwidth of the innermost network
 	// level; each level further out gets half of the one inside it, and
-	// paths that share only the cluster get half of the outermost.
-	DefaultNetworkBandwidth = 50.0
+	// paths that share only the cluster get half of the outermost. It is
+	// below DefaultPCIeBandwidth[LinkSYS], so that the defaults rank paths
+	// in LinkKind order; a spec gives real figures per level
+	// (LevelSpec.BandwidthGBps).
+	DefaultNetworkBandwidth = 8.0
 )
 
 // Link returns how GPUs a and b are connected. O(depth of the PCIe tree +
