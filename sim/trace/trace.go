@@ -46,6 +46,22 @@ type Stats struct {
 	SkipReasons map[string]int
 	// FirstSkip is the first skipped record's error, for reports.
 	FirstSkip error
+	// Filtered counts well-formed records a reader left out on purpose
+	// (a job that never ran, a CPU-only job when only GPU jobs are asked
+	// for), by reason in FilterReasons. Unlike Skipped, these are not
+	// errors and are counted whatever the skip setting.
+	Filtered int
+	// FilterReasons maps a short reason to its count.
+	FilterReasons map[string]int
+}
+
+// Filter records a record left out on purpose.
+func (s *Stats) Filter(reason string) {
+	s.Filtered++
+	if s.FilterReasons == nil {
+		s.FilterReasons = map[string]int{}
+	}
+	s.FilterReasons[reason]++
 }
 
 // Skip records a skipped record.
