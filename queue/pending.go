@@ -1,0 +1,392 @@
+package queue
+
+import (
+	"container/heap"
+	"math"
+	"math/bits"
+	"time"
+
+	"github.com/google/btree"
+)
+
+// Entry is a pending job in a leaf queue. The owner fills the exported
+// fields before Add and must not change them while the entry is queued,
+// except through Leaf.SetPriority.
+type Entry struct {
+	ID       string
+	Priority int32
+	// Submitted is when the job entered the queue (for FIFO order and
+	// aging); Seq breaks ties between equal times. Seq must be unique in
+	// the Tree, as queues are compared by their next jobs.
+	Submitted time.Time
+	Seq       uint64
+	// Class groups jobs that are interchangeable for admission: the same
+	// demand and placement shape. When one job of a class cannot be placed,
+	// none can in the same state, so a cycle skips the rest of the class at
+	// once.
+	Class string
+	// Runtime is the user's runtime estimate; 0 means unknown.
+	Runtime time.Duration
+	// Demand is what the job adds to its queue's usage if admitted (the
+	// owner's best estimate before placement). It decides whether the job
+	// borrows, for the order across queues.
+	Demand Vector
+	// Ref is the owner's handle; the package never looks at it.
+	Ref any
+
+	leaf  *Leaf
+	class *Class
+}
+
+// ClassOf returns the class of a queued entry (nil when not queued).
+func (e *Entry) ClassOf() *Class { return e.class }
+
+// Class is the set of pending jobs of one leaf that share a class key, in
+// queue order.
+type Class struct {
+	Key string
+	// Data is the owner's per-class scratch space; the package never looks
+	// at it.
+	Data any
+
+	jobs      *btree.BTreeG[*Entry]
+	byRuntime *btree.BTreeG[*Entry]
+	// cursor state
+	after *Entry
+	head  *Entry
+	pos   int
+}
+
+// Len returns the number of pending jobs in the class.
+func (c *Class) Len() int { return c.jobs.Len() }
+
+// Ascend calls fn for the class's jobs in queue order until it returns
+// false.
+func (c *Class) Ascend(fn func(*Entry) bool) { c.jobs.Ascend(fn) }
+
+// AscendRuntime calls fn for the class's jobs whose runtime estimate is
+// known and at most max, shortest first, until fn returns false. It is
+// only available in queues with Backfill; otherwise it visits nothing.
+func (c *Class) AscendRuntime(max time.Duration, fn func(*Entry) bool) {
+	if c.byRuntime == nil {
+		return
+	}
+	c.byRuntime.Ascend(func(e *Entry) bool {
+		if e.Runtime > max {
+			return false
+		}
+		return fn(e)
+	})
+}
+
+// Leaf is the pending jobs of one leaf queue, ordered by its policy and
+// grouped in classes. Insertion, removal and priority changes cost
+// O(log n); a cycle visits classes, not jobs, once a class is known not to
+// fit.
+type Leaf struct {
+	tree    *Tree
+	id      NodeID
+	policy  Policy
+	all     *btree.BTreeG[*Entry]
+	classes map[string]*Class
+	list    []*Class // classes in creation order (deterministic)
+	// admitted and running count the queue's jobs holding resources, for
+	// the view.
+	admitted, running int
+	cur               Cursor
+}
+
+func newLeaf(t *Tree, id NodeID, p Policy) *Leaf {
+	l := &Leaf{tree: t, id: id, policy: p, classes: map[string]*Class{}}
+	l.all = btree.NewG(16, l.less)
+	return l
+}
+
+// ID returns the leaf's node.
+func (l *Leaf) ID() NodeID { return l.id }
+
+// Name returns the leaf's name.
+func (l *Leaf) Name() string { return l.tree.nodes[l.id].name }
+
+// Policy returns the leaf's ordering policy (defaults filled).
+func (l *Leaf) Policy() Policy { return l.policy }
+
+// Len returns the number of pending jobs.
+func (l *Leaf) Len() int { return l.all.Len() }
+
+// Head returns the first pending job in queue order.
+func (l *Leaf) Head() (*Entry, bool) { return l.all.Min() }
+
+// Ascend calls fn for the pending jobs in queue order until it returns
+// false.
+func (l *Leaf) Ascend(fn func(*Entry) bool) { l.all.Ascend(fn) }
+
+// Count adjusts the leaf's counts of admitted and running jobs, shown by
+// Tree.View.
+func (l *Leaf) Count(admitted, running int) {
+	l.admitted += admitted
+	l.running += running
+}
+
+// Add queues e. It panics if e is already queued (a programmer error).
+func (l *Leaf) Add(e *Entry) {
+	if e.leaf != nil {
+		panic("queue: Leaf.Add: entry " + e.ID + " is already queued")
+	}
+	e.leaf = l
+	c := l.classes[e.Class]
+	if c == nil {
+		c = &Class{Key: e.Class, jobs: btree.NewG(8, l.less)}
+		if l.policy.Backfill {
+			c.byRuntime = btree.NewG(8, byRuntime(l.less))
+		}
+		l.classes[e.Class] = c
+		c.pos = len(l.list)
+		l.list = append(l.list, c)
+	}
+	e.class = c
+	l.all.ReplaceOrInsert(e)
+	c.jobs.ReplaceOrInsert(e)
+	if c.byRuntime != nil && e.Runtime > 0 {
+		c.byRuntime.ReplaceOrInsert(e)
+	}
+}
+
+// Remove takes e out of the queue; it reports whether e was queued here.
+func (l *Leaf) Remove(e *Entry) bool {
+	if e.leaf != l {
+		return false
+	}
+	c := e.class
+	l.all.Delete(e)
+	c.jobs.Delete(e)
+	if c.byRuntime != nil && e.Runtime > 0 {
+		c.byRuntime.Delete(e)
+	}
+	e.leaf, e.class = nil, nil
+	if c.jobs.Len() == 0 && !l.cur.active {
+		l.dropClass(c)
+	}
+	return true
+}
+
+func (l *Leaf) dropClass(c *Class) {
+	delete(l.classes, c.Key)
+	last := l.list[len(l.list)-1]
+	l.list[c.pos] = last
+	last.pos = c.pos
+	l.list = l.list[:len(l.list)-1]
+}
+
+// SetPriority changes the priority of a queued entry and reorders it.
+func (l *Leaf) SetPriority(e *Entry, p int32) {
+	if e.leaf != l {
+		e.Priority = p
+		return
+	}
+	c := e.class
+	l.all.Delete(e)
+	c.jobs.Delete(e)
+	if c.byRuntime != nil && e.Runtime > 0 {
+		c.byRuntime.Delete(e)
+	}
+	e.Priority = p
+	l.all.ReplaceOrInsert(e)
+	c.jobs.ReplaceOrInsert(e)
+	if c.byRuntime != nil && e.Runtime > 0 {
+		c.byRuntime.ReplaceOrInsert(e)
+	}
+}
+
+// Before reports whether a comes before b in the leaf's order.
+func (l *Leaf) Before(a, b *Entry) bool { return l.less(a, b) }
+
+func (l *Leaf) less(a, b *Entry) bool {
+	if l.policy.Ordering == PriorityAging {
+		if c := agedCompare(a.Priority, b.Priority, a.Submitted, b.Submitted, l.policy.AgingInterval); c != 0 {
+			return c < 0
+		}
+	} else {
+		if a.Priority != b.Priority {
+			return a.Priority > b.Priority
+		}
+		if !a.Submitted.Equal(b.Submitted) {
+			return a.Submitted.Before(b.Submitted)
+		}
+	}
+	return a.Seq < b.Seq
+}
+
+func byRuntime(less func(a, b *Entry) bool) func(a, b *Entry) bool {
+	return func(a, b *Entry) bool {
+		if a.Runtime != b.Runtime {
+			return a.Runtime < b.Runtime
+		}
+		return less(a, b)
+	}
+}
+
+// agedCompare orders two jobs by effective priority p + wait/tau at any
+// common time: a goes first (−1) when pa·tau − ta > pb·tau − tb, that is
+// when (pa−pb)·tau > ta−tb. The order does not depend on the time it is
+// evaluated at, so the index never needs re-sorting. The product is taken
+// in 128 bits, so no priorities or intervals overflow.
+func agedCompare(pa, pb int32, ta, tb time.Time, tau time.Duration) int {
+	dp := int64(pa) - int64(pb)
+	dt := int64(ta.Sub(tb)) // saturates at ±292 years
+	neg := dp < 0
+	m := uint64(dp)
+	if neg {
+		m = uint64(-dp)
+	}
+	hi, lo := bits.Mul64(m, uint64(tau))
+	// lhs = ±(hi:lo); compare with dt.
+	switch {
+	case !neg && dt < 0:
+		return -1 // lhs ≥ 0 > dt
+	case !neg:
+		if hi > 0 || lo > uint64(dt) {
+			return -1
+		}
+		if lo == uint64(dt) {
+			return 0
+		}
+		return 1
+	case dt >= 0: // lhs ≤ 0 ≤ dt
+		if hi == 0 && lo == 0 && dt == 0 {
+			return 0
+		}
+		return 1
+	default: // lhs = −(hi:lo) vs dt < 0: lhs > dt ⇔ (hi:lo) < −dt
+		ndt := uint64(^dt) + 1
+		if hi == 0 && lo < ndt {
+			return -1
+		}
+		if hi == 0 && lo == ndt {
+			return 0
+		}
+		return 1
+	}
+}
+
+// EffectivePriority returns e's priority as the leaf orders it at time
+// now: its priority, plus under PriorityAging the waiting time over the
+// aging interval.
+func (l *Leaf) EffectivePriority(e *Entry, now time.Time) float64 {
+	p := float64(e.Priority)
+	if l.policy.Ordering == PriorityAging && now.After(e.Submitted) {
+		p += float64(now.Sub(e.Submitted)) / float64(l.policy.AgingInterval)
+	}
+	if math.IsInf(p, 0) {
+		return math.MaxFloat64
+	}
+	return p
+}
+
+// Cursor walks one leaf's pending jobs for one scheduling cycle in queue
+// order, class by class: Peek shows the next candidate; after deciding on
+// it the caller calls Advance (the job was admitted, or only this job is
+// out for the cycle), DropClass (no job of its class can be admitted this
+// cycle) or Stop (nothing more from this queue this cycle). A leaf has one
+// cursor; Begin resets it. While a cursor is active, Remove keeps empty
+// classes until End.
+type Cursor struct {
+	leaf   *Leaf
+	heap   classHeap
+	active bool
+}
+
+// Begin starts a cycle over the leaf and returns its cursor.
+// O(classes log classes).
+func (l *Leaf) Begin() *Cursor {
+	c := &l.cur
+	c.leaf = l
+	c.active = true
+	c.heap = classHeap{less: l.less, items: c.heap.items[:0]}
+	for _, cl := range l.list {
+		cl.after = nil
+		cl.head, _ = cl.jobs.Min()
+		if cl.head != nil {
+			c.heap.items = append(c.heap.items, cl)
+		}
+	}
+	heap.Init(&c.heap)
+	l.tree.invalidate(l.id)
+	return c
+}
+
+// End finishes the cycle, dropping classes that became empty.
+func (c *Cursor) End() {
+	c.active = false
+	l := c.leaf
+	for i := 0; i < len(l.list); {
+		if cl := l.list[i]; cl.jobs.Len() == 0 {
+			l.dropClass(cl)
+			continue
+		}
+		i++
+	}
+	c.heap.items = c.heap.items[:0]
+	l.tree.invalidate(l.id)
+}
+
+// Peek returns the next candidate, or false when the cycle is done with
+// this leaf.
+func (c *Cursor) Peek() (*Entry, bool) {
+	if len(c.heap.items) == 0 {
+		return nil, false
+	}
+	return c.heap.items[0].head, true
+}
+
+// Advance moves past the current candidate within its class.
+func (c *Cursor) Advance() {
+	if len(c.heap.items) == 0 {
+		return
+	}
+	c.leaf.tree.invalidate(c.leaf.id)
+	cl := c.heap.items[0]
+	cl.after = cl.head
+	cl.head = nil
+	cl.jobs.AscendGreaterOrEqual(cl.after, func(e *Entry) bool {
+		if e == cl.after {
+			return true
+		}
+		cl.head = e
+		return false
+	})
+	if cl.head == nil {
+		heap.Pop(&c.heap)
+		return
+	}
+	heap.Fix(&c.heap, 0)
+}
+
+// DropClass removes the current candidate's class from the cycle.
+func (c *Cursor) DropClass() {
+	if len(c.heap.items) > 0 {
+		heap.Pop(&c.heap)
+	}
+	c.leaf.tree.invalidate(c.leaf.id)
+}
+
+// Stop ends the cycle for this leaf: Peek reports nothing more.
+func (c *Cursor) Stop() {
+	c.heap.items = c.heap.items[:0]
+	c.leaf.tree.invalidate(c.leaf.id)
+}
+
+type classHeap struct {
+	items []*Class
+	less  func(a, b *Entry) bool
+}
+
+func (h *classHeap) Len() int           { return len(h.items) }
+func (h *classHeap) Less(i, j int) bool { return h.less(h.items[i].head, h.items[j].head) }
+func (h *classHeap) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *classHeap) Push(x any)         { h.items = append(h.items, x.(*Class)) }
+func (h *classHeap) Pop() any {
+	x := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return x
+}
