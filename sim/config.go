@@ -1,0 +1,214 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/gpusched/gpusched/topology"
+)
+
+// Config configures a simulation. Cluster and Scheduler are required;
+// every model is optional and off in its zero value. New validates the
+// whole struct and fills defaults.
+type Config struct {
+	// Cluster is the cluster to simulate; the Scheduler must schedule the
+	// same one.
+	Cluster *topology.Cluster
+	// Scheduler is driven through its public calls. The simulation owns
+	// it for the duration of Run.
+	Scheduler Scheduler
+	// Seed seeds every random model (each from its own stream).
+	Seed uint64
+
+	Checkpoint CheckpointModel
+	Failures   FailureModel
+	Drain      DrainModel
+	Speed      SpeedModel
+	Preemption PreemptionModel
+	// Tenants are the entitlements fairness is measured against; jobs
+	// name their tenant in Spec.Queue. Nil means equal entitlements among
+	// the tenants that appear in the trace.
+	Tenants []Tenant
+	// QueueMap renames trace tenants to scheduler queues before Submit
+	// (e.g. virtual clusters to queues); tenants it does not name go to
+	// DefaultQueue when that is set, else keep their name.
+	QueueMap     map[string]string
+	DefaultQueue string
+
+	// RuntimeEstimate, when positive, sets each job's Spec.Runtime to its
+	// true duration times this factor (1 = perfect estimates, for
+	// backfill), unless the trace gave one.
+	RuntimeEstimate float64
+	// ScheduleEvery, when positive, also runs a scheduling cycle at this
+	// period; cycles always run after every arrival, completion, stop and
+	// health change.
+	ScheduleEvery time.Duration
+	// SampleEvery is the period of the time series; zero means the span
+	// of arrivals / 500, at least one minute.
+	SampleEvery time.Duration
+	// Horizon stops the simulation at this time; zero runs until every
+	// job has ended or nothing can change any more.
+	Horizon time.Duration
+	// RejectErrors makes a job the Scheduler rejects at Submit (or one
+	// larger than the cluster) an error that stops the run, instead of a
+	// job counted as rejected.
+	RejectErrors bool
+	// Progress, if set, is called after each job ends with the number of
+	// jobs ended and the total. It must not call back into the simulation.
+	Progress func(done, total int)
+	// Audit checks the simulator's ledger and time accounting against a
+	// naive recount after every event: slow, for tests.
+	Audit bool
+}
+
+// CheckpointModel says how often jobs checkpoint and what it costs.
+type CheckpointModel struct {
+	// Interval is the running time between checkpoints for jobs whose
+	// spec gives none; zero means such jobs never checkpoint (a stop
+	// loses their whole run).
+	Interval time.Duration
+	// Overhead is the time each checkpoint pauses the job.
+	Overhead time.Duration
+	// RestartCost is the time a job spends reloading before it makes
+	// progress again after a stop.
+	RestartCost time.Duration
+}
+
+// FailureModel injects faults. Each kind arrives as a Poisson process at
+// the rate its MTBF gives for the whole cluster (e.g. 10,000 GPUs with a
+// GPU MTBF of 10,000 h fail about once an hour), hits a component chosen
+// uniformly, and is repaired after RepairTime. Jobs on failed parts stop
+// and are requeued from their last checkpoint.
+type FailureModel struct {
+	// GPUMTBF is the mean time between failures of one GPU; zero: none.
+	GPUMTBF time.Duration
+	// HostMTBF is the mean time between failures of one host.
+	HostMTBF time.Duration
+	// ToRMTBF is the mean time between outages of one switch at the
+	// innermost network level (all its hosts fail together).
+	ToRMTBF time.Duration
+	// RepairTime is how long a failed part stays out; zero means 1 hour.
+	RepairTime time.Duration
+	// MaxRestarts ends a job as failed once it has been stopped by
+	// failures more than this many times; zero means no limit.
+	MaxRestarts int
+}
+
+// DrainModel takes hosts out for maintenance: at Poisson times with
+// MeanInterval between them, a random healthy host is drained (it keeps
+// its running jobs, takes no new ones) for Duration, then returns.
+type DrainModel struct {
+	MeanInterval time.Duration
+	Duration     time.Duration
+}
+
+// SpeedModel slows gangs by how far apart their GPUs are. A job whose
+// GPUs share one NVLink/NVSwitch domain runs at full speed; one spread
+// over a host's PCIe runs at SameHost; over hosts under one switch of the
+// innermost network level (ToR) at SameSwitch; each network level further
+// out multiplies by PerLevel. Factors lie in (0, 1]; zero values take the
+// defaults 0.95, 0.85 and 0.9 when Enabled. Single-GPU and CPU-only jobs
+// always run at full speed.
+type SpeedModel struct {
+	Enabled    bool
+	SameHost   float64
+	SameSwitch float64
+	PerLevel   float64
+}
+
+// PreemptionModel sets the grace period of preemptions.
+type PreemptionModel struct {
+	// Grace is the default time a preempted job gets to checkpoint before
+	// its resources are released, when the Decision gives none. A job
+	// that checkpoints at all saves its progress at the end of the grace
+	// period if Grace covers one checkpoint's overhead.
+	Grace time.Duration
+}
+
+// Tenant is an entitlement for fairness metrics.
+type Tenant struct {
+	// Name is the tenant as trace jobs name it in Spec.Queue.
+	Name string
+	// GPUs is its guaranteed (entitled) number of GPUs.
+	GPUs int
+}
+
+// ErrConfig is the sentinel every configuration error wraps.
+var ErrConfig = errors.New("sim: invalid config")
+
+func cfgErr(field, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrConfig, field, fmt.Sprintf(format, args...))
+}
+
+// validate checks c and fills defaults.
+func (c *Config) validate() error {
+	if c.Cluster == nil {
+		return cfgErr("Cluster", "nil")
+	}
+	if c.Scheduler == nil {
+		return cfgErr("Scheduler", "nil")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"Checkpoint.Interval", c.Checkpoint.Interval}, {"Checkpoint.Overhead", c.Checkpoint.Overhead},
+		{"Checkpoint.RestartCost", c.Checkpoint.RestartCost}, {"Failures.GPUMTBF", c.Failures.GPUMTBF},
+		{"Failures.HostMTBF", c.Failures.HostMTBF}, {"Failures.ToRMTBF", c.Failures.ToRMTBF},
+		{"Failures.RepairTime", c.Failures.RepairTime}, {"Drain.MeanInterval", c.Drain.MeanInterval},
+		{"Drain.Duration", c.Drain.Duration}, {"Preemption.Grace", c.Preemption.Grace},
+		{"ScheduleEvery", c.ScheduleEvery}, {"SampleEvery", c.SampleEvery}, {"Horizon", c.Horizon},
+	} {
+		if d.v < 0 {
+			return cfgErr(d.name, "negative duration %v", d.v)
+		}
+	}
+	if c.Failures.MaxRestarts < 0 {
+		return cfgErr("Failures.MaxRestarts", "negative %d", c.Failures.MaxRestarts)
+	}
+	if c.Failures.RepairTime == 0 {
+		c.Failures.RepairTime = time.Hour
+	}
+	if c.Drain.MeanInterval > 0 && c.Drain.Duration == 0 {
+		return cfgErr("Drain.Duration", "zero: a drain must last")
+	}
+	if c.Failures.ToRMTBF > 0 && c.Cluster.NumLevels() <= 3 { // fabric, host, cluster
+		return cfgErr("Failures.ToRMTBF", "cluster %s has no network levels", c.Cluster.Name())
+	}
+	if c.RuntimeEstimate < 0 || math.IsNaN(c.RuntimeEstimate) || math.IsInf(c.RuntimeEstimate, 0) {
+		return cfgErr("RuntimeEstimate", "factor %g; want ≥ 0", c.RuntimeEstimate)
+	}
+	if c.Speed.Enabled {
+		def := func(p *float64, v float64, name string) error {
+			if *p == 0 {
+				*p = v
+			}
+			if !(*p > 0 && *p <= 1) {
+				return cfgErr("Speed."+name, "factor %g outside (0, 1]", *p)
+			}
+			return nil
+		}
+		if err := def(&c.Speed.SameHost, 0.95, "SameHost"); err != nil {
+			return err
+		}
+		if err := def(&c.Speed.SameSwitch, 0.85, "SameSwitch"); err != nil {
+			return err
+		}
+		if err := def(&c.Speed.PerLevel, 0.9, "PerLevel"); err != nil {
+			return err
+		}
+	}
+	seen := map[string]bool{}
+	for i, t := range c.Tenants {
+		if t.Name == "" || seen[t.Name] {
+			return cfgErr(fmt.Sprintf("Tenants[%d]", i), "empty or duplicate name %q", t.Name)
+		}
+		if t.GPUs < 0 {
+			return cfgErr(fmt.Sprintf("Tenants[%d].GPUs", i), "negative %d", t.GPUs)
+		}
+		seen[t.Name] = true
+	}
+	return nil
+}

@@ -1,0 +1,256 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/gpusched/gpusched/topology"
+)
+
+// startModels schedules the first event of each enabled random model and
+// the periodic scheduling cycle.
+func (s *Simulation) startModels() {
+	f := &s.cfg.Failures
+	if f.GPUMTBF > 0 && s.c.NumGPUs() > 0 {
+		s.poisson(s.rngFail, f.GPUMTBF, s.c.NumGPUs(), s.failGPU)
+	}
+	if f.HostMTBF > 0 {
+		s.poisson(s.rngFail, f.HostMTBF, s.c.NumHosts(), s.failHost)
+	}
+	if f.ToRMTBF > 0 {
+		tors := s.c.DomainsAt(topology.LevelHost + 1) // the innermost network level
+		s.poisson(s.rngFail, f.ToRMTBF, len(tors), func(now time.Duration, k int) { s.failSwitch(now, tors[k]) })
+	}
+	if d := s.cfg.Drain; d.MeanInterval > 0 {
+		s.poisson(s.rngDrain, d.MeanInterval, 0, s.drainHost)
+	}
+	if p := s.cfg.ScheduleEvery; p > 0 {
+		var tick func(time.Duration)
+		tick = func(now time.Duration) {
+			if s.done() {
+				return
+			}
+			s.requestCycle(now)
+			s.eng.Schedule(now+p, tick)
+		}
+		s.eng.Schedule(p, tick)
+	}
+}
+
+// poisson fires fn at the times of a Poisson process whose rate is n per
+// mtbf (n = 0: one per mtbf), each time with a component drawn uniformly
+// from 0..n-1. The process stops once the simulation is done.
+func (s *Simulation) poisson(rng *rand.Rand, mtbf time.Duration, n int, fn func(now time.Duration, k int)) {
+	mean := float64(mtbf)
+	if n > 0 {
+		mean /= float64(n)
+	}
+	var ev func(time.Duration)
+	ev = func(now time.Duration) {
+		if s.done() {
+			return
+		}
+		k := 0
+		if n > 0 {
+			k = rng.IntN(n)
+		}
+		fn(now, k)
+		s.eng.Schedule(now+time.Duration(rng.ExpFloat64()*mean)+1, ev)
+	}
+	s.eng.Schedule(time.Duration(rng.ExpFloat64()*mean)+1, ev)
+}
+
+func (s *Simulation) isFailed(g topology.GPUID) bool {
+	return s.gpuDown[g] > 0 || s.hostDown[s.c.GPUHost(g)] > 0
+}
+
+// failedOn counts the failed GPUs of host h.
+func (s *Simulation) failedOn(h topology.HostID) int {
+	first, n := s.c.HostGPUs(h)
+	if s.hostDown[h] > 0 {
+		return n
+	}
+	k := 0
+	for g := first; g < first+topology.GPUID(n); g++ {
+		if s.gpuDown[g] > 0 {
+			k++
+		}
+	}
+	return k
+}
+
+// stopJobsOn stops the running jobs on host h (only those using GPU g
+// when g is not NoGPU), as failures.
+func (s *Simulation) stopJobsOn(now time.Duration, h topology.HostID, g topology.GPUID) {
+	victims := slices.Clone(s.hostJobs[h])
+	slices.Sort(victims)
+	for _, i := range victims {
+		j := &s.jobs[i]
+		if j.state != StateRunning {
+			continue
+		}
+		if g != topology.NoGPU && !usesGPU(j.claims, g) {
+			continue
+		}
+		if j.stopEv != 0 {
+			s.eng.Cancel(j.stopEv)
+			j.stopEv = 0
+		}
+		s.stop(now, i, StopFailure, false)
+		if s.err != nil {
+			return
+		}
+	}
+}
+
+func usesGPU(claims []topology.Claim, g topology.GPUID) bool {
+	for _, c := range claims {
+		for _, x := range c.GPUs {
+			if x.GPU == g {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (s *Simulation) failGPU(now time.Duration, k int) {
+	g := topology.GPUID(k)
+	if s.isFailed(g) {
+		return // already down: the failure hits nothing new
+	}
+	s.account(now)
+	s.m.faults++
+	h := s.c.GPUHost(g)
+	s.stopJobsOn(now, h, g)
+	s.gpuDown[g]++
+	s.failedGPU++
+	s.setGPUHealth(now, g, topology.Failed)
+	s.repairs++
+	s.eng.Schedule(now+s.cfg.Failures.RepairTime, func(t time.Duration) {
+		s.account(t)
+		s.repairs--
+		s.gpuDown[g]--
+		if !s.isFailed(g) {
+			s.failedGPU--
+			s.setGPUHealth(t, g, topology.Healthy)
+		}
+		s.requestCycle(t)
+	})
+	s.requestCycle(now)
+}
+
+func (s *Simulation) failHost(now time.Duration, k int) {
+	h := topology.HostID(k)
+	if s.hostDown[h] > 0 {
+		return
+	}
+	s.m.faults++
+	s.downHosts(now, []topology.HostID{h})
+}
+
+func (s *Simulation) failSwitch(now time.Duration, d topology.DomainID) {
+	first, end := s.c.DomainHosts(d)
+	var hosts []topology.HostID
+	for h := first; h < end; h++ {
+		hosts = append(hosts, h)
+	}
+	s.m.faults++
+	s.downHosts(now, hosts)
+}
+
+// downHosts fails hosts together and schedules their common repair.
+func (s *Simulation) downHosts(now time.Duration, hosts []topology.HostID) {
+	s.account(now)
+	for _, h := range hosts {
+		s.stopJobsOn(now, h, topology.NoGPU)
+		before := s.failedOn(h)
+		s.hostDown[h]++
+		s.failedGPU += s.failedOn(h) - before
+		s.applyHostHealth(now, h)
+	}
+	s.repairs++
+	s.eng.Schedule(now+s.cfg.Failures.RepairTime, func(t time.Duration) {
+		s.account(t)
+		s.repairs--
+		for _, h := range hosts {
+			before := s.failedOn(h)
+			s.hostDown[h]--
+			s.failedGPU += s.failedOn(h) - before
+			s.applyHostHealth(t, h)
+		}
+		s.requestCycle(t)
+	})
+	s.requestCycle(now)
+}
+
+func (s *Simulation) drainHost(now time.Duration, _ int) {
+	// Draw among hosts that are healthy and not draining, by rejection
+	// sampling with a bounded number of tries.
+	n := s.c.NumHosts()
+	h := topology.NoHost
+	for range 64 {
+		c := topology.HostID(s.rngDrain.IntN(n))
+		if s.hostDown[c] == 0 && s.hostDrain[c] == 0 {
+			h = c
+			break
+		}
+	}
+	if h == topology.NoHost {
+		return
+	}
+	s.account(now)
+	s.m.drains++
+	s.hostDrain[h]++
+	s.applyHostHealth(now, h)
+	s.repairs++
+	s.eng.Schedule(now+s.cfg.Drain.Duration, func(t time.Duration) {
+		s.account(t)
+		s.repairs--
+		s.hostDrain[h]--
+		s.applyHostHealth(t, h)
+		s.requestCycle(t)
+	})
+}
+
+func (s *Simulation) hostHealth(h topology.HostID) topology.Health {
+	switch {
+	case s.hostDown[h] > 0:
+		return topology.Failed
+	case s.hostDrain[h] > 0:
+		return topology.Draining
+	}
+	return topology.Healthy
+}
+
+func (s *Simulation) applyHostHealth(now time.Duration, h topology.HostID) {
+	hh := s.hostHealth(h)
+	if s.led.HostHealth(h) == hh {
+		return
+	}
+	if err := s.led.SetHostHealth(h, hh); err != nil {
+		s.fail(fmt.Errorf("%w: host %s health: %v", ErrInvariant, s.c.HostName(h), err))
+		return
+	}
+	if err := s.cfg.Scheduler.SetHostHealth(now, h, hh); err != nil {
+		s.fail(fmt.Errorf("sim: SetHostHealth(%s, %s): %w", s.c.HostName(h), hh, err))
+	}
+}
+
+func (s *Simulation) setGPUHealth(now time.Duration, g topology.GPUID, hh topology.Health) {
+	if err := s.led.SetGPUHealth(g, hh); err != nil {
+		s.fail(fmt.Errorf("%w: GPU %s health: %v", ErrInvariant, s.c.GPUName(g), err))
+		return
+	}
+	if err := s.cfg.Scheduler.SetGPUHealth(now, g, hh); err != nil {
+		s.fail(fmt.Errorf("sim: SetGPUHealth(%s, %s): %w", s.c.GPUName(g), hh, err))
+	}
+}
+
+func (s *Simulation) fail(err error) {
+	if s.err == nil {
+		s.err = err
+	}
+}

@@ -1,0 +1,529 @@
+package sim
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"time"
+
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/gpusched/gpusched/topology"
+)
+
+// Result is what a run produced: the summary, the time series and one
+// record per job.
+type Result struct {
+	Summary Summary
+	Samples []Sample
+	Jobs    []JobRecord
+}
+
+// Summary holds the metrics a GPU platform is judged by. Times are in
+// seconds, GPU time in GPU-seconds (a share of a GPU counts as its
+// fraction). Every field is deterministic for a given input and seed.
+type Summary struct {
+	Cluster string `json:"cluster"`
+	GPUs    int    `json:"gpus"`
+	// Policy and Trace are set by the caller (e.g. the CLI) to label the
+	// run.
+	Policy string `json:"policy,omitempty"`
+	Trace  string `json:"trace,omitempty"`
+	Seed   uint64 `json:"seed"`
+
+	Jobs JobCounts `json:"jobs"`
+	// Makespan is the time from the first arrival to the end of the run.
+	Makespan float64 `json:"makespanSeconds"`
+	// Wait is the queue wait (first start − submit) of jobs that started.
+	Wait Dist `json:"waitSeconds"`
+	// JCT is the completion time (end − submit) of completed jobs.
+	JCT Dist `json:"jctSeconds"`
+	// Slowdown is JCT / the job's full-speed duration, for completed jobs.
+	Slowdown Dist `json:"slowdown"`
+	// Queues has per-tenant figures, by name.
+	Queues []QueueSummary `json:"queues"`
+
+	GPUTime GPUTime `json:"gpuTime"`
+	// AllocationRate is used / capacity GPU time; Utilisation is useful /
+	// capacity (work that counted towards completing jobs).
+	AllocationRate float64 `json:"allocationRate"`
+	Utilisation    float64 `json:"utilisation"`
+
+	Fragmentation Fragmentation     `json:"fragmentation"`
+	Failures      []ReasonCount     `json:"schedulingFailures"`
+	Preemption    PreemptionSummary `json:"preemption"`
+	Fairness      Fairness          `json:"fairness"`
+	Locality      Locality          `json:"locality"`
+
+	Cycles int    `json:"cycles"`
+	Events uint64 `json:"events"`
+}
+
+// JobCounts counts jobs by terminal state; the four add up to Total.
+type JobCounts struct {
+	Total      int `json:"total"`
+	Completed  int `json:"completed"`
+	Rejected   int `json:"rejected"`
+	Failed     int `json:"failed"`
+	Unfinished int `json:"unfinished"`
+}
+
+// Dist summarises a distribution. All zero when N is 0.
+type Dist struct {
+	N    int     `json:"n"`
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P95  float64 `json:"p95"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+}
+
+// QueueSummary is one tenant's figures.
+type QueueSummary struct {
+	Name      string `json:"name"`
+	Jobs      int    `json:"jobs"`
+	Completed int    `json:"completed"`
+	Wait      Dist   `json:"waitSeconds"`
+	JCT       Dist   `json:"jctSeconds"`
+	// GPUSeconds is the GPU time its jobs held; Share is that over all
+	// jobs' GPU time; Entitlement is its entitled share.
+	GPUSeconds  float64 `json:"gpuSeconds"`
+	Share       float64 `json:"share"`
+	Entitlement float64 `json:"entitlement"`
+}
+
+// GPUTime accounts for capacity × time: Used + Idle + Failed = Capacity.
+// Useful, LostPreemption, LostFailure and Overhead split Used: work kept,
+// work thrown away by preemptions and by failures (since the last
+// checkpoint), and the rest (restart and checkpoint pauses, slowdown of
+// spread gangs, work of jobs cut off by the end of the run).
+type GPUTime struct {
+	Capacity       float64 `json:"capacity"`
+	Used           float64 `json:"used"`
+	Idle           float64 `json:"idle"`
+	Failed         float64 `json:"failed"`
+	Useful         float64 `json:"useful"`
+	LostPreemption float64 `json:"lostPreemption"`
+	LostFailure    float64 `json:"lostFailure"`
+	Overhead       float64 `json:"overhead"`
+}
+
+// Fragmentation averages, over the samples where some job was pending,
+// the free GPUs and the free GPUs no pending job could use: GPUs on hosts
+// whose free count is below the smallest whole-GPU task of every pending
+// job that accepts the host's model.
+type Fragmentation struct {
+	Samples           int     `json:"samples"`
+	MeanFreeGPUs      float64 `json:"meanFreeGPUs"`
+	MeanUnusableGPUs  float64 `json:"meanUnusableGPUs"`
+	UnusableShareFree float64 `json:"unusableShareOfFree"`
+}
+
+// ReasonCount counts scheduling failures of one reason: job-cycles (a job
+// pending through a cycle for that reason) and distinct jobs.
+type ReasonCount struct {
+	Reason    string `json:"reason"`
+	JobCycles int    `json:"jobCycles"`
+	Jobs      int    `json:"jobs"`
+}
+
+// PreemptionSummary counts stops and how jobs recovered from them.
+type PreemptionSummary struct {
+	Preemptions int `json:"preemptions"`
+	// FaultStops counts jobs stopped by failures; Faults the failures
+	// (GPU, host, switch) injected; Drains the hosts drained.
+	FaultStops int `json:"faultStops"`
+	Faults     int `json:"faults"`
+	Drains     int `json:"drains"`
+	// JobsStopped counts distinct jobs stopped at least once; Recovered
+	// those of them that went on to complete.
+	JobsStopped  int     `json:"jobsStopped"`
+	Recovered    int     `json:"recovered"`
+	RecoveryRate float64 `json:"recoveryRate"`
+	// GPUHoursLost is GPU time thrown away, in GPU-hours.
+	GPUHoursLostPreemption float64 `json:"gpuHoursLostPreemption"`
+	GPUHoursLostFailure    float64 `json:"gpuHoursLostFailure"`
+}
+
+// Fairness compares tenants' GPU time with their entitlements: Jain's
+// index over share/entitlement of the tenants that submitted work (1 =
+// everyone got exactly their entitlement).
+type Fairness struct {
+	Tenants   int     `json:"tenants"`
+	JainIndex float64 `json:"jainIndex"`
+}
+
+// Locality counts placements of jobs on more than one GPU and the share
+// that stayed inside one NVLink domain, one host, and one switch of the
+// innermost network level.
+type Locality struct {
+	MultiGPUPlacements int     `json:"multiGPUPlacements"`
+	InFabric           float64 `json:"inFabric"`
+	InHost             float64 `json:"inHost"`
+	InSwitch           float64 `json:"inSwitch"`
+}
+
+// Sample is one row of the time series.
+type Sample struct {
+	Time          float64 `json:"t"`
+	AllocatedGPUs float64 `json:"allocatedGPUs"`
+	Allocation    float64 `json:"allocation"`
+	FreeGPUs      int     `json:"freeGPUs"`
+	UnusableGPUs  int     `json:"unusableGPUs"`
+	FailedGPUs    int     `json:"failedGPUs"`
+	Running       int     `json:"running"`
+	Pending       int     `json:"pending"`
+	PendingGPUs   float64 `json:"pendingGPUs"`
+}
+
+// JobRecord is one job's outcome. Start is -1 for jobs that never
+// started.
+type JobRecord struct {
+	ID          string
+	Queue       string
+	GPUs        float64
+	State       JobState
+	Submit      float64
+	Start       float64
+	End         float64
+	Duration    float64
+	Preemptions int
+	FaultStops  int
+	LastReason  string
+}
+
+type metrics struct {
+	s           *Simulation
+	capMilli    int64
+	maxHostGPUs int
+	last        time.Duration
+	usedMilli   int64
+	used        float64 // GPU-seconds
+	failed      float64
+	useful      float64
+	lostPre     float64
+	lostFail    float64
+	cycles      int
+	blocked     [numReasons]int
+	faults      int
+	drains      int
+	tenantUsed  map[string]float64
+	samples     []Sample
+	every       time.Duration
+	fragSum     float64
+	freeSum     float64
+	fragN       int
+	multi       int
+	inFabric    int
+	inHost      int
+	inSwitch    int
+	minByModel  []int
+}
+
+func (m *metrics) init(s *Simulation) {
+	m.s = s
+	m.capMilli = int64(s.c.NumGPUs()) * topology.MilliPerGPU
+	for h := range s.c.NumHosts() {
+		_, n := s.c.HostGPUs(topology.HostID(h))
+		m.maxHostGPUs = max(m.maxHostGPUs, n)
+	}
+	m.tenantUsed = map[string]float64{}
+	m.minByModel = make([]int, len(s.c.Models()))
+}
+
+func (m *metrics) account(now time.Duration) {
+	if now <= m.last {
+		return
+	}
+	dt := (now - m.last).Seconds()
+	m.used += dt * float64(m.usedMilli) / topology.MilliPerGPU
+	m.failed += dt * float64(m.s.failedGPU)
+	m.last = now
+}
+
+// segment records the end of a running segment that did `done` seconds of
+// full-speed work.
+func (m *metrics) segment(j *job, now time.Duration, done float64, stopped bool, cause StopCause) {
+	gpus := float64(j.gpuMilli) / topology.MilliPerGPU
+	held := (now - j.segStart).Seconds() * gpus
+	kept := done * gpus
+	m.tenantUsed[j.tenant] += held
+	m.useful += kept
+	if stopped {
+		lost := max(0, held-kept)
+		if cause == StopFailure {
+			m.lostFail += lost
+		} else {
+			m.lostPre += lost
+		}
+	}
+}
+
+func (m *metrics) firstStart(*job) {}
+
+func (m *metrics) placed(j *job) {
+	if j.level < 0 {
+		return
+	}
+	m.multi++
+	if j.level <= topology.LevelFabric {
+		m.inFabric++
+	}
+	if j.level <= topology.LevelHost {
+		m.inHost++
+	}
+	if j.level <= topology.LevelHost+1 && m.s.c.LevelCluster() > topology.LevelHost+1 {
+		m.inSwitch++
+	}
+}
+
+func (m *metrics) rejected(*job, error) {}
+func (m *metrics) completed(*job)       {}
+func (m *metrics) failedJob(*job)       {}
+func (m *metrics) unfinished(*job)      {}
+
+func (m *metrics) startSampling() {
+	s := m.s
+	m.every = s.cfg.SampleEvery
+	if m.every == 0 && len(s.jobs) > 0 {
+		m.every = max(time.Minute, s.jobs[len(s.jobs)-1].submit/500)
+	}
+	if m.every == 0 {
+		m.every = time.Minute
+	}
+	var tick func(time.Duration)
+	tick = func(now time.Duration) {
+		m.sample(now)
+		if !s.done() {
+			s.eng.Schedule(now+m.every, tick)
+		}
+	}
+	s.eng.Schedule(0, tick)
+}
+
+func (m *metrics) sample(now time.Duration) {
+	s := m.s
+	sm := Sample{
+		Time:          now.Seconds(),
+		AllocatedGPUs: float64(m.usedMilli) / topology.MilliPerGPU,
+		Allocation:    ratio(float64(m.usedMilli), float64(m.capMilli)),
+		FreeGPUs:      s.led.FreeGPUs(s.c.Root()),
+		FailedGPUs:    s.failedGPU,
+		Running:       s.running,
+		Pending:       len(s.pending),
+	}
+	const none = math.MaxInt
+	minAny := none
+	for k := range m.minByModel {
+		m.minByModel[k] = none
+	}
+	gpuPending := false
+	for _, i := range s.pending {
+		j := &s.jobs[i]
+		sm.PendingGPUs += float64(j.spec.Demand().GPUMilli) / topology.MilliPerGPU
+		if j.minGPUs < 0 {
+			continue
+		}
+		gpuPending = true
+		need := max(j.minGPUs, 1)
+		if len(j.models) == 0 {
+			minAny = min(minAny, need)
+			continue
+		}
+		for _, md := range j.models {
+			if md >= 0 {
+				m.minByModel[md] = min(m.minByModel[md], need)
+			}
+		}
+	}
+	if gpuPending {
+		for h := range s.c.NumHosts() {
+			hid := topology.HostID(h)
+			f := s.led.HostFreeGPUs(hid)
+			if f == 0 {
+				continue
+			}
+			need := minAny
+			if md := s.c.HostModel(hid); md >= 0 {
+				need = min(need, m.minByModel[md])
+			}
+			if f < need {
+				sm.UnusableGPUs += f
+			}
+		}
+		m.fragN++
+		m.fragSum += float64(sm.UnusableGPUs)
+		m.freeSum += float64(sm.FreeGPUs)
+	}
+	m.samples = append(m.samples, sm)
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func dist(xs []float64) Dist {
+	if len(xs) == 0 {
+		return Dist{}
+	}
+	slices.Sort(xs)
+	return Dist{
+		N: len(xs), Mean: stat.Mean(xs, nil),
+		P50: stat.Quantile(0.50, stat.Empirical, xs, nil),
+		P95: stat.Quantile(0.95, stat.Empirical, xs, nil),
+		P99: stat.Quantile(0.99, stat.Empirical, xs, nil),
+		Max: xs[len(xs)-1],
+	}
+}
+
+func (m *metrics) result(now time.Duration) *Result {
+	s := m.s
+	sum := Summary{Cluster: s.c.Name(), GPUs: s.c.NumGPUs(), Seed: s.cfg.Seed, Cycles: m.cycles, Events: s.eng.Fired()}
+	sum.Makespan = now.Seconds()
+	res := &Result{Samples: m.samples, Jobs: make([]JobRecord, len(s.jobs))}
+
+	type tenantAcc struct {
+		jobs, completed int
+		wait, jct       []float64
+	}
+	tenants := map[string]*tenantAcc{}
+	var wait, jct, slow []float64
+	var jobsWith [numReasons]int
+	pre := &sum.Preemption
+	for i := range s.jobs {
+		j := &s.jobs[i]
+		ta := tenants[j.tenant]
+		if ta == nil {
+			ta = &tenantAcc{}
+			tenants[j.tenant] = ta
+		}
+		ta.jobs++
+		rec := JobRecord{ID: j.spec.ID, Queue: j.tenant, GPUs: float64(j.spec.Demand().GPUMilli) / topology.MilliPerGPU, State: j.state,
+			Submit: j.submit.Seconds(), Start: -1, End: j.end.Seconds(), Duration: j.duration.Seconds(), Preemptions: j.preempted, FaultStops: j.faults}
+		if j.reasons != 0 {
+			rec.LastReason = j.lastWhy.String()
+		}
+		if j.started {
+			rec.Start = j.firstRun.Seconds()
+			w := (j.firstRun - j.submit).Seconds()
+			wait = append(wait, w)
+			ta.wait = append(ta.wait, w)
+		}
+		for r := range numReasons {
+			if j.reasons&(1<<r) != 0 {
+				jobsWith[r]++
+			}
+		}
+		if j.preempted+j.faults > 0 {
+			pre.JobsStopped++
+			if j.state == StateCompleted {
+				pre.Recovered++
+			}
+		}
+		pre.Preemptions += j.preempted
+		pre.FaultStops += j.faults
+		switch j.state {
+		case StateCompleted:
+			sum.Jobs.Completed++
+			ta.completed++
+			c := (j.end - j.submit).Seconds()
+			jct = append(jct, c)
+			ta.jct = append(ta.jct, c)
+			if d := j.duration.Seconds(); d > 0 {
+				slow = append(slow, c/d)
+			}
+		case StateRejected:
+			sum.Jobs.Rejected++
+		case StateFailed:
+			sum.Jobs.Failed++
+		default:
+			sum.Jobs.Unfinished++
+		}
+		res.Jobs[i] = rec
+	}
+	sum.Jobs.Total = len(s.jobs)
+	sum.Wait, sum.JCT, sum.Slowdown = dist(wait), dist(jct), dist(slow)
+	pre.Faults, pre.Drains = m.faults, m.drains
+	pre.RecoveryRate = ratio(float64(pre.Recovered), float64(pre.JobsStopped))
+	pre.GPUHoursLostPreemption = m.lostPre / 3600
+	pre.GPUHoursLostFailure = m.lostFail / 3600
+
+	// Entitlements: configured tenants, else equal among those present.
+	names := make([]string, 0, len(tenants))
+	for n := range tenants {
+		names = append(names, n)
+	}
+	for _, t := range s.cfg.Tenants {
+		if tenants[t.Name] == nil {
+			names = append(names, t.Name)
+			tenants[t.Name] = &tenantAcc{}
+		}
+	}
+	slices.Sort(names)
+	ent := map[string]float64{}
+	if len(s.cfg.Tenants) > 0 {
+		total := 0
+		for _, t := range s.cfg.Tenants {
+			total += t.GPUs
+		}
+		for _, t := range s.cfg.Tenants {
+			ent[t.Name] = ratio(float64(t.GPUs), float64(total))
+		}
+	} else {
+		for _, n := range names {
+			ent[n] = 1 / float64(len(names))
+		}
+	}
+	var totalUsed float64
+	for _, n := range names {
+		totalUsed += m.tenantUsed[n]
+	}
+	var xs []float64
+	for _, n := range names {
+		ta := tenants[n]
+		q := QueueSummary{Name: n, Jobs: ta.jobs, Completed: ta.completed, Wait: dist(ta.wait), JCT: dist(ta.jct),
+			GPUSeconds: m.tenantUsed[n], Share: ratio(m.tenantUsed[n], totalUsed), Entitlement: ent[n]}
+		sum.Queues = append(sum.Queues, q)
+		if ta.jobs > 0 && q.Entitlement > 0 {
+			xs = append(xs, q.Share/q.Entitlement)
+		}
+	}
+	sum.Fairness = Fairness{Tenants: len(xs), JainIndex: jain(xs)}
+
+	capacity := float64(s.c.NumGPUs()) * now.Seconds()
+	sum.GPUTime = GPUTime{Capacity: capacity, Used: m.used, Failed: m.failed, Idle: capacity - m.used - m.failed,
+		Useful: m.useful, LostPreemption: m.lostPre, LostFailure: m.lostFail}
+	sum.GPUTime.Overhead = m.used - m.useful - m.lostPre - m.lostFail
+	sum.AllocationRate = ratio(m.used, capacity)
+	sum.Utilisation = ratio(m.useful, capacity)
+
+	if m.fragN > 0 {
+		sum.Fragmentation = Fragmentation{Samples: m.fragN, MeanFreeGPUs: m.freeSum / float64(m.fragN),
+			MeanUnusableGPUs: m.fragSum / float64(m.fragN), UnusableShareFree: ratio(m.fragSum, m.freeSum)}
+	}
+	for r := range numReasons {
+		sum.Failures = append(sum.Failures, ReasonCount{Reason: r.String(), JobCycles: m.blocked[r], Jobs: jobsWith[r]})
+	}
+	slices.SortStableFunc(sum.Failures, func(a, b ReasonCount) int { return cmp.Compare(b.JobCycles, a.JobCycles) })
+	sum.Locality = Locality{MultiGPUPlacements: m.multi, InFabric: ratio(float64(m.inFabric), float64(m.multi)),
+		InHost: ratio(float64(m.inHost), float64(m.multi)), InSwitch: ratio(float64(m.inSwitch), float64(m.multi))}
+	res.Summary = sum
+	return res
+}
+
+// jain returns Jain's fairness index (Σx)² / (n Σx²), 1 for an empty or
+// all-zero set.
+func jain(xs []float64) float64 {
+	var s, s2 float64
+	for _, x := range xs {
+		s += x
+		s2 += x * x
+	}
+	if s2 == 0 {
+		return 1
+	}
+	return s * s / (float64(len(xs)) * s2)
+}

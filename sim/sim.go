@@ -1,0 +1,634 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/gpusched/gpusched/sim/trace"
+	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
+)
+
+// JobState is where a job is in its life. Every job of a run ends in
+// exactly one of the terminal states Completed, Rejected, Failed or
+// Unfinished.
+type JobState uint8
+
+// Job states.
+const (
+	StateWaiting    JobState = iota // not yet arrived
+	StatePending                    // submitted, not running
+	StateRunning                    // running (possibly inside a preemption's grace period)
+	StateCompleted                  // ran to the end
+	StateRejected                   // refused at Submit (bad spec, larger than the cluster, …)
+	StateFailed                     // stopped by failures more often than FailureModel.MaxRestarts
+	StateUnfinished                 // still pending or running when the run ended
+)
+
+var stateNames = [...]string{"waiting", "pending", "running", "completed", "rejected", "failed", "unfinished"}
+
+// String returns the state's lower-case name.
+func (s JobState) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "unknown"
+}
+
+// ErrInvariant is wrapped by errors that mean the Scheduler (or the
+// simulator) broke a rule: a binding for a job that is not pending, claims
+// that collide, a preemption of a job that is not running.
+var ErrInvariant = errors.New("sim: invariant violated")
+
+type job struct {
+	spec     workload.Job
+	submit   time.Duration
+	duration time.Duration // full-speed run time from the trace
+	tenant   string
+	state    JobState
+
+	work      float64 // remaining full-speed seconds of work
+	ckpt      time.Duration
+	gpuMilli  int64 // GPU milli held while running
+	claims    []topology.Claim
+	segStart  time.Duration
+	restart   time.Duration // reload time at the start of this segment
+	speed     float64
+	endEv     EventID
+	stopEv    EventID
+	noticeAt  time.Duration // preemption notice, when stopEv is set
+	started   bool
+	firstRun  time.Duration
+	end       time.Duration
+	preempted int
+	faults    int
+	reasons   uint8 // bit per Reason seen while pending
+	lastWhy   Reason
+	pendIdx   int32 // index in Simulation.pending, -1 if not pending
+	minGPUs   int   // smallest whole-GPU task (0: a share), -1: CPU-only
+	models    []topology.ModelID
+	level     topology.Level // spread of the current placement (-1: no GPUs)
+}
+
+// Simulation replays a trace through a Scheduler. Build one with New and
+// call Run once. It is not safe for concurrent use; run several
+// simulations in parallel, each with its own Scheduler.
+type Simulation struct {
+	cfg  Config
+	c    *topology.Cluster
+	led  *topology.Ledger
+	eng  *Engine
+	jobs []job
+	byID map[string]int32
+
+	next      int // next arrival index
+	pending   []int32
+	running   int
+	repairs   int // outstanding repair / drain-end events
+	schedAt   time.Duration
+	schedSet  bool
+	bound     bool // the last cycle bound or preempted something
+	ended     int
+	err       error
+	gpuDown   []int16
+	hostDown  []int16
+	hostDrain []int16
+	hostJobs  [][]int32
+	failedGPU int // GPUs failed (own or host)
+
+	rngFail, rngDrain *rand.Rand
+	m                 metrics
+}
+
+// New validates cfg and prepares a simulation of jobs (which it sorts by
+// submission time and shifts so the first arrives at zero, see
+// trace.Rebase; it keeps the slice). Job IDs must be unique.
+func New(cfg Config, jobs []trace.Job) (*Simulation, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	trace.Rebase(jobs)
+	c := cfg.Cluster
+	s := &Simulation{
+		cfg: cfg, c: c, led: topology.NewLedger(c), eng: NewEngine(),
+		jobs:      make([]job, len(jobs)),
+		byID:      make(map[string]int32, len(jobs)),
+		gpuDown:   make([]int16, c.NumGPUs()),
+		hostDown:  make([]int16, c.NumHosts()),
+		hostDrain: make([]int16, c.NumHosts()),
+		hostJobs:  make([][]int32, c.NumHosts()),
+		rngFail:   rand.New(rand.NewPCG(cfg.Seed, 1)),
+		rngDrain:  rand.New(rand.NewPCG(cfg.Seed, 2)),
+	}
+	for i := range jobs {
+		tj := &jobs[i]
+		if _, dup := s.byID[tj.Spec.ID]; dup {
+			return nil, fmt.Errorf("sim: job %q (line %d) appears twice in the trace", tj.Spec.ID, tj.Line)
+		}
+		s.byID[tj.Spec.ID] = int32(i)
+		j := &s.jobs[i]
+		j.spec = tj.Spec
+		j.tenant = tj.Spec.Queue
+		if q, ok := cfg.QueueMap[j.tenant]; ok {
+			j.spec.Queue = q
+		} else if cfg.DefaultQueue != "" {
+			j.spec.Queue = cfg.DefaultQueue
+		}
+		j.submit, j.duration = tj.Submit, tj.Duration
+		j.work = tj.Duration.Seconds()
+		j.pendIdx = -1
+		j.level = -1
+		j.ckpt = j.spec.CheckpointInterval
+		if j.ckpt == 0 {
+			j.ckpt = cfg.Checkpoint.Interval
+		}
+		if cfg.RuntimeEstimate > 0 && j.spec.Runtime == 0 {
+			j.spec.Runtime = time.Duration(float64(tj.Duration) * cfg.RuntimeEstimate)
+		}
+		j.minGPUs, j.models = s.smallestTask(&j.spec)
+	}
+	s.m.init(s)
+	return s, nil
+}
+
+// smallestTask finds the task with the fewest whole GPUs (a share counts
+// as 0) and the models it accepts; -1 for CPU-only jobs.
+func (s *Simulation) smallestTask(j *workload.Job) (int, []topology.ModelID) {
+	best, gi := -1, -1
+	for i := range j.Groups {
+		g := &j.Groups[i]
+		n := g.GPUs
+		if n == 0 && g.GPUMilli == 0 && g.MIGProfile == "" {
+			continue
+		}
+		if best < 0 || n < best {
+			best, gi = n, i
+		}
+	}
+	if gi < 0 {
+		return -1, nil
+	}
+	var ms []topology.ModelID
+	for _, name := range j.Groups[gi].Models {
+		if m, ok := s.c.ModelByName(name); ok {
+			ms = append(ms, m)
+		}
+	}
+	if len(j.Groups[gi].Models) > 0 && len(ms) == 0 {
+		ms = []topology.ModelID{topology.NoModel} // no such model here: can use nothing
+	}
+	return best, ms
+}
+
+// Run replays the trace and returns the result. It returns an error for
+// a broken invariant, a Scheduler error on a report call, or (with
+// Config.RejectErrors) a rejected job.
+func (s *Simulation) Run() (*Result, error) {
+	if len(s.jobs) > 0 {
+		s.eng.Schedule(s.jobs[0].submit, s.arrive)
+	}
+	s.startModels()
+	s.m.startSampling()
+	for s.err == nil && !s.done() {
+		at, ok := s.eng.Peek()
+		if !ok {
+			break
+		}
+		if s.cfg.Horizon > 0 && at > s.cfg.Horizon {
+			s.eng.RunUntil(s.cfg.Horizon)
+			break
+		}
+		s.eng.Step()
+		if s.cfg.Audit && s.err == nil {
+			s.err = s.audit()
+		}
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	return s.finish(), nil
+}
+
+// done reports whether nothing more can happen: every job arrived, none
+// runs, and either none waits or the waiting ones cannot start until
+// something changes, and nothing will (no repair or drain due, and the
+// last cycle started nothing).
+func (s *Simulation) done() bool {
+	if s.next < len(s.jobs) || s.running > 0 || s.schedSet {
+		return false
+	}
+	return len(s.pending) == 0 || (s.repairs == 0 && !s.bound)
+}
+
+// account integrates GPU time up to now.
+func (s *Simulation) account(now time.Duration) { s.m.account(now) }
+
+func (s *Simulation) arrive(now time.Duration) {
+	for s.next < len(s.jobs) && s.jobs[s.next].submit == now {
+		i := int32(s.next)
+		s.next++
+		s.submit(now, i)
+		if s.err != nil {
+			return
+		}
+	}
+	if s.next < len(s.jobs) {
+		s.eng.Schedule(s.jobs[s.next].submit, s.arrive)
+	}
+	s.requestCycle(now)
+}
+
+func (s *Simulation) submit(now time.Duration, i int32) {
+	j := &s.jobs[i]
+	s.account(now)
+	reject := func(err error) {
+		if s.cfg.RejectErrors {
+			s.err = fmt.Errorf("sim: job %s rejected: %w", j.spec.ID, err)
+			return
+		}
+		j.state = StateRejected
+		j.end = now
+		s.m.rejected(j, err)
+		s.jobEnded()
+	}
+	if why := s.neverFits(&j.spec); why != "" {
+		reject(errors.New(why))
+		return
+	}
+	if err := s.cfg.Scheduler.Submit(now, j.spec); err != nil {
+		reject(err)
+		return
+	}
+	j.state = StatePending
+	s.addPending(i)
+}
+
+// neverFits reports why a job cannot run on the cluster even when empty:
+// more GPUs than the cluster has, or a task larger than any host.
+func (s *Simulation) neverFits(j *workload.Job) string {
+	if g := j.GPUs(); g > s.c.NumGPUs() {
+		return fmt.Sprintf("needs %d GPUs; the cluster has %d", g, s.c.NumGPUs())
+	}
+	for gi := range j.Groups {
+		need := j.Groups[gi].GPUs
+		if need <= s.m.maxHostGPUs {
+			continue
+		}
+		return fmt.Sprintf("a task of group %d needs %d GPUs; the largest host has %d", gi, need, s.m.maxHostGPUs)
+	}
+	return ""
+}
+
+func (s *Simulation) addPending(i int32) {
+	s.jobs[i].pendIdx = int32(len(s.pending))
+	s.pending = append(s.pending, i)
+}
+
+func (s *Simulation) removePending(i int32) {
+	k := s.jobs[i].pendIdx
+	last := s.pending[len(s.pending)-1]
+	s.pending[k] = last
+	s.jobs[last].pendIdx = k
+	s.pending = s.pending[:len(s.pending)-1]
+	s.jobs[i].pendIdx = -1
+}
+
+func (s *Simulation) jobEnded() {
+	s.ended++
+	if s.cfg.Progress != nil {
+		s.cfg.Progress(s.ended, len(s.jobs))
+	}
+}
+
+// requestCycle queues a scheduling cycle at now, after the events already
+// due at now. One cycle serves every request made before it runs.
+func (s *Simulation) requestCycle(now time.Duration) {
+	if s.schedSet {
+		return
+	}
+	s.schedSet, s.schedAt = true, now
+	s.eng.Schedule(now, s.cycle)
+}
+
+func (s *Simulation) cycle(now time.Duration) {
+	s.schedSet = false
+	s.account(now)
+	d := s.cfg.Scheduler.Schedule(now)
+	s.m.cycles++
+	s.bound = len(d.Bindings) > 0 || len(d.Preemptions) > 0
+	for _, b := range d.Bindings {
+		if err := s.bind(now, b); err != nil {
+			s.err = err
+			return
+		}
+	}
+	for _, p := range d.Preemptions {
+		if err := s.preempt(now, p); err != nil {
+			s.err = err
+			return
+		}
+	}
+	for _, p := range d.Pending {
+		if i, ok := s.byID[p.Job]; ok && s.jobs[i].state == StatePending {
+			j := &s.jobs[i]
+			j.reasons |= 1 << p.Reason
+			j.lastWhy = p.Reason
+			s.m.blocked[min(p.Reason, numReasons-1)]++
+		}
+	}
+}
+
+func (s *Simulation) lookup(id string, want JobState, what string) (int32, error) {
+	i, ok := s.byID[id]
+	if !ok {
+		return 0, fmt.Errorf("%w: %s names unknown job %q", ErrInvariant, what, id)
+	}
+	if st := s.jobs[i].state; st != want {
+		return 0, fmt.Errorf("%w: %s names job %q, which is %s, not %s", ErrInvariant, what, id, st, want)
+	}
+	return i, nil
+}
+
+func (s *Simulation) bind(now time.Duration, b Binding) error {
+	i, err := s.lookup(b.Job, StatePending, "binding")
+	if err != nil {
+		return err
+	}
+	j := &s.jobs[i]
+	if n := len(b.Claims); n < j.spec.MinTasks() || n > j.spec.Tasks() {
+		return fmt.Errorf("%w: binding of job %q has %d claims; the job has %d..%d tasks", ErrInvariant, b.Job, n, j.spec.MinTasks(), j.spec.Tasks())
+	}
+	if err := s.led.Allocate(b.Claims...); err != nil {
+		return fmt.Errorf("%w: binding of job %q: %v", ErrInvariant, b.Job, err)
+	}
+	s.removePending(i)
+	j.state = StateRunning
+	j.claims = slices.Clone(b.Claims)
+	j.gpuMilli = claimMilli(s.c, j.claims)
+	s.m.usedMilli += j.gpuMilli
+	s.running++
+	j.level = s.spread(j.claims)
+	j.speed = s.speedFor(j.level)
+	j.segStart = now
+	j.restart = 0
+	if j.started {
+		j.restart = s.cfg.Checkpoint.RestartCost
+	} else {
+		j.started = true
+		j.firstRun = now
+		s.m.firstStart(j)
+	}
+	s.m.placed(j)
+	for _, c := range j.claims {
+		hj := s.hostJobs[c.Host]
+		if len(hj) == 0 || hj[len(hj)-1] != i {
+			s.hostJobs[c.Host] = append(hj, i)
+		}
+	}
+	j.endEv = s.eng.Schedule(now+s.segmentLength(j), func(t time.Duration) { s.complete(t, i) })
+	if err := s.cfg.Scheduler.Started(now, b.Job); err != nil {
+		return fmt.Errorf("sim: Started(%s): %w", b.Job, err)
+	}
+	return nil
+}
+
+func claimMilli(c *topology.Cluster, claims []topology.Claim) int64 {
+	var m int64
+	for _, cl := range claims {
+		for _, g := range cl.GPUs {
+			switch g.Kind {
+			case topology.ClaimWhole:
+				m += topology.MilliPerGPU
+			case topology.ClaimShare:
+				m += int64(g.Milli)
+			case topology.ClaimMIG:
+				m += int64(c.Model(c.GPU(g.GPU).Model).MIGProfiles[g.Profile].Milli)
+			}
+		}
+	}
+	return m
+}
+
+// spread returns the innermost level whose one domain holds every GPU of
+// the claims, or -1 when they hold no GPU or a single one.
+func (s *Simulation) spread(claims []topology.Claim) topology.Level {
+	first := topology.NoGPU
+	distinct := false
+	for _, cl := range claims {
+		for _, g := range cl.GPUs {
+			if first == topology.NoGPU {
+				first = g.GPU
+			} else if g.GPU != first {
+				distinct = true
+			}
+		}
+	}
+	if !distinct {
+		return -1
+	}
+	for l := topology.LevelFabric; l < s.c.LevelCluster(); l++ {
+		d := s.c.GPUAt(first, l)
+		if d == topology.NoDomain {
+			continue
+		}
+		same := true
+		for _, cl := range claims {
+			for _, g := range cl.GPUs {
+				if s.c.GPUAt(g.GPU, l) != d {
+					same = false
+					break
+				}
+			}
+			if !same {
+				break
+			}
+		}
+		if same {
+			return l
+		}
+	}
+	return s.c.LevelCluster()
+}
+
+func (s *Simulation) speedFor(l topology.Level) float64 {
+	if !s.cfg.Speed.Enabled || l <= topology.LevelFabric {
+		return 1
+	}
+	if l == topology.LevelHost {
+		return s.cfg.Speed.SameHost
+	}
+	return s.cfg.Speed.SameSwitch * math.Pow(s.cfg.Speed.PerLevel, float64(l-topology.LevelHost-1))
+}
+
+func (s *Simulation) ckptOverhead(j *job) time.Duration {
+	if j.ckpt <= 0 {
+		return 0
+	}
+	return s.cfg.Checkpoint.Overhead
+}
+
+// segmentLength is the wall time to finish j's remaining work from the
+// start of its segment: reload, work at j.speed, and a checkpoint pause
+// after every j.ckpt of work except at the very end.
+func (s *Simulation) segmentLength(j *job) time.Duration {
+	wall := j.work / j.speed
+	d := j.restart + secs(wall)
+	if j.ckpt > 0 {
+		n := math.Ceil(wall/j.ckpt.Seconds()) - 1
+		if n > 0 {
+			d += time.Duration(n) * s.ckptOverhead(j)
+		}
+	}
+	return max(d, 1)
+}
+
+// secs converts seconds to a Duration, rounding up to the nanosecond.
+func secs(f float64) time.Duration { return time.Duration(math.Ceil(f * 1e9)) }
+
+// workedBy returns the wall time spent working (not reloading or
+// checkpointing) in j's segment by time t, and the part of it covered by
+// a completed checkpoint.
+func (s *Simulation) workedBy(j *job, t time.Duration) (worked, saved float64) {
+	e := (t - j.segStart - j.restart).Seconds()
+	if e <= 0 {
+		return 0, 0
+	}
+	if j.ckpt <= 0 {
+		return e, 0
+	}
+	iv, ov := j.ckpt.Seconds(), s.ckptOverhead(j).Seconds()
+	k := math.Floor(e / (iv + ov))
+	worked = k*iv + math.Min(e-k*(iv+ov), iv)
+	return worked, k * iv
+}
+
+func (s *Simulation) complete(now time.Duration, i int32) {
+	j := &s.jobs[i]
+	s.account(now)
+	if j.stopEv != 0 {
+		s.eng.Cancel(j.stopEv)
+		j.stopEv = 0
+	}
+	s.m.segment(j, now, j.work, false, 0)
+	j.work = 0
+	s.release(i)
+	j.state = StateCompleted
+	j.end = now
+	s.m.completed(j)
+	s.jobEnded()
+	if err := s.cfg.Scheduler.Finished(now, j.spec.ID); err != nil {
+		s.err = fmt.Errorf("sim: Finished(%s): %w", j.spec.ID, err)
+		return
+	}
+	s.requestCycle(now)
+}
+
+func (s *Simulation) release(i int32) {
+	j := &s.jobs[i]
+	if err := s.led.Release(j.claims...); err != nil && s.err == nil {
+		s.err = fmt.Errorf("%w: releasing job %q: %v", ErrInvariant, j.spec.ID, err)
+	}
+	for _, c := range j.claims {
+		hj := s.hostJobs[c.Host]
+		if k := slices.Index(hj, i); k >= 0 {
+			s.hostJobs[c.Host] = slices.Delete(hj, k, k+1)
+		}
+	}
+	s.m.usedMilli -= j.gpuMilli
+	s.running--
+	j.claims = nil
+	j.gpuMilli = 0
+	j.level = -1
+}
+
+func (s *Simulation) preempt(now time.Duration, p Preemption) error {
+	i, err := s.lookup(p.Job, StateRunning, "preemption")
+	if err != nil {
+		return err
+	}
+	j := &s.jobs[i]
+	if j.stopEv != 0 {
+		return nil // already on its way out
+	}
+	grace := p.Grace
+	if grace <= 0 {
+		grace = s.cfg.Preemption.Grace
+	}
+	j.noticeAt = now
+	j.stopEv = s.eng.Schedule(now+grace, func(t time.Duration) {
+		s.jobs[i].stopEv = 0
+		s.stop(t, i, StopPreempted, true)
+	})
+	return nil
+}
+
+// stop ends j's running segment early, keeps the work up to its last
+// checkpoint (or, graceful, a final checkpoint taken before t when the
+// grace period covers one), and hands the job back to the Scheduler.
+func (s *Simulation) stop(now time.Duration, i int32, cause StopCause, graceful bool) {
+	j := &s.jobs[i]
+	s.account(now)
+	s.eng.Cancel(j.endEv)
+	_, saved := s.workedBy(j, now)
+	if graceful && j.ckpt > 0 {
+		ov := s.ckptOverhead(j)
+		if now-ov >= j.segStart+j.restart && now-ov >= j.noticeAt {
+			w, _ := s.workedBy(j, now-ov)
+			saved = max(saved, w)
+		}
+	}
+	done := math.Min(saved*j.speed, j.work)
+	s.m.segment(j, now, done, true, cause)
+	j.work -= done
+	s.release(i)
+	j.state = StatePending
+	switch cause {
+	case StopPreempted:
+		j.preempted++
+	case StopFailure:
+		j.faults++
+	}
+	if err := s.cfg.Scheduler.Stopped(now, j.spec.ID, cause); err != nil {
+		s.err = fmt.Errorf("sim: Stopped(%s): %w", j.spec.ID, err)
+		return
+	}
+	if mr := s.cfg.Failures.MaxRestarts; cause == StopFailure && mr > 0 && j.faults > mr {
+		j.state = StateFailed
+		j.end = now
+		s.m.failedJob(j)
+		s.jobEnded()
+		if err := s.cfg.Scheduler.Removed(now, j.spec.ID); err != nil {
+			s.err = fmt.Errorf("sim: Removed(%s): %w", j.spec.ID, err)
+		}
+		return
+	}
+	s.addPending(i)
+	s.requestCycle(now)
+}
+
+// finish marks what is left as unfinished and builds the result.
+func (s *Simulation) finish() *Result {
+	now := s.eng.Now()
+	if s.cfg.Horizon > 0 && now > s.cfg.Horizon {
+		now = s.cfg.Horizon
+	}
+	s.account(now)
+	for i := range s.jobs {
+		j := &s.jobs[i]
+		switch j.state {
+		case StateRunning:
+			worked, _ := s.workedBy(j, now)
+			s.m.segment(j, now, math.Min(worked*j.speed, j.work), false, 0)
+			fallthrough
+		case StatePending, StateWaiting:
+			j.state = StateUnfinished
+			j.end = now
+			s.m.unfinished(j)
+		}
+	}
+	return s.m.result(now)
+}
