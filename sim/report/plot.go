@@ -1,0 +1,203 @@
+package report
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/gpusched/gpusched/sim"
+)
+
+// Plots names the PNG files WritePlots writes.
+var Plots = struct{ Allocation, Queue, WaitCDF, JCTCDF, Compare string }{
+	"allocation.png", "queue.png", "wait_cdf.png", "jct_cdf.png", "compare.png",
+}
+
+// WritePlots writes the plots of runs into dir (which must exist): GPU
+// allocation over time, pending jobs over time, CDFs of queue wait and
+// of completion time (one line per run), and a bar chart comparing the
+// runs' allocation, utilisation and unusable free GPUs.
+func WritePlots(dir string, runs ...Run) error {
+	steps := []struct {
+		name string
+		fn   func(string, []Run) error
+	}{
+		{Plots.Allocation, plotAllocation},
+		{Plots.Queue, plotQueue},
+		{Plots.WaitCDF, func(p string, rs []Run) error {
+			return plotCDF(p, "Queue wait", "wait (s, log)", rs, func(j *sim.JobRecord) (float64, bool) {
+				return j.Start - j.Submit, j.Start >= 0
+			})
+		}},
+		{Plots.JCTCDF, func(p string, rs []Run) error {
+			return plotCDF(p, "Job completion time", "JCT (s, log)", rs, func(j *sim.JobRecord) (float64, bool) {
+				return j.End - j.Submit, j.State == sim.StateCompleted
+			})
+		}},
+		{Plots.Compare, plotCompare},
+	}
+	for _, s := range steps {
+		if err := s.fn(filepath.Join(dir, s.name), runs); err != nil {
+			return fmt.Errorf("report: %s: %w", s.name, err)
+		}
+	}
+	return nil
+}
+
+func save(p *plot.Plot, path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return p.Save(8*vg.Inch, 4.5*vg.Inch, path)
+}
+
+// thin keeps at most n points, evenly spaced, always the last.
+func thin(xys plotter.XYs, n int) plotter.XYs {
+	if len(xys) <= n {
+		return xys
+	}
+	out := make(plotter.XYs, 0, n+1)
+	step := float64(len(xys)) / float64(n)
+	for k := 0.0; int(k) < len(xys); k += step {
+		out = append(out, xys[int(k)])
+	}
+	if out[len(out)-1] != xys[len(xys)-1] {
+		out = append(out, xys[len(xys)-1])
+	}
+	return out
+}
+
+func series(title, ylabel string, runs []Run, y func(*sim.Sample) float64) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "time (h)"
+	p.Y.Label.Text = ylabel
+	p.Legend.Top = true
+	for i, r := range runs {
+		xys := make(plotter.XYs, len(r.Result.Samples))
+		for k := range r.Result.Samples {
+			s := &r.Result.Samples[k]
+			xys[k] = plotter.XY{X: s.Time / 3600, Y: y(s)}
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(thin(xys, 2000))
+		if err != nil {
+			return nil, err
+		}
+		l.Color = plotutil.Color(i)
+		p.Add(l)
+		p.Legend.Add(r.Label, l)
+	}
+	return p, nil
+}
+
+func plotAllocation(path string, runs []Run) error {
+	p, err := series("GPU allocation", "allocated GPUs (%)", runs, func(s *sim.Sample) float64 { return 100 * s.Allocation })
+	if err != nil {
+		return err
+	}
+	p.Y.Min, p.Y.Max = 0, 100
+	return save(p, path)
+}
+
+func plotQueue(path string, runs []Run) error {
+	p, err := series("Queue length", "pending jobs", runs, func(s *sim.Sample) float64 { return float64(s.Pending) })
+	if err != nil {
+		return err
+	}
+	return save(p, path)
+}
+
+func plotCDF(path, title, xlabel string, runs []Run, pick func(*sim.JobRecord) (float64, bool)) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xlabel
+	p.Y.Label.Text = "fraction of jobs"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Min, p.Y.Max = 0, 1
+	p.Legend.Top = true
+	p.Legend.Left = true
+	drawn := false
+	for i, r := range runs {
+		var xs []float64
+		for k := range r.Result.Jobs {
+			if v, ok := pick(&r.Result.Jobs[k]); ok {
+				xs = append(xs, max(v, 1)) // log axis: below 1 s shows as 1 s
+			}
+		}
+		if len(xs) == 0 {
+			continue
+		}
+		slices.Sort(xs)
+		xys := make(plotter.XYs, len(xs))
+		for k, x := range xs {
+			xys[k] = plotter.XY{X: x, Y: float64(k+1) / float64(len(xs))}
+		}
+		l, err := plotter.NewLine(thin(xys, 2000))
+		if err != nil {
+			return err
+		}
+		l.Color = plotutil.Color(i)
+		p.Add(l)
+		p.Legend.Add(r.Label, l)
+		drawn = true
+	}
+	if !drawn {
+		p.X.Scale = plot.LinearScale{}
+		p.X.Tick.Marker = plot.DefaultTicks{}
+	}
+	return save(p, path)
+}
+
+func plotCompare(path string, runs []Run) error {
+	p := plot.New()
+	p.Title.Text = "Runs compared"
+	p.Y.Label.Text = "%"
+	p.Legend.Top = true
+	metrics := []struct {
+		name string
+		v    func(*sim.Summary) float64
+	}{
+		{"GPU allocation", func(s *sim.Summary) float64 { return 100 * s.AllocationRate }},
+		{"useful utilisation", func(s *sim.Summary) float64 { return 100 * s.Utilisation }},
+		{"free GPUs unusable", func(s *sim.Summary) float64 { return 100 * s.Fragmentation.UnusableShareFree }},
+	}
+	w := vg.Points(60 / float64(max(1, len(metrics))))
+	if len(runs) > 0 {
+		w = vg.Points(min(30, 240/float64(len(runs)*len(metrics))))
+	}
+	labels := make([]string, len(runs))
+	for k, m := range metrics {
+		vals := make(plotter.Values, len(runs))
+		for i, r := range runs {
+			vals[i] = m.v(&r.Result.Summary)
+			labels[i] = r.Label
+		}
+		if len(vals) == 0 {
+			continue
+		}
+		b, err := plotter.NewBarChart(vals, w)
+		if err != nil {
+			return err
+		}
+		b.Color = plotutil.Color(k)
+		b.LineStyle.Width = 0
+		b.Offset = w * vg.Length(float64(k)-float64(len(metrics)-1)/2)
+		p.Add(b)
+		p.Legend.Add(m.name, b)
+	}
+	if len(labels) > 0 {
+		p.NominalX(labels...)
+	}
+	p.Y.Min, p.Y.Max = 0, 125 // room above 100% for the legend
+	return save(p, path)
+}

@@ -1,0 +1,200 @@
+// Package report writes what a simulation produced: a summary table for
+// people, summary.json and CSV time series for tools, and PNG plots
+// (allocation over time, queue length, CDFs of queue wait and completion
+// time, a bar chart comparing runs).
+//
+// The JSON and CSV writers are deterministic: the same sim.Result gives
+// the same bytes. Floats are written in their shortest exact form.
+package report
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/gpusched/gpusched/sim"
+)
+
+// Run is one labelled result, e.g. one policy of a comparison.
+type Run struct {
+	Label  string
+	Result *sim.Result
+}
+
+func ff(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// WriteJSON writes v as indented JSON with a trailing newline.
+func WriteJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// SampleHeader is the header row of the time-series CSV.
+var SampleHeader = []string{"t_seconds", "allocated_gpus", "allocation", "free_gpus", "unusable_gpus", "failed_gpus", "running", "pending", "pending_gpus"}
+
+// WriteSamples writes the time series as CSV.
+func WriteSamples(w io.Writer, samples []sim.Sample) error {
+	cw := csv.NewWriter(w)
+	cw.Write(SampleHeader)
+	for _, s := range samples {
+		cw.Write([]string{ff(s.Time), ff(s.AllocatedGPUs), ff(s.Allocation), strconv.Itoa(s.FreeGPUs), strconv.Itoa(s.UnusableGPUs),
+			strconv.Itoa(s.FailedGPUs), strconv.Itoa(s.Running), strconv.Itoa(s.Pending), ff(s.PendingGPUs)})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// JobHeader is the header row of the per-job CSV.
+var JobHeader = []string{"id", "queue", "gpus", "state", "submit", "start", "end", "duration", "wait", "jct", "preemptions", "fault_stops", "last_reason"}
+
+// WriteJobs writes one row per job as CSV; wait and jct are empty for
+// jobs that never started or did not complete.
+func WriteJobs(w io.Writer, jobs []sim.JobRecord) error {
+	cw := csv.NewWriter(w)
+	cw.Write(JobHeader)
+	for _, j := range jobs {
+		wait, jct := "", ""
+		if j.Start >= 0 {
+			wait = ff(j.Start - j.Submit)
+		}
+		if j.State == sim.StateCompleted {
+			jct = ff(j.End - j.Submit)
+		}
+		cw.Write([]string{j.ID, j.Queue, ff(j.GPUs), j.State.String(), ff(j.Submit), ff(j.Start), ff(j.End), ff(j.Duration),
+			wait, jct, strconv.Itoa(j.Preemptions), strconv.Itoa(j.FaultStops), j.LastReason})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// QueueHeader is the header row of the per-queue CSV.
+var QueueHeader = []string{"queue", "jobs", "completed", "wait_mean", "wait_p50", "wait_p95", "wait_p99", "jct_mean", "jct_p95", "gpu_seconds", "share", "entitlement"}
+
+// WriteQueues writes the per-queue summary as CSV.
+func WriteQueues(w io.Writer, qs []sim.QueueSummary) error {
+	cw := csv.NewWriter(w)
+	cw.Write(QueueHeader)
+	for _, q := range qs {
+		cw.Write([]string{q.Name, strconv.Itoa(q.Jobs), strconv.Itoa(q.Completed), ff(q.Wait.Mean), ff(q.Wait.P50), ff(q.Wait.P95), ff(q.Wait.P99),
+			ff(q.JCT.Mean), ff(q.JCT.P95), ff(q.GPUSeconds), ff(q.Share), ff(q.Entitlement)})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// Files names what WriteDir writes.
+var Files = struct{ Summary, Samples, Jobs, Queues string }{"summary.json", "timeseries.csv", "jobs.csv", "queues.csv"}
+
+// WriteDir writes summary.json, timeseries.csv, jobs.csv and queues.csv
+// for one run into dir, creating it.
+func WriteDir(dir string, r *sim.Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	write := func(name string, fn func(io.Writer) error) error {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		if err := fn(f); err != nil {
+			f.Close()
+			return fmt.Errorf("report: %s: %w", name, err)
+		}
+		return f.Close()
+	}
+	if err := write(Files.Summary, func(w io.Writer) error { return WriteJSON(w, r.Summary) }); err != nil {
+		return err
+	}
+	if err := write(Files.Samples, func(w io.Writer) error { return WriteSamples(w, r.Samples) }); err != nil {
+		return err
+	}
+	if err := write(Files.Jobs, func(w io.Writer) error { return WriteJobs(w, r.Jobs) }); err != nil {
+		return err
+	}
+	return write(Files.Queues, func(w io.Writer) error { return WriteQueues(w, r.Summary.Queues) })
+}
+
+type row struct {
+	name string
+	f    func(*sim.Summary) string
+}
+
+func pct(v float64) string  { return strconv.FormatFloat(100*v, 'f', 1, 64) + "%" }
+func secs(v float64) string { return fmtDur(v) }
+func num(v float64) string  { return strconv.FormatFloat(v, 'f', 2, 64) }
+
+// fmtDur renders seconds compactly: 42s, 7.5m, 3.2h, 4.1d.
+func fmtDur(s float64) string {
+	switch {
+	case s < 60:
+		return strconv.FormatFloat(s, 'f', 0, 64) + "s"
+	case s < 3600:
+		return strconv.FormatFloat(s/60, 'f', 1, 64) + "m"
+	case s < 86400:
+		return strconv.FormatFloat(s/3600, 'f', 1, 64) + "h"
+	}
+	return strconv.FormatFloat(s/86400, 'f', 1, 64) + "d"
+}
+
+var rows = []row{
+	{"jobs completed", func(s *sim.Summary) string { return fmt.Sprintf("%d / %d", s.Jobs.Completed, s.Jobs.Total) }},
+	{"rejected / failed / unfinished", func(s *sim.Summary) string {
+		return fmt.Sprintf("%d / %d / %d", s.Jobs.Rejected, s.Jobs.Failed, s.Jobs.Unfinished)
+	}},
+	{"queue wait mean", func(s *sim.Summary) string { return secs(s.Wait.Mean) }},
+	{"queue wait p50 / p95 / p99", func(s *sim.Summary) string {
+		return secs(s.Wait.P50) + " / " + secs(s.Wait.P95) + " / " + secs(s.Wait.P99)
+	}},
+	{"JCT mean / p95", func(s *sim.Summary) string { return secs(s.JCT.Mean) + " / " + secs(s.JCT.P95) }},
+	{"slowdown p50 / p95", func(s *sim.Summary) string { return num(s.Slowdown.P50) + " / " + num(s.Slowdown.P95) }},
+	{"makespan", func(s *sim.Summary) string { return secs(s.Makespan) }},
+	{"GPU allocation", func(s *sim.Summary) string { return pct(s.AllocationRate) }},
+	{"GPU utilisation (useful)", func(s *sim.Summary) string { return pct(s.Utilisation) }},
+	{"free GPUs unusable (frag.)", func(s *sim.Summary) string {
+		return pct(s.Fragmentation.UnusableShareFree) + " of " + num(s.Fragmentation.MeanFreeGPUs)
+	}},
+	{"top scheduling failure", func(s *sim.Summary) string {
+		if len(s.Failures) == 0 || s.Failures[0].JobCycles == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%s (%d jobs)", s.Failures[0].Reason, s.Failures[0].Jobs)
+	}},
+	{"preemptions / fault stops", func(s *sim.Summary) string {
+		return fmt.Sprintf("%d / %d", s.Preemption.Preemptions, s.Preemption.FaultStops)
+	}},
+	{"GPU-hours lost (preempt / fail)", func(s *sim.Summary) string {
+		return num(s.Preemption.GPUHoursLostPreemption) + " / " + num(s.Preemption.GPUHoursLostFailure)
+	}},
+	{"fairness (Jain)", func(s *sim.Summary) string { return num(s.Fairness.JainIndex) }},
+	{"multi-GPU in NVLink / host / switch", func(s *sim.Summary) string {
+		return pct(s.Locality.InFabric) + " / " + pct(s.Locality.InHost) + " / " + pct(s.Locality.InSwitch)
+	}},
+}
+
+// WriteTable writes the summary of each run as a column of a table, one
+// metric per row.
+func WriteTable(w io.Writer, runs ...Run) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "metric")
+	for _, r := range runs {
+		fmt.Fprint(tw, "\t"+r.Label)
+	}
+	fmt.Fprintln(tw)
+	for _, rw := range rows {
+		fmt.Fprint(tw, rw.name)
+		for _, r := range runs {
+			fmt.Fprint(tw, "\t"+rw.f(&r.Result.Summary))
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
