@@ -1,0 +1,131 @@
+package gang
+
+import (
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
+)
+
+var (
+	benchOnce    sync.Once
+	benchCluster *topology.Cluster
+	benchLedger  *topology.Ledger
+)
+
+// benchFixture builds the 100k-GPU cluster of preset h100-100k (12,500
+// dgx-h100 hosts, 32 per ToR, 16 ToRs per spine) half full and fragmented:
+// each host is, at random (seed 1), busy (40%), idle (40%) or partly used
+// (20%, each GPU taken with probability ½), so free GPUs are scattered
+// both across ToRs and inside hosts.
+func benchFixture() (*topology.Cluster, *topology.Ledger) {
+	benchOnce.Do(func() {
+		c, err := topology.LoadPreset("h100-100k")
+		if err != nil {
+			panic(err)
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
+		l := topology.NewLedger(c)
+		for h := topology.HostID(0); int(h) < c.NumHosts(); h++ {
+			first, n := c.HostGPUs(h)
+			x := rng.IntN(10)
+			for g := first; g < first+topology.GPUID(n); g++ {
+				if x < 4 || x >= 8 && rng.IntN(2) == 0 {
+					if err := l.AllocateGPU(g); err != nil {
+						panic(err)
+					}
+				}
+			}
+		}
+		benchCluster, benchLedger = c, l
+	})
+	return benchCluster, benchLedger
+}
+
+func benchJob(tasks, gpus int, level string) *workload.Job {
+	j := &workload.Job{ID: "bench", Groups: []workload.TaskGroup{{Count: tasks, GPUs: gpus}}}
+	if level != "" {
+		j.Topology = []workload.Constraint{{Level: level, Required: true}}
+	}
+	return j
+}
+
+// BenchmarkPlace measures one placement decision on the 100k-GPU fixture:
+// Place, then (when it fits) Commit and Undo, so the ledger is the same
+// after every op. Infeasible requests measure Place and its Explanation;
+// "cold" cases change the ledger's generation before each op (allocate and
+// release one GPU), so the explanation cannot reuse its per-generation
+// host census.
+func BenchmarkPlace(b *testing.B) {
+	c, l := benchFixture()
+	cases := []struct {
+		name string
+		job  *workload.Job
+		fits bool
+		cold bool
+	}{
+		{"1gpu", benchJob(1, 1, ""), true, false},
+		{"8gpu-host", benchJob(1, 8, ""), true, false},
+		{"128gpu-tor-16x8", benchJob(16, 8, "tor"), true, false},
+		{"512gpu-spine-64x8", benchJob(64, 8, "spine"), true, false},
+		{"512gpu-spine-512x1", benchJob(512, 1, "spine"), true, false},
+		{"512gpu-tor-infeasible", benchJob(64, 8, "tor"), false, false},
+		{"4096gpu-tor-infeasible", benchJob(512, 8, "tor"), false, false},
+		{"4096gpu-tor-infeasible-cold", benchJob(512, 8, "tor"), false, true},
+		{"4096gpu-spine-infeasible", benchJob(512, 8, "spine"), false, false},
+	}
+	for _, policy := range []string{"topology", "best-fit", "first-fit", "worst-fit", "random", "buddy"} {
+		for _, tc := range cases {
+			b.Run(policy+"/"+tc.name, func(b *testing.B) {
+				r, err := NewRequest(c, tc.job)
+				if err != nil {
+					b.Fatal(err)
+				}
+				pl, err := New(policy, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				var p Placement
+				pl.Place(l, r, &p) // size the scratch space outside the timer
+				spare := topology.GPUID(-1)
+				for g := topology.GPUID(0); spare < 0; g++ {
+					if l.GPUIsFree(g) {
+						spare = g
+					}
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if tc.cold {
+						if err := l.AllocateGPU(spare); err != nil {
+							b.Fatal(err)
+						}
+						if err := l.ReleaseGPU(spare); err != nil {
+							b.Fatal(err)
+						}
+					}
+					x := pl.Place(l, r, &p)
+					if (x == nil) != tc.fits {
+						b.Fatalf("fits=%v: %v", x == nil, x)
+					}
+					if x != nil {
+						continue
+					}
+					tx, err := Commit(l, &p)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := tx.Undo(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				if tc.fits && p.Len() != r.Tasks() {
+					b.Fatalf("placed %d of %d tasks", p.Len(), r.Tasks())
+				}
+			})
+		}
+	}
+}

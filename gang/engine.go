@@ -1,0 +1,534 @@
+package gang
+
+import (
+	"math/bits"
+	"slices"
+
+	"github.com/gpusched/gpusched/topology"
+)
+
+// engine is the state one placer keeps for one cluster: host shapes, a
+// tentative overlay of the tasks placed so far in the current attempt, and
+// scratch space, all reused from call to call so that placing allocates
+// nothing in the steady state.
+//
+// Native policies never write to the ledger: tasks placed tentatively live
+// in the overlay (per host: GPUs, CPU and memory taken; per GPU: whole,
+// share or MIG slots taken), versioned by an epoch so that starting a new
+// attempt costs O(1). Delegating policies (frag) instead trial-allocate each
+// task on the ledger (topology.Ledger.TrialAllocate) so that frag's queries
+// see it, and release everything before returning.
+type engine struct {
+	c *topology.Cluster
+	l *topology.Ledger
+	r *Request
+	p *Placement
+
+	shapes    []*hostShape
+	hostShape []int32
+	largest   []int // per level: GPUs of its largest domain
+
+	epoch   uint32
+	hEpoch  []uint32
+	hTaken  []int32 // ledger-free GPUs the overlay has used
+	hCPU    []int64
+	hMem    []int64
+	gEpoch  []uint32
+	gOv     []gpuOverlay
+	touched []topology.HostID
+	shared  []topology.GPUID // GPUs the overlay shares (for packing shares)
+
+	trial bool // tasks are trial-allocated on the ledger instead of the overlay
+	s     scope
+
+	rng      rng
+	excl     []topology.HostID // hosts a delegated pick must not return again
+	allowFn  func(topology.HostID) bool
+	countFn  func(topology.HostID, int) bool // countSlots as a method value, made once
+	cntGroup *Group
+	cnt      int
+	cntWant  int
+	gcs      []topology.GPUClaim
+	fabIDs   []topology.DomainID
+	fabSets  []gpuSet
+	hosts    []topology.HostID // fabric scope members
+}
+
+type gpuOverlay struct {
+	whole bool
+	milli int16
+	mig   uint16
+}
+
+// scope is where one attempt may place tasks: the hosts of a tree domain
+// (a contiguous HostID range), or the GPUs of a fabric domain.
+type scope struct {
+	lv     topology.Level
+	dom    topology.DomainID
+	fabric topology.DomainID // NoDomain, or the fabric domain every GPU must be in
+	lo, hi topology.HostID   // tree scopes
+	hosts  []topology.HostID // fabric scopes: member hosts, ascending
+}
+
+func (s *scope) contains(h topology.HostID) bool {
+	if s.fabric == topology.NoDomain {
+		return h >= s.lo && h < s.hi
+	}
+	_, ok := slices.BinarySearch(s.hosts, h)
+	return ok
+}
+
+// size returns the number of hosts in scope and hostAt the i-th.
+func (s *scope) size() int {
+	if s.fabric == topology.NoDomain {
+		return int(s.hi - s.lo)
+	}
+	return len(s.hosts)
+}
+
+func (s *scope) hostAt(i int) topology.HostID {
+	if s.fabric == topology.NoDomain {
+		return s.lo + topology.HostID(i)
+	}
+	return s.hosts[i]
+}
+
+// bind prepares e for a call on ledger l.
+func (e *engine) bind(l *topology.Ledger, r *Request, p *Placement) {
+	c := l.Cluster()
+	if r.c != c {
+		panic("gang: request resolved against another cluster than the ledger's")
+	}
+	if e.c != c {
+		e.init(c)
+	}
+	if e.allowFn == nil {
+		e.allowFn = e.allowHost
+		e.countFn = e.countSlots
+	}
+	e.l, e.r, e.p = l, r, p
+	e.trial = false
+	e.rng = rng(r.Seed ^ 0x9e3779b97f4a7c15)
+}
+
+func (e *engine) init(c *topology.Cluster) {
+	e.c = c
+	n, ng := c.NumHosts(), c.NumGPUs()
+	e.hEpoch = make([]uint32, n)
+	e.hTaken = make([]int32, n)
+	e.hCPU = make([]int64, n)
+	e.hMem = make([]int64, n)
+	e.gEpoch = make([]uint32, ng)
+	e.gOv = make([]gpuOverlay, ng)
+	e.epoch = 1
+	e.largest = make([]int, c.NumLevels())
+	for lv := topology.Level(0); int(lv) < c.NumLevels(); lv++ {
+		for _, d := range c.DomainsAt(lv) {
+			e.largest[lv] = max(e.largest[lv], len(c.DomainGPUs(d)))
+		}
+	}
+	e.hostShape = make([]int32, n)
+	e.shapes = e.shapes[:0]
+	byTemplate := map[string]int32{}
+	for h := topology.HostID(0); int(h) < n; h++ {
+		t := c.Host(h).Template
+		si, ok := byTemplate[t]
+		if !ok {
+			si = int32(len(e.shapes))
+			e.shapes = append(e.shapes, buildShape(c, h))
+			byTemplate[t] = si
+		}
+		e.hostShape[h] = si
+	}
+}
+
+// newEpoch forgets the overlay in O(1).
+func (e *engine) newEpoch() {
+	e.epoch++
+	if e.epoch == 0 {
+		clear(e.hEpoch)
+		clear(e.gEpoch)
+		e.epoch = 1
+	}
+	e.touched = e.touched[:0]
+	e.shared = e.shared[:0]
+}
+
+func (e *engine) ovHost(h topology.HostID) (taken int32, cpu, mem int64) {
+	if e.hEpoch[h] != e.epoch {
+		return 0, 0, 0
+	}
+	return e.hTaken[h], e.hCPU[h], e.hMem[h]
+}
+
+func (e *engine) ovGPU(g topology.GPUID) gpuOverlay {
+	if e.gEpoch[g] != e.epoch {
+		return gpuOverlay{}
+	}
+	return e.gOv[g]
+}
+
+func (e *engine) isTouched(h topology.HostID) bool { return e.hEpoch[h] == e.epoch }
+
+// freeGPUs returns the free GPUs of h minus those the overlay took.
+func (e *engine) freeGPUs(h topology.HostID) int {
+	t, _, _ := e.ovHost(h)
+	return e.l.HostFreeGPUs(h) - int(t)
+}
+
+// hostReason returns why a task of g cannot run on h regardless of GPUs,
+// or reasonNone. The order is the order of reasons in explanations.
+func (e *engine) hostReason(h topology.HostID, g *Group) Reason {
+	if g.Kind != TaskCPU && !g.Accepts(e.c.HostModel(h)) {
+		return ReasonModel
+	}
+	if e.l.HostHealth(h) != topology.Healthy {
+		return ReasonHealth
+	}
+	if e.r.AllowHost != nil && !e.r.AllowHost(h) {
+		return ReasonQuota
+	}
+	_, cpu, mem := e.ovHost(h)
+	if e.l.CPUFree(h)-cpu < g.CPUMilli {
+		return ReasonCPU
+	}
+	if e.l.MemoryFree(h)-mem < g.MemoryMiB {
+		return ReasonMemory
+	}
+	return reasonNone
+}
+
+// gpuOK reports whether GPU g may be used at all in the current scope.
+func (e *engine) gpuOK(g topology.GPUID) bool {
+	if e.s.fabric != topology.NoDomain && e.c.GPUFabric(g) != e.s.fabric {
+		return false
+	}
+	return e.r.AllowGPU == nil || e.r.AllowGPU(g)
+}
+
+// wholeAvail returns the GPUs of h that are free, untouched by the overlay
+// and usable in scope.
+func (e *engine) wholeAvail(h topology.HostID) gpuSet {
+	first, n := e.c.HostGPUs(h)
+	var set gpuSet
+	for i := 0; i < n; i++ {
+		g := first + topology.GPUID(i)
+		if e.l.GPUIsFree(g) && e.gEpoch[g] != e.epoch && e.gpuOK(g) {
+			set.add(i)
+		}
+	}
+	return set
+}
+
+// chooseWhole picks k GPUs of avail on h (see fabrics and pickWhole).
+func (e *engine) chooseWhole(h topology.HostID, k int, avail gpuSet) gpuSet {
+	e.fabrics(h, avail)
+	return e.pickWhole(h, k, avail)
+}
+
+// fabrics groups the GPUs of avail on h by accelerator fabric domain, for
+// pickWhole. GPUs outside any fabric domain are left out.
+func (e *engine) fabrics(h topology.HostID, avail gpuSet) {
+	first, n := e.c.HostGPUs(h)
+	e.fabIDs, e.fabSets = e.fabIDs[:0], e.fabSets[:0]
+	for i := 0; i < n; i++ {
+		if !avail.has(i) {
+			continue
+		}
+		f := e.c.GPUFabric(first + topology.GPUID(i))
+		if f == topology.NoDomain {
+			continue
+		}
+		j := slices.Index(e.fabIDs, f)
+		if j < 0 {
+			j = len(e.fabIDs)
+			e.fabIDs = append(e.fabIDs, f)
+			e.fabSets = append(e.fabSets, gpuSet{})
+		}
+		e.fabSets[j].add(i)
+	}
+	if len(e.fabIDs) == 1 && e.fabSets[0] == avail {
+		// One fabric domain over every available GPU: nothing to choose.
+		e.fabIDs, e.fabSets = e.fabIDs[:0], e.fabSets[:0]
+	}
+}
+
+// pickWhole picks k GPUs of avail on h: inside one accelerator fabric
+// domain of the host if one can hold them (best fit among the groups
+// fabrics found, ties to the lowest domain ID), then by the host's
+// PCIe/NUMA tree (see hostShape.choose). avail must be a subset of what
+// fabrics was given.
+func (e *engine) pickWhole(h topology.HostID, k int, avail gpuSet) gpuSet {
+	best, bestF := -1, 0
+	for j := range e.fabIDs {
+		f := e.fabSets[j].and(avail).count()
+		if f >= k && (best < 0 || f < bestF || f == bestF && e.fabIDs[j] < e.fabIDs[best]) {
+			best, bestF = j, f
+		}
+	}
+	if best >= 0 {
+		avail = avail.and(e.fabSets[best])
+	}
+	return e.shapes[e.hostShape[h]].choose(0, k, avail)
+}
+
+// fillWhole places up to max tasks of whole-GPU group gi on h and returns
+// how many it placed: as many as the host's GPUs, CPU and memory allow,
+// each task's GPUs chosen by locality among those left (or, when buddy is
+// set, inside a wholly free buddy cell of the smallest size that holds
+// it).
+func (e *engine) fillWhole(gi int, h topology.HostID, max int, buddy bool) int {
+	g := &e.r.Groups[gi]
+	k := g.GPUs
+	if e.freeGPUs(h) < k || e.hostReason(h, g) != reasonNone {
+		return 0
+	}
+	_, cpu, mem := e.ovHost(h)
+	if g.CPUMilli > 0 {
+		max = min(max, int((e.l.CPUFree(h)-cpu)/g.CPUMilli))
+	}
+	if g.MemoryMiB > 0 {
+		max = min(max, int((e.l.MemoryFree(h)-mem)/g.MemoryMiB))
+	}
+	avail := e.wholeAvail(h)
+	if !buddy {
+		e.fabrics(h, avail)
+	}
+	sh := e.shapes[e.hostShape[h]]
+	first, _ := e.c.HostGPUs(h)
+	n := 0
+	for n < max && avail.count() >= k {
+		var set gpuSet
+		if buddy {
+			cell := sh.freeCell(k, avail)
+			if cell < 0 {
+				break
+			}
+			set = sh.choose(cell, k, avail)
+		} else {
+			set = e.pickWhole(h, k, avail)
+		}
+		e.gcs = e.gcs[:0]
+		for w := range set {
+			for b := set[w]; b != 0; b &= b - 1 {
+				e.gcs = append(e.gcs, topology.GPUClaim{GPU: first + topology.GPUID(w<<6|bits.TrailingZeros64(b)), Kind: topology.ClaimWhole})
+			}
+		}
+		if !e.record(TaskRef{Group: int32(gi), Index: int32(e.p.Placed[gi])}, h, g) {
+			break
+		}
+		avail = avail.andNot(set)
+		n++
+	}
+	return n
+}
+
+// record adds a task's claim to the placement and to the tentative state.
+func (e *engine) record(t TaskRef, h topology.HostID, g *Group) bool {
+	if e.trial {
+		e.p.addClaim(t, h, g.CPUMilli, g.MemoryMiB, e.gcs...)
+		if err := e.l.TrialAllocate(e.p.Claims[len(e.p.Claims)-1]); err != nil {
+			e.p.truncate(len(e.p.Claims) - 1)
+			return false
+		}
+		return true
+	}
+	if e.hEpoch[h] != e.epoch {
+		e.hEpoch[h] = e.epoch
+		e.hTaken[h], e.hCPU[h], e.hMem[h] = 0, 0, 0
+		e.touched = append(e.touched, h)
+	}
+	e.hCPU[h] += g.CPUMilli
+	e.hMem[h] += g.MemoryMiB
+	for _, gc := range e.gcs {
+		x := gc.GPU
+		if e.gEpoch[x] != e.epoch {
+			if e.l.GPUIsFree(x) {
+				e.hTaken[h]++
+			}
+			e.gEpoch[x] = e.epoch
+			e.gOv[x] = gpuOverlay{}
+		}
+		o := &e.gOv[x]
+		switch gc.Kind {
+		case topology.ClaimWhole:
+			o.whole = true
+		case topology.ClaimShare:
+			if o.milli == 0 {
+				e.shared = append(e.shared, x)
+			}
+			o.milli += int16(gc.Milli)
+		case topology.ClaimMIG:
+			m := e.c.HostModel(h)
+			o.mig |= migMask(int(gc.Start), e.c.Model(m).MIGProfiles[gc.Profile].Size)
+		}
+	}
+	e.p.addClaim(t, h, g.CPUMilli, g.MemoryMiB, e.gcs...)
+	return true
+}
+
+// tryTask places one task of group gi on host h if it fits there, and
+// returns whether it did. The GPUs are chosen by locality (whole), best fit
+// on partly used GPUs (share, MIG), or none (CPU).
+func (e *engine) tryTask(t TaskRef, h topology.HostID) bool {
+	g := &e.r.Groups[t.Group]
+	if g.Kind != TaskWhole && e.hostReason(h, g) != reasonNone {
+		return false
+	}
+	e.gcs = e.gcs[:0]
+	switch g.Kind {
+	case TaskWhole:
+		return e.fillWhole(int(t.Group), h, 1, false) == 1
+	case TaskShare:
+		x, ok := e.shareGPU(h, g.Milli)
+		if !ok {
+			return false
+		}
+		e.gcs = append(e.gcs, topology.GPUClaim{GPU: x, Kind: topology.ClaimShare, Milli: int32(g.Milli)})
+	case TaskMIG:
+		x, start, ok := e.migGPU(h, g)
+		if !ok {
+			return false
+		}
+		e.gcs = append(e.gcs, topology.GPUClaim{GPU: x, Kind: topology.ClaimMIG, Profile: g.mig[e.c.HostModel(h)], Start: int8(start)})
+	}
+	return e.record(t, h, g)
+}
+
+// shareFree returns the milli-GPU of x a new share may take: 0 unless x is
+// allocatable, usable in scope and free or shared.
+func (e *engine) shareFree(x topology.GPUID) (free int, partly bool) {
+	st := e.l.GPU(x)
+	if st.Health != topology.Healthy || st.Mode == topology.ModeWhole || st.Mode == topology.ModeMIG || !e.gpuOK(x) {
+		return 0, false
+	}
+	if e.l.HostHealth(e.c.GPUHost(x)) != topology.Healthy {
+		return 0, false
+	}
+	o := e.ovGPU(x)
+	if o.whole || o.mig != 0 {
+		return 0, false
+	}
+	used := st.UsedMilli + int(o.milli)
+	return topology.MilliPerGPU - used, used > 0
+}
+
+// shareGPU picks the GPU of h for a share of milli: the partly used GPU
+// with the least room that fits (best fit, ties to the lowest GPU), else a
+// free GPU chosen by locality.
+func (e *engine) shareGPU(h topology.HostID, milli int) (topology.GPUID, bool) {
+	first, n := e.c.HostGPUs(h)
+	best, bestFree := topology.NoGPU, 0
+	for i := 0; i < n; i++ {
+		x := first + topology.GPUID(i)
+		if f, partly := e.shareFree(x); partly && f >= milli && (best == topology.NoGPU || f < bestFree) {
+			best, bestFree = x, f
+		}
+	}
+	if best != topology.NoGPU {
+		return best, true
+	}
+	avail := e.wholeAvail(h)
+	if avail.empty() {
+		return topology.NoGPU, false
+	}
+	return first + topology.GPUID(e.chooseWhole(h, 1, avail).first()), true
+}
+
+func migMask(start, size int) uint16 { return uint16((1<<size - 1) << start) }
+
+// migSlots returns the occupied MIG slots of x, or ok=false if x cannot
+// take a MIG instance (not allocatable, not usable in scope, whole or
+// shared).
+func (e *engine) migSlots(x topology.GPUID) (mask uint16, ok bool) {
+	st := e.l.GPU(x)
+	if st.Health != topology.Healthy || st.Mode == topology.ModeWhole || st.Mode == topology.ModeShared || !e.gpuOK(x) {
+		return 0, false
+	}
+	o := e.ovGPU(x)
+	if o.whole || o.milli != 0 {
+		return 0, false
+	}
+	return st.MIGSlots | o.mig, true
+}
+
+// migStart returns the legal start slot of profile p on a GPU with
+// occupied slots mask that leaves the most (profile, start) placements
+// possible afterwards, ties to the lowest start; -1 if none is free.
+func migStart(acc *topology.Accelerator, p topology.MIGProfileID, mask uint16) (start, after int) {
+	prof := &acc.MIGProfiles[p]
+	start, after = -1, -1
+	for _, st := range prof.Starts {
+		mm := migMask(st, prof.Size)
+		if st+prof.Size > acc.MIGSlots || mask&mm != 0 {
+			continue
+		}
+		n := 0
+		for qi := range acc.MIGProfiles {
+			q := &acc.MIGProfiles[qi]
+			for _, qs := range q.Starts {
+				if qs+q.Size <= acc.MIGSlots && (mask|mm)&migMask(qs, q.Size) == 0 {
+					n++
+				}
+			}
+		}
+		if n > after {
+			start, after = st, n
+		}
+	}
+	return start, after
+}
+
+// migGPU picks the GPU and start slot of h for a MIG instance of g: on a
+// GPU already in MIG mode, the one left with the fewest possible
+// placements (best fit, ties to the lowest GPU); else a free GPU chosen by
+// locality.
+func (e *engine) migGPU(h topology.HostID, g *Group) (topology.GPUID, int, bool) {
+	m := e.c.HostModel(h)
+	if m == topology.NoModel || g.mig[m] < 0 {
+		return topology.NoGPU, -1, false
+	}
+	acc := e.c.Model(m)
+	p := g.mig[m]
+	first, n := e.c.HostGPUs(h)
+	best, bestStart, bestAfter := topology.NoGPU, -1, 0
+	for i := 0; i < n; i++ {
+		x := first + topology.GPUID(i)
+		mask, ok := e.migSlots(x)
+		if !ok || mask == 0 {
+			continue
+		}
+		if st, after := migStart(acc, p, mask); st >= 0 && (best == topology.NoGPU || after < bestAfter) {
+			best, bestStart, bestAfter = x, st, after
+		}
+	}
+	if best != topology.NoGPU {
+		return best, bestStart, true
+	}
+	avail := e.wholeAvail(h)
+	if avail.empty() {
+		return topology.NoGPU, -1, false
+	}
+	x := first + topology.GPUID(e.chooseWhole(h, 1, avail).first())
+	st, _ := migStart(acc, p, 0)
+	if st < 0 {
+		return topology.NoGPU, -1, false
+	}
+	return x, st, true
+}
+
+// rng is splitmix64: small, fast, seedable, allocation-free.
+type rng uint64
+
+func (r *rng) next() uint64 {
+	*r += 0x9e3779b97f4a7c15
+	z := uint64(*r)
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
+// intn returns a uniform integer in [0, n), n > 0.
+func (r *rng) intn(n int) int {
+	return int((r.next() >> 1) % uint64(n))
+}

@@ -1,0 +1,397 @@
+package gang
+
+import (
+	"slices"
+
+	"github.com/gpusched/gpusched/topology"
+)
+
+// orderKind is the host and domain order of a native policy.
+type orderKind uint8
+
+const (
+	ordFirst  orderKind = iota // ascending ID; fill each host
+	ordBest                    // ascending (free GPUs, ID); fill each host
+	ordWorst                   // descending (free GPUs, ID); one task per pick
+	ordRandom                  // cyclic from a seeded random start; one task per pick
+)
+
+type hostKey struct {
+	h    topology.HostID
+	free int
+}
+
+func keyLess(a, b hostKey) bool { return a.free < b.free || a.free == b.free && a.h < b.h }
+
+// cursor walks one ordered group of hosts of the ledger's indexes (a leaf
+// network domain, a model under the root, or one host).
+type cursor struct {
+	dom topology.DomainID
+	m   topology.ModelID
+	at  hostKey
+}
+
+// hostOrder yields candidate hosts of a scope for tasks needing k free
+// GPUs, in a policy's order:
+//
+//	ordFirst  hosts in ascending ID order;
+//	ordBest   ascending (free GPUs, ID), merging the ledger's ordered
+//	          indexes (one cursor per leaf network domain or per model)
+//	          with the hosts this attempt already touched, whose free
+//	          counts the indexes do not know;
+//	ordWorst  the same, descending;
+//	ordRandom cyclic from a uniformly random start, a new start per task.
+//
+// Free counts are the ledger's minus what the current attempt took. The
+// caller checks each host in full (engine.tryTask); hosts with fewer than k
+// free GPUs are never yielded.
+type hostOrder struct {
+	kind    orderKind
+	e       *engine
+	s       *scope
+	g       *Group // model filter; nil accepts any model
+	k       int
+	overlay bool // skip touched hosts in cursors and merge them from kh
+
+	curs []cursor
+	ch   []int32   // heap of cursor indices
+	kh   []hostKey // heap of touched hosts
+
+	pos, start int
+	fresh      bool
+}
+
+func (o *hostOrder) fill() bool { return o.kind == ordFirst || o.kind == ordBest }
+
+// begin prepares the order for scope s, group g and k free GPUs.
+func (o *hostOrder) begin(e *engine, s *scope, g *Group, k int, overlay bool) {
+	o.e, o.s, o.g, o.k, o.overlay = e, s, g, k, overlay
+	o.curs, o.ch, o.kh = o.curs[:0], o.ch[:0], o.kh[:0]
+	o.pos, o.fresh = 0, true
+	if o.kind == ordFirst || o.kind == ordRandom {
+		return
+	}
+	c := e.c
+	if s.fabric != topology.NoDomain {
+		// Small scopes (a fabric domain's hosts): order them directly.
+		for _, h := range s.hosts {
+			if f := o.free(h); f >= k && o.modelOK(h) {
+				o.push(hostKey{h, f})
+			}
+		}
+		return
+	}
+	if overlay {
+		for _, h := range e.touched {
+			if s.contains(h) && o.modelOK(h) {
+				if f := e.freeGPUs(h); f >= k {
+					o.push(hostKey{h, f})
+				}
+			}
+		}
+	}
+	mono := topology.NoModel
+	if g != nil && len(g.Models) == 1 {
+		mono = g.Models[0]
+	}
+	dk := c.DomainKindOf(s.dom)
+	switch {
+	case dk == topology.KindHost || s.lv == topology.LevelHost+1 || c.NumLevels() == 3:
+		o.addCursor(s.dom, mono)
+	case dk == topology.KindCluster:
+		if g != nil && g.Models != nil {
+			for _, m := range g.Models {
+				o.addCursor(s.dom, m)
+			}
+		} else {
+			for m := range c.Models() {
+				o.addCursor(s.dom, topology.ModelID(m))
+			}
+		}
+	default:
+		leaves := c.DomainsAt(topology.LevelHost + 1)
+		i, _ := slices.BinarySearchFunc(leaves, s.lo, func(d topology.DomainID, h topology.HostID) int {
+			lo, _ := c.DomainHosts(d)
+			return int(lo - h)
+		})
+		for ; i < len(leaves); i++ {
+			lo, _ := c.DomainHosts(leaves[i])
+			if lo >= s.hi {
+				break
+			}
+			o.addCursor(leaves[i], mono)
+		}
+	}
+}
+
+func (o *hostOrder) free(h topology.HostID) int {
+	if o.overlay {
+		return o.e.freeGPUs(h)
+	}
+	return o.e.l.HostFreeGPUs(h)
+}
+
+func (o *hostOrder) modelOK(h topology.HostID) bool {
+	return o.g == nil || o.g.Kind == TaskCPU || o.g.Accepts(o.e.c.HostModel(h))
+}
+
+func (o *hostOrder) addCursor(d topology.DomainID, m topology.ModelID) {
+	cu := cursor{dom: d, m: m}
+	var ok bool
+	if o.kind == ordBest {
+		cu.at.h, cu.at.free, ok = o.e.l.NextHost(d, m, o.k, topology.NoHost)
+	} else {
+		cu.at.h, cu.at.free, ok = o.e.l.PrevHost(d, m, topology.MaxGPUsPerHost+1, topology.NoHost)
+	}
+	if ok = o.settle(&cu, ok); ok {
+		o.curs = append(o.curs, cu)
+		o.ch = append(o.ch, int32(len(o.curs)-1))
+		o.upC(len(o.ch) - 1)
+	}
+}
+
+// settle advances cu past hosts the order must not yield from the ledger
+// (touched by this attempt, or of an unaccepted model); false when the
+// cursor is exhausted.
+func (o *hostOrder) settle(cu *cursor, ok bool) bool {
+	l := o.e.l
+	for ok {
+		if o.kind == ordWorst && cu.at.free < o.k {
+			return false
+		}
+		if !(o.overlay && o.e.isTouched(cu.at.h)) && o.modelOK(cu.at.h) {
+			return true
+		}
+		if o.kind == ordBest {
+			cu.at.h, cu.at.free, ok = l.NextHost(cu.dom, cu.m, cu.at.free, cu.at.h)
+		} else {
+			cu.at.h, cu.at.free, ok = l.PrevHost(cu.dom, cu.m, cu.at.free, cu.at.h)
+		}
+	}
+	return false
+}
+
+// before reports whether a comes before b in the order.
+func (o *hostOrder) before(a, b hostKey) bool {
+	if o.kind == ordWorst {
+		return keyLess(b, a)
+	}
+	return keyLess(a, b)
+}
+
+func (o *hostOrder) upC(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !o.before(o.curs[o.ch[i]].at, o.curs[o.ch[p]].at) {
+			return
+		}
+		o.ch[i], o.ch[p] = o.ch[p], o.ch[i]
+		i = p
+	}
+}
+
+func (o *hostOrder) downC(i int) {
+	n := len(o.ch)
+	for {
+		m := i
+		for _, c := range [2]int{2*i + 1, 2*i + 2} {
+			if c < n && o.before(o.curs[o.ch[c]].at, o.curs[o.ch[m]].at) {
+				m = c
+			}
+		}
+		if m == i {
+			return
+		}
+		o.ch[i], o.ch[m] = o.ch[m], o.ch[i]
+		i = m
+	}
+}
+
+func (o *hostOrder) push(k hostKey) {
+	o.kh = append(o.kh, k)
+	i := len(o.kh) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !o.before(o.kh[i], o.kh[p]) {
+			return
+		}
+		o.kh[i], o.kh[p] = o.kh[p], o.kh[i]
+		i = p
+	}
+}
+
+func (o *hostOrder) pop() hostKey {
+	top := o.kh[0]
+	n := len(o.kh) - 1
+	o.kh[0] = o.kh[n]
+	o.kh = o.kh[:n]
+	i := 0
+	for {
+		m := i
+		for _, c := range [2]int{2*i + 1, 2*i + 2} {
+			if c < n && o.before(o.kh[c], o.kh[m]) {
+				m = c
+			}
+		}
+		if m == i {
+			return top
+		}
+		o.kh[i], o.kh[m] = o.kh[m], o.kh[i]
+		i = m
+	}
+}
+
+// next returns the next candidate host.
+func (o *hostOrder) next() (topology.HostID, bool) {
+	switch o.kind {
+	case ordFirst:
+		for o.pos < o.s.size() {
+			h := o.s.hostAt(o.pos)
+			o.pos++
+			if o.free(h) >= o.k && o.modelOK(h) {
+				return h, true
+			}
+		}
+		return topology.NoHost, false
+	case ordRandom:
+		n := o.s.size()
+		if n == 0 {
+			return topology.NoHost, false
+		}
+		if o.fresh {
+			o.start, o.pos, o.fresh = o.e.rng.intn(n), 0, false
+		}
+		for o.pos < n {
+			h := o.s.hostAt((o.start + o.pos) % n)
+			o.pos++
+			if o.free(h) >= o.k && o.modelOK(h) {
+				return h, true
+			}
+		}
+		return topology.NoHost, false
+	}
+	fromC := len(o.ch) > 0
+	if fromC && len(o.kh) > 0 && o.before(o.kh[0], o.curs[o.ch[0]].at) {
+		fromC = false
+	}
+	switch {
+	case fromC:
+		cu := &o.curs[o.ch[0]]
+		h := cu.at.h
+		var ok bool
+		if o.kind == ordBest {
+			cu.at.h, cu.at.free, ok = o.e.l.NextHost(cu.dom, cu.m, cu.at.free, cu.at.h)
+		} else {
+			cu.at.h, cu.at.free, ok = o.e.l.PrevHost(cu.dom, cu.m, cu.at.free, cu.at.h)
+		}
+		if o.settle(cu, ok) {
+			o.downC(0)
+		} else {
+			last := len(o.ch) - 1
+			o.ch[0] = o.ch[last]
+			o.ch = o.ch[:last]
+			o.downC(0)
+		}
+		return h, true
+	case len(o.kh) > 0:
+		return o.pop().h, true
+	}
+	return topology.NoHost, false
+}
+
+// placed tells a one-task-per-pick order that a task went to h: worst-fit
+// puts h back with its new free count, random draws a new start.
+func (o *hostOrder) placed(h topology.HostID) {
+	switch o.kind {
+	case ordWorst:
+		if f := o.free(h); f >= o.k {
+			o.push(hostKey{h, f})
+		}
+	case ordRandom:
+		o.fresh = true
+	}
+}
+
+// domOrder yields the candidate domains at one level in a policy's order,
+// skipping those with fewer than need free GPUs: ascending (free, ID) for
+// best fit, descending for worst fit, ascending ID for first fit, cyclic
+// from a seeded random start for random. At LevelHost it walks hosts.
+type domOrder struct {
+	kind orderKind
+	e    *engine
+	lv   topology.Level
+	need int
+
+	root scope
+	ho   hostOrder
+	last hostKey // last domain (h holds the DomainID)
+	done bool
+
+	pos, start int
+}
+
+func (o *domOrder) begin(e *engine, lv topology.Level, need int, g *Group) {
+	o.e, o.lv, o.need, o.done = e, lv, need, false
+	o.pos, o.start = 0, -1
+	o.last = hostKey{h: -1, free: need}
+	if o.kind == ordWorst {
+		o.last = hostKey{h: -1, free: e.c.NumGPUs() + 1}
+	}
+	if lv == topology.LevelHost {
+		o.root = scope{lv: e.c.LevelCluster(), dom: e.c.Root(), fabric: topology.NoDomain, lo: 0, hi: topology.HostID(e.c.NumHosts())}
+		o.ho.kind = o.kind
+		o.ho.begin(e, &o.root, g, need, false)
+	}
+}
+
+func (o *domOrder) next() (topology.DomainID, bool) {
+	if o.done {
+		return topology.NoDomain, false
+	}
+	c, l := o.e.c, o.e.l
+	if o.lv == topology.LevelHost {
+		h, ok := o.ho.next()
+		if !ok {
+			o.done = true
+			return topology.NoDomain, false
+		}
+		return c.HostDomain(h), true
+	}
+	switch o.kind {
+	case ordBest, ordWorst:
+		var d topology.DomainID
+		var f int
+		var ok bool
+		if o.kind == ordBest {
+			d, f, ok = l.NextDomain(o.lv, o.last.free, topology.DomainID(o.last.h))
+		} else {
+			d, f, ok = l.PrevDomain(o.lv, o.last.free, topology.DomainID(o.last.h))
+			if ok && f < o.need {
+				ok = false
+			}
+		}
+		if !ok {
+			o.done = true
+			return topology.NoDomain, false
+		}
+		o.last = hostKey{topology.HostID(d), f}
+		return d, true
+	}
+	doms := c.DomainsAt(o.lv)
+	n := len(doms)
+	if o.start < 0 {
+		o.start = 0
+		if o.kind == ordRandom && n > 0 {
+			o.start = o.e.rng.intn(n)
+		}
+	}
+	for o.pos < n {
+		d := doms[(o.start+o.pos)%n]
+		o.pos++
+		if l.FreeGPUs(d) >= o.need {
+			return d, true
+		}
+	}
+	o.done = true
+	return topology.NoDomain, false
+}
