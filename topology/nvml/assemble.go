@@ -324,7 +324,7 @@ func hostPattern(names []string) (string, bool) {
 			j++
 		}
 		if j-i > 1 {
-			parts = append(parts, lo+"-"+strconv.Itoa(v+(j-i-1)))
+			parts = append(parts, lo+"-"+padNum(v+(j-i-1), width))
 		} else {
 			parts = append(parts, lo)
 		}

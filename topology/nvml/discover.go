@@ -577,3 +577,52 @@ func retName(r gonvml.Return) string {
 	}
 	return "NVML error " + strconv.Itoa(int(r))
 }
+
+// presetAccelerator returns the accelerator of the machine presets named
+// model, if any.
+func presetAccelerator(model string) (topology.AcceleratorSpec, bool) {
+	for _, name := range topology.MachineNames() {
+		if _, acc, err := topology.MachineTemplate(name); err == nil && acc.Model == model {
+			return acc, true
+		}
+	}
+	return topology.AcceleratorSpec{}, false
+}
+
+func (o *Options) host() Host {
+	if o.Host == nil {
+		return SysHost{}
+	}
+	return o.Host
+}
+
+// templateName names a template that matches no preset: "<model>x<gpus>",
+// or "cpu-only" for a host without GPUs.
+func templateName(model string, gpus int) string {
+	if gpus == 0 {
+		return "cpu-only"
+	}
+	return model + "x" + strconv.Itoa(gpus)
+}
+
+// formatUUID writes 16 bytes as a canonical UUID, or "" when all are zero.
+func formatUUID(b [16]uint8) string {
+	zero := true
+	for _, x := range b {
+		if x != 0 {
+			zero = false
+			break
+		}
+	}
+	if zero {
+		return ""
+	}
+	var sb strings.Builder
+	for i, x := range b {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			sb.WriteByte('-')
+		}
+		fmt.Fprintf(&sb, "%02x", x)
+	}
+	return sb.String()
+}

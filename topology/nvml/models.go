@@ -3,8 +3,6 @@ package nvml
 import (
 	"slices"
 	"strings"
-
-	"github.com/gpusched/gpusched/topology"
 )
 
 // modelNames maps NVML product names to the model names the presets and
@@ -103,17 +101,6 @@ func ModelName(nvmlName string, extra map[string]string) (string, bool) {
 		}
 	}
 	return sanitiseModel(key), false
-}
-
-// presetAccelerator returns the accelerator of the machine presets named
-// model, if any.
-func presetAccelerator(model string) (topology.AcceleratorSpec, bool) {
-	for _, name := range topology.MachineNames() {
-		if _, acc, err := topology.MachineTemplate(name); err == nil && acc.Model == model {
-			return acc, true
-		}
-	}
-	return topology.AcceleratorSpec{}, false
 }
 
 func trimVendor(name string) string {

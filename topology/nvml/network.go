@@ -401,3 +401,16 @@ func (r HostRule) Network(hosts []string) (*Network, error) {
 	}
 	return net, nil
 }
+
+// ParseHostRule compiles a host rule from a regular expression (Go syntax)
+// and a switch name template (empty: the first group).
+func ParseHostRule(pattern, switchName string) (HostRule, error) {
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return HostRule{}, fmt.Errorf("host rule: %v", err)
+	}
+	if switchName == "" && re.NumSubexp() < 1 {
+		return HostRule{}, fmt.Errorf("host rule: pattern %q has no group to name the switch; add (…) or give a switch name template", pattern)
+	}
+	return HostRule{Pattern: re, Switch: switchName}, nil
+}

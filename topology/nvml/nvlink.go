@@ -110,6 +110,8 @@ func BuildFabrics(gpus []GPU) ([]topology.HostFabricSpec, *FabricMembership, []W
 		}
 		present, active := len(gpus[g].NVLinks), gpus[g].ActiveLinks()
 		switch {
+		case present == 1 && active == 0:
+			warn(g, FeatureNVLink, "its only NVLink is down; left out of the NVLink domain")
 		case present > 0 && active == 0:
 			warn(g, FeatureNVLink, "all %d NVLinks are down; left out of the NVLink domain", present)
 			usable[g] = false

@@ -23,10 +23,3 @@ type Options struct {
 	// on some drivers while MIG mode is disabled).
 	NoPresetMIG bool
 }
-
-func (o *Options) host() Host {
-	if o.Host == nil {
-		return SysHost{}
-	}
-	return o.Host
-}

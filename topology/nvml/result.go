@@ -2,10 +2,8 @@ package nvml
 
 import (
 	"errors"
-	"fmt"
 	"reflect"
 	"strconv"
-	"strings"
 
 	"github.com/gpusched/gpusched/topology"
 )
@@ -333,35 +331,4 @@ func normPCIe(s []topology.PCIeSpec) []topology.PCIeSpec {
 		s[i].Switches = normPCIe(s[i].Switches)
 	}
 	return s
-}
-
-// templateName names a template that matches no preset: "<model>x<gpus>",
-// or "cpu-only" for a host without GPUs.
-func templateName(model string, gpus int) string {
-	if gpus == 0 {
-		return "cpu-only"
-	}
-	return model + "x" + strconv.Itoa(gpus)
-}
-
-// formatUUID writes 16 bytes as a canonical UUID, or "" when all are zero.
-func formatUUID(b [16]uint8) string {
-	zero := true
-	for _, x := range b {
-		if x != 0 {
-			zero = false
-			break
-		}
-	}
-	if zero {
-		return ""
-	}
-	var sb strings.Builder
-	for i, x := range b {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			sb.WriteByte('-')
-		}
-		fmt.Fprintf(&sb, "%02x", x)
-	}
-	return sb.String()
 }
