@@ -296,3 +296,43 @@ func (t *Tree) Over() (NodeID, *Block) {
 	}
 	return -1, nil
 }
+
+// Ceiling returns, per dimension, the most a job in leaf could ever be
+// admitted with if nothing else ran: the tightest of max and nominal +
+// borrowing limit on the path to the root, less what siblings on the way
+// protect (their nominal quota they may not lend), and the root's quota.
+// A job whose demand exceeds it in a governed dimension can never be
+// admitted. Ungoverned dimensions get −1 (no limit).
+func (t *Tree) Ceiling(leaf NodeID) Vector {
+	n := t.dims.Len()
+	out := make(Vector, n)
+	for r := range out {
+		if !t.governed[r] {
+			out[r] = -1
+			continue
+		}
+		lim := int64(1) << 62
+		var offset int64 // protected capacity of siblings below this level
+		for id := leaf; id >= 0; id = t.nodes[id].parent {
+			nd := &t.nodes[id]
+			if nd.max[r] >= 0 {
+				lim = min(lim, nd.max[r])
+			}
+			switch {
+			case id == 0:
+				lim = min(lim, nd.nominal[r]-offset)
+			case nd.borrow[r] >= 0:
+				lim = min(lim, nd.nominal[r]+nd.borrow[r]-offset)
+			}
+			if p := nd.parent; p >= 0 {
+				for _, s := range t.nodes[p].children {
+					if s != id {
+						offset += t.nodes[s].protected[r]
+					}
+				}
+			}
+		}
+		out[r] = max(lim, 0)
+	}
+	return out
+}

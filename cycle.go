@@ -1,0 +1,418 @@
+package gpusched
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gpusched/gpusched/fairshare"
+	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/topology"
+)
+
+// leafState is the per-leaf scratch of one cycle.
+type leafState struct {
+	cur         *queue.Cursor
+	blockedOnce bool
+	stop        *Reason // the queue stopped (strict FIFO behind a blocked head)
+}
+
+// classState records why a class was dropped in a cycle.
+type classState struct {
+	cycle  uint64
+	reason *Reason
+}
+
+// Schedule runs one scheduling cycle at time now and returns what to do.
+//
+// The cycle serves queues in fair-share order (package queue: jobs that
+// fit in their queue's guarantee first, then siblings by the fairness
+// policy, level by level), and each queue's jobs in its policy's order.
+// For each candidate it checks, in order: quota holds of earlier blocked
+// jobs, the quotas on the path to the root, per-model quotas (which
+// restrict the acceptable models), the placement-failure cache, the
+// placer, and the reservations of earlier blocked jobs (EASY backfill: a
+// job that would still run at a reserved start must not take what the
+// reservation needs). A job that passes is committed to the ledger and
+// bound. A job of a class that failed is not tried again in the cycle,
+// and the class's failure is cached by shape until capacity that could
+// matter is freed.
+//
+// Cost: O(classes tried × (quota check + cached-failure check)) plus one
+// placement per class whose capacity changed, plus the admissions, plus
+// O(pending) to list the waiting jobs.
+func (s *Scheduler) Schedule(now time.Time) Decision {
+	now = s.advance(now)
+	s.cycle++
+	d := Decision{Now: now}
+	if s.tree.Fairness().Policy == queue.FairTree {
+		s.tree.Advance(now)
+	}
+	s.resetHolds()
+	leaves := s.tree.Leaves()
+	if len(s.ls) != s.tree.NumNodes() {
+		s.ls = make([]leafState, s.tree.NumNodes())
+	}
+	for _, id := range leaves {
+		s.ls[id] = leafState{cur: s.tree.LeafOf(id).Begin()}
+	}
+	for {
+		leaf, e, ok := s.tree.Next()
+		if !ok {
+			break
+		}
+		s.try(&d, leaf, e.Ref.(*job), now)
+	}
+	for _, id := range leaves {
+		s.ls[id].cur.End()
+	}
+	s.listPending(&d)
+	s.keepReservations()
+	return d
+}
+
+func (s *Scheduler) jobReason(j *job, r *Reason) {
+	j.reason, j.reasonCycle = r, s.cycle
+}
+
+// classFail drops j's class from the cycle with reason r.
+func (s *Scheduler) classFail(cur *queue.Cursor, j *job, r *Reason) {
+	cl := j.entry.ClassOf()
+	cs, _ := cl.Data.(*classState)
+	if cs == nil {
+		cs = &classState{}
+		cl.Data = cs
+	}
+	cs.cycle, cs.reason = s.cycle, r
+	cur.DropClass()
+}
+
+// try decides on one candidate.
+func (s *Scheduler) try(d *Decision, leaf *queue.Leaf, j *job, now time.Time) {
+	lid := leaf.ID()
+	st := &s.ls[lid]
+	cur := st.cur
+	if len(j.waitingFor) > 0 {
+		if v := s.victimStillHolding(j); v != "" {
+			s.jobReason(j, &Reason{Code: WaitPreemption, Blocker: v, Message: "waiting for " + v + " to be preempted"})
+			cur.Advance()
+			return
+		}
+		j.waitingFor = nil
+	}
+	if h := s.quotaHeld(lid, j); h != nil {
+		r := &Reason{Code: WaitQuotaHeld, Blocker: h.holder.spec.ID,
+			Message: fmt.Sprintf("%s quota of queue %s is held for %s", s.tree.Dimensions().Name(h.dim), s.tree.Name(h.node), h.holder.spec.ID)}
+		s.classFail(cur, j, r)
+		s.afterBlock(st, leaf, j, r, nil, now)
+		return
+	}
+	if b := s.tree.Check(lid, j.demand); b != nil {
+		r := &Reason{Code: WaitQuota, Quota: b, Message: b.String()}
+		s.classFail(cur, j, r)
+		s.afterBlock(st, leaf, j, r, b, now)
+		return
+	}
+	allow, mkey, b := s.modelFilter(lid, j)
+	if b != nil {
+		r := &Reason{Code: WaitQuota, Quota: b, Message: b.String()}
+		s.classFail(cur, j, r)
+		s.afterBlock(st, leaf, j, r, b, now)
+		return
+	}
+	key := j.shape + mkey
+	if f := s.fails[key]; f != nil && s.stillFails(f, allow) {
+		s.classFail(cur, j, f.reason)
+		s.afterBlock(st, leaf, j, f.reason, nil, now)
+		return
+	}
+	j.req.AllowHost = allow
+	if x := s.placer.Place(s.ledger, j.req, &s.scratch); x != nil && !s.reservationDue(j, now) {
+		r := placementReason(x, s.c)
+		s.fails[key] = &failure{gen: s.ledger.Generation(), reason: r, req: j.req}
+		s.classFail(cur, j, r)
+		s.maybePreempt(d, leaf, j, x, now)
+		s.afterBlock(st, leaf, j, r, nil, now)
+		return
+	}
+	delete(s.fails, key)
+	shadows, conflict := s.checkHolds(j, s.scratch.Claims, now)
+	if conflict != nil {
+		r := s.backfillReason(conflict)
+		s.classFail(cur, j, r)
+		s.backfillShort(d, leaf, j, conflict, now)
+		return
+	}
+	if s.admit(d, leaf, j, shadows, now) {
+		cur.Advance()
+		return
+	}
+	cur.Advance()
+}
+
+// reservationDue reports whether j holds a reservation from the last
+// cycle whose time has come and whose placement is free now (the placer
+// may miss it); if so s.scratch holds that placement.
+func (s *Scheduler) reservationDue(j *job, now time.Time) bool {
+	prev := s.reservedFor[j]
+	if prev == nil || prev.forever || prev.at.After(now) || prev.p == nil {
+		return false
+	}
+	if s.ledger.Allocate(prev.claims...) != nil {
+		return false
+	}
+	_ = s.ledger.Release(prev.claims...)
+	s.scratch = *prev.p.Clone()
+	return true
+}
+
+func (s *Scheduler) backfillReason(h *hold) *Reason {
+	r := &Reason{Code: WaitBackfill, Blocker: h.holder.spec.ID}
+	if h.res.forever {
+		r.Message = "would take resources reserved for " + h.holder.spec.ID + " (which waits for jobs without a runtime estimate)"
+	} else {
+		r.Message = "would delay " + h.holder.spec.ID + ", reserved to start at " + h.res.at.UTC().Format(time.RFC3339)
+	}
+	return r
+}
+
+// admit commits the placement in s.scratch for j. shadows are the
+// reservation ledgers that already took j's claims (released again on
+// failure). It reports whether j was admitted; if not, j has a job-level
+// reason.
+func (s *Scheduler) admit(d *Decision, leaf *queue.Leaf, j *job, shadows []*topology.Ledger, now time.Time) bool {
+	undoShadows := func(claims []topology.Claim) {
+		for _, sh := range shadows {
+			_ = sh.Release(claims...)
+		}
+	}
+	p := s.scratch.Clone()
+	txn, err := gang.Commit(s.ledger, p)
+	if err != nil {
+		// The placer placed on this very ledger: a placer bug. Keep the
+		// job waiting with the error as its reason.
+		undoShadows(p.Claims)
+		s.jobReason(j, &Reason{Code: WaitCapacity, Message: "placement did not commit: " + err.Error()})
+		return false
+	}
+	lid := leaf.ID()
+	charged := s.chargeVector(p)
+	if !slices.Equal(charged, j.demand) {
+		if b := s.tree.Check(lid, charged); b != nil {
+			_ = txn.Undo()
+			undoShadows(p.Claims)
+			s.jobReason(j, &Reason{Code: WaitQuota, Quota: b, Message: b.String() + " (as placed)"})
+			return false
+		}
+	}
+	borrowing := s.tree.Borrows(lid, charged)
+	s.tree.Admit(lid, charged, now)
+	leaf.Count(1, 0)
+	leaf.Remove(&j.entry)
+	j.state = queue.Admitted
+	j.placement, j.txn, j.charged, j.admitted = p, txn, charged, now
+	j.reason = nil
+	s.setEnd(j, now)
+	s.ends.ReplaceOrInsert(j)
+	j.hosts = p.Hosts()
+	for _, h := range j.hosts {
+		s.onHost[h] = append(s.onHost[h], j)
+	}
+	if s.tracker != nil {
+		s.tracker.Committed(j.req, p)
+	}
+	d.Bindings = append(d.Bindings, Binding{Job: j.spec.ID, Queue: leaf.Name(), Placement: p, Borrowing: borrowing, Backfill: s.hasReservations()})
+	return true
+}
+
+// afterBlock applies the queue's policy after j (its queue's candidate)
+// could not be admitted for reason r (block is the quota that binds, if
+// that was the cause). The first blocked job of a backfilling queue gets
+// a reservation (or a quota hold); a strict FIFO queue stops unless it
+// backfills behind a reservation.
+func (s *Scheduler) afterBlock(st *leafState, leaf *queue.Leaf, j *job, r *Reason, block *queue.Block, now time.Time) {
+	if st.blockedOnce {
+		return
+	}
+	st.blockedOnce = true
+	pol := leaf.Policy()
+	strict := pol.Ordering == queue.StrictFIFO
+	if pol.Backfill && len(s.holds) < s.cfg.MaxReservations && r.Code != WaitQuotaHeld {
+		if block != nil && block.Kind == queue.BlockCluster && s.rootIsCapacity(block.Resource) {
+			// The root's quota is the cluster's capacity: waiting for
+			// it is waiting for capacity, which a reservation can time.
+			block = nil
+		}
+		if block != nil {
+			node, _ := s.tree.Lookup(block.Queue)
+			s.holds = append(s.holds, &hold{holder: j, node: node, dim: s.dimOf(block.Resource)})
+			jr := *r
+			jr.Message += "; its quota is held for it"
+			s.jobReason(j, &jr)
+			if strict {
+				s.stopLeaf(st, leaf, j, r)
+			}
+			return
+		}
+		if res := s.reserve(j, now); res != nil {
+			s.holds = append(s.holds, &hold{holder: j, res: res})
+			jr := *r
+			jr.Reserved, jr.ReservedForever = res.at, res.forever
+			if res.forever {
+				jr.Message += "; reserved to start when jobs without a runtime estimate end"
+			} else {
+				jr.Message += "; reserved to start at " + res.at.UTC().Format(time.RFC3339)
+			}
+			s.jobReason(j, &jr)
+			return
+		}
+	}
+	if strict {
+		s.stopLeaf(st, leaf, j, r)
+	}
+}
+
+// rootIsCapacity reports whether the root's quota in resource is the
+// cluster's capacity (no lower root quota configured).
+func (s *Scheduler) rootIsCapacity(resource string) bool {
+	r := s.dimOf(resource)
+	return s.tree.Nominal(0)[r] >= s.tree.Capacity()[r]
+}
+
+func (s *Scheduler) stopLeaf(st *leafState, leaf *queue.Leaf, j *job, r *Reason) {
+	st.stop = &Reason{Code: WaitBehindHead, Blocker: j.spec.ID,
+		Message: fmt.Sprintf("behind %s in strict FIFO queue %s (%s)", j.spec.ID, leaf.Name(), r.Code)}
+	st.cur.Stop()
+}
+
+func (s *Scheduler) dimOf(resource string) int {
+	dims := s.tree.Dimensions()
+	for r := 0; r < dims.Len(); r++ {
+		if dims.Name(r) == resource {
+			return r
+		}
+	}
+	return fairshare.DimGPU
+}
+
+// modelFilter restricts the models j may use to those whose per-model
+// quota has room for its GPU demand. It returns the host filter (nil: no
+// restriction), a cache-key suffix naming the allowed set, or the quota
+// block when no acceptable model has room.
+func (s *Scheduler) modelFilter(lid queue.NodeID, j *job) (func(topology.HostID) bool, string, *queue.Block) {
+	dims := s.tree.Dimensions()
+	if len(dims.Models) == 0 || j.demand[fairshare.DimGPU] == 0 {
+		return nil, "", nil
+	}
+	if s.vec == nil {
+		s.vec = make(queue.Vector, dims.Len())
+	}
+	all := true
+	some := false
+	var last *queue.Block
+	var key []byte
+	for m := range s.modelAllow {
+		mid := topology.ModelID(m)
+		s.modelAllow[m] = false
+		if !acceptsModel(j.req, mid) {
+			continue
+		}
+		k := s.modelDim(mid)
+		ok := true
+		if k >= 0 {
+			clear(s.vec)
+			s.vec[k] = j.demand[fairshare.DimGPU]
+			if b := s.tree.Check(lid, s.vec); b != nil {
+				ok, last = false, b
+			}
+		}
+		s.modelAllow[m] = ok
+		if ok {
+			some = true
+			key = fmt.Appendf(key, ",%d", m)
+		} else {
+			all = false
+		}
+	}
+	if !some {
+		return nil, "", last
+	}
+	if all {
+		return nil, "", nil
+	}
+	return s.allowModel, "@" + string(key), nil
+}
+
+func (s *Scheduler) allowModel(h topology.HostID) bool {
+	m := s.c.HostModel(h)
+	return m == topology.NoModel || s.modelAllow[m]
+}
+
+// maybePreempt asks the Preemptor, if any, for victims for j.
+func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.Explanation, now time.Time) {
+	if s.cfg.Preemptor == nil {
+		return
+	}
+	vs := s.cfg.Preemptor.Preempt(s, PreemptCandidate{Job: &j.spec, Request: j.req, Queue: leaf.Name(), Why: x}, now)
+	var asked []string
+	for _, v := range vs {
+		vj, ok := s.jobs[v.Job]
+		if !ok || !vj.state.Holding() || vj.preempting || vj == j {
+			continue
+		}
+		vj.preempting = true
+		v.For = j.spec.ID
+		d.Preemptions = append(d.Preemptions, v)
+		asked = append(asked, v.Job)
+	}
+	if len(asked) > 0 {
+		j.waitingFor = asked
+		s.jobReason(j, &Reason{Code: WaitPreemption, Blocker: asked[0], Placement: x, Message: fmt.Sprintf("preempting %d job(s) to make room: %v", len(asked), asked)})
+	}
+}
+
+func (s *Scheduler) victimStillHolding(j *job) string {
+	for _, id := range j.waitingFor {
+		if v, ok := s.jobs[id]; ok && v.state.Holding() && v.preempting {
+			return id
+		}
+	}
+	return ""
+}
+
+// listPending fills d.Pending with every waiting job and its reason.
+func (s *Scheduler) listPending(d *Decision) {
+	n := 0
+	for _, id := range s.tree.Leaves() {
+		n += s.tree.LeafOf(id).Len()
+	}
+	d.Pending = make([]Pending, 0, n)
+	for _, id := range s.tree.Leaves() {
+		l := s.tree.LeafOf(id)
+		st := &s.ls[id]
+		name := l.Name()
+		l.Ascend(func(e *queue.Entry) bool {
+			j := e.Ref.(*job)
+			r := s.reasonOf(j, st)
+			j.reason = r
+			d.Pending = append(d.Pending, Pending{Job: j.spec.ID, Queue: name, State: j.state, Reason: r})
+			return true
+		})
+	}
+}
+
+var notReached = &Reason{Code: WaitCapacity, Message: "not reached in this cycle"}
+
+func (s *Scheduler) reasonOf(j *job, st *leafState) *Reason {
+	if j.reasonCycle == s.cycle && j.reason != nil {
+		return j.reason
+	}
+	if cs, ok := j.entry.ClassOf().Data.(*classState); ok && cs.cycle == s.cycle {
+		return cs.reason
+	}
+	if st.stop != nil {
+		return st.stop
+	}
+	return notReached
+}

@@ -1,0 +1,365 @@
+package gpusched
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gpusched/gpusched/fairshare"
+	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
+)
+
+func (s *Scheduler) advance(now time.Time) time.Time {
+	if now.Before(s.now) {
+		return s.now
+	}
+	s.now = now
+	return now
+}
+
+func jobErr(id string, err error) error { return &JobError{Job: id, Err: err} }
+
+// Submit queues a job at time now. The job is validated and resolved
+// against the cluster (a *workload.FieldError names a bad field), must
+// name a leaf queue (ErrUnknownQueue) and, if the queue tree names
+// priority classes, one of their priorities. A job that can never run —
+// its demand exceeds what its queue could ever be admitted with, or it
+// does not fit on the idle cluster — is rejected with ErrNeverFits and
+// the reason. Submit copies the job; the caller may reuse it.
+func (s *Scheduler) Submit(spec workload.Job, now time.Time) error {
+	now = s.advance(now)
+	if _, dup := s.jobs[spec.ID]; dup {
+		return jobErr(spec.ID, ErrDuplicateJob)
+	}
+	spec = copyJob(spec)
+	leaf, ok := s.tree.Leaf(spec.Queue)
+	if !ok {
+		msg := "no leaf queue named " + fmt.Sprintf("%q", spec.Queue)
+		if id, inner := s.tree.Lookup(spec.Queue); inner && s.tree.LeafOf(id) == nil {
+			msg = fmt.Sprintf("queue %q has sub-queues; submit to a leaf", spec.Queue)
+		}
+		return jobErr(spec.ID, fmt.Errorf("%w: %s", ErrUnknownQueue, msg))
+	}
+	if err := s.tree.CheckPriority(spec.Priority); err != nil {
+		return &workload.FieldError{Job: spec.ID, Field: "priority", Msg: err.Error()}
+	}
+	req, err := gang.NewRequest(s.c, &spec)
+	if err != nil {
+		return err
+	}
+	s.seq++
+	req.Seed = s.cfg.Seed ^ (s.seq * 0x9E3779B97F4A7C15)
+	j := &job{spec: spec, req: req, leaf: leaf, state: queue.Pending, shape: shapeKey(req)}
+	j.demand = s.demandVector(req)
+	if err := s.neverFits(j); err != nil {
+		s.seq--
+		return jobErr(spec.ID, err)
+	}
+	j.entry = queue.Entry{ID: spec.ID, Priority: spec.Priority, Submitted: now, Seq: s.seq, Class: j.shape, Runtime: spec.Runtime, Demand: j.demand, Ref: j}
+	leaf.Add(&j.entry)
+	s.jobs[spec.ID] = j
+	return nil
+}
+
+func copyJob(j workload.Job) workload.Job {
+	j.Groups = slices.Clone(j.Groups)
+	for i := range j.Groups {
+		j.Groups[i].Models = slices.Clone(j.Groups[i].Models)
+	}
+	j.Topology = slices.Clone(j.Topology)
+	return j
+}
+
+// neverFits checks a job against its queue's ceiling and the idle
+// cluster. The idle check is cached per shape.
+func (s *Scheduler) neverFits(j *job) error {
+	ceil := s.tree.Ceiling(j.leaf.ID())
+	dims := s.tree.Dimensions()
+	for r := 0; r < fairshare.DimModel; r++ {
+		if ceil[r] >= 0 && j.demand[r] > ceil[r] {
+			return fmt.Errorf("%w: needs %s of %s, more than queue %s could ever be admitted with (%s)",
+				ErrNeverFits, amount(r, j.demand[r]), dims.Name(r), j.leaf.Name(), amount(r, ceil[r]))
+		}
+	}
+	if len(dims.Models) > 0 && j.demand[fairshare.DimGPU] > 0 {
+		// Some acceptable model must have room for the whole GPU demand.
+		ok := false
+		var tried []string
+		for m := range s.c.Models() {
+			if !acceptsModel(j.req, topology.ModelID(m)) {
+				continue
+			}
+			k := s.modelDim(topology.ModelID(m))
+			if k < 0 || ceil[k] >= j.demand[fairshare.DimGPU] {
+				ok = true
+				break
+			}
+			tried = append(tried, fmt.Sprintf("%s: %s", dims.Name(k), amount(fairshare.DimGPU, ceil[k])))
+		}
+		if !ok {
+			return fmt.Errorf("%w: needs %s, more than queue %s could ever be admitted with on any acceptable model (%s)",
+				ErrNeverFits, amount(fairshare.DimGPU, j.demand[fairshare.DimGPU]), j.leaf.Name(), strings.Join(tried, ", "))
+		}
+	}
+	if done := s.fitChecked[j.shape]; !done {
+		if s.empty == nil {
+			s.empty = topology.NewLedger(s.c)
+		}
+		var p gang.Placement
+		s.idleFail[j.shape] = s.placer.Place(s.empty, j.req, &p)
+		s.fitChecked[j.shape] = true
+	}
+	if x := s.idleFail[j.shape]; x != nil {
+		return fmt.Errorf("%w: does not fit on the idle cluster: %s", ErrNeverFits, explanationText(x))
+	}
+	return nil
+}
+
+func acceptsModel(r *gang.Request, m topology.ModelID) bool {
+	for i := range r.Groups {
+		g := &r.Groups[i]
+		if g.Kind != gang.TaskCPU && g.Accepts(m) {
+			return true
+		}
+	}
+	return false
+}
+
+func amount(r int, v int64) string {
+	switch r {
+	case fairshare.DimCPU:
+		return fmt.Sprintf("%g cores", float64(v)/1000)
+	case fairshare.DimMemory:
+		return fmt.Sprintf("%g GiB", float64(v)/1024)
+	}
+	return fmt.Sprintf("%g GPUs", float64(v)/1000)
+}
+
+func (s *Scheduler) lookup(id string) (*job, error) {
+	j, ok := s.jobs[id]
+	if !ok {
+		return nil, jobErr(id, ErrUnknownJob)
+	}
+	return j, nil
+}
+
+// Started reports that an admitted job began running at now.
+func (s *Scheduler) Started(id string, now time.Time) error {
+	now = s.advance(now)
+	j, err := s.lookup(id)
+	if err != nil {
+		return err
+	}
+	if j.state != queue.Admitted {
+		return jobErr(id, fmt.Errorf("%w: Started for a %s job", ErrState, j.state))
+	}
+	s.tree.Start(j.leaf.ID(), j.charged, now)
+	j.leaf.Count(-1, 1)
+	j.state = queue.Running
+	j.started = now
+	s.ends.Delete(j)
+	s.setEnd(j, now)
+	s.ends.ReplaceOrInsert(j)
+	return nil
+}
+
+// setEnd sets the estimated end of a holding job that (re)started at t.
+func (s *Scheduler) setEnd(j *job, t time.Time) {
+	rt := j.spec.Runtime
+	if rt == 0 {
+		rt = s.cfg.DefaultRuntime
+	}
+	j.endKnown = rt > 0
+	if j.endKnown {
+		j.end = t.Add(rt)
+	} else {
+		j.end = time.Time{}
+	}
+}
+
+// Finished reports that a job ended successfully: its resources are
+// released and it is forgotten.
+func (s *Scheduler) Finished(id string, now time.Time) error {
+	return s.end(id, now, queue.Succeeded)
+}
+
+// Failed reports that a job failed (or, for a waiting job, that the host
+// gave up on it): resources are released and it is forgotten.
+func (s *Scheduler) Failed(id string, now time.Time) error {
+	return s.end(id, now, queue.Failed)
+}
+
+// Cancel removes a job in any live state, releasing what it holds.
+func (s *Scheduler) Cancel(id string, now time.Time) error {
+	return s.end(id, now, queue.Cancelled)
+}
+
+func (s *Scheduler) end(id string, now time.Time, st queue.State) error {
+	now = s.advance(now)
+	j, err := s.lookup(id)
+	if err != nil {
+		return err
+	}
+	if st == queue.Succeeded && !j.state.Holding() {
+		return jobErr(id, fmt.Errorf("%w: Finished for a %s job", ErrState, j.state))
+	}
+	if j.state.Holding() {
+		if err := s.release(j, now); err != nil {
+			return jobErr(id, err)
+		}
+	} else {
+		j.leaf.Remove(&j.entry)
+	}
+	j.state = st
+	delete(s.jobs, id)
+	delete(s.reservedFor, j)
+	return nil
+}
+
+// Requeue puts an admitted or running job back in its queue at its
+// original place (same submission time), releasing its resources: the host
+// could not start it, or it must restart.
+func (s *Scheduler) Requeue(id string, now time.Time) error {
+	return s.back(id, now, queue.Requeued, "Requeue")
+}
+
+// Preempted reports that a job was stopped to make room (after a
+// Preemption of the Decision, or the host's own): its resources are
+// released and it waits in its queue again, at its original place.
+func (s *Scheduler) Preempted(id string, now time.Time) error {
+	return s.back(id, now, queue.Preempted, "Preempted")
+}
+
+func (s *Scheduler) back(id string, now time.Time, st queue.State, event string) error {
+	now = s.advance(now)
+	j, err := s.lookup(id)
+	if err != nil {
+		return err
+	}
+	if !j.state.Holding() {
+		return jobErr(id, fmt.Errorf("%w: %s for a %s job", ErrState, event, j.state))
+	}
+	if err := s.release(j, now); err != nil {
+		return jobErr(id, err)
+	}
+	if st == queue.Preempted {
+		j.preemptions++
+	}
+	j.state = st
+	j.preempting = false
+	j.reason = nil
+	j.leaf.Add(&j.entry)
+	return nil
+}
+
+// release gives back everything a holding job holds.
+func (s *Scheduler) release(j *job, now time.Time) error {
+	if err := j.txn.Undo(); err != nil {
+		return fmt.Errorf("gpusched: ledger out of step with job: %w", err)
+	}
+	if s.tracker != nil {
+		s.tracker.Undone(j.req, j.placement)
+	}
+	running := j.state == queue.Running
+	s.tree.Release(j.leaf.ID(), j.charged, running, now)
+	if running {
+		j.leaf.Count(0, -1)
+	} else {
+		j.leaf.Count(-1, 0)
+	}
+	s.ends.Delete(j)
+	for _, h := range j.hosts {
+		on := s.onHost[h]
+		if k := slices.Index(on, j); k >= 0 {
+			s.onHost[h] = slices.Delete(on, k, k+1)
+		}
+		s.logGain(h)
+	}
+	j.placement, j.txn, j.hosts, j.charged = nil, gang.Txn{}, nil, nil
+	j.admitted, j.started = time.Time{}, time.Time{}
+	return nil
+}
+
+// SetPriority changes a live job's priority; a waiting job moves to its
+// new place in the queue.
+func (s *Scheduler) SetPriority(id string, p int32) error {
+	j, err := s.lookup(id)
+	if err != nil {
+		return err
+	}
+	if err := s.tree.CheckPriority(p); err != nil {
+		return &workload.FieldError{Job: id, Field: "priority", Msg: err.Error()}
+	}
+	j.spec.Priority = p
+	if j.state.Waiting() {
+		j.leaf.SetPriority(&j.entry, p)
+	} else {
+		j.entry.Priority = p
+	}
+	return nil
+}
+
+// SetGPUHealth sets the health of GPU g. A GPU that is not healthy takes
+// no new work; what runs on it keeps running until the host reports it
+// Failed, Requeue or Preempted. It returns the IDs of the jobs holding g,
+// sorted, so the host can act on them.
+func (s *Scheduler) SetGPUHealth(g topology.GPUID, h topology.Health) ([]string, error) {
+	if g < 0 || int(g) >= s.c.NumGPUs() {
+		return nil, fmt.Errorf("gpusched: SetGPUHealth: GPU %d out of range 0..%d", g, s.c.NumGPUs()-1)
+	}
+	old := s.ledger.GPU(g).Health
+	if err := s.ledger.SetGPUHealth(g, h); err != nil {
+		return nil, err
+	}
+	host := s.c.GPUHost(g)
+	if h == topology.Healthy && old != topology.Healthy {
+		s.logGain(host)
+	}
+	var ids []string
+	for _, j := range s.onHost[host] {
+		if usesGPU(j.placement, g) {
+			ids = append(ids, j.spec.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// SetHostHealth sets the health of host h (and so of all its GPUs for new
+// work). It returns the IDs of the jobs holding resources on h, sorted.
+func (s *Scheduler) SetHostHealth(h topology.HostID, hh topology.Health) ([]string, error) {
+	if h < 0 || int(h) >= s.c.NumHosts() {
+		return nil, fmt.Errorf("gpusched: SetHostHealth: host %d out of range 0..%d", h, s.c.NumHosts()-1)
+	}
+	old := s.ledger.HostHealth(h)
+	if err := s.ledger.SetHostHealth(h, hh); err != nil {
+		return nil, err
+	}
+	if hh == topology.Healthy && old != topology.Healthy {
+		s.logGain(h)
+	}
+	var ids []string
+	for _, j := range s.onHost[h] {
+		ids = append(ids, j.spec.ID)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+func usesGPU(p *gang.Placement, g topology.GPUID) bool {
+	if p == nil {
+		return false
+	}
+	for _, c := range p.Claims {
+		for _, x := range c.GPUs {
+			if x.GPU == g {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,296 @@
+package gpusched
+
+import (
+	"slices"
+	"time"
+
+	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/topology"
+)
+
+// hold is what a blocked job of a backfilling queue holds for the rest of
+// a cycle: a capacity reservation (res) or a quota hold (node, dim).
+type hold struct {
+	holder *job
+	res    *reservation
+	node   queue.NodeID
+	dim    int
+}
+
+// reservation is the earliest time and place a blocked job can start,
+// assuming jobs holding resources end at their estimated ends.
+type reservation struct {
+	at      time.Time
+	forever bool // only when jobs without an estimate end
+	claims  []topology.Claim
+	// p is the reserved placement (uncommitted), used as is when the
+	// reserved time comes and the placer finds nothing better.
+	p *gang.Placement
+	// shadow is the ledger as it will be at `at`: jobs ending by then
+	// released, the reservation and every later-ending backfilled job
+	// allocated.
+	shadow *topology.Ledger
+}
+
+func (s *Scheduler) resetHolds() {
+	for _, h := range s.holds {
+		if h.res != nil {
+			s.shadowPool = append(s.shadowPool, h.res.shadow)
+		}
+	}
+	s.holds = s.holds[:0]
+}
+
+func (s *Scheduler) hasReservations() bool {
+	for _, h := range s.holds {
+		if h.res != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// keepReservations remembers this cycle's reservations for the next, so
+// a reservation is not moved later while it stays valid.
+func (s *Scheduler) keepReservations() {
+	clear(s.reservedFor)
+	for _, h := range s.holds {
+		if h.res != nil {
+			s.reservedFor[h.holder] = &reservation{at: h.res.at, forever: h.res.forever, claims: h.res.claims, p: h.res.p}
+		}
+	}
+}
+
+func (s *Scheduler) shadowLedger() *topology.Ledger {
+	if n := len(s.shadowPool); n > 0 {
+		l := s.shadowPool[n-1]
+		s.shadowPool = s.shadowPool[:n-1]
+		return l
+	}
+	return topology.NewLedger(s.c)
+}
+
+// estimatedEnd returns when j would end if it started at t, and whether
+// that is known.
+func (s *Scheduler) estimatedEnd(j *job, t time.Time) (time.Time, bool) {
+	rt := j.spec.Runtime
+	if rt == 0 {
+		rt = s.cfg.DefaultRuntime
+	}
+	if rt == 0 {
+		return time.Time{}, false
+	}
+	return t.Add(rt), true
+}
+
+// reserve computes j's reservation: on a copy of the ledger, release the
+// jobs holding resources in order of estimated end (overdue jobs first,
+// jobs without an estimate last) and find the earliest end after which
+// the placer fits j. Placement attempts are spaced out exponentially
+// (after 1, 2, 4, … releases since the last failed attempt) and skipped
+// while fewer GPUs are free than j needs. The previous cycle's
+// reservation is kept if it is still valid at its time, so a reservation
+// never moves later because of jobs that backfilled behind it. Returns nil
+// when j cannot fit even when everything has ended.
+func (s *Scheduler) reserve(j *job, now time.Time) *reservation {
+	sh := s.shadowLedger()
+	sh.CopyFrom(s.ledger)
+	prev := s.reservedFor[j]
+	need := j.req.MinDemand().Milli
+	root := s.c.Root()
+	var p gang.Placement
+	var (
+		found          bool
+		at             time.Time
+		forever        bool
+		claims         []topology.Claim
+		groupEnd       time.Time
+		groupKnown     = true
+		released       int
+		sinceTry       int
+		stride         = 1
+		prevChecked    = prev == nil
+		placedByPlacer bool
+	)
+	tryHere := func() bool {
+		if sh.FreeMilli(root) < need {
+			return false
+		}
+		sinceTry = 0
+		if s.placer.Place(sh, j.req, &p) == nil {
+			placedByPlacer = true
+			return true
+		}
+		stride *= 2
+		return false
+	}
+	var rp *gang.Placement
+	checkPrev := func() bool {
+		prevChecked = true
+		if sh.Allocate(prev.claims...) == nil {
+			claims, rp = prev.claims, prev.p
+			return true
+		}
+		return false
+	}
+	s.ends.Ascend(func(h *job) bool {
+		hEnd, hKnown := h.end, h.endKnown
+		if hKnown && hEnd.Before(now) {
+			hEnd = now
+		}
+		if released > 0 && (hKnown != groupKnown || !hEnd.Equal(groupEnd)) {
+			// Everything ending by groupEnd is released: the state at
+			// groupEnd.
+			if sinceTry >= stride && tryHere() {
+				found, at, forever = true, groupEnd, !groupKnown
+				return false
+			}
+		}
+		if !prevChecked && !prev.forever && (!hKnown || hEnd.After(prev.at)) {
+			// The state now is the state at prev.at.
+			if checkPrev() {
+				found, at, forever = true, prev.at, prev.forever
+				return false
+			}
+		}
+		if err := sh.Release(h.placement.Claims...); err == nil {
+			released++
+			sinceTry++
+		}
+		groupEnd, groupKnown = hEnd, hKnown
+		return true
+	})
+	if !found && released > 0 && tryHere() {
+		found, at, forever = true, groupEnd, !groupKnown
+	}
+	if !found && !prevChecked && checkPrev() {
+		found, at, forever = true, prev.at, prev.forever
+	}
+	if !found {
+		s.shadowPool = append(s.shadowPool, sh)
+		return nil
+	}
+	if placedByPlacer {
+		rp = p.Clone()
+		claims = rp.Claims
+		if err := sh.Allocate(claims...); err != nil {
+			s.shadowPool = append(s.shadowPool, sh)
+			return nil
+		}
+	}
+	if !forever && at.Before(now) {
+		at = now
+	}
+	return &reservation{at: at, forever: forever, claims: claims, p: rp, shadow: sh}
+}
+
+// checkHolds checks claims of j (starting now) against every capacity
+// reservation: j passes one if it ends by the reserved time (by its
+// runtime estimate), or if its claims can be allocated alongside the
+// reservation in the shadow ledger (they are then kept there). It returns
+// the shadows that took the claims, or the first reservation j would
+// delay (after undoing what it allocated).
+func (s *Scheduler) checkHolds(j *job, claims []topology.Claim, now time.Time) ([]*topology.Ledger, *hold) {
+	end, known := s.estimatedEnd(j, now)
+	s.shadowScratch = s.shadowScratch[:0]
+	for _, h := range s.holds {
+		if h.res == nil {
+			continue
+		}
+		if known && !h.res.forever && !end.After(h.res.at) {
+			continue
+		}
+		if err := h.res.shadow.Allocate(claims...); err != nil {
+			for _, sh := range s.shadowScratch {
+				_ = sh.Release(claims...)
+			}
+			s.shadowScratch = s.shadowScratch[:0]
+			return nil, h
+		}
+		s.shadowScratch = append(s.shadowScratch, h.res.shadow)
+	}
+	return s.shadowScratch, nil
+}
+
+// quotaHeld returns the quota hold that j (in leaf lid) would eat into.
+func (s *Scheduler) quotaHeld(lid queue.NodeID, j *job) *hold {
+	for _, h := range s.holds {
+		if h.res != nil || h.holder == j || j.demand[h.dim] <= 0 {
+			continue
+		}
+		for id := lid; id >= 0; id = s.tree.Parent(id) {
+			if id == h.node {
+				return h
+			}
+		}
+	}
+	return nil
+}
+
+// maxShortTries bounds how many jobs of a class that conflicts with a
+// reservation are tried in one cycle because their runtime estimate ends
+// before it.
+const maxShortTries = 64
+
+// backfillShort tries the jobs of j's class whose runtime estimate ends
+// before the reservation j conflicted with: they cannot delay it.
+func (s *Scheduler) backfillShort(d *Decision, leaf *queue.Leaf, j *job, conflict *hold, now time.Time) {
+	if conflict.res.forever {
+		return
+	}
+	window := conflict.res.at.Sub(now)
+	if window <= 0 {
+		return
+	}
+	cl := j.entry.ClassOf()
+	cands := s.shortScratch[:0]
+	collect := func(e *queue.Entry) bool {
+		if e.Ref.(*job) != j && len(cands) < maxShortTries {
+			rt := e.Runtime
+			if rt == 0 {
+				rt = s.cfg.DefaultRuntime
+			}
+			if rt > 0 && rt <= window {
+				cands = append(cands, e)
+			}
+		}
+		return len(cands) < maxShortTries
+	}
+	if s.cfg.DefaultRuntime > 0 && s.cfg.DefaultRuntime <= window {
+		cl.Ascend(collect)
+	} else {
+		cl.AscendRuntime(window, collect)
+	}
+	slices.SortFunc(cands, func(a, b *queue.Entry) int {
+		if leaf.Before(a, b) {
+			return -1
+		}
+		return 1
+	})
+	lid := leaf.ID()
+	for _, e := range cands {
+		cj := e.Ref.(*job)
+		if b := s.tree.Check(lid, cj.demand); b != nil {
+			s.jobReason(cj, &Reason{Code: WaitQuota, Quota: b, Message: b.String()})
+			continue
+		}
+		allow, _, b := s.modelFilter(lid, cj)
+		if b != nil {
+			s.jobReason(cj, &Reason{Code: WaitQuota, Quota: b, Message: b.String()})
+			continue
+		}
+		cj.req.AllowHost = allow
+		if x := s.placer.Place(s.ledger, cj.req, &s.scratch); x != nil {
+			s.jobReason(cj, placementReason(x, s.c))
+			continue
+		}
+		shadows, c := s.checkHolds(cj, s.scratch.Claims, now)
+		if c != nil {
+			s.jobReason(cj, s.backfillReason(c))
+			continue
+		}
+		s.admit(d, leaf, cj, shadows, now)
+	}
+	s.shortScratch = cands[:0]
+}

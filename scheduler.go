@@ -1,0 +1,260 @@
+package gpusched
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/btree"
+	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
+)
+
+// Config configures a Scheduler. Only Cluster and Queues are required;
+// New fills the defaults.
+type Config struct {
+	// Cluster is the cluster to schedule on.
+	Cluster *topology.Cluster
+	// Queues is the queue tree, its quotas, ordering policies and fairness.
+	Queues queue.Config
+	// Placer places gangs; nil means gang.New("topology") with brief
+	// explanations.
+	Placer gang.Placer
+	// Preemptor, if set, proposes victims for jobs that cannot be placed;
+	// nil means no preemption.
+	Preemptor Preemptor
+	// DefaultRuntime is assumed for jobs without a runtime estimate when
+	// computing reservations and backfill windows; 0 means such jobs are
+	// treated as running until they end (they never end before a
+	// reservation, and a reservation behind them waits for them).
+	DefaultRuntime time.Duration
+	// MaxReservations bounds how many waiting jobs hold a reservation or a
+	// quota hold at once (the first blocked job of each backfilling queue,
+	// in service order); 0 means 4, negative means none.
+	MaxReservations int
+	// Seed seeds randomised placers; each job's request gets Seed mixed
+	// with its submission sequence number.
+	Seed uint64
+}
+
+// Errors returned by events.
+var (
+	// ErrUnknownJob: no live job has this ID.
+	ErrUnknownJob = errors.New("gpusched: unknown job")
+	// ErrDuplicateJob: a live job already has this ID.
+	ErrDuplicateJob = errors.New("gpusched: duplicate job ID")
+	// ErrState: the event does not apply to the job's state (e.g. Started
+	// for a job that is not Admitted).
+	ErrState = errors.New("gpusched: event does not apply in the job's state")
+	// ErrNeverFits: the job can never run (bigger than its queue's maximum
+	// or than the cluster).
+	ErrNeverFits = errors.New("gpusched: job can never fit")
+	// ErrUnknownQueue: the job names no leaf queue of the tree.
+	ErrUnknownQueue = errors.New("gpusched: unknown queue")
+)
+
+// JobError wraps an event error with the job it concerns.
+type JobError struct {
+	Job string
+	Err error
+}
+
+// Error returns "job ID: ERR".
+func (e *JobError) Error() string { return "job " + e.Job + ": " + e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *JobError) Unwrap() error { return e.Err }
+
+// Scheduler is the scheduling cycle: it takes events (Submit, Started,
+// Finished, …), and on Schedule decides which waiting jobs start where,
+// explaining the others. It follows etcd raft's shape: the host calls
+// Schedule, carries out the Decision, and reports back.
+//
+// A Scheduler is not safe for concurrent use; the host serialises events
+// and cycles. It does no I/O, starts no goroutines and never reads a clock:
+// every time is an argument. Times should not go backwards; an earlier
+// time than one already seen is treated as that one. The same sequence of
+// calls gives byte-identical Decisions.
+type Scheduler struct {
+	cfg     Config
+	c       *topology.Cluster
+	tree    *queue.Tree
+	ledger  *topology.Ledger
+	placer  gang.Placer
+	tracker gang.Tracker
+	now     time.Time
+	seq     uint64
+	cycle   uint64
+
+	jobs map[string]*job
+	// holding jobs by estimated end, for reservations.
+	ends *btree.BTreeG[*job]
+	// jobs holding resources per host.
+	onHost [][]*job
+
+	// placement failure cache and the log of capacity gains behind it.
+	fails    map[string]*failure
+	gains    []gain
+	gainBase uint64 // gains before this generation were dropped
+
+	// never-fits cache: shape → error string ("" fits on an idle cluster).
+	empty      *topology.Ledger
+	idleFail   map[string]*gang.Explanation
+	fitChecked map[string]bool
+
+	// cycle scratch
+	scratch       gang.Placement
+	holds         []*hold
+	reservedFor   map[*job]*reservation // reservations kept across cycles
+	shadowPool    []*topology.Ledger
+	modelAllow    []bool
+	vec           queue.Vector
+	ls            []leafState
+	shadowScratch []*topology.Ledger
+	shortScratch  []*queue.Entry
+}
+
+type job struct {
+	spec    workload.Job
+	req     *gang.Request
+	leaf    *queue.Leaf
+	entry   queue.Entry
+	state   queue.State
+	shape   string
+	demand  queue.Vector // estimate before placement (min demand)
+	charged queue.Vector // what admission charged (from the placement)
+
+	placement *gang.Placement
+	txn       gang.Txn
+	admitted  time.Time
+	started   time.Time
+	end       time.Time // estimated end while holding; zero: unknown
+	endKnown  bool
+
+	reason      *Reason
+	reasonCycle uint64
+	preempting  bool // a preemption was asked; do not offer again
+	waitingFor  []string
+	preemptions int
+	hosts       []topology.HostID
+}
+
+// New validates cfg and returns a Scheduler with an empty ledger (every
+// GPU healthy and free). Errors name the field: *queue.ConfigError for
+// the queue tree, or a plain error for the rest.
+func New(cfg Config) (*Scheduler, error) {
+	if cfg.Cluster == nil {
+		return nil, errors.New("gpusched: Config.Cluster is nil")
+	}
+	c := cfg.Cluster
+	capacity := queue.Capacity{}
+	var perModel = make([]int64, len(c.Models()))
+	for h := 0; h < c.NumHosts(); h++ {
+		hi := c.Host(topology.HostID(h))
+		capacity.Resources.CPUMilli += hi.CPUMilli
+		capacity.Resources.MemoryMiB += hi.MemoryMiB
+		capacity.Resources.GPUMilli += int64(hi.NumGPUs) * topology.MilliPerGPU
+		if hi.Model != topology.NoModel {
+			perModel[hi.Model] += int64(hi.NumGPUs) * topology.MilliPerGPU
+		}
+	}
+	for m, a := range c.Models() {
+		capacity.Models = append(capacity.Models, queue.ModelCapacity{Name: a.Model, GPUMilli: perModel[m]})
+	}
+	tree, err := queue.Build(cfg.Queues, capacity)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.DefaultRuntime < 0 {
+		return nil, fmt.Errorf("gpusched: Config.DefaultRuntime: negative %v", cfg.DefaultRuntime)
+	}
+	if cfg.MaxReservations == 0 {
+		cfg.MaxReservations = 4
+	}
+	if cfg.Placer == nil {
+		p, err := gang.New("topology", gang.Options{Explain: gang.DetailBrief})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Placer = p
+	}
+	s := &Scheduler{
+		cfg: cfg, c: c, tree: tree, ledger: topology.NewLedger(c), placer: cfg.Placer,
+		jobs: map[string]*job{}, onHost: make([][]*job, c.NumHosts()),
+		fails: map[string]*failure{}, idleFail: map[string]*gang.Explanation{}, fitChecked: map[string]bool{},
+		reservedFor: map[*job]*reservation{},
+	}
+	s.tracker, _ = cfg.Placer.(gang.Tracker)
+	s.ends = btree.NewG(16, func(a, b *job) bool {
+		if a.endKnown != b.endKnown {
+			return a.endKnown // known ends first, unknown (infinite) last
+		}
+		if a.endKnown && !a.end.Equal(b.end) {
+			return a.end.Before(b.end)
+		}
+		return a.entry.Seq < b.entry.Seq
+	})
+	s.modelAllow = make([]bool, len(c.Models()))
+	return s, nil
+}
+
+// Cluster returns the cluster.
+func (s *Scheduler) Cluster() *topology.Cluster { return s.c }
+
+// Ledger returns the Scheduler's ledger: what every GPU runs, as the
+// Scheduler sees it (admitted and running jobs). Read it only; changing it
+// breaks the Scheduler.
+func (s *Scheduler) Ledger() *topology.Ledger { return s.ledger }
+
+// Tree returns the queue tree (quota accounting and pending indexes). Read
+// it only.
+func (s *Scheduler) Tree() *queue.Tree { return s.tree }
+
+// Queues returns the quota view of every queue, root first.
+func (s *Scheduler) Queues() []queue.View { return s.tree.View() }
+
+// JobStatus is what the Scheduler knows about one live job.
+type JobStatus struct {
+	Spec  workload.Job
+	State queue.State
+	// Reason is why it waits (for waiting jobs, after the last Schedule).
+	Reason *Reason
+	// Placement is where it runs (for Admitted and Running jobs).
+	Placement *gang.Placement
+	Submitted time.Time
+	Admitted  time.Time
+	Started   time.Time
+	// Preemptions counts how often it was preempted.
+	Preemptions int
+}
+
+// Job returns the status of a live job (terminal jobs are forgotten once
+// their event is processed).
+func (s *Scheduler) Job(id string) (JobStatus, bool) {
+	j, ok := s.jobs[id]
+	if !ok {
+		return JobStatus{}, false
+	}
+	st := JobStatus{Spec: j.spec, State: j.state, Submitted: j.entry.Submitted, Admitted: j.admitted, Started: j.started, Preemptions: j.preemptions}
+	if j.state.Waiting() {
+		st.Reason = j.reason
+	}
+	if j.state.Holding() {
+		st.Placement = j.placement
+	}
+	return st, true
+}
+
+// Holding calls fn for every job holding resources (Admitted or Running)
+// in order of estimated end (unknown last), until fn returns false.
+func (s *Scheduler) Holding(fn func(id string, st JobStatus) bool) {
+	s.ends.Ascend(func(j *job) bool {
+		st, _ := s.Job(j.spec.ID)
+		return fn(j.spec.ID, st)
+	})
+}
+
+// Len returns the number of live jobs.
+func (s *Scheduler) Len() int { return len(s.jobs) }
