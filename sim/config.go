@@ -212,3 +212,8 @@ func (c *Config) validate() error {
 	}
 	return nil
 }
+
+// PhillyCluster is the cluster the Philly trace ran on as the Helios
+// simulator models it: 352 hosts of 8 GPUs (2,816 GPUs), here 8-GPU PCIe
+// boxes, 16 to a ToR. Build it with topology.Build(PhillyCluster.Spec()).
+var PhillyCluster = topology.Generator{Name: "philly", Machine: "pcie-8gpu", Hosts: 352, HostsPerToR: 16}

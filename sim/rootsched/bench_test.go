@@ -1,0 +1,122 @@
+package rootsched_test
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gpusched/gpusched"
+	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/sim"
+	"github.com/gpusched/gpusched/sim/rootsched"
+	"github.com/gpusched/gpusched/sim/trace"
+	"github.com/gpusched/gpusched/topology"
+)
+
+// BenchmarkPhilly replays the full Philly trace (82,247 jobs) on the
+// 2,816-GPU Philly cluster (352 hosts of 8 GPUs) with one queue per
+// virtual cluster guaranteed its nodes × 8 GPUs (philly_vc.csv), through
+// the root Scheduler with the default (topology) placer.
+func BenchmarkPhilly(b *testing.B) {
+	f, err := os.Open("../../../shared/data/philly/philly.csv")
+	if err != nil {
+		b.Skip("../shared/data/philly not present: ", err)
+	}
+	r, err := trace.NewPhillyCSV(f, trace.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	jobs, err := trace.Collect(r)
+	f.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	vf, err := os.Open("../../../shared/data/philly/philly_vc.csv")
+	if err != nil {
+		b.Fatal(err)
+	}
+	vcs, err := trace.ReadVCs(vf, 8, trace.Options{})
+	vf.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := build(b, sim.PhillyCluster)
+	qs := rootsched.VCQueues(vcs, rootsched.Tenants(jobs), queue.Policy{})
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		js := append([]trace.Job(nil), jobs...)
+		s, err := rootsched.New(gpusched.Config{Cluster: c, Queues: qs})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		sm, err := sim.New(sim.Config{Cluster: c, Scheduler: s, Tenants: rootsched.VCTenants(vcs)}, js)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := sm.Run()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Summary.Jobs.Completed != len(jobs) {
+			b.Fatalf("%+v", res.Summary.Jobs)
+		}
+	}
+}
+
+var benchJobs = func() int {
+	if n, err := strconv.Atoi(os.Getenv("GPUSCHED_BENCH_JOBS")); err == nil && n > 0 {
+		return n
+	}
+	return 1_000_000
+}()
+
+// BenchmarkSynthetic1M replays a synthetic trace of 1M jobs (Philly-like
+// sizes, log-normal run times, 4 tenants, 90% offered load) on 100k GPUs
+// (12,500 DGX H100, preset h100-100k) through the root Scheduler, and
+// reports the Go heap reserved at the end (peak RSS: run under
+// /usr/bin/time -v). GPUSCHED_BENCH_JOBS overrides the job count.
+func BenchmarkSynthetic1M(b *testing.B) {
+	c, err := topology.LoadPreset("h100-100k")
+	if err != nil {
+		b.Fatal(err)
+	}
+	tenants := []trace.Weighted[string]{{Value: "pretrain", Weight: 1}, {Value: "finetune", Weight: 2}, {Value: "eval", Weight: 3}, {Value: "research", Weight: 4}}
+	syn := trace.Synthetic{Seed: 1, Jobs: benchJobs, Queues: tenants}
+	syn.MeanInterarrival = syn.InterarrivalFor(c.NumGPUs(), 0.9)
+	names := []string{"eval", "finetune", "pretrain", "research"}
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		r, _ := trace.NewSynthetic(syn)
+		jobs, err := trace.Collect(r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s, err := rootsched.New(gpusched.Config{Cluster: c, Queues: rootsched.FlatQueues(names, queue.Policy{})})
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		b.StartTimer()
+		sm, err := sim.New(sim.Config{Cluster: c, Scheduler: s, SampleEvery: time.Hour}, jobs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := sm.Run()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if res.Summary.Jobs.Completed != syn.Jobs {
+			b.Fatalf("%+v", res.Summary.Jobs)
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		b.ReportMetric(float64(ms.HeapSys)/(1<<20), "heapsys-MiB")
+		b.StartTimer()
+	}
+}

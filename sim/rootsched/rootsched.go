@@ -1,0 +1,246 @@
+// Package rootsched drives the root gpusched.Scheduler from the simulator:
+// it adapts the Scheduler's host-facing calls to sim.Scheduler, so a
+// simulation exercises exactly the code a production host runs, and it
+// builds Scheduler configurations for common setups (a placement policy by
+// name, one queue per tenant, one guaranteed queue per virtual cluster).
+package rootsched
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gpusched/gpusched"
+	"github.com/gpusched/gpusched/frag"
+	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/sim"
+	"github.com/gpusched/gpusched/sim/trace"
+	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
+)
+
+// Epoch is the wall-clock instant simulated time zero maps to; the
+// Scheduler sees times Epoch + offset.
+var Epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Scheduler is a *gpusched.Scheduler seen as a sim.Scheduler. The
+// mapping of calls:
+//
+//	Submit → Submit; Schedule → Schedule (bindings with their placement's
+//	claims, preemptions, pending reasons by code); Started → Started;
+//	Finished → Finished; Stopped(preempted) → Preempted; Stopped(failure)
+//	→ Requeue (back in its queue at its original place); Removed →
+//	Failed; SetGPUHealth / SetHostHealth → the same (the jobs they return
+//	were already stopped by the simulator).
+type Scheduler struct {
+	S      *gpusched.Scheduler
+	models map[string]bool // jobs that restrict the GPU model
+}
+
+var _ sim.Scheduler = (*Scheduler)(nil)
+
+// Wrap adapts s.
+func Wrap(s *gpusched.Scheduler) *Scheduler {
+	return &Scheduler{S: s, models: map[string]bool{}}
+}
+
+// New builds a Scheduler from cfg and wraps it.
+func New(cfg gpusched.Config) (*Scheduler, error) {
+	s, err := gpusched.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return Wrap(s), nil
+}
+
+func at(now time.Duration) time.Time { return Epoch.Add(now) }
+
+// Submit submits the job.
+func (a *Scheduler) Submit(now time.Duration, j workload.Job) error {
+	if err := a.S.Submit(j, at(now)); err != nil {
+		return err
+	}
+	for _, g := range j.Groups {
+		if len(g.Models) > 0 {
+			a.models[j.ID] = true
+			break
+		}
+	}
+	return nil
+}
+
+// Schedule runs one cycle and translates its Decision.
+func (a *Scheduler) Schedule(now time.Duration) sim.Decision {
+	d := a.S.Schedule(at(now))
+	out := sim.Decision{
+		Bindings:    make([]sim.Binding, len(d.Bindings)),
+		Preemptions: make([]sim.Preemption, len(d.Preemptions)),
+		Pending:     make([]sim.Pending, len(d.Pending)),
+	}
+	for i, b := range d.Bindings {
+		out.Bindings[i] = sim.Binding{Job: b.Job, Claims: b.Placement.Claims}
+	}
+	for i, p := range d.Preemptions {
+		out.Preemptions[i] = sim.Preemption{Job: p.Job, Grace: p.Grace, Reason: p.Reason}
+	}
+	for i, p := range d.Pending {
+		out.Pending[i] = sim.Pending{Job: p.Job, Reason: a.reason(p)}
+		if p.Reason != nil {
+			out.Pending[i].Detail = p.Reason.Message
+		}
+	}
+	return out
+}
+
+// reason maps the Scheduler's wait codes onto the simulator's failure
+// classes. A capacity shortfall of a job that restricts the GPU model
+// counts as a model failure.
+func (a *Scheduler) reason(p gpusched.Pending) sim.Reason {
+	if p.Reason == nil {
+		return sim.ReasonOther
+	}
+	switch p.Reason.Code {
+	case gpusched.WaitQuota, gpusched.WaitQuotaHeld:
+		return sim.ReasonQuota
+	case gpusched.WaitCapacity:
+		if a.models[p.Job] {
+			return sim.ReasonModel
+		}
+		return sim.ReasonCapacity
+	case gpusched.WaitTopology, gpusched.WaitTooLarge:
+		return sim.ReasonTopology
+	case gpusched.WaitFragmentation:
+		return sim.ReasonFragmentation
+	}
+	return sim.ReasonOther
+}
+
+// Started reports the job running.
+func (a *Scheduler) Started(now time.Duration, id string) error { return a.S.Started(id, at(now)) }
+
+// Finished reports the job done.
+func (a *Scheduler) Finished(now time.Duration, id string) error {
+	delete(a.models, id)
+	return a.S.Finished(id, at(now))
+}
+
+// Stopped reports a preempted job as Preempted and a job stopped by a
+// failure as Requeue.
+func (a *Scheduler) Stopped(now time.Duration, id string, cause sim.StopCause) error {
+	if cause == sim.StopFailure {
+		return a.S.Requeue(id, at(now))
+	}
+	return a.S.Preempted(id, at(now))
+}
+
+// Removed reports that the host gave up on a waiting job.
+func (a *Scheduler) Removed(now time.Duration, id string) error {
+	delete(a.models, id)
+	return a.S.Failed(id, at(now))
+}
+
+// SetGPUHealth sets a GPU's health.
+func (a *Scheduler) SetGPUHealth(_ time.Duration, g topology.GPUID, h topology.Health) error {
+	_, err := a.S.SetGPUHealth(g, h)
+	return err
+}
+
+// SetHostHealth sets a host's health.
+func (a *Scheduler) SetHostHealth(_ time.Duration, h topology.HostID, hh topology.Health) error {
+	_, err := a.S.SetHostHealth(h, hh)
+	return err
+}
+
+// Placer builds the named gang placement policy (see gang.PolicyNames).
+// "fgd" needs the target workload, which it learns from jobs (the trace
+// to be replayed, as the FGD paper does); the other policies ignore jobs.
+func Placer(c *topology.Cluster, name string, jobs []trace.Job) (gang.Placer, error) {
+	var opt gang.Options
+	if name == "fgd" {
+		var tasks []frag.Task
+		for i := range jobs {
+			for gi := range jobs[i].Spec.Groups {
+				t, err := frag.TaskFor(c, &jobs[i].Spec.Groups[gi])
+				if err != nil {
+					continue // a task the cluster cannot express: the Scheduler will say so
+				}
+				tasks = append(tasks, t)
+			}
+		}
+		if len(tasks) == 0 {
+			return nil, errors.New("rootsched: fgd needs a workload to learn from; the trace has no placeable task")
+		}
+		d, err := frag.Learn(tasks, frag.LearnOptions{})
+		if err != nil {
+			return nil, err
+		}
+		opt.Frag.Distribution = d
+	}
+	p, err := gang.New(name, opt)
+	if err != nil {
+		return nil, fmt.Errorf("rootsched: policy %q: %w", name, err)
+	}
+	return p, nil
+}
+
+// Tenants returns the distinct Spec.Queue names of jobs, sorted; jobs
+// without one count as "default".
+func Tenants(jobs []trace.Job) []string {
+	seen := map[string]bool{}
+	var out []string
+	for i := range jobs {
+		q := jobs[i].Spec.Queue
+		if q == "" {
+			q = "default"
+		}
+		if !seen[q] {
+			seen[q] = true
+			out = append(out, q)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// FlatQueues is a queue tree with one leaf per name, no quotas, and the
+// given ordering for every leaf.
+func FlatQueues(names []string, p queue.Policy) queue.Config {
+	cfg := queue.Config{Root: queue.Node{Name: "cluster"}}
+	for _, n := range names {
+		cfg.Root.Children = append(cfg.Root.Children, queue.Node{Name: n, Policy: p})
+	}
+	return cfg
+}
+
+// VCQueues is a queue tree with one leaf per virtual cluster, each
+// guaranteed (nominal) its GPUs and free to borrow idle GPUs of others,
+// plus, when extra is not empty, leaves without a guarantee for tenants
+// that have no VC (they only borrow). Names must be unique.
+func VCQueues(vcs []trace.VC, extra []string, p queue.Policy) queue.Config {
+	cfg := queue.Config{Root: queue.Node{Name: "cluster"}}
+	have := map[string]bool{}
+	for _, v := range vcs {
+		have[v.Name] = true
+		cfg.Root.Children = append(cfg.Root.Children, queue.Node{Name: v.Name, Policy: p,
+			Quotas: []queue.Quota{{Resource: "gpu", Nominal: int64(v.GPUs)}}})
+	}
+	for _, n := range extra {
+		if !have[n] {
+			have[n] = true
+			cfg.Root.Children = append(cfg.Root.Children, queue.Node{Name: n, Policy: p,
+				Quotas: []queue.Quota{{Resource: "gpu", Nominal: 0}}})
+		}
+	}
+	return cfg
+}
+
+// VCTenants returns the entitlements of vcs for fairness metrics.
+func VCTenants(vcs []trace.VC) []sim.Tenant {
+	out := make([]sim.Tenant, len(vcs))
+	for i, v := range vcs {
+		out[i] = sim.Tenant{Name: v.Name, GPUs: v.GPUs}
+	}
+	return out
+}
