@@ -71,7 +71,7 @@ func buildShape(c *topology.Cluster, h topology.HostID) *hostShape {
 	var add func(d topology.DomainID, set gpuSet, parent int32) int32
 	add = func(d topology.DomainID, set gpuSet, parent int32) int32 {
 		// Collapse: descend while a single child holds all of set.
-		for {
+		for d >= 0 && set.count() > 1 {
 			kids := c.DomainChildren(d)
 			if len(kids) != 1 || local(kids[0]) != set {
 				break
