@@ -210,39 +210,6 @@ func readLimited(r io.Reader, name string) ([]byte, error) {
 	return data, nil
 }
 
-// Marshal returns s as a cluster file in the given format (FormatAuto
-// means YAML). Keys come in the order of the Spec's fields, empty optional
-// fields are left out and lists of numbers are written on one line. It
-// fails only for values a file cannot hold: a NaN or infinite bandwidth,
-// or (in JSON) a string that is not valid UTF-8.
-func Marshal(s Spec, format Format) ([]byte, error) {
-	var n yaml.Node
-	if err := n.Encode(s); err != nil {
-		return nil, fmt.Errorf("topology: encoding spec: %w", err)
-	}
-	if err := checkEncodable(&n, format, &pathSeg{}); err != nil {
-		return nil, err
-	}
-	flowScalarLists(&n)
-	var buf bytes.Buffer
-	switch format {
-	case FormatJSON:
-		writeJSON(&buf, &n, 0)
-		buf.WriteByte('\n')
-	default:
-		flowSmall(&n, 0)
-		enc := yaml.NewEncoder(&buf)
-		enc.SetIndent(2)
-		if err := enc.Encode(&n); err != nil {
-			return nil, fmt.Errorf("topology: encoding spec: %w", err)
-		}
-		if err := enc.Close(); err != nil {
-			return nil, fmt.Errorf("topology: encoding spec: %w", err)
-		}
-	}
-	return buf.Bytes(), nil
-}
-
 // Encode writes s to w as Marshal formats it.
 func Encode(w io.Writer, s Spec, format Format) error {
 	b, err := Marshal(s, format)
@@ -278,86 +245,6 @@ func SaveFile(path string, c *Cluster) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
-}
-
-// checkEncodable rejects what a file cannot carry faithfully.
-func checkEncodable(n *yaml.Node, format Format, p *pathSeg) error {
-	switch n.Kind {
-	case yaml.DocumentNode, yaml.SequenceNode:
-		for i, c := range n.Content {
-			if err := checkEncodable(c, format, p.index(i)); err != nil {
-				return err
-			}
-		}
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if err := checkEncodable(n.Content[i+1], format, p.key(n.Content[i].Value)); err != nil {
-				return err
-			}
-		}
-	case yaml.ScalarNode:
-		switch n.Tag {
-		case "!!float":
-			if v := strings.ToLower(n.Value); strings.HasSuffix(v, "inf") || v == ".nan" {
-				return &SpecError{Path: p.String(), Msg: fmt.Sprintf("cannot write %s to a cluster file", n.Value)}
-			}
-		case "!!binary":
-			if format == FormatJSON {
-				return &SpecError{Path: p.String(), Msg: "string is not valid UTF-8; JSON cannot hold it"}
-			}
-		}
-	}
-	return nil
-}
-
-// flowScalarLists puts sequences of scalars on one line ("gpus: [0, 1]").
-func flowScalarLists(n *yaml.Node) {
-	if n.Kind == yaml.SequenceNode && len(n.Content) > 0 {
-		flow := true
-		for _, c := range n.Content {
-			if c.Kind != yaml.ScalarNode {
-				flow = false
-				break
-			}
-		}
-		if flow {
-			n.Style = yaml.FlowStyle
-			return
-		}
-	}
-	for _, c := range n.Content {
-		flowScalarLists(c)
-	}
-}
-
-// flowSmall writes small parts of a template's PCIe tree on one line
-// ("- switches: [{gpus: [0]}]"): nodes at least minFlowDepth below the top
-// whose one-line form is short. depth counts mappings and lists from the
-// top-level mapping (0); a NUMA node's pcie list is at depth 5.
-func flowSmall(n *yaml.Node, depth int) {
-	const minFlowDepth = 5
-	if depth >= minFlowDepth && (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) {
-		var b bytes.Buffer
-		if writeJSONInline(&b, n) {
-			setFlow(n)
-			return
-		}
-	}
-	for i, c := range n.Content {
-		if n.Kind == yaml.MappingNode && i%2 == 0 {
-			continue
-		}
-		flowSmall(c, depth+1)
-	}
-}
-
-func setFlow(n *yaml.Node) {
-	if n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode {
-		n.Style = yaml.FlowStyle
-	}
-	for _, c := range n.Content {
-		setFlow(c)
-	}
 }
 
 // document is a parsed cluster file: its top-level mapping and what error

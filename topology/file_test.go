@@ -114,9 +114,15 @@ func TestJSONAndYAMLAgree(t *testing.T) {
 	}
 }
 
+// fileFataler is what roundTrip needs of *testing.T and *rapid.T.
+type fileFataler interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
 // roundTrip saves c in format f, loads it back and checks the spec is
 // equal and that saving again gives the same bytes.
-func roundTrip(t testing.TB, c *Cluster, f Format) {
+func roundTrip(t fileFataler, c *Cluster, f Format) {
 	t.Helper()
 	want := c.Spec()
 	b, err := Marshal(want, f)
@@ -132,7 +138,7 @@ func roundTrip(t testing.TB, c *Cluster, f Format) {
 	}
 	b2, err := Marshal(c2.Spec(), f)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("Marshal of the reloaded spec: %v", err)
 	}
 	if !bytes.Equal(b, b2) {
 		t.Fatalf("%v: saving twice gives different bytes", f)
