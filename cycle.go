@@ -408,11 +408,12 @@ func (s *Scheduler) reasonOf(j *job, st *leafState) *Reason {
 	if j.reasonCycle == s.cycle && j.reason != nil {
 		return j.reason
 	}
+	// A stopped strict queue tried nothing after its head.
+	if st.stop != nil && st.stop.Blocker != j.spec.ID {
+		return st.stop
+	}
 	if cs, ok := j.entry.ClassOf().Data.(*classState); ok && cs.cycle == s.cycle {
 		return cs.reason
-	}
-	if st.stop != nil {
-		return st.stop
 	}
 	return notReached
 }

@@ -128,7 +128,7 @@ func TestCheck(t *testing.T) {
 		// max(0, 16) + experiments 16 = 32, evaluation 20 → 52. Pretraining
 		// asking 32 raises research to 32 + 16 = 48 (+16 seen at the root):
 		// 68 > 64.
-		{"cluster", []op{{"experiments", 16}, {"evaluation", 20}}, "pretraining", 32, "queue cluster: gpu: 52 GPUs in use + 16 GPUs > cluster quota 64 GPUs (4 GPUs borrowed by other queues)"},
+		{"cluster", []op{{"experiments", 16}, {"evaluation", 20}}, "pretraining", 32, "queue cluster: gpu: 52 GPUs in use + 16 GPUs > cluster quota 64 GPUs (other queues borrow 12 GPUs)"},
 		// Same protected 16: 16 + 16 + evaluation 16 = 48; evaluation +4
 		// → 52 ≤ 64 and within its max 20.
 		{"protected", []op{{"experiments", 16}, {"evaluation", 16}}, "evaluation", 4, ""},
@@ -136,9 +136,10 @@ func TestCheck(t *testing.T) {
 		{"reclaim blocked", []op{{"experiments", 16}, {"evaluation", 20}, {"pretraining", 16}}, "pretraining", 13,
 			// pretraining stays within its own 32 and research within its 48
 			// (eff 16+16 = 32 → 45); the cluster sees 32+20 = 52 → 65 > 64:
-			// evaluation borrows 4 beyond its 16. Without preemption the
-			// owner waits for the borrower to finish.
-			"queue cluster: gpu: 52 GPUs in use + 13 GPUs > cluster quota 64 GPUs (4 GPUs borrowed by other queues)"},
+			// experiments borrows 8 (from research's pool) and evaluation 4
+			// beyond its 16. Without preemption the owner waits for the
+			// borrowers to finish.
+			"queue cluster: gpu: 52 GPUs in use + 13 GPUs > cluster quota 64 GPUs (other queues borrow 12 GPUs)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := build(t, seedConfig())

@@ -46,9 +46,10 @@ type Block struct {
 	// Usage is the node's current (effective) usage, Demand what the job
 	// adds, Limit what the node may reach.
 	Usage, Demand, Limit int64
-	// Borrowed is what the node's other children borrow beyond their own
-	// nominal quota in this resource: capacity lent away that is not
-	// free for this job (for BlockBorrowing and BlockCluster).
+	// Borrowed is what the leaf queues below the node, other than the
+	// job's own, use beyond their nominal quota in this resource: capacity
+	// lent away that is not free for this job (for BlockBorrowing and
+	// BlockCluster). Reclaiming it needs those jobs to end or preemption.
 	Borrowed int64
 	dim      int
 	tree     *Tree
@@ -60,7 +61,7 @@ func (b *Block) String() string {
 	f := b.tree.format
 	s := fmt.Sprintf("queue %s: %s: %s in use + %s > %s %s", b.Queue, b.Resource, f(b.dim, b.Usage), f(b.dim, b.Demand), b.Kind, f(b.dim, b.Limit))
 	if b.Borrowed > 0 {
-		s += fmt.Sprintf(" (%s borrowed by other queues)", f(b.dim, b.Borrowed))
+		s += fmt.Sprintf(" (other queues borrow %s)", f(b.dim, b.Borrowed))
 	}
 	return s
 }
@@ -91,15 +92,15 @@ func (t *Tree) Check(leaf NodeID, v Vector) *Block {
 			changed = true
 			u := nd.used[r] + nd.reserved[r]
 			if nd.max[r] >= 0 && u+v[r] > nd.max[r] {
-				return t.block(id, r, BlockMax, u, v[r], nd.max[r])
+				return t.block(id, r, BlockMax, u, v[r], nd.max[r], leaf)
 			}
 			e := nd.eff[r]
 			if id == 0 {
 				if e+x > nd.nominal[r] {
-					return t.block(id, r, BlockCluster, e, x, nd.nominal[r])
+					return t.block(id, r, BlockCluster, e, x, nd.nominal[r], leaf)
 				}
 			} else if nd.borrow[r] >= 0 && e+x-nd.nominal[r] > nd.borrow[r] {
-				return t.block(id, r, BlockBorrowing, e, x, nd.nominal[r]+nd.borrow[r])
+				return t.block(id, r, BlockBorrowing, e, x, nd.nominal[r]+nd.borrow[r], leaf)
 			}
 			// What the parent sees change.
 			d[r] = max(e+x, nd.protected[r]) - max(e, nd.protected[r])
@@ -111,15 +112,29 @@ func (t *Tree) Check(leaf NodeID, v Vector) *Block {
 	return nil
 }
 
-func (t *Tree) block(id NodeID, r int, k BlockKind, u, d, lim int64) *Block {
+func (t *Tree) block(id NodeID, r int, k BlockKind, u, d, lim int64, leaf NodeID) *Block {
 	b := &Block{Queue: t.nodes[id].name, Resource: t.dims.Name(r), Kind: k, Usage: u, Demand: d, Limit: lim, dim: r, tree: t}
 	if k != BlockMax {
-		for _, c := range t.nodes[id].children {
-			cn := &t.nodes[c]
-			b.Borrowed += max(0, cn.eff[r]-cn.nominal[r])
+		// What leaves below the node other than the requester borrow.
+		for _, l := range t.leaves {
+			if l == leaf || !t.under(l, id) {
+				continue
+			}
+			ln := &t.nodes[l]
+			b.Borrowed += max(0, ln.used[r]+ln.reserved[r]-ln.nominal[r])
 		}
 	}
 	return b
+}
+
+// under reports whether a is id or below it.
+func (t *Tree) under(a, id NodeID) bool {
+	for ; a >= 0; a = t.nodes[a].parent {
+		if a == id {
+			return true
+		}
+	}
+	return false
 }
 
 // Borrows reports whether adding v to leaf would take the leaf beyond its
@@ -286,11 +301,11 @@ func (t *Tree) Over() (NodeID, *Block) {
 			u := nd.used[r] + nd.reserved[r]
 			switch {
 			case nd.max[r] >= 0 && u > nd.max[r]:
-				return NodeID(i), t.block(NodeID(i), r, BlockMax, u, 0, nd.max[r])
+				return NodeID(i), t.block(NodeID(i), r, BlockMax, u, 0, nd.max[r], -1)
 			case i == 0 && nd.eff[r] > nd.nominal[r]:
-				return 0, t.block(0, r, BlockCluster, nd.eff[r], 0, nd.nominal[r])
+				return 0, t.block(0, r, BlockCluster, nd.eff[r], 0, nd.nominal[r], -1)
 			case i > 0 && nd.borrow[r] >= 0 && nd.eff[r]-nd.nominal[r] > nd.borrow[r]:
-				return NodeID(i), t.block(NodeID(i), r, BlockBorrowing, nd.eff[r], 0, nd.nominal[r]+nd.borrow[r])
+				return NodeID(i), t.block(NodeID(i), r, BlockBorrowing, nd.eff[r], 0, nd.nominal[r]+nd.borrow[r], -1)
 			}
 		}
 	}
