@@ -32,8 +32,12 @@ import (
 // Only switches of the innermost level list hosts; a host may appear under
 // one switch only. Host entries are names or patterns as in cluster files.
 
-// MaxNetworkBytes bounds the size of a network file.
-const MaxNetworkBytes = 16 << 20
+// Limits on a network: the file's size, and the number of hosts its
+// patterns may name in all.
+const (
+	MaxNetworkBytes = 16 << 20
+	MaxNetworkHosts = 1 << 17
+)
 
 // Network places hosts under network switches: the network levels of a
 // cluster, its switches, and the hosts under each innermost switch.
@@ -333,6 +337,9 @@ func (n *Network) hostSwitches() (map[string]int, error) {
 			names, err := topology.ExpandNames(pat)
 			if err != nil {
 				return nil, bad(sw.Line, fmt.Sprintf("%s.hosts[%d]", p, hi), "%v", err)
+			}
+			if len(hostAt)+len(names) > MaxNetworkHosts {
+				return nil, bad(sw.Line, fmt.Sprintf("%s.hosts[%d]", p, hi), "more than %d hosts in the network", MaxNetworkHosts)
 			}
 			for _, h := range names {
 				if j, dup := hostAt[h]; dup {
