@@ -4,6 +4,34 @@
 // paper compares it with, each choosing a host and GPUs for one task at a
 // time.
 //
+// A Task asks for whole GPUs or a share of one GPU (milli-GPU), CPU,
+// memory, and optionally a set of GPU models. A Policy picks a host and
+// its GPUs for it on the current state of a topology.Ledger and returns a
+// topology.Claim; the caller allocates it. Policies are built by name with
+// NewPolicy: fgd, best-fit, dot-product, gpu-packing, gpu-clustering,
+// random (the paper's six), first-fit and worst-fit.
+//
+// FGD needs a target workload, a Distribution of task classes, usually
+// learned from a trace with Learn. Measure computes the paper's
+// fragmentation of a host or a cluster for it: the expected free GPU
+// capacity a task drawn from the workload cannot use. FGD places each
+// task where that grows least.
+//
+// RunInflation is the paper's experiment (tasks resampled to 130% of the
+// cluster's GPUs, placed one at a time, nothing departing), and
+// NewInflationResult gathers runs into the inflation.json contract. On
+// the openb cluster and default trace it reproduces the paper's table
+// (see docs/fgd-openb.md).
+//
+// Speed: policies cache per-host state keyed by
+// topology.Ledger.HostGeneration, and FGD caches the growth of each host's
+// fragmentation for each task shape, so after a placement only the host
+// that changed is evaluated again; a Pick costs a pass over the hosts in
+// scope reading a few words per host.
+//
+// Nothing here does I/O, starts goroutines or reads the clock; randomness
+// comes from a *rand.Rand the caller passes in.
+//
 // Package gang builds gang (multi-task, topology-aware) placement on top of
 // these per-task policies.
 package frag
