@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gpusched/gpusched/topology"
+	"github.com/spf13/cobra"
+)
+
+// defaultPreset is the cluster commands use when no cluster flag is given.
+const defaultPreset = "dgx-h100"
+
+// clusterFlags selects the cluster a command works on: a preset, a cluster
+// file, or a cluster generated from a machine preset. Commands that need a
+// cluster call addClusterFlags in their constructor and cluster in RunE.
+type clusterFlags struct {
+	preset       string
+	file         string
+	machine      string
+	hosts        int
+	hostsPerToR  int
+	torsPerSpine int
+}
+
+// addClusterFlags registers the cluster selection flags on cmd:
+//
+//	--preset NAME                  a built-in cluster (default dgx-h100)
+//	--file F                       a cluster file (YAML or JSON; "-" reads stdin)
+//	--machine M [--hosts N] [--hosts-per-tor K] [--tors-per-spine S]
+//	                               a generated cluster of N machines
+func addClusterFlags(cmd *cobra.Command) *clusterFlags {
+	f := &clusterFlags{}
+	fs := cmd.Flags()
+	fs.StringVar(&f.preset, "preset", "", "built-in cluster (default "+defaultPreset+"); one of: "+strings.Join(topology.PresetNames(), ", "))
+	fs.StringVarP(&f.file, "file", "f", "", "cluster file, YAML or JSON (\"-\" reads standard input)")
+	fs.StringVar(&f.machine, "machine", "", "generate a cluster of this machine preset; one of: "+strings.Join(topology.MachineNames(), ", "))
+	fs.IntVar(&f.hosts, "hosts", 0, "with --machine: number of hosts (default 1; 18 trays for gb200-nvl72)")
+	fs.IntVar(&f.hostsPerToR, "hosts-per-tor", 0, "with --machine: hosts per ToR switch (0: no network levels)")
+	fs.IntVar(&f.torsPerSpine, "tors-per-spine", 0, "with --machine: ToRs per spine switch (0: ToRs only)")
+	_ = cmd.MarkFlagFilename("file", "yaml", "yml", "json")
+	return f
+}
+
+// cluster builds the cluster the flags select. Errors in a cluster file
+// come back as *topology.FileError, naming file, line, column and field.
+func (f *clusterFlags) cluster(cmd *cobra.Command) (*topology.Cluster, error) {
+	fs := cmd.Flags()
+	set := 0
+	for _, name := range []string{"preset", "file", "machine"} {
+		if fs.Changed(name) {
+			set++
+		}
+	}
+	if set > 1 {
+		return nil, fmt.Errorf("use only one of --preset, --file and --machine")
+	}
+	if f.machine == "" {
+		for _, name := range []string{"hosts", "hosts-per-tor", "tors-per-spine"} {
+			if fs.Changed(name) {
+				return nil, fmt.Errorf("--%s needs --machine", name)
+			}
+		}
+	}
+	switch {
+	case f.file == "-":
+		data, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), topology.MaxFileBytes+1))
+		if err != nil {
+			return nil, err
+		}
+		return topology.Load(data, "<stdin>", topology.FormatAuto)
+	case f.file != "":
+		return topology.LoadFile(f.file)
+	case f.machine != "":
+		hosts := f.hosts
+		if hosts == 0 {
+			hosts = 1
+			if f.machine == "gb200-nvl72" {
+				hosts = 18
+			}
+		}
+		s, err := topology.Generator{Machine: f.machine, Hosts: hosts, HostsPerToR: f.hostsPerToR, ToRsPerSpine: f.torsPerSpine}.Spec()
+		if err != nil {
+			return nil, err
+		}
+		return topology.Build(s)
+	}
+	name := f.preset
+	if name == "" {
+		name = defaultPreset
+	}
+	return topology.LoadPreset(name)
+}
