@@ -369,6 +369,10 @@ func (b *builder) compileTemplate(t *HostTemplate, p string) (compiledTemplate, 
 		ct.gpuFab[i] = -1
 	}
 	kindCount := map[string]int{}
+	localNames := map[string]bool{} // NUMA and fabric domain names, which must differ
+	for _, n := range ct.nodes {
+		localNames[n.name] = true
+	}
 	for fi, f := range t.Fabrics {
 		fp := fmt.Sprintf("%s.fabrics[%d]", p, fi)
 		if f.Kind == "" {
@@ -389,13 +393,21 @@ func (b *builder) compileTemplate(t *HostTemplate, p string) (compiledTemplate, 
 		}
 		tf.name = fmt.Sprintf("%s%d", f.Kind, kindCount[f.Kind])
 		kindCount[f.Kind]++
+		if localNames[tf.name] {
+			return ct, specErr(fp+".kind", "fabric kind %q names the domain %q, which the host already has", f.Kind, tf.name)
+		}
+		localNames[tf.name] = true
 		for gi, g := range f.GPUs {
 			gp := fmt.Sprintf("%s.gpus[%d]", fp, gi)
 			if g < 0 || g >= t.GPUs {
 				return ct, specErr(gp, "GPU %d out of range [0, %d)", g, t.GPUs)
 			}
-			if ct.gpuFab[g] >= 0 {
-				return ct, specErr(gp, "GPU %d is already in fabric domain %s", g, ct.fabric[ct.gpuFab[g]].name)
+			if prev := ct.gpuFab[g]; prev >= 0 {
+				name := tf.name // listed twice in this domain
+				if int(prev) < len(ct.fabric) {
+					name = ct.fabric[prev].name
+				}
+				return ct, specErr(gp, "GPU %d is already in fabric domain %s", g, name)
 			}
 			ct.gpuFab[g] = int32(fi)
 			tf.gpus = append(tf.gpus, int32(g))
@@ -494,6 +506,9 @@ func (b *builder) switches() error {
 		if err != nil {
 			return specErr(p+".name", "%v", err)
 		}
+		if strings.ContainsRune(g.Name, '/') {
+			return specErr(p+".name", "switch names may not contain '/'")
+		}
 		lvl, ok := b.levelByName[g.Level]
 		if !ok {
 			return specErr(p+".level", "unknown level %q", g.Level)
@@ -520,6 +535,9 @@ func (b *builder) switches() error {
 		for i, name := range names {
 			if _, dup := b.swByName[name]; dup {
 				return specErr(p+".name", "duplicate switch %q", name)
+			}
+			if name == b.s.Name {
+				return specErr(p+".name", "switch %q has the name of the cluster", name)
 			}
 			b.swByName[name] = len(b.sw)
 			b.sw = append(b.sw, bswitch{name: name, level: lvl, parent: -1, path: p})
@@ -619,6 +637,9 @@ func (b *builder) hostGroups() error {
 		for i, name := range names {
 			if _, dup := b.hostNames[name]; dup {
 				return specErr(p+".name", "duplicate host %q", name)
+			}
+			if name == b.s.Name {
+				return specErr(p+".name", "host %q has the name of the cluster", name)
 			}
 			if _, clash := b.swByName[name]; clash {
 				return specErr(p+".name", "host %q has the name of a switch", name)
@@ -873,6 +894,9 @@ func (b *builder) fabricGroups() error {
 		if err != nil {
 			return specErr(p+".name", "%v", err)
 		}
+		if strings.ContainsRune(g.Name, '/') {
+			return specErr(p+".name", "fabric domain names may not contain '/'")
+		}
 		if g.Kind == "" {
 			return specErr(p+".kind", "empty fabric kind")
 		}
@@ -920,7 +944,7 @@ func (b *builder) fabricGroups() error {
 		for i, name := range names {
 			_, isHost := b.hostNames[name]
 			_, isSw := b.swByName[name]
-			if seen[name] || isHost || isSw {
+			if seen[name] || isHost || isSw || name == b.s.Name {
 				return specErr(p+".name", "duplicate domain name %q", name)
 			}
 			seen[name] = true

@@ -39,6 +39,9 @@ func ExpandNames(pattern string) ([]string, error) {
 			lits = append(lits, rest)
 			break
 		}
+		if closeAt < 0 {
+			return nil, fmt.Errorf("name pattern %q: '[' without ']'", pattern)
+		}
 		if closeAt < open {
 			return nil, fmt.Errorf("name pattern %q: ']' without '['", pattern)
 		}
