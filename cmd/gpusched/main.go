@@ -41,6 +41,7 @@ Start with a built-in cluster:
 		return fmt.Errorf("%w (see '%s --help')", err, cmd.CommandPath())
 	})
 	root.AddCommand(newTopologyCmd())
+	root.AddCommand(newPlaceCmd())
 	return root
 }
 

@@ -256,7 +256,6 @@ func groupDomain(c *topology.Cluster, p *gang.Placement, cl topology.Claim) topo
 	return c.Host(cl.Host).Parent
 }
 
-
 func writePlaceText(out io.Writer, c *topology.Cluster, policy string, p *gang.Placement) {
 	fmt.Fprintf(out, "placed job %s with %s: %s on %s of %s, all in %s %s\n",
 		p.Job, policy, plural(p.Len(), "task"), plural(p.GPUs(), "GPU"), plural(len(p.Hosts()), "host"), c.LevelName(p.Level), c.DomainName(p.Domain))
