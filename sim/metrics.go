@@ -30,6 +30,9 @@ type Summary struct {
 	Policy string `json:"policy,omitempty"`
 	Trace  string `json:"trace,omitempty"`
 	Seed   uint64 `json:"seed"`
+	// Input is what the trace reader read, skipped as malformed and
+	// filtered out; set by the caller (nil: not reported).
+	Input *InputStats `json:"input,omitempty"`
 
 	Jobs JobCounts `json:"jobs"`
 	// Makespan is the time from the first arrival to the end of the run.
@@ -57,6 +60,16 @@ type Summary struct {
 
 	Cycles int    `json:"cycles"`
 	Events uint64 `json:"events"`
+}
+
+// InputStats reports what reading the trace did (see trace.Stats).
+type InputStats struct {
+	Read          int            `json:"read"`
+	Skipped       int            `json:"skipped"`
+	SkipReasons   map[string]int `json:"skipReasons,omitempty"`
+	FirstSkip     string         `json:"firstSkip,omitempty"`
+	Filtered      int            `json:"filtered"`
+	FilterReasons map[string]int `json:"filterReasons,omitempty"`
 }
 
 // JobCounts counts jobs by terminal state; the four add up to Total.

@@ -127,6 +127,7 @@ func plotCDF(path, title, xlabel string, runs []Run, pick func(*sim.JobRecord) (
 	p.Legend.Top = true
 	p.Legend.Left = true
 	drawn := false
+	xmax := 10.0
 	for i, r := range runs {
 		var xs []float64
 		for k := range r.Result.Jobs {
@@ -138,6 +139,7 @@ func plotCDF(path, title, xlabel string, runs []Run, pick func(*sim.JobRecord) (
 			continue
 		}
 		slices.Sort(xs)
+		xmax = max(xmax, xs[len(xs)-1])
 		xys := make(plotter.XYs, len(xs))
 		for k, x := range xs {
 			xys[k] = plotter.XY{X: x, Y: float64(k+1) / float64(len(xs))}
@@ -154,6 +156,10 @@ func plotCDF(path, title, xlabel string, runs []Run, pick func(*sim.JobRecord) (
 	if !drawn {
 		p.X.Scale = plot.LinearScale{}
 		p.X.Tick.Marker = plot.DefaultTicks{}
+	} else {
+		// Fix the range: a log axis cannot pad a degenerate one (all waits
+		// zero) below zero.
+		p.X.Min, p.X.Max = 1, xmax
 	}
 	return save(p, path)
 }

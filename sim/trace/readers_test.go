@@ -2,6 +2,7 @@ package trace
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -340,5 +341,50 @@ func TestRealPhilly(t *testing.T) {
 	}
 	if err != nil || len(vcs) != 11 || total != 2816 {
 		t.Errorf("%d VCs, %d GPUs, %v", len(vcs), total, err)
+	}
+}
+
+func TestScaleToLoad(t *testing.T) {
+	jobs := []Job{
+		{Spec: workload.Job{Groups: []workload.TaskGroup{{Count: 1, GPUs: 2}}}, Submit: 0, Duration: time.Hour},
+		{Spec: workload.Job{Groups: []workload.TaskGroup{{Count: 1, GPUMilli: 500}}}, Submit: 10 * time.Hour, Duration: 2 * time.Hour},
+	}
+	// Demand 2×1 + 0.5×2 = 3 GPU-hours over 10 h on 3 GPUs: 10%.
+	if l := OfferedLoad(jobs, 3); math.Abs(l-0.1) > 1e-12 {
+		t.Fatalf("load %v", l)
+	}
+	f, err := ScaleToLoad(jobs, 3, 0.5)
+	if err != nil || math.Abs(f-0.2) > 1e-12 || jobs[1].Submit != 2*time.Hour {
+		t.Fatalf("factor %v, submit %v, %v", f, jobs[1].Submit, err)
+	}
+	if _, err := ScaleToLoad(jobs[:1], 3, 1); err == nil {
+		t.Error("a single arrival has no span to scale")
+	}
+}
+
+func TestReplicate(t *testing.T) {
+	var jobs []Job
+	for i := range 10 {
+		jobs = append(jobs, Job{Spec: workload.Job{ID: strconv.Itoa(i), Groups: []workload.TaskGroup{{Count: 1, GPUs: 1}}}, Submit: time.Duration(i) * time.Minute, Duration: time.Hour})
+	}
+	out, err := Replicate(jobs, 3, 1)
+	if err != nil || len(out) != 30 {
+		t.Fatalf("%d %v", len(out), err)
+	}
+	ids := map[string]bool{}
+	for _, j := range out {
+		if ids[j.Spec.ID] || j.Submit < 0 || j.Submit > 9*time.Minute {
+			t.Fatalf("job %s at %v", j.Spec.ID, j.Submit)
+		}
+		ids[j.Spec.ID] = true
+	}
+	again, _ := Replicate(jobs, 3, 1)
+	for i := range out {
+		if out[i].Submit != again[i].Submit {
+			t.Fatal("not deterministic")
+		}
+	}
+	if _, err := Replicate(jobs, 0, 1); err == nil {
+		t.Error("k = 0 accepted")
 	}
 }
