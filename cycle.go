@@ -16,6 +16,7 @@ type leafState struct {
 	cur         *queue.Cursor
 	blockedOnce bool
 	stop        *Reason // the queue stopped (strict FIFO behind a blocked head)
+	mkey        string  // model filter of the candidate being decided
 }
 
 // classState records why a class was dropped in a cycle.
@@ -44,6 +45,9 @@ type classState struct {
 // O(pending) to list the waiting jobs.
 func (s *Scheduler) Schedule(now time.Time) Decision {
 	now = s.advance(now)
+	if s.testBeforeCycle != nil {
+		s.testBeforeCycle()
+	}
 	s.cycle++
 	d := Decision{Now: now}
 	if s.tree.Fairness().Policy == queue.FairTree {
@@ -95,32 +99,32 @@ func (s *Scheduler) try(d *Decision, leaf *queue.Leaf, j *job, now time.Time) {
 	cur := st.cur
 	if len(j.waitingFor) > 0 {
 		if v := s.victimStillHolding(j); v != "" {
-			s.jobReason(j, &Reason{Code: WaitPreemption, Blocker: v, Message: "waiting for " + v + " to be preempted"})
+			s.jobReason(j, &Reason{Code: WaitPreemption, Blocker: v})
 			cur.Advance()
 			return
 		}
 		j.waitingFor = nil
 	}
 	if h := s.quotaHeld(lid, j); h != nil {
-		r := &Reason{Code: WaitQuotaHeld, Blocker: h.holder.spec.ID,
-			Message: fmt.Sprintf("%s quota of queue %s is held for %s", s.tree.Dimensions().Name(h.dim), s.tree.Name(h.node), h.holder.spec.ID)}
+		r := &Reason{Code: WaitQuotaHeld, Blocker: h.holder.spec.ID, HeldQueue: s.tree.Name(h.node), HeldResource: s.tree.Dimensions().Name(h.dim)}
 		s.classFail(cur, j, r)
 		s.afterBlock(st, leaf, j, r, nil, now)
 		return
 	}
 	if b := s.tree.Check(lid, j.demand); b != nil {
-		r := &Reason{Code: WaitQuota, Quota: b, Message: b.String()}
+		r := &Reason{Code: WaitQuota, Quota: b}
 		s.classFail(cur, j, r)
 		s.afterBlock(st, leaf, j, r, b, now)
 		return
 	}
 	allow, mkey, b := s.modelFilter(lid, j)
 	if b != nil {
-		r := &Reason{Code: WaitQuota, Quota: b, Message: b.String()}
+		r := &Reason{Code: WaitQuota, Quota: b}
 		s.classFail(cur, j, r)
 		s.afterBlock(st, leaf, j, r, b, now)
 		return
 	}
+	st.mkey = mkey
 	key := j.shape + mkey
 	if f := s.fails[key]; f != nil && s.stillFails(f, allow) {
 		s.classFail(cur, j, f.reason)
@@ -168,13 +172,7 @@ func (s *Scheduler) reservationDue(j *job, now time.Time) bool {
 }
 
 func (s *Scheduler) backfillReason(h *hold) *Reason {
-	r := &Reason{Code: WaitBackfill, Blocker: h.holder.spec.ID}
-	if h.res.forever {
-		r.Message = "would take resources reserved for " + h.holder.spec.ID + " (which waits for jobs without a runtime estimate)"
-	} else {
-		r.Message = "would delay " + h.holder.spec.ID + ", reserved to start at " + h.res.at.UTC().Format(time.RFC3339)
-	}
-	return r
+	return &Reason{Code: WaitBackfill, Blocker: h.holder.spec.ID, Until: h.res.at, UntilForever: h.res.forever}
 }
 
 // admit commits the placement in s.scratch for j. shadows are the
@@ -193,7 +191,7 @@ func (s *Scheduler) admit(d *Decision, leaf *queue.Leaf, j *job, shadows []*topo
 		// The placer placed on this very ledger: a placer bug. Keep the
 		// job waiting with the error as its reason.
 		undoShadows(p.Claims)
-		s.jobReason(j, &Reason{Code: WaitCapacity, Message: "placement did not commit: " + err.Error()})
+		s.jobReason(j, &Reason{Code: WaitCapacity, Detail: "placement did not commit: " + err.Error()})
 		return false
 	}
 	lid := leaf.ID()
@@ -202,7 +200,7 @@ func (s *Scheduler) admit(d *Decision, leaf *queue.Leaf, j *job, shadows []*topo
 		if b := s.tree.Check(lid, charged); b != nil {
 			_ = txn.Undo()
 			undoShadows(p.Claims)
-			s.jobReason(j, &Reason{Code: WaitQuota, Quota: b, Message: b.String() + " (as placed)"})
+			s.jobReason(j, &Reason{Code: WaitQuota, Quota: b, Detail: "(as placed)"})
 			return false
 		}
 	}
@@ -222,6 +220,7 @@ func (s *Scheduler) admit(d *Decision, leaf *queue.Leaf, j *job, shadows []*topo
 	if s.tracker != nil {
 		s.tracker.Committed(j.req, p)
 	}
+	s.cycleAdmits = append(s.cycleAdmits, j)
 	d.Bindings = append(d.Bindings, Binding{Job: j.spec.ID, Queue: leaf.Name(), Placement: p, Borrowing: borrowing, Backfill: s.hasReservations()})
 	return true
 }
@@ -248,21 +247,19 @@ func (s *Scheduler) afterBlock(st *leafState, leaf *queue.Leaf, j *job, r *Reaso
 			node, _ := s.tree.Lookup(block.Queue)
 			s.holds = append(s.holds, &hold{holder: j, node: node, dim: s.dimOf(block.Resource)})
 			jr := *r
-			jr.Message += "; its quota is held for it"
+			jr.HoldsQuota = true
 			s.jobReason(j, &jr)
 			if strict {
 				s.stopLeaf(st, leaf, j, r)
 			}
 			return
 		}
-		if res := s.reserve(j, now); res != nil {
+		if res := s.reserve(j, now, st.mkey); res != nil {
 			s.holds = append(s.holds, &hold{holder: j, res: res})
 			jr := *r
 			jr.Reserved, jr.ReservedForever = res.at, res.forever
 			if res.forever {
-				jr.Message += "; reserved to start when jobs without a runtime estimate end"
-			} else {
-				jr.Message += "; reserved to start at " + res.at.UTC().Format(time.RFC3339)
+				jr.Reserved = time.Time{}
 			}
 			s.jobReason(j, &jr)
 			return
@@ -281,8 +278,7 @@ func (s *Scheduler) rootIsCapacity(resource string) bool {
 }
 
 func (s *Scheduler) stopLeaf(st *leafState, leaf *queue.Leaf, j *job, r *Reason) {
-	st.stop = &Reason{Code: WaitBehindHead, Blocker: j.spec.ID,
-		Message: fmt.Sprintf("behind %s in strict FIFO queue %s (%s)", j.spec.ID, leaf.Name(), r.Code)}
+	st.stop = &Reason{Code: WaitBehindHead, Blocker: j.spec.ID, Queue: leaf.Name(), Cause: r.Code}
 	st.cur.Stop()
 }
 
@@ -368,7 +364,7 @@ func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.
 	}
 	if len(asked) > 0 {
 		j.waitingFor = asked
-		s.jobReason(j, &Reason{Code: WaitPreemption, Blocker: asked[0], Placement: x, Message: fmt.Sprintf("preempting %d job(s) to make room: %v", len(asked), asked)})
+		s.jobReason(j, &Reason{Code: WaitPreemption, Blocker: asked[0], Placement: x, Victims: asked})
 	}
 }
 
@@ -381,28 +377,32 @@ func (s *Scheduler) victimStillHolding(j *job) string {
 	return ""
 }
 
-// listPending fills d.Pending with every waiting job and its reason.
+// listPending fills d.Pending with every waiting job and its reason, in
+// the buffer the previous Decision used.
 func (s *Scheduler) listPending(d *Decision) {
 	n := 0
 	for _, id := range s.tree.Leaves() {
 		n += s.tree.LeafOf(id).Len()
 	}
-	d.Pending = make([]Pending, 0, n)
+	buf := s.pendingBuf[:0]
+	if cap(buf) < n {
+		buf = make([]Pending, 0, n+n/4)
+	}
 	for _, id := range s.tree.Leaves() {
 		l := s.tree.LeafOf(id)
 		st := &s.ls[id]
 		name := l.Name()
 		l.Ascend(func(e *queue.Entry) bool {
 			j := e.Ref.(*job)
-			r := s.reasonOf(j, st)
-			j.reason = r
-			d.Pending = append(d.Pending, Pending{Job: j.spec.ID, Queue: name, State: j.state, Reason: r})
+			buf = append(buf, Pending{Job: j.spec.ID, Queue: name, State: j.state, Reason: s.reasonOf(j, st)})
 			return true
 		})
 	}
+	s.pendingBuf = buf
+	d.Pending = buf
 }
 
-var notReached = &Reason{Code: WaitCapacity, Message: "not reached in this cycle"}
+var notReached = &Reason{Code: WaitCapacity, Detail: "not considered yet"}
 
 func (s *Scheduler) reasonOf(j *job, st *leafState) *Reason {
 	if j.reasonCycle == s.cycle && j.reason != nil {

@@ -12,8 +12,8 @@ import (
 
 // Decision is what one scheduling cycle decided: the host binds the
 // bindings, carries out the preemptions, and reports back with Started,
-// Preempted and the other events. It is a plain value; the Scheduler keeps
-// no reference to it.
+// Preempted and the other events. It is a plain value; only the backing
+// array of Pending is reused by the next cycle.
 type Decision struct {
 	// Now is the time the cycle ran at.
 	Now time.Time
@@ -28,7 +28,8 @@ type Decision struct {
 	Preemptions []Preemption
 	// Pending lists every job still waiting, queue by queue (depth-first
 	// order of the queue tree) and in queue order within each, with the
-	// reason it waits.
+	// reason it waits. Its backing array is reused by the next Schedule
+	// (like a bufio.Scanner's bytes): copy what must outlive the cycle.
 	Pending []Pending
 }
 
@@ -111,38 +112,97 @@ func (c ReasonCode) String() string {
 	return fmt.Sprintf("ReasonCode(%d)", uint8(c))
 }
 
-// Reason says why a job waits. Jobs of one class waiting for the same
-// cause share one *Reason; treat it as read-only.
+// Reason says why a job waits. It is structured data; String renders it
+// for people. Jobs of one class waiting for the same cause share one
+// *Reason; treat it as read-only.
 type Reason struct {
 	Code ReasonCode
-	// Message is one line for people.
-	Message string
 	// Quota is the quota that binds, for WaitQuota.
 	Quota *queue.Block
 	// Placement is the placer's explanation, for the capacity, topology,
-	// fragmentation and too-large codes (and for a reserved job).
+	// fragmentation and too-large codes (and WaitPreemption).
 	Placement *gang.Explanation
 	// Blocker is the job this one waits behind, for WaitQuotaHeld,
 	// WaitBackfill, WaitBehindHead and WaitPreemption.
 	Blocker string
+	// Queue and Cause, for WaitBehindHead: the strict queue and why its
+	// head (Blocker) waits.
+	Queue string
+	Cause ReasonCode
+	// HeldQueue and HeldResource name the quota held for Blocker, for
+	// WaitQuotaHeld.
+	HeldQueue, HeldResource string
+	// Until is the reserved start of Blocker, for WaitBackfill; with
+	// UntilForever, Blocker waits for jobs without a runtime estimate.
+	Until        time.Time
+	UntilForever bool
+	// Victims are the jobs being preempted for this one (WaitPreemption).
+	Victims []string
 	// Reserved is set when this job holds a reservation: the earliest time
 	// it is expected to start, from the runtime estimates of running jobs.
 	// ReservedForever means it can start only when jobs without an
-	// estimate end.
+	// estimate end. HoldsQuota means the quota it waits for is held for it
+	// (later jobs may not take it).
 	Reserved        time.Time
 	ReservedForever bool
+	HoldsQuota      bool
+	// Detail is extra text for rare cases.
+	Detail string
 }
 
-// String renders the reason on one line: "CODE: MESSAGE".
+// String renders the reason on one line: "CODE: WHAT".
 func (r *Reason) String() string {
 	if r == nil {
 		return "<nil>"
 	}
-	return r.Code.String() + ": " + r.Message
+	var b strings.Builder
+	b.WriteString(r.Code.String())
+	b.WriteString(": ")
+	switch r.Code {
+	case WaitQuota:
+		if r.Quota != nil {
+			b.WriteString(r.Quota.String())
+		}
+	case WaitQuotaHeld:
+		fmt.Fprintf(&b, "%s quota of queue %s is held for %s", r.HeldResource, r.HeldQueue, r.Blocker)
+	case WaitBackfill:
+		if r.UntilForever {
+			fmt.Fprintf(&b, "would take resources reserved for %s (which waits for jobs without a runtime estimate)", r.Blocker)
+		} else {
+			fmt.Fprintf(&b, "would delay %s, reserved to start at %s", r.Blocker, r.Until.UTC().Format(time.RFC3339))
+		}
+	case WaitBehindHead:
+		fmt.Fprintf(&b, "behind %s in strict FIFO queue %s (%s)", r.Blocker, r.Queue, r.Cause)
+	case WaitPreemption:
+		if len(r.Victims) > 0 {
+			fmt.Fprintf(&b, "preempting %d job(s) to make room: %v", len(r.Victims), r.Victims)
+		} else {
+			fmt.Fprintf(&b, "waiting for %s to be preempted", r.Blocker)
+		}
+	default:
+		if r.Placement != nil {
+			b.WriteString(explanationText(r.Placement))
+		}
+	}
+	if r.Detail != "" {
+		if b.Len() > len(r.Code.String())+2 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(r.Detail)
+	}
+	if r.HoldsQuota {
+		b.WriteString("; its quota is held for it")
+	}
+	if r.ReservedForever {
+		b.WriteString("; reserved to start when jobs without a runtime estimate end")
+	} else if !r.Reserved.IsZero() {
+		b.WriteString("; reserved to start at " + r.Reserved.UTC().Format(time.RFC3339))
+	}
+	return b.String()
 }
 
 func placementReason(x *gang.Explanation, c *topology.Cluster) *Reason {
-	r := &Reason{Placement: x, Message: explanationText(x)}
+	r := &Reason{Placement: x}
 	switch x.Verdict {
 	case gang.VerdictCapacity:
 		r.Code = WaitCapacity

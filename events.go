@@ -319,6 +319,9 @@ func (s *Scheduler) SetGPUHealth(g topology.GPUID, h topology.Health) ([]string,
 	if h == topology.Healthy && old != topology.Healthy {
 		s.logGain(host)
 	}
+	if h != old && h != topology.Healthy {
+		s.healthEpoch++
+	}
 	var ids []string
 	for _, j := range s.onHost[host] {
 		if usesGPU(j.placement, g) {
@@ -341,6 +344,9 @@ func (s *Scheduler) SetHostHealth(h topology.HostID, hh topology.Health) ([]stri
 	}
 	if hh == topology.Healthy && old != topology.Healthy {
 		s.logGain(h)
+	}
+	if hh != old && hh != topology.Healthy {
+		s.healthEpoch++
 	}
 	var ids []string
 	for _, j := range s.onHost[h] {

@@ -27,6 +27,11 @@ type reservation struct {
 	// p is the reserved placement (uncommitted), used as is when the
 	// reserved time comes and the placer finds nothing better.
 	p *gang.Placement
+	// health and mkey are the Scheduler's health epoch and the holder's
+	// model filter when the shadow was built: the shadow is reused across
+	// cycles while they are unchanged and the reserved time is ahead.
+	health uint64
+	mkey   string
 	// shadow is the ledger as it will be at `at`: jobs ending by then
 	// released, the reservation and every later-ending backfilled job
 	// allocated.
@@ -34,12 +39,8 @@ type reservation struct {
 }
 
 func (s *Scheduler) resetHolds() {
-	for _, h := range s.holds {
-		if h.res != nil {
-			s.shadowPool = append(s.shadowPool, h.res.shadow)
-		}
-	}
 	s.holds = s.holds[:0]
+	s.cycleAdmits = s.cycleAdmits[:0]
 }
 
 func (s *Scheduler) hasReservations() bool {
@@ -51,15 +52,43 @@ func (s *Scheduler) hasReservations() bool {
 	return false
 }
 
-// keepReservations remembers this cycle's reservations for the next, so
-// a reservation is not moved later while it stays valid.
+// keepReservations remembers this cycle's reservations, shadows
+// included, for the next: a reservation is not moved later while it stays
+// valid, and its shadow is brought up to date instead of rebuilt. Shadows
+// of reservations no longer held go back to the pool.
 func (s *Scheduler) keepReservations() {
 	clear(s.reservedFor)
+	old := s.kept
+	s.kept = s.keptSpare[:0]
 	for _, h := range s.holds {
 		if h.res != nil {
-			s.reservedFor[h.holder] = &reservation{at: h.res.at, forever: h.res.forever, claims: h.res.claims, p: h.res.p}
+			s.reservedFor[h.holder] = h.res
+			s.kept = append(s.kept, h.res)
 		}
 	}
+	for _, r := range old {
+		if r.shadow != nil && !slices.Contains(s.kept, r) {
+			s.shadowPool = append(s.shadowPool, r.shadow)
+			r.shadow = nil
+		}
+	}
+	s.keptSpare = old[:0]
+}
+
+// syncShadow brings a reservation's shadow from the last cycle up to date
+// with the jobs admitted so far in this cycle (those that will still run at
+// its time). Releases since then only free more, so the shadow stays a
+// safe, conservative view. It reports whether the reservation still fits.
+func (s *Scheduler) syncShadow(r *reservation) bool {
+	for _, aj := range s.cycleAdmits {
+		if !aj.state.Holding() || (!r.forever && aj.endKnown && !aj.end.After(r.at)) {
+			continue
+		}
+		if r.shadow.Allocate(aj.placement.Claims...) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Scheduler) shadowLedger() *topology.Ledger {
@@ -93,7 +122,14 @@ func (s *Scheduler) estimatedEnd(j *job, t time.Time) (time.Time, bool) {
 // reservation is kept if it is still valid at its time, so a reservation
 // never moves later because of jobs that backfilled behind it. Returns nil
 // when j cannot fit even when everything has ended.
-func (s *Scheduler) reserve(j *job, now time.Time) *reservation {
+func (s *Scheduler) reserve(j *job, now time.Time, mkey string) *reservation {
+	if prev := s.reservedFor[j]; prev != nil && prev.shadow != nil {
+		if prev.health == s.healthEpoch && prev.mkey == mkey && (prev.forever || now.Before(prev.at)) && s.syncShadow(prev) {
+			return prev
+		}
+		s.shadowPool = append(s.shadowPool, prev.shadow)
+		prev.shadow = nil
+	}
 	sh := s.shadowLedger()
 	sh.CopyFrom(s.ledger)
 	prev := s.reservedFor[j]
@@ -182,7 +218,7 @@ func (s *Scheduler) reserve(j *job, now time.Time) *reservation {
 	if !forever && at.Before(now) {
 		at = now
 	}
-	return &reservation{at: at, forever: forever, claims: claims, p: rp, shadow: sh}
+	return &reservation{at: at, forever: forever, claims: claims, p: rp, shadow: sh, health: s.healthEpoch, mkey: mkey}
 }
 
 // checkHolds checks claims of j (starting now) against every capacity
@@ -193,7 +229,7 @@ func (s *Scheduler) reserve(j *job, now time.Time) *reservation {
 // delay (after undoing what it allocated).
 func (s *Scheduler) checkHolds(j *job, claims []topology.Claim, now time.Time) ([]*topology.Ledger, *hold) {
 	end, known := s.estimatedEnd(j, now)
-	s.shadowScratch = s.shadowScratch[:0]
+	s.shadowScr = s.shadowScr[:0]
 	for _, h := range s.holds {
 		if h.res == nil {
 			continue
@@ -202,15 +238,15 @@ func (s *Scheduler) checkHolds(j *job, claims []topology.Claim, now time.Time) (
 			continue
 		}
 		if err := h.res.shadow.Allocate(claims...); err != nil {
-			for _, sh := range s.shadowScratch {
+			for _, sh := range s.shadowScr {
 				_ = sh.Release(claims...)
 			}
-			s.shadowScratch = s.shadowScratch[:0]
+			s.shadowScr = s.shadowScr[:0]
 			return nil, h
 		}
-		s.shadowScratch = append(s.shadowScratch, h.res.shadow)
+		s.shadowScr = append(s.shadowScr, h.res.shadow)
 	}
-	return s.shadowScratch, nil
+	return s.shadowScr, nil
 }
 
 // quotaHeld returns the quota hold that j (in leaf lid) would eat into.
@@ -244,7 +280,7 @@ func (s *Scheduler) backfillShort(d *Decision, leaf *queue.Leaf, j *job, conflic
 		return
 	}
 	cl := j.entry.ClassOf()
-	cands := s.shortScratch[:0]
+	cands := s.shortScr[:0]
 	collect := func(e *queue.Entry) bool {
 		if e.Ref.(*job) != j && len(cands) < maxShortTries {
 			rt := e.Runtime
@@ -272,12 +308,12 @@ func (s *Scheduler) backfillShort(d *Decision, leaf *queue.Leaf, j *job, conflic
 	for _, e := range cands {
 		cj := e.Ref.(*job)
 		if b := s.tree.Check(lid, cj.demand); b != nil {
-			s.jobReason(cj, &Reason{Code: WaitQuota, Quota: b, Message: b.String()})
+			s.jobReason(cj, &Reason{Code: WaitQuota, Quota: b})
 			continue
 		}
 		allow, _, b := s.modelFilter(lid, cj)
 		if b != nil {
-			s.jobReason(cj, &Reason{Code: WaitQuota, Quota: b, Message: b.String()})
+			s.jobReason(cj, &Reason{Code: WaitQuota, Quota: b})
 			continue
 		}
 		cj.req.AllowHost = allow
@@ -292,5 +328,5 @@ func (s *Scheduler) backfillShort(d *Decision, leaf *queue.Leaf, j *job, conflic
 		}
 		s.admit(d, leaf, cj, shadows, now)
 	}
-	s.shortScratch = cands[:0]
+	s.shortScr = cands[:0]
 }

@@ -105,15 +105,22 @@ type Scheduler struct {
 	fitChecked map[string]bool
 
 	// cycle scratch
-	scratch       gang.Placement
-	holds         []*hold
-	reservedFor   map[*job]*reservation // reservations kept across cycles
-	shadowPool    []*topology.Ledger
-	modelAllow    []bool
-	vec           queue.Vector
-	ls            []leafState
-	shadowScratch []*topology.Ledger
-	shortScratch  []*queue.Entry
+	scratch     gang.Placement
+	holds       []*hold
+	reservedFor map[*job]*reservation // reservations kept across cycles
+	shadowPool  []*topology.Ledger
+	kept        []*reservation
+	keptSpare   []*reservation
+	cycleAdmits []*job
+	healthEpoch uint64
+	modelAllow  []bool
+	vec         queue.Vector
+	ls          []leafState
+	pendingBuf  []Pending
+	shadowScr   []*topology.Ledger
+	shortScr    []*queue.Entry
+	// testBeforeCycle, if set, runs at the start of Schedule (tests).
+	testBeforeCycle func()
 }
 
 type job struct {
@@ -238,8 +245,8 @@ func (s *Scheduler) Job(id string) (JobStatus, bool) {
 		return JobStatus{}, false
 	}
 	st := JobStatus{Spec: j.spec, State: j.state, Submitted: j.entry.Submitted, Admitted: j.admitted, Started: j.started, Preemptions: j.preemptions}
-	if j.state.Waiting() {
-		st.Reason = j.reason
+	if j.state.Waiting() && s.ls != nil {
+		st.Reason = s.reasonOf(j, &s.ls[j.leaf.ID()])
 	}
 	if j.state.Holding() {
 		st.Placement = j.placement
