@@ -43,7 +43,6 @@ func runStream(t testing.TB, s *Scheduler, jobs []*simJob, horizon time.Time, on
 	slices.SortStableFunc(jobs, func(a, b *simJob) int { return a.arrive.Compare(b.arrive) })
 	next := 0
 	var running []*simJob
-	now := jobs[0].arrive
 	for {
 		// Next event.
 		var ev time.Time
@@ -59,7 +58,7 @@ func runStream(t testing.TB, s *Scheduler, jobs []*simJob, horizon time.Time, on
 		if !have || ev.After(horizon) {
 			return
 		}
-		now = ev
+		now := ev
 		keep := running[:0]
 		for _, r := range running {
 			if !r.end.After(now) {
