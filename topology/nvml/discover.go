@@ -35,13 +35,17 @@ var _ Library = gonvml.Interface(nil)
 const (
 	symFabricInfo    = "nvmlDeviceGetGpuFabricInfo"
 	symNumaNode      = "nvmlDeviceGetNumaNodeId"
+	symMemAffinity   = "nvmlDeviceGetMemoryAffinity"
 	symRemoteType    = "nvmlDeviceGetNvLinkRemoteDeviceType"
 	symAffinityScope = "nvmlDeviceGetCpuAffinityWithinScope"
 )
 
-// affinityWords is the size of the CPU masks asked for: 64 words cover
-// 4,096 CPUs on 64-bit hosts.
-const affinityWords = 64
+// Sizes of the CPU and NUMA-node masks asked for, in CPUs and nodes (go-nvml
+// turns them into a number of words, generously).
+const (
+	affinityCPUs  = 4096
+	affinityNodes = 1024
+)
 
 // DiscoverHost discovers this host through the NVIDIA driver's NVML
 // library (libnvidia-ml.so.1). See Discover.
@@ -228,7 +232,7 @@ func (d *discoverer) hostShape() error {
 
 // gpu reads one GPU. Identity calls are required; the rest degrade.
 func (d *discoverer) gpu(i int, dev gonvml.Device) (GPU, error) {
-	g := GPU{Index: i, NUMANode: -1, PCIeSwitches: -1}
+	g := GPU{Index: i, NUMANode: -1, MemoryNUMANode: -1, PCIeSwitches: -1}
 	var ret gonvml.Return
 	if g.UUID, ret = dev.GetUUID(); ret != gonvml.SUCCESS {
 		return g, fmt.Errorf("nvml: GPU %d: reading its UUID: %s", i, retName(ret))
@@ -271,20 +275,40 @@ func (d *discoverer) numa(i int, dev gonvml.Device, g *GPU) {
 		d.warn(i, FeaturePCIe, "%v", err)
 	}
 	g.PCIeSwitches = pd.Switches
-	if d.has(symNumaNode) {
-		if id, ret := dev.GetNumaNodeId(); ret == gonvml.SUCCESS && id >= 0 {
-			g.NUMANode = id
+	// The CPU-side NUMA node is the GPU's memory affinity (nvidia-smi's
+	// "NUMA Affinity"), else sysfs; nvmlDeviceGetNumaNodeId is something
+	// else: the node of the GPU's own memory where the platform onlines it
+	// (Grace Hopper, Grace Blackwell).
+	if d.has(symMemAffinity) {
+		if mask, ret := dev.GetMemoryAffinity(affinityNodes, gonvml.AFFINITY_SCOPE_NODE); ret == gonvml.SUCCESS {
+			nodes, _ := ParseCPUList(FormatCPUList(mask)) // the set bits, ascending
+			switch {
+			case len(nodes) == 1:
+				g.NUMANode = nodes[0]
+			case len(nodes) > 1:
+				g.NUMANode = nodes[0]
+				d.warn(i, FeatureNUMA, "memory affinity spans NUMA nodes %s; using node %d", FormatCPUList(mask), nodes[0])
+			}
 		}
 	}
-	if g.NUMANode < 0 {
+	switch {
+	case g.NUMANode < 0:
 		g.NUMANode = pd.NUMANode
+	case pd.NUMANode >= 0 && pd.NUMANode != g.NUMANode:
+		d.warn(i, FeatureNUMA, "NVML gives NUMA node %d, sysfs %d; using NVML's", g.NUMANode, pd.NUMANode)
+	}
+	g.MemoryNUMANode = -1
+	if d.has(symNumaNode) {
+		if id, ret := dev.GetNumaNodeId(); ret == gonvml.SUCCESS && id >= 0 {
+			g.MemoryNUMANode = id
+		}
 	}
 	var mask []uint
 	var ret gonvml.Return
 	if d.has(symAffinityScope) {
-		mask, ret = dev.GetCpuAffinityWithinScope(affinityWords, gonvml.AFFINITY_SCOPE_NODE)
+		mask, ret = dev.GetCpuAffinityWithinScope(affinityCPUs, gonvml.AFFINITY_SCOPE_NODE)
 	} else {
-		mask, ret = dev.GetCpuAffinity(affinityWords)
+		mask, ret = dev.GetCpuAffinity(affinityCPUs)
 	}
 	if ret == gonvml.SUCCESS {
 		g.CPUAffinity = FormatCPUList(mask)

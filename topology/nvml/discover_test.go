@@ -75,6 +75,11 @@ func TestDiscoverMatchesPreset(t *testing.T) {
 				assert.True(t, strings.HasPrefix(g.UUID, "GPU-"), g.UUID)
 				assert.Equal(t, i, g.Index)
 				assert.Equal(t, tc.m.numa[i], g.NUMANode)
+				if tc.m.gpuMemNUMA != nil {
+					assert.Equal(t, tc.m.gpuMemNUMA[i], g.MemoryNUMANode)
+				} else {
+					assert.Equal(t, -1, g.MemoryNUMANode)
+				}
 			}
 			assert.Regexp(t, `^[0-9a-f]{4}:[0-9a-f]{2}:00\.0$`, res.GPUs[0].BusID)
 			if tc.m.name == "gb200-nvl72" {
@@ -113,15 +118,15 @@ func TestDiscoverNVLinkDown(t *testing.T) {
 	assert.Equal(t, topology.LinkFabric, c.Link(2, 4).Kind)
 }
 
-// An old driver lacks the fabric, NUMA-node, remote-type and affinity-scope
-// functions. Discovery must not call them, and falls back to sysfs for NUMA
+// An old driver lacks the fabric, NUMA-node, memory-affinity, remote-type and
+// affinity-scope functions. Discovery must not call them, and falls back to sysfs for NUMA
 // nodes, to GetCpuAffinity, and to bus IDs for remote device types.
 func TestDiscoverOldDriver(t *testing.T) {
 	m := dgxH100()
 	m.oldDriver = true
 	m.onCall = func(c string) {
 		switch c {
-		case "GetGpuFabricInfo", "GetNumaNodeId", "GetNvLinkRemoteDeviceType", "GetCpuAffinityWithinScope":
+		case "GetGpuFabricInfo", "GetNumaNodeId", "GetMemoryAffinity", "GetNvLinkRemoteDeviceType", "GetCpuAffinityWithinScope":
 			t.Errorf("%s called on a driver without it", c)
 		}
 	}
@@ -313,6 +318,12 @@ func TestDiscoverCallFailures(t *testing.T) {
 		{name: "affinity", breakGPU: func(d *server.Device) {
 			d.GetCpuAffinityWithinScopeFunc = func(int, gonvml.AffinityScope) ([]uint, gonvml.Return) { return nil, gonvml.ERROR_NOT_SUPPORTED }
 		}, warn: "GPU 5: numa: CPU affinity unknown: ERROR_NOT_SUPPORTED"},
+		{name: "memory affinity spans nodes", breakGPU: func(d *server.Device) {
+			d.GetMemoryAffinityFunc = func(int, gonvml.AffinityScope) ([]uint, gonvml.Return) { return []uint{0b1010}, gonvml.SUCCESS }
+		}, warn: "GPU 5: numa: memory affinity spans NUMA nodes 1,3; using node 1"},
+		{name: "NVML and sysfs disagree", breakGPU: func(d *server.Device) {
+			d.GetMemoryAffinityFunc = func(int, gonvml.AffinityScope) ([]uint, gonvml.Return) { return []uint{1}, gonvml.SUCCESS }
+		}, warn: "GPU 5: numa: NVML gives NUMA node 0, sysfs 1; using NVML's"},
 		{name: "nvlink state", breakGPU: func(d *server.Device) {
 			d.GetNvLinkStateFunc = func(l int) (gonvml.EnableState, gonvml.Return) {
 				if l == 17 {

@@ -18,9 +18,11 @@
 //   - GPUs: index, UUID, PCI bus ID normalised with topology.NormalizeBusID,
 //     product name mapped to a model name by ModelName, total memory,
 //     compute capability.
-//   - NUMA: each GPU's NUMA node (nvmlDeviceGetNumaNodeId, else sysfs
-//     numa_node, else the SYS-separated groups of the PCIe matrix) and the
-//     node's CPUs (CPU affinity within the node scope, as a Linux cpulist).
+//   - NUMA: each GPU's NUMA node (its memory affinity within the node
+//     scope, else sysfs numa_node, else the SYS-separated groups of the PCIe
+//     matrix) and the node's CPUs (CPU affinity within the node scope, as a
+//     Linux cpulist). nvmlDeviceGetNumaNodeId, the node of the GPU's own
+//     memory on Grace systems, is kept apart as GPU.MemoryNUMANode.
 //   - PCIe: the pairwise nvmlDeviceGetTopologyCommonAncestor levels are
 //     clustered: GPUs closer than SYS share a NUMA node; closer than NODE a
 //     host bridge; at PXB or closer a top-level PCIe switch; at PIX the

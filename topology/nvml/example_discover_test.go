@@ -26,7 +26,10 @@ func describeDGXH100(s *server.Server) {
 			}
 			return p, gonvml.SUCCESS
 		}
-		dev.GetNumaNodeIdFunc = func() (int, gonvml.Return) { return i / 4, gonvml.SUCCESS }
+		dev.GetMemoryAffinityFunc = func(int, gonvml.AffinityScope) ([]uint, gonvml.Return) {
+			return []uint{1 << uint(i/4)}, gonvml.SUCCESS // NUMA node 0 or 1
+		}
+		dev.GetNumaNodeIdFunc = func() (int, gonvml.Return) { return 0, gonvml.ERROR_NOT_SUPPORTED }
 		dev.GetCpuAffinityWithinScopeFunc = func(int, gonvml.AffinityScope) ([]uint, gonvml.Return) {
 			return []uint{0xff << (8 * uint(i/4))}, gonvml.SUCCESS // CPUs 0-7 or 8-15
 		}

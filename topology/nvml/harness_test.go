@@ -57,6 +57,10 @@ type machine struct {
 	links   int  // NVLinks per GPU, all to NVSwitches
 	version uint32
 
+	// gpuMemNUMA is the NUMA node of each GPU's own memory (Grace
+	// systems only); nil where NVML says NOT_SUPPORTED.
+	gpuMemNUMA []int
+
 	host HostInfo
 
 	// fabric reports GetGpuFabricInfo for GPU i; nil means NOT_SUPPORTED.
@@ -196,7 +200,10 @@ func gb200Tray(host string, uuid [16]uint8, clique uint32) machine {
 			return gonvml.TOPOLOGY_NODE
 		},
 		sysfsSw: repeat(4, 0),
-		memMiB:  189471, mig: hwMIG(23552, 47104, 47104, 94208, 94208, 188416),
+		// With the GPU memory onlined, nodes 2-5 hold the GPUs' memory
+		// (nvidia-smi's "GPU NUMA ID"); CPU locality stays 0 and 1.
+		gpuMemNUMA: []int{2, 3, 4, 5},
+		memMiB:     189471, mig: hwMIG(23552, 47104, 47104, 94208, 94208, 188416),
 		links: 18, version: 5,
 		host: HostInfo{Hostname: host, CPUMilli: 144000, MemoryMiB: 983040},
 		fabric: func(int) (gonvml.GpuFabricInfo, gonvml.Return) {
@@ -263,7 +270,7 @@ func (m machine) server(t testing.TB) *server.Server {
 	if len(s.Devices) != m.gpus {
 		t.Fatalf("%s: mock has %d GPUs, want %d", m.name, len(s.Devices), m.gpus)
 	}
-	newer := map[string]bool{symFabricInfo: true, symNumaNode: true, symRemoteType: true, symAffinityScope: true}
+	newer := map[string]bool{symFabricInfo: true, symNumaNode: true, symMemAffinity: true, symRemoteType: true, symAffinityScope: true}
 	s.LookupSymbolFunc = func(sym string) error {
 		if m.oldDriver && newer[sym] {
 			return fmt.Errorf("undefined symbol: %s", sym)
@@ -299,9 +306,19 @@ func (m machine) fill(t testing.TB, s *server.Server, i int) {
 	d.GetPciInfoFunc = func() (gonvml.PciInfo, gonvml.Return) {
 		return gonvml.PciInfo{BusId: toC(m.bus[i]), PciDeviceId: d.Config.PciDeviceId}, gonvml.SUCCESS
 	}
+	d.GetMemoryAffinityFunc = func(n int, scope gonvml.AffinityScope) ([]uint, gonvml.Return) {
+		call("GetMemoryAffinity")
+		if scope != gonvml.AFFINITY_SCOPE_NODE {
+			t.Errorf("memory affinity scope %d, want the NUMA node", scope)
+		}
+		return cpuMask([]int{m.numa[i]}), gonvml.SUCCESS
+	}
 	d.GetNumaNodeIdFunc = func() (int, gonvml.Return) {
 		call("GetNumaNodeId")
-		return m.numa[i], gonvml.SUCCESS
+		if m.gpuMemNUMA == nil {
+			return 0, gonvml.ERROR_NOT_SUPPORTED // x86: GPU memory is not a NUMA node
+		}
+		return m.gpuMemNUMA[i], gonvml.SUCCESS
 	}
 	mask := func() []uint {
 		cpus, err := ParseCPUList(m.cpus[m.numa[i]])

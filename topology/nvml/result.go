@@ -152,8 +152,13 @@ type GPU struct {
 	MemoryMiB int64
 	// ComputeCapability is e.g. "9.0"; empty when unknown.
 	ComputeCapability string
-	// NUMANode is the GPU's NUMA node, -1 when unknown.
+	// NUMANode is the NUMA node the GPU is attached to (its CPU-side
+	// locality, nvidia-smi's "NUMA Affinity"), -1 when unknown.
 	NUMANode int
+	// MemoryNUMANode is the NUMA node of the GPU's own memory on platforms
+	// that online it as one (Grace Hopper and Grace Blackwell;
+	// nvidia-smi's "GPU NUMA ID"), -1 elsewhere. Informational.
+	MemoryNUMANode int
 	// CPUAffinity is the CPUs of the GPU's NUMA node as a Linux cpulist;
 	// empty when unknown.
 	CPUAffinity string
