@@ -120,6 +120,7 @@ func discoverSummary(r *nvml.Result) string {
 func newAssembleCmd() *cobra.Command {
 	var (
 		out, format, name, network, torPattern, torName string
+		memQuantum                                      int64
 	)
 	cmd := &cobra.Command{
 		Use:   "assemble HOSTFILE...",
@@ -143,7 +144,8 @@ NVL72 racks) join one NVLink domain. Network structure comes from either
   --tor-pattern RE    a regular expression on host names whose first group
                       (or --tor-name, e.g. "tor-$1") names each host's ToR
 
-or neither, for a flat cluster. It is an error for a host to be under no switch
+or neither, for a flat cluster. Hosts whose kernels reserve slightly different
+memory share a template with --memory-quantum-mib 1024. It is an error for a host to be under no switch
 or two, for the network to name a host no file describes, or for two files to
 describe one host or one clique differently.`,
 		Example: `  gpusched topology assemble hosts/*.yaml --network network.yaml --out cluster.yaml
@@ -157,6 +159,7 @@ describe one host or one clique differently.`,
 	fs.StringVar(&network, "network", "", "network file naming ToR/spine switches and their hosts")
 	fs.StringVar(&torPattern, "tor-pattern", "", "regular expression on host names; its first group names the host's ToR")
 	fs.StringVar(&torName, "tor-name", "", `with --tor-pattern: ToR name template, e.g. "tor-$1" (default "$1")`)
+	fs.Int64Var(&memQuantum, "memory-quantum-mib", 0, "round host memory down to a multiple of this before comparing templates (e.g. 1024)")
 	_ = cmd.MarkFlagFilename("out", "yaml", "yml", "json")
 	_ = cmd.MarkFlagFilename("network", "yaml", "yml", "json")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -164,7 +167,7 @@ describe one host or one clique differently.`,
 		if err != nil {
 			return err
 		}
-		opts := nvml.AssembleOptions{Name: name}
+		opts := nvml.AssembleOptions{Name: name, MemoryQuantumMiB: memQuantum}
 		switch {
 		case network != "" && torPattern != "":
 			return fmt.Errorf("use --network or --tor-pattern, not both")

@@ -30,6 +30,11 @@ type AssembleOptions struct {
 	// Rule places hosts under ToR switches by their names; it may not be
 	// combined with Network.
 	Rule *HostRule
+	// MemoryQuantumMiB, when positive, rounds each template's host memory
+	// down to a multiple of it before templates are compared, so that hosts
+	// whose kernels reserve slightly different amounts share a template
+	// (1024 keeps whole GiB).
+	MemoryQuantumMiB int64
 }
 
 // Assemble merges the hosts of inputs into one cluster spec.
@@ -38,9 +43,9 @@ type AssembleOptions struct {
 //     switches are dropped: the network comes from opts.
 //   - Accelerators are merged by model; one model described differently by
 //     two inputs is an error.
-//   - Templates identical once canonical (ignoring names) are shared;
-//     different templates with one name are told apart by a suffix
-//     ("dgx-h100-2").
+//   - Templates identical once canonical (ignoring names, and memory below
+//     opts.MemoryQuantumMiB) are shared; different templates with one name
+//     are told apart by a suffix ("dgx-h100-2").
 //   - Hosts keep their names, templates and GPU identities, in input order;
 //     a host in two inputs is an error.
 //   - Fabric domains that span hosts are merged by (cluster UUID, clique
@@ -58,6 +63,9 @@ func Assemble(inputs []Input, opts AssembleOptions) (topology.Spec, error) {
 	if len(inputs) == 0 {
 		return topology.Spec{}, fmt.Errorf("assemble: no host files")
 	}
+	if opts.MemoryQuantumMiB < 0 {
+		return topology.Spec{}, fmt.Errorf("assemble: negative memory quantum %d MiB", opts.MemoryQuantumMiB)
+	}
 	if opts.Network != nil && opts.Rule != nil {
 		return topology.Spec{}, fmt.Errorf("assemble: give a network or a host rule, not both")
 	}
@@ -67,7 +75,7 @@ func Assemble(inputs []Input, opts AssembleOptions) (topology.Spec, error) {
 	}
 	out := topology.Spec{Version: topology.SpecVersion, Name: name}
 	a := &assembler{
-		out: &out, accFrom: map[string]int{}, accSrc: map[string]string{},
+		out: &out, quantum: opts.MemoryQuantumMiB, accFrom: map[string]int{}, accSrc: map[string]string{},
 		tmplByKey: map[string]string{}, tmplNames: map[string]bool{},
 		hostSrc: map[string]string{}, fabByKey: map[string]int{}, fabByName: map[string]int{},
 	}
@@ -111,6 +119,7 @@ type assembler struct {
 	out       *topology.Spec
 	accFrom   map[string]int    // model → index in out.Accelerators
 	accSrc    map[string]string // model → input that described it first
+	quantum   int64             // AssembleOptions.MemoryQuantumMiB
 	tmplByKey map[string]string // canonical template (nameless) → name in out
 	tmplNames map[string]bool
 	hostSrc   map[string]string // host → input
@@ -146,6 +155,9 @@ func (a *assembler) add(in Input) error {
 	rename := map[string]string{}
 	for _, t := range s.Templates {
 		ct := normTemplate(t.Canonical())
+		if q := a.quantum; q > 0 && ct.MemoryMiB >= q {
+			ct.MemoryMiB -= ct.MemoryMiB % q
+		}
 		ct.Name = ""
 		key := mustJSON(ct)
 		if n, ok := a.tmplByKey[key]; ok {

@@ -236,3 +236,23 @@ func TestHostPatternProperty(t *testing.T) {
 		}
 	})
 }
+
+// Hosts whose kernels reserve slightly different memory share a template
+// once memory is rounded to whole GiB.
+func TestAssembleMemoryQuantum(t *testing.T) {
+	a := hostSpec(t, "n1", "dgx-h100", 0)
+	b := hostSpec(t, "n2", "dgx-h100", 0)
+	a.Spec.Templates[0].MemoryMiB = 2063984 // 2015.6 GiB
+	b.Spec.Templates[0].MemoryMiB = 2064100
+	s, err := Assemble([]Input{a, b}, AssembleOptions{})
+	if err != nil || len(s.Templates) != 2 {
+		t.Fatalf("exact: %d templates, %v", len(s.Templates), err)
+	}
+	s, err = Assemble([]Input{a, b}, AssembleOptions{MemoryQuantumMiB: 1024})
+	if err != nil || len(s.Templates) != 1 || s.Templates[0].MemoryMiB != 2063360 {
+		t.Fatalf("rounded: %+v, %v", s.Templates, err)
+	}
+	if _, err := Assemble([]Input{a}, AssembleOptions{MemoryQuantumMiB: -1}); err == nil {
+		t.Error("negative quantum accepted")
+	}
+}
