@@ -2,6 +2,7 @@ package gang
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -57,7 +58,9 @@ func benchJob(tasks, gpus int, level string) *workload.Job {
 // after every op. Infeasible requests measure Place and its Explanation;
 // "cold" cases change the ledger's generation before each op (allocate and
 // release one GPU), so the explanation cannot reuse its per-generation
-// host census.
+// host census. Besides wall time, each reports cpu-ns/op: the CPU time of
+// the benchmark's thread per op (Linux), which does not grow when other
+// processes share the machine.
 func BenchmarkPlace(b *testing.B) {
 	c, l := benchFixture()
 	cases := []struct {
@@ -95,8 +98,11 @@ func BenchmarkPlace(b *testing.B) {
 						spare = g
 					}
 				}
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
 				b.ReportAllocs()
 				b.ResetTimer()
+				cpu0 := threadCPU()
 				for i := 0; i < b.N; i++ {
 					if tc.cold {
 						if err := l.AllocateGPU(spare); err != nil {
@@ -122,6 +128,9 @@ func BenchmarkPlace(b *testing.B) {
 					}
 				}
 				b.StopTimer()
+				if cpu1 := threadCPU(); cpu0 >= 0 && cpu1 >= 0 {
+					b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
+				}
 				if tc.fits && p.Len() != r.Tasks() {
 					b.Fatalf("placed %d of %d tasks", p.Len(), r.Tasks())
 				}

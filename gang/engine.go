@@ -269,7 +269,11 @@ func (e *engine) pickWhole(h topology.HostID, k int, avail gpuSet) gpuSet {
 	if best >= 0 {
 		avail = avail.and(e.fabSets[best])
 	}
-	return e.shapes[e.hostShape[h]].choose(0, k, avail)
+	sh := e.shapes[e.hostShape[h]]
+	if sh.n <= 64 {
+		return gpuSet{sh.choose64(0, k, avail[0])}
+	}
+	return sh.choose(0, k, avail)
 }
 
 // fillWhole places up to max tasks of whole-GPU group gi on h and returns
@@ -291,11 +295,14 @@ func (e *engine) fillWhole(gi int, h topology.HostID, max int, buddy bool) int {
 		max = min(max, int((e.l.MemoryFree(h)-mem)/g.MemoryMiB))
 	}
 	avail := e.wholeAvail(h)
+	sh := e.shapes[e.hostShape[h]]
+	first, _ := e.c.HostGPUs(h)
+	if !buddy && sh.n <= 64 && sh.oneFabric {
+		return e.fillSmall(gi, g, h, sh, first, avail[0], max)
+	}
 	if !buddy {
 		e.fabrics(h, avail)
 	}
-	sh := e.shapes[e.hostShape[h]]
-	first, _ := e.c.HostGPUs(h)
 	n := 0
 	for n < max && avail.count() >= k {
 		var set gpuSet
@@ -318,6 +325,26 @@ func (e *engine) fillWhole(gi int, h topology.HostID, max int, buddy bool) int {
 			break
 		}
 		avail = avail.andNot(set)
+		n++
+	}
+	return n
+}
+
+// fillSmall is fillWhole for hosts of at most 64 GPUs in one fabric
+// domain (or none), the common case, on one machine word.
+func (e *engine) fillSmall(gi int, g *Group, h topology.HostID, sh *hostShape, first topology.GPUID, avail uint64, max int) int {
+	k := g.GPUs
+	n := 0
+	for n < max && bits.OnesCount64(avail) >= k {
+		set := sh.choose64(0, k, avail)
+		e.gcs = e.gcs[:0]
+		for b := set; b != 0; b &= b - 1 {
+			e.gcs = append(e.gcs, topology.GPUClaim{GPU: first + topology.GPUID(bits.TrailingZeros64(b)), Kind: topology.ClaimWhole})
+		}
+		if !e.record(TaskRef{Group: int32(gi), Index: int32(e.p.Placed[gi])}, h, g) {
+			break
+		}
+		avail &^= set
 		n++
 	}
 	return n

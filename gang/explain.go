@@ -379,12 +379,20 @@ func (cs *census) refresh(l *topology.Ledger) {
 	c := l.Cluster()
 	nm := len(c.Models()) + 1
 	cs.l, cs.gen = l, l.Generation()
-	cs.hosts = make([]int, nm)
-	cs.sick = make([]int, nm)
-	cs.free = make([]int, nm)
-	cs.hist = make([][]int32, nm)
+	if len(cs.hosts) != nm {
+		cs.hosts = make([]int, nm)
+		cs.sick = make([]int, nm)
+		cs.free = make([]int, nm)
+		cs.hist = make([][]int32, nm)
+		for m := range cs.hist {
+			cs.hist[m] = make([]int32, topology.MaxGPUsPerHost+1)
+		}
+	}
+	clear(cs.hosts)
+	clear(cs.sick)
+	clear(cs.free)
 	for m := range cs.hist {
-		cs.hist[m] = make([]int32, topology.MaxGPUsPerHost+1)
+		clear(cs.hist[m])
 	}
 	for h := topology.HostID(0); int(h) < c.NumHosts(); h++ {
 		m := int(c.HostModel(h))

@@ -54,6 +54,9 @@ type hostShape struct {
 	// cellSizes are the distinct node sizes, ascending: the buddy cell
 	// levels inside the host (1 GPU … the whole host).
 	cellSizes []int
+	// oneFabric is set when all GPUs of the host lie in the same fabric
+	// domain (or none): there is no fabric to choose inside the host.
+	oneFabric bool
 }
 
 // buildShape derives the locality tree of host h from the cluster's domain
@@ -119,6 +122,12 @@ func buildShape(c *topology.Cluster, h topology.HostID) *hostShape {
 		}
 	}
 	slices.Sort(s.cellSizes)
+	s.oneFabric = true
+	for i := 1; i < n; i++ {
+		if c.GPUFabric(first+topology.GPUID(i)) != c.GPUFabric(first) {
+			s.oneFabric = false
+		}
+	}
 	return s
 }
 
@@ -154,6 +163,40 @@ func (s *hostShape) choose(ni int32, k int, avail gpuSet) gpuSet {
 		take := s.nodes[big].set.and(avail)
 		out = out.or(take)
 		avail = avail.andNot(take)
+		k -= bigF
+	}
+}
+
+// choose64 is choose for hosts of at most 64 GPUs, on one machine word.
+func (s *hostShape) choose64(ni int32, k int, avail uint64) uint64 {
+	var out uint64
+	for {
+		nd := &s.nodes[ni]
+		here := nd.set[0] & avail
+		if bits.OnesCount64(here) <= k || len(nd.kids) == 0 {
+			for ; k > 0 && here != 0; k-- {
+				out |= here & -here
+				here &= here - 1
+			}
+			return out
+		}
+		best, bestF, big, bigF := int32(-1), 0, int32(-1), 0
+		for _, kid := range nd.kids {
+			f := bits.OnesCount64(s.nodes[kid].set[0] & avail)
+			if f >= k && (best < 0 || f < bestF) {
+				best, bestF = kid, f
+			}
+			if f > bigF {
+				big, bigF = kid, f
+			}
+		}
+		if best >= 0 {
+			ni = best
+			continue
+		}
+		take := s.nodes[big].set[0] & avail
+		out |= take
+		avail &^= take
 		k -= bigF
 	}
 }

@@ -57,9 +57,21 @@ type hostOrder struct {
 	ch   []int32   // heap of cursor indices
 	kh   []hostKey // heap of touched hosts
 
+	// Small scopes are gathered in one pass over the index and sorted.
+	gathered bool
+	list     []hostKey // ascending (free, ID)
+	tmp      []hostKey
+	counts   []int32
+	gatherFn func(topology.HostID, int) bool // gatherHost as a method value, made once
+
 	pos, start int
 	fresh      bool
 }
+
+// gatherMax is the largest scope (in hosts) whose candidates begin gathers
+// and sorts at once (one walk of the index, a counting sort) instead of
+// merging cursors that seek the index for every host.
+const gatherMax = 1024
 
 func (o *hostOrder) fill() bool { return o.kind == ordFirst || o.kind == ordBest }
 
@@ -67,7 +79,7 @@ func (o *hostOrder) fill() bool { return o.kind == ordFirst || o.kind == ordBest
 func (o *hostOrder) begin(e *engine, s *scope, g *Group, k int, overlay bool) {
 	o.e, o.s, o.g, o.k, o.overlay = e, s, g, k, overlay
 	o.curs, o.ch, o.kh = o.curs[:0], o.ch[:0], o.kh[:0]
-	o.pos, o.fresh = 0, true
+	o.pos, o.fresh, o.gathered = 0, true, false
 	if o.kind == ordFirst || o.kind == ordRandom {
 		return
 	}
@@ -79,6 +91,10 @@ func (o *hostOrder) begin(e *engine, s *scope, g *Group, k int, overlay bool) {
 				o.push(hostKey{h, f})
 			}
 		}
+		return
+	}
+	if s.size() <= gatherMax {
+		o.gather(e, s, g, k)
 		return
 	}
 	if overlay {
@@ -122,6 +138,67 @@ func (o *hostOrder) begin(e *engine, s *scope, g *Group, k int, overlay bool) {
 			o.addCursor(leaves[i], mono)
 		}
 	}
+}
+
+// gather collects the hosts of tree scope s that have k free GPUs (after
+// the overlay) and an accepted model, sorted by (free, ID).
+func (o *hostOrder) gather(e *engine, s *scope, g *Group, k int) {
+	o.gathered = true
+	o.list = o.list[:0]
+	if o.gatherFn == nil {
+		o.gatherFn = o.gatherHost
+	}
+	m := topology.NoModel
+	if g != nil && len(g.Models) == 1 {
+		m = g.Models[0]
+	}
+	e.l.AscendHosts(s.dom, m, k, o.gatherFn)
+	if slices.IsSortedFunc(o.list, hostCmp) {
+		return
+	}
+	// Counting sort by free GPUs (stable), then fix any bucket whose IDs
+	// came out of order (several groups of the index interleave).
+	if o.counts == nil {
+		o.counts = make([]int32, topology.MaxGPUsPerHost+2)
+	}
+	clear(o.counts)
+	for _, x := range o.list {
+		o.counts[x.free+1]++
+	}
+	for i := 1; i < len(o.counts); i++ {
+		o.counts[i] += o.counts[i-1]
+	}
+	o.tmp = append(o.tmp[:0], o.list...)
+	for _, x := range o.tmp {
+		o.list[o.counts[x.free]] = x
+		o.counts[x.free]++
+	}
+	for lo := 0; lo < len(o.list); {
+		hi := lo + 1
+		for hi < len(o.list) && o.list[hi].free == o.list[lo].free {
+			hi++
+		}
+		if b := o.list[lo:hi]; !slices.IsSortedFunc(b, hostCmp) {
+			slices.SortFunc(b, hostCmp)
+		}
+		lo = hi
+	}
+}
+
+func hostCmp(a, b hostKey) int {
+	if a.free != b.free {
+		return a.free - b.free
+	}
+	return int(a.h - b.h)
+}
+
+func (o *hostOrder) gatherHost(h topology.HostID, _ int) bool {
+	if o.modelOK(h) {
+		if f := o.free(h); f >= o.k {
+			o.list = append(o.list, hostKey{h, f})
+		}
+	}
+	return true
 }
 
 func (o *hostOrder) free(h topology.HostID) int {
@@ -267,6 +344,27 @@ func (o *hostOrder) next() (topology.HostID, bool) {
 			if o.free(h) >= o.k && o.modelOK(h) {
 				return h, true
 			}
+		}
+		return topology.NoHost, false
+	}
+	if o.gathered {
+		fromL := o.pos < len(o.list)
+		var lk hostKey
+		if fromL {
+			lk = o.list[o.pos]
+			if o.kind == ordWorst {
+				lk = o.list[len(o.list)-1-o.pos]
+			}
+			if len(o.kh) > 0 && o.before(o.kh[0], lk) {
+				fromL = false
+			}
+		}
+		switch {
+		case fromL:
+			o.pos++
+			return lk.h, true
+		case len(o.kh) > 0:
+			return o.pop().h, true
 		}
 		return topology.NoHost, false
 	}
