@@ -502,3 +502,17 @@ func TestAssembleTwoHostClique(t *testing.T) {
 	assert.Equal(t, uint32(9), c.Domain(fabrics[0]).CliqueID)
 	assert.Equal(t, topology.LinkFabric, c.Link(0, 7).Kind)
 }
+
+// A host whose driver sees no GPU (all of them fallen off the bus, or a
+// login node with the driver installed) is a CPU-only host, not an error.
+func TestDiscoverNoGPUs(t *testing.T) {
+	s, err := server.New(server.WithDriverVersion("550.54.15"))
+	require.NoError(t, err)
+	res, err := Discover(s, Options{Host: StaticHost{HostInfo: HostInfo{Hostname: "login1", CPUMilli: 64000, MemoryMiB: 262144}}})
+	require.NoError(t, err)
+	assert.Equal(t, topology.HostTemplate{Name: "cpu-only", CPUMilli: 64000, MemoryMiB: 262144}, res.Template)
+	assert.Empty(t, res.Warnings)
+	c, err := topology.Build(res.Spec())
+	require.NoError(t, err)
+	assert.Equal(t, 0, c.NumGPUs())
+}
