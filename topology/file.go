@@ -34,7 +34,8 @@ const (
 	// Writers treat FormatAuto as FormatYAML.
 	FormatAuto Format = iota
 	// FormatYAML is YAML 1.2 as gopkg.in/yaml.v3 reads it. Anchors,
-	// aliases and merge keys ("<<") are allowed.
+	// aliases and merge keys ("<<") are allowed; integers are decimal
+	// (a leading zero does not make them octal).
 	FormatYAML
 	// FormatJSON is strict JSON (RFC 8259).
 	FormatJSON
@@ -166,7 +167,8 @@ func LoadFile(path string) (*Cluster, error) {
 // error messages only (a file name, or "" for none). Every problem with the
 // content, from a syntax error to a duplicate host name, is a *FileError
 // with its line, column and field path. Complexity: linear in the size of
-// data plus the cost of Build.
+// data plus the cost of Build. Load and the other functions of this file
+// are safe for concurrent use.
 func Load(data []byte, name string, format Format) (*Cluster, error) {
 	d, s, err := parse(data, name, format)
 	if err != nil {
@@ -187,6 +189,16 @@ func Load(data []byte, name string, format Format) (*Cluster, error) {
 func ParseSpec(data []byte, name string, format Format) (Spec, error) {
 	_, s, err := parse(data, name, format)
 	return s, err
+}
+
+// LoadReader reads a cluster file from r (at most MaxFileBytes) and loads
+// it as Load does.
+func LoadReader(r io.Reader, name string, format Format) (*Cluster, error) {
+	data, err := readLimited(r, name)
+	if err != nil {
+		return nil, err
+	}
+	return Load(data, name, format)
 }
 
 // Decode reads a cluster file from r (at most MaxFileBytes) and decodes it

@@ -77,10 +77,52 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, p *pathSeg, depth int) er
 		// yaml.v3 would truncate 1.5 to 1.
 		return d.doc.errAt(n, p.String(), "want %s, got %s", wantOf(v.Kind()), describe(n))
 	}
+	if fastScalar(n, v) {
+		return nil
+	}
 	if err := n.Decode(v.Addr().Interface()); err != nil {
 		return d.doc.errAt(n, p.String(), "want %s, got %s", wantOf(v.Kind()), describe(n))
 	}
 	return nil
+}
+
+// fastScalar sets v from the common forms of scalars (any string but
+// !!binary, decimal integers, plain numbers) without yaml.v3's reflection,
+// and reports whether it did; the caller falls back to Node.Decode.
+func fastScalar(n *yaml.Node, v reflect.Value) bool {
+	switch k := v.Kind(); {
+	case k == reflect.String:
+		if n.Tag == "!!binary" || n.Tag == "tag:yaml.org,2002:binary" {
+			return false
+		}
+		v.SetString(n.Value)
+		return true
+	case k >= reflect.Int && k <= reflect.Int64:
+		i, err := strconv.ParseInt(n.Value, 10, v.Type().Bits())
+		if err != nil {
+			return false
+		}
+		v.SetInt(i)
+		return true
+	case k >= reflect.Uint && k <= reflect.Uint64:
+		u, err := strconv.ParseUint(n.Value, 10, v.Type().Bits())
+		if err != nil {
+			return false
+		}
+		v.SetUint(u)
+		return true
+	case k == reflect.Float64 && (n.Tag == "!!int" || n.Tag == "!!float"):
+		if strings.ContainsAny(n.Value, "xXpP_") {
+			return false
+		}
+		f, err := strconv.ParseFloat(n.Value, 64)
+		if err != nil {
+			return false
+		}
+		v.SetFloat(f)
+		return true
+	}
+	return false
 }
 
 func isInt(k reflect.Kind) bool {

@@ -3,6 +3,7 @@ package topology
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -152,6 +153,9 @@ func TestRoundTripPresets(t *testing.T) {
 			if err != nil {
 				t.Skip(err) // a preset that needs data not bundled yet
 			}
+			if c.NumGPUs() > 20000 {
+				t.Skip("large; testdata/h100-12500.yaml covers this size in TestRoundTripSampleFiles")
+			}
 			roundTrip(t, c, FormatYAML)
 			roundTrip(t, c, FormatJSON)
 		})
@@ -277,6 +281,24 @@ func posInf() float64 {
 	return 1 / zero
 }
 
+func TestScalarForms(t *testing.T) {
+	// Integers are decimal even with leading zeros; hex and underscores
+	// go through yaml.v3; numbers may be written as strings where a string
+	// is wanted.
+	s, err := ParseSpec([]byte(`version: 1
+accelerators: [{model: 100, computeCapability: 9.0, memoryMiB: 0x10}]
+templates: [{name: t, numa: [{id: 010}], cpuMilli: +5}]
+levels: [{name: tor, bandwidthGBps: 12}]
+`), "", FormatYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := s.Accelerators[0]
+	if a.Model != "100" || a.ComputeCapability != "9.0" || a.MemoryMiB != 16 || s.Templates[0].NUMA[0].ID != 10 || s.Templates[0].CPUMilli != 5 || s.Levels[0].BandwidthGBps != 12 {
+		t.Errorf("%#v", s)
+	}
+}
+
 func TestFormat(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
@@ -312,6 +334,16 @@ func TestDecodeReader(t *testing.T) {
 	if s.Name != "h100-2tor" || len(s.Hosts) != 1 || s.Hosts[0].PerParent != 4 {
 		t.Errorf("decoded %#v", s)
 	}
+	if _, err := f.Seek(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadReader(f, "h100-2tor.yaml", FormatAuto)
+	if err != nil || c.NumHosts() != 8 {
+		t.Fatalf("LoadReader: %v", err)
+	}
+	if _, err := LoadReader(strings.NewReader("version: 1\nhosts: 5\n"), "r.yaml", FormatAuto); err == nil || !strings.HasPrefix(err.Error(), "r.yaml:2:8: hosts: want a list") {
+		t.Errorf("LoadReader of a bad file: %v", err)
+	}
 	big := strings.Repeat("#", MaxFileBytes+1)
 	if _, err := Decode(strings.NewReader(big), "big.yaml", FormatYAML); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("oversized input: %v", err)
@@ -324,7 +356,6 @@ func BenchmarkLoad12500Hosts(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
-	b.SetBytes(int64(len(data)))
 	for b.Loop() {
 		c, err := Load(data, "h100-12500.yaml", FormatYAML)
 		if err != nil {
@@ -333,6 +364,53 @@ func BenchmarkLoad12500Hosts(b *testing.B) {
 		if c.NumHosts() != 12500 || c.NumGPUs() != 100000 {
 			b.Fatal(c)
 		}
+	}
+}
+
+// explicitSpec is the 12,500-host cluster of testdata/h100-12500.yaml with
+// every host written out with its GPU identities, as assembling NVML
+// discovery output gives it: the largest file a real cluster makes.
+func explicitSpec(b *testing.B) Spec {
+	s := mustLoadFile(b, "h100-12500.yaml").Spec()
+	names, err := ExpandNames(s.Hosts[0].Name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tors, err := ExpandNames(s.Hosts[0].Parent)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := s.Hosts[0]
+	s.Hosts = s.Hosts[:0]
+	for i, name := range names {
+		h := HostGroup{Name: name, Template: g.Template, Parent: tors[i/g.PerParent]}
+		for j := 0; j < 8; j++ {
+			h.GPUs = append(h.GPUs, GPUIdentity{Index: j, UUID: fmt.Sprintf("GPU-%08x-1111-2222-3333-%012x", i, j), BusID: fmt.Sprintf("0000:%02x:00.0", 0x18+j)})
+		}
+		s.Hosts = append(s.Hosts, h)
+	}
+	return s
+}
+
+func BenchmarkLoad12500HostsExplicit(b *testing.B) {
+	for _, format := range []Format{FormatYAML, FormatJSON} {
+		b.Run(format.String(), func(b *testing.B) {
+			data, err := Marshal(explicitSpec(b), format)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(len(data))/(1<<20), "MiB")
+			b.ReportAllocs()
+			for b.Loop() {
+				c, err := Load(data, "explicit", format)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if c.NumHosts() != 12500 || c.GPU(99999).UUID == "" {
+					b.Fatal(c)
+				}
+			}
+		})
 	}
 }
 

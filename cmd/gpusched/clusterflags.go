@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/gpusched/gpusched/topology"
@@ -65,11 +64,7 @@ func (f *clusterFlags) cluster(cmd *cobra.Command) (*topology.Cluster, error) {
 	}
 	switch {
 	case f.file == "-":
-		data, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), topology.MaxFileBytes+1))
-		if err != nil {
-			return nil, err
-		}
-		return topology.Load(data, "<stdin>", topology.FormatAuto)
+		return topology.LoadReader(cmd.InOrStdin(), "<stdin>", topology.FormatAuto)
 	case f.file != "":
 		return topology.LoadFile(f.file)
 	case f.machine != "":
