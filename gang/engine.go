@@ -27,6 +27,7 @@ type engine struct {
 	shapes    []*hostShape
 	hostShape []int32
 	largest   []int // per level: GPUs of its largest domain
+	multiHost bool  // some fabric domain spans hosts
 
 	epoch   uint32
 	hEpoch  []uint32
@@ -125,6 +126,13 @@ func (e *engine) init(c *topology.Cluster) {
 	for lv := topology.Level(0); int(lv) < c.NumLevels(); lv++ {
 		for _, d := range c.DomainsAt(lv) {
 			e.largest[lv] = max(e.largest[lv], len(c.DomainGPUs(d)))
+		}
+	}
+	e.multiHost = false
+	for _, d := range c.DomainsAt(topology.LevelFabric) {
+		if gs := c.DomainGPUs(d); len(gs) > 0 && c.GPUHost(gs[0]) != c.GPUHost(gs[len(gs)-1]) {
+			e.multiHost = true
+			break
 		}
 	}
 	e.hostShape = make([]int32, n)
@@ -297,8 +305,8 @@ func (e *engine) fillWhole(gi int, h topology.HostID, max int, buddy bool) int {
 	avail := e.wholeAvail(h)
 	sh := e.shapes[e.hostShape[h]]
 	first, _ := e.c.HostGPUs(h)
-	if !buddy && sh.n <= 64 && sh.oneFabric {
-		return e.fillSmall(gi, g, h, sh, first, avail[0], max)
+	if sh.n <= 64 && (buddy || sh.oneFabric) {
+		return e.fillSmall(gi, g, h, sh, first, avail[0], max, buddy)
 	}
 	if !buddy {
 		e.fabrics(h, avail)
@@ -330,13 +338,23 @@ func (e *engine) fillWhole(gi int, h topology.HostID, max int, buddy bool) int {
 	return n
 }
 
-// fillSmall is fillWhole for hosts of at most 64 GPUs in one fabric
-// domain (or none), the common case, on one machine word.
-func (e *engine) fillSmall(gi int, g *Group, h topology.HostID, sh *hostShape, first topology.GPUID, avail uint64, max int) int {
+// fillSmall is fillWhole for hosts of at most 64 GPUs, on one machine
+// word: the buddy policy's, and the others' when the host's GPUs lie in
+// one fabric domain (or none), the common case.
+func (e *engine) fillSmall(gi int, g *Group, h topology.HostID, sh *hostShape, first topology.GPUID, avail uint64, max int, buddy bool) int {
 	k := g.GPUs
 	n := 0
 	for n < max && bits.OnesCount64(avail) >= k {
-		set := sh.choose64(0, k, avail)
+		var set uint64
+		if buddy {
+			cell := sh.freeCell64(k, avail)
+			if cell < 0 {
+				break
+			}
+			set = sh.choose64(cell, k, avail)
+		} else {
+			set = sh.choose64(0, k, avail)
+		}
 		e.gcs = e.gcs[:0]
 		for b := set; b != 0; b &= b - 1 {
 			e.gcs = append(e.gcs, topology.GPUClaim{GPU: first + topology.GPUID(bits.TrailingZeros64(b)), Kind: topology.ClaimWhole})

@@ -248,3 +248,33 @@ func (s *hostShape) freeCell(k int, avail gpuSet) int32 {
 	}
 	return best
 }
+
+// freeCell64 is freeCell for hosts of at most 64 GPUs.
+func (s *hostShape) freeCell64(k int, avail uint64) int32 {
+	size := -1
+	for _, cs := range s.cellSizes {
+		if cs >= k {
+			size = cs
+			break
+		}
+	}
+	if size < 0 {
+		return -1
+	}
+	best, bestParent := int32(-1), 0
+	for i := range s.nodes {
+		nd := &s.nodes[i]
+		m := nd.set[0]
+		if nd.size != size || m&avail != m {
+			continue
+		}
+		pf := 1 << 30
+		if nd.parent >= 0 {
+			pf = bits.OnesCount64(s.nodes[nd.parent].set[0] & avail)
+		}
+		if best < 0 || pf < bestParent || pf == bestParent && bits.TrailingZeros64(m) < bits.TrailingZeros64(s.nodes[best].set[0]) {
+			best, bestParent = int32(i), pf
+		}
+	}
+	return best
+}

@@ -273,17 +273,8 @@ func (pl *policy) tryLevels(d Demand, grow bool) bool {
 
 // multiHostFabric reports whether the cluster's fabric domains span hosts
 // (GB200 NVL72 racks), making them a buddy cell level between hosts and
-// the network.
-func (pl *policy) multiHostFabric() bool {
-	c := pl.e.c
-	for _, d := range c.DomainsAt(topology.LevelFabric) {
-		gs := c.DomainGPUs(d)
-		if len(gs) > 0 && c.GPUHost(gs[0]) != c.GPUHost(gs[len(gs)-1]) {
-			return true
-		}
-	}
-	return false
-}
+// the network. Computed once per cluster.
+func (pl *policy) multiHostFabric() bool { return pl.e.multiHost }
 
 // placeAt tries the candidate domains at level lv in the policy's order.
 func (pl *policy) placeAt(lv topology.Level, d Demand, grow bool) bool {
