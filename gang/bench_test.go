@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gpusched/gpusched/frag"
 	"github.com/gpusched/gpusched/topology"
 	"github.com/gpusched/gpusched/workload"
 )
@@ -133,6 +134,78 @@ func BenchmarkPlace(b *testing.B) {
 				}
 				if tc.fits && p.Len() != r.Tasks() {
 					b.Fatalf("placed %d of %d tasks", p.Len(), r.Tasks())
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkPlaceOpenb measures one task at a time on the Alibaba openb
+// cluster (preset openb: 1,523 hosts, 6,212 GPUs of several models), with
+// every GPU taken with probability ½ (seed 3), for the policies that
+// delegate to package frag and for native best-fit: Place, Commit, Undo.
+// The fgd workload is a fixed mix close to openb's (1 GPU, half a GPU,
+// CPU-only, 2, 4 and 8 GPUs).
+func BenchmarkPlaceOpenb(b *testing.B) {
+	c, err := topology.LoadPreset("openb")
+	if err != nil {
+		b.Skip("no openb preset:", err)
+	}
+	l := topology.NewLedger(c)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for g := topology.GPUID(0); int(g) < c.NumGPUs(); g++ {
+		if rng.IntN(2) == 0 {
+			if err := l.AllocateGPU(g); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	dist := frag.Distribution{Classes: []frag.Class{
+		{Task: frag.Task{GPUs: 1, CPUMilli: 8000, MemoryMiB: 30000}, Weight: 47},
+		{Task: frag.Task{GPUMilli: 500, CPUMilli: 4000, MemoryMiB: 15000}, Weight: 38},
+		{Task: frag.Task{CPUMilli: 4000, MemoryMiB: 8000}, Weight: 13},
+		{Task: frag.Task{GPUs: 2, CPUMilli: 16000}, Weight: 1},
+		{Task: frag.Task{GPUs: 8, CPUMilli: 64000}, Weight: 1},
+	}}
+	for _, policy := range []string{"fgd", "dot-product", "gpu-packing", "gpu-clustering", "best-fit", "topology"} {
+		for _, tc := range []struct {
+			name string
+			g    workload.TaskGroup
+		}{
+			{"1gpu", workload.TaskGroup{GPUs: 1, CPUMilli: 8000, MemoryMiB: 30000}},
+			{"share", workload.TaskGroup{GPUMilli: 500, CPUMilli: 4000, MemoryMiB: 15000}},
+		} {
+			b.Run(policy+"/"+tc.name, func(b *testing.B) {
+				pl, err := New(policy, Options{Frag: frag.Options{Distribution: dist}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := NewRequest(c, job("t", 1, tc.g))
+				if err != nil {
+					b.Fatal(err)
+				}
+				var p Placement
+				pl.Place(l, r, &p)
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				b.ReportAllocs()
+				b.ResetTimer()
+				cpu0 := threadCPU()
+				for i := 0; i < b.N; i++ {
+					if x := pl.Place(l, r, &p); x != nil {
+						b.Fatal(x)
+					}
+					tx, err := Commit(l, &p)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := tx.Undo(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				if cpu1 := threadCPU(); cpu0 >= 0 && cpu1 >= 0 {
+					b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 				}
 			})
 		}

@@ -2,16 +2,16 @@
 
 package gang
 
-import "syscall"
+import "golang.org/x/sys/unix"
 
 // threadCPU returns the CPU time the calling OS thread has used, in
-// nanoseconds (getrusage RUSAGE_THREAD), or -1 if unavailable. Benchmarks
+// nanoseconds (CLOCK_THREAD_CPUTIME_ID), or -1 if unavailable. Benchmarks
 // lock their goroutine to a thread and report CPU time per op beside wall
 // time, which other processes on a shared machine inflate.
 func threadCPU() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru); err != nil {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
 		return -1
 	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
+	return ts.Nano()
 }

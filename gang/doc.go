@@ -63,7 +63,9 @@
 //     one GPU —, hosts, then each network level, then the cluster), the
 //     domains with enough free GPUs in ascending order of free GPUs, and
 //     best-fit hosts inside; the first level whose domain holds the whole
-//     gang wins. Preferred levels are thus honoured whenever possible.
+//     gang wins. Preferred levels are thus honoured whenever possible. A
+//     single task skips the tiers between the fabric and the top, which
+//     hold it anyway.
 //   - buddy: HiveD-style buddy cells (below).
 //   - dot-product, gpu-packing, gpu-clustering, fgd: the host of each task
 //     (and the GPU of a share) is chosen by package frag's node-level

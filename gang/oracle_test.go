@@ -42,6 +42,9 @@ func (o oracle) place(l *topology.Ledger, r *Request) (lv topology.Level, dom to
 				top = topology.LevelFabric
 			}
 			for x := lo; x <= top; x++ {
+				if d.Tasks <= 1 && x != topology.LevelFabric && x != top {
+					continue // a single task: only the fabric and top tiers
+				}
 				levels = append(levels, x)
 			}
 			return levels

@@ -240,6 +240,12 @@ func (pl *policy) tryLevels(d Demand, grow bool) bool {
 			top = topology.LevelFabric
 		}
 		for lv := lo; lv <= top; lv++ {
+			if d.Tasks <= 1 && lv != topology.LevelFabric && lv != top {
+				// One task shares its host and every domain above it
+				// with itself: only the fabric tier and the top tier
+				// can differ.
+				continue
+			}
 			if pl.placeAt(lv, d, grow) {
 				return true
 			}
@@ -565,6 +571,21 @@ func (e *engine) bestSharedHost(g *Group) (topology.HostID, bool) {
 		if best == topology.NoGPU || f < bestFree || f == bestFree && x < best {
 			best, bestFree = x, f
 		}
+	}
+	if e.s.size() <= 64 {
+		// A small scope: look at its GPUs directly rather than walk the
+		// cluster's index of shared GPUs.
+		for i := 0; i < e.s.size(); i++ {
+			h := e.s.hostAt(i)
+			first, n := e.c.HostGPUs(h)
+			for k := 0; k < n; k++ {
+				consider(first + topology.GPUID(k))
+			}
+		}
+		if best == topology.NoGPU {
+			return topology.NoHost, false
+		}
+		return e.c.GPUHost(best), true
 	}
 	for _, x := range e.shared {
 		consider(x)
