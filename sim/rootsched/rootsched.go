@@ -86,10 +86,9 @@ func (a *Scheduler) Schedule(now time.Duration) sim.Decision {
 		out.Preemptions[i] = sim.Preemption{Job: p.Job, Grace: p.Grace, Reason: p.Reason}
 	}
 	for i, p := range d.Pending {
+		// Detail stays empty: rendering every pending job's reason every
+		// cycle would cost more than the metrics need.
 		out.Pending[i] = sim.Pending{Job: p.Job, Reason: a.reason(p)}
-		if p.Reason != nil {
-			out.Pending[i].Detail = p.Reason.Message
-		}
 	}
 	return out
 }

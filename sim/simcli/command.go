@@ -1,0 +1,685 @@
+package simcli
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/gpusched/gpusched"
+	"github.com/gpusched/gpusched/sim"
+	"github.com/gpusched/gpusched/sim/report"
+	"github.com/gpusched/gpusched/sim/rootsched"
+	"github.com/gpusched/gpusched/sim/trace"
+	"github.com/gpusched/gpusched/topology"
+)
+
+// InflationFunc runs the FGD paper's inflation experiment for `gpusched sim
+// compare --inflation`: cmd/gpusched passes its `place inflation`
+// implementation (package frag's replay) so the two commands share one.
+// args are the command-line arguments after `sim compare` with
+// --inflation removed.
+type InflationFunc func(cmd *cobra.Command, args []string) error
+
+// Options configure Command.
+type Options struct {
+	// Inflation, if set, serves `sim compare --inflation`.
+	Inflation InflationFunc
+}
+
+// Command returns the `sim` command with its run, compare and sweep
+// subcommands. `sim` without a subcommand compares placement policies on
+// the built-in default (see its help).
+func Command(opt Options) *cobra.Command {
+	rc := defaultRun()
+	// The built-in default: two out-of-phase copies of the openb default
+	// trace with their arrivals compressed into 20 minutes, which fills the
+	// openb cluster (the trace alone never uses more than a third of it),
+	// observed for 6 hours.
+	rc.repeat, rc.arrivalSpan, rc.horizon = 2, 20*time.Minute, 6*time.Hour
+	var out outFlags
+	var policies string
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Simulate a trace on a cluster through the scheduler",
+		Long: `Replay a job trace on a cluster through the gpusched Scheduler, with optional
+checkpoint, failure, drain, speed and preemption models, and report queue
+wait, JCT, allocation, fragmentation, fairness and locality.
+
+Without a subcommand, compares placement policies on the built-in default:
+the openb cluster (1,523 nodes, 6,212 GPUs) and the Alibaba openb default
+trace shipped inside gpusched, two out-of-phase copies with arrivals
+compressed into 20 minutes so that the cluster fills up, observed for 6
+hours (jobs still running then are reported unfinished). Every flag of
+"sim compare" applies.`,
+		Example: `  gpusched sim
+  gpusched sim --policies fgd,best-fit,random --out /tmp/openb`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return compare(cmd, rc, out, splitList(policies)) },
+	}
+	rc.bind(cmd.Flags())
+	out.bind(cmd.Flags(), "sim-out")
+	cmd.Flags().IntVar(&out.par, "parallel", 0, "runs at once (0: GOMAXPROCS)")
+	cmd.Flags().StringVar(&policies, "policies", "fgd,best-fit,topology", "comma-separated placement policies")
+	cmd.AddCommand(runCmd(), compareCmd(opt), sweepCmd())
+	return cmd
+}
+
+type outFlags struct {
+	dir     string
+	noPlots bool
+	quiet   bool
+	noJobs  bool
+	par     int
+}
+
+func (o *outFlags) bind(fs interface {
+	StringVar(*string, string, string, string)
+	BoolVar(*bool, string, bool, string)
+}, def string) {
+	fs.StringVar(&o.dir, "out", def, "directory for summary.json, CSV time series and plots")
+	fs.BoolVar(&o.noPlots, "no-plots", false, "do not write PNG plots")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
+	fs.BoolVar(&o.noJobs, "no-jobs-csv", false, "do not write jobs.csv (one row per job)")
+}
+
+func runCmd() *cobra.Command {
+	rc := defaultRun()
+	var out outFlags
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run one simulation and write its summary, time series and plots",
+		Example: `  gpusched sim run
+  gpusched sim run --preset h100-1k --trace philly:../shared/data/philly/philly.csv --queues vc:philly_vc.csv --policy best-fit
+  gpusched sim run --trace synthetic:20000 --load 1.2 --gpu-mtbf 5000h --ckpt-interval 30m --ckpt-overhead 1m`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runOne(cmd, rc, out) },
+	}
+	rc.bind(cmd.Flags())
+	out.bind(cmd.Flags(), "sim-out")
+	return cmd
+}
+
+// prepared is a cluster and trace loaded once and shared (read-only) by
+// the runs of a command.
+type prepared struct {
+	c  *topology.Cluster
+	lt *loadedTrace
+}
+
+func prepare(rc runConfig) (*prepared, error) {
+	c, err := rc.loadCluster()
+	if err != nil {
+		return nil, err
+	}
+	lt, err := rc.loadTrace(c.NumGPUs())
+	if err != nil {
+		return nil, err
+	}
+	replayable(lt)
+	if len(lt.jobs) == 0 {
+		return nil, fmt.Errorf("trace %s: no job to replay", lt.name)
+	}
+	if rc.repeat > 1 {
+		if lt.jobs, err = trace.Replicate(lt.jobs, rc.repeat, rc.seed); err != nil {
+			return nil, err
+		}
+		lt.name += fmt.Sprintf("x%d", rc.repeat)
+	}
+	if rc.synLoad < 0 || rc.arrivalSpan < 0 {
+		return nil, errors.New("--load and --arrival-span must not be negative")
+	}
+	if rc.arrivalSpan > 0 && !strings.HasPrefix(rc.traceArg, "synthetic:") {
+		trace.Rebase(lt.jobs)
+		last := lt.jobs[len(lt.jobs)-1].Submit
+		if last <= 0 {
+			return nil, errors.New("--arrival-span: every job arrives at once; nothing to scale")
+		}
+		if err := trace.ScaleArrivals(lt.jobs, float64(rc.arrivalSpan)/float64(last)); err != nil {
+			return nil, err
+		}
+		lt.name += "@span=" + rc.arrivalSpan.String()
+	}
+	if rc.synLoad > 0 && !strings.HasPrefix(rc.traceArg, "synthetic:") {
+		trace.Rebase(lt.jobs)
+		f, err := trace.ScaleToLoad(lt.jobs, c.NumGPUs(), rc.synLoad)
+		if err != nil {
+			return nil, fmt.Errorf("--load: %w", err)
+		}
+		lt.name += fmt.Sprintf("@load=%g(x%.4g)", rc.synLoad, f)
+	}
+	return &prepared{c: c, lt: lt}, nil
+}
+
+// execute runs one simulation of p under rc. It is safe to call from
+// several goroutines: everything mutable is its own.
+func execute(rc runConfig, p *prepared, progress func(done, total int)) (*sim.Result, error) {
+	jobs := slices.Clone(p.lt.jobs)
+	qcfg, tenants, qmap, err := rc.queueSetup(jobs)
+	if err != nil {
+		return nil, err
+	}
+	placer, err := rootsched.Placer(p.c, rc.policy, jobs)
+	if err != nil {
+		return nil, err
+	}
+	s, err := rootsched.New(gpusched.Config{Cluster: p.c, Queues: qcfg, Placer: placer, Seed: rc.seed})
+	if err != nil {
+		return nil, err
+	}
+	cfg := rc.simConfig()
+	cfg.Cluster, cfg.Scheduler, cfg.Tenants, cfg.QueueMap, cfg.Progress = p.c, s, tenants, qmap, progress
+	sm, err := sim.New(cfg, jobs)
+	if err != nil {
+		return nil, err
+	}
+	res, err := sm.Run()
+	if err != nil {
+		return nil, err
+	}
+	st := p.lt.stats
+	in := &sim.InputStats{Read: st.Read, Skipped: st.Skipped, SkipReasons: st.SkipReasons, Filtered: st.Filtered, FilterReasons: st.FilterReasons}
+	if st.FirstSkip != nil {
+		in.FirstSkip = st.FirstSkip.Error()
+	}
+	res.Summary.Policy, res.Summary.Trace, res.Summary.Input = rc.policy, p.lt.name, in
+	return res, nil
+}
+
+// bar returns a progress bar on stderr, or a no-op one when stderr is not
+// a terminal or quiet is set.
+func bar(cmd *cobra.Command, total int, what string, quiet bool) *progressbar.ProgressBar {
+	visible := !quiet
+	if f, ok := cmd.ErrOrStderr().(*os.File); !ok || !isTerminal(f) {
+		visible = false
+	}
+	return progressbar.NewOptions(total, progressbar.OptionSetWriter(cmd.ErrOrStderr()), progressbar.OptionSetVisibility(visible),
+		progressbar.OptionSetDescription(what), progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond),
+		progressbar.OptionClearOnFinish(), progressbar.OptionSetPredictTime(true))
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func reportInput(w io.Writer, lt *loadedTrace) {
+	st := lt.stats
+	fmt.Fprintf(w, "trace %s: %d jobs", lt.name, len(lt.jobs))
+	if st.Skipped > 0 {
+		fmt.Fprintf(w, "; skipped %d malformed %s (first: %v)", st.Skipped, reasons(st.SkipReasons), st.FirstSkip)
+	}
+	if st.Filtered > 0 {
+		fmt.Fprintf(w, "; left out %d %s", st.Filtered, reasons(st.FilterReasons))
+	}
+	fmt.Fprintln(w)
+}
+
+func reasons(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s: %d", k, m[k])
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+func runOne(cmd *cobra.Command, rc runConfig, out outFlags) error {
+	start := time.Now()
+	p, err := prepare(rc)
+	if err != nil {
+		return err
+	}
+	reportInput(cmd.ErrOrStderr(), p.lt)
+	b := bar(cmd, len(p.lt.jobs), "simulating", out.quiet)
+	res, err := execute(rc, p, func(done, _ int) {
+		if done%256 == 0 || done == len(p.lt.jobs) {
+			b.Set(done)
+		}
+	})
+	b.Finish()
+	if err != nil {
+		return err
+	}
+	runs := []report.Run{{Label: rc.policy, Result: res}}
+	if err := writeRun(out, out.dir, res); err != nil {
+		return err
+	}
+	if !out.noPlots {
+		if err := report.WritePlots(out.dir, runs...); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "cluster %s (%d GPUs), trace %s, policy %s, seed %d\n\n", p.c.Name(), p.c.NumGPUs(), p.lt.name, rc.policy, rc.seed)
+	if err := report.WriteTable(cmd.OutOrStdout(), runs...); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s (%.1fs)\n", out.dir, time.Since(start).Seconds())
+	return nil
+}
+
+func writeRun(out outFlags, dir string, res *sim.Result) error {
+	if out.noJobs {
+		r := *res
+		r.Jobs = nil
+		if err := report.WriteDir(dir, &r); err != nil {
+			return err
+		}
+		return os.Remove(filepath.Join(dir, report.Files.Jobs))
+	}
+	return report.WriteDir(dir, res)
+}
+
+func compareCmd(opt Options) *cobra.Command {
+	rc := defaultRun()
+	var out outFlags
+	var policies string
+	cmd := &cobra.Command{
+		Use:   "compare",
+		Short: "Run several placement policies on one trace; one table and one set of plots",
+		Long: `Replay one trace once per placement policy (in parallel) and print one table
+with a column per policy; writes compare.json, each policy's summary.json and
+CSVs in a subdirectory, and plots with one line (or bar) per policy.
+
+With --inflation, runs the FGD paper's inflation experiment instead (openb pod
+lists resampled to a target load, no departures), with that experiment's
+flags: see gpusched place inflation --help.`,
+		Example: `  gpusched sim compare --policies topology,best-fit,fgd
+  gpusched sim compare --inflation --policies fgd,best-fit`,
+		// Flags are parsed here so that --inflation can hand the rest
+		// to the inflation experiment, whose flags differ.
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if slices.Contains(args, "--inflation") || slices.Contains(args, "--inflation=true") {
+				if opt.Inflation == nil {
+					return errors.New("--inflation: the inflation replay is not available in this build")
+				}
+				return opt.Inflation(cmd, slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--inflation" || a == "--inflation=true" }))
+			}
+			if err := cmd.Flags().Parse(args); err != nil {
+				return err
+			}
+			if help, _ := cmd.Flags().GetBool("help"); help {
+				return cmd.Help()
+			}
+			if cmd.Flags().NArg() > 0 {
+				return fmt.Errorf("unexpected arguments %q", cmd.Flags().Args())
+			}
+			return compare(cmd, rc, out, splitList(policies))
+		},
+	}
+	rc.bind(cmd.Flags())
+	out.bind(cmd.Flags(), "sim-compare")
+	cmd.Flags().IntVar(&out.par, "parallel", 0, "runs at once (0: GOMAXPROCS)")
+	cmd.Flags().StringVar(&policies, "policies", "topology,best-fit,fgd", "comma-separated placement policies")
+	cmd.Flags().Bool("inflation", false, "run the FGD paper's inflation experiment instead of a time-based replay (the other flags are then that experiment's)")
+	cmd.Flags().BoolP("help", "h", false, "help for compare")
+	return cmd
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parallel runs fn(i) for i in 0..n-1 on at most w goroutines and returns
+// the first error by index.
+func parallel(n, w int, fn func(i int) error) error {
+	errs := make([]error, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(w, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				errs[i] = fn(i)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func compare(cmd *cobra.Command, rc runConfig, out outFlags, policies []string) error {
+	if len(policies) == 0 {
+		return errors.New("--policies: none given")
+	}
+	start := time.Now()
+	p, err := prepare(rc)
+	if err != nil {
+		return err
+	}
+	reportInput(cmd.ErrOrStderr(), p.lt)
+	results := make([]*sim.Result, len(policies))
+	b := bar(cmd, len(policies), "policies", out.quiet)
+	var mu sync.Mutex
+	err = parallel(len(policies), workers(out.par), func(i int) error {
+		r := rc
+		r.policy = policies[i]
+		res, err := execute(r, p, nil)
+		if err != nil {
+			return fmt.Errorf("policy %s: %w", policies[i], err)
+		}
+		results[i] = res
+		mu.Lock()
+		b.Add(1)
+		mu.Unlock()
+		return nil
+	})
+	b.Finish()
+	if err != nil {
+		return err
+	}
+	runs := make([]report.Run, len(policies))
+	sums := make([]sim.Summary, len(policies))
+	for i, pol := range policies {
+		runs[i] = report.Run{Label: pol, Result: results[i]}
+		sums[i] = results[i].Summary
+		if err := writeRun(out, filepath.Join(out.dir, pol), results[i]); err != nil {
+			return err
+		}
+	}
+	if err := writeJSONFile(filepath.Join(out.dir, "compare.json"), sums); err != nil {
+		return err
+	}
+	if !out.noPlots {
+		if err := report.WritePlots(out.dir, runs...); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "cluster %s (%d GPUs), trace %s, seed %d\n\n", p.c.Name(), p.c.NumGPUs(), p.lt.name, rc.seed)
+	if err := report.WriteTable(cmd.OutOrStdout(), runs...); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s (%.1fs)\n", out.dir, time.Since(start).Seconds())
+	return nil
+}
+
+func writeJSONFile(path string, v any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := report.WriteJSON(f, v); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// param is one swept parameter and its values.
+type param struct {
+	name   string
+	values []string
+}
+
+func parseParam(s string) (param, error) {
+	name, vals, ok := strings.Cut(s, "=")
+	name = strings.TrimSpace(strings.TrimPrefix(name, "--"))
+	if !ok || name == "" {
+		return param{}, fmt.Errorf("--param %q: want NAME=V1,V2,…", s)
+	}
+	p := param{name: name, values: splitList(vals)}
+	if len(p.values) == 0 {
+		return param{}, fmt.Errorf("--param %q: no values", s)
+	}
+	return p, nil
+}
+
+// grid expands params into points, the last parameter varying fastest.
+func grid(params []param) [][]string {
+	points := [][]string{{}}
+	for _, p := range params {
+		var next [][]string
+		for _, pt := range points {
+			for _, v := range p.values {
+				next = append(next, append(slices.Clone(pt), v))
+			}
+		}
+		points = next
+	}
+	return points
+}
+
+// parseShard parses "i/n" (0 ≤ i < n).
+func parseShard(s string) (int, int, error) {
+	if s == "" {
+		return 0, 1, nil
+	}
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
+		return 0, 0, fmt.Errorf("--shard %q: want i/n with 0 ≤ i < n", s)
+	}
+	return i, n, nil
+}
+
+func sweepCmd() *cobra.Command {
+	rc := defaultRun()
+	var out outFlags
+	var params []string
+	var shard string
+	cmd := &cobra.Command{
+		Use:   "sweep",
+		Short: "Run a grid of parameters in parallel, optionally one shard of it",
+		Long: `Run one simulation per point of a grid of parameters (the cartesian product of
+the --param lists, the last varying fastest), in parallel goroutines. Each run
+gets seed = --seed + its index in the grid unless seed is a parameter, so a run
+has the same result whichever shard or machine runs it. With --shard i/n only
+the points whose index is i modulo n run, so Slurm job arrays or Kubernetes
+Indexed Jobs can split a large sweep; each shard writes sweep-i-of-n.csv.`,
+		Example: `  gpusched sim sweep --trace synthetic:5000 --param policy=topology,best-fit --param gpu-mtbf=1000h,10000h
+  gpusched sim sweep --param load=0.8,1.0,1.2 --param policy=fgd,best-fit --shard 0/4`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return sweep(cmd, rc, out, params, shard) },
+	}
+	rc.bind(cmd.Flags())
+	out.bind(cmd.Flags(), "sim-sweep")
+	cmd.Flags().IntVar(&out.par, "parallel", 0, "runs at once (0: GOMAXPROCS)")
+	cmd.Flags().StringArrayVar(&params, "param", nil, "a swept parameter NAME=V1,V2,… (NAME is a flag of `sim run`); repeatable")
+	cmd.Flags().StringVar(&shard, "shard", "", "run only shard i of n (i/n)")
+	return cmd
+}
+
+// sweepRow is one run of a sweep, as sweep.csv lists it.
+type sweepRow struct {
+	index  int
+	values []string
+	seed   uint64
+	sum    sim.Summary
+}
+
+func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string, shard string) error {
+	if len(rawParams) == 0 {
+		return errors.New("give at least one --param NAME=V1,V2,…")
+	}
+	var params []param
+	seedSwept := false
+	for _, s := range rawParams {
+		p, err := parseParam(s)
+		if err != nil {
+			return err
+		}
+		if slices.ContainsFunc(params, func(q param) bool { return q.name == p.name }) {
+			return fmt.Errorf("--param %s given twice", p.name)
+		}
+		seedSwept = seedSwept || p.name == "seed"
+		params = append(params, p)
+	}
+	si, sn, err := parseShard(shard)
+	if err != nil {
+		return err
+	}
+	points := grid(params)
+	var mine []int
+	configs := make([]runConfig, len(points))
+	for i, pt := range points {
+		r := base
+		for k, p := range params {
+			if err := r.set(p.name, pt[k]); err != nil {
+				return err
+			}
+		}
+		if !seedSwept {
+			r.seed = base.seed + uint64(i)
+		}
+		configs[i] = r
+		if i%sn == si {
+			mine = append(mine, i)
+		}
+	}
+	start := time.Now()
+	// Runs that share the cluster and trace flags share one loaded copy.
+	type key struct {
+		preset, file, trace, mapping string
+		skip, strict, keep           bool
+		per                          int
+		cpu                          float64
+		mem                          int64
+		lvl                          string
+		load                         float64
+		seed                         uint64
+	}
+	keyOf := func(r runConfig) key {
+		k := key{r.preset, r.file, r.traceArg, r.mapping, r.skipBad, r.strict, r.keepCPU, r.maxPerTask, r.cpuPerGPU, r.memPerGPU, r.topoLevel, 0, 0}
+		if strings.HasPrefix(r.traceArg, "synthetic:") {
+			k.load, k.seed = r.synLoad, r.seed // synthetic traces depend on load and seed
+		}
+		return k
+	}
+	cache := map[key]*prepared{}
+	var cacheMu sync.Mutex
+	load := func(r runConfig) (*prepared, error) {
+		k := keyOf(r)
+		cacheMu.Lock()
+		defer cacheMu.Unlock()
+		if p, ok := cache[k]; ok {
+			return p, nil
+		}
+		p, err := prepare(r)
+		if err != nil {
+			return nil, err
+		}
+		cache[k] = p
+		return p, nil
+	}
+	rows := make([]sweepRow, len(mine))
+	b := bar(cmd, len(mine), fmt.Sprintf("sweep shard %d/%d", si, sn), out.quiet)
+	var mu sync.Mutex
+	err = parallel(len(mine), workers(out.par), func(k int) error {
+		i := mine[k]
+		p, err := load(configs[i])
+		if err != nil {
+			return fmt.Errorf("run %d: %w", i, err)
+		}
+		res, err := execute(configs[i], p, nil)
+		if err != nil {
+			return fmt.Errorf("run %d (%s): %w", i, strings.Join(points[i], ","), err)
+		}
+		if err := writeJSONFile(filepath.Join(out.dir, "runs", strconv.Itoa(i), report.Files.Summary), res.Summary); err != nil {
+			return err
+		}
+		rows[k] = sweepRow{index: i, values: points[i], seed: configs[i].seed, sum: res.Summary}
+		mu.Lock()
+		b.Add(1)
+		mu.Unlock()
+		return nil
+	})
+	b.Finish()
+	if err != nil {
+		return err
+	}
+	name := "sweep.csv"
+	if sn > 1 {
+		name = fmt.Sprintf("sweep-%d-of-%d.csv", si, sn)
+	}
+	f, err := os.Create(filepath.Join(out.dir, name))
+	if err != nil {
+		return err
+	}
+	if err := writeSweep(f, params, rows); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := writeSweep(cmd.OutOrStdout(), params, rows); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "\n%d of %d runs (shard %d/%d) written to %s (%.1fs)\n", len(mine), len(points), si, sn, out.dir, time.Since(start).Seconds())
+	return nil
+}
+
+// sweepColumns are the metrics sweep.csv reports per run.
+var sweepColumns = []struct {
+	name string
+	v    func(*sim.Summary) string
+}{
+	{"completed", func(s *sim.Summary) string { return strconv.Itoa(s.Jobs.Completed) }},
+	{"unfinished", func(s *sim.Summary) string { return strconv.Itoa(s.Jobs.Unfinished + s.Jobs.Failed + s.Jobs.Rejected) }},
+	{"wait_mean_s", func(s *sim.Summary) string { return ff(s.Wait.Mean) }},
+	{"wait_p95_s", func(s *sim.Summary) string { return ff(s.Wait.P95) }},
+	{"jct_mean_s", func(s *sim.Summary) string { return ff(s.JCT.Mean) }},
+	{"makespan_s", func(s *sim.Summary) string { return ff(s.Makespan) }},
+	{"allocation", func(s *sim.Summary) string { return ff(s.AllocationRate) }},
+	{"utilisation", func(s *sim.Summary) string { return ff(s.Utilisation) }},
+	{"unusable_free", func(s *sim.Summary) string { return ff(s.Fragmentation.UnusableShareFree) }},
+	{"gpu_hours_lost", func(s *sim.Summary) string {
+		return ff(s.Preemption.GPUHoursLostFailure + s.Preemption.GPUHoursLostPreemption)
+	}},
+	{"jain", func(s *sim.Summary) string { return ff(s.Fairness.JainIndex) }},
+}
+
+func ff(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+func writeSweep(w io.Writer, params []param, rows []sweepRow) error {
+	cw := csv.NewWriter(w)
+	hdr := []string{"run"}
+	for _, p := range params {
+		hdr = append(hdr, p.name)
+	}
+	hdr = append(hdr, "run_seed")
+	for _, c := range sweepColumns {
+		hdr = append(hdr, c.name)
+	}
+	cw.Write(hdr)
+	for _, r := range rows {
+		rec := append([]string{strconv.Itoa(r.index)}, r.values...)
+		rec = append(rec, strconv.FormatUint(r.seed, 10))
+		for _, c := range sweepColumns {
+			rec = append(rec, c.v(&r.sum))
+		}
+		cw.Write(rec)
+	}
+	cw.Flush()
+	return cw.Error()
+}

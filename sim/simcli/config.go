@@ -1,0 +1,329 @@
+// Package simcli is the `gpusched sim` command: run, compare and sweep
+// simulations from the command line. It lives outside package main so
+// that it can be tested; cmd/gpusched mounts Command.
+package simcli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/sim"
+	"github.com/gpusched/gpusched/sim/data"
+	"github.com/gpusched/gpusched/sim/rootsched"
+	"github.com/gpusched/gpusched/sim/trace"
+	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
+)
+
+// runConfig is everything one simulation run needs, as flags set it. Its
+// fields are plain values so a sweep can copy it and change one.
+type runConfig struct {
+	preset, file string
+	traceArg     string
+	mapping      string
+	skipBad      bool
+	strict       bool
+	maxPerTask   int
+	cpuPerGPU    float64
+	memPerGPU    int64
+	topoLevel    string
+	keepCPU      bool
+	synLoad      float64
+	repeat       int
+	arrivalSpan  time.Duration
+	policy       string
+	queues       string
+	gpusPerNode  int
+	ordering     string
+	backfill     bool
+	seed         uint64
+
+	ckptInterval, ckptOverhead, restartCost time.Duration
+	gpuMTBF, hostMTBF, torMTBF, repair      time.Duration
+	maxRestarts                             int
+	drainEvery, drainFor                    time.Duration
+	speed                                   bool
+	speedHost, speedSwitch, speedLevel      float64
+	grace                                   time.Duration
+	runtimeEst                              float64
+	scheduleEvery, sampleEvery, horizon     time.Duration
+	rejectErrors                            bool
+}
+
+func defaultRun() runConfig {
+	return runConfig{preset: "openb", traceArg: "openb:builtin", policy: "topology", queues: "flat", gpusPerNode: 8, seed: 42}
+}
+
+// bind registers the run flags on fs.
+func (r *runConfig) bind(fs *pflag.FlagSet) {
+	fs.StringVar(&r.preset, "preset", r.preset, "cluster preset ("+strings.Join(topology.PresetNames(), ", ")+")")
+	fs.StringVar(&r.file, "file", r.file, "cluster file (YAML or JSON); overrides --preset")
+	fs.StringVar(&r.traceArg, "trace", r.traceArg, "trace as KIND:PATH; KIND is openb, philly, philly-json, helios, acme, csv, jsonl or synthetic (PATH = number of jobs); openb:builtin is the embedded default")
+	fs.StringVar(&r.mapping, "map", r.mapping, "column mapping for csv/jsonl traces, e.g. submit=ts,duration=secs,gpus=n,queue=team")
+	fs.BoolVar(&r.skipBad, "skip-bad", r.skipBad, "skip malformed trace records (counted and reported) instead of stopping at the first")
+	fs.BoolVar(&r.strict, "strict", r.strict, "reject trace columns the reader does not know")
+	fs.IntVar(&r.maxPerTask, "max-gpus-per-task", r.maxPerTask, "most GPUs one task (host) takes when splitting a job's GPUs into tasks (0: 8)")
+	fs.Float64Var(&r.cpuPerGPU, "cpu-per-gpu", r.cpuPerGPU, "cores per GPU for traces without CPU demand")
+	fs.Int64Var(&r.memPerGPU, "mem-per-gpu", r.memPerGPU, "memory MiB per GPU for traces without memory demand")
+	fs.StringVar(&r.topoLevel, "prefer-level", r.topoLevel, "topology level multi-task jobs prefer to stay within (e.g. tor); empty: none")
+	fs.BoolVar(&r.keepCPU, "keep-cpu-only", r.keepCPU, "keep jobs that request no GPU")
+	fs.Float64Var(&r.synLoad, "load", r.synLoad, "offered load (1 = 100% of the cluster's GPUs): a synthetic trace is generated at it (0: 0.9); a recorded trace has its arrival times scaled to it (0: replayed as recorded)")
+	fs.IntVar(&r.repeat, "repeat", r.repeat, "replay k out-of-phase copies of a recorded trace at once (k times its load; 0 or 1: one)")
+	fs.DurationVar(&r.arrivalSpan, "arrival-span", r.arrivalSpan, "scale a recorded trace's arrival times so they span this long (0: as recorded; see also --load)")
+	fs.StringVar(&r.policy, "policy", r.policy, "placement policy (gang placers: topology, best-fit, first-fit, worst-fit, random, buddy, fgd, dot-product, gpu-packing, gpu-clustering)")
+	fs.StringVar(&r.queues, "queues", r.queues, "queue setup: flat (one queue per tenant, no quota), single (one queue), or vc:PATH (one queue per VC of a philly_vc.csv-style file, guaranteed nodes × --gpus-per-node GPUs)")
+	fs.IntVar(&r.gpusPerNode, "gpus-per-node", r.gpusPerNode, "GPUs per node in a VC file")
+	fs.StringVar(&r.ordering, "ordering", r.ordering, "queue ordering (best-effort-fifo, strict-fifo, priority-aging, …; empty: the queue package's default)")
+	fs.BoolVar(&r.backfill, "backfill", r.backfill, "EASY backfill in every queue (runtime estimates: see --runtime-estimate)")
+	fs.Uint64Var(&r.seed, "seed", r.seed, "seed of the random models and placers")
+	fs.DurationVar(&r.ckptInterval, "ckpt-interval", r.ckptInterval, "checkpoint interval of jobs (0: they do not checkpoint)")
+	fs.DurationVar(&r.ckptOverhead, "ckpt-overhead", r.ckptOverhead, "pause per checkpoint")
+	fs.DurationVar(&r.restartCost, "restart-cost", r.restartCost, "reload time after a stop")
+	fs.DurationVar(&r.gpuMTBF, "gpu-mtbf", r.gpuMTBF, "mean time between failures of one GPU (0: none)")
+	fs.DurationVar(&r.hostMTBF, "host-mtbf", r.hostMTBF, "mean time between failures of one host (0: none)")
+	fs.DurationVar(&r.torMTBF, "tor-mtbf", r.torMTBF, "mean time between outages of one ToR switch (0: none)")
+	fs.DurationVar(&r.repair, "repair-time", r.repair, "time a failed part stays out (0: 1h)")
+	fs.IntVar(&r.maxRestarts, "max-restarts", r.maxRestarts, "fail a job stopped by failures more often than this (0: never)")
+	fs.DurationVar(&r.drainEvery, "drain-every", r.drainEvery, "mean time between host drains for maintenance (0: none)")
+	fs.DurationVar(&r.drainFor, "drain-for", r.drainFor, "how long a drain lasts")
+	fs.BoolVar(&r.speed, "speed", r.speed, "slow gangs spread beyond one NVLink domain (see --speed-*)")
+	fs.Float64Var(&r.speedHost, "speed-host", r.speedHost, "speed of a gang within one host but several NVLink domains (0: 0.95)")
+	fs.Float64Var(&r.speedSwitch, "speed-switch", r.speedSwitch, "speed of a gang across hosts of one switch (0: 0.85)")
+	fs.Float64Var(&r.speedLevel, "speed-level", r.speedLevel, "factor per further network level (0: 0.9)")
+	fs.DurationVar(&r.grace, "grace", r.grace, "default preemption grace period")
+	fs.Float64Var(&r.runtimeEst, "runtime-estimate", r.runtimeEst, "give jobs runtime estimates of this factor × their true duration (0: none)")
+	fs.DurationVar(&r.scheduleEvery, "schedule-every", r.scheduleEvery, "also run a scheduling cycle at this period (0: only on events)")
+	fs.DurationVar(&r.sampleEvery, "sample-every", r.sampleEvery, "time-series period (0: span of arrivals / 500)")
+	fs.DurationVar(&r.horizon, "horizon", r.horizon, "stop at this simulated time (0: when every job has ended)")
+	fs.BoolVar(&r.rejectErrors, "reject-errors", r.rejectErrors, "stop with an error when a job is rejected (too large, bad spec) instead of counting it")
+}
+
+// set changes one setting by its flag name, for sweeps.
+func (r *runConfig) set(name, value string) error {
+	fs := pflag.NewFlagSet("sweep", pflag.ContinueOnError)
+	fs.SetOutput(discard{})
+	r.bind(fs)
+	if fs.Lookup(name) == nil {
+		return fmt.Errorf("sweep: unknown parameter %q (use a flag name of `gpusched sim run`, e.g. policy, gpu-mtbf, seed)", name)
+	}
+	if err := fs.Set(name, value); err != nil {
+		return fmt.Errorf("sweep: %s=%s: %w", name, value, err)
+	}
+	return nil
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// loadCluster loads the cluster of the run.
+func (r *runConfig) loadCluster() (*topology.Cluster, error) {
+	if r.file != "" {
+		return topology.LoadFile(r.file)
+	}
+	if r.preset == "" {
+		return nil, errors.New("no cluster: give --preset or --file")
+	}
+	return topology.LoadPreset(r.preset)
+}
+
+// loadedTrace is a trace read into memory with what the reader counted.
+type loadedTrace struct {
+	name  string
+	jobs  []trace.Job
+	stats trace.Stats
+}
+
+func (r *runConfig) traceOptions(file string) (trace.Options, error) {
+	o := trace.Options{File: file, SkipMalformed: r.skipBad, Strict: r.strict, KeepCPUOnly: r.keepCPU,
+		Shape: trace.Shape{MaxGPUsPerTask: r.maxPerTask, CPUMilliPerGPU: int64(r.cpuPerGPU * 1000), MemoryMiBPerGPU: r.memPerGPU}}
+	if r.maxPerTask < 0 || r.cpuPerGPU < 0 || r.memPerGPU < 0 {
+		return o, errors.New("--max-gpus-per-task, --cpu-per-gpu and --mem-per-gpu must not be negative")
+	}
+	if r.topoLevel != "" {
+		o.Shape.Topology = []workload.Constraint{{Level: r.topoLevel}}
+	}
+	return o, nil
+}
+
+// loadTrace reads the trace the run names. capacity is the cluster's GPU
+// count, for synthetic traces' offered load.
+func (r *runConfig) loadTrace(capacity int) (*loadedTrace, error) {
+	kind, path, ok := strings.Cut(r.traceArg, ":")
+	if !ok || path == "" {
+		if r.traceArg == "openb" {
+			kind, path = "openb", "builtin"
+		} else {
+			return nil, fmt.Errorf("--trace %q: want KIND:PATH (e.g. philly:philly.csv, openb:builtin, synthetic:10000)", r.traceArg)
+		}
+	}
+	lt := &loadedTrace{name: r.traceArg}
+	o, err := r.traceOptions(filepath.Base(path))
+	if err != nil {
+		return nil, err
+	}
+	if kind == "synthetic" {
+		n, err := strconv.Atoi(path)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("--trace synthetic:%s: want a number of jobs", path)
+		}
+		syn := trace.Synthetic{Seed: r.seed, Jobs: n, Shape: o.Shape,
+			Queues: []trace.Weighted[string]{{Value: "pretrain", Weight: 1}, {Value: "finetune", Weight: 2}, {Value: "eval", Weight: 3}, {Value: "research", Weight: 4}}}
+		load := r.synLoad
+		if load == 0 {
+			load = 0.9
+		}
+		if !(load > 0) {
+			return nil, fmt.Errorf("--load %g: want > 0", r.synLoad)
+		}
+		syn.MeanInterarrival = syn.InterarrivalFor(capacity, load)
+		sr, err := trace.NewSynthetic(syn)
+		if err != nil {
+			return nil, err
+		}
+		lt.jobs, err = trace.Collect(sr)
+		lt.stats = sr.Stats()
+		return lt, err
+	}
+	if kind == "openb" && path == "builtin" {
+		jobs, st, err := trace.ReadOpenB(data.OpenBDefault(), trace.OpenBOptions{File: data.OpenBDefaultName, SkipMalformed: r.skipBad, Strict: r.strict})
+		lt.name = "openb:" + data.OpenBDefaultName
+		lt.jobs, lt.stats = jobs, st
+		if err != nil {
+			return nil, err
+		}
+		return lt, checkTimed(lt)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var rd trace.StatsReader
+	switch kind {
+	case "openb":
+		jobs, st, err := trace.ReadOpenB(f, trace.OpenBOptions{File: o.File, SkipMalformed: r.skipBad, Strict: r.strict})
+		if err != nil {
+			return nil, err
+		}
+		lt.jobs, lt.stats = jobs, st
+		return lt, checkTimed(lt)
+	case "philly":
+		rd, err = trace.NewPhillyCSV(f, o)
+	case "philly-json":
+		rd = trace.NewPhillyJSON(f, o)
+	case "helios":
+		rd, err = trace.NewHeliosCSV(f, o)
+	case "acme":
+		rd, err = trace.NewAcmeCSV(f, o)
+	case "csv", "jsonl":
+		m, merr := trace.ParseMapping(r.mapping)
+		if merr != nil {
+			return nil, fmt.Errorf("--map: %w", merr)
+		}
+		if kind == "csv" {
+			rd, err = trace.NewCSV(f, m, o)
+		} else {
+			rd, err = trace.NewJSONL(f, m, o)
+		}
+	default:
+		return nil, fmt.Errorf("--trace: unknown kind %q (openb, philly, philly-json, helios, acme, csv, jsonl, synthetic)", kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	lt.jobs, err = trace.Collect(rd)
+	lt.stats = rd.Stats()
+	return lt, err
+}
+
+// checkTimed refuses time-based replay of a trace without times (the
+// openb multigpu lists): it is for the inflation experiment.
+func checkTimed(lt *loadedTrace) error {
+	for i := range lt.jobs {
+		if lt.jobs[i].Duration > 0 {
+			return nil
+		}
+	}
+	if len(lt.jobs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("trace %s has no durations (an openb multigpu list?): replay it with `gpusched sim compare --inflation`", lt.name)
+}
+
+// replayable drops jobs of unknown duration (zero), which a time-based
+// replay cannot run, and counts them.
+func replayable(lt *loadedTrace) {
+	kept := lt.jobs[:0]
+	for _, j := range lt.jobs {
+		if j.Duration > 0 {
+			kept = append(kept, j)
+		} else {
+			lt.stats.Filter("no duration")
+		}
+	}
+	lt.jobs = kept
+}
+
+// queueSetup builds the queue tree and the fairness entitlements.
+func (r *runConfig) queueSetup(jobs []trace.Job) (queue.Config, []sim.Tenant, map[string]string, error) {
+	p := queue.Policy{Ordering: queue.Ordering(r.ordering), Backfill: r.backfill}
+	tenants := rootsched.Tenants(jobs)
+	qm := map[string]string{"": "default"} // jobs without a tenant
+	switch {
+	case r.queues == "flat" || r.queues == "":
+		return rootsched.FlatQueues(tenants, p), nil, qm, nil
+	case r.queues == "single":
+		for _, t := range tenants {
+			qm[t] = "default"
+		}
+		return rootsched.FlatQueues([]string{"default"}, p), nil, qm, nil
+	case strings.HasPrefix(r.queues, "vc:"):
+		path := strings.TrimPrefix(r.queues, "vc:")
+		f, err := os.Open(path)
+		if err != nil {
+			return queue.Config{}, nil, nil, err
+		}
+		defer f.Close()
+		vcs, err := trace.ReadVCs(f, r.gpusPerNode, trace.Options{File: filepath.Base(path)})
+		if err != nil {
+			return queue.Config{}, nil, nil, err
+		}
+		return rootsched.VCQueues(vcs, tenants, p), rootsched.VCTenants(vcs), qm, nil
+	}
+	return queue.Config{}, nil, nil, fmt.Errorf("--queues %q: want flat, single or vc:PATH", r.queues)
+}
+
+// simConfig turns the model flags into a sim.Config (without cluster and
+// scheduler).
+func (r *runConfig) simConfig() sim.Config {
+	return sim.Config{
+		Seed:            r.seed,
+		Checkpoint:      sim.CheckpointModel{Interval: r.ckptInterval, Overhead: r.ckptOverhead, RestartCost: r.restartCost},
+		Failures:        sim.FailureModel{GPUMTBF: r.gpuMTBF, HostMTBF: r.hostMTBF, ToRMTBF: r.torMTBF, RepairTime: r.repair, MaxRestarts: r.maxRestarts},
+		Drain:           sim.DrainModel{MeanInterval: r.drainEvery, Duration: r.drainFor},
+		Speed:           sim.SpeedModel{Enabled: r.speed, SameHost: r.speedHost, SameSwitch: r.speedSwitch, PerLevel: r.speedLevel},
+		Preemption:      sim.PreemptionModel{Grace: r.grace},
+		RuntimeEstimate: r.runtimeEst,
+		ScheduleEvery:   r.scheduleEvery,
+		SampleEvery:     r.sampleEvery,
+		Horizon:         r.horizon,
+		RejectErrors:    r.rejectErrors,
+	}
+}
+
+func workers(n int) int {
+	if n > 0 {
+		return n
+	}
+	return runtime.GOMAXPROCS(0)
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package simcli
+
+const raceEnabled = false
