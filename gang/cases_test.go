@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpusched/gpusched/frag"
 	"github.com/gpusched/gpusched/topology"
 	"github.com/gpusched/gpusched/workload"
 )
@@ -504,5 +505,55 @@ func TestStranded(t *testing.T) {
 		if f.Stranded != want {
 			t.Fatalf("2×4 gang at %s: %d stranded, want %d", f.Name, f.Stranded, want)
 		}
+	}
+}
+
+// TestOptions: DetailBrief answers from counters only; MaxDomains bounds
+// the domains tried; Node replaces the frag policy built by name; bad
+// options are errors.
+func TestOptions(t *testing.T) {
+	c := mustPreset(t, "h100-1k")
+	l := topology.NewLedger(c)
+	for g := topology.GPUID(0); int(g) < c.NumGPUs(); g += 2 {
+		takeGPUs(t, l, g)
+	}
+	r := mustRequest(t, c, job("j", 2, workload.TaskGroup{GPUs: 8}, req("tor")))
+	brief, err := New("best-fit", Options{Explain: DetailBrief, MaxDomains: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p Placement
+	x := brief.Place(l, r, &p)
+	if x == nil || x.Verdict != VerdictFragmentation || x.Excluded != [NumReasons]int{} || x.Usable != 500 || x.Tried != 1 {
+		t.Fatalf("brief: %+v", x)
+	}
+	// Only the first of the ToRs that would fit 16 1-GPU tasks is tried.
+	one := mustRequest(t, c, job("k", 16, workload.TaskGroup{GPUs: 1}, req("tor")))
+	if x := brief.Place(l, one, &p); x != nil {
+		t.Fatal(x)
+	}
+	node, err := frag.NewPolicy("first-fit", frag.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaNode, err := New("fgd", Options{Node: node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The best-fit ToR is tor4 (29 hosts, 116 free); frag's first-fit
+	// takes its first host.
+	if x := viaNode.Place(l, one, &p); x != nil || c.DomainName(p.Domain) != "tor4" || p.Claims[0].Host != 96 {
+		t.Fatalf("node policy: %v, %s, first host %d", x, c.DomainName(p.Domain), p.Claims[0].Host)
+	}
+	for _, o := range []Options{{Explain: 9}, {MaxDomains: -1}} {
+		if _, err := New("best-fit", o); err == nil {
+			t.Errorf("options %+v accepted", o)
+		}
+	}
+	if _, err := New("fgd", Options{}); err == nil {
+		t.Error("fgd without a workload distribution accepted")
+	}
+	if _, err := New("tetris", Options{}); err == nil || !strings.Contains(err.Error(), "known: best-fit") {
+		t.Errorf("unknown policy: %v", err)
 	}
 }
