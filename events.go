@@ -369,3 +369,136 @@ func usesGPU(p *gang.Placement, g topology.GPUID) bool {
 	}
 	return false
 }
+
+// Restore records a job that already holds resources, with the exact
+// claims of each of its tasks: for a host that rebuilds its Scheduler from
+// its own records after a restart, or a tool that loads a saved state.
+// tasks holds, per task group of the job, one claim per placed task
+// (between the group's MinCount and Count); each claim must match its
+// group's demand (CPU, memory and whole GPUs, share or MIG instance). st
+// is queue.Admitted or queue.Running; started is ignored for Admitted.
+// Like Submit, Restore takes its time from submitted: restore and submit
+// jobs in order of submission.
+//
+// The job is checked as Submit checks it, the claims against the ledger
+// (all or nothing) and the charge against the quotas: a state the queue
+// tree could not have produced is an error, and nothing changes.
+func (s *Scheduler) Restore(spec workload.Job, tasks [][]topology.Claim, st queue.State, submitted, started time.Time) error {
+	now := s.advance(submitted)
+	if st != queue.Admitted && st != queue.Running {
+		return jobErr(spec.ID, fmt.Errorf("%w: Restore needs state admitted or running, not %s", ErrState, st))
+	}
+	if _, dup := s.jobs[spec.ID]; dup {
+		return jobErr(spec.ID, ErrDuplicateJob)
+	}
+	spec = copyJob(spec)
+	leaf, ok := s.tree.Leaf(spec.Queue)
+	if !ok {
+		return jobErr(spec.ID, fmt.Errorf("%w: no leaf queue named %q", ErrUnknownQueue, spec.Queue))
+	}
+	if err := s.tree.CheckPriority(spec.Priority); err != nil {
+		return &workload.FieldError{Job: spec.ID, Field: "priority", Msg: err.Error()}
+	}
+	req, err := gang.NewRequest(s.c, &spec)
+	if err != nil {
+		return err
+	}
+	if len(tasks) != len(req.Groups) {
+		return jobErr(spec.ID, fmt.Errorf("%d task groups placed, the job has %d", len(tasks), len(req.Groups)))
+	}
+	p := &gang.Placement{Job: spec.ID, Level: s.c.LevelCluster(), Domain: s.c.Root()}
+	for gi, claims := range tasks {
+		g := &req.Groups[gi]
+		if len(claims) < g.Min || len(claims) > g.Count {
+			return &workload.FieldError{Job: spec.ID, Field: fmt.Sprintf("groups[%d]", gi), Msg: fmt.Sprintf("%d tasks placed, want %d..%d", len(claims), g.Min, g.Count)}
+		}
+		for ti, cl := range claims {
+			if err := s.checkClaim(g, cl); err != nil {
+				return &workload.FieldError{Job: spec.ID, Field: fmt.Sprintf("groups[%d] task %d", gi, ti), Msg: err.Error()}
+			}
+			p.Claims = append(p.Claims, cl)
+			p.Tasks = append(p.Tasks, gang.TaskRef{Group: int32(gi), Index: int32(ti)})
+		}
+		p.Placed = append(p.Placed, len(claims))
+	}
+	charged := s.chargeVector(p)
+	if b := s.tree.Check(leaf.ID(), charged); b != nil {
+		return jobErr(spec.ID, fmt.Errorf("%w: restoring it would break a quota: %s", ErrState, b))
+	}
+	txn, err := gang.Commit(s.ledger, p)
+	if err != nil {
+		return jobErr(spec.ID, fmt.Errorf("claims do not fit the ledger: %w", err))
+	}
+	s.seq++
+	req.Seed = s.cfg.Seed ^ (s.seq * 0x9E3779B97F4A7C15)
+	j := &job{spec: spec, req: req, leaf: leaf, state: st, shape: shapeKey(req)}
+	j.demand = s.demandVector(req)
+	j.entry = queue.Entry{ID: spec.ID, Priority: spec.Priority, Submitted: submitted, Seq: s.seq, Class: j.shape, Runtime: spec.Runtime, Demand: j.demand, Ref: j}
+	s.tree.Admit(leaf.ID(), charged, now)
+	leaf.Count(1, 0)
+	j.placement, j.txn, j.charged, j.admitted = p, txn, charged, submitted
+	s.setEnd(j, submitted)
+	if st == queue.Running {
+		s.tree.Start(leaf.ID(), charged, now)
+		leaf.Count(-1, 1)
+		j.started = started
+		s.setEnd(j, started)
+	}
+	s.ends.ReplaceOrInsert(j)
+	j.hosts = p.Hosts()
+	for _, h := range j.hosts {
+		s.onHost[h] = append(s.onHost[h], j)
+	}
+	if s.tracker != nil {
+		s.tracker.Committed(req, p)
+	}
+	s.jobs[spec.ID] = j
+	return nil
+}
+
+// checkClaim checks that a claim is what one task of g takes.
+func (s *Scheduler) checkClaim(g *gang.Group, cl topology.Claim) error {
+	if cl.Host < 0 || int(cl.Host) >= s.c.NumHosts() {
+		return fmt.Errorf("host %d out of range", cl.Host)
+	}
+	if cl.CPUMilli != g.CPUMilli || cl.MemoryMiB != g.MemoryMiB {
+		return fmt.Errorf("claim takes %d milli-CPU and %d MiB, the group needs %d and %d", cl.CPUMilli, cl.MemoryMiB, g.CPUMilli, g.MemoryMiB)
+	}
+	if g.Kind != gang.TaskCPU && !g.Accepts(s.c.HostModel(cl.Host)) {
+		return fmt.Errorf("host %s has a model the group does not accept", s.c.HostName(cl.Host))
+	}
+	first, n := s.c.HostGPUs(cl.Host)
+	for _, gc := range cl.GPUs {
+		if gc.GPU < first || gc.GPU >= first+topology.GPUID(n) {
+			return fmt.Errorf("GPU %d is not on host %s", gc.GPU, s.c.HostName(cl.Host))
+		}
+	}
+	switch g.Kind {
+	case gang.TaskCPU:
+		if len(cl.GPUs) != 0 {
+			return fmt.Errorf("a CPU-only task takes no GPU")
+		}
+	case gang.TaskWhole:
+		if len(cl.GPUs) != g.GPUs {
+			return fmt.Errorf("%d GPUs claimed, the group needs %d", len(cl.GPUs), g.GPUs)
+		}
+		for _, gc := range cl.GPUs {
+			if gc.Kind != topology.ClaimWhole {
+				return fmt.Errorf("the group needs whole GPUs")
+			}
+		}
+	case gang.TaskShare:
+		if len(cl.GPUs) != 1 || cl.GPUs[0].Kind != topology.ClaimShare || int(cl.GPUs[0].Milli) != g.Milli {
+			return fmt.Errorf("the group needs a share of %d milli-GPU on one GPU", g.Milli)
+		}
+	case gang.TaskMIG:
+		if len(cl.GPUs) != 1 || cl.GPUs[0].Kind != topology.ClaimMIG {
+			return fmt.Errorf("the group needs one %s MIG instance", g.MIGProfile)
+		}
+		m := s.c.Model(s.c.GPU(cl.GPUs[0].GPU).Model)
+		if int(cl.GPUs[0].Profile) >= len(m.MIGProfiles) || m.MIGProfiles[cl.GPUs[0].Profile].Name != g.MIGProfile {
+			return fmt.Errorf("the group needs one %s MIG instance", g.MIGProfile)
+		}
+	}
+	return nil
+}

@@ -121,12 +121,19 @@ var shapes = []workload.TaskGroup{
 //     replaying the cycle's bindings on a copy of the ledger).
 func TestPropertyQuotasAndBorrowing(t *testing.T) {
 	c := testCluster(t, 4, 2) // 32 GPUs
+	var borrowing, checked int
+	defer func() {
+		t.Logf("%d borrowing bindings, %d guarantee checks against them", borrowing, checked)
+		if borrowing == 0 || checked == 0 {
+			t.Error("the property was never exercised")
+		}
+	}()
 	rapid.Check(t, func(rt *rapid.T) {
 		nq := rapid.IntRange(2, 4).Draw(rt, "queues")
 		cfg := queue.Config{}
 		left := int64(32)
 		for i := 0; i < nq; i++ {
-			nom := rapid.Int64Range(0, left).Draw(rt, "nominal")
+			nom := min(left, rapid.Int64Range(2, 14).Draw(rt, "nominal"))
 			left -= nom
 			q := queue.Quota{Resource: "gpu", Nominal: nom}
 			if rapid.Bool().Draw(rt, "limit") {
@@ -145,13 +152,13 @@ func TestPropertyQuotasAndBorrowing(t *testing.T) {
 		}
 		replayPlacer, _ := gang.New("best-fit", gang.Options{Explain: gang.DetailBrief})
 		var jobs []*simJob
-		n := rapid.IntRange(5, 40).Draw(rt, "jobs")
+		n := rapid.IntRange(5, 60).Draw(rt, "jobs")
 		for i := 0; i < n; i++ {
 			g := shapes[rapid.IntRange(0, len(shapes)-1).Draw(rt, "shape")]
 			jobs = append(jobs, &simJob{
 				spec: workload.Job{ID: fmt.Sprintf("j%02d", i), Queue: fmt.Sprintf("q%d", rapid.IntRange(0, nq-1).Draw(rt, "q")),
 					Groups: []workload.TaskGroup{g}, Runtime: time.Duration(rapid.IntRange(1, 8).Draw(rt, "rt")) * 15 * time.Minute},
-				arrive: t0.Add(time.Duration(rapid.IntRange(0, 180).Draw(rt, "at")) * time.Minute),
+				arrive: t0.Add(time.Duration(rapid.IntRange(0, 90).Draw(rt, "at")) * time.Minute),
 			})
 		}
 		jobsByID := map[string]*simJob{}
@@ -204,6 +211,7 @@ func TestPropertyQuotasAndBorrowing(t *testing.T) {
 					t.Fatalf("%v: %s Borrowing=%v but usage %d+%d vs nominal %d", now, b.Job, b.Borrowing, use[b.Queue], milli, nominal[b.Queue])
 				}
 				if b.Borrowing {
+					borrowing++
 					for q, p := range first {
 						if q == b.Queue || p.Reason == nil {
 							continue
@@ -231,6 +239,7 @@ func TestPropertyQuotasAndBorrowing(t *testing.T) {
 						if use[q]+need > nominal[q] {
 							continue // p would borrow too
 						}
+						checked++
 						var pl gang.Placement
 						if replayPlacer.Place(l, req, &pl) == nil {
 							t.Fatalf("%v: %s (queue %s) was admitted borrowing while %s of %s, within its guarantee, fit", now, b.Job, b.Queue, p.Job, q)
@@ -318,6 +327,13 @@ func TestPropertyBoundedWaiting(t *testing.T) {
 // later than the first time it was given, and the reserved time never
 // moves later.
 func TestPropertyBackfillKeepsReservation(t *testing.T) {
+	var reservations, backfilled int
+	defer func() {
+		t.Logf("%d reservations, %d backfilled jobs", reservations, backfilled)
+		if reservations == 0 || backfilled == 0 {
+			t.Error("the property was never exercised")
+		}
+	}()
 	rapid.Check(t, func(rt *rapid.T) {
 		c := testCluster(t, rapid.IntRange(2, 5).Draw(rt, "hosts"), 0)
 		s, err := New(Config{Cluster: c, Queues: queue.Config{Root: queue.Node{Children: []queue.Node{
@@ -340,6 +356,11 @@ func TestPropertyBackfillKeepsReservation(t *testing.T) {
 			byID[j.spec.ID] = j
 		}
 		runStream(t, s, jobs, t0.Add(100*time.Hour), func(now time.Time, d Decision) {
+			for _, b := range d.Bindings {
+				if b.Backfill {
+					backfilled++
+				}
+			}
 			for _, p := range d.Pending {
 				if p.Reason == nil || p.Reason.Reserved.IsZero() {
 					continue
@@ -351,6 +372,7 @@ func TestPropertyBackfillKeepsReservation(t *testing.T) {
 				reserved[p.Job] = at
 				if _, ok := firstReserved[p.Job]; !ok {
 					firstReserved[p.Job] = at
+					reservations++
 				}
 			}
 		})

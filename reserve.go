@@ -117,11 +117,14 @@ func (s *Scheduler) estimatedEnd(j *job, t time.Time) (time.Time, bool) {
 // jobs holding resources in order of estimated end (overdue jobs first,
 // jobs without an estimate last) and find the earliest end after which
 // the placer fits j. Placement attempts are spaced out exponentially
-// (after 1, 2, 4, … releases since the last failed attempt) and skipped
-// while fewer GPUs are free than j needs. The previous cycle's
-// reservation is kept if it is still valid at its time, so a reservation
-// never moves later because of jobs that backfilled behind it. Returns nil
-// when j cannot fit even when everything has ended.
+// (after 1, 2, 4, … distinct end times since the last failed attempt) and
+// skipped while fewer GPUs are free than j needs; after a success,
+// bisection over the end times skipped since the last failure finds the
+// earliest one that fits. The previous cycle's reservation is reused
+// (its shadow synced with this cycle's admissions) while valid, and
+// otherwise kept if it is still free at its time, so a reservation never
+// moves later because of jobs that backfilled behind it. Returns nil when
+// j cannot fit even when everything has ended.
 func (s *Scheduler) reserve(j *job, now time.Time, mkey string) *reservation {
 	if prev := s.reservedFor[j]; prev != nil && prev.shadow != nil {
 		if prev.health == s.healthEpoch && prev.mkey == mkey && (prev.forever || now.Before(prev.at)) && s.syncShadow(prev) {
@@ -136,30 +139,74 @@ func (s *Scheduler) reserve(j *job, now time.Time, mkey string) *reservation {
 	need := j.req.MinDemand().Milli
 	root := s.c.Root()
 	var p gang.Placement
+	// groups are the end times released since the last failed attempt;
+	// window the jobs released in them, in order.
+	type group struct {
+		end   time.Time
+		known bool
+		from  int
+	}
 	var (
 		found          bool
 		at             time.Time
 		forever        bool
 		claims         []topology.Claim
-		groupEnd       time.Time
-		groupKnown     = true
-		released       int
-		sinceTry       int
+		groups         []group
+		window         []*job
 		stride         = 1
 		prevChecked    = prev == nil
 		placedByPlacer bool
 	)
+	fits := func() bool {
+		return sh.FreeMilli(root) >= need && s.placer.Place(sh, j.req, &p) == nil
+	}
+	// tryHere tries the state after every released group. On success it
+	// searches back, by bisection over the groups released since the last
+	// failure, for the earliest group end that also fits.
 	tryHere := func() bool {
-		if sh.FreeMilli(root) < need {
+		if len(groups) == 0 || len(groups) < stride || sh.FreeMilli(root) < need {
 			return false
 		}
-		sinceTry = 0
-		if s.placer.Place(sh, j.req, &p) == nil {
-			placedByPlacer = true
-			return true
+		if !fits() {
+			stride *= 2
+			groups, window = groups[:0], window[:0]
+			return false
 		}
-		stride *= 2
-		return false
+		best := p.Clone()
+		lo, hi, cur := 0, len(groups)-1, len(groups)-1
+		moveTo := func(k int) {
+			for cur > k { // put group cur back
+				for _, h := range window[groups[cur].from:] {
+					_ = sh.Allocate(h.placement.Claims...)
+				}
+				window = window[:groups[cur].from]
+				cur--
+			}
+		}
+		for lo < hi {
+			mid := (lo + hi) / 2
+			// Only moving back is possible without re-releasing: test mid
+			// from a copy of the window.
+			saved := append([]*job(nil), window...)
+			savedCur := cur
+			moveTo(mid)
+			if fits() {
+				best = p.Clone()
+				hi = mid
+				continue
+			}
+			// Release again up to savedCur and search the upper half.
+			for _, h := range saved[len(window):] {
+				_ = sh.Release(h.placement.Claims...)
+			}
+			window, cur = saved, savedCur
+			lo = mid + 1
+		}
+		moveTo(hi)
+		p = *best
+		at, forever = groups[hi].end, !groups[hi].known
+		placedByPlacer = true
+		return true
 	}
 	var rp *gang.Placement
 	checkPrev := func() bool {
@@ -175,11 +222,10 @@ func (s *Scheduler) reserve(j *job, now time.Time, mkey string) *reservation {
 		if hKnown && hEnd.Before(now) {
 			hEnd = now
 		}
-		if released > 0 && (hKnown != groupKnown || !hEnd.Equal(groupEnd)) {
-			// Everything ending by groupEnd is released: the state at
-			// groupEnd.
-			if sinceTry >= stride && tryHere() {
-				found, at, forever = true, groupEnd, !groupKnown
+		if n := len(groups); n > 0 && (hKnown != groups[n-1].known || !hEnd.Equal(groups[n-1].end)) {
+			// Everything ending by the last group's end is released.
+			if tryHere() {
+				found = true
 				return false
 			}
 		}
@@ -190,15 +236,18 @@ func (s *Scheduler) reserve(j *job, now time.Time, mkey string) *reservation {
 				return false
 			}
 		}
-		if err := sh.Release(h.placement.Claims...); err == nil {
-			released++
-			sinceTry++
+		if err := sh.Release(h.placement.Claims...); err != nil {
+			return true
 		}
-		groupEnd, groupKnown = hEnd, hKnown
+		if n := len(groups); n == 0 || hKnown != groups[n-1].known || !hEnd.Equal(groups[n-1].end) {
+			groups = append(groups, group{end: hEnd, known: hKnown, from: len(window)})
+		}
+		window = append(window, h)
 		return true
 	})
-	if !found && released > 0 && tryHere() {
-		found, at, forever = true, groupEnd, !groupKnown
+	if !found && len(groups) > 0 {
+		stride = 0 // last chance: everything has ended
+		found = tryHere()
 	}
 	if !found && !prevChecked && checkPrev() {
 		found, at, forever = true, prev.at, prev.forever
