@@ -42,6 +42,7 @@ Start with a built-in cluster:
 	})
 	root.AddCommand(newTopologyCmd())
 	root.AddCommand(newPlaceCmd())
+	root.AddCommand(newExplainCmd())
 	return root
 }
 
