@@ -16,16 +16,19 @@ func BenchmarkInflation(b *testing.B) {
 	for _, pol := range PolicyNames() {
 		b.Run(pol, func(b *testing.B) {
 			var run *InflationRun
+			cpu0 := cpuTime()
 			for b.Loop() {
 				var err error
 				if run, err = RunInflation(c, tasks, pol, 42, InflationOptions{}); err != nil {
 					b.Fatal(err)
 				}
 			}
+			cpu := cpuTime() - cpu0
 			if run.Placed == 0 || run.Arrivals < 10000 {
 				b.Fatalf("run placed %d of %d", run.Placed, run.Arrivals)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(run.Arrivals), "ns/task")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/float64(run.Arrivals), "cpu-ns/task")
 		})
 	}
 }
@@ -56,12 +59,14 @@ func BenchmarkPick(b *testing.B) {
 				}
 				placed := 0
 				i := 0
+				cpu0 := cpuTime()
 				for b.Loop() {
 					if _, ok := p.Pick(l, probe[i&1023], Scope{}); ok {
 						placed++
 					}
 					i++
 				}
+				b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 				if fill < 95 && placed == 0 {
 					b.Fatal("nothing placed")
 				}

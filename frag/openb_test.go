@@ -14,9 +14,17 @@ import (
 )
 
 // sharedData returns the path of rel under ../shared/data (relative to the
-// repository root), skipping the test when it is absent.
+// repository root; $GPUSCHED_SHARED_DATA overrides the directory),
+// skipping the test when it is absent.
 func sharedData(tb testing.TB, rel string) string {
 	tb.Helper()
+	if d := os.Getenv("GPUSCHED_SHARED_DATA"); d != "" {
+		p := filepath.Join(d, rel)
+		if _, err := os.Stat(p); err != nil {
+			tb.Skipf("%s not present: %v", p, err)
+		}
+		return p
+	}
 	dir, err := os.Getwd()
 	if err != nil {
 		tb.Fatal(err)

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const inflationTestPods = `name,cpu_milli,memory_mib,num_gpu,gpu_milli
+p0,12000,16384,1,1000
+p1,6000,12288,1,460
+p2,8000,30517,0,0
+p3,88000,327680,8,1000
+p4,4000,8192,1,230
+`
+
+func runInflationCmd(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := newInflationCmd()
+	var out, errb bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), errb.String(), err
+}
+
+func TestInflationCommand(t *testing.T) {
+	dir := t.TempDir()
+	pods := filepath.Join(dir, "pods.csv")
+	if err := os.WriteFile(pods, []byte(inflationTestPods), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runInflationCmd(t, "--trace", "openb:"+pods, "--policies", "fgd,best-fit", "--seeds", "1-2,7", "--max-load", "100", "--out", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "median of 3 seeds") || !strings.Contains(out, "fgd") || !strings.Contains(out, "best-fit") || !strings.Contains(out, "100%") || strings.Contains(out, "110%") {
+		t.Errorf("table:\n%s", out)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "inflation.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Cluster  string
+		Trace    string
+		Policies map[string]struct {
+			Seeds  map[string][]float64
+			Median []float64
+		}
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Cluster != "openb-gpu" || res.Trace != "openb:"+pods || len(res.Policies) != 2 {
+		t.Fatalf("%s", data)
+	}
+	for name, pc := range res.Policies {
+		if len(pc.Seeds) != 3 || len(pc.Median) != 101 || pc.Median[0] != 100 || len(pc.Seeds["7"]) != 101 {
+			t.Errorf("%s: %+v", name, pc)
+		}
+	}
+	if st, err := os.Stat(filepath.Join(dir, "inflation.png")); err != nil || st.Size() == 0 || st.Size() > 200<<10 {
+		t.Errorf("png: %v %v", st, err)
+	}
+	// The same run again gives the same bytes, whatever the parallelism.
+	dir2 := t.TempDir()
+	if _, _, err := runInflationCmd(t, "--trace", "openb:"+pods, "--policies", "fgd,best-fit", "--seeds", "1-2,7", "--max-load", "100", "--out", dir2, "--jobs", "1"); err != nil {
+		t.Fatal(err)
+	}
+	data2, _ := os.ReadFile(filepath.Join(dir2, "inflation.json"))
+	if !bytes.Equal(data, data2) {
+		t.Errorf("inflation.json differs between runs")
+	}
+	// Markdown table.
+	out, _, err = runInflationCmd(t, "--trace", pods, "--policies", "random", "--seeds", "3", "--max-load", "95", "--markdown")
+	if err != nil || !strings.HasPrefix(out, "| unallocated GPU % | 90% | 95% |\n|---|---|---|\n| random |") {
+		t.Errorf("markdown %q %v", out, err)
+	}
+}
+
+func TestInflationCommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	pods := filepath.Join(dir, "pods.csv")
+	if err := os.WriteFile(pods, []byte(inflationTestPods), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "bad.csv")
+	if err := os.WriteFile(bad, []byte("name,cpu_milli,memory_mib,num_gpu,gpu_milli\nx,1,1,2,500\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "trace"},
+		{[]string{"--trace", "philly:x.csv"}, "openb pod lists"},
+		{[]string{"--trace", pods, "--policies", "tetris"}, "unknown policy"},
+		{[]string{"--trace", pods, "--seeds", "9-1"}, "--seeds"},
+		{[]string{"--trace", pods, "--max-load", "0"}, "--max-load"},
+		{[]string{"--trace", pods, "--tie", "coin"}, "--tie"},
+		{[]string{"--trace", pods, "--scoring", "fuzzy"}, "--scoring"},
+		{[]string{"--trace", pods, "--sampling", "x"}, "--sampling"},
+		{[]string{"--trace", bad}, "bad.csv:2: field gpu_milli"},
+		{[]string{"--trace", filepath.Join(dir, "none.csv")}, "no such file"},
+	} {
+		_, _, err := runInflationCmd(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
+}
