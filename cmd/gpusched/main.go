@@ -43,6 +43,7 @@ Start with a built-in cluster:
 	root.AddCommand(newTopologyCmd())
 	root.AddCommand(newPlaceCmd())
 	root.AddCommand(newExplainCmd())
+	root.AddCommand(newSimCmd())
 	return root
 }
 
