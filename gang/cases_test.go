@@ -2,6 +2,7 @@ package gang
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -555,5 +556,38 @@ func TestOptions(t *testing.T) {
 	}
 	if _, err := New("tetris", Options{}); err == nil || !strings.Contains(err.Error(), "known: best-fit") {
 		t.Errorf("unknown policy: %v", err)
+	}
+}
+
+// TestPlacementAccessors: GPUs counts distinct GPUs (shares of one GPU
+// once), Hosts the distinct hosts, Clone is deep and not committed.
+func TestPlacementAccessors(t *testing.T) {
+	c := mustPreset(t, "dgx-h100")
+	l := topology.NewLedger(c)
+	p, x := place(t, "best-fit", l, &workload.Job{ID: "m", Groups: []workload.TaskGroup{
+		{Name: "w", Count: 2, GPUs: 2}, {Name: "s", Count: 3, GPUMilli: 300},
+	}})
+	if x != nil {
+		t.Fatal(x)
+	}
+	// 2×2 whole GPUs and three 300m shares packed on one GPU.
+	if p.GPUs() != 5 || len(p.Hosts()) != 1 || p.Len() != 5 {
+		t.Fatalf("GPUs %d, hosts %v, tasks %d", p.GPUs(), p.Hosts(), p.Len())
+	}
+	if _, err := Commit(l, p); err != nil {
+		t.Fatal(err)
+	}
+	q := p.Clone()
+	q.Claims[0].GPUs[0].GPU = 7
+	if p.Claims[0].GPUs[0].GPU == 7 {
+		t.Fatal("Clone shares GPU claims")
+	}
+	q.Reset() // a clone is not committed: no panic
+	r := mustRequest(t, c, job("x", 1, workload.TaskGroup{GPUs: 1}))
+	if r.Cluster() != c || r.FullDemand().GPUs != 1 || TaskWhole.String() != "whole" || ReasonCPU.String() != "cpu" {
+		t.Fatal("accessors")
+	}
+	if s := fmt.Sprint(newPolicy(t, "buddy", c)); s != "buddy" {
+		t.Fatalf("policy name %q", s)
 	}
 }

@@ -222,7 +222,7 @@ func randomCluster(t *rapid.T) *topology.Cluster {
 	spec := topology.Spec{Version: topology.SpecVersion, Name: "rand", Accelerators: []topology.AcceleratorSpec{h100, l40s}}
 	nT := rapid.IntRange(1, 3).Draw(t, "templates")
 	for i := 0; i < nT; i++ {
-		n := rapid.SampledFrom([]int{0, 1, 2, 4, 4, 8, 8}).Draw(t, "gpus")
+		n := rapid.SampledFrom([]int{0, 1, 2, 4, 4, 8, 8, 72}).Draw(t, "gpus")
 		tp := topology.HostTemplate{
 			Name:      fmt.Sprintf("t%d", i),
 			CPUMilli:  rapid.SampledFrom([]int64{4000, 16000, 64000}).Draw(t, "cpu"),

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gpusched/gpusched/topology"
@@ -162,8 +163,13 @@ func oracleJob(t *rapid.T, c *topology.Cluster) *workload.Job {
 }
 
 func TestBestFitAndTopologyMatchOracle(t *testing.T) {
-	for _, name := range []string{"best-fit", "topology"} {
+	for _, name := range []string{"best-fit", "topology", "best-fit/cursors", "topology/cursors"} {
 		t.Run(name, func(t *testing.T) {
+			name, mode, _ := strings.Cut(name, "/")
+			if mode == "cursors" {
+				defer func(old int) { gatherMax = old }(gatherMax)
+				gatherMax = 0 // merge index cursors even in small scopes
+			}
 			rapid.Check(t, func(t *rapid.T) {
 				c := randomCluster(t)
 				l := topology.NewLedger(c)

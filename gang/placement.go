@@ -69,32 +69,16 @@ func (p *Placement) Reset() {
 func (p *Placement) Len() int { return len(p.Claims) }
 
 // GPUs returns the number of distinct GPUs the placement touches (whole,
-// shared or MIG).
+// shared or MIG). O(claims log claims); it allocates.
 func (p *Placement) GPUs() int {
-	n := 0
+	var ids []topology.GPUID
 	for i := range p.Claims {
-		for j, gc := range p.Claims[i].GPUs {
-			if !p.usedBefore(i, j, gc.GPU) {
-				n++
-			}
+		for _, gc := range p.Claims[i].GPUs {
+			ids = append(ids, gc.GPU)
 		}
 	}
-	return n
-}
-
-func (p *Placement) usedBefore(ci, gi int, g topology.GPUID) bool {
-	for i := 0; i <= ci; i++ {
-		gs := p.Claims[i].GPUs
-		if i == ci {
-			gs = gs[:gi]
-		}
-		for _, x := range gs {
-			if x.GPU == g {
-				return true
-			}
-		}
-	}
-	return false
+	slices.Sort(ids)
+	return len(slices.Compact(ids))
 }
 
 // Hosts returns the distinct hosts of the placement in ascending order.

@@ -555,6 +555,11 @@ func (pl *policy) placeSmall(gi int) bool {
 	}
 }
 
+// smallScope is the largest scope (in hosts) whose GPUs bestSharedHost
+// looks at directly rather than walking the cluster's index of shared
+// GPUs. Tests lower it to exercise the index.
+var smallScope = 64
+
 // bestSharedHost returns the host of the partly used GPU in scope with the
 // least free milli that still fits g's share (ties to the lowest GPU).
 func (e *engine) bestSharedHost(g *Group) (topology.HostID, bool) {
@@ -572,7 +577,7 @@ func (e *engine) bestSharedHost(g *Group) (topology.HostID, bool) {
 			best, bestFree = x, f
 		}
 	}
-	if e.s.size() <= 64 {
+	if e.s.size() <= smallScope {
 		// A small scope: look at its GPUs directly rather than walk the
 		// cluster's index of shared GPUs.
 		for i := 0; i < e.s.size(); i++ {

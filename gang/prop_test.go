@@ -24,6 +24,16 @@ func TestPropertiesEveryPolicy(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) { propertyRun(rt, name) })
 		})
 	}
+	// The same with index cursors merged, and shared GPUs found through
+	// the ledger's index, even in small scopes (the paths large clusters
+	// take).
+	defer func(g, s int) { gatherMax, smallScope = g, s }(gatherMax, smallScope)
+	gatherMax, smallScope = 0, 0
+	for _, name := range []string{"best-fit", "worst-fit", "first-fit", "random", "topology", "buddy"} {
+		t.Run(name+"/cursors", func(t *testing.T) {
+			rapid.Check(t, func(rt *rapid.T) { propertyRun(rt, name) })
+		})
+	}
 }
 
 type held struct {
