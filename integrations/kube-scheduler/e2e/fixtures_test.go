@@ -20,6 +20,9 @@ import (
 
 const gpuResource v1.ResourceName = "nvidia.com/gpu"
 
+// kubernetesClient is the typed clientset the tests use.
+type kubernetesClient = kubernetes.Interface
+
 func insecureTLS() *tls.Config { return &tls.Config{InsecureSkipVerify: true} } //nolint:gosec // loopback test server
 
 // nodeSpec is one GPU node as GPU feature discovery would label it.
@@ -220,7 +223,11 @@ func describeEvents(ctx context.Context, c kubernetes.Interface, ns string) stri
 	}
 	s := "events:\n"
 	for _, e := range el.Items {
-		s += fmt.Sprintf("  %s %s/%s %s: %s\n", e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+		ts := e.EventTime.Time
+		if ts.IsZero() {
+			ts = e.LastTimestamp.Time
+		}
+		s += fmt.Sprintf("  %s %s %s/%s %s (x%d): %s\n", ts.Format("15:04:05.000"), e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, max(e.Count, 1), e.Message)
 	}
 	return s
 }

@@ -1,0 +1,310 @@
+package plugin
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
+	"github.com/gpusched/gpusched/frag"
+	"github.com/gpusched/gpusched/gang"
+)
+
+// Args are the plugin's arguments, the `args` of its entry in a
+// KubeSchedulerConfiguration profile's pluginConfig. Every field has a
+// default (see SetDefaults); Validate checks them.
+//
+//	pluginConfig:
+//	- name: GPUSched
+//	  args:
+//	    policy: fgd
+//	    topologyLevels:
+//	    - {name: spine, nodeLabel: topology.example.com/spine}
+//	    - {name: tor, nodeLabel: topology.example.com/tor}
+type Args struct {
+	// Policy names the gpusched placement policy (gang.PolicyNames):
+	// "topology" (topology-tiered, the default), "fgd", "best-fit",
+	// "buddy", ... Pods and gangs alike are placed by it.
+	Policy string `json:"policy,omitempty"`
+
+	// GPUResource is the extended resource that counts whole GPUs.
+	// Default "nvidia.com/gpu".
+	GPUResource string `json:"gpuResource,omitempty"`
+
+	// TopologyLevels are the network levels above nodes, outermost first
+	// (like Kueue's Topology levels), each read from a node label. A node
+	// without a level's label is alone in its own domain at that level.
+	// Default none: gangs can then be required on one host or one NVLink
+	// clique, not on a switch.
+	TopologyLevels []TopologyLevel `json:"topologyLevels,omitempty"`
+
+	// GPUCountLabel, GPUProductLabel and GPUCliqueLabel are the labels
+	// NVIDIA GPU feature discovery puts on nodes. Defaults
+	// "nvidia.com/gpu.count", "nvidia.com/gpu.product",
+	// "nvidia.com/gpu.clique". Nodes with the same clique label value
+	// ("<cluster UUID>.<clique ID>") form one multi-node NVLink domain.
+	GPUCountLabel   string `json:"gpuCountLabel,omitempty"`
+	GPUProductLabel string `json:"gpuProductLabel,omitempty"`
+	GPUCliqueLabel  string `json:"gpuCliqueLabel,omitempty"`
+
+	// MachineTemplates maps a GPU product label value to a gpusched machine
+	// preset (topology.MachineNames: dgx-h100, dgx-a100, gb200-nvl72, ...)
+	// whose intra-host topology (NUMA, PCIe switches, NVSwitch) the node
+	// gets when its GPU count matches the preset's. Other nodes get a flat
+	// host: every GPU under one PCIe host bridge. Entries given here are
+	// added to (and override) DefaultMachineTemplates.
+	MachineTemplates map[string]string `json:"machineTemplates,omitempty"`
+
+	// Workload is the target workload distribution of the "fgd" policy:
+	// the task shapes expected to arrive, with weights. Default: 1, 2, 4
+	// and 8 GPUs with weights 4, 2, 1, 1.
+	Workload []WorkloadClass `json:"workload,omitempty"`
+
+	// GangLabel names the pod label whose value names a pod's gang (within
+	// its namespace). Default "gpusched.io/gang".
+	GangLabel string `json:"gangLabel,omitempty"`
+	// GangSizeKey, GangMinKey and GangTopologyKey are pod labels or
+	// annotations (the label wins) giving a gang's size (required), its
+	// minimum (default: the size) and its required topology level
+	// ("nvlink", "host" or a TopologyLevels name; default none).
+	// GangPreferredKey lists preferred levels, comma separated.
+	// Defaults "gpusched.io/gang-size", "gpusched.io/gang-min",
+	// "gpusched.io/gang-topology", "gpusched.io/gang-topology-preferred".
+	GangSizeKey      string `json:"gangSizeKey,omitempty"`
+	GangMinKey       string `json:"gangMinKey,omitempty"`
+	GangTopologyKey  string `json:"gangTopologyKey,omitempty"`
+	GangPreferredKey string `json:"gangPreferredKey,omitempty"`
+	// GangTimeoutSeconds is how long the reserved members of a gang wait
+	// at Permit for the rest before the whole gang is given up. Default 60.
+	GangTimeoutSeconds int32 `json:"gangTimeoutSeconds,omitempty"`
+
+	// GPUIndicesAnnotation is the pod annotation the plugin writes before
+	// binding: the chosen GPUs' indices on the node, comma separated
+	// ("0,1,2,3"), for device plugins that honour it. Default
+	// "gpusched.io/gpu-indices".
+	GPUIndicesAnnotation string `json:"gpuIndicesAnnotation,omitempty"`
+}
+
+// TopologyLevel is one network level and the node label that names a node's
+// domain at that level.
+type TopologyLevel struct {
+	// Name is the level's name as gangs require it ("tor", "spine",
+	// "block"); not "nvlink", "fabric", "host", "node" or "cluster".
+	Name string `json:"name"`
+	// NodeLabel is the label whose value names the node's switch/domain.
+	NodeLabel string `json:"nodeLabel"`
+}
+
+// WorkloadClass is one task shape of the FGD target workload.
+type WorkloadClass struct {
+	// GPUs is the number of whole GPUs of the task (1..256).
+	GPUs int `json:"gpus"`
+	// CPUMilli is its CPU request in milli-cores (optional).
+	CPUMilli int64 `json:"cpuMilli,omitempty"`
+	// Weight is its relative frequency (> 0).
+	Weight float64 `json:"weight"`
+}
+
+// Defaults.
+const (
+	DefaultPolicy               = "topology"
+	DefaultGPUResource          = "nvidia.com/gpu"
+	DefaultGPUCountLabel        = "nvidia.com/gpu.count"
+	DefaultGPUProductLabel      = "nvidia.com/gpu.product"
+	DefaultGPUCliqueLabel       = "nvidia.com/gpu.clique"
+	DefaultGangLabel            = "gpusched.io/gang"
+	DefaultGangSizeKey          = "gpusched.io/gang-size"
+	DefaultGangMinKey           = "gpusched.io/gang-min"
+	DefaultGangTopologyKey      = "gpusched.io/gang-topology"
+	DefaultGangPreferredKey     = "gpusched.io/gang-topology-preferred"
+	DefaultGangTimeoutSeconds   = 60
+	DefaultGPUIndicesAnnotation = "gpusched.io/gpu-indices"
+)
+
+// DefaultMachineTemplates maps GPU feature discovery product names of the
+// common SXM systems to gpusched machine presets.
+var DefaultMachineTemplates = map[string]string{
+	"NVIDIA-A100-SXM4-40GB": "dgx-a100",
+	"NVIDIA-A100-SXM4-80GB": "dgx-a100",
+	"NVIDIA-H100-80GB-HBM3": "dgx-h100",
+	"NVIDIA-H200":           "dgx-h200",
+	"NVIDIA-H200-141GB-HBM3e": "dgx-h200",
+	"NVIDIA-B200":           "dgx-b200",
+	"NVIDIA-GB200":          "gb200-nvl72",
+}
+
+// DefaultWorkload is the FGD target workload used when Args.Workload is empty.
+func DefaultWorkload() []WorkloadClass {
+	return []WorkloadClass{{GPUs: 1, Weight: 4}, {GPUs: 2, Weight: 2}, {GPUs: 4, Weight: 1}, {GPUs: 8, Weight: 1}}
+}
+
+// SetDefaults fills every empty field of a with its default.
+func (a *Args) SetDefaults() {
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	def(&a.Policy, DefaultPolicy)
+	def(&a.GPUResource, DefaultGPUResource)
+	def(&a.GPUCountLabel, DefaultGPUCountLabel)
+	def(&a.GPUProductLabel, DefaultGPUProductLabel)
+	def(&a.GPUCliqueLabel, DefaultGPUCliqueLabel)
+	def(&a.GangLabel, DefaultGangLabel)
+	def(&a.GangSizeKey, DefaultGangSizeKey)
+	def(&a.GangMinKey, DefaultGangMinKey)
+	def(&a.GangTopologyKey, DefaultGangTopologyKey)
+	def(&a.GangPreferredKey, DefaultGangPreferredKey)
+	def(&a.GPUIndicesAnnotation, DefaultGPUIndicesAnnotation)
+	if a.GangTimeoutSeconds == 0 {
+		a.GangTimeoutSeconds = DefaultGangTimeoutSeconds
+	}
+	mt := make(map[string]string, len(DefaultMachineTemplates)+len(a.MachineTemplates))
+	for k, v := range DefaultMachineTemplates {
+		mt[k] = v
+	}
+	for k, v := range a.MachineTemplates {
+		mt[k] = v
+	}
+	a.MachineTemplates = mt
+	if len(a.Workload) == 0 {
+		a.Workload = DefaultWorkload()
+	}
+}
+
+// GangTimeout returns GangTimeoutSeconds as a duration.
+func (a *Args) GangTimeout() time.Duration { return time.Duration(a.GangTimeoutSeconds) * time.Second }
+
+var reservedLevels = []string{"nvlink", "fabric", "host", "node", "cluster"}
+
+// Validate checks defaulted args and returns every problem, each naming its
+// field (e.g. "topologyLevels[1].nodeLabel").
+func (a *Args) Validate() error {
+	var errs field.ErrorList
+	if !slices.Contains(gang.PolicyNames(), a.Policy) {
+		errs = append(errs, field.NotSupported(field.NewPath("policy"), a.Policy, gang.PolicyNames()))
+	}
+	qualified := func(p *field.Path, v string) {
+		for _, msg := range validation.IsQualifiedName(v) {
+			errs = append(errs, field.Invalid(p, v, msg))
+		}
+	}
+	qualified(field.NewPath("gpuResource"), a.GPUResource)
+	for _, f := range []struct {
+		name string
+		v    string
+	}{
+		{"gpuCountLabel", a.GPUCountLabel}, {"gpuProductLabel", a.GPUProductLabel},
+		{"gpuCliqueLabel", a.GPUCliqueLabel}, {"gangLabel", a.GangLabel},
+		{"gangSizeKey", a.GangSizeKey}, {"gangMinKey", a.GangMinKey},
+		{"gangTopologyKey", a.GangTopologyKey}, {"gangPreferredKey", a.GangPreferredKey},
+		{"gpuIndicesAnnotation", a.GPUIndicesAnnotation},
+	} {
+		qualified(field.NewPath(f.name), f.v)
+	}
+	names := map[string]bool{}
+	labels := map[string]bool{}
+	for i, l := range a.TopologyLevels {
+		p := field.NewPath("topologyLevels").Index(i)
+		switch {
+		case l.Name == "":
+			errs = append(errs, field.Required(p.Child("name"), "a level needs a name"))
+		case slices.Contains(reservedLevels, l.Name):
+			errs = append(errs, field.Invalid(p.Child("name"), l.Name, "is a built-in level name"))
+		case strings.ContainsAny(l.Name, "/[], \t"):
+			errs = append(errs, field.Invalid(p.Child("name"), l.Name, "may not contain '/', '[', ']', ',' or spaces"))
+		case names[l.Name]:
+			errs = append(errs, field.Duplicate(p.Child("name"), l.Name))
+		}
+		names[l.Name] = true
+		if l.NodeLabel == "" {
+			errs = append(errs, field.Required(p.Child("nodeLabel"), "a level is read from a node label"))
+		} else {
+			qualified(p.Child("nodeLabel"), l.NodeLabel)
+			if labels[l.NodeLabel] {
+				errs = append(errs, field.Duplicate(p.Child("nodeLabel"), l.NodeLabel))
+			}
+			labels[l.NodeLabel] = true
+		}
+	}
+	if a.GangTimeoutSeconds < 1 || a.GangTimeoutSeconds > 3600 {
+		errs = append(errs, field.Invalid(field.NewPath("gangTimeoutSeconds"), a.GangTimeoutSeconds, "must be between 1 and 3600"))
+	}
+	for k, v := range a.MachineTemplates {
+		if !slices.Contains(machineNames(), v) {
+			errs = append(errs, field.NotSupported(field.NewPath("machineTemplates").Key(k), v, machineNames()))
+		}
+	}
+	for i, w := range a.Workload {
+		p := field.NewPath("workload").Index(i)
+		if w.GPUs < 1 || w.GPUs > 256 {
+			errs = append(errs, field.Invalid(p.Child("gpus"), w.GPUs, "must be between 1 and 256"))
+		}
+		if w.CPUMilli < 0 {
+			errs = append(errs, field.Invalid(p.Child("cpuMilli"), w.CPUMilli, "must not be negative"))
+		}
+		if !(w.Weight > 0) || w.Weight > 1e12 {
+			errs = append(errs, field.Invalid(p.Child("weight"), w.Weight, "must be positive"))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s args: %w", Name, errs.ToAggregate())
+}
+
+// Distribution returns the FGD target workload of a.
+func (a *Args) Distribution() frag.Distribution {
+	d := frag.Distribution{Classes: make([]frag.Class, len(a.Workload))}
+	for i, w := range a.Workload {
+		d.Classes[i] = frag.Class{Task: frag.Task{GPUs: w.GPUs, CPUMilli: w.CPUMilli}, Weight: w.Weight}
+	}
+	return d
+}
+
+// DecodeArgs decodes the plugin's args from a scheduler configuration (nil
+// means all defaults), fills defaults and validates them.
+func DecodeArgs(obj runtime.Object) (*Args, error) {
+	a := &Args{}
+	switch o := obj.(type) {
+	case nil:
+	case *Args:
+		*a = *o
+	default:
+		if err := frameworkruntime.DecodeInto(obj, a); err != nil {
+			return nil, fmt.Errorf("%s args: %w", Name, err)
+		}
+	}
+	a.SetDefaults()
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// DeepCopyObject and GetObjectKind make *Args a runtime.Object, so that code
+// building a scheduler in Go can pass typed args directly.
+func (a *Args) DeepCopyObject() runtime.Object {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	c.TopologyLevels = slices.Clone(a.TopologyLevels)
+	c.Workload = slices.Clone(a.Workload)
+	if a.MachineTemplates != nil {
+		c.MachineTemplates = make(map[string]string, len(a.MachineTemplates))
+		for k, v := range a.MachineTemplates {
+			c.MachineTemplates[k] = v
+		}
+	}
+	return &c
+}
+
+// GetObjectKind returns an empty kind: Args are not registered in a scheme.
+func (a *Args) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }

@@ -1,0 +1,716 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
+)
+
+// Name is the plugin's name in scheduler configurations.
+const Name = "GPUSched"
+
+// Event reasons the plugin records on pods.
+const (
+	// ReasonUnschedulable: gpusched found no placement; the message is
+	// gpusched's one-line explanation (gang.Explanation.String).
+	ReasonUnschedulable = "GPUSchedUnschedulable"
+	// ReasonGangPlaced: gpusched placed a gang; the message says where.
+	ReasonGangPlaced = "GPUSchedGangPlaced"
+)
+
+// cycleKey is the plugin's entry in a scheduling cycle's state.
+const cycleKey fwk.StateKey = Name
+
+// Plugin is the gpusched scheduler plugin: gpusched's placement policies
+// choose the node and GPUs of every pod that requests GPUs, and gangs of pods
+// are placed whole, all or nothing, inside one topology domain.
+//
+// Extension points:
+//
+//	PreFilter  resolve the pod's demand; a gang member gets (or plans) its
+//	           gang's placement and is narrowed to its planned node; a pod
+//	           that fits nowhere is rejected with gpusched's explanation
+//	Filter     nodes without enough free GPUs (gang plans count) are rejected
+//	PostFilter a gang member whose planned node failed drops its gang's plan
+//	PreScore   the placement policy chooses among the feasible nodes
+//	Score      100 for the chosen node, 0 for the others
+//	Reserve    the chosen GPUs are taken on the ledger (Unreserve gives back)
+//	Permit     gang members wait until every planned member has reserved
+//	PreBind    the chosen GPU indices are written to the pod's annotation
+//
+// Pods without GPUs and not in a gang are skipped.
+type Plugin struct {
+	handle fwk.Handle
+	args   *Args
+	st     *state
+	pods   corelisters.PodLister
+	now    func() time.Time
+}
+
+var (
+	_ fwk.PreFilterPlugin  = (*Plugin)(nil)
+	_ fwk.FilterPlugin     = (*Plugin)(nil)
+	_ fwk.PostFilterPlugin = (*Plugin)(nil)
+	_ fwk.PreScorePlugin   = (*Plugin)(nil)
+	_ fwk.ScorePlugin      = (*Plugin)(nil)
+	_ fwk.ReservePlugin    = (*Plugin)(nil)
+	_ fwk.PermitPlugin     = (*Plugin)(nil)
+	_ fwk.PreBindPlugin    = (*Plugin)(nil)
+)
+
+// New is the plugin's factory, for app.WithPlugin(plugin.Name, plugin.New).
+// It decodes and validates the args and subscribes to the Node and Pod
+// informers of h.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	args, err := DecodeArgs(obj)
+	if err != nil {
+		return nil, err
+	}
+	log := klog.FromContext(ctx).WithValues("plugin", Name)
+	p := &Plugin{handle: h, args: args, st: newState(args, log), now: time.Now}
+	if f := h.SharedInformerFactory(); f != nil {
+		p.pods = f.Core().V1().Pods().Lister()
+		if _, err := f.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { p.onNode(o) },
+			UpdateFunc: func(_, o any) { p.onNode(o) },
+			DeleteFunc: func(o any) { p.onNodeDelete(o) },
+		}); err != nil {
+			return nil, err
+		}
+		if _, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { p.onPod(o) },
+			UpdateFunc: func(_, o any) { p.onPod(o) },
+			DeleteFunc: func(o any) { p.onPodDelete(o) },
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// Name returns Name.
+func (p *Plugin) Name() string { return Name }
+
+// Args returns the plugin's defaulted args. The caller must not modify them.
+func (p *Plugin) Args() *Args { return p.args }
+
+func (p *Plugin) onNode(o any) {
+	if n, ok := o.(*v1.Node); ok {
+		p.st.setNode(n)
+	}
+}
+
+func (p *Plugin) onNodeDelete(o any) {
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	if n, ok := o.(*v1.Node); ok {
+		p.st.deleteNode(n.Name)
+	}
+}
+
+func (p *Plugin) onPod(o any) {
+	if pod, ok := o.(*v1.Pod); ok {
+		p.st.setPod(pod)
+	}
+}
+
+func (p *Plugin) onPodDelete(o any) {
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	if pod, ok := o.(*v1.Pod); ok {
+		p.st.deletePod(pod.UID, pod.Spec.NodeName != "")
+	}
+}
+
+// cycle is what one scheduling cycle of one pod knows.
+type cycle struct {
+	d     demand
+	build int // state.builds when PreFilter ran
+	// A gang member's gang and planned node.
+	gang    *gangSpec
+	planned string
+	// A single pod's request, the per-node fit verdicts for Filter ("" fits)
+	// and the node and placement PreScore chose.
+	req    *gang.Request
+	fit    map[string]string
+	chosen string
+	choice *gang.Placement
+}
+
+// Clone returns c itself: after PreFilter only PreScore writes to it, in the
+// scheduling cycle.
+func (c *cycle) Clone() fwk.StateData { return c }
+
+func readCycle(cs fwk.CycleState) *cycle {
+	d, err := cs.Read(cycleKey)
+	if err != nil {
+		return nil
+	}
+	c, _ := d.(*cycle)
+	return c
+}
+
+// PreFilter resolves the pod against gpusched's model of the cluster.
+func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	d := demandOf(pod, p.args)
+	g, inGang, err := gangOf(pod, p.args)
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+	}
+	if d.gpus == 0 && !inGang {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	if d.gpus > topology.MaxGPUsPerHost {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("pod requests %d GPUs; no host has more than %d", d.gpus, topology.MaxGPUsPerHost))
+	}
+	s := p.st
+	s.mu.Lock()
+	reject := s.ensureTopology()
+	reject = append(reject, s.expirePlansLocked(p.now(), p.args.GangTimeout())...)
+	c := &cycle{d: d, build: s.builds}
+	var res *fwk.PreFilterResult
+	var st *fwk.Status
+	var explained string
+	var activate []*v1.Pod
+	if inGang {
+		c.gang = &g
+		res, st, explained, activate = p.gangPreFilter(pod, c)
+	} else {
+		st, explained = p.singlePreFilter(pod, c)
+	}
+	s.mu.Unlock()
+	p.reject(reject, "its gang's placement was dropped")
+	if explained != "" {
+		p.event(pod, v1.EventTypeWarning, ReasonUnschedulable, explained)
+	}
+	if len(activate) > 0 {
+		// The other members wait in the unschedulable queue; the end of
+		// this cycle moves them to the active queue.
+		if d, err := cs.Read(framework.PodsToActivateKey); err == nil {
+			if pa, ok := d.(*framework.PodsToActivate); ok {
+				pa.Lock()
+				for _, m := range activate {
+					pa.Map[m.Namespace+"/"+m.Name] = m
+				}
+				pa.Unlock()
+			}
+		}
+	}
+	cs.Write(cycleKey, c)
+	return res, st
+}
+
+// singlePreFilter checks that a pod outside any gang fits somewhere and
+// computes the per-node verdicts for Filter. s.mu is held.
+func (p *Plugin) singlePreFilter(pod *v1.Pod, c *cycle) (*fwk.Status, string) {
+	s := p.st
+	req, err := s.singleRequest(pod, c.d)
+	if err != nil {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error()), ""
+	}
+	c.req = req
+	if _, why := s.place(req, s.eligibility(pod)); why != nil {
+		msg := why.String()
+		return fwk.NewStatus(fwk.Unschedulable, msg), msg
+	}
+	cl := s.topo.Cluster
+	c.fit = make(map[string]string, cl.NumHosts())
+	for h := topology.HostID(0); int(h) < cl.NumHosts(); h++ {
+		c.fit[cl.HostName(h)] = s.hostFit(h, c.d)
+	}
+	return nil, ""
+}
+
+// hostFit says why one task of d does not fit on host h now, or "".
+func (s *state) hostFit(h topology.HostID, d demand) string {
+	l := s.ledger
+	switch {
+	case l.HostHealth(h) != topology.Healthy:
+		return fmt.Sprintf("gpusched: host is %s", l.HostHealth(h))
+	case l.HostFreeGPUs(h) < d.gpus:
+		_, n := s.topo.Cluster.HostGPUs(h)
+		return fmt.Sprintf("gpusched: %d of %d GPUs free, pod needs %d", l.HostFreeGPUs(h), n, d.gpus)
+	case l.CPUFree(h) < d.cpuMilli:
+		return fmt.Sprintf("gpusched: %dm CPU free, pod needs %dm", l.CPUFree(h), d.cpuMilli)
+	case l.MemoryFree(h) < d.memoryMiB:
+		return fmt.Sprintf("gpusched: %dMi memory free, pod needs %dMi", l.MemoryFree(h), d.memoryMiB)
+	}
+	return ""
+}
+
+// gangPreFilter finds or makes the plan of pod's gang and narrows the pod to
+// its planned node. s.mu is held.
+func (p *Plugin) gangPreFilter(pod *v1.Pod, c *cycle) (*fwk.PreFilterResult, *fwk.Status, string, []*v1.Pod) {
+	s := p.st
+	g := *c.gang
+	if pl, ok := s.plans[g.key]; ok {
+		if !pl.spec.equal(g) {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+				fmt.Sprintf("gang %s: members disagree on size, minimum or topology", g.key)), "", nil
+		}
+		i, ok := pl.slot[pod.UID]
+		if !ok {
+			return nil, fwk.NewStatus(fwk.Unschedulable,
+				fmt.Sprintf("gang %s: placed without this pod (%d of %d members); it waits for the gang's next placement", g.key, len(pl.slot), g.size)), "", nil
+		}
+		c.planned = s.topo.Cluster.HostName(pl.placement.Claims[i].Host)
+		return &fwk.PreFilterResult{NodeNames: sets.New(c.planned)}, nil, "", nil
+	}
+
+	// Gather the gang: members running or reserved, and pending ones.
+	members, err := p.gangMembers(g, pod)
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error()), "", nil
+	}
+	var pending []*v1.Pod
+	var running []string // their nodes
+	for _, m := range members {
+		if r, ok := s.pods[m.UID]; ok {
+			running = append(running, r.node)
+		} else if m.Spec.NodeName != "" {
+			running = append(running, m.Spec.NodeName)
+		} else {
+			pending = append(pending, m)
+		}
+	}
+	if len(running) >= g.size {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+			fmt.Sprintf("gang %s: all %d members already run; this pod is one too many", g.key, g.size)), "", nil
+	}
+	if len(running)+len(pending) < g.min {
+		return nil, fwk.NewStatus(fwk.Unschedulable,
+			fmt.Sprintf("gang %s: %d of %d pods exist (minimum %d); waiting for the rest", g.key, len(running)+len(pending), g.size, g.min)), "", nil
+	}
+	if n := g.size - len(running); len(pending) > n {
+		pending = pending[:n]
+	}
+
+	// The job: one task group per distinct demand, members in name order.
+	var job workload.Job
+	job.ID = g.key
+	job.Topology = g.constraints()
+	var groupOf []int // per pending member
+	var demands []demand
+	for _, m := range pending {
+		d := demandOf(m, p.args)
+		gi := -1
+		for i, x := range demands {
+			if x == d {
+				gi = i
+				break
+			}
+		}
+		if gi < 0 {
+			gi = len(demands)
+			demands = append(demands, d)
+			job.Groups = append(job.Groups, d.taskGroup(fmt.Sprintf("g%d", gi), 0))
+		}
+		job.Groups[gi].Count++
+		groupOf = append(groupOf, gi)
+	}
+	if need := g.min - len(running); len(job.Groups) == 1 && need < job.Groups[0].Count {
+		job.Groups[0].MinCount = max(need, 1) // elastic: at least the minimum
+	}
+	req, err := gang.NewRequest(s.topo.Cluster, &job)
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error()), "", nil
+	}
+	allow := s.eligibility(pod)
+	if len(running) > 0 && g.required != "" {
+		s.keepNear(allow, running, req.Within())
+	}
+	pl, why := s.place(req, allow)
+	if why != nil {
+		msg := why.String()
+		return nil, fwk.NewStatus(fwk.Unschedulable, msg), msg, nil
+	}
+	txn, err := gang.Commit(s.ledger, pl)
+	if err != nil {
+		return nil, fwk.AsStatus(fmt.Errorf("gang %s: committing its placement: %w", g.key, err)), "", nil
+	}
+	if t, ok := s.placer.(gang.Tracker); ok {
+		t.Committed(req, pl)
+	}
+	plan := &gangPlan{spec: g, req: req, placement: pl, txn: txn, slot: map[types.UID]int{},
+		reserved: map[types.UID]bool{}, created: p.now()}
+	// Members take their group's tasks in name order.
+	byGroup := make([][]int, len(job.Groups))
+	for k, gi := range groupOf {
+		byGroup[gi] = append(byGroup[gi], k)
+	}
+	cursor := make([]int, len(job.Groups))
+	for ti, t := range pl.Tasks {
+		k := byGroup[t.Group][cursor[t.Group]]
+		cursor[t.Group]++
+		plan.slot[pending[k].UID] = ti
+	}
+	cl := s.topo.Cluster
+	plan.where = fmt.Sprintf("gang %s: %d pods on %d GPUs in %s %s", g.key, pl.Len(), pl.GPUs(), cl.LevelName(pl.Level), cl.DomainName(pl.Domain))
+	s.plans[g.key] = plan
+	i, ok := plan.slot[pod.UID]
+	if !ok {
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s: placed without this pod", g.key)), "", nil
+	}
+	c.planned = cl.HostName(pl.Claims[i].Host)
+	var activate []*v1.Pod
+	for _, m := range pending {
+		if _, ok := plan.slot[m.UID]; ok && m.UID != pod.UID {
+			activate = append(activate, m)
+		}
+	}
+	return &fwk.PreFilterResult{NodeNames: sets.New(c.planned)}, nil, "", activate
+}
+
+// gangMembers lists the live pods of g in name order, pod included, and checks
+// that they agree on the gang's size and topology.
+func (p *Plugin) gangMembers(g gangSpec, pod *v1.Pod) ([]*v1.Pod, error) {
+	var list []*v1.Pod
+	if p.pods != nil {
+		sel := labels.SelectorFromSet(labels.Set{p.args.GangLabel: g.name})
+		var err error
+		if list, err = p.pods.Pods(g.namespace).List(sel); err != nil {
+			return nil, err
+		}
+	}
+	seen := false
+	out := list[:0:0]
+	for _, m := range list {
+		if m.DeletionTimestamp != nil || isTerminal(m) {
+			continue
+		}
+		if m.UID == pod.UID {
+			seen = true
+			m = pod
+		}
+		mg, ok, err := gangOf(m, p.args)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || !mg.equal(g) {
+			return nil, fmt.Errorf("gang %s: pods %s and %s disagree on size, minimum or topology", g.key, pod.Name, m.Name)
+		}
+		out = append(out, m)
+	}
+	if !seen {
+		out = append(out, pod)
+	}
+	sortPods(out)
+	return out, nil
+}
+
+// keepNear restricts allow to the hosts that share a domain at level lv with
+// the first of the running members' nodes, so that a gang growing back to its
+// size stays inside its required domain.
+func (s *state) keepNear(allow []bool, running []string, lv topology.Level) {
+	c := s.topo.Cluster
+	h0, ok := c.HostByName(running[0])
+	if !ok {
+		return
+	}
+	domainOf := func(h topology.HostID) topology.DomainID {
+		if lv == topology.LevelFabric {
+			first, n := c.HostGPUs(h)
+			if n == 0 {
+				return topology.NoDomain
+			}
+			return c.GPUFabric(first)
+		}
+		return c.HostAt(h, lv)
+	}
+	want := domainOf(h0)
+	for h := range allow {
+		if allow[h] && (want == topology.NoDomain || domainOf(topology.HostID(h)) != want) {
+			allow[h] = false
+		}
+	}
+}
+
+// expirePlansLocked drops gang plans older than timeout: their members were
+// not all scheduled in time, so the GPUs they hold go back.
+func (s *state) expirePlansLocked(now time.Time, timeout time.Duration) []types.UID {
+	var reject []types.UID
+	for _, key := range sortedKeys(s.plans) {
+		if now.Sub(s.plans[key].created) > timeout {
+			reject = append(reject, s.dropPlanLocked(key)...)
+		}
+	}
+	return reject
+}
+
+// PreFilterExtensions returns nil: gpusched's view does not change when the
+// scheduler simulates adding or removing pods.
+func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// Filter rejects nodes where the pod's GPUs do not fit now (a gang member:
+// every node but its planned one).
+func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) *fwk.Status {
+	c := readCycle(cs)
+	if c == nil {
+		return nil
+	}
+	node := ni.Node().Name
+	if c.gang != nil {
+		if c.planned != "" && node != c.planned {
+			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s: placed on %s", c.gang.key, c.planned))
+		}
+		return nil
+	}
+	msg, ok := c.fit[node]
+	if !ok {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "gpusched: not a GPU node")
+	}
+	if msg != "" {
+		return fwk.NewStatus(fwk.Unschedulable, msg)
+	}
+	return nil
+}
+
+// PostFilter drops the plan of a gang member whose planned node failed other
+// filters, so the gang is placed again.
+func (p *Plugin) PostFilter(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	c := readCycle(cs)
+	if c == nil || c.gang == nil || c.planned == "" {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	s := p.st
+	s.mu.Lock()
+	var reject []types.UID
+	if pl, ok := s.plans[c.gang.key]; ok {
+		if _, member := pl.slot[pod.UID]; member {
+			reject = s.dropPlanLocked(c.gang.key)
+		}
+	}
+	s.mu.Unlock()
+	p.reject(reject, fmt.Sprintf("gang %s: member %s did not fit its planned node", c.gang.key, pod.Name))
+	return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s: planned node %s failed; the gang will be placed again", c.gang.key, c.planned))
+}
+
+// PreScore lets the placement policy choose among the nodes that passed every
+// filter.
+func (p *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
+	c := readCycle(cs)
+	if c == nil {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	if c.gang != nil {
+		c.chosen = c.planned
+		return nil
+	}
+	s := p.st
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.build != s.builds {
+		return nil // Reserve places again
+	}
+	allow := make([]bool, s.topo.Cluster.NumHosts())
+	for _, n := range nodes {
+		if h, ok := s.topo.Cluster.HostByName(n.Node().Name); ok {
+			allow[h] = true
+		}
+	}
+	if pl, why := s.place(c.req, allow); why == nil {
+		c.chosen, c.choice = s.topo.Cluster.HostName(pl.Claims[0].Host), pl
+	}
+	return nil
+}
+
+// Score gives the policy's choice fwk.MaxNodeScore and every other node 0.
+func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *v1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
+	if c := readCycle(cs); c != nil && c.chosen != "" && ni.Node().Name == c.chosen {
+		return fwk.MaxNodeScore, nil
+	}
+	return 0, nil
+}
+
+// ScoreExtensions returns nil: scores need no normalising.
+func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
+
+// Reserve takes the pod's GPUs on the ledger: a gang member's planned slot,
+// or the policy's choice on the node the scheduler picked.
+func (p *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
+	c := readCycle(cs)
+	if c == nil {
+		return nil
+	}
+	s := p.st
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cl := s.topo.Cluster
+	if c.gang != nil {
+		pl, ok := s.plans[c.gang.key]
+		if !ok {
+			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s: its placement was dropped", c.gang.key))
+		}
+		i, ok := pl.slot[pod.UID]
+		if !ok || cl.HostName(pl.placement.Claims[i].Host) != node {
+			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s: pod is not planned on %s", c.gang.key, node))
+		}
+		claim := pl.placement.Claims[i]
+		first, _ := cl.HostGPUs(claim.Host)
+		rec := &podRecord{uid: pod.UID, key: pod.Namespace + "/" + pod.Name, node: node, demand: c.d,
+			assumed: true, applied: true, cpuHeld: true}
+		for _, g := range claim.GPUs {
+			rec.gpus = append(rec.gpus, int(g.GPU-first))
+		}
+		s.pods[pod.UID] = rec
+		pl.reserved[pod.UID] = true
+		return nil
+	}
+	if c.build == s.builds && c.choice != nil && c.chosen == node {
+		if err := s.commitSingle(pod, c.d, c.req, c.choice); err == nil {
+			return nil
+		}
+	}
+	// The scheduler picked another node, or the ledger changed: place on
+	// that node alone.
+	req, err := s.singleRequest(pod, c.d)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	h, ok := cl.HostByName(node)
+	if !ok {
+		return fwk.NewStatus(fwk.Unschedulable, "gpusched: not a GPU node")
+	}
+	allow := make([]bool, cl.NumHosts())
+	allow[h] = true
+	pl, why := s.place(req, allow)
+	if why != nil {
+		return fwk.NewStatus(fwk.Unschedulable, why.String())
+	}
+	if err := s.commitSingle(pod, c.d, req, pl); err != nil {
+		return fwk.NewStatus(fwk.Unschedulable, err.Error())
+	}
+	return nil
+}
+
+// Unreserve gives back what Reserve took; for a gang member whose gang has not
+// been permitted yet, the whole gang's plan goes and the other members are
+// rejected.
+func (p *Plugin) Unreserve(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ string) {
+	c := readCycle(cs)
+	key := ""
+	if c != nil && c.gang != nil {
+		key = c.gang.key
+	} else if g, ok, err := gangOf(pod, p.args); ok && err == nil {
+		key = g.key
+	}
+	s := p.st
+	s.mu.Lock()
+	reject := s.unreserveLocked(pod, key)
+	s.mu.Unlock()
+	p.reject(reject, fmt.Sprintf("gang %s: member %s was unreserved", key, pod.Name))
+}
+
+// Permit holds a gang member until every planned member has reserved, then
+// lets them all go at once.
+func (p *Plugin) Permit(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ string) (*fwk.Status, time.Duration) {
+	c := readCycle(cs)
+	if c == nil || c.gang == nil {
+		return nil, 0
+	}
+	s := p.st
+	s.mu.Lock()
+	pl, ok := s.plans[c.gang.key]
+	if !ok {
+		s.mu.Unlock()
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s: its placement was dropped", c.gang.key)), 0
+	}
+	if len(pl.reserved) < len(pl.slot) {
+		s.mu.Unlock()
+		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("gang %s: %d of %d members reserved", c.gang.key, len(pl.reserved), len(pl.slot))), p.args.GangTimeout()
+	}
+	// Every member holds its slot: the plan's claims now belong to the
+	// members' records.
+	delete(s.plans, c.gang.key)
+	allow := sets.New[types.UID]()
+	for uid := range pl.reserved {
+		allow.Insert(uid)
+	}
+	where := pl.where
+	s.mu.Unlock()
+	var released []*v1.Pod
+	p.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
+		if allow.Has(wp.GetPod().UID) {
+			wp.Allow(Name)
+			released = append(released, wp.GetPod())
+		}
+	})
+	for _, m := range append(released, pod) {
+		p.event(m, v1.EventTypeNormal, ReasonGangPlaced, where)
+	}
+	return nil, 0
+}
+
+// PreBindPreFlight says whether PreBind has indices to write.
+func (p *Plugin) PreBindPreFlight(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
+	if readCycle(cs) == nil {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	s := p.st
+	s.mu.Lock()
+	r, ok := s.pods[pod.UID]
+	has := ok && len(r.gpus) > 0
+	s.mu.Unlock()
+	if !has {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
+}
+
+// PreBind writes the chosen GPU indices to the pod's annotation.
+func (p *Plugin) PreBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
+	s := p.st
+	s.mu.Lock()
+	r, ok := s.pods[pod.UID]
+	val := ""
+	if ok {
+		val = formatIndices(r.gpus)
+	}
+	s.mu.Unlock()
+	if val == "" || pod.Annotations[p.args.GPUIndicesAnnotation] == val {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{p.args.GPUIndicesAnnotation: val}}})
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	if _, err := p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fwk.AsStatus(fmt.Errorf("writing %s: %w", p.args.GPUIndicesAnnotation, err))
+	}
+	return nil
+}
+
+// reject rejects waiting pods by UID.
+func (p *Plugin) reject(uids []types.UID, why string) {
+	for _, uid := range uids {
+		if wp := p.handle.GetWaitingPod(uid); wp != nil {
+			wp.Reject(Name, why)
+		}
+	}
+}
+
+// event records an event about pod, if the scheduler gave us a recorder.
+func (p *Plugin) event(pod *v1.Pod, typ, reason, msg string) {
+	if r := p.handle.EventRecorder(); r != nil {
+		r.Eventf(pod, nil, typ, reason, "Scheduling", "%s", msg)
+	}
+}

@@ -1,0 +1,463 @@
+package plugin
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+
+	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
+)
+
+// podRecord is what one pod assigned to a node holds, in node names and GPU
+// indices rather than gpusched IDs, so that it survives rebuilding the
+// cluster when nodes change.
+type podRecord struct {
+	uid  types.UID
+	key  string // namespace/name
+	node string
+	// gpus are the GPU indices on the node; nil until known (a pod bound
+	// by another scheduler without the indices annotation gets the node's
+	// lowest free GPUs).
+	gpus []int
+	demand
+	// assumed: reserved by this plugin and not yet seen bound.
+	assumed bool
+	// applied: held on the current ledger.
+	applied bool
+	// cpuHeld: the claim includes CPU and memory (false when the ledger had
+	// no room for them: the GPUs are held regardless).
+	cpuHeld bool
+	// req and placement, for pods this plugin placed alone: reported to the
+	// placer's Tracker on release.
+	req       *gang.Request
+	placement *gang.Placement
+}
+
+// gangPlan is a gang placed by gpusched and held on the ledger while its
+// members reserve their slots, one scheduling cycle each.
+type gangPlan struct {
+	spec      gangSpec
+	req       *gang.Request
+	placement *gang.Placement
+	txn       gang.Txn
+	// slot maps a member to its task: an index into placement.Claims.
+	slot map[types.UID]int
+	// members are the planned members by UID, for rejecting them.
+	reserved map[types.UID]bool
+	// where is a one-line description of the chosen domain for events.
+	where string
+	// created is when the plan was made; plans not completed within the
+	// gang timeout are dropped.
+	created time.Time
+}
+
+// state is the plugin's model of the cluster: the topology built from the
+// nodes, the ledger of what assigned pods hold, and the open gang plans.
+// Informer handlers and the scheduler's extension points share it; mu guards
+// everything.
+type state struct {
+	mu   sync.Mutex
+	args *Args
+	log  klog.Logger
+
+	nodes map[string]*v1.Node
+	// shapes remembers what each node contributed, to tell relevant node
+	// updates from heartbeats.
+	shapes map[string]string
+	dirty  bool
+
+	topo     *Topology
+	ledger   *topology.Ledger
+	placer   gang.Placer
+	buildErr error
+	builds   int
+
+	pods  map[types.UID]*podRecord
+	plans map[string]*gangPlan
+}
+
+func newState(a *Args, log klog.Logger) *state {
+	return &state{
+		args:   a,
+		log:    log,
+		nodes:  map[string]*v1.Node{},
+		shapes: map[string]string{},
+		dirty:  true,
+		pods:   map[types.UID]*podRecord{},
+		plans:  map[string]*gangPlan{},
+	}
+}
+
+// shapeKey is the part of a node gpusched reads; a change in it rebuilds the
+// cluster.
+func (s *state) shapeKey(n *v1.Node) string {
+	sh, ok := shapeOf(n, s.args)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%d|%d|%s|%d|%d|%s|%s|%q", sh.gpus, sh.allocGPUs, sh.model, sh.cpuMilli, sh.memoryMiB, sh.machine, sh.clique, sh.levels)
+}
+
+// setNode records a node added or updated.
+func (s *state) setNode(n *v1.Node) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nodes[n.Name] = n
+	if k := s.shapeKey(n); s.shapes[n.Name] != k {
+		s.shapes[n.Name] = k
+		s.dirty = true
+	}
+}
+
+// deleteNode forgets a node.
+func (s *state) deleteNode(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.nodes[name]; !ok {
+		return
+	}
+	delete(s.nodes, name)
+	if s.shapes[name] != "" {
+		s.dirty = true
+	}
+	delete(s.shapes, name)
+}
+
+// ensureTopology rebuilds the cluster and ledger if nodes changed. It returns
+// the UIDs of gang members waiting at Permit whose plan the rebuild dropped:
+// the caller rejects them once s.mu is released.
+func (s *state) ensureTopology() []types.UID {
+	if !s.dirty && s.topo != nil {
+		return nil
+	}
+	s.dirty = false
+	nodes := make([]*v1.Node, 0, len(s.nodes))
+	for _, name := range sortedKeys(s.nodes) {
+		nodes = append(nodes, s.nodes[name])
+	}
+	topo, err := BuildTopology(nodes, s.args)
+	if err != nil {
+		s.buildErr = err
+		s.log.Error(err, "Keeping the previous GPU topology")
+		if s.topo != nil {
+			return nil
+		}
+		// No cluster at all yet: an empty one, so that nothing fits.
+		topo, err = BuildTopology(nil, s.args)
+		if err != nil {
+			panic("plugin: an empty cluster does not build: " + err.Error())
+		}
+	} else {
+		s.buildErr = nil
+	}
+	for _, w := range topo.Warnings {
+		s.log.Info("GPU topology", "warning", w)
+	}
+	var reject []types.UID
+	for _, key := range sortedKeys(s.plans) {
+		reject = append(reject, s.dropPlanLocked(key)...)
+	}
+	placer, err := newPlacer(s.args)
+	if err != nil {
+		panic("plugin: validated policy does not build: " + err.Error())
+	}
+	s.topo, s.ledger, s.placer = topo, topo.NewLedger(), placer
+	s.builds++
+	recs := make([]*podRecord, 0, len(s.pods))
+	for _, r := range s.pods {
+		r.applied, r.req, r.placement = false, nil, nil
+		recs = append(recs, r)
+	}
+	slices.SortFunc(recs, func(a, b *podRecord) int { return strings.Compare(a.key, b.key) })
+	for _, r := range recs {
+		s.applyLocked(r)
+	}
+	c := topo.Cluster
+	s.log.V(2).Info("Built GPU topology", "hosts", c.NumHosts(), "gpus", c.NumGPUs(), "levels", c.NumLevels(), "pods", len(recs))
+	return reject
+}
+
+func newPlacer(a *Args) (gang.Placer, error) {
+	opts := gang.Options{}
+	if a.Policy == "fgd" {
+		opts.Frag.Distribution = a.Distribution()
+	}
+	return gang.New(a.Policy, opts)
+}
+
+// claimOf returns the claim of r on the current cluster; ok is false when r's
+// node is not a GPU host of it.
+func (s *state) claimOf(r *podRecord, withCPU bool) (topology.Claim, bool) {
+	c := s.topo.Cluster
+	h, ok := c.HostByName(r.node)
+	if !ok {
+		return topology.Claim{}, false
+	}
+	cl := topology.Claim{Host: h}
+	if withCPU {
+		cl.CPUMilli, cl.MemoryMiB = r.cpuMilli, r.memoryMiB
+	}
+	first, n := c.HostGPUs(h)
+	if r.gpus == nil && r.demand.gpus > 0 {
+		// Unknown indices: the lowest free GPUs, as a device plugin
+		// without hints would hand them out.
+		for i := 0; i < n && len(r.gpus) < r.demand.gpus; i++ {
+			if s.ledger.GPUIsFree(first + topology.GPUID(i)) {
+				r.gpus = append(r.gpus, i)
+			}
+		}
+	}
+	for _, i := range r.gpus {
+		if i < n {
+			cl.GPUs = append(cl.GPUs, topology.GPUClaim{GPU: first + topology.GPUID(i), Kind: topology.ClaimWhole})
+		}
+	}
+	return cl, true
+}
+
+// applyLocked puts r on the ledger: its GPUs, and its CPU and memory when
+// they fit. A pod the ledger cannot hold (another scheduler overcommitted a
+// node) stays unapplied and is logged.
+func (s *state) applyLocked(r *podRecord) {
+	if r.applied {
+		return
+	}
+	cl, ok := s.claimOf(r, true)
+	if !ok {
+		return // not on a GPU node
+	}
+	if err := s.ledger.Allocate(cl); err == nil {
+		r.applied, r.cpuHeld = true, true
+		return
+	}
+	cl.CPUMilli, cl.MemoryMiB = 0, 0
+	if err := s.ledger.Allocate(cl); err == nil {
+		r.applied, r.cpuHeld = true, false
+		return
+	}
+	if len(r.gpus) > 0 {
+		// The recorded indices are taken or unhealthy: any free ones.
+		r.gpus = nil
+		if cl, ok = s.claimOf(r, false); ok && len(cl.GPUs) == r.demand.gpus {
+			if err := s.ledger.Allocate(cl); err == nil {
+				r.applied, r.cpuHeld = true, false
+				return
+			}
+		}
+	}
+	s.log.Info("Pod does not fit the GPU ledger; its GPUs are not accounted", "pod", r.key, "node", r.node, "gpus", r.demand.gpus)
+}
+
+// releaseLocked takes r off the ledger.
+func (s *state) releaseLocked(r *podRecord) {
+	if !r.applied {
+		return
+	}
+	r.applied = false
+	cl, ok := s.claimOf(r, r.cpuHeld)
+	if !ok {
+		return
+	}
+	if err := s.ledger.Release(cl); err != nil {
+		s.log.Error(err, "Releasing a pod's GPUs", "pod", r.key, "node", r.node)
+		return
+	}
+	if r.req != nil {
+		if t, ok := s.placer.(gang.Tracker); ok {
+			t.Undone(r.req, r.placement)
+		}
+		r.req, r.placement = nil, nil
+	}
+}
+
+// setPod records an assigned pod seen by the informer (bound by this plugin or
+// by anyone else).
+func (s *state) setPod(p *v1.Pod) {
+	if p.Spec.NodeName == "" {
+		return
+	}
+	if isTerminal(p) {
+		s.deletePod(p.UID, true)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.pods[p.UID]; ok {
+		if r.node == p.Spec.NodeName {
+			r.assumed = false
+			return
+		}
+		// Bound elsewhere than reserved (should not happen): follow the
+		// API server.
+		s.releaseLocked(r)
+		delete(s.pods, p.UID)
+	}
+	r := &podRecord{uid: p.UID, key: p.Namespace + "/" + p.Name, node: p.Spec.NodeName, demand: demandOf(p, s.args)}
+	if r.demand.gpus == 0 && r.cpuMilli == 0 && r.memoryMiB == 0 {
+		return
+	}
+	if s.topo != nil {
+		if h, ok := s.topo.Cluster.HostByName(r.node); ok {
+			_, n := s.topo.Cluster.HostGPUs(h)
+			if idx := parseIndices(p.Annotations[s.args.GPUIndicesAnnotation], n); len(idx) == r.demand.gpus {
+				r.gpus = idx
+			}
+		}
+	}
+	s.pods[p.UID] = r
+	if s.topo != nil {
+		s.applyLocked(r)
+	}
+}
+
+// deletePod forgets a pod that was deleted or finished. A pod deleted before
+// it was bound is left to Unreserve, which the scheduler calls for it.
+func (s *state) deletePod(uid types.UID, bound bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.pods[uid]; ok && (bound || !r.assumed) {
+		s.releaseLocked(r)
+		delete(s.pods, uid)
+	}
+}
+
+// dropPlanLocked undoes an open gang plan: the ledger gets back every slot and
+// the members that reserved one lose their records. It returns those members,
+// for the caller to reject at Permit once s.mu is released.
+func (s *state) dropPlanLocked(key string) []types.UID {
+	pl, ok := s.plans[key]
+	if !ok {
+		return nil
+	}
+	delete(s.plans, key)
+	if err := pl.txn.Undo(); err != nil {
+		s.log.Error(err, "Undoing a gang plan", "gang", key)
+	} else if t, ok := s.placer.(gang.Tracker); ok {
+		t.Undone(pl.req, pl.placement)
+	}
+	var uids []types.UID
+	for _, uid := range sortedKeys(pl.reserved) {
+		if r, ok := s.pods[uid]; ok && r.assumed {
+			r.applied = false // released with the transaction
+			delete(s.pods, uid)
+		}
+		uids = append(uids, uid)
+	}
+	return uids
+}
+
+// eligibility returns, for each host of the cluster, whether pod p may run on
+// its node as far as the node's own constraints go: not cordoned, no taint p
+// does not tolerate, and p's node selector and required node affinity match.
+// These are the Kubernetes filters gpusched must honour when it places a
+// whole gang in one go; the scheduler's filters check each member again.
+func (s *state) eligibility(p *v1.Pod) []bool {
+	c := s.topo.Cluster
+	out := make([]bool, c.NumHosts())
+	aff := nodeaffinity.GetRequiredNodeAffinity(p)
+	for h := range out {
+		n := s.nodes[c.HostName(topology.HostID(h))]
+		if n == nil {
+			continue
+		}
+		if n.Spec.Unschedulable && !tolerates(p, &v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}) {
+			continue
+		}
+		if _, bad := corev1helpers.FindMatchingUntoleratedTaint(s.log, n.Spec.Taints, p.Spec.Tolerations, func(t *v1.Taint) bool {
+			return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
+		}, false); bad {
+			continue
+		}
+		if ok, err := aff.Match(n); err != nil || !ok {
+			continue
+		}
+		out[h] = true
+	}
+	return out
+}
+
+func tolerates(p *v1.Pod, t *v1.Taint) bool {
+	return corev1helpers.TolerationsTolerateTaint(klog.Background(), p.Spec.Tolerations, t, false)
+}
+
+// singleRequest resolves a pod that is not in a gang as a one-task job.
+func (s *state) singleRequest(p *v1.Pod, d demand) (*gang.Request, error) {
+	job := &workload.Job{ID: p.Namespace + "/" + p.Name, Groups: []workload.TaskGroup{d.taskGroup("", 1)}}
+	return gang.NewRequest(s.topo.Cluster, job)
+}
+
+// place runs the placer; allow restricts hosts (nil: all).
+func (s *state) place(r *gang.Request, allow []bool) (*gang.Placement, *gang.Explanation) {
+	if allow != nil {
+		r.AllowHost = func(h topology.HostID) bool { return allow[h] }
+	} else {
+		r.AllowHost = nil
+	}
+	p := &gang.Placement{}
+	if why := s.placer.Place(s.ledger, r, p); why != nil {
+		return nil, why
+	}
+	return p, nil
+}
+
+// commitSingle applies a one-task placement for p and records it.
+func (s *state) commitSingle(p *v1.Pod, d demand, r *gang.Request, pl *gang.Placement) error {
+	if _, err := gang.Commit(s.ledger, pl); err != nil {
+		return err
+	}
+	if t, ok := s.placer.(gang.Tracker); ok {
+		t.Committed(r, pl)
+	}
+	cl := pl.Claims[0]
+	c := s.topo.Cluster
+	first, _ := c.HostGPUs(cl.Host)
+	rec := &podRecord{uid: p.UID, key: p.Namespace + "/" + p.Name, node: c.HostName(cl.Host), demand: d,
+		assumed: true, applied: true, cpuHeld: true, req: r, placement: pl}
+	for _, g := range cl.GPUs {
+		rec.gpus = append(rec.gpus, int(g.GPU-first))
+	}
+	s.pods[p.UID] = rec
+	return nil
+}
+
+// unreserveLocked undoes what Reserve did for p. For a gang member whose plan
+// is still open, the whole plan goes; the other members to reject are
+// returned.
+func (s *state) unreserveLocked(p *v1.Pod, gangKey string) []types.UID {
+	if gangKey != "" {
+		if pl, ok := s.plans[gangKey]; ok {
+			if _, member := pl.slot[p.UID]; member {
+				return s.dropPlanLocked(gangKey)
+			}
+		}
+	}
+	if r, ok := s.pods[p.UID]; ok && r.assumed {
+		s.releaseLocked(r)
+		delete(s.pods, p.UID)
+	}
+	return nil
+}
+
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// sortPods sorts pods by name.
+func sortPods(pods []*v1.Pod) {
+	slices.SortFunc(pods, func(a, b *v1.Pod) int { return strings.Compare(a.Name, b.Name) })
+}
