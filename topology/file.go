@@ -400,7 +400,7 @@ func (d *document) yamlSyntaxError(data []byte, err error) error {
 // fail to parse with message msg, found by bisection (0 if none, or if the
 // file is too large to search).
 func problemLine(data []byte, msg string) int {
-	const maxSearch = 4 << 20
+	const maxSearch = 1 << 20
 	if len(data) > maxSearch {
 		return 0
 	}
