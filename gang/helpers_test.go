@@ -215,7 +215,8 @@ func inDomain(c *topology.Cluster, cl topology.Claim, d topology.DomainID) bool 
 // randomCluster draws a small cluster: one to three host templates (two
 // accelerator models, one with MIG; NUMA nodes, PCIe switches, in-host
 // fabric domains of various shapes; small CPU and memory so they bind),
-// one to six host groups, and zero, one or two network levels.
+// one to six host groups (some joined in a multi-host NVLink domain), and
+// zero, one or two network levels.
 func randomCluster(t *rapid.T) *topology.Cluster {
 	_, h100, _ := topology.MachineTemplate("dgx-h100")
 	_, l40s, _ := topology.MachineTemplate("pcie-8gpu")
@@ -307,6 +308,11 @@ func randomCluster(t *rapid.T) *topology.Cluster {
 			hg.Parent = fmt.Sprintf("tor%d", i+1)
 		}
 		spec.Hosts = append(spec.Hosts, hg)
+		// Now and then the group's hosts form one multi-host NVLink
+		// domain (as a GB200 NVL72 rack does).
+		if tp := spec.Templates[hg.Template[1]-'0']; n > 1 && tp.GPUs > 0 && len(tp.Fabrics) == 0 && rapid.IntRange(0, 3).Draw(t, "mnnvl") == 0 {
+			spec.Fabrics = append(spec.Fabrics, topology.FabricGroup{Name: fmt.Sprintf("mn%d", i), Kind: topology.FabricMNNVL, Hosts: hg.Name})
+		}
 	}
 	c, err := topology.Build(spec)
 	if err != nil {
