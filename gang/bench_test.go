@@ -211,3 +211,28 @@ func BenchmarkPlaceOpenb(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkStranded measures the per-level fragmentation metric on the
+// 100k-GPU fixture for ten pending requests of different shapes.
+func BenchmarkStranded(b *testing.B) {
+	c, l := benchFixture()
+	var reqs []*Request
+	for _, j := range []*workload.Job{
+		benchJob(1, 1, ""), benchJob(1, 2, ""), benchJob(1, 4, ""), benchJob(1, 8, ""),
+		benchJob(2, 8, "host"), benchJob(16, 8, "tor"), benchJob(64, 8, "spine"),
+		benchJob(4, 4, "tor"), benchJob(8, 1, "nvlink"), benchJob(512, 8, ""),
+	} {
+		r, err := NewRequest(c, j)
+		if err != nil {
+			b.Fatal(err)
+		}
+		reqs = append(reqs, r)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if f := Stranded(l, reqs); len(f) != c.NumLevels() || f[0].Free != l.FreeGPUs(c.Root()) {
+			b.Fatalf("%+v", f)
+		}
+	}
+}
