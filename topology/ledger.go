@@ -85,7 +85,9 @@ type Ledger struct {
 	healthy   []int32 // per domain: allocatable GPUs
 
 	gen     uint64   // bumped by every successful change
-	hostGen []uint64 // per host: bumped by every change on that host
+	hostGen []uint64 // per host: a fresh stamp on every change on that host (ledger_stamp.go)
+	stampID uint64   // this ledger's identity in the stamps it hands out
+	stampN  uint64   // changes stamped under stampID
 
 	idx ledgerIndex
 }
@@ -114,6 +116,7 @@ func NewLedger(c *Cluster) *Ledger {
 		l.freeMilli[d] = int64(n) * MilliPerGPU
 	}
 	l.idx.init(l)
+	l.newStampID()
 	return l
 }
 
@@ -141,6 +144,7 @@ func (l *Ledger) Clone() *Ledger {
 		hostGen:    append([]uint64(nil), l.hostGen...),
 	}
 	n.idx = l.idx.clone()
+	n.newStampID()
 	return n
 }
 
@@ -163,9 +167,13 @@ func (l *Ledger) CopyFrom(src *Ledger) {
 	l.idx.copyFrom(&src.idx)
 }
 
-// HostGeneration returns a counter that changes whenever anything on host h
+// HostGeneration returns a stamp that changes whenever anything on host h
 // changes (allocations, releases, health of the host or its GPUs), so callers
 // can cache per-host answers. Changes that are rolled back still count.
+// Stamps are unique across the ledgers of a process: two ledgers of one
+// cluster whose host h has the same HostGeneration have h in the same
+// state, also after Clone and CopyFrom (see ledger_stamp.go). Values are
+// not counts and need not increase.
 func (l *Ledger) HostGeneration(h HostID) uint64 { return l.hostGen[h] }
 
 // FreeGPUs returns the number of free allocatable GPUs in domain d. O(1).
@@ -423,13 +431,13 @@ func (l *Ledger) applyClaim(ci int, cl *Claim) error {
 	}
 	l.cpuFree[h] -= cl.CPUMilli
 	l.memFree[h] -= cl.MemoryMiB
-	l.hostGen[h]++
+	l.bumpHost(h)
 	return nil
 }
 
 // undoClaim reverses a fully applied claim (n = len(GPUs)).
 func (l *Ledger) undoClaim(cl *Claim, n int) {
-	l.hostGen[cl.Host]++
+	l.bumpHost(cl.Host)
 	l.cpuFree[cl.Host] += cl.CPUMilli
 	l.memFree[cl.Host] += cl.MemoryMiB
 	l.undoClaimGPUs(cl, n)
@@ -478,13 +486,13 @@ func (l *Ledger) releaseClaim(ci int, cl *Claim) error {
 	}
 	l.cpuFree[h] += cl.CPUMilli
 	l.memFree[h] += cl.MemoryMiB
-	l.hostGen[h]++
+	l.bumpHost(h)
 	return nil
 }
 
 // redoClaim re-applies a released claim during rollback, ignoring health.
 func (l *Ledger) redoClaim(cl *Claim) {
-	l.hostGen[cl.Host]++
+	l.bumpHost(cl.Host)
 	l.cpuFree[cl.Host] -= cl.CPUMilli
 	l.memFree[cl.Host] -= cl.MemoryMiB
 	for gi := range cl.GPUs {
@@ -599,7 +607,7 @@ func (l *Ledger) apply(gc GPUClaim) {
 	}
 	f1, m1, o1 := l.contrib(g)
 	l.adjust(g, f1-f0, m1-m0, o1-o0)
-	l.hostGen[l.c.gpus[g].host]++
+	l.bumpHost(l.c.gpus[g].host)
 	if gc.Kind == ClaimShare {
 		l.idx.touchShared(g)
 	}
@@ -655,7 +663,7 @@ func (l *Ledger) giveGPU(ci int, gc GPUClaim) error {
 	}
 	f1, m1, o1 := l.contrib(g)
 	l.adjust(g, f1-f0, m1-m0, o1-o0)
-	l.hostGen[h]++
+	l.bumpHost(h)
 	return nil
 }
 
@@ -676,7 +684,7 @@ func (l *Ledger) SetGPUHealth(g GPUID, h Health) error {
 	l.gpu[g].health = h
 	f1, m1, o1 := l.contrib(g)
 	l.adjust(g, f1-f0, m1-m0, o1-o0)
-	l.hostGen[l.c.gpus[g].host]++
+	l.bumpHost(l.c.gpus[g].host)
 	l.idx.touchShared(g)
 	l.gen++
 	return nil
@@ -707,7 +715,7 @@ func (l *Ledger) SetHostHealth(h HostID, hh Health) error {
 		l.idx.touchShared(g)
 	}
 	l.idx.touchHost(h)
-	l.hostGen[h]++
+	l.bumpHost(h)
 	l.gen++
 	return nil
 }
