@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"strconv"
 )
 
@@ -633,10 +634,13 @@ func (l *Ledger) giveGPU(ci int, gc GPUClaim) error {
 		if s.mode != ModeMIG || m == NoModel || gc.Profile < 0 || int(gc.Profile) >= len(l.c.models[m].MIGProfiles) {
 			return l.fail("release", ci, h, g, ErrNotAllocated, "no such MIG instance; GPU is %s", s.mode)
 		}
-		size := l.c.models[m].MIGProfiles[gc.Profile].Size
-		if gc.Start < 0 || int(gc.Start)+size > l.c.models[m].MIGSlots {
-			return l.fail("release", ci, h, g, ErrNotAllocated, "MIG start slot %d out of range", gc.Start)
+		p := &l.c.models[m].MIGProfiles[gc.Profile]
+		if !slices.Contains(p.Starts, int(gc.Start)) {
+			// No instance of the profile can be there; releasing its slots
+			// would also break the rollback, which re-takes them.
+			return l.fail("release", ci, h, g, ErrNotAllocated, "profile %s has no instance at slot %d (legal: %v)", p.Name, gc.Start, p.Starts)
 		}
+		size := p.Size
 		mask = migMask(int(gc.Start), size)
 		if s.mig&mask != mask {
 			return l.fail("release", ci, h, g, ErrNotAllocated, "MIG slots %016b not all held (held %016b)", mask, s.mig)

@@ -1,5 +1,7 @@
 package topology
 
+import "math"
+
 // Ordered queries over the ledger. Each first refreshes the index entries
 // changed since the previous query (see Ledger), then answers in O(log n)
 // plus the entries visited. Ties always break toward the lower ID.
@@ -145,6 +147,9 @@ func (l *Ledger) AscendDomains(lv Level, minFree int, fn func(d DomainID, free i
 	if minFree < 0 {
 		minFree = 0
 	}
+	if minFree > math.MaxInt32 { // more than any counter holds (and than the index key takes)
+		return
+	}
 	switch {
 	case lv == LevelHost:
 		l.AscendHosts(0, NoModel, minFree, func(h HostID, free int) bool { return fn(c.hosts[h].domain, free) })
@@ -173,8 +178,9 @@ func (l *Ledger) MaxFreeDomain(lv Level) (DomainID, int) {
 		for mi := range c.models {
 			l.idx.byModel.DescendLessOrEqual(modelKey(ModelID(mi), 0xffff, -1), func(k uint64) bool {
 				if ModelID(k>>48) == ModelID(mi) {
-					if f := int(uint16(k >> 32)); f > bestFree {
-						best, bestFree = c.hosts[HostID(uint32(k))].domain, f
+					d := c.hosts[HostID(uint32(k))].domain
+					if f := int(uint16(k >> 32)); f > bestFree || f == bestFree && d > best {
+						best, bestFree = d, f
 					}
 				}
 				return false
