@@ -55,14 +55,6 @@ func (f *fgdCache) init(nh int, usesMem bool, slots int) {
 	}
 }
 
-// invalidate drops every cached value (a new ledger).
-func (f *fgdCache) invalidate() {
-	clear(f.fgen)
-	for _, s := range f.slots {
-		clear(s.gen)
-	}
-}
-
 // slot returns the slot of t's shape, making one if needed.
 func (f *fgdCache) slot(t Task) *fgdSlot {
 	f.tick++

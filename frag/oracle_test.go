@@ -465,83 +465,82 @@ func TestPickMatchesOracle(t *testing.T) {
 }
 
 func checkPickMatchesOracle(rt *rapid.T) {
-	{
-		c := randomCluster(rt)
-		name := rapid.SampledFrom(PolicyNames()).Draw(rt, "policy")
-		scoring := Scoring(rapid.IntRange(0, 1).Draw(rt, "scoring"))
-		tie := TieBreak(rapid.IntRange(0, 2).Draw(rt, "tie"))
-		seed := rapid.Uint64().Draw(rt, "seed")
-		var dist Distribution
-		for i := range rapid.IntRange(1, 6).Draw(rt, "classes") {
-			dist.Classes = append(dist.Classes, Class{Task: randomTask(rt, c, fmt.Sprintf("class%d", i)), Weight: float64(rapid.IntRange(1, 50).Draw(rt, fmt.Sprintf("w%d", i)))})
+	c := randomCluster(rt)
+	name := rapid.SampledFrom(PolicyNames()).Draw(rt, "policy")
+	scoring := Scoring(rapid.IntRange(0, 1).Draw(rt, "scoring"))
+	tie := TieBreak(rapid.IntRange(0, 2).Draw(rt, "tie"))
+	seed := rapid.Uint64().Draw(rt, "seed")
+	var dist Distribution
+	for i := range rapid.IntRange(1, 6).Draw(rt, "classes") {
+		dist.Classes = append(dist.Classes, Class{Task: randomTask(rt, c, fmt.Sprintf("class%d", i)), Weight: float64(rapid.IntRange(1, 50).Draw(rt, fmt.Sprintf("w%d", i)))})
+	}
+	for i := range dist.Classes {
+		dist.Classes[i].Task.Models = canonModels(dist.Classes[i].Task.Models)
+	}
+	opt := Options{Distribution: dist, Rand: rand.New(rand.NewPCG(seed, 1)), TieBreak: tie, Scoring: scoring}
+	p, err := NewPolicy(name, opt)
+	if err != nil {
+		rt.Fatal(err)
+	}
+	// Few FGD slots, so that shapes evict each other.
+	p.(*policy).slotCap = rapid.IntRange(0, 3).Draw(rt, "slots")
+	nopt := opt
+	nopt.Rand = rand.New(rand.NewPCG(seed, 1))
+	oracle := newNaive(rt, name, nopt, c)
+	tr, _ := p.(Tracker)
+	l := topology.NewLedger(c)
+	var held []topology.Claim
+	snap, snapHeld := l.Clone(), []topology.Claim(nil)
+	for step := range rapid.IntRange(1, 30).Draw(rt, "steps") {
+		label := fmt.Sprintf("s%d", step)
+		switch rapid.IntRange(0, 9).Draw(rt, label+"ledger") {
+		case 0: // a new ledger with the same state
+			l = l.Clone()
+		case 1: // back to an earlier state, in place
+			l.CopyFrom(snap)
+			held = slices.Clone(snapHeld)
+		case 2:
+			snap, snapHeld = l.Clone(), slices.Clone(held)
 		}
-		for i := range dist.Classes {
-			dist.Classes[i].Task.Models = canonModels(dist.Classes[i].Task.Models)
+		if rapid.Bool().Draw(rt, label+"mutate") {
+			mutate(rt, l, &held, label)
 		}
-		opt := Options{Distribution: dist, Rand: rand.New(rand.NewPCG(seed, 1)), TieBreak: tie, Scoring: scoring}
-		p, err := NewPolicy(name, opt)
-		if err != nil {
-			rt.Fatal(err)
+		task := randomTask(rt, c, label)
+		var s Scope
+		if rapid.IntRange(0, 3).Draw(rt, label+"scoped") == 0 {
+			s.Within = topology.DomainID(rapid.IntRange(0, c.NumDomains()-1).Draw(rt, label+"within"))
 		}
-		// Few FGD slots, so that shapes evict each other.
-		p.(*policy).slotCap = rapid.IntRange(0, 3).Draw(rt, "slots")
-		nopt := opt
-		nopt.Rand = rand.New(rand.NewPCG(seed, 1))
-		oracle := newNaive(rt, name, nopt, c)
-		tr, _ := p.(Tracker)
-		l := topology.NewLedger(c)
-		var held []topology.Claim
-		snap, snapHeld := l.Clone(), []topology.Claim(nil)
-		for step := range rapid.IntRange(1, 30).Draw(rt, "steps") {
-			label := fmt.Sprintf("s%d", step)
-			switch rapid.IntRange(0, 9).Draw(rt, label+"ledger") {
-			case 0: // a new ledger with the same state
-				l = l.Clone()
-			case 1: // back to an earlier state, in place
-				l.CopyFrom(snap)
-				held = slices.Clone(snapHeld)
-			case 2:
-				snap, snapHeld = l.Clone(), slices.Clone(held)
+		if rapid.IntRange(0, 3).Draw(rt, label+"allowed") == 0 {
+			mask := rapid.Uint64().Draw(rt, label+"mask")
+			s.Allow = func(h topology.HostID) bool { return mask>>(uint(h)%64)&1 == 1 }
+		}
+		gen := l.Generation()
+		got, ok := p.Pick(l, task, s)
+		want, wok := oracle.pick(l, task, s)
+		if l.Generation() != gen || l.Check() != nil {
+			rt.Fatalf("Pick changed the ledger")
+		}
+		if ok != wok || fmt.Sprint(got) != fmt.Sprint(want) {
+			rt.Fatalf("step %d: %s task %+v scope %v: got %v %v, oracle %v %v", step, name, task, s.Within, got, ok, want, wok)
+		}
+		if ok && rapid.Bool().Draw(rt, label+"apply") {
+			if err := l.Allocate(got); err != nil {
+				rt.Fatalf("claim %v refused: %v", got, err)
 			}
-			if rapid.Bool().Draw(rt, label+"mutate") {
-				mutate(rt, l, &held, label)
-			}
-			task := randomTask(rt, c, label)
-			var s Scope
-			if rapid.IntRange(0, 3).Draw(rt, label+"scoped") == 0 {
-				s.Within = topology.DomainID(rapid.IntRange(0, c.NumDomains()-1).Draw(rt, label+"within"))
-			}
-			if rapid.IntRange(0, 3).Draw(rt, label+"allowed") == 0 {
-				mask := rapid.Uint64().Draw(rt, label+"mask")
-				s.Allow = func(h topology.HostID) bool { return mask>>(uint(h)%64)&1 == 1 }
-			}
-			gen := l.Generation()
-			got, ok := p.Pick(l, task, s)
-			want, wok := oracle.pick(l, task, s)
-			if l.Generation() != gen || l.Check() != nil {
-				rt.Fatalf("Pick changed the ledger")
-			}
-			if ok != wok || fmt.Sprint(got) != fmt.Sprint(want) {
-				rt.Fatalf("step %d: %s task %+v scope %v: got %v %v, oracle %v %v", step, name, task, s.Within, got, ok, want, wok)
-			}
-			if ok && rapid.Bool().Draw(rt, label+"apply") {
-				if err := l.Allocate(got); err != nil {
-					rt.Fatalf("claim %v refused: %v", got, err)
+			held = append(held, got)
+			if tr != nil {
+				tr.Allocated(got, task)
+				if oracle.tags == nil {
+					oracle.tags = map[topology.HostID][]int16{}
 				}
-				held = append(held, got)
-				if tr != nil {
-					tr.Allocated(got, task)
-					if oracle.tags == nil {
-						oracle.tags = map[topology.HostID][]int16{}
-					}
-					if !task.CPUOnly() {
-						tag := tagOf(&task)
-						if !slices.Contains(oracle.tags[got.Host], tag) {
-							oracle.tags[got.Host] = append(oracle.tags[got.Host], tag)
-						}
+				if !task.CPUOnly() {
+					tag := tagOf(&task)
+					if !slices.Contains(oracle.tags[got.Host], tag) {
+						oracle.tags[got.Host] = append(oracle.tags[got.Host], tag)
 					}
 				}
 			}
 		}
 	}
+
 }

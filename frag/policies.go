@@ -108,12 +108,10 @@ type Options struct {
 var ErrUnknownPolicy = errors.New("frag: unknown policy")
 
 // Resetter is implemented by every policy of this package. Reset drops
-// what a policy cached about the ledger it last saw. Policies notice a new
-// ledger, a new cluster and a ledger whose Generation went backwards on
-// their own; call Reset after anything else that makes a ledger's
-// HostGeneration values stand for different states than before (for
-// example CopyFrom onto a ledger the policy has seen, from a source with
-// a different history).
+// everything a policy cached (memory, not correctness: caches are keyed by
+// topology.Ledger.HostGeneration, which identifies a host's state across
+// all ledgers of a cluster, so one policy may serve a ledger, its clones
+// and copies in turn) and gpu-clustering's record of reported tasks.
 type Resetter interface {
 	Reset()
 }
@@ -164,8 +162,9 @@ type Tracker interface {
 //   - worst-fit: most ½(cpuFree−cpu)/C + ½(gpuFree−gpu)/G left over; a
 //     share takes the GPU with the most free capacity.
 //
-// Each call returns a new, independent policy; a policy serves one ledger
-// at a time and is not safe for concurrent use.
+// Each call returns a new, independent policy. A policy may serve several
+// ledgers of one cluster in turn (its caches are keyed by HostGeneration);
+// it is not safe for concurrent use.
 func NewPolicy(name string, opt Options) (Policy, error) {
 	k := -1
 	for i, n := range policyNames {
@@ -275,9 +274,6 @@ func (p *policy) bind(l *topology.Ledger) {
 			p.meas = m
 			p.fgd.init(nh, m.usesMem, p.slotCap)
 		}
-	}
-	if p.v.bind(l) {
-		p.fgd.invalidate()
 	}
 }
 

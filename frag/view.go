@@ -4,11 +4,11 @@ import "github.com/gpusched/gpusched/topology"
 
 // view caches, per host, the usable free milli of its GPUs and summaries
 // of them, keyed by Ledger.HostGeneration: a host is re-read only after it
-// changed.
+// changed. Host generations are unique across the ledgers of a cluster
+// (equal generations, equal states), so the cache serves any ledger of
+// its cluster, before and after Clone or CopyFrom.
 type view struct {
-	l       *topology.Ledger
 	c       *topology.Cluster
-	gen     uint64   // l.Generation() when last bound
 	hgen    []uint64 // per host: HostGeneration+1 of the cached entry; 0 = none
 	free    []int16  // per GPU: usable free milli
 	total   []int64  // per host: Σ free
@@ -26,20 +26,6 @@ func (v *view) init(c *topology.Cluster) {
 		full:    make([]int16, nh),
 		maxFree: make([]int16, nh),
 	}
-}
-
-// bind makes v serve l. It reports whether cached entries were dropped
-// (a different ledger, or one whose Generation went backwards).
-func (v *view) bind(l *topology.Ledger) bool {
-	g := l.Generation()
-	if l == v.l && g >= v.gen {
-		v.gen = g
-		return false
-	}
-	dropped := v.l != nil
-	v.l, v.gen = l, g
-	clear(v.hgen)
-	return dropped
 }
 
 // refresh re-reads host h if its generation is not the cached one.
