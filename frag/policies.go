@@ -132,35 +132,40 @@ type Tracker interface {
 // allocatable GPUs: whole-free ones for whole GPUs, one with the share
 // free for a share), then it scores them and takes the best, ties broken
 // by Options.TieBreak. Whole GPUs are the host's lowest-numbered free ones.
-// The scores follow the FGD paper's artifact
-// (hkust-adsl/kubernetes-scheduler-simulator), with exact rather than
-// integer-truncated arithmetic where the artifact truncates; C and G are
-// the largest host CPU and GPU capacity (milli) of the cluster:
+// The scores are those of the FGD paper's artifact
+// (hkust-adsl/kubernetes-scheduler-simulator), higher is better. With
+// ScorePaper (the default) they are integers 0..100 as there; with
+// ScoreExact hosts are ranked by the quantity inside the ⌊⌋. C and G are
+// the largest host CPU and GPU capacity (milli) of the cluster, ΔF the
+// growth of the host's fragmentation (see Measure) in milli-GPU:
 //
-//   - fgd: the host where the fragmentation (see Measure) grows least; a
-//     share goes on the GPU whose use grows it least.
-//   - best-fit: least ½(cpuFree−cpu)/C + ½(gpuFree−gpu)/G left over; a
-//     share takes the GPU with the least free capacity that holds it.
-//   - dot-product: least ½(cpuFree·cpu/C² + gpuFree·gpu/G²), the dot
-//     product of the host's free and the task's demand vectors
-//     (Tetris-style, as the artifact orients it); shares as best-fit.
-//   - gpu-packing: prefer, in this order, a share on a partly used GPU
-//     (the fuller the better), free GPUs on a host already in use (the
-//     fewer the better), then an unused host (smaller hosts first); the
-//     artifact's tiers 100−used/10 ≥ 50, 50−k ≥ 33, 33−n; shares as
-//     best-fit. CPU-only tasks score alike everywhere.
-//   - gpu-clustering: prefer hosts running only tasks of the same kind
-//     (share, or n whole GPUs), then hosts running that kind among others,
-//     then unused hosts, then hosts of other kinds; within a tier the
-//     fuller host, 25·(G−gpuFree)/G. Needs Tracker reports (hosts without
-//     reports count a shared GPU as a share task and their whole GPUs as
-//     one task of that many GPUs). CPU-only tasks score alike everywhere.
+//   - fgd: ⌊100·σ(−ΔF/1000)⌋, σ the logistic function: the host where the
+//     fragmentation grows least; a share goes on the GPU of the best score
+//     (the lowest-numbered among equals).
+//   - best-fit: ⌊100(1 − left)⌋ with left = ½(cpuFree−cpu)/C +
+//     ½(gpuFree−gpu)/G; a share takes the GPU with the least free capacity
+//     that holds it.
+//   - dot-product: ⌊100(1 − dot)⌋ with dot = ½(cpuFree·cpu/C² +
+//     gpuFree·gpu/G²), the normalised dot product of the host's free and
+//     the task's demand vectors (the artifact prefers the smaller); shares
+//     as best-fit.
+//   - gpu-packing: a share on a partly used GPU scores
+//     max(100 − ⌊⌊free·100/1000⌋/10⌋, 50) (the fuller the GPU the better),
+//     k free GPUs of a host already in use max(50 − k, 33), a host all of
+//     whose n GPUs are free max(33 − n, n); shares as best-fit. CPU-only
+//     tasks score 0 everywhere.
+//   - gpu-clustering: 75, 50, 25 or 0 for a host running only tasks of the
+//     task's kind (a share, or n whole GPUs), that kind among others,
+//     nothing, or only other kinds, plus ⌊25·(G−gpuFree)/G⌋. Kinds come
+//     from Tracker reports; a host without reports counts a shared GPU as a
+//     share task and its whole GPUs as one task of that many GPUs. CPU-only
+//     tasks score 0 everywhere.
 //   - random: a host drawn uniformly among those that fit, and a share on
 //     a GPU drawn uniformly among those that hold it.
 //   - first-fit: the lowest-numbered host that fits, the lowest-numbered
 //     GPU that holds a share.
-//   - worst-fit: most ½(cpuFree−cpu)/C + ½(gpuFree−gpu)/G left over; a
-//     share takes the GPU with the most free capacity.
+//   - worst-fit: ⌊100·left⌋ (best-fit's left), the emptiest host; a share
+//     takes the GPU with the most free capacity.
 //
 // Each call returns a new, independent policy. A policy may serve several
 // ledgers of one cluster in turn (its caches are keyed by HostGeneration);
