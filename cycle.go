@@ -238,7 +238,7 @@ func (s *Scheduler) afterBlock(st *leafState, leaf *queue.Leaf, j *job, r *Reaso
 	pol := leaf.Policy()
 	strict := pol.Ordering == queue.StrictFIFO
 	if pol.Backfill && len(s.holds) < s.cfg.MaxReservations && r.Code != WaitQuotaHeld {
-		if block != nil && block.Kind == queue.BlockCluster && s.rootIsCapacity(block.Resource) {
+		if block != nil && block.Kind == queue.BlockCluster && block.Capacity {
 			// The root's quota is the cluster's capacity: waiting for
 			// it is waiting for capacity, which a reservation can time.
 			block = nil
@@ -268,13 +268,6 @@ func (s *Scheduler) afterBlock(st *leafState, leaf *queue.Leaf, j *job, r *Reaso
 	if strict {
 		s.stopLeaf(st, leaf, j, r)
 	}
-}
-
-// rootIsCapacity reports whether the root's quota in resource is the
-// cluster's capacity (no lower root quota configured).
-func (s *Scheduler) rootIsCapacity(resource string) bool {
-	r := s.dimOf(resource)
-	return s.tree.Nominal(0)[r] >= s.tree.Capacity()[r]
 }
 
 func (s *Scheduler) stopLeaf(st *leafState, leaf *queue.Leaf, j *job, r *Reason) {

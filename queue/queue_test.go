@@ -128,7 +128,7 @@ func TestCheck(t *testing.T) {
 		// max(0, 16) + experiments 16 = 32, evaluation 20 → 52. Pretraining
 		// asking 32 raises research to 32 + 16 = 48 (+16 seen at the root):
 		// 68 > 64.
-		{"cluster", []op{{"experiments", 16}, {"evaluation", 20}}, "pretraining", 32, "queue cluster: gpu: 52 GPUs in use + 16 GPUs > cluster quota 64 GPUs (other queues borrow 12 GPUs)"},
+		{"cluster", []op{{"experiments", 16}, {"evaluation", 20}}, "pretraining", 32, "queue cluster: gpu: 52 GPUs in use + 16 GPUs > cluster capacity 64 GPUs (other queues borrow 12 GPUs)"},
 		// Same protected 16: 16 + 16 + evaluation 16 = 48; evaluation +4
 		// → 52 ≤ 64 and within its max 20.
 		{"protected", []op{{"experiments", 16}, {"evaluation", 16}}, "evaluation", 4, ""},
@@ -139,7 +139,7 @@ func TestCheck(t *testing.T) {
 			// experiments borrows 8 (from research's pool) and evaluation 4
 			// beyond its 16. Without preemption the owner waits for the
 			// borrowers to finish.
-			"queue cluster: gpu: 52 GPUs in use + 13 GPUs > cluster quota 64 GPUs (other queues borrow 12 GPUs)"},
+			"queue cluster: gpu: 52 GPUs in use + 13 GPUs > cluster capacity 64 GPUs (other queues borrow 12 GPUs)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := build(t, seedConfig())

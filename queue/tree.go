@@ -48,6 +48,9 @@ type Tree struct {
 	// that depend on usage.
 	epoch   uint64
 	scratch Vector
+	// rootDefault marks dimensions whose root quota is the cluster's
+	// capacity (none configured).
+	rootDefault []bool
 }
 
 type node struct {
@@ -129,6 +132,7 @@ func Build(cfg Config, capacity Capacity) (*Tree, error) {
 		root.Name = "cluster"
 	}
 	t.add(&root, -1, "", 0)
+	t.rootDefault = make([]bool, n)
 	if err := t.fillNominal(0, "root", &root); err != nil {
 		return nil, err
 	}
@@ -292,6 +296,7 @@ func (t *Tree) fillNominal(id NodeID, field string, cn *Node) error {
 			}
 		case id == 0:
 			nd.nominal[r] = t.capacity[r]
+			t.rootDefault[r] = true
 			if t.governed[r] && sum > nd.nominal[r] {
 				return cfgErr(field+".quotas", "queues guarantee %s of %s, more than the cluster's %s", t.format(r, sum), t.dims.Name(r), t.format(r, t.capacity[r]))
 			}

@@ -19,7 +19,8 @@ const (
 	// (this includes capacity its own children may not lend).
 	BlockBorrowing
 	// BlockCluster: the whole tree would exceed the root's quota (the
-	// cluster's capacity unless configured lower).
+	// cluster's capacity unless configured lower; Block.Capacity says
+	// which).
 	BlockCluster
 )
 
@@ -51,6 +52,9 @@ type Block struct {
 	// lent away that is not free for this job (for BlockBorrowing and
 	// BlockCluster). Reclaiming it needs those jobs to end or preemption.
 	Borrowed int64
+	// Capacity is set for BlockCluster when the root's quota is the
+	// cluster's capacity (none configured): the job waits for capacity.
+	Capacity bool
 	dim      int
 	tree     *Tree
 }
@@ -59,7 +63,11 @@ type Block struct {
 // > borrowing limit 64 GPUs".
 func (b *Block) String() string {
 	f := b.tree.format
-	s := fmt.Sprintf("queue %s: %s: %s in use + %s > %s %s", b.Queue, b.Resource, f(b.dim, b.Usage), f(b.dim, b.Demand), b.Kind, f(b.dim, b.Limit))
+	kind := b.Kind.String()
+	if b.Capacity {
+		kind = "cluster capacity"
+	}
+	s := fmt.Sprintf("queue %s: %s: %s in use + %s > %s %s", b.Queue, b.Resource, f(b.dim, b.Usage), f(b.dim, b.Demand), kind, f(b.dim, b.Limit))
 	if b.Borrowed > 0 {
 		s += fmt.Sprintf(" (other queues borrow %s)", f(b.dim, b.Borrowed))
 	}
@@ -114,6 +122,7 @@ func (t *Tree) Check(leaf NodeID, v Vector) *Block {
 
 func (t *Tree) block(id NodeID, r int, k BlockKind, u, d, lim int64, leaf NodeID) *Block {
 	b := &Block{Queue: t.nodes[id].name, Resource: t.dims.Name(r), Kind: k, Usage: u, Demand: d, Limit: lim, dim: r, tree: t}
+	b.Capacity = k == BlockCluster && t.rootDefault[r]
 	if k != BlockMax {
 		// What leaves below the node other than the requester borrow.
 		for _, l := range t.leaves {

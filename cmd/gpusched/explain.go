@@ -197,7 +197,15 @@ func loadState(cmd *cobra.Command, path string) (*loadedState, error) {
 	if path != "-" {
 		dir = filepath.Dir(path)
 	}
-	return parseState(data, name, dir)
+	return parseState(data, name, stateLimits{dir: dir})
+}
+
+// stateLimits restricts what a state may ask for: where cluster files are
+// read from ("" forbids them) and, when small is set (fuzzing), clusters
+// of at most 64 generated hosts and machine presets only.
+type stateLimits struct {
+	dir   string
+	small bool
 }
 
 func readLimited(path string) ([]byte, error) {
@@ -209,9 +217,8 @@ func readLimited(path string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, maxStateBytes+1))
 }
 
-// parseState decodes and loads a state. dir resolves a relative cluster
-// file ("" forbids cluster files, for fuzzing).
-func parseState(data []byte, name, dir string) (*loadedState, error) {
+// parseState decodes and loads a state.
+func parseState(data []byte, name string, lim stateLimits) (*loadedState, error) {
 	var sf stateFile
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -232,7 +239,7 @@ func parseState(data []byte, name, dir string) (*loadedState, error) {
 	if sf.Now.IsZero() {
 		return nil, bad("now", errors.New("missing: the time the cycle runs at"))
 	}
-	c, err := sf.Cluster.build(dir)
+	c, err := sf.Cluster.build(lim)
 	if err != nil {
 		return nil, bad("cluster", err)
 	}
@@ -326,7 +333,7 @@ func parseState(data []byte, name, dir string) (*loadedState, error) {
 	return &loadedState{name: name, now: sf.Now, cluster: c, sched: s}, nil
 }
 
-func (sc *stateCluster) build(dir string) (*topology.Cluster, error) {
+func (sc *stateCluster) build(lim stateLimits) (*topology.Cluster, error) {
 	n := 0
 	for _, set := range []bool{sc.Preset != "", sc.File != "", sc.Machine != ""} {
 		if set {
@@ -338,14 +345,17 @@ func (sc *stateCluster) build(dir string) (*topology.Cluster, error) {
 	}
 	switch {
 	case sc.Preset != "":
+		if lim.small && !slices.Contains(topology.MachineNames(), sc.Preset) {
+			return nil, errors.New("only machine presets here")
+		}
 		return topology.LoadPreset(sc.Preset)
 	case sc.File != "":
-		if dir == "" {
+		if lim.dir == "" {
 			return nil, errors.New("cluster files are not allowed here")
 		}
 		p := sc.File
 		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
+			p = filepath.Join(lim.dir, p)
 		}
 		return topology.LoadFile(p)
 	}
@@ -353,7 +363,7 @@ func (sc *stateCluster) build(dir string) (*topology.Cluster, error) {
 	if hosts == 0 {
 		hosts = 1
 	}
-	if hosts > 100000 {
+	if max := 100000; hosts > max || lim.small && hosts > 64 {
 		return nil, fmt.Errorf("%d hosts is more than this tool generates", hosts)
 	}
 	spec, err := topology.Generator{Name: sc.Machine, Machine: sc.Machine, Hosts: hosts, HostsPerToR: sc.HostsPerToR, ToRsPerSpine: sc.TorsPerSpine}.Spec()
@@ -663,5 +673,6 @@ func writeExplainJSON(w io.Writer, st *loadedState, d core.Decision, only []stri
 	}
 	e := json.NewEncoder(w)
 	e.SetIndent("", "  ")
+	e.SetEscapeHTML(false)
 	return e.Encode(out)
 }

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var explainState = filepath.Join("testdata", "explain", "state.yaml")
+
+// TestExplainGolden checks the text and JSON output of `gpusched explain`
+// on the sample state (go test -update rewrites the golden files).
+func TestExplainGolden(t *testing.T) {
+	for _, tc := range []struct {
+		golden string
+		args   []string
+	}{
+		{"state.txt", []string{"explain", explainState}},
+		{"state.json", []string{"explain", "--json", explainState}},
+		{"state-job.txt", []string{"explain", "--no-quota", "--job", "pre-2,pre-1,nope", explainState}},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			code, out, errOut := gpusched(t, "", tc.args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			path := filepath.Join("testdata", "explain", tc.golden+".golden")
+			if *update {
+				if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if string(want) != out {
+				t.Errorf("output differs from %s (go test -update rewrites it):\n%s", path, out)
+			}
+		})
+	}
+}
+
+func TestExplainStdin(t *testing.T) {
+	data, err := os.ReadFile(explainState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := gpusched(t, string(data), "explain", "--no-quota", "-")
+	if code != 0 || !strings.Contains(out, "waiting:") {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+}
+
+// TestExplainErrors checks that bad states name the place and the problem.
+func TestExplainErrors(t *testing.T) {
+	base, err := os.ReadFile(explainState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, old, new, want string
+	}{
+		{"yaml", "now: 2025", "now: [2025", "<stdin>: yaml:"},
+		{"unknown field", "defaultRuntime: 2h", "defaultRuntme: 2h", "field defaultRuntme not found"},
+		{"no now", "now: 2025-01-01T10:00:00Z\n", "", "now: missing"},
+		{"version", "version: 1", "version: 3", "<stdin>:3: version: version 3"},
+		{"cluster", "  machine: dgx-h100\n", "  machine: dgx-h100\n  preset: h100-1k\n", "cluster: give exactly one of"},
+		{"queue", "nominal: 16, max: 16", "nominal: 16, max: 8", "<stdin>:22: queues.root.children[1].quotas[0].max: max 8 below nominal quota 16"},
+		{"host", "{host: dgx-h100-5, gpus", "{host: dgx-h100-50, gpus", `<stdin>:45: jobs[1].placement[0].host: unknown host "dgx-h100-50"`},
+		{"gpu index", "{host: dgx-h100-6, gpu: 1, milli: 500}\n  - {host: dgx-h100-6, gpu: 1,", "{host: dgx-h100-6, gpu: 9, milli: 500}\n  - {host: dgx-h100-6, gpu: 1,", "jobs[2].placement[2].gpu: GPU 9 outside 0..7"},
+		{"overlap", "{host: dgx-h100-5, gpus", "{host: dgx-h100-1, gpus", "jobs[1]: job eval-1: claims do not fit the ledger"},
+		{"state", "state: running\n  started: 2025-01-01T09:30:00Z", "state: sleeping\n  started: 2025-01-01T09:30:00Z", `jobs[1].state: unknown state "sleeping"`},
+		{"health", "state: draining}", "state: tired}", `<stdin>:24: health[0].state: unknown health "tired"`},
+		{"never fits", "groups: [{count: 2, gpus: 8}]\n  submitted: 2025-01-01T09:45:00Z", "groups: [{count: 3, gpus: 8}]\n  submitted: 2025-01-01T09:45:00Z", "jobs[8]: job eval-2: gpusched: job can never fit: needs 24 GPUs of gpu, more than queue evaluation could ever be admitted with (16 GPUs)"},
+		{"pending placement", "- id: exp-3\n  queue: experiments\n", "- id: exp-3\n  queue: experiments\n  placement: [{host: dgx-h100-1}]\n", "a pending job has no placement"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := strings.Replace(string(base), tc.old, tc.new, 1)
+			if in == string(base) {
+				t.Fatalf("edit %q not applied", tc.old)
+			}
+			code, _, errOut := gpusched(t, in, "explain", "-")
+			if code == 0 || !strings.Contains(errOut, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want %q", code, errOut, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzParseState feeds arbitrary bytes to the state loader: it must return
+// a state or an error, never panic.
+func FuzzParseState(f *testing.F) {
+	base, err := os.ReadFile(explainState)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(base)
+	f.Add([]byte("now: 2025-01-01T00:00:00Z\ncluster: {preset: dgx-h100}\nqueues: {root: {children: [{name: a}]}}\njobs: []\n"))
+	f.Add([]byte(`{"now": "2025-01-01T00:00:00Z", "cluster": {"machine": "dgx-a100", "hosts": 2}, "queues": {"root": {"children": [{"name": "q"}]}}, "jobs": [{"id": "j", "queue": "q", "groups": [{"count": 1, "gpus": 2}], "submitted": "2025-01-01T00:00:00Z", "state": "running", "started": "2025-01-01T00:00:00Z", "placement": [{"host": "dgx-a100-1", "gpus": [0, 1]}]}]}`))
+	f.Add([]byte("jobs:\n- {id: x, placement: [{host: h, gpu: -1, mig: 1g.10gb, start: 99}]}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st, err := parseState(data, "fuzz", stateLimits{small: true})
+		if err == nil {
+			st.sched.Schedule(st.now)
+		}
+	})
+}
