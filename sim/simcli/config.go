@@ -65,7 +65,7 @@ func defaultRun() runConfig {
 
 // bind registers the run flags on fs.
 func (r *runConfig) bind(fs *pflag.FlagSet) {
-	fs.StringVar(&r.preset, "preset", r.preset, "cluster preset ("+strings.Join(topology.PresetNames(), ", ")+")")
+	fs.StringVar(&r.preset, "preset", r.preset, "cluster preset ("+strings.Join(topology.PresetNames(), ", ")+"), or philly (352 hosts × 8 GPUs, the Philly trace's cluster)")
 	fs.StringVar(&r.file, "file", r.file, "cluster file (YAML or JSON); overrides --preset")
 	fs.StringVar(&r.traceArg, "trace", r.traceArg, "trace as KIND:PATH; KIND is openb, philly, philly-json, helios, acme, csv, jsonl or synthetic (PATH = number of jobs); openb:builtin is the embedded default")
 	fs.StringVar(&r.mapping, "map", r.mapping, "column mapping for csv/jsonl traces, e.g. submit=ts,duration=secs,gpus=n,queue=team")
@@ -130,8 +130,15 @@ func (r *runConfig) loadCluster() (*topology.Cluster, error) {
 	if r.file != "" {
 		return topology.LoadFile(r.file)
 	}
-	if r.preset == "" {
+	switch r.preset {
+	case "":
 		return nil, errors.New("no cluster: give --preset or --file")
+	case sim.PhillyCluster.Name:
+		sp, err := sim.PhillyCluster.Spec()
+		if err != nil {
+			return nil, err
+		}
+		return topology.Build(sp)
 	}
 	return topology.LoadPreset(r.preset)
 }
