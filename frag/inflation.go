@@ -208,10 +208,13 @@ func Arrivals(tasks []Task, seed uint64, target int64, s Sampling) []int {
 			total += tasks[i].milli()
 		}
 		rng.Shuffle(n, func(i, j int) { seq[i], seq[j] = seq[j], seq[i] })
-		for total > target && len(seq) > 0 {
-			k := rng.IntN(len(seq))
-			total -= tasks[seq[k]].milli()
-			seq = slices.Delete(seq, k, k+1)
+		if total > target {
+			for total > target && len(seq) > 0 {
+				k := rng.IntN(len(seq))
+				total -= tasks[seq[k]].milli()
+				seq = slices.Delete(seq, k, k+1)
+			}
+			return seq
 		}
 	}
 	if total < target {

@@ -38,8 +38,10 @@ func TestArrivals(t *testing.T) {
 	}
 	// Thinned down to 2000: a subset in shuffled order, within the target.
 	seq = Arrivals(tasks, 42, 2000, SamplePaper)
-	if s := sum(seq); s > 2000 || len(seq) >= len(tasks) {
-		t.Errorf("thinned %v (%d milli)", seq, s)
+	uniq := slices.Clone(seq)
+	slices.Sort(uniq)
+	if s := sum(seq); s > 2000 || len(seq) >= len(tasks) || len(slices.Compact(uniq)) != len(seq) {
+		t.Errorf("thinned %v (%d milli): not a subset of the trace within the target", seq, s)
 	}
 	// IID: draws only, within the target.
 	seq = Arrivals(tasks, 42, 10000, SampleIID)
