@@ -117,7 +117,7 @@ func (s *Scheduler) try(d *Decision, leaf *queue.Leaf, j *job, now time.Time) {
 		s.afterBlock(st, leaf, j, r, b, now)
 		return
 	}
-	allow, mkey, b := s.modelFilter(lid, j)
+	allow, mkey, guar, gkey, b := s.modelFilter(lid, j)
 	if b != nil {
 		r := &Reason{Code: WaitQuota, Quota: b}
 		s.classFail(cur, j, r)
@@ -125,6 +125,10 @@ func (s *Scheduler) try(d *Decision, leaf *queue.Leaf, j *job, now time.Time) {
 		return
 	}
 	st.mkey = mkey
+	if guar != nil && s.placeWith(j, guar, j.shape+gkey) {
+		s.bindPlaced(d, leaf, j, cur, now)
+		return
+	}
 	key := j.shape + mkey
 	if f := s.fails[key]; f != nil && s.stillFails(f, allow) {
 		s.classFail(cur, j, f.reason)
@@ -141,6 +145,27 @@ func (s *Scheduler) try(d *Decision, leaf *queue.Leaf, j *job, now time.Time) {
 		return
 	}
 	delete(s.fails, key)
+	s.bindPlaced(d, leaf, j, cur, now)
+}
+
+// placeWith tries to place j with a host filter, using and feeding the
+// failure cache under key; on success the placement is in s.scratch.
+func (s *Scheduler) placeWith(j *job, allow func(topology.HostID) bool, key string) bool {
+	if f := s.fails[key]; f != nil && s.stillFails(f, allow) {
+		return false
+	}
+	j.req.AllowHost = allow
+	if x := s.placer.Place(s.ledger, j.req, &s.scratch); x != nil {
+		s.fails[key] = &failure{gen: s.ledger.Generation(), reason: placementReason(x, s.c), req: j.req}
+		return false
+	}
+	delete(s.fails, key)
+	return true
+}
+
+// bindPlaced takes j, placed in s.scratch, through the reservations and
+// admits it.
+func (s *Scheduler) bindPlaced(d *Decision, leaf *queue.Leaf, j *job, cur *queue.Cursor, now time.Time) {
 	shadows, conflict := s.checkHolds(j, s.scratch.Claims, now)
 	if conflict != nil {
 		r := s.backfillReason(conflict)
@@ -148,10 +173,7 @@ func (s *Scheduler) try(d *Decision, leaf *queue.Leaf, j *job, now time.Time) {
 		s.backfillShort(d, leaf, j, conflict, now)
 		return
 	}
-	if s.admit(d, leaf, j, shadows, now) {
-		cur.Advance()
-		return
-	}
+	s.admit(d, leaf, j, shadows, now)
 	cur.Advance()
 }
 
@@ -287,55 +309,73 @@ func (s *Scheduler) dimOf(resource string) int {
 
 // modelFilter restricts the models j may use to those whose per-model
 // quota has room for its GPU demand. It returns the host filter (nil: no
-// restriction), a cache-key suffix naming the allowed set, or the quota
-// block when no acceptable model has room.
-func (s *Scheduler) modelFilter(lid queue.NodeID, j *job) (func(topology.HostID) bool, string, *queue.Block) {
+// restriction) and a cache-key suffix naming the allowed set; the filter
+// and key of the models that also keep j's queue within its nominal quota
+// (nil when that is no narrower, or empty), tried first so a job borrows
+// only when its guaranteed models have no room; or the quota block of
+// the first acceptable model when none has room.
+func (s *Scheduler) modelFilter(lid queue.NodeID, j *job) (allow func(topology.HostID) bool, key string, guar func(topology.HostID) bool, gkey string, block *queue.Block) {
 	dims := s.tree.Dimensions()
 	if len(dims.Models) == 0 || j.demand[fairshare.DimGPU] == 0 {
-		return nil, "", nil
+		return nil, "", nil, "", nil
 	}
 	if s.vec == nil {
 		s.vec = make(queue.Vector, dims.Len())
+		s.modelGuar = make([]bool, len(s.modelAllow))
 	}
-	all := true
-	some := false
-	var last *queue.Block
-	var key []byte
+	all, some, nguar := true, false, 0
+	var keyb, gkeyb []byte
 	for m := range s.modelAllow {
 		mid := topology.ModelID(m)
-		s.modelAllow[m] = false
+		s.modelAllow[m], s.modelGuar[m] = false, false
 		if !acceptsModel(j.req, mid) {
 			continue
 		}
 		k := s.modelDim(mid)
-		ok := true
+		ok, within := true, true
 		if k >= 0 {
 			clear(s.vec)
 			s.vec[k] = j.demand[fairshare.DimGPU]
 			if b := s.tree.Check(lid, s.vec); b != nil {
-				ok, last = false, b
+				ok = false
+				if block == nil {
+					block = b
+				}
 			}
+			within = ok && !s.tree.Borrows(lid, s.vec)
 		}
-		s.modelAllow[m] = ok
+		s.modelAllow[m], s.modelGuar[m] = ok, within
 		if ok {
 			some = true
-			key = fmt.Appendf(key, ",%d", m)
+			keyb = fmt.Appendf(keyb, ",%d", m)
 		} else {
 			all = false
 		}
+		if within {
+			nguar++
+			gkeyb = fmt.Appendf(gkeyb, ",%d", m)
+		}
 	}
 	if !some {
-		return nil, "", last
+		return nil, "", nil, "", block
 	}
-	if all {
-		return nil, "", nil
+	if !all {
+		allow, key = s.allowModel, "@"+string(keyb)
 	}
-	return s.allowModel, "@" + string(key), nil
+	if nguar > 0 && string(gkeyb) != string(keyb) {
+		guar, gkey = s.allowGuar, "@"+string(gkeyb)
+	}
+	return allow, key, guar, gkey, nil
 }
 
 func (s *Scheduler) allowModel(h topology.HostID) bool {
 	m := s.c.HostModel(h)
 	return m == topology.NoModel || s.modelAllow[m]
+}
+
+func (s *Scheduler) allowGuar(h topology.HostID) bool {
+	m := s.c.HostModel(h)
+	return m == topology.NoModel || s.modelGuar[m]
 }
 
 // maybePreempt asks the Preemptor, if any, for victims for j.

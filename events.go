@@ -136,6 +136,9 @@ func amount(r int, v int64) string {
 	case fairshare.DimMemory:
 		return fmt.Sprintf("%g GiB", float64(v)/1024)
 	}
+	if v == 1000 {
+		return "1 GPU"
+	}
 	return fmt.Sprintf("%g GPUs", float64(v)/1000)
 }
 

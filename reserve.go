@@ -360,15 +360,22 @@ func (s *Scheduler) backfillShort(d *Decision, leaf *queue.Leaf, j *job, conflic
 			s.jobReason(cj, &Reason{Code: WaitQuota, Quota: b})
 			continue
 		}
-		allow, _, b := s.modelFilter(lid, cj)
+		allow, _, guar, _, b := s.modelFilter(lid, cj)
 		if b != nil {
 			s.jobReason(cj, &Reason{Code: WaitQuota, Quota: b})
 			continue
 		}
-		cj.req.AllowHost = allow
-		if x := s.placer.Place(s.ledger, cj.req, &s.scratch); x != nil {
-			s.jobReason(cj, placementReason(x, s.c))
-			continue
+		placed := false
+		if guar != nil {
+			cj.req.AllowHost = guar
+			placed = s.placer.Place(s.ledger, cj.req, &s.scratch) == nil
+		}
+		if !placed {
+			cj.req.AllowHost = allow
+			if x := s.placer.Place(s.ledger, cj.req, &s.scratch); x != nil {
+				s.jobReason(cj, placementReason(x, s.c))
+				continue
+			}
 		}
 		shadows, c := s.checkHolds(cj, s.scratch.Claims, now)
 		if c != nil {

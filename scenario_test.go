@@ -23,7 +23,7 @@ import (
 //
 // Commands (times are offsets from 2025-01-01T00:00Z, e.g. at=1h30m):
 //
-//	cluster machine=dgx-h100 hosts=4 [per-tor=2] [tors-per-spine=N] | preset=NAME
+//	cluster machine=dgx-h100 hosts=4 [per-tor=2] [tors-per-spine=N] | preset=NAME | file=PATH
 //	queues                  (body: a queue.Config in YAML)
 //	config [default-runtime=1h] [max-reservations=N] [placer=NAME]
 //	submit id=J queue=Q [count=N] [min=N] [gpus=N] [milli=N] [mig=P] [cpu=N] [mem=N]
@@ -114,6 +114,13 @@ func (h *harness) run(t *testing.T, td *datadriven.TestData) string {
 			var name string
 			td.ScanArgs(t, "preset", &name)
 			spec, err = topology.Preset(name)
+		} else if td.HasArg("file") {
+			var name string
+			td.ScanArgs(t, "file", &name)
+			if h.c, err = topology.LoadFile(name); err != nil {
+				t.Fatal(err)
+			}
+			return h.c.String()
 		} else {
 			g := topology.Generator{Name: "test"}
 			td.ScanArgs(t, "machine", &g.Machine)

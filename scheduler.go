@@ -114,6 +114,7 @@ type Scheduler struct {
 	cycleAdmits []*job
 	healthEpoch uint64
 	modelAllow  []bool
+	modelGuar   []bool
 	vec         queue.Vector
 	ls          []leafState
 	pendingBuf  []Pending
