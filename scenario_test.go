@@ -480,6 +480,9 @@ func formatQuota(vs []queue.View) string {
 		name := v.Queue
 		for _, r := range v.Resources {
 			if !r.Governed {
+				if r.Resource == "gpu" {
+					fmt.Fprintf(&b, "%s%-12s %-6s used %s reserved %s (no quota)\n", strings.Repeat("  ", v.Depth), name, r.Resource, num(r.Used), num(r.Reserved))
+				}
 				continue
 			}
 			fmt.Fprintf(&b, "%s%-12s %-6s nominal %s used %s reserved %s free %s borrowed %s lent %s\n",
