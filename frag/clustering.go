@@ -67,9 +67,10 @@ func (p *policy) Released(c topology.Claim, t Task) {
 }
 
 // lookup reports whether host h runs tasks of kind tag and how many kinds
-// it runs. Hosts without reports are read from the ledger: a shared GPU
-// means a share task, and whole GPUs one task of that many GPUs.
-func (ct *clusterTags) lookup(l *topology.Ledger, c *topology.Cluster, h topology.HostID, tag int16) (same bool, kinds int) {
+// it runs. Hosts without reports are read from the view of the ledger
+// (refreshed for h): a shared GPU means a share task, and whole GPUs one
+// task of that many GPUs.
+func (ct *clusterTags) lookup(v *view, h topology.HostID, tag int16) (same bool, kinds int) {
 	if ct.reported[h] {
 		for _, tc := range ct.tags[h] {
 			if tc.tag == tag {
@@ -78,23 +79,13 @@ func (ct *clusterTags) lookup(l *topology.Ledger, c *topology.Cluster, h topolog
 		}
 		return same, len(ct.tags[h])
 	}
-	first, n := c.HostGPUs(h)
-	shared, whole := false, int16(0)
-	for i := range n {
-		switch l.GPU(first + topology.GPUID(i)).Mode {
-		case topology.ModeShared:
-			shared = true
-		case topology.ModeWhole:
-			whole++
-		}
-	}
-	if shared {
+	if v.shared[h] {
 		kinds++
 		same = same || tag == tagShare
 	}
-	if whole > 0 {
+	if w := v.whole[h]; w > 0 {
 		kinds++
-		same = same || tag == whole
+		same = same || tag == w
 	}
 	return same, kinds
 }

@@ -6,14 +6,15 @@ import (
 	"github.com/gpusched/gpusched/topology"
 )
 
-// FGD's caches. The fragmentation of a host depends only on the host's
-// state, and the growth caused by a task only on the host's state and the
-// task's shape (per-GPU milli, GPU count, CPU, and memory when the
-// distribution has classes that need memory; the accepted models and the
-// memory otherwise only decide feasibility, which is checked afresh on
-// every Pick). Both are cached per host and keyed by HostGeneration, so
-// after a placement only the host that changed is evaluated again. Shapes
-// live in slots, reused least-recently-used first.
+// Cost caches. The fragmentation of a host depends only on the host's
+// state, and the cost of a task on a host (FGD's growth of fragmentation,
+// and the scores of best-fit, worst-fit, dot-product and gpu-packing) only
+// on the host's state and the task's shape (per-GPU milli, GPU count, CPU,
+// and memory when FGD's distribution has classes that need memory; the
+// accepted models and the memory otherwise only decide feasibility, which
+// is checked afresh on every Pick). Both are cached per host and keyed by
+// HostGeneration, so after a placement only the host that changed is
+// evaluated again. Shapes live in slots, reused least-recently-used first.
 
 // shapeKey is what the growth of fragmentation depends on besides the host.
 type shapeKey struct {
@@ -21,13 +22,13 @@ type shapeKey struct {
 	cpu, mem    int64
 }
 
-// fgdSlot holds, per host, the growth caused by one task shape.
+// fgdSlot holds, per host, the cost of one task shape.
 type fgdSlot struct {
 	key   shapeKey
 	used  uint64    // tick of the last Pick that used it
 	gen   []uint64  // per host: HostGeneration+1 of the entry; 0 = none
-	delta []float64 // growth of the host's fragmentation; +Inf if it cannot take the task
-	gpu   []int16   // the share's GPU offset, -1 for whole GPUs and CPU-only
+	delta []float64 // the cost (FGD: see fgdCost); +Inf if the host cannot take the task
+	gpu   []int16   // FGD: the share's GPU offset; else -1
 }
 
 type fgdCache struct {

@@ -271,13 +271,16 @@ func (p *policy) bind(l *topology.Ledger) {
 				p.rank[h] = int32(i)
 			}
 		}
+		usesMem := false
 		if p.kind == kindFGD {
 			m, err := NewMeasure(c, p.dist)
 			if err != nil {
 				panic("frag: distribution validated at construction failed: " + err.Error())
 			}
-			p.meas = m
-			p.fgd.init(nh, m.usesMem, p.slotCap)
+			p.meas, usesMem = m, m.usesMem
+		}
+		if p.cached() {
+			p.fgd.init(nh, usesMem, p.slotCap)
 		}
 	}
 }
@@ -352,7 +355,7 @@ func (ch *chooser) offer(h topology.HostID, cost float64, gpu int) bool {
 
 // quick checks what needs no GPU state: health, model, CPU and memory.
 func (p *policy) quick(l *topology.Ledger, h topology.HostID, t *Task) bool {
-	return l.HostHealth(h) == topology.Healthy && p.okModel[int(p.c.HostModel(h))+1] &&
+	return l.HostHealth(h) == topology.Healthy && p.okModel[p.v.model[h]] &&
 		l.CPUFree(h) >= t.CPUMilli && l.MemoryFree(h) >= t.MemoryMiB
 }
 
@@ -360,7 +363,7 @@ func (p *policy) quick(l *topology.Ledger, h topology.HostID, t *Task) bool {
 func (p *policy) scan(l *topology.Ledger, t Task, lo, hi topology.HostID, ch *chooser) {
 	per, n := t.perGPU()
 	var slot *fgdSlot
-	if p.kind == kindFGD {
+	if p.cached() {
 		slot = p.fgd.slot(t)
 	}
 	for h := lo; h < hi; h++ {
@@ -381,29 +384,44 @@ func (p *policy) scan(l *topology.Ledger, t Task, lo, hi topology.HostID, ch *ch
 		}
 		var cost float64
 		gpu := -1
-		switch p.kind {
-		case kindFGD:
+		switch {
+		case slot != nil:
 			if slot.gen[h] != gen+1 {
 				hs := p.v.state(l, h)
-				slot.delta[h], slot.gpu[h] = p.fgdDelta(&hs, &t, p.fgdBase(l, h, gen, &hs))
+				if p.kind == kindFGD {
+					slot.delta[h], slot.gpu[h] = p.fgdDelta(&hs, &t, p.fgdBase(l, h, gen, &hs))
+				} else {
+					slot.delta[h], slot.gpu[h] = p.baseCost(l, &hs, &t), -1
+				}
 				slot.gen[h] = gen + 1
 			}
 			cost, gpu = slot.delta[h], int(slot.gpu[h])
 			if math.IsInf(cost, 1) {
 				continue
 			}
-
-		case kindFirstFit:
+		case p.kind == kindFirstFit:
 			if ch.offer(h, 0, -1) {
 				return
 			}
 			continue
-		default:
+		case p.kind == kindGPUClustering:
 			hs := p.v.state(l, h)
 			cost = p.baseCost(l, &hs, &t)
 		}
 		ch.offer(h, cost, gpu)
 	}
+}
+
+// cached reports whether the policy's host costs depend on the host's
+// state and the task's shape only, so that they can be cached per shape:
+// all but first-fit and random (no costs) and gpu-clustering (which also
+// depends on Tracker reports).
+func (p *policy) cached() bool {
+	switch p.kind {
+	case kindFirstFit, kindRandom, kindGPUClustering:
+		return false
+	}
+	return true
 }
 
 // pickSub places within a domain smaller than a host (a NUMA node, a PCIe
@@ -425,6 +443,7 @@ func (p *policy) pickSub(l *topology.Ledger, t Task, d topology.DomainID, ch *ch
 		if !p.quick(l, h, &t) {
 			continue
 		}
+		p.v.refresh(l, h, l.HostGeneration(h))
 		hs := directState(l, h)
 		hs.mask = mask
 		if !hs.fits(&t) {
@@ -546,7 +565,7 @@ func (p *policy) baseCost(l *topology.Ledger, hs *hostState, t *Task) float64 {
 	case kindGPUPacking:
 		return -float64(p.packingScore(hs, t))
 	case kindGPUClustering:
-		return -float64(p.clusteringScore(l, hs, t))
+		return -float64(p.clusteringScore(hs, t))
 	}
 	return 0 // random
 }
@@ -591,12 +610,12 @@ func (p *policy) bestFitGPU(hs *hostState, per int) int {
 
 // clusteringScore is the artifact's GPU-clustering score (0..100, higher
 // is better).
-func (p *policy) clusteringScore(l *topology.Ledger, hs *hostState, t *Task) int64 {
+func (p *policy) clusteringScore(hs *hostState, t *Task) int64 {
 	if t.CPUOnly() {
 		return 0
 	}
 	tag := tagOf(t)
-	same, kinds := p.tags.lookup(l, p.c, hs.h, tag)
+	same, kinds := p.tags.lookup(&p.v, hs.h, tag)
 	base := 25 * (p.maxGPU - hs.total) / p.maxGPU
 	switch {
 	case same && kinds == 1:
