@@ -24,10 +24,13 @@
 // (see docs/fgd-openb.md).
 //
 // Speed: policies cache per-host state keyed by
-// topology.Ledger.HostGeneration, and FGD caches the growth of each host's
-// fragmentation for each task shape, so after a placement only the host
-// that changed is evaluated again; a Pick costs a pass over the hosts in
-// scope reading a few words per host.
+// topology.Ledger.HostGeneration, and each host's cost for each task shape
+// (FGD's growth of fragmentation, the baselines' scores), so after a
+// placement only the host that changed is evaluated again; a Pick costs a
+// pass over the hosts in scope reading a few words per host (about 8 µs
+// on the 1,213-host openb cluster when every host fits). Host generations
+// identify a host's state across all ledgers of a cluster, so a policy may
+// serve a ledger, its clones and copies in turn without losing its caches.
 //
 // Nothing here does I/O, starts goroutines or reads the clock; randomness
 // comes from a *rand.Rand the caller passes in.
