@@ -127,21 +127,28 @@ func benchScheduler(b testing.TB, pending int) (*Scheduler, time.Time) {
 	return s, now.Add(time.Minute)
 }
 
-// BenchmarkScheduleFull times one full cycle over 10,000 pending jobs on a
-// 10,000-GPU cluster 90% busy: every class is evaluated with cold caches.
-// The fixture is rebuilt outside the timer for every iteration.
+// BenchmarkScheduleFull times one full cycle over 1,000 and 10,000
+// pending jobs on a 10,000-GPU cluster 90% busy: every class is evaluated
+// with cold caches. The fixture is rebuilt outside the timer for every
+// iteration (use -benchtime=20x: a fixture takes a few hundred ms).
 func BenchmarkScheduleFull(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("pending=%d", n), func(b *testing.B) { benchFull(b, n) })
+	}
+}
+
+func benchFull(b *testing.B, pending int) {
 	b.ReportAllocs()
 	var bound, waiting int
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		s, now := benchScheduler(b, 10000)
+		s, now := benchScheduler(b, pending)
 		runtime.GC() // the fixture's garbage is not the cycle's
 		b.StartTimer()
 		d := s.Schedule(now)
 		b.StopTimer()
 		bound, waiting = len(d.Bindings), len(d.Pending)
-		if bound+waiting != 10000 || bound == 0 {
+		if bound+waiting != pending || bound == 0 {
 			b.Fatalf("bound %d waiting %d", bound, waiting)
 		}
 		b.StartTimer()
@@ -151,11 +158,17 @@ func BenchmarkScheduleFull(b *testing.B) {
 }
 
 // BenchmarkScheduleIncremental times the cycle after one job finishes: the
-// steady state of a busy cluster with about 10,000 pending jobs. Each
-// iteration finishes the running job that ends first (its estimated end),
-// then runs a cycle; bindings are started outside the timer.
+// steady state of a busy cluster with about 1,000 or 10,000 pending jobs.
+// Each iteration finishes the running job that ends first (its estimated
+// end), then runs a cycle; bindings are started outside the timer.
 func BenchmarkScheduleIncremental(b *testing.B) {
-	s, now := benchScheduler(b, 10000)
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("pending=%d", n), func(b *testing.B) { benchIncremental(b, n) })
+	}
+}
+
+func benchIncremental(b *testing.B, pending int) {
+	s, now := benchScheduler(b, pending)
 	d := s.Schedule(now)
 	for _, x := range d.Bindings {
 		_ = s.Started(x.Job, now)
@@ -182,7 +195,7 @@ func BenchmarkScheduleIncremental(b *testing.B) {
 		d := s.Schedule(now)
 		b.StopTimer()
 		bound += len(d.Bindings)
-		if len(d.Pending) < 9000 {
+		if len(d.Pending) < pending/2 {
 			b.Fatalf("only %d pending", len(d.Pending))
 		}
 		for _, x := range d.Bindings {
