@@ -50,6 +50,7 @@ func (s *Scheduler) Schedule(now time.Time) Decision {
 	}
 	s.cycle++
 	d := Decision{Now: now}
+	s.boundCaches()
 	if s.tree.Fairness().Policy == queue.FairTree {
 		s.tree.Advance(now)
 	}
@@ -74,6 +75,21 @@ func (s *Scheduler) Schedule(now time.Time) Decision {
 	s.listPending(&d)
 	s.keepReservations()
 	return d
+}
+
+// maxCached bounds the shape caches: in a long replay with many distinct
+// shapes, failures of shapes that no longer wait would pile up. They are
+// caches; dropping them only costs a placement attempt.
+const maxCached = 1 << 16
+
+func (s *Scheduler) boundCaches() {
+	if len(s.fails) > maxCached {
+		clear(s.fails)
+	}
+	if len(s.fitChecked) > maxCached {
+		clear(s.fitChecked)
+		clear(s.idleFail)
+	}
 }
 
 func (s *Scheduler) jobReason(j *job, r *Reason) {
