@@ -72,7 +72,9 @@ func (s *Scheduler) Schedule(now time.Time) Decision {
 	for _, id := range leaves {
 		s.ls[id].cur.End()
 	}
-	s.listPending(&d)
+	if !s.cfg.OmitPending {
+		s.listPending(&d)
+	}
 	s.keepReservations()
 	return d
 }

@@ -316,3 +316,19 @@ func TestReasonStrings(t *testing.T) {
 		}
 	}
 }
+
+func TestOmitPending(t *testing.T) {
+	s, err := New(Config{Cluster: testCluster(t, 1, 0), OmitPending: true, Queues: queue.Config{Root: queue.Node{Children: []queue.Node{{Name: "q"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Submit(gpuJob("a", 8), t0)
+	_ = s.Submit(gpuJob("b", 8), t0)
+	d := s.Schedule(t0)
+	if len(d.Bindings) != 1 || d.Pending != nil {
+		t.Fatalf("%+v", d)
+	}
+	if st, _ := s.Job("b"); st.Reason == nil || st.Reason.Code != WaitCapacity {
+		t.Fatalf("b: %+v", st)
+	}
+}

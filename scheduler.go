@@ -37,6 +37,10 @@ type Config struct {
 	// Seed seeds randomised placers; each job's request gets Seed mixed
 	// with its submission sequence number.
 	Seed uint64
+	// OmitPending leaves Decision.Pending empty, saving O(waiting jobs)
+	// per cycle for hosts that do not show reasons every cycle (a
+	// simulator); Job(id).Reason still answers for any waiting job.
+	OmitPending bool
 }
 
 // Errors returned by events.
