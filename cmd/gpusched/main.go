@@ -41,7 +41,9 @@ Start with a built-in cluster:
 		return fmt.Errorf("%w (see '%s --help')", err, cmd.CommandPath())
 	})
 	root.AddCommand(newTopologyCmd())
-	root.AddCommand(newPlaceCmd())
+	place := newPlaceCmd()
+	place.AddCommand(newInflationCmd())
+	root.AddCommand(place)
 	root.AddCommand(newExplainCmd())
 	root.AddCommand(newSimCmd())
 	return root
