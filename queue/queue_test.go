@@ -285,6 +285,12 @@ func TestQuotaProperty(t *testing.T) {
 		c.Root.Children[0].Children[1].Quotas[0].BorrowingLimit = Limit(rapid.Int64Range(0, 30).Draw(t, "bl"))
 		c.Root.Children[0].Children[0].Quotas[0].LendingLimit = Limit(rapid.Int64Range(0, 32).Draw(t, "ll"))
 		c.Root.Children[0].Quotas = append(c.Root.Children[0].Quotas, Quota{Resource: "cpu", Nominal: rapid.Int64Range(0, 512).Draw(t, "cpu"), BorrowingLimit: Limit(64)})
+		if rapid.Bool().Draw(t, "orgmax") {
+			// A hard cap on the org, which its children's protected quota
+			// and borrowing can reach.
+			c.Root.Children[0].Quotas[0].Nominal = 40
+			c.Root.Children[0].Quotas[0].Max = Limit(40 + rapid.Int64Range(0, 8).Draw(t, "max"))
+		}
 		tr, err := Build(c, capacity64)
 		if err != nil {
 			t.Fatal(err)

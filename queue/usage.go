@@ -80,7 +80,7 @@ func (b *Block) String() string {
 // root's quota. Effective usage counts the unused part of a child's
 // nominal quota that it may not lend as used. Only governed dimensions
 // where v is positive are checked. It returns nil when v is admissible.
-// O(depth × dimensions), no allocations.
+// O(depth × dimensions); allocates only the Block it returns.
 func (t *Tree) Check(leaf NodeID, v Vector) *Block {
 	var delta [16]int64
 	var d []int64
@@ -92,29 +92,30 @@ func (t *Tree) Check(leaf NodeID, v Vector) *Block {
 	copy(d, v)
 	for id := leaf; id >= 0; id = t.nodes[id].parent {
 		nd := &t.nodes[id]
-		changed := false
-		for r, x := range d {
+		for r, x := range v {
 			if x <= 0 || !t.governed[r] {
 				continue
 			}
-			changed = true
+			// Real usage grows by v at every level, whatever protected
+			// capacity absorbs.
 			u := nd.used[r] + nd.reserved[r]
-			if nd.max[r] >= 0 && u+v[r] > nd.max[r] {
-				return t.block(id, r, BlockMax, u, v[r], nd.max[r], leaf)
+			if nd.max[r] >= 0 && u+x > nd.max[r] {
+				return t.block(id, r, BlockMax, u, x, nd.max[r], leaf)
+			}
+			dx := d[r]
+			if dx <= 0 {
+				continue
 			}
 			e := nd.eff[r]
 			if id == 0 {
-				if e+x > nd.nominal[r] {
-					return t.block(id, r, BlockCluster, e, x, nd.nominal[r], leaf)
+				if e+dx > nd.nominal[r] {
+					return t.block(id, r, BlockCluster, e, dx, nd.nominal[r], leaf)
 				}
-			} else if nd.borrow[r] >= 0 && e+x-nd.nominal[r] > nd.borrow[r] {
-				return t.block(id, r, BlockBorrowing, e, x, nd.nominal[r]+nd.borrow[r], leaf)
+			} else if nd.borrow[r] >= 0 && e+dx-nd.nominal[r] > nd.borrow[r] {
+				return t.block(id, r, BlockBorrowing, e, dx, nd.nominal[r]+nd.borrow[r], leaf)
 			}
 			// What the parent sees change.
-			d[r] = max(e+x, nd.protected[r]) - max(e, nd.protected[r])
-		}
-		if !changed {
-			return nil
+			d[r] = max(e+dx, nd.protected[r]) - max(e, nd.protected[r])
 		}
 	}
 	return nil
