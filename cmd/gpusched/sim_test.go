@@ -11,12 +11,16 @@ import (
 func TestSimCommand(t *testing.T) {
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
-	code := run([]string{"sim", "run", "--preset", "h100-1k", "--trace", "synthetic:200", "--load", "1.1", "--quiet", "--no-plots", "--out", dir}, nil, &out, &errb)
+	code := run([]string{"sim", "run", "--machine", "dgx-h100", "--hosts", "32", "--hosts-per-tor", "8", "--trace", "synthetic:200", "--load", "1.1", "--quiet", "--no-plots", "--out", dir}, nil, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	if !strings.Contains(out.String(), "queue wait mean") {
-		t.Errorf("no table:\n%s", out.String())
+	// The shared cluster flags select the cluster (256 GPUs).
+	if !strings.Contains(out.String(), "queue wait mean") || !strings.Contains(out.String(), "(256 GPUs)") {
+		t.Errorf("no table or wrong cluster:\n%s", out.String())
+	}
+	if code := run([]string{"sim", "run", "--preset", "philly", "--machine", "dgx-h100"}, nil, &out, &errb); code == 0 {
+		t.Error("two cluster selections accepted")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "summary.json")); err != nil {
 		t.Error(err)

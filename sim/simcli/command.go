@@ -35,6 +35,43 @@ type InflationFunc func(cmd *cobra.Command, args []string) error
 type Options struct {
 	// Inflation, if set, serves `sim compare --inflation`.
 	Inflation InflationFunc
+	// ClusterFlags, if set, registers cluster selection flags on a command
+	// and returns the function that loads the cluster they select:
+	// cmd/gpusched passes its shared --preset/--file/--machine flags. When
+	// none of preset, file and machine is given the simulator's default
+	// (openb) is used, and --preset philly always means PhillyCluster. Nil
+	// means simcli's own --preset and --file.
+	ClusterFlags func(cmd *cobra.Command) ClusterLoader
+}
+
+// ClusterLoader loads the cluster a command's flags select.
+type ClusterLoader func(cmd *cobra.Command) (*topology.Cluster, error)
+
+// bindRun registers the run flags and, through opt.ClusterFlags or its own
+// flags, the cluster selection, and returns how to load the cluster.
+func bindRun(cmd *cobra.Command, rc *runConfig, opt Options) func(runConfig) (*topology.Cluster, error) {
+	if opt.ClusterFlags == nil {
+		rc.bind(cmd.Flags(), true)
+		return func(r runConfig) (*topology.Cluster, error) { return r.loadCluster() }
+	}
+	rc.bind(cmd.Flags(), false)
+	load := opt.ClusterFlags(cmd)
+	return func(r runConfig) (*topology.Cluster, error) {
+		fs := cmd.Flags()
+		if r.preset != rc.preset || r.file != rc.file {
+			return r.loadCluster() // a sweep over preset or file
+		}
+		if f := fs.Lookup("preset"); f != nil && f.Value.String() == sim.PhillyCluster.Name && !fs.Changed("file") && !fs.Changed("machine") {
+			r.preset, r.file = sim.PhillyCluster.Name, ""
+			return r.loadCluster()
+		}
+		for _, name := range []string{"preset", "file", "machine"} {
+			if fs.Changed(name) {
+				return load(cmd)
+			}
+		}
+		return r.loadCluster() // the simulator's default preset
+	}
 }
 
 // Command returns the `sim` command with its run, compare and sweep
@@ -49,6 +86,7 @@ func Command(opt Options) *cobra.Command {
 	rc.repeat, rc.arrivalSpan, rc.horizon = 2, 20*time.Minute, 6*time.Hour
 	var out outFlags
 	var policies string
+	var cluster func(runConfig) (*topology.Cluster, error)
 	cmd := &cobra.Command{
 		Use:   "sim",
 		Short: "Simulate a trace on a cluster through the scheduler",
@@ -65,13 +103,13 @@ hours (jobs still running then are reported unfinished). Every flag of
 		Example: `  gpusched sim
   gpusched sim --policies fgd,best-fit,random --out /tmp/openb`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return compare(cmd, rc, out, splitList(policies)) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return compare(cmd, rc, out, splitList(policies), cluster) },
 	}
-	rc.bind(cmd.Flags())
+	cluster = bindRun(cmd, &rc, opt)
 	out.bind(cmd.Flags(), "sim-out")
 	cmd.Flags().IntVar(&out.par, "parallel", 0, "runs at once (0: GOMAXPROCS)")
 	cmd.Flags().StringVar(&policies, "policies", "fgd,best-fit,topology", "comma-separated placement policies")
-	cmd.AddCommand(runCmd(), compareCmd(opt), sweepCmd())
+	cmd.AddCommand(runCmd(opt), compareCmd(opt), sweepCmd(opt))
 	return cmd
 }
 
@@ -93,9 +131,10 @@ func (o *outFlags) bind(fs interface {
 	fs.BoolVar(&o.noJobs, "no-jobs-csv", false, "do not write jobs.csv (one row per job)")
 }
 
-func runCmd() *cobra.Command {
+func runCmd(opt Options) *cobra.Command {
 	rc := defaultRun()
 	var out outFlags
+	var cluster func(runConfig) (*topology.Cluster, error)
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run one simulation and write its summary, time series and plots",
@@ -103,9 +142,9 @@ func runCmd() *cobra.Command {
   gpusched sim run --preset h100-1k --trace philly:../shared/data/philly/philly.csv --queues vc:philly_vc.csv --policy best-fit
   gpusched sim run --trace synthetic:20000 --load 1.2 --gpu-mtbf 5000h --ckpt-interval 30m --ckpt-overhead 1m`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runOne(cmd, rc, out) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runOne(cmd, rc, out, cluster) },
 	}
-	rc.bind(cmd.Flags())
+	cluster = bindRun(cmd, &rc, opt)
 	out.bind(cmd.Flags(), "sim-out")
 	return cmd
 }
@@ -117,8 +156,8 @@ type prepared struct {
 	lt *loadedTrace
 }
 
-func prepare(rc runConfig) (*prepared, error) {
-	c, err := rc.loadCluster()
+func prepare(rc runConfig, cluster func(runConfig) (*topology.Cluster, error)) (*prepared, error) {
+	c, err := cluster(rc)
 	if err != nil {
 		return nil, err
 	}
@@ -238,9 +277,9 @@ func reasons(m map[string]int) string {
 	return "(" + strings.Join(parts, ", ") + ")"
 }
 
-func runOne(cmd *cobra.Command, rc runConfig, out outFlags) error {
+func runOne(cmd *cobra.Command, rc runConfig, out outFlags, cluster func(runConfig) (*topology.Cluster, error)) error {
 	start := time.Now()
-	p, err := prepare(rc)
+	p, err := prepare(rc, cluster)
 	if err != nil {
 		return err
 	}
@@ -288,6 +327,7 @@ func compareCmd(opt Options) *cobra.Command {
 	rc := defaultRun()
 	var out outFlags
 	var policies string
+	var cluster func(runConfig) (*topology.Cluster, error)
 	cmd := &cobra.Command{
 		Use:   "compare",
 		Short: "Run several placement policies on one trace; one table and one set of plots",
@@ -319,10 +359,10 @@ flags: see gpusched place inflation --help.`,
 			if cmd.Flags().NArg() > 0 {
 				return fmt.Errorf("unexpected arguments %q", cmd.Flags().Args())
 			}
-			return compare(cmd, rc, out, splitList(policies))
+			return compare(cmd, rc, out, splitList(policies), cluster)
 		},
 	}
-	rc.bind(cmd.Flags())
+	cluster = bindRun(cmd, &rc, opt)
 	out.bind(cmd.Flags(), "sim-compare")
 	cmd.Flags().IntVar(&out.par, "parallel", 0, "runs at once (0: GOMAXPROCS)")
 	cmd.Flags().StringVar(&policies, "policies", "topology,best-fit,fgd", "comma-separated placement policies")
@@ -364,12 +404,12 @@ func parallel(n, w int, fn func(i int) error) error {
 	return errors.Join(errs...)
 }
 
-func compare(cmd *cobra.Command, rc runConfig, out outFlags, policies []string) error {
+func compare(cmd *cobra.Command, rc runConfig, out outFlags, policies []string, cluster func(runConfig) (*topology.Cluster, error)) error {
 	if len(policies) == 0 {
 		return errors.New("--policies: none given")
 	}
 	start := time.Now()
-	p, err := prepare(rc)
+	p, err := prepare(rc, cluster)
 	if err != nil {
 		return err
 	}
@@ -482,11 +522,12 @@ func parseShard(s string) (int, int, error) {
 	return i, n, nil
 }
 
-func sweepCmd() *cobra.Command {
+func sweepCmd(opt Options) *cobra.Command {
 	rc := defaultRun()
 	var out outFlags
 	var params []string
 	var shard string
+	var cluster func(runConfig) (*topology.Cluster, error)
 	cmd := &cobra.Command{
 		Use:   "sweep",
 		Short: "Run a grid of parameters in parallel, optionally one shard of it",
@@ -499,9 +540,9 @@ Indexed Jobs can split a large sweep; each shard writes sweep-i-of-n.csv.`,
 		Example: `  gpusched sim sweep --trace synthetic:5000 --param policy=topology,best-fit --param gpu-mtbf=1000h,10000h
   gpusched sim sweep --param load=0.8,1.0,1.2 --param policy=fgd,best-fit --shard 0/4`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return sweep(cmd, rc, out, params, shard) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return sweep(cmd, rc, out, params, shard, cluster) },
 	}
-	rc.bind(cmd.Flags())
+	cluster = bindRun(cmd, &rc, opt)
 	out.bind(cmd.Flags(), "sim-sweep")
 	cmd.Flags().IntVar(&out.par, "parallel", 0, "runs at once (0: GOMAXPROCS)")
 	cmd.Flags().StringArrayVar(&params, "param", nil, "a swept parameter NAME=V1,V2,… (NAME is a flag of `sim run`); repeatable")
@@ -517,7 +558,7 @@ type sweepRow struct {
 	sum    sim.Summary
 }
 
-func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string, shard string) error {
+func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string, shard string, cluster func(runConfig) (*topology.Cluster, error)) error {
 	if len(rawParams) == 0 {
 		return errors.New("give at least one --param NAME=V1,V2,…")
 	}
@@ -584,7 +625,7 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 		if p, ok := cache[k]; ok {
 			return p, nil
 		}
-		p, err := prepare(r)
+		p, err := prepare(r, cluster)
 		if err != nil {
 			return nil, err
 		}

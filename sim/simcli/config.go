@@ -63,10 +63,13 @@ func defaultRun() runConfig {
 	return runConfig{preset: "openb", traceArg: "openb:builtin", policy: "topology", queues: "flat", gpusPerNode: 8, seed: 42}
 }
 
-// bind registers the run flags on fs.
-func (r *runConfig) bind(fs *pflag.FlagSet) {
-	fs.StringVar(&r.preset, "preset", r.preset, "cluster preset ("+strings.Join(topology.PresetNames(), ", ")+"), or philly (352 hosts × 8 GPUs, the Philly trace's cluster)")
-	fs.StringVar(&r.file, "file", r.file, "cluster file (YAML or JSON); overrides --preset")
+// bind registers the run flags on fs; with cluster, --preset and --file
+// too.
+func (r *runConfig) bind(fs *pflag.FlagSet, cluster bool) {
+	if cluster {
+		fs.StringVar(&r.preset, "preset", r.preset, "cluster preset ("+strings.Join(topology.PresetNames(), ", ")+"), or philly (352 hosts × 8 GPUs, the Philly trace's cluster)")
+		fs.StringVar(&r.file, "file", r.file, "cluster file (YAML or JSON); overrides --preset")
+	}
 	fs.StringVar(&r.traceArg, "trace", r.traceArg, "trace as KIND:PATH; KIND is openb, philly, philly-json, helios, acme, csv, jsonl or synthetic (PATH = number of jobs); openb:builtin is the embedded default")
 	fs.StringVar(&r.mapping, "map", r.mapping, "column mapping for csv/jsonl traces, e.g. submit=ts,duration=secs,gpus=n,queue=team")
 	fs.BoolVar(&r.skipBad, "skip-bad", r.skipBad, "skip malformed trace records (counted and reported) instead of stopping at the first")
@@ -111,7 +114,7 @@ func (r *runConfig) bind(fs *pflag.FlagSet) {
 func (r *runConfig) set(name, value string) error {
 	fs := pflag.NewFlagSet("sweep", pflag.ContinueOnError)
 	fs.SetOutput(discard{})
-	r.bind(fs)
+	r.bind(fs, true)
 	if fs.Lookup(name) == nil {
 		return fmt.Errorf("sweep: unknown parameter %q (use a flag name of `gpusched sim run`, e.g. policy, gpu-mtbf, seed)", name)
 	}
