@@ -8,10 +8,26 @@
 # A module that imports it must replace each of those modules with its
 # published tag, v0.<minor>.<patch> for kubernetes v1.<minor>.<patch>.
 #
-# Usage: hack/gen-replaces.sh [KUBERNETES_VERSION]   (default: the version go.mod requires)
+# Usage: hack/gen-replaces.sh [-check] [KUBERNETES_VERSION]
+#   KUBERNETES_VERSION defaults to the version go.mod requires.
+#   -check changes nothing and fails if go.mod's replaces are not what this
+#   script would write (CI runs it so).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+
+check=false
+if [[ "${1:-}" == "-check" ]]; then
+	check=true
+	shift
+fi
+target=go.mod
+if $check; then
+	tmp="$(mktemp -d)"
+	trap 'rm -rf "$tmp"' EXIT
+	cp go.mod "$tmp/go.mod"
+	target="$tmp/go.mod"
+fi
 
 version="${1:-}"
 if [[ -z "$version" ]]; then
@@ -41,5 +57,21 @@ args=("-require=k8s.io/kubernetes@${version}")
 for m in "${mods[@]}"; do
 	args+=("-replace=${m}=${m}@${staging}")
 done
-go mod edit "${args[@]}"
+# Drop every k8s.io replace first (kubernetes may have dropped a staging
+# module), then write the current set: go mod edit applies edits in order.
+drops=()
+while read -r old; do
+	drops+=("-dropreplace=${old}")
+done < <(sed -n 's#^\(replace[[:space:]]\+\|[[:space:]]\+\)\(k8s\.io/[^[:space:]]*\)[[:space:]].*=>.*#\2#p' "$target" | sort -u)
+args=("${drops[@]}" "${args[@]}")
+go mod edit "${args[@]}" "$target"
+
+if $check; then
+	if ! diff -u go.mod "$target"; then
+		echo "gen-replaces: go.mod's k8s.io replaces are stale; run hack/gen-replaces.sh" >&2
+		exit 1
+	fi
+	echo "gen-replaces: go.mod matches k8s.io/kubernetes ${version} (${#mods[@]} staging modules at ${staging})"
+	exit 0
+fi
 echo "gen-replaces: k8s.io/kubernetes ${version}: replaced ${#mods[@]} staging modules with ${staging}"

@@ -130,13 +130,13 @@ const (
 // DefaultMachineTemplates maps GPU feature discovery product names of the
 // common SXM systems to gpusched machine presets.
 var DefaultMachineTemplates = map[string]string{
-	"NVIDIA-A100-SXM4-40GB": "dgx-a100",
-	"NVIDIA-A100-SXM4-80GB": "dgx-a100",
-	"NVIDIA-H100-80GB-HBM3": "dgx-h100",
-	"NVIDIA-H200":           "dgx-h200",
+	"NVIDIA-A100-SXM4-40GB":   "dgx-a100",
+	"NVIDIA-A100-SXM4-80GB":   "dgx-a100",
+	"NVIDIA-H100-80GB-HBM3":   "dgx-h100",
+	"NVIDIA-H200":             "dgx-h200",
 	"NVIDIA-H200-141GB-HBM3e": "dgx-h200",
-	"NVIDIA-B200":           "dgx-b200",
-	"NVIDIA-GB200":          "gb200-nvl72",
+	"NVIDIA-B200":             "dgx-b200",
+	"NVIDIA-GB200":            "gb200-nvl72",
 }
 
 // DefaultWorkload is the FGD target workload used when Args.Workload is empty.

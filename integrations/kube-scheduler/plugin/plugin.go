@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -297,9 +298,22 @@ func (p *Plugin) gangPreFilter(pod *v1.Pod, c *cycle) (*fwk.PreFilterResult, *fw
 			fmt.Sprintf("gang %s: all %d members already run; this pod is one too many", g.key, g.size)), "", nil
 	}
 	if len(running)+len(pending) < g.min {
+		if s.early[g.key] == nil {
+			s.early[g.key] = map[types.UID]*v1.Pod{}
+		}
+		s.early[g.key][pod.UID] = pod
 		return nil, fwk.NewStatus(fwk.Unschedulable,
 			fmt.Sprintf("gang %s: %d of %d pods exist (minimum %d); waiting for the rest", g.key, len(running)+len(pending), g.size, g.min)), "", nil
 	}
+	// The gang is complete: members turned away before go back to the
+	// active queue, whatever happens to this attempt.
+	var activate []*v1.Pod
+	for _, uid := range sortedKeys(s.early[g.key]) {
+		if uid != pod.UID {
+			activate = append(activate, s.early[g.key][uid])
+		}
+	}
+	delete(s.early, g.key)
 	if n := g.size - len(running); len(pending) > n {
 		pending = pending[:n]
 	}
@@ -332,7 +346,7 @@ func (p *Plugin) gangPreFilter(pod *v1.Pod, c *cycle) (*fwk.PreFilterResult, *fw
 	}
 	req, err := gang.NewRequest(s.topo.Cluster, &job)
 	if err != nil {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error()), "", nil
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error()), "", activate
 	}
 	allow := s.eligibility(pod)
 	if len(running) > 0 && g.required != "" {
@@ -341,11 +355,11 @@ func (p *Plugin) gangPreFilter(pod *v1.Pod, c *cycle) (*fwk.PreFilterResult, *fw
 	pl, why := s.place(req, allow)
 	if why != nil {
 		msg := why.String()
-		return nil, fwk.NewStatus(fwk.Unschedulable, msg), msg, nil
+		return nil, fwk.NewStatus(fwk.Unschedulable, msg), msg, activate
 	}
 	txn, err := gang.Commit(s.ledger, pl)
 	if err != nil {
-		return nil, fwk.AsStatus(fmt.Errorf("gang %s: committing its placement: %w", g.key, err)), "", nil
+		return nil, fwk.AsStatus(fmt.Errorf("gang %s: committing its placement: %w", g.key, err)), "", activate
 	}
 	if t, ok := s.placer.(gang.Tracker); ok {
 		t.Committed(req, pl)
@@ -368,12 +382,11 @@ func (p *Plugin) gangPreFilter(pod *v1.Pod, c *cycle) (*fwk.PreFilterResult, *fw
 	s.plans[g.key] = plan
 	i, ok := plan.slot[pod.UID]
 	if !ok {
-		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s: placed without this pod", g.key)), "", nil
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s: placed without this pod", g.key)), "", activate
 	}
 	c.planned = cl.HostName(pl.Claims[i].Host)
-	var activate []*v1.Pod
 	for _, m := range pending {
-		if _, ok := plan.slot[m.UID]; ok && m.UID != pod.UID {
+		if _, ok := plan.slot[m.UID]; ok && m.UID != pod.UID && !slices.ContainsFunc(activate, func(a *v1.Pod) bool { return a.UID == m.UID }) {
 			activate = append(activate, m)
 		}
 	}
@@ -385,10 +398,17 @@ func (p *Plugin) gangPreFilter(pod *v1.Pod, c *cycle) (*fwk.PreFilterResult, *fw
 func (p *Plugin) gangMembers(g gangSpec, pod *v1.Pod) ([]*v1.Pod, error) {
 	var list []*v1.Pod
 	if p.pods != nil {
+		// The scheduler's pod informer has no namespace index: list by
+		// label and keep the namespace's.
 		sel := labels.SelectorFromSet(labels.Set{p.args.GangLabel: g.name})
-		var err error
-		if list, err = p.pods.Pods(g.namespace).List(sel); err != nil {
+		all, err := p.pods.List(sel)
+		if err != nil {
 			return nil, err
+		}
+		for _, m := range all {
+			if m.Namespace == g.namespace {
+				list = append(list, m)
+			}
 		}
 	}
 	seen := false

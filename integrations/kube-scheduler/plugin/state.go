@@ -84,6 +84,11 @@ type state struct {
 
 	pods  map[types.UID]*podRecord
 	plans map[string]*gangPlan
+	// early holds, per gang, the members turned away because the gang was
+	// not complete yet. Adding a pod does not requeue pods the scheduler
+	// turned away, so the member that first sees the whole gang activates
+	// them.
+	early map[string]map[types.UID]*v1.Pod
 }
 
 func newState(a *Args, log klog.Logger) *state {
@@ -95,6 +100,7 @@ func newState(a *Args, log klog.Logger) *state {
 		dirty:  true,
 		pods:   map[types.UID]*podRecord{},
 		plans:  map[string]*gangPlan{},
+		early:  map[string]map[types.UID]*v1.Pod{},
 	}
 }
 
@@ -328,6 +334,12 @@ func (s *state) deletePod(uid types.UID, bound bool) {
 	if r, ok := s.pods[uid]; ok && (bound || !r.assumed) {
 		s.releaseLocked(r)
 		delete(s.pods, uid)
+	}
+	for key, m := range s.early {
+		delete(m, uid)
+		if len(m) == 0 {
+			delete(s.early, key)
+		}
 	}
 }
 
