@@ -16,7 +16,12 @@ start=$(date +%s)
 # Stripping the symbol table and DWARF (-s -w) roughly halves the link time of
 # these ~120 MB binaries. It must not be -trimpath: the apiserver's test server
 # finds its certificate fixtures by the absolute path of its source file.
-ldflags="-s -w -X k8s.io/component-base/version.gitVersion=v1.37.2+gpusched -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
+# The -X flags stamp the version kube-scheduler reports (--version, metrics)
+# as the kubernetes release it is built from.
+kver=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
+kminor=${kver#v1.}; kminor=${kminor%%.*}
+ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${kver}+gpusched"
+ldflags+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${kminor}"
 
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go') || true)
