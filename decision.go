@@ -35,8 +35,8 @@ type Decision struct {
 
 // Binding is one admitted job and where each of its tasks runs.
 type Binding struct {
-	Job   string
-	Queue string
+	Job   string // the admitted job
+	Queue string // its leaf queue
 	// Placement holds one topology.Claim per task (host, CPU, memory and
 	// the exact GPUs, share or MIG slot). It is owned by the Scheduler until
 	// the job ends; read it, do not modify it.
@@ -53,7 +53,7 @@ type Binding struct {
 type Preemption struct {
 	// Job is the victim; For the pending job it makes room for.
 	Job string
-	For string
+	For string // the job the room is for
 	// Grace is how long the victim has to checkpoint before its resources
 	// must be released.
 	Grace time.Duration
@@ -63,11 +63,11 @@ type Preemption struct {
 
 // Pending is a job that waits, and why.
 type Pending struct {
-	Job   string
-	Queue string
+	Job   string // the waiting job
+	Queue string // its leaf queue
 	// State is Pending, Requeued or Preempted.
 	State  queue.State
-	Reason *Reason
+	Reason *Reason // why it waits; shared by jobs waiting for the same cause
 }
 
 // ReasonCode classifies why a job waits.
@@ -116,7 +116,7 @@ func (c ReasonCode) String() string {
 // for people. Jobs of one class waiting for the same cause share one
 // *Reason; treat it as read-only.
 type Reason struct {
-	Code ReasonCode
+	Code ReasonCode // the kind of wait
 	// Quota is the quota that binds, for WaitQuota.
 	Quota *queue.Block
 	// Placement is the placer's explanation, for the capacity, topology,
@@ -128,14 +128,14 @@ type Reason struct {
 	// Queue and Cause, for WaitBehindHead: the strict queue and why its
 	// head (Blocker) waits.
 	Queue string
-	Cause ReasonCode
+	Cause ReasonCode // the head's own reason code
 	// HeldQueue and HeldResource name the quota held for Blocker, for
 	// WaitQuotaHeld.
 	HeldQueue, HeldResource string
 	// Until is the reserved start of Blocker, for WaitBackfill; with
 	// UntilForever, Blocker waits for jobs without a runtime estimate.
 	Until        time.Time
-	UntilForever bool
+	UntilForever bool // Blocker waits for jobs without an estimate
 	// Victims are the jobs being preempted for this one (WaitPreemption).
 	Victims []string
 	// Reserved is set when this job holds a reservation: the earliest time
@@ -144,8 +144,8 @@ type Reason struct {
 	// estimate end. HoldsQuota means the quota it waits for is held for it
 	// (later jobs may not take it).
 	Reserved        time.Time
-	ReservedForever bool
-	HoldsQuota      bool
+	ReservedForever bool // reserved, but only after jobs without an estimate end
+	HoldsQuota      bool // the quota it waits for is held for it
 	// Detail is extra text for rare cases.
 	Detail string
 }

@@ -26,9 +26,11 @@ type Preemptor interface {
 // PreemptCandidate is the pending job a Preemptor is asked to make room
 // for.
 type PreemptCandidate struct {
+	// Job is the waiting job's spec; Request its resolved gang request;
+	// Queue its leaf queue. Read them only.
 	Job     *workload.Job
-	Request *gang.Request
-	Queue   string
+	Request *gang.Request // resolved against the cluster
+	Queue   string        // the job's leaf queue
 	// Why is the placer's explanation of why it does not fit now.
 	Why *gang.Explanation
 }

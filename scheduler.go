@@ -61,8 +61,8 @@ var (
 
 // JobError wraps an event error with the job it concerns.
 type JobError struct {
-	Job string
-	Err error
+	Job string // the job's ID
+	Err error  // one of the Err* sentinels, wrapped with details
 }
 
 // Error returns "job ID: ERR".
@@ -229,15 +229,15 @@ func (s *Scheduler) Queues() []queue.View { return s.tree.View() }
 
 // JobStatus is what the Scheduler knows about one live job.
 type JobStatus struct {
-	Spec  workload.Job
-	State queue.State
+	Spec  workload.Job // as submitted (priority as last set)
+	State queue.State  // see queue.State
 	// Reason is why it waits (for waiting jobs, after the last Schedule).
 	Reason *Reason
 	// Placement is where it runs (for Admitted and Running jobs).
 	Placement *gang.Placement
-	Submitted time.Time
-	Admitted  time.Time
-	Started   time.Time
+	Submitted time.Time // when it entered its queue
+	Admitted  time.Time // when it was last bound (zero while waiting)
+	Started   time.Time // when it last started running (zero if not)
 	// Preemptions counts how often it was preempted.
 	Preemptions int
 }

@@ -15,7 +15,7 @@ var ErrInvalid = errors.New("fairshare: invalid input")
 // InputError names the argument that is wrong and why.
 type InputError struct {
 	Field string // e.g. "users[2].task[1]"
-	Msg   string
+	Msg   string // what is wrong
 }
 
 // Error returns "fairshare: FIELD: MSG".
@@ -74,7 +74,7 @@ func weigh(s, w float64) float64 {
 // dimensions make a GPU model a resource of its own, as DRF needs where
 // quotas or capacity differ per model.
 type Dimensions struct {
-	Models []string
+	Models []string // GPU models with a dimension of their own, in order
 }
 
 // Dimension indexes of a vector built by Dimensions.

@@ -84,7 +84,7 @@ type UserRank struct {
 // NodeFS is the Level Fairshare of one association, as `sshare -l` shows
 // it in its "Level FS" column.
 type NodeFS struct {
-	Path    string
+	Path    string  // names below the root, joined by "/"
 	Shares  float64 // S: shares normalised among siblings
 	Usage   float64 // U: usage normalised among siblings
 	LevelFS float64 // S/U, +Inf for S > 0 and U = 0, 0 for S = 0

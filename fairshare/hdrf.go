@@ -26,7 +26,7 @@ type LeafAllocation struct {
 	// Path is the names from the root's child down to the leaf, joined by
 	// "/".
 	Path  string
-	Tasks int
+	Tasks int // tasks given to the leaf
 }
 
 // HDRF allocates whole tasks over a tenant tree by hierarchical progressive

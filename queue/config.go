@@ -55,6 +55,7 @@ type Node struct {
 // gets the sum of its children's nominal quotas and no limits; the root
 // without an entry gets the cluster's capacity.
 type Quota struct {
+	// Resource is "gpu", "gpu/MODEL", "cpu" or "memory".
 	Resource string `json:"resource" yaml:"resource"`
 	// Nominal is the guaranteed amount. The children's nominal quotas may
 	// not add up to more than their parent's; what is left over at a parent
@@ -111,8 +112,8 @@ type Policy struct {
 
 // PriorityClass names a job priority.
 type PriorityClass struct {
-	Name  string `json:"name" yaml:"name"`
-	Value int32  `json:"value" yaml:"value"`
+	Name  string `json:"name" yaml:"name"`   // e.g. "urgent"
+	Value int32  `json:"value" yaml:"value"` // the job priority it names
 }
 
 // FairPolicy orders queues against each other.
@@ -154,8 +155,8 @@ var ErrInvalidConfig = errors.New("invalid queue config")
 // ConfigError names the field of a Config that is wrong and why. Field is
 // a path such as "root.children[1].quotas[0].nominal".
 type ConfigError struct {
-	Field string
-	Msg   string
+	Field string // path of the field, e.g. "root.children[1].quotas[0].nominal"
+	Msg   string // what is wrong with it
 }
 
 // Error returns "queue config: FIELD: MSG".

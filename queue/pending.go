@@ -13,13 +13,13 @@ import (
 // fields before Add and must not change them while the entry is queued,
 // except through Leaf.SetPriority.
 type Entry struct {
-	ID       string
-	Priority int32
+	ID       string // the job's ID
+	Priority int32  // higher goes first; change it with Leaf.SetPriority
 	// Submitted is when the job entered the queue (for FIFO order and
 	// aging); Seq breaks ties between equal times. Seq must be unique in
 	// the Tree, as queues are compared by their next jobs.
 	Submitted time.Time
-	Seq       uint64
+	Seq       uint64 // unique in the Tree
 	// Class groups jobs that are interchangeable for admission: the same
 	// demand and placement shape. When one job of a class cannot be placed,
 	// none can in the same state, so a cycle skips the rest of the class at
@@ -44,7 +44,7 @@ func (e *Entry) ClassOf() *Class { return e.class }
 // Class is the set of pending jobs of one leaf that share a class key, in
 // queue order.
 type Class struct {
-	Key string
+	Key string // the entries' Class
 	// Data is the owner's per-class scratch space; the package never looks
 	// at it.
 	Data any

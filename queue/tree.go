@@ -12,15 +12,15 @@ import (
 // Capacity is what the cluster offers: the root's quota where the config
 // gives none, and the denominator of dominant shares.
 type Capacity struct {
-	Resources workload.Resources
+	Resources workload.Resources // the cluster's total GPU, CPU and memory
 	// Models is the GPU capacity per accelerator model.
 	Models []ModelCapacity
 }
 
 // ModelCapacity is the GPU capacity of one model, in milli-GPU.
 type ModelCapacity struct {
-	Name     string
-	GPUMilli int64
+	Name     string // the accelerator model, as in topology
+	GPUMilli int64  // its GPUs in the cluster × 1000
 }
 
 // Vector is an amount per dimension of a Tree, in internal units: milli-GPU,

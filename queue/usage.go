@@ -41,9 +41,9 @@ func (k BlockKind) String() string {
 // which resource, and by how much. Amounts are in internal units
 // (milli-GPU, milli-CPU, MiB); String renders them in quota units.
 type Block struct {
-	Queue    string
-	Resource string
-	Kind     BlockKind
+	Queue    string    // the node whose limit binds
+	Resource string    // "gpu", "gpu/MODEL", "cpu" or "memory"
+	Kind     BlockKind // which limit
 	// Usage is the node's current (effective) usage, Demand what the job
 	// adds, Limit what the node may reach.
 	Usage, Demand, Limit int64

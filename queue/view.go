@@ -6,27 +6,27 @@ import "math/bits"
 // borrowed / lent) a team lead's dashboard shows. Amounts are in quota
 // units: GPUs, cores, GiB.
 type View struct {
-	Queue string
+	Queue string // the queue's name
 	// Path is the names from below the root down to the queue, "" for the
 	// root.
 	Path  string
-	Depth int
-	Leaf  bool
+	Depth int  // 0 for the root
+	Leaf  bool // jobs are submitted to leaves
 	// Pending, Admitted and Running count jobs in the queue's subtree.
 	Pending, Admitted, Running int
 	// Share is the queue's fair-share key among its siblings (lower is
 	// served first).
 	Share     float64
-	Resources []ResourceView
+	Resources []ResourceView // one per dimension of the tree
 }
 
 // ResourceView is one resource of a queue's quota view.
 type ResourceView struct {
-	Resource string
+	Resource string // "gpu", "gpu/MODEL", "cpu" or "memory"
 	// Governed is false for a resource no quota limits; only Used and
 	// Reserved are meaningful then.
 	Governed bool
-	Nominal  float64
+	Nominal  float64 // the guarantee
 	// Used is held by running jobs, Reserved by admitted jobs that have not
 	// started yet.
 	Used, Reserved float64
