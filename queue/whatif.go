@@ -103,20 +103,23 @@ func (w *WhatIf) Check(leaf NodeID, v Vector) *Block {
 		if w.ok[id] {
 			eff, use = w.eff[id], w.use[id]
 		}
-		changed := false
-		for r, x := range d {
+		for r, x := range v {
 			if x <= 0 || !t.governed[r] {
 				continue
 			}
-			changed = true
 			var u int64
 			if use != nil {
 				u = use[r]
 			} else {
 				u = nd.used[r] + nd.reserved[r]
 			}
-			if nd.max[r] >= 0 && u+v[r] > nd.max[r] {
-				return t.block(id, r, BlockMax, u, v[r], nd.max[r], leaf)
+			// Real usage grows by v at every level (see Tree.Check).
+			if nd.max[r] >= 0 && u+x > nd.max[r] {
+				return t.block(id, r, BlockMax, u, x, nd.max[r], leaf)
+			}
+			x := d[r]
+			if x <= 0 {
+				continue
 			}
 			e := eff[r]
 			if id == 0 {
@@ -127,9 +130,6 @@ func (w *WhatIf) Check(leaf NodeID, v Vector) *Block {
 				return t.block(id, r, BlockBorrowing, e, x, nd.nominal[r]+nd.borrow[r], leaf)
 			}
 			d[r] = max(e+x, nd.protected[r]) - max(e, nd.protected[r])
-		}
-		if !changed {
-			return nil
 		}
 	}
 	return nil
