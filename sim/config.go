@@ -45,6 +45,15 @@ type Config struct {
 	// period; cycles always run after every arrival, completion, stop and
 	// health change.
 	ScheduleEvery time.Duration
+	// MinCycleInterval spaces event-triggered cycles: a cycle requested
+	// less than this after the previous one runs at previous + interval
+	// (as Slurm's sched_min_interval does), so bursts of events share one
+	// cycle. Zero runs a cycle at the time of every event.
+	MinCycleInterval time.Duration
+	// StrandedByLevel also measures, at every sample, the free GPUs no
+	// pending job could use at each topology level (gang.Stranded); it
+	// costs O(distinct pending shapes × levels × hosts) per sample.
+	StrandedByLevel bool
 	// SampleEvery is the period of the time series; zero means the span
 	// of arrivals / 500, at least one minute.
 	SampleEvery time.Duration
@@ -160,6 +169,7 @@ func (c *Config) validate() error {
 		{"Failures.RepairTime", c.Failures.RepairTime}, {"Drain.MeanInterval", c.Drain.MeanInterval},
 		{"Drain.Duration", c.Drain.Duration}, {"Preemption.Grace", c.Preemption.Grace},
 		{"ScheduleEvery", c.ScheduleEvery}, {"SampleEvery", c.SampleEvery}, {"Horizon", c.Horizon},
+		{"MinCycleInterval", c.MinCycleInterval},
 	} {
 		if d.v < 0 {
 			return cfgErr(d.name, "negative duration %v", d.v)

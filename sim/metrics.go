@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/gpusched/gpusched/gang"
 	"github.com/gpusched/gpusched/topology"
 )
 
@@ -130,6 +131,24 @@ type Fragmentation struct {
 	MeanFreeGPUs      float64 `json:"meanFreeGPUs"`
 	MeanUnusableGPUs  float64 `json:"meanUnusableGPUs"`
 	UnusableShareFree float64 `json:"unusableShareOfFree"`
+	// Levels, with Config.StrandedByLevel, averages gang.Stranded over the
+	// same samples: per topology level, innermost first, the free GPUs no
+	// pending job could use if it had to fit inside one domain of that
+	// level.
+	Levels []LevelFragmentation `json:"levels,omitempty"`
+}
+
+// LevelFragmentation is the mean stranded capacity at one level.
+type LevelFragmentation struct {
+	Level             string  `json:"level"`
+	MeanStrandedGPUs  float64 `json:"meanStrandedGPUs"`
+	StrandedShareFree float64 `json:"strandedShareOfFree"`
+}
+
+// LevelStranded is the stranded free GPUs at one level in one sample.
+type LevelStranded struct {
+	Level    string `json:"level"`
+	Stranded int    `json:"stranded"`
 }
 
 // ReasonCount counts scheduling failures of one reason: job-cycles (a job
@@ -187,6 +206,8 @@ type Sample struct {
 	Running       int     `json:"running"`
 	Pending       int     `json:"pending"`
 	PendingGPUs   float64 `json:"pendingGPUs"`
+	// Stranded is set with Config.StrandedByLevel while GPU jobs wait.
+	Stranded []LevelStranded `json:"stranded,omitempty"`
 }
 
 // JobRecord is one job's outcome. Start is -1 for jobs that never
@@ -231,6 +252,9 @@ type metrics struct {
 	inHost      int
 	inSwitch    int
 	minByModel  []int
+	levelNames  []string
+	levelSum    []float64
+	reqs        []*gang.Request
 }
 
 func (m *metrics) init(s *Simulation) {
@@ -367,8 +391,47 @@ func (m *metrics) sample(now time.Duration) {
 		m.fragN++
 		m.fragSum += float64(sm.UnusableGPUs)
 		m.freeSum += float64(sm.FreeGPUs)
+		if s.cfg.StrandedByLevel {
+			sm.Stranded = m.stranded()
+		}
 	}
 	m.samples = append(m.samples, sm)
+}
+
+// stranded runs gang.Stranded over the pending GPU jobs.
+func (m *metrics) stranded() []LevelStranded {
+	s := m.s
+	m.reqs = m.reqs[:0]
+	for _, i := range s.pending {
+		j := &s.jobs[i]
+		if j.minGPUs < 0 || j.reqErr {
+			continue
+		}
+		if j.req == nil {
+			r, err := gang.NewRequest(s.c, &j.spec)
+			if err != nil {
+				j.reqErr = true
+				continue
+			}
+			j.req = r
+		}
+		m.reqs = append(m.reqs, j.req)
+	}
+	lf := gang.Stranded(s.led, m.reqs)
+	out := make([]LevelStranded, len(lf))
+	if m.levelSum == nil {
+		m.levelSum = make([]float64, len(lf))
+		for _, f := range lf {
+			m.levelNames = append(m.levelNames, f.Name)
+		}
+	}
+	for k, f := range lf {
+		out[k] = LevelStranded{Level: f.Name, Stranded: f.Stranded}
+		if k < len(m.levelSum) {
+			m.levelSum[k] += float64(f.Stranded)
+		}
+	}
+	return out
 }
 
 func ratio(a, b float64) float64 {
@@ -516,6 +579,10 @@ func (m *metrics) result(now time.Duration) *Result {
 	if m.fragN > 0 {
 		sum.Fragmentation = Fragmentation{Samples: m.fragN, MeanFreeGPUs: m.freeSum / float64(m.fragN),
 			MeanUnusableGPUs: m.fragSum / float64(m.fragN), UnusableShareFree: ratio(m.fragSum, m.freeSum)}
+		for k, name := range m.levelNames {
+			sum.Fragmentation.Levels = append(sum.Fragmentation.Levels, LevelFragmentation{Level: name,
+				MeanStrandedGPUs: m.levelSum[k] / float64(m.fragN), StrandedShareFree: ratio(m.levelSum[k], m.freeSum)})
+		}
 	}
 	for r := range numReasons {
 		sum.Failures = append(sum.Failures, ReasonCount{Reason: r.String(), JobCycles: m.blocked[r], Jobs: jobsWith[r]})

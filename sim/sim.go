@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gpusched/gpusched/gang"
 	"github.com/gpusched/gpusched/sim/trace"
 	"github.com/gpusched/gpusched/topology"
 	"github.com/gpusched/gpusched/workload"
@@ -72,6 +73,8 @@ type job struct {
 	minGPUs   int   // smallest whole-GPU task (0: a share), -1: CPU-only
 	models    []topology.ModelID
 	level     topology.Level // spread of the current placement (-1: no GPUs)
+	req       *gang.Request  // while pending, for StrandedByLevel; built on demand
+	reqErr    bool           // the job cannot be expressed as a gang request
 }
 
 // Simulation replays a trace through a Scheduler. Build one with New and
@@ -90,6 +93,7 @@ type Simulation struct {
 	running   int
 	repairs   int // outstanding repair / drain-end events
 	schedAt   time.Duration
+	lastCycle time.Duration
 	schedSet  bool
 	bound     bool // the last cycle bound or preempted something
 	ended     int
@@ -310,12 +314,17 @@ func (s *Simulation) requestCycle(now time.Duration) {
 	if s.schedSet {
 		return
 	}
-	s.schedSet, s.schedAt = true, now
-	s.eng.Schedule(now, s.cycle)
+	at := now
+	if gap := s.cfg.MinCycleInterval; gap > 0 && s.m.cycles > 0 && now < s.lastCycle+gap {
+		at = s.lastCycle + gap
+	}
+	s.schedSet, s.schedAt = true, at
+	s.eng.Schedule(at, s.cycle)
 }
 
 func (s *Simulation) cycle(now time.Duration) {
 	s.schedSet = false
+	s.lastCycle = now
 	s.account(now)
 	d := s.cfg.Scheduler.Schedule(now)
 	s.m.cycles++
@@ -366,6 +375,7 @@ func (s *Simulation) bind(now time.Duration, b Binding) error {
 		return fmt.Errorf("%w: binding of job %q: %v", ErrInvariant, b.Job, err)
 	}
 	s.removePending(i)
+	j.req = nil
 	j.state = StateRunning
 	j.claims = slices.Clone(b.Claims)
 	j.gpuMilli = claimMilli(s.c, j.claims)

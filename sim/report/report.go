@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"text/tabwriter"
 
@@ -41,13 +42,36 @@ func WriteJSON(w io.Writer, v any) error {
 // SampleHeader is the header row of the time-series CSV.
 var SampleHeader = []string{"t_seconds", "allocated_gpus", "allocation", "free_gpus", "unusable_gpus", "failed_gpus", "running", "pending", "pending_gpus"}
 
-// WriteSamples writes the time series as CSV.
+// WriteSamples writes the time series as CSV. With per-level stranded
+// GPUs measured (sim.Config.StrandedByLevel), one column per level
+// follows, "stranded_LEVEL", empty in samples where no GPU job waited.
 func WriteSamples(w io.Writer, samples []sim.Sample) error {
 	cw := csv.NewWriter(w)
-	cw.Write(SampleHeader)
+	var levels []string
 	for _, s := range samples {
-		cw.Write([]string{ff(s.Time), ff(s.AllocatedGPUs), ff(s.Allocation), strconv.Itoa(s.FreeGPUs), strconv.Itoa(s.UnusableGPUs),
-			strconv.Itoa(s.FailedGPUs), strconv.Itoa(s.Running), strconv.Itoa(s.Pending), ff(s.PendingGPUs)})
+		if len(s.Stranded) > 0 {
+			for _, l := range s.Stranded {
+				levels = append(levels, l.Level)
+			}
+			break
+		}
+	}
+	hdr := slices.Clone(SampleHeader)
+	for _, l := range levels {
+		hdr = append(hdr, "stranded_"+l)
+	}
+	cw.Write(hdr)
+	for _, s := range samples {
+		rec := []string{ff(s.Time), ff(s.AllocatedGPUs), ff(s.Allocation), strconv.Itoa(s.FreeGPUs), strconv.Itoa(s.UnusableGPUs),
+			strconv.Itoa(s.FailedGPUs), strconv.Itoa(s.Running), strconv.Itoa(s.Pending), ff(s.PendingGPUs)}
+		for k := range levels {
+			v := ""
+			if k < len(s.Stranded) {
+				v = strconv.Itoa(s.Stranded[k].Stranded)
+			}
+			rec = append(rec, v)
+		}
+		cw.Write(rec)
 	}
 	cw.Flush()
 	return cw.Error()

@@ -57,6 +57,8 @@ type runConfig struct {
 	runtimeEst                              float64
 	scheduleEvery, sampleEvery, horizon     time.Duration
 	rejectErrors                            bool
+	minCycle                                time.Duration
+	fragLevels                              bool
 }
 
 func defaultRun() runConfig {
@@ -107,6 +109,8 @@ func (r *runConfig) bind(fs *pflag.FlagSet, cluster bool) {
 	fs.DurationVar(&r.scheduleEvery, "schedule-every", r.scheduleEvery, "also run a scheduling cycle at this period (0: only on events)")
 	fs.DurationVar(&r.sampleEvery, "sample-every", r.sampleEvery, "time-series period (0: span of arrivals / 500)")
 	fs.DurationVar(&r.horizon, "horizon", r.horizon, "stop at this simulated time (0: when every job has ended)")
+	fs.DurationVar(&r.minCycle, "min-cycle-interval", r.minCycle, "at most one event-triggered scheduling cycle per this interval (0: one per event time)")
+	fs.BoolVar(&r.fragLevels, "frag-levels", r.fragLevels, "also measure stranded free GPUs per topology level at every sample (slower on large clusters)")
 	fs.BoolVar(&r.rejectErrors, "reject-errors", r.rejectErrors, "stop with an error when a job is rejected (too large, bad spec) instead of counting it")
 }
 
@@ -317,17 +321,19 @@ func (r *runConfig) queueSetup(jobs []trace.Job) (queue.Config, []sim.Tenant, ma
 // scheduler).
 func (r *runConfig) simConfig() sim.Config {
 	return sim.Config{
-		Seed:            r.seed,
-		Checkpoint:      sim.CheckpointModel{Interval: r.ckptInterval, Overhead: r.ckptOverhead, RestartCost: r.restartCost},
-		Failures:        sim.FailureModel{GPUMTBF: r.gpuMTBF, HostMTBF: r.hostMTBF, ToRMTBF: r.torMTBF, RepairTime: r.repair, MaxRestarts: r.maxRestarts},
-		Drain:           sim.DrainModel{MeanInterval: r.drainEvery, Duration: r.drainFor},
-		Speed:           sim.SpeedModel{Enabled: r.speed, SameHost: r.speedHost, SameSwitch: r.speedSwitch, PerLevel: r.speedLevel},
-		Preemption:      sim.PreemptionModel{Grace: r.grace},
-		RuntimeEstimate: r.runtimeEst,
-		ScheduleEvery:   r.scheduleEvery,
-		SampleEvery:     r.sampleEvery,
-		Horizon:         r.horizon,
-		RejectErrors:    r.rejectErrors,
+		Seed:             r.seed,
+		Checkpoint:       sim.CheckpointModel{Interval: r.ckptInterval, Overhead: r.ckptOverhead, RestartCost: r.restartCost},
+		Failures:         sim.FailureModel{GPUMTBF: r.gpuMTBF, HostMTBF: r.hostMTBF, ToRMTBF: r.torMTBF, RepairTime: r.repair, MaxRestarts: r.maxRestarts},
+		Drain:            sim.DrainModel{MeanInterval: r.drainEvery, Duration: r.drainFor},
+		Speed:            sim.SpeedModel{Enabled: r.speed, SameHost: r.speedHost, SameSwitch: r.speedSwitch, PerLevel: r.speedLevel},
+		Preemption:       sim.PreemptionModel{Grace: r.grace},
+		RuntimeEstimate:  r.runtimeEst,
+		ScheduleEvery:    r.scheduleEvery,
+		SampleEvery:      r.sampleEvery,
+		Horizon:          r.horizon,
+		RejectErrors:     r.rejectErrors,
+		MinCycleInterval: r.minCycle,
+		StrandedByLevel:  r.fragLevels,
 	}
 }
 
