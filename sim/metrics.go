@@ -52,6 +52,12 @@ type Summary struct {
 	// capacity (work that counted towards completing jobs).
 	AllocationRate float64 `json:"allocationRate"`
 	Utilisation    float64 `json:"utilisation"`
+	// ArrivalSpan is the time from the first to the last arrival, and
+	// ArrivalAllocation the allocation rate over it: the load while the
+	// trace is arriving, before the tail of long jobs drains (which can
+	// dominate the makespan of a short trace).
+	ArrivalSpan       float64 `json:"arrivalSpanSeconds"`
+	ArrivalAllocation float64 `json:"arrivalAllocation"`
 
 	Fragmentation Fragmentation     `json:"fragmentation"`
 	Failures      []ReasonCount     `json:"schedulingFailures"`
@@ -252,6 +258,8 @@ type metrics struct {
 	inHost      int
 	inSwitch    int
 	minByModel  []int
+	arrivalEnd  time.Duration
+	arrivalUsed float64
 	levelNames  []string
 	levelSum    []float64
 	reqs        []*gang.Request
@@ -574,6 +582,8 @@ func (m *metrics) result(now time.Duration) *Result {
 		Useful: m.useful, LostPreemption: m.lostPre, LostFailure: m.lostFail}
 	sum.GPUTime.Overhead = m.used - m.useful - m.lostPre - m.lostFail
 	sum.AllocationRate = ratio(m.used, capacity)
+	sum.ArrivalSpan = m.arrivalEnd.Seconds()
+	sum.ArrivalAllocation = ratio(m.arrivalUsed, float64(s.c.NumGPUs())*m.arrivalEnd.Seconds())
 	sum.Utilisation = ratio(m.useful, capacity)
 
 	if m.fragN > 0 {

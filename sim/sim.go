@@ -242,6 +242,9 @@ func (s *Simulation) arrive(now time.Duration) {
 	}
 	if s.next < len(s.jobs) {
 		s.eng.Schedule(s.jobs[s.next].submit, s.arrive)
+	} else {
+		s.account(now)
+		s.m.arrivalEnd, s.m.arrivalUsed = now, s.m.used
 	}
 	s.requestCycle(now)
 }

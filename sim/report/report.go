@@ -181,7 +181,10 @@ var rows = []row{
 	{"JCT mean / p95", func(s *sim.Summary) string { return secs(s.JCT.Mean) + " / " + secs(s.JCT.P95) }},
 	{"slowdown p50 / p95", func(s *sim.Summary) string { return num(s.Slowdown.P50) + " / " + num(s.Slowdown.P95) }},
 	{"makespan", func(s *sim.Summary) string { return secs(s.Makespan) }},
-	{"GPU allocation", func(s *sim.Summary) string { return pct(s.AllocationRate) }},
+	{"GPU allocation (whole run)", func(s *sim.Summary) string { return pct(s.AllocationRate) }},
+	{"GPU allocation (while arriving)", func(s *sim.Summary) string {
+		return pct(s.ArrivalAllocation) + " over " + secs(s.ArrivalSpan)
+	}},
 	{"GPU utilisation (useful)", func(s *sim.Summary) string { return pct(s.Utilisation) }},
 	{"free GPUs unusable (frag.)", func(s *sim.Summary) string {
 		return pct(s.Fragmentation.UnusableShareFree) + " of " + num(s.Fragmentation.MeanFreeGPUs)
