@@ -170,7 +170,7 @@ func prepare(rc runConfig, cluster func(runConfig) (*topology.Cluster, error)) (
 		return nil, fmt.Errorf("trace %s: no job to replay", lt.name)
 	}
 	if rc.repeat > 1 {
-		if lt.jobs, err = trace.Replicate(lt.jobs, rc.repeat, rc.seed); err != nil {
+		if lt.jobs, err = trace.Replicate(lt.jobs, rc.repeat, rc.dataSeed()); err != nil {
 			return nil, err
 		}
 		lt.name += fmt.Sprintf("x%d", rc.repeat)
@@ -533,8 +533,10 @@ func sweepCmd(opt Options) *cobra.Command {
 		Short: "Run a grid of parameters in parallel, optionally one shard of it",
 		Long: `Run one simulation per point of a grid of parameters (the cartesian product of
 the --param lists, the last varying fastest), in parallel goroutines. Each run
-gets seed = --seed + its index in the grid unless seed is a parameter, so a run
-has the same result whichever shard or machine runs it. With --shard i/n only
+gets seed = --seed + its index in the grid for its random models unless seed is
+a parameter, so a run has the same result whichever shard or machine runs it;
+a synthetic or replicated trace is drawn from --seed (or the swept seed), so
+runs that differ in other parameters replay the same jobs. With --shard i/n only
 the points whose index is i modulo n run, so Slurm job arrays or Kubernetes
 Indexed Jobs can split a large sweep; each shard writes sweep-i-of-n.csv.`,
 		Example: `  gpusched sim sweep --trace synthetic:5000 --param policy=topology,best-fit --param gpu-mtbf=1000h,10000h
@@ -589,6 +591,7 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 				return err
 			}
 		}
+		r.traceSeed, r.hasTraceSeed = r.seed, true // one trace for every run of a seed
 		if !seedSwept {
 			r.seed = base.seed + uint64(i)
 		}
@@ -607,12 +610,15 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 		mem                          int64
 		lvl                          string
 		load                         float64
+		repeat                       int
+		span                         time.Duration
 		seed                         uint64
 	}
 	keyOf := func(r runConfig) key {
-		k := key{r.preset, r.file, r.traceArg, r.mapping, r.skipBad, r.strict, r.keepCPU, r.maxPerTask, r.cpuPerGPU, r.memPerGPU, r.topoLevel, 0, 0}
-		if strings.HasPrefix(r.traceArg, "synthetic:") {
-			k.load, k.seed = r.synLoad, r.seed // synthetic traces depend on load and seed
+		k := key{r.preset, r.file, r.traceArg, r.mapping, r.skipBad, r.strict, r.keepCPU, r.maxPerTask, r.cpuPerGPU, r.memPerGPU, r.topoLevel,
+			r.synLoad, r.repeat, r.arrivalSpan, 0}
+		if strings.HasPrefix(r.traceArg, "synthetic:") || r.repeat > 1 {
+			k.seed = r.dataSeed() // generation and replication draw from it
 		}
 		return k
 	}

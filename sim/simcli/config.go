@@ -57,8 +57,12 @@ type runConfig struct {
 	runtimeEst                              float64
 	scheduleEvery, sampleEvery, horizon     time.Duration
 	rejectErrors                            bool
-	minCycle                                time.Duration
-	fragLevels                              bool
+	// traceSeed, when set, seeds trace generation and replication instead
+	// of seed: a sweep keeps one trace while its runs get their own seeds.
+	traceSeed    uint64
+	hasTraceSeed bool
+	minCycle     time.Duration
+	fragLevels   bool
 }
 
 func defaultRun() runConfig {
@@ -132,6 +136,14 @@ type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
+// dataSeed is the seed of trace generation and replication.
+func (r *runConfig) dataSeed() uint64 {
+	if r.hasTraceSeed {
+		return r.traceSeed
+	}
+	return r.seed
+}
+
 // loadCluster loads the cluster of the run.
 func (r *runConfig) loadCluster() (*topology.Cluster, error) {
 	if r.file != "" {
@@ -190,7 +202,7 @@ func (r *runConfig) loadTrace(capacity int) (*loadedTrace, error) {
 		if err != nil || n < 1 {
 			return nil, fmt.Errorf("--trace synthetic:%s: want a number of jobs", path)
 		}
-		syn := trace.Synthetic{Seed: r.seed, Jobs: n, Shape: o.Shape,
+		syn := trace.Synthetic{Seed: r.dataSeed(), Jobs: n, Shape: o.Shape,
 			Queues: []trace.Weighted[string]{{Value: "pretrain", Weight: 1}, {Value: "finetune", Weight: 2}, {Value: "eval", Weight: 3}, {Value: "research", Weight: 4}}}
 		load := r.synLoad
 		if load == 0 {
