@@ -75,8 +75,9 @@ type Config struct {
 // CheckpointModel says how often jobs checkpoint and what it costs.
 type CheckpointModel struct {
 	// Interval is the running time between checkpoints for jobs whose
-	// spec gives none; zero means such jobs never checkpoint (a stop
-	// loses their whole run).
+	// spec gives none (it is also written into the spec the Scheduler
+	// sees); zero means such jobs never checkpoint (a stop loses their
+	// whole run).
 	Interval time.Duration
 	// Overhead is the time each checkpoint pauses the job.
 	Overhead time.Duration

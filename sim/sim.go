@@ -146,10 +146,12 @@ func New(cfg Config, jobs []trace.Job) (*Simulation, error) {
 		j.work = tj.Duration.Seconds()
 		j.pendIdx = -1
 		j.level = -1
-		j.ckpt = j.spec.CheckpointInterval
-		if j.ckpt == 0 {
-			j.ckpt = cfg.Checkpoint.Interval
+		if j.spec.CheckpointInterval == 0 {
+			// Tell the Scheduler too: a preemption planner weighs the work
+			// a victim loses since its last checkpoint.
+			j.spec.CheckpointInterval = cfg.Checkpoint.Interval
 		}
+		j.ckpt = j.spec.CheckpointInterval
 		if cfg.RuntimeEstimate > 0 && j.spec.Runtime == 0 {
 			j.spec.Runtime = time.Duration(float64(tj.Duration) * cfg.RuntimeEstimate)
 		}
