@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -16,6 +17,9 @@ const clusterName = "cluster"
 
 // unknownModel is the model of GPUs on nodes without a product label.
 const unknownModel = "unknown"
+
+// ErrNoGPUNodes is returned by BuildTopology when no node has allocatable GPUs.
+var ErrNoGPUNodes = errors.New("no node has allocatable GPUs")
 
 // Topology is the gpusched view of a set of Kubernetes nodes: the immutable
 // topology.Cluster built from their labels and allocatable resources, and
@@ -108,8 +112,8 @@ func shapeOf(n *v1.Node, a *Args) (s nodeShape, ok bool) {
 //   - nodes sharing a clique label value form one multi-node NVLink domain.
 //
 // Nodes with a GPU count label above their allocatable GPUs get the missing
-// GPUs as failed ones (see Topology.NewLedger). An error means the labels
-// describe no valid cluster; it names the node or label.
+// GPUs as failed ones (see Topology.NewLedger). Without GPU nodes it returns
+// ErrNoGPUNodes; any other error means the labels describe no valid cluster.
 func BuildTopology(nodes []*v1.Node, a *Args) (*Topology, error) {
 	var shapes []nodeShape
 	for _, n := range nodes {
@@ -282,9 +286,7 @@ func BuildTopology(nodes []*v1.Node, a *Args) (*Topology, error) {
 	}
 
 	if len(shapes) == 0 {
-		// An empty cluster still builds: one host-less root.
-		spec.Templates = nil
-		spec.Switches = nil
+		return nil, ErrNoGPUNodes
 	}
 	c, err := topology.Build(spec)
 	if err != nil {
@@ -309,7 +311,10 @@ func namePattern(names []string) (string, bool) {
 		return "", false
 	}
 	if len(names) == 1 {
-		return names[0], !strings.ContainsAny(names[0], "[], ")
+		if strings.ContainsAny(names[0], "[], ") {
+			return "", false
+		}
+		return names[0], true
 	}
 	toks := make([][]string, len(names))
 	for i, n := range names {

@@ -63,6 +63,8 @@ type Plugin struct {
 	st     *state
 	pods   corelisters.PodLister
 	now    func() time.Time
+	// annotate writes the GPU indices annotation (a merge patch) to a pod.
+	annotate func(ctx context.Context, namespace, name string, patch []byte) error
 }
 
 var (
@@ -86,6 +88,10 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	}
 	log := klog.FromContext(ctx).WithValues("plugin", Name)
 	p := &Plugin{handle: h, args: args, st: newState(args, log), now: time.Now}
+	p.annotate = func(ctx context.Context, namespace, name string, patch []byte) error {
+		_, err := h.ClientSet().CoreV1().Pods(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	}
 	if f := h.SharedInformerFactory(); f != nil {
 		p.pods = f.Core().V1().Pods().Lister()
 		if _, err := f.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -187,6 +193,12 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	s.mu.Lock()
 	reject := s.ensureTopology()
 	reject = append(reject, s.expirePlansLocked(p.now(), p.args.GangTimeout())...)
+	if s.topo == nil {
+		err := s.buildErr
+		s.mu.Unlock()
+		p.reject(reject, "its gang's placement was dropped")
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gpusched: %v", err))
+	}
 	c := &cycle{d: d, build: s.builds}
 	var res *fwk.PreFilterResult
 	var st *fwk.Status
@@ -713,7 +725,7 @@ func (p *Plugin) PreBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ s
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	if _, err := p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if err := p.annotate(ctx, pod.Namespace, pod.Name, patch); err != nil {
 		return fwk.AsStatus(fmt.Errorf("writing %s: %w", p.args.GPUIndicesAnnotation, err))
 	}
 	return nil

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -152,36 +153,36 @@ func (s *state) ensureTopology() []types.UID {
 		nodes = append(nodes, s.nodes[name])
 	}
 	topo, err := BuildTopology(nodes, s.args)
-	if err != nil {
-		s.buildErr = err
-		s.log.Error(err, "Keeping the previous GPU topology")
+	s.buildErr = err
+	if err != nil && !errors.Is(err, ErrNoGPUNodes) {
+		s.log.Error(err, "Cannot model the GPU nodes")
 		if s.topo != nil {
+			s.log.Info("Keeping the previous GPU topology")
 			return nil
 		}
-		// No cluster at all yet: an empty one, so that nothing fits.
-		topo, err = BuildTopology(nil, s.args)
-		if err != nil {
-			panic("plugin: an empty cluster does not build: " + err.Error())
-		}
-	} else {
-		s.buildErr = nil
-	}
-	for _, w := range topo.Warnings {
-		s.log.Info("GPU topology", "warning", w)
 	}
 	var reject []types.UID
 	for _, key := range sortedKeys(s.plans) {
 		reject = append(reject, s.dropPlanLocked(key)...)
+	}
+	for _, r := range s.pods {
+		r.applied, r.req, r.placement = false, nil, nil
+	}
+	s.builds++
+	if err != nil {
+		s.topo, s.ledger, s.placer = nil, nil, nil
+		return reject
+	}
+	for _, w := range topo.Warnings {
+		s.log.Info("GPU topology", "warning", w)
 	}
 	placer, err := newPlacer(s.args)
 	if err != nil {
 		panic("plugin: validated policy does not build: " + err.Error())
 	}
 	s.topo, s.ledger, s.placer = topo, topo.NewLedger(), placer
-	s.builds++
 	recs := make([]*podRecord, 0, len(s.pods))
 	for _, r := range s.pods {
-		r.applied, r.req, r.placement = false, nil, nil
 		recs = append(recs, r)
 	}
 	slices.SortFunc(recs, func(a, b *podRecord) int { return strings.Compare(a.key, b.key) })
