@@ -97,6 +97,7 @@ type Simulation struct {
 	schedSet  bool
 	bound     bool // the last cycle bound or preempted something
 	ended     int
+	ran       bool
 	err       error
 	gpuDown   []int16
 	hostDown  []int16
@@ -194,6 +195,10 @@ func (s *Simulation) smallestTask(j *workload.Job) (int, []topology.ModelID) {
 // a broken invariant, a Scheduler error on a report call, or (with
 // Config.RejectErrors) a rejected job.
 func (s *Simulation) Run() (*Result, error) {
+	if s.ran {
+		return nil, errors.New("sim: Run called twice; build a new Simulation")
+	}
+	s.ran = true
 	if len(s.jobs) > 0 {
 		s.eng.Schedule(s.jobs[0].submit, s.arrive)
 	}

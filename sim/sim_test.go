@@ -328,3 +328,18 @@ func TestStrandedByLevel(t *testing.T) {
 		}
 	}
 }
+
+func TestEmptyTraceAndRunTwice(t *testing.T) {
+	c := box(t)
+	s, err := sim.New(sim.Config{Cluster: c, Scheduler: simtest.NewFIFO(c)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Run()
+	if err != nil || r.Summary.Jobs.Total != 0 || r.Summary.Makespan != 0 || r.Summary.AllocationRate != 0 {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if _, err := s.Run(); err == nil {
+		t.Error("second Run accepted")
+	}
+}
