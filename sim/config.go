@@ -24,6 +24,9 @@ type Config struct {
 
 	Checkpoint CheckpointModel
 	Failures   FailureModel
+	// Outages are scheduled failures ("lose a ToR every week"), on top
+	// of the random ones of Failures.
+	Outages    []Outage
 	Drain      DrainModel
 	Speed      SpeedModel
 	Preemption PreemptionModel
@@ -33,7 +36,8 @@ type Config struct {
 	Tenants []Tenant
 	// QueueMap renames trace tenants to scheduler queues before Submit
 	// (e.g. virtual clusters to queues); tenants it does not name go to
-	// DefaultQueue when that is set, else keep their name.
+	// DefaultQueue when that is set, else keep their name. Per-queue
+	// metrics and fairness use the queue names.
 	QueueMap     map[string]string
 	DefaultQueue string
 
@@ -106,6 +110,21 @@ type FailureModel struct {
 	MaxRestarts int
 }
 
+// Outage is a scheduled failure: at At, and every Every after it when
+// Every is set, a component fails for For and is then repaired; its jobs
+// are stopped and requeued as with random failures.
+type Outage struct {
+	// Level is "gpu", "host" or a network level of the cluster ("tor",
+	// "spine", …: every host under the switch fails).
+	Level string
+	// Name names the component (a GPU as "HOST/gpuN", a host, a switch);
+	// empty draws one uniformly at each occurrence (seeded).
+	Name  string
+	At    time.Duration
+	Every time.Duration
+	For   time.Duration
+}
+
 // DrainModel takes hosts out for maintenance: at Poisson times with
 // MeanInterval between them, a random healthy host is drained (it keeps
 // its running jobs, takes no new ones) for Duration, then returns.
@@ -139,7 +158,7 @@ type PreemptionModel struct {
 
 // Tenant is an entitlement for fairness metrics.
 type Tenant struct {
-	// Name is the tenant as trace jobs name it in Spec.Queue.
+	// Name is the queue (after Config.QueueMap).
 	Name string
 	// GPUs is its guaranteed (entitled) number of GPUs.
 	GPUs int

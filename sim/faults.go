@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpusched/gpusched/topology"
@@ -22,6 +24,9 @@ func (s *Simulation) startModels() {
 	if f.ToRMTBF > 0 {
 		tors := s.c.DomainsAt(topology.LevelHost + 1) // the innermost network level
 		s.poisson(s.rngFail, f.ToRMTBF, len(tors), func(now time.Duration, k int) { s.failSwitch(now, tors[k]) })
+	}
+	for i := range s.outages {
+		s.scheduleOutage(&s.outages[i], s.outages[i].o.At)
 	}
 	if d := s.cfg.Drain; d.MeanInterval > 0 {
 		s.poisson(s.rngDrain, d.MeanInterval, 0, s.drainHost)
@@ -117,7 +122,11 @@ func usesGPU(claims []topology.Claim, g topology.GPUID) bool {
 }
 
 func (s *Simulation) failGPU(now time.Duration, k int) {
-	g := topology.GPUID(k)
+	s.failGPUFor(now, topology.GPUID(k), s.cfg.Failures.RepairTime)
+}
+
+// failGPUFor fails GPU g for d.
+func (s *Simulation) failGPUFor(now time.Duration, g topology.GPUID, d time.Duration) {
 	if s.isFailed(g) {
 		return // already down: the failure hits nothing new
 	}
@@ -129,7 +138,7 @@ func (s *Simulation) failGPU(now time.Duration, k int) {
 	s.failedGPU++
 	s.setGPUHealth(now, g, topology.Failed)
 	s.repairs++
-	s.eng.Schedule(now+s.cfg.Failures.RepairTime, func(t time.Duration) {
+	s.eng.Schedule(now+d, func(t time.Duration) {
 		s.account(t)
 		s.repairs--
 		s.gpuDown[g]--
@@ -148,21 +157,27 @@ func (s *Simulation) failHost(now time.Duration, k int) {
 		return
 	}
 	s.m.faults++
-	s.downHosts(now, []topology.HostID{h})
+	s.downHosts(now, []topology.HostID{h}, s.cfg.Failures.RepairTime)
 }
 
 func (s *Simulation) failSwitch(now time.Duration, d topology.DomainID) {
+	s.failDomainFor(now, d, s.cfg.Failures.RepairTime)
+}
+
+// failDomainFor fails every host of a network domain for dur.
+func (s *Simulation) failDomainFor(now time.Duration, d topology.DomainID, dur time.Duration) {
 	first, end := s.c.DomainHosts(d)
 	var hosts []topology.HostID
 	for h := first; h < end; h++ {
 		hosts = append(hosts, h)
 	}
 	s.m.faults++
-	s.downHosts(now, hosts)
+	s.downHosts(now, hosts, dur)
 }
 
-// downHosts fails hosts together and schedules their common repair.
-func (s *Simulation) downHosts(now time.Duration, hosts []topology.HostID) {
+// downHosts fails hosts together for dur and schedules their common
+// repair.
+func (s *Simulation) downHosts(now time.Duration, hosts []topology.HostID, dur time.Duration) {
 	s.account(now)
 	for _, h := range hosts {
 		s.stopJobsOn(now, h, topology.NoGPU)
@@ -172,7 +187,7 @@ func (s *Simulation) downHosts(now time.Duration, hosts []topology.HostID) {
 		s.applyHostHealth(now, h)
 	}
 	s.repairs++
-	s.eng.Schedule(now+s.cfg.Failures.RepairTime, func(t time.Duration) {
+	s.eng.Schedule(now+dur, func(t time.Duration) {
 		s.account(t)
 		s.repairs--
 		for _, h := range hosts {
@@ -253,4 +268,97 @@ func (s *Simulation) fail(err error) {
 	if s.err == nil {
 		s.err = err
 	}
+}
+
+// outage is a resolved Outage: its level and fixed target, if named.
+type outage struct {
+	o      Outage
+	kind   int // 0 GPU, 1 host, 2 network domain
+	target int // GPU, host or domain; -1: drawn each time
+	pool   []topology.DomainID
+}
+
+// resolveOutages checks the outages against the cluster.
+func resolveOutages(c *topology.Cluster, os []Outage) ([]outage, error) {
+	out := make([]outage, len(os))
+	for i, o := range os {
+		field := fmt.Sprintf("Outages[%d]", i)
+		r := outage{o: o, target: -1}
+		if o.At < 0 || o.Every < 0 || o.For <= 0 {
+			return nil, cfgErr(field, "at %v, every %v, for %v: times must not be negative and For must be positive", o.At, o.Every, o.For)
+		}
+		switch o.Level {
+		case "gpu":
+			if o.Name != "" {
+				h, idx, ok := strings.Cut(o.Name, "/gpu")
+				hid, hok := c.HostByName(h)
+				n, err := strconv.Atoi(idx)
+				first, cnt := topology.GPUID(0), 0
+				if hok {
+					first, cnt = c.HostGPUs(hid)
+				}
+				if !ok || !hok || err != nil || n < 0 || n >= cnt {
+					return nil, cfgErr(field+".Name", "no GPU %q (want HOST/gpuN)", o.Name)
+				}
+				r.target = int(first) + n
+			}
+		case "host", "node":
+			r.kind = 1
+			if o.Name != "" {
+				h, ok := c.HostByName(o.Name)
+				if !ok {
+					return nil, cfgErr(field+".Name", "no host %q", o.Name)
+				}
+				r.target = int(h)
+			}
+		default:
+			l, ok := c.LevelByName(o.Level)
+			if !ok || l <= topology.LevelHost || l >= c.LevelCluster() {
+				return nil, cfgErr(field+".Level", "%q is not gpu, host or a network level of cluster %s", o.Level, c.Name())
+			}
+			r.kind = 2
+			r.pool = c.DomainsAt(l)
+			if o.Name != "" {
+				d, ok := c.DomainByName(o.Name)
+				if !ok || !slices.Contains(r.pool, d) {
+					return nil, cfgErr(field+".Name", "no %s switch %q", o.Level, o.Name)
+				}
+				r.target = int(d)
+			}
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+func (s *Simulation) scheduleOutage(o *outage, at time.Duration) {
+	s.eng.Schedule(at, func(now time.Duration) {
+		if s.done() {
+			return
+		}
+		t := o.target
+		switch o.kind {
+		case 0:
+			if t < 0 {
+				t = s.rngFail.IntN(s.c.NumGPUs())
+			}
+			s.m.faults++
+			s.failGPUFor(now, topology.GPUID(t), o.o.For)
+		case 1:
+			if t < 0 {
+				t = s.rngFail.IntN(s.c.NumHosts())
+			}
+			s.m.faults++
+			s.downHosts(now, []topology.HostID{topology.HostID(t)}, o.o.For)
+		case 2:
+			d := topology.DomainID(t)
+			if t < 0 {
+				d = o.pool[s.rngFail.IntN(len(o.pool))]
+			}
+			s.failDomainFor(now, d, o.o.For)
+		}
+		if o.o.Every > 0 {
+			s.scheduleOutage(o, now+o.o.Every)
+		}
+	})
 }

@@ -106,6 +106,7 @@ type Simulation struct {
 	failedGPU int // GPUs failed (own or host)
 
 	rngFail, rngDrain *rand.Rand
+	outages           []outage
 	m                 metrics
 }
 
@@ -114,6 +115,10 @@ type Simulation struct {
 // trace.Rebase; it keeps the slice). Job IDs must be unique.
 func New(cfg Config, jobs []trace.Job) (*Simulation, error) {
 	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	outages, err := resolveOutages(cfg.Cluster, cfg.Outages)
+	if err != nil {
 		return nil, err
 	}
 	trace.Rebase(jobs)
@@ -128,6 +133,7 @@ func New(cfg Config, jobs []trace.Job) (*Simulation, error) {
 		hostJobs:  make([][]int32, c.NumHosts()),
 		rngFail:   rand.New(rand.NewPCG(cfg.Seed, 1)),
 		rngDrain:  rand.New(rand.NewPCG(cfg.Seed, 2)),
+		outages:   outages,
 	}
 	for i := range jobs {
 		tj := &jobs[i]
@@ -137,12 +143,12 @@ func New(cfg Config, jobs []trace.Job) (*Simulation, error) {
 		s.byID[tj.Spec.ID] = int32(i)
 		j := &s.jobs[i]
 		j.spec = tj.Spec
-		j.tenant = tj.Spec.Queue
-		if q, ok := cfg.QueueMap[j.tenant]; ok {
+		if q, ok := cfg.QueueMap[j.spec.Queue]; ok {
 			j.spec.Queue = q
 		} else if cfg.DefaultQueue != "" {
 			j.spec.Queue = cfg.DefaultQueue
 		}
+		j.tenant = j.spec.Queue
 		j.submit, j.duration = tj.Submit, tj.Duration
 		j.work = tj.Duration.Seconds()
 		j.pendIdx = -1

@@ -343,3 +343,39 @@ func TestEmptyTraceAndRunTwice(t *testing.T) {
 		t.Error("second Run accepted")
 	}
 }
+
+// TestOutage: a scheduled ToR outage stops the gang under it; the gang
+// restarts on the other ToR at once and, without checkpoints, runs its
+// whole hour again.
+func TestOutage(t *testing.T) {
+	c := cluster(t, topology.Generator{Machine: "dgx-h100", Hosts: 4, HostsPerToR: 2})
+	cfg := sim.Config{Cluster: c, Scheduler: simtest.NewFIFO(c), Audit: true,
+		Outages: []sim.Outage{{Level: "tor", Name: "tor1", At: 10 * time.Minute, For: 30 * time.Minute}}}
+	r := run(t, cfg, []trace.Job{tj("gang", 0, time.Hour, 0, workload.TaskGroup{Count: 2, GPUs: 8})})
+	g := byID(r)["gang"]
+	if g.End != 4200 || g.FaultStops != 1 || r.Summary.Preemption.Faults != 1 {
+		t.Fatalf("gang %+v, %+v", g, r.Summary.Preemption)
+	}
+	// 16 GPUs down for 30 minutes; 16 GPUs × 10 minutes of work lost.
+	if r.Summary.GPUTime.Failed != 16*1800 || r.Summary.GPUTime.LostFailure != 16*600 {
+		t.Errorf("gpu time %+v", r.Summary.GPUTime)
+	}
+	for _, bad := range []sim.Outage{{Level: "tor", Name: "nope", For: time.Hour}, {Level: "rack", For: time.Hour}, {Level: "host"}, {Level: "gpu", Name: "x/gpu9", For: 1}} {
+		if _, err := sim.New(sim.Config{Cluster: c, Scheduler: simtest.NewFIFO(c), Outages: []sim.Outage{bad}}, nil); !errors.Is(err, sim.ErrConfig) {
+			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+	// Weekly random host outages keep firing while work remains.
+	cfg = sim.Config{Cluster: c, Scheduler: simtest.NewFIFO(c), Seed: 2, Audit: true,
+		Outages: []sim.Outage{{Level: "host", Every: 24 * time.Hour, At: time.Hour, For: time.Hour}}}
+	r = run(t, cfg, []trace.Job{tj("long", 0, 100*time.Hour, 0, gpus(1))})
+	// One outage at 1 h, 25 h, 49 h, … while the job is not done (a hit
+	// restarts it from scratch, so it may take more than 100 h).
+	want := 0
+	for at := 3600.0; at < byID(r)["long"].End; at += 24 * 3600 {
+		want++
+	}
+	if f := r.Summary.Preemption.Faults; f != want || want < 5 {
+		t.Errorf("%d outages, want %d", f, want)
+	}
+}

@@ -216,7 +216,10 @@ func execute(rc runConfig, p *prepared, progress func(done, total int)) (*sim.Re
 	if err != nil {
 		return nil, err
 	}
-	cfg := rc.simConfig()
+	cfg, err := rc.simConfig()
+	if err != nil {
+		return nil, err
+	}
 	cfg.Cluster, cfg.Scheduler, cfg.Tenants, cfg.QueueMap, cfg.Progress = p.c, s, tenants, qmap, progress
 	sm, err := sim.New(cfg, jobs)
 	if err != nil {

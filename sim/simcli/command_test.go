@@ -199,3 +199,29 @@ func TestSweepSharesTrace(t *testing.T) {
 		t.Errorf("same trace and policy, different results:\n%v\n%v", rows[1], rows[2])
 	}
 }
+
+func TestQueueFileAndOutage(t *testing.T) {
+	q := filepath.Join(t.TempDir(), "q.yaml")
+	os.WriteFile(q, []byte("root:\n  name: cluster\n  children:\n    - name: a\n      quotas: [{resource: gpu, nominal: 600}]\n    - name: b\n      quotas: [{resource: gpu, nominal: 400}]\n"), 0o644)
+	dir := t.TempDir()
+	_, errs, err := execCmd(t, Options{}, "run", "--preset", "h100-1k", "--trace", "synthetic:500", "--load", "1.2", "--quiet", "--no-plots",
+		"--queues", "config:"+q, "--default-queue", "b", "--outage", "level=tor,every=2h,for=30m", "--out", dir)
+	if err != nil {
+		t.Fatalf("%v %s", err, errs)
+	}
+	s := readSummary(t, filepath.Join(dir, "summary.json"))
+	if len(s.Queues) != 2 || s.Queues[0].Name != "a" || s.Queues[0].Entitlement != 0.6 || s.Preemption.Faults == 0 || s.Jobs.Completed != 500 {
+		t.Errorf("queues %+v, faults %d, jobs %+v", s.Queues, s.Preemption.Faults, s.Jobs)
+	}
+	for _, bad := range [][]string{
+		{"--outage", "level=tor"},
+		{"--outage", "level=rack,for=1h"},
+		{"--queues", "config:" + q, "--default-queue", "zzz"},
+		{"--queues", "config:/nonexistent.yaml"},
+	} {
+		args := append([]string{"run", "--preset", "h100-1k", "--trace", "synthetic:10", "--quiet", "--no-plots", "--out", t.TempDir()}, bad...)
+		if _, _, err := execCmd(t, Options{}, args...); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}

@@ -4,6 +4,7 @@
 package simcli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
 
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/sim"
@@ -62,6 +64,8 @@ type runConfig struct {
 	traceSeed    uint64
 	hasTraceSeed bool
 	minCycle     time.Duration
+	outages      []string
+	defaultQueue string
 	fragLevels   bool
 }
 
@@ -89,7 +93,8 @@ func (r *runConfig) bind(fs *pflag.FlagSet, cluster bool) {
 	fs.IntVar(&r.repeat, "repeat", r.repeat, "replay k out-of-phase copies of a recorded trace at once (k times its load; 0 or 1: one)")
 	fs.DurationVar(&r.arrivalSpan, "arrival-span", r.arrivalSpan, "scale a recorded trace's arrival times so they span this long (0: as recorded; see also --load)")
 	fs.StringVar(&r.policy, "policy", r.policy, "placement policy (gang placers: topology, best-fit, first-fit, worst-fit, random, buddy, fgd, dot-product, gpu-packing, gpu-clustering)")
-	fs.StringVar(&r.queues, "queues", r.queues, "queue setup: flat (one queue per tenant, no quota), single (one queue), or vc:PATH (one queue per VC of a philly_vc.csv-style file, guaranteed nodes × --gpus-per-node GPUs)")
+	fs.StringVar(&r.queues, "queues", r.queues, "queue setup: flat (one queue per tenant, no quota), single (one queue), vc:PATH (one queue per VC of a philly_vc.csv-style file, guaranteed nodes × --gpus-per-node GPUs), or config:PATH (a queue tree in YAML or JSON, the queue package's Config)")
+	fs.StringVar(&r.defaultQueue, "default-queue", r.defaultQueue, "with --queues config:PATH, the leaf for trace tenants that name no leaf (empty: such jobs are rejected)")
 	fs.IntVar(&r.gpusPerNode, "gpus-per-node", r.gpusPerNode, "GPUs per node in a VC file")
 	fs.StringVar(&r.ordering, "ordering", r.ordering, "queue ordering (best-effort-fifo, strict-fifo, priority-aging, …; empty: the queue package's default)")
 	fs.BoolVar(&r.backfill, "backfill", r.backfill, "EASY backfill in every queue (runtime estimates: see --runtime-estimate)")
@@ -102,6 +107,7 @@ func (r *runConfig) bind(fs *pflag.FlagSet, cluster bool) {
 	fs.DurationVar(&r.torMTBF, "tor-mtbf", r.torMTBF, "mean time between outages of one ToR switch (0: none)")
 	fs.DurationVar(&r.repair, "repair-time", r.repair, "time a failed part stays out (0: 1h)")
 	fs.IntVar(&r.maxRestarts, "max-restarts", r.maxRestarts, "fail a job stopped by failures more often than this (0: never)")
+	fs.StringArrayVar(&r.outages, "outage", r.outages, "a scheduled failure, level=gpu|host|tor|…,for=DUR[,every=DUR][,at=DUR][,name=NAME] (e.g. level=tor,every=168h,for=4h: lose a random ToR for 4 h every week); repeatable")
 	fs.DurationVar(&r.drainEvery, "drain-every", r.drainEvery, "mean time between host drains for maintenance (0: none)")
 	fs.DurationVar(&r.drainFor, "drain-for", r.drainFor, "how long a drain lasts")
 	fs.BoolVar(&r.speed, "speed", r.speed, "slow gangs spread beyond one NVLink domain (see --speed-*)")
@@ -326,13 +332,108 @@ func (r *runConfig) queueSetup(jobs []trace.Job) (queue.Config, []sim.Tenant, ma
 		}
 		return rootsched.VCQueues(vcs, tenants, p), rootsched.VCTenants(vcs), qm, nil
 	}
-	return queue.Config{}, nil, nil, fmt.Errorf("--queues %q: want flat, single or vc:PATH", r.queues)
+	if path, ok := strings.CutPrefix(r.queues, "config:"); ok {
+		return r.queueFile(path, tenants, qm)
+	}
+	return queue.Config{}, nil, nil, fmt.Errorf("--queues %q: want flat, single, vc:PATH or config:PATH", r.queues)
+}
+
+// queueFile reads a queue tree and maps tenants that are not leaves to
+// --default-queue. Fairness entitlements are the leaves' nominal GPU
+// quotas, when any leaf has one.
+func (r *runConfig) queueFile(path string, tenants []string, qm map[string]string) (queue.Config, []sim.Tenant, map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return queue.Config{}, nil, nil, err
+	}
+	var cfg queue.Config
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil {
+		return queue.Config{}, nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var leaves []queue.Node
+	var walk func(n queue.Node)
+	walk = func(n queue.Node) {
+		if len(n.Children) == 0 {
+			leaves = append(leaves, n)
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	walk(cfg.Root)
+	isLeaf := map[string]bool{}
+	var ents []sim.Tenant
+	for _, l := range leaves {
+		isLeaf[l.Name] = true
+		for _, q := range l.Quotas {
+			if q.Resource == queue.ResourceGPU && q.Nominal > 0 {
+				ents = append(ents, sim.Tenant{Name: l.Name, GPUs: int(q.Nominal)})
+			}
+		}
+	}
+	if r.defaultQueue != "" && !isLeaf[r.defaultQueue] {
+		return queue.Config{}, nil, nil, fmt.Errorf("--default-queue %q is not a leaf of %s", r.defaultQueue, path)
+	}
+	delete(qm, "")
+	for _, t := range tenants {
+		if !isLeaf[t] && r.defaultQueue != "" {
+			qm[t] = r.defaultQueue
+		}
+	}
+	if !isLeaf["default"] && r.defaultQueue != "" {
+		qm[""] = r.defaultQueue
+	}
+	return cfg, ents, qm, nil
+}
+
+// parseOutage parses level=…,for=…[,every=…][,at=…][,name=…].
+func parseOutage(s string) (sim.Outage, error) {
+	var o sim.Outage
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			return o, fmt.Errorf("--outage %q: %q is not key=value", s, kv)
+		}
+		var err error
+		switch k {
+		case "level":
+			o.Level = v
+		case "name":
+			o.Name = v
+		case "at":
+			o.At, err = time.ParseDuration(v)
+		case "every":
+			o.Every, err = time.ParseDuration(v)
+		case "for":
+			o.For, err = time.ParseDuration(v)
+		default:
+			return o, fmt.Errorf("--outage %q: unknown key %q (level, name, at, every, for)", s, k)
+		}
+		if err != nil {
+			return o, fmt.Errorf("--outage %q: %s: %w", s, k, err)
+		}
+	}
+	if o.Level == "" || o.For <= 0 {
+		return o, fmt.Errorf("--outage %q: level and a positive for= are required", s)
+	}
+	return o, nil
 }
 
 // simConfig turns the model flags into a sim.Config (without cluster and
 // scheduler).
-func (r *runConfig) simConfig() sim.Config {
+func (r *runConfig) simConfig() (sim.Config, error) {
+	var outs []sim.Outage
+	for _, s := range r.outages {
+		o, err := parseOutage(s)
+		if err != nil {
+			return sim.Config{}, err
+		}
+		outs = append(outs, o)
+	}
 	return sim.Config{
+		Outages:          outs,
 		Seed:             r.seed,
 		Checkpoint:       sim.CheckpointModel{Interval: r.ckptInterval, Overhead: r.ckptOverhead, RestartCost: r.restartCost},
 		Failures:         sim.FailureModel{GPUMTBF: r.gpuMTBF, HostMTBF: r.hostMTBF, ToRMTBF: r.torMTBF, RepairTime: r.repair, MaxRestarts: r.maxRestarts},
@@ -346,7 +447,7 @@ func (r *runConfig) simConfig() sim.Config {
 		RejectErrors:     r.rejectErrors,
 		MinCycleInterval: r.minCycle,
 		StrandedByLevel:  r.fragLevels,
-	}
+	}, nil
 }
 
 func workers(n int) int {
