@@ -49,10 +49,10 @@ func BenchmarkPhillyFIFO(b *testing.B) {
 	}
 }
 
-// BenchmarkSynthetic1M replays a synthetic 1M-job trace at 90% offered
+// BenchmarkSynthetic1MFIFO replays a synthetic 1M-job trace at 90% offered
 // load on 100k GPUs (12,500 DGX H100) through the FIFO test scheduler and
 // reports the peak heap.
-func BenchmarkSynthetic1M(b *testing.B) {
+func BenchmarkSynthetic1MFIFO(b *testing.B) {
 	c, err := topology.LoadPreset("h100-100k")
 	if err != nil {
 		b.Fatal(err)
