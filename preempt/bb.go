@@ -1,0 +1,452 @@
+package preempt
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gpusched/gpusched/topology"
+)
+
+// counter decides cheaply whether a set of units could let the gang place
+// in one domain: a necessary condition (never false for a set that
+// places), so it only saves placement attempts.
+type counter struct {
+	x     *dom
+	have  int64 // free + freed, in the unit the gang needs
+	slots int   // tasks of k GPUs the hosts could hold (k ≥ 2)
+	hosts []topology.HostID
+}
+
+// resetSet empties the set and points the counter at domain x.
+func (r *run) resetSet(x *dom) {
+	for _, ui := range r.set {
+		u := &r.units[ui]
+		r.chosen[ui] = false
+		r.jobCount[u.ji] = 0
+		r.jobWhole[u.ji] = false
+		if u.slot >= 0 {
+			r.slotCount[u.slot] = 0
+		}
+	}
+	r.set = r.set[:0]
+	r.cur = key{}
+	if r.tree != nil {
+		r.w.Reset()
+	}
+	hf := r.s.hostFree
+	for _, h := range r.cnt.hosts {
+		hf[h] = 0
+	}
+	r.cnt = counter{x: x, have: r.freeA(x), hosts: r.cnt.hosts[:0]}
+	if r.k >= 2 {
+		r.cnt.slots = r.baseSlots(x)
+	}
+}
+
+// baseSlots counts the tasks of k GPUs the usable hosts of x hold now.
+func (r *run) baseSlots(x *dom) int {
+	n := 0
+	r.l.AscendHosts(x.id, topology.NoModel, r.k, func(h topology.HostID, free int) bool {
+		if r.hostUsable(h) {
+			n += free / r.k
+		}
+		return true
+	})
+	return n
+}
+
+func (r *run) feasible() bool {
+	return r.cnt.have >= r.needA && (r.k < 2 || r.cnt.slots >= r.kTasks)
+}
+
+// count adds (sign 1) or takes (sign -1) unit ui's GPUs in the counter's
+// domain.
+func (r *run) count(ui int32, sign int64) {
+	r.cnt.have += sign * r.amt[ui]
+	if r.k < 2 {
+		return
+	}
+	u := &r.units[ui]
+	x := r.cnt.x
+	hf := r.s.hostFree
+	for i := range u.claims {
+		cl := &u.claims[i]
+		h := cl.Host
+		if len(cl.GPUs) == 0 || r.c.HostAt(h, r.lv) != x.id || !r.hostUsable(h) {
+			continue
+		}
+		n := int32(0)
+		whole := r.l.HealthyGPUs(r.c.HostDomain(h)) == r.c.Host(h).NumGPUs
+		for _, g := range cl.GPUs {
+			if whole || r.l.GPU(g.GPU).Health == topology.Healthy {
+				n++
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		f := int32(r.l.HostFreeGPUs(h))
+		if hf[h] == 0 && sign > 0 {
+			r.cnt.hosts = append(r.cnt.hosts, h)
+		}
+		old := (f + hf[h]) / int32(r.k)
+		hf[h] += int32(sign) * n
+		r.cnt.slots += int((f+hf[h])/int32(r.k) - old)
+	}
+}
+
+// canAdd reports whether unit ui may join the set: a whole gang not
+// already shrunk, a shrink of a gang not stopped whole and within its
+// group's excess.
+func (r *run) canAdd(ui int32) bool {
+	u := &r.units[ui]
+	if r.chosen[ui] {
+		return false
+	}
+	if u.task < 0 {
+		return r.jobCount[u.ji] == 0
+	}
+	return !r.jobWhole[u.ji] && r.slotCount[u.slot] < r.slotLimit[u.slot]
+}
+
+func (r *run) add(ui int32) {
+	u := &r.units[ui]
+	r.chosen[ui] = true
+	r.set = append(r.set, ui)
+	if r.jobCount[u.ji] == 0 {
+		r.cur.victims++
+		r.cur.prio += int64(u.prio) + prioShift
+	}
+	r.jobCount[u.ji]++
+	if u.task < 0 {
+		r.jobWhole[u.ji] = true
+	} else {
+		r.slotCount[u.slot]++
+	}
+	r.cur.lost += u.lost
+	if u.leaf >= 0 && r.tree != nil {
+		r.w.Release(u.leaf, u.charge)
+	}
+	r.count(ui, 1)
+}
+
+func (r *run) remove(ui int32) {
+	u := &r.units[ui]
+	r.chosen[ui] = false
+	if k := slices.Index(r.set, ui); k >= 0 {
+		r.set = slices.Delete(r.set, k, k+1)
+	}
+	r.jobCount[u.ji]--
+	if r.jobCount[u.ji] == 0 {
+		r.cur.victims--
+		r.cur.prio -= int64(u.prio) + prioShift
+	}
+	if u.task < 0 {
+		r.jobWhole[u.ji] = false
+	} else {
+		r.slotCount[u.slot]--
+	}
+	r.cur.lost -= u.lost
+	if u.leaf >= 0 && r.tree != nil {
+		r.w.Add(u.leaf, u.charge)
+	}
+	r.count(ui, -1)
+}
+
+// rulesOK checks the set-level rules of the reclaim and fair-share
+// grounds on the what-if tree (which has every chosen unit released): each
+// borrowing node a victim was chosen from still borrows with all its
+// chosen victims gone but the one with the largest GPU charge (the order
+// of stops that keeps it borrowing longest); and each fair-share node's
+// share with all its victims gone is at least the pending side's share
+// with the pending job admitted. Both only get harder as victims are
+// added.
+func (r *run) rulesOK() bool {
+	for i, ui := range r.set {
+		u := &r.units[ui]
+		if u.node < 0 {
+			continue
+		}
+		first, largest := true, ui
+		for k, vi := range r.set {
+			v := &r.units[vi]
+			if v.node != u.node {
+				continue
+			}
+			if k < i {
+				first = false
+				break
+			}
+			if v.charge[0] > r.units[largest].charge[0] {
+				largest = vi
+			}
+		}
+		if !first {
+			continue
+		}
+		lu := &r.units[largest]
+		r.w.Add(lu.leaf, lu.charge)
+		ok := r.w.Borrows(u.node, r.mask)
+		r.w.Release(lu.leaf, lu.charge)
+		if !ok {
+			return false
+		}
+		if u.ground == GroundFairShare && r.w.Share(u.node, nil) < r.leaves[u.leaf].shareA {
+			return false
+		}
+	}
+	return true
+}
+
+// evaluate tries the current set for real: rules, quota, placement. anti
+// reports a failure that every superset shares (a rule). With force the
+// placement budget is ignored.
+func (r *run) evaluate(force bool) (ok, anti bool) {
+	if len(r.set) == 0 && !r.qblock {
+		return false, false // the gang did not place with nothing released
+	}
+	if r.tree != nil {
+		if !r.rulesOK() {
+			return false, true
+		}
+		if r.qp >= 0 && r.w.Check(r.qp, r.demand) != nil {
+			return false, false
+		}
+	}
+	if !force && r.placements >= r.s.cfg.MaxPlacements {
+		r.budgetHit = true
+		return false, false
+	}
+	r.placements++
+	r.rel = r.rel[:0]
+	for _, ui := range r.set {
+		r.rel = append(r.rel, r.units[ui].claims...)
+	}
+	if err := r.l.TrialRelease(r.rel...); err != nil {
+		if r.inputErr == nil {
+			r.inputErr = fmt.Errorf("preempt: snapshot inconsistent: the ledger does not hold the claims of the jobs %s: %w", r.setIDs(), err)
+		}
+		return false, false
+	}
+	x := r.s.cfg.Placer.Place(r.l, r.req, &r.scratch)
+	if err := r.l.TrialRestore(r.rel...); err != nil {
+		panic("preempt: restoring trial-released claims failed (did the placer change the ledger?): " + err.Error())
+	}
+	return x == nil, false
+}
+
+func (r *run) setIDs() string {
+	var ids []string
+	for _, ui := range r.set {
+		ids = append(ids, r.units[ui].job.Spec.ID)
+	}
+	slices.Sort(ids)
+	return strings.Join(slices.Compact(ids), ", ")
+}
+
+// record makes the current set (whose placement is in r.scratch) the best.
+func (r *run) record(x *dom) {
+	r.best.ok = true
+	r.best.key = r.cur
+	r.best.set = append(r.best.set[:0], r.set...)
+	r.best.placement = *r.scratch.Clone()
+	r.best.dom = x.i
+}
+
+// solveDomain searches domain x (units in r.order): exhaustively when it
+// has few candidates, else greedily; then polishes the best set with the
+// reprieve pass.
+func (r *run) solveDomain(x *dom) {
+	before := r.best.key
+	had := r.best.ok
+	r.resetSet(x)
+	if len(r.order) <= r.s.cfg.MaxExact {
+		nodes := r.nodes
+		if r.dfs(x, 0) {
+			r.polish(x, had, before)
+			return
+		}
+		if r.budgetHit {
+			r.inexact = true
+			r.polish(x, had, before)
+			return
+		}
+		r.nodes = nodes // the exhaustive search gave up; the greedy one runs
+		r.resetSet(x)
+	}
+	r.inexact = true
+	r.greedy(x)
+	r.polish(x, had, before)
+}
+
+// dfs is branch and bound over r.order[i:]. It returns false when the
+// node budget ran out.
+func (r *run) dfs(x *dom, i int) bool {
+	r.nodes++
+	if r.nodes > r.s.cfg.MaxNodes || r.budgetHit {
+		return false
+	}
+	if r.feasible() && (len(r.set) > 0 || r.qblock) {
+		if r.best.ok && !r.cur.less(r.best.key) {
+			return true // every superset costs at least as much
+		}
+		ok, anti := r.evaluate(false)
+		if ok {
+			r.record(x)
+			return true
+		}
+		if anti {
+			return true
+		}
+		if r.budgetHit {
+			return false
+		}
+	}
+	if i >= len(r.order) {
+		return true
+	}
+	lb := r.fractional(x, i, r.needA-r.cnt.have)
+	if lb == maxGPUTime {
+		return true // the rest cannot cover the gang
+	}
+	if r.best.ok && !(key{lost: r.cur.lost + lb, victims: r.cur.victims, prio: r.cur.prio}).less(r.best.key) {
+		return true
+	}
+	ui := r.order[i]
+	if r.canAdd(ui) {
+		r.add(ui)
+		ok := r.dfs(x, i+1)
+		r.remove(ui)
+		if !ok {
+			return false
+		}
+	}
+	return r.dfs(x, i+1)
+}
+
+const maxGPUTime = GPUTime(1<<63 - 1)
+
+// greedy adds units in order until the gang places, then reprieves.
+func (r *run) greedy(x *dom) {
+	i, n := 0, len(r.order)
+	for i < n && !r.feasible() {
+		r.tryAdd(r.order[i])
+		i++
+	}
+	if !r.feasible() {
+		return
+	}
+	for step := 1; ; step *= 2 {
+		ok, _ := r.evaluate(false)
+		if ok {
+			break
+		}
+		if r.budgetHit || i >= n {
+			return
+		}
+		for k := 0; k < step && i < n; k++ {
+			r.tryAdd(r.order[i])
+			i++
+		}
+	}
+	if r.reprieve() && !r.reevaluate() {
+		return
+	}
+	if !r.best.ok || r.cur.less(r.best.key) {
+		r.record(x)
+	}
+}
+
+// tryAdd adds unit ui in the greedy search if the rules allow it: a whole
+// gang replaces the shrinks chosen of it; a reclaim or fair-share victim
+// joins only while its node still borrows (and, for fair share, keeps its
+// share at least the pending side's).
+func (r *run) tryAdd(ui int32) {
+	u := &r.units[ui]
+	if r.chosen[ui] {
+		return
+	}
+	if u.task >= 0 && (r.jobWhole[u.ji] || r.slotCount[u.slot] >= r.slotLimit[u.slot]) {
+		return
+	}
+	if u.node >= 0 && !r.w.Borrows(u.node, r.mask) {
+		return
+	}
+	if u.task < 0 && r.jobCount[u.ji] > 0 {
+		for _, vi := range slices.Clone(r.set) {
+			if r.units[vi].ji == u.ji {
+				r.remove(vi)
+			}
+		}
+	}
+	r.add(ui)
+	if u.ground == GroundFairShare && r.w.Share(u.node, nil) < r.leaves[u.leaf].shareA {
+		r.remove(ui)
+	}
+}
+
+// reprieve drops victims, most expensive first, while the gang still
+// places without them, until none can be dropped. It reports whether it
+// dropped any (r.scratch then no longer holds the set's placement).
+func (r *run) reprieve() bool {
+	dropped := false
+	for changed := true; changed; {
+		changed = false
+		cands := slices.Clone(r.set)
+		slices.SortFunc(cands, func(a, b int32) int {
+			ua, ub := &r.units[a], &r.units[b]
+			switch {
+			case ua.lost != ub.lost:
+				if ua.lost > ub.lost {
+					return -1
+				}
+				return 1
+			case ua.prio != ub.prio:
+				if ua.prio > ub.prio {
+					return -1
+				}
+				return 1
+			}
+			if c := strings.Compare(ub.job.Spec.ID, ua.job.Spec.ID); c != 0 {
+				return c
+			}
+			return int(ub.task - ua.task)
+		})
+		for _, ui := range cands {
+			r.remove(ui)
+			if r.feasible() {
+				if ok, _ := r.evaluate(false); ok {
+					changed, dropped = true, true
+					continue
+				}
+			}
+			r.add(ui)
+		}
+	}
+	return dropped
+}
+
+// reevaluate places the current set again (ignoring the budget) so that
+// r.scratch holds its placement.
+func (r *run) reevaluate() bool {
+	ok, _ := r.evaluate(true)
+	return ok
+}
+
+// polish runs the reprieve pass on the best set if this domain's search
+// improved it (the exhaustive search can keep a victim that costs nothing).
+func (r *run) polish(x *dom, had bool, before key) {
+	if !r.best.ok || had && !r.best.key.less(before) || r.best.dom != x.i {
+		return
+	}
+	r.resetSet(x)
+	for _, ui := range r.best.set {
+		r.add(ui)
+	}
+	if r.reprieve() {
+		if r.reevaluate() {
+			r.record(x)
+		}
+	}
+}

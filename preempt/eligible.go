@@ -1,0 +1,358 @@
+package preempt
+
+import (
+	"github.com/gpusched/gpusched/fairshare"
+	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/topology"
+)
+
+// unit is what a plan may stop: a whole gang, or one task of an elastic
+// group above its minimum (a shrink).
+type unit struct {
+	job    *Job
+	ji     int32 // index of the job in run.jobs
+	claims []topology.Claim
+	task   int32 // claim index for a shrink; -1 for a whole gang
+	slot   int32 // shrink counter (job, group) for a shrink; -1 otherwise
+	ground Ground
+	// leaf is the job's queue in the tree (-1: none); node the queue-tree
+	// node its ground depends on (reclaim: the borrowing node; fair share:
+	// the victim-side child of the common ancestor), -1 for priority.
+	leaf, node queue.NodeID
+	charge     queue.Vector
+	milli      int64 // GPU capacity released, milli-GPU
+	lost       GPUTime
+	prio       int32
+	// contributions to domains at the level: contribs[cfrom:cto]
+	cfrom, cto int32
+}
+
+// contrib is what a unit frees in one domain at the plan's level, counting
+// only what the pending gang could use: whole GPUs (a shared or MIG GPU
+// counts as one, an upper bound) and milli-GPU.
+type contrib struct {
+	dom   int32 // index among the level's domains
+	gpus  int32
+	milli int64
+}
+
+// leafInfo caches, per victim leaf queue, what its grounds depend on.
+type leafInfo struct {
+	stamp uint64
+	same  bool         // the pending job's own leaf
+	lca   queue.NodeID // closest common ancestor with the pending leaf
+	// reclaim is the lowest node on the victim's path below the ancestor
+	// that borrows, or -1; reclaimOK whether the pending side stays within
+	// its guarantee below the ancestor with the job admitted.
+	reclaim   queue.NodeID
+	reclaimOK bool
+	// fs is the victim-side child of the ancestor when it borrows and fair
+	// sharing applies (-1 otherwise); shareA the pending side's share with
+	// the job admitted.
+	fs     queue.NodeID
+	shareA float64
+}
+
+// resolveQueue returns j's leaf in tree, caching it on the job.
+func resolveQueue(j *Job, tree *queue.Tree) queue.NodeID {
+	if j.qtree != tree {
+		j.qtree = tree
+		j.qid = -1
+		if id, ok := tree.Lookup(j.Spec.Queue); ok && tree.LeafOf(id) != nil {
+			j.qid = id
+		}
+	}
+	return j.qid
+}
+
+// chargeOf returns j's charge: Charge, or what its placement takes in the
+// tree's dimensions (cached per tree).
+func chargeOf(j *Job, tree *queue.Tree, c *topology.Cluster) queue.Vector {
+	if j.Charge != nil {
+		return j.Charge
+	}
+	if j.ctree != tree || j.charge == nil {
+		j.ctree = tree
+		j.charge = make(queue.Vector, tree.Dimensions().Len())
+		addCharge(j.charge, j.Placement.Claims, tree, c)
+	}
+	return j.charge
+}
+
+// addCharge adds what claims take to v in the tree's dimensions.
+func addCharge(v queue.Vector, claims []topology.Claim, tree *queue.Tree, c *topology.Cluster) {
+	models := tree.Dimensions().Models
+	for i := range claims {
+		cl := &claims[i]
+		v[fairshare.DimCPU] += cl.CPUMilli
+		v[fairshare.DimMemory] += cl.MemoryMiB
+		m := c.HostModel(cl.Host)
+		md := -1
+		if m != topology.NoModel && len(models) > 0 {
+			name := c.Model(m).Model
+			for k, x := range models {
+				if x == name {
+					md = fairshare.DimModel + k
+				}
+			}
+		}
+		for _, g := range cl.GPUs {
+			milli := gpuClaimMilli(c, g)
+			v[fairshare.DimGPU] += milli
+			if md >= 0 {
+				v[md] += milli
+			}
+		}
+	}
+}
+
+// gpuClaimMilli is the GPU capacity a GPU claim takes.
+func gpuClaimMilli(c *topology.Cluster, g topology.GPUClaim) int64 {
+	switch g.Kind {
+	case topology.ClaimShare:
+		return int64(g.Milli)
+	case topology.ClaimMIG:
+		return int64(c.Model(c.GPU(g.GPU).Model).MIGProfiles[g.Profile].Milli)
+	}
+	return topology.MilliPerGPU
+}
+
+func claimsMilli(c *topology.Cluster, claims []topology.Claim) int64 {
+	var m int64
+	for i := range claims {
+		for _, g := range claims[i].GPUs {
+			m += gpuClaimMilli(c, g)
+		}
+	}
+	return m
+}
+
+// classify decides whether j may be a victim of the pending job, and on
+// which ground. It returns the exclusion (ground 0) or the ground and the
+// queue node it depends on.
+func (r *run) classify(j *Job) (Exclusion, Ground, queue.NodeID) {
+	sp := j.Spec
+	switch {
+	case j.Stopping:
+		return ExclStopping, 0, -1
+	case sp.NonPreemptible:
+		return ExclNonPreemptible, 0, -1
+	case !j.Started.IsZero() && sp.MinRunTime > 0 && r.now.Sub(j.Started) < sp.MinRunTime:
+		return ExclMinRunTime, 0, -1
+	case sp.MaxPreemptions > 0 && j.Preemptions >= sp.MaxPreemptions:
+		return ExclMaxPreemptions, 0, -1
+	}
+	lower := sp.Priority < r.pend.Priority
+	cfg := &r.s.cfg
+	if r.tree == nil {
+		same := sp.Queue == r.pend.Queue
+		if lower && (cfg.LowerPriority == AnyQueue || cfg.LowerPriority == WithinQueue && same) {
+			return 0, GroundPriority, -1
+		}
+		if same || cfg.LowerPriority == AnyQueue {
+			return ExclPriority, 0, -1
+		}
+		return ExclGuaranteed, 0, -1
+	}
+	qv := resolveQueue(j, r.tree)
+	same := qv >= 0 && qv == r.qp
+	if lower && (cfg.LowerPriority == AnyQueue || cfg.LowerPriority == WithinQueue && same) {
+		return 0, GroundPriority, -1
+	}
+	if same || qv < 0 || r.qp < 0 {
+		if same || cfg.LowerPriority == AnyQueue {
+			return ExclPriority, 0, -1
+		}
+		return ExclGuaranteed, 0, -1
+	}
+	li := r.leaf(qv)
+	if li.reclaim < 0 && li.fs < 0 {
+		return ExclGuaranteed, 0, -1
+	}
+	if li.reclaim >= 0 && li.reclaimOK && (cfg.Reclaim == ReclaimAny || cfg.Reclaim == ReclaimLowerPriority && lower) {
+		return 0, GroundReclaim, li.reclaim
+	}
+	if li.fs >= 0 {
+		// The final-share rule with this job gone alone; the plan checks
+		// it again with all victims of the queue gone.
+		ch := chargeOf(j, r.tree, r.c)
+		r.w.Release(qv, ch)
+		ok := r.w.Share(li.fs, nil) >= li.shareA
+		r.w.Add(qv, ch)
+		if ok {
+			return 0, GroundFairShare, li.fs
+		}
+	}
+	return ExclBorrowing, 0, -1
+}
+
+// leaf returns the cached grounds of victim leaf qv for this plan.
+func (r *run) leaf(qv queue.NodeID) *leafInfo {
+	li := &r.leaves[qv]
+	if li.stamp == r.stamp {
+		return li
+	}
+	*li = leafInfo{stamp: r.stamp, lca: -1, reclaim: -1, fs: -1}
+	t := r.tree
+	// The pending leaf's path is marked in r.onPath (position + 1).
+	prev := queue.NodeID(-1)
+	for id := qv; id >= 0; id = t.Parent(id) {
+		if r.onPath[id] > 0 {
+			li.lca = id
+			break
+		}
+		if li.reclaim < 0 && r.w.Borrows(id, r.mask) {
+			li.reclaim = id
+		}
+		prev = id
+	}
+	if li.lca < 0 || prev < 0 {
+		li.same = true
+		return li
+	}
+	// The pending side's child of the ancestor.
+	a := queue.NodeID(-1)
+	if k := int(r.onPath[li.lca]) - 1; k > 0 {
+		a = r.path[k-1]
+	}
+	if li.reclaim >= 0 {
+		li.reclaimOK = r.withinBelow(li.lca)
+	}
+	if r.s.cfg.FairSharing && t.Fairness().Policy != queue.NoFairness && a >= 0 && r.w.Borrows(prev, r.mask) {
+		li.fs = prev
+		li.shareA = r.w.Share(a, r.demand)
+	}
+	return li
+}
+
+// withinBelow reports whether, with the pending job admitted, no node on
+// its queue's path below lca borrows (cached per lca).
+func (r *run) withinBelow(lca queue.NodeID) bool {
+	if r.withinStamp[lca] == r.stamp {
+		return r.within[lca]
+	}
+	r.w.Add(r.qp, r.demand)
+	ok := true
+	for id := r.qp; id >= 0 && id != lca; id = r.tree.Parent(id) {
+		if r.w.Borrows(id, r.mask) {
+			ok = false
+			break
+		}
+	}
+	r.w.Release(r.qp, r.demand)
+	r.withinStamp[lca], r.within[lca] = r.stamp, ok
+	return ok
+}
+
+// addUnits records the units of an eligible job: the whole gang, and,
+// for elastic groups above their minimum, each task as a shrink.
+func (r *run) addUnits(j *Job, g Ground, node queue.NodeID) {
+	ji := int32(len(r.jobs))
+	r.jobs = append(r.jobs, j)
+	leaf := queue.NodeID(-1)
+	var charge queue.Vector
+	if r.tree != nil {
+		leaf = resolveQueue(j, r.tree)
+		if leaf >= 0 {
+			charge = chargeOf(j, r.tree, r.c)
+		}
+	}
+	p := j.Placement
+	milli := claimsMilli(r.c, p.Claims)
+	u := unit{job: j, ji: ji, claims: p.Claims, task: -1, slot: -1, ground: g, leaf: leaf, node: node, charge: charge,
+		milli: milli, lost: lostSince(milli, j.Started, j.Checkpoint, r.now), prio: j.Spec.Priority}
+	r.contribute(&u)
+	r.units = append(r.units, u)
+	if r.s.cfg.NoShrink {
+		return
+	}
+	for gi, placed := range p.Placed {
+		excess := placed - j.Spec.Groups[gi].Min()
+		if excess <= 0 {
+			continue
+		}
+		slot := int32(len(r.slotLimit))
+		r.slotLimit = append(r.slotLimit, int32(excess))
+		for ci, t := range p.Tasks {
+			if int(t.Group) != gi {
+				continue
+			}
+			cl := p.Claims[ci : ci+1 : ci+1]
+			m := claimsMilli(r.c, cl)
+			su := unit{job: j, ji: ji, claims: cl, task: int32(ci), slot: slot, ground: g, leaf: leaf, node: node,
+				milli: m, lost: lostSince(m, j.Started, j.Checkpoint, r.now), prio: j.Spec.Priority}
+			if leaf >= 0 {
+				lo := len(r.chargeArena)
+				r.chargeArena = append(r.chargeArena, make([]int64, len(charge))...)
+				su.charge = r.chargeArena[lo:len(r.chargeArena):len(r.chargeArena)]
+				addCharge(su.charge, cl, r.tree, r.c)
+			}
+			r.contribute(&su)
+			r.units = append(r.units, su)
+		}
+	}
+}
+
+// contribute records what u frees in each domain at the level, counting
+// only GPUs the pending gang could use.
+func (r *run) contribute(u *unit) {
+	u.cfrom = int32(len(r.contribs))
+	l, c := r.l, r.c
+	for i := range u.claims {
+		cl := &u.claims[i]
+		h := cl.Host
+		if len(cl.GPUs) == 0 || !r.hostUsable(h) {
+			continue
+		}
+		whole := l.HealthyGPUs(c.HostDomain(h)) == c.Host(h).NumGPUs
+		for _, g := range cl.GPUs {
+			if !whole && l.GPU(g.GPU).Health != topology.Healthy {
+				continue
+			}
+			if r.req.AllowGPU != nil && !r.req.AllowGPU(g.GPU) {
+				continue
+			}
+			var d topology.DomainID
+			if r.lv == topology.LevelFabric {
+				d = c.GPUAt(g.GPU, topology.LevelFabric)
+			} else {
+				d = c.HostAt(h, r.lv)
+			}
+			if d < 0 {
+				continue
+			}
+			di := r.s.domIdx[d]
+			if di < 0 {
+				continue
+			}
+			milli := gpuClaimMilli(c, g)
+			if n := len(r.contribs); n > int(u.cfrom) && r.contribs[n-1].dom == di {
+				r.contribs[n-1].gpus++
+				r.contribs[n-1].milli += milli
+			} else {
+				r.contribs = append(r.contribs, contrib{dom: di, gpus: 1, milli: milli})
+			}
+		}
+	}
+	u.cto = int32(len(r.contribs))
+}
+
+// hostUsable reports whether the pending gang could run on host h: healthy,
+// a model some GPU group accepts, allowed by its filter.
+func (r *run) hostUsable(h topology.HostID) bool {
+	if r.l.HostHealth(h) != topology.Healthy {
+		return false
+	}
+	if r.req.AllowHost != nil && !r.req.AllowHost(h) {
+		return false
+	}
+	m := r.c.HostModel(h)
+	for i := range r.req.Groups {
+		g := &r.req.Groups[i]
+		if g.Kind != gang.TaskCPU && g.Accepts(m) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,722 @@
+package preempt
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gpusched/gpusched/fairshare"
+	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/topology"
+)
+
+// Search is the victim planner: it implements Planner, and plans
+// defragmentation (Defragment). Build it with New. It keeps scratch space
+// sized to the last cluster and queue tree it saw, so that planning
+// allocates little in the steady state; it is not safe for concurrent use.
+//
+// # How a plan is found
+//
+//  1. If the gang places (and fits its quotas) as things are, the plan has
+//     no victims.
+//  2. One pass over the running jobs sorts them into eligible victims and
+//     excluded ones (Exclusion): stopping, non-preemptible, inside their
+//     minimum run time, at their preemption cap, or without a ground
+//     (Ground: lower priority, reclaim of borrowed quota, fair share).
+//     Each eligible job is a candidate as a whole gang and, for elastic
+//     groups above their minimum, task by task (a shrink). The pass
+//     records what each candidate frees in each domain at the gang's
+//     required level (ToR, host, NVLink domain; the cluster when none),
+//     counting only GPUs the gang could use.
+//  3. A domain is a candidate when its free GPUs (the ledger's counter)
+//     plus what eligible victims hold there cover the gang. Candidates are
+//     visited in ascending order of a lower bound on their cost (the GPUs
+//     they lack times the cheapest lost work per GPU there, refined
+//     lazily to a fractional-knapsack bound), until the bound exceeds the
+//     best plan found: the cheapest domain is found without searching the
+//     others.
+//  4. In a domain with at most Config.MaxExact candidates, branch and
+//     bound over the candidates (cheapest per GPU first) finds the
+//     cheapest set that lets the gang place: sets are pruned by the bound,
+//     by counting (free + freed GPUs in the domain, and tasks per host for
+//     multi-GPU tasks), and by the victims' rules; a set that passes
+//     counting is tried for real: its claims are trial-released on the
+//     ledger, the quotas checked on a queue.WhatIf, the gang placed with
+//     the Placer, and everything put back. Larger domains are searched
+//     greedily: candidates are added cheapest per GPU first until the gang
+//     places.
+//  5. Reprieve: victims are dropped, most expensive first, while the gang
+//     still places without them; repeated until no victim can go, so
+//     removing any one victim makes the plan fail.
+//
+// Cost is lexicographic (Cost.Less): lost GPU time since each victim's
+// last checkpoint, then the number of victims, then their priorities.
+// Among equal costs the first found wins; candidates are ordered by lost
+// work per GPU, then lost work, then borrowers before others, then job ID,
+// so ties are broken the same way every time.
+//
+// Complexity: O(running jobs × claims) for the pass, O(domains at the
+// level) to rank candidates, plus the searched domains: exhaustive search
+// is exponential in MaxExact in the worst case and bounded by MaxNodes;
+// every search is bounded by MaxPlacements placement attempts.
+type Search struct {
+	cfg Config
+
+	// per-cluster scratch
+	c        *topology.Cluster
+	domLevel topology.Level
+	domIdx   []int32 // DomainID → index among the level's domains, or -1
+	hostFree []int32 // counting: whole GPUs freed per host (scratch)
+
+	r run
+}
+
+// run is the state of one Plan (or Defragment) call.
+type run struct {
+	s      *Search
+	snap   Snapshot
+	l      *topology.Ledger
+	c      *topology.Cluster
+	tree   *queue.Tree
+	w      *queue.WhatIf
+	wtree  *queue.Tree
+	req    *gang.Request
+	pend   *Pending
+	now    time.Time
+	lv     topology.Level
+	need   gang.Demand
+	amount func(gpus int32, milli int64) int64 // a contribution in the unit the gang is short of
+	needA  int64                               // the gang's need in that unit
+	k      int                                 // task size for per-host counting (0: off)
+	kTasks int
+	qp     queue.NodeID
+	demand queue.Vector
+	mask   queue.Vector
+	qblock bool // the quota blocks the gang with nothing released
+
+	// queue-tree caches
+	stamp       uint64
+	leaves      []leafInfo
+	path        []queue.NodeID
+	onPath      []int32
+	within      []bool
+	withinStamp []uint64
+
+	// candidates
+	jobs        []*Job
+	units       []unit
+	contribs    []contrib
+	slotLimit   []int32
+	chargeArena []int64
+	eligible    int
+	excluded    [NumExclusions]int
+
+	// domains
+	doms     []dom
+	domUnits []int32 // units per domain, CSR by dom.ufrom..uto
+	heap     []heapItem
+
+	// the set being built
+	set       []int32 // chosen units
+	chosen    []bool  // by unit
+	jobCount  []int32 // chosen units per job
+	jobWhole  []bool
+	slotCount []int32
+	cur       key
+	cnt       counter
+	order     []int32 // units of the domain being searched, in order
+	amt       []int64 // by unit: amount freed in the domain being searched
+	ratio     []float64
+	rel       []topology.Claim
+	scratch   gang.Placement
+
+	placements, nodes int
+	budgetHit         bool
+	inexact           bool
+	inputErr          error
+	quota             *queue.Block
+	tooSmall          int
+	candidates        int
+	searched          int
+
+	best struct {
+		ok        bool
+		key       key
+		set       []int32
+		placement gang.Placement
+		dom       int32
+	}
+}
+
+// key is a cost in comparable form: priorities shifted to be non-negative
+// so that adding a victim never lowers the key.
+type key struct {
+	lost    GPUTime
+	victims int
+	prio    int64 // Σ (priority + 2^31)
+}
+
+func (a key) less(b key) bool {
+	if a.lost != b.lost {
+		return a.lost < b.lost
+	}
+	if a.victims != b.victims {
+		return a.victims < b.victims
+	}
+	return a.prio < b.prio
+}
+
+const prioShift = 1 << 31
+
+type dom struct {
+	i               int32 // index in run.doms
+	id              topology.DomainID
+	free, freeMilli int64
+	evict           int64 // amount eligible victims free
+	evictGPUs       int64
+	minRatio        float64
+	ufrom, uto      int32
+	n               int32
+}
+
+type heapItem struct {
+	lb      GPUTime
+	d       int32
+	refined bool
+}
+
+func (a heapItem) less(b heapItem) bool {
+	if a.lb != b.lb {
+		return a.lb < b.lb
+	}
+	return a.d < b.d
+}
+
+// Plan finds the cheapest set of running jobs to stop so that the pending
+// gang p places, or says why none exists. See Search for the algorithm.
+// The Snapshot's ledger is trial-released and restored exactly; its
+// Generation does not change. Jobs are read, and get their queue and
+// charge cached (unexported fields).
+func (s *Search) Plan(snap Snapshot, p *Pending, now time.Time) (*Plan, *NoPlan) {
+	r := s.begin(snap, p, now)
+	defer r.end()
+	if r.inputErr != nil {
+		return nil, r.noPlan(VerdictPlacement)
+	}
+	// 1. Fits as things are?
+	if !r.qblock {
+		r.placements++
+		if s.cfg.Placer.Place(r.l, r.req, &r.scratch) == nil {
+			return &Plan{Job: r.req.ID, Placement: r.scratch.Clone(), Level: r.lv, Domain: r.placedDomain(&r.scratch), Exact: true}, nil
+		}
+	}
+	// 2. Candidates.
+	r.collect()
+	if v := r.rank(); v != 0 {
+		return nil, r.noPlan(v)
+	}
+	// 3-5. Domains by lower bound.
+	r.searchDomains(r.solveDomain)
+	if !r.best.ok {
+		v := VerdictPlacement
+		if r.budgetHit {
+			v = VerdictBudget
+		}
+		return nil, r.noPlan(v)
+	}
+	return r.plan(), nil
+}
+
+// begin prepares the run state for one call.
+func (s *Search) begin(snap Snapshot, p *Pending, now time.Time) *run {
+	r := &s.r
+	l := snap.Ledger()
+	c := l.Cluster()
+	*r = run{s: s, snap: snap, l: l, c: c, tree: snap.Queues(), req: p.Request, pend: p, now: now,
+		w: r.w, wtree: r.wtree, stamp: r.stamp + 1, leaves: r.leaves, path: r.path[:0], onPath: r.onPath,
+		within: r.within, withinStamp: r.withinStamp,
+		jobs: r.jobs[:0], units: r.units[:0], contribs: r.contribs[:0], slotLimit: r.slotLimit[:0], chargeArena: r.chargeArena[:0],
+		doms: r.doms[:0], domUnits: r.domUnits[:0], heap: r.heap[:0], set: r.set[:0], chosen: r.chosen[:0],
+		jobCount: r.jobCount[:0], jobWhole: r.jobWhole[:0], slotCount: r.slotCount[:0], order: r.order[:0],
+		amt: r.amt[:0], ratio: r.ratio[:0], rel: r.rel[:0], scratch: r.scratch, best: r.best, qp: -1}
+	r.best.ok, r.best.set = false, r.best.set[:0]
+	r.lv = p.Request.Within()
+	s.prepare(c, r.lv)
+	r.need = p.Request.MinDemand()
+	if r.need.GPUs > 0 {
+		r.needA = int64(r.need.GPUs)
+		r.amount = func(g int32, _ int64) int64 { return int64(g) }
+	} else {
+		r.needA = r.need.Milli
+		r.amount = func(_ int32, m int64) int64 { return m }
+	}
+	if r.lv >= topology.LevelHost && r.need.MaxGPUs >= 2 {
+		r.k = r.need.MaxGPUs
+		for i := range p.Request.Groups {
+			g := &p.Request.Groups[i]
+			if g.Kind == gang.TaskWhole && g.GPUs == r.k {
+				r.kTasks += g.Min
+			}
+		}
+	}
+	if r.tree != nil {
+		r.setupQueues()
+	}
+	return r
+}
+
+// end drops references to the caller's data so that the Search does not
+// keep them alive.
+func (r *run) end() {
+	r.snap, r.l, r.pend, r.req = nil, nil, nil, nil
+	clear(r.jobs)
+	for i := range r.units {
+		r.units[i].job, r.units[i].claims, r.units[i].charge = nil, nil, nil
+	}
+}
+
+// prepare sizes the per-cluster scratch and the domain index of level lv.
+func (s *Search) prepare(c *topology.Cluster, lv topology.Level) {
+	if s.c != c {
+		s.c = c
+		s.domIdx = make([]int32, c.NumDomains())
+		s.hostFree = make([]int32, c.NumHosts())
+		s.domLevel = -2
+	}
+	if s.domLevel != lv {
+		for i := range s.domIdx {
+			s.domIdx[i] = -1
+		}
+		for i, d := range c.DomainsAt(lv) {
+			s.domIdx[d] = int32(i)
+		}
+		s.domLevel = lv
+	}
+}
+
+// setupQueues resolves the pending job's queue and demand, and sizes the
+// tree caches.
+func (r *run) setupQueues() {
+	t := r.tree
+	if r.wtree != t {
+		r.w, r.wtree = t.WhatIf(), t
+		n := t.NumNodes()
+		r.leaves = make([]leafInfo, n)
+		r.onPath = make([]int32, n)
+		r.within = make([]bool, n)
+		r.withinStamp = make([]uint64, n)
+	}
+	r.w.Reset()
+	clear(r.onPath)
+	if id, ok := t.Lookup(r.pend.Queue); ok && t.LeafOf(id) != nil {
+		r.qp = id
+		for x := id; x >= 0; x = t.Parent(x) {
+			r.path = append(r.path, x)
+			r.onPath[x] = int32(len(r.path))
+		}
+	}
+	r.demand = r.pend.Demand
+	if r.demand == nil {
+		d := r.need
+		r.demand = make(queue.Vector, t.Dimensions().Len())
+		r.demand[fairshare.DimGPU] = d.Milli
+		r.demand[fairshare.DimCPU] = d.CPUMilli
+		r.demand[fairshare.DimMemory] = d.MemoryMiB
+	}
+	r.mask = r.demand
+	if r.qp >= 0 && r.w.Check(r.qp, r.demand) != nil {
+		r.qblock = true
+	}
+}
+
+// collect sorts the running jobs into units and exclusions.
+func (r *run) collect() {
+	r.snap.Jobs(func(j *Job) bool {
+		if j.Placement == nil || j.Spec == nil || len(j.Placement.Claims) == 0 {
+			return true
+		}
+		if j.Spec.ID == r.req.ID {
+			return true
+		}
+		ex, g, node := r.classify(j)
+		if g == 0 {
+			r.excluded[ex]++
+			return true
+		}
+		r.eligible++
+		r.addUnits(j, g, node)
+		return true
+	})
+	n := len(r.units)
+	r.chosen = slices.Grow(r.chosen[:0], n)[:n]
+	clear(r.chosen)
+	r.amt = slices.Grow(r.amt[:0], n)[:n]
+	r.ratio = slices.Grow(r.ratio[:0], n)[:n]
+	nj := len(r.jobs)
+	r.jobCount = slices.Grow(r.jobCount[:0], nj)[:nj]
+	clear(r.jobCount)
+	r.jobWhole = slices.Grow(r.jobWhole[:0], nj)[:nj]
+	clear(r.jobWhole)
+	ns := len(r.slotLimit)
+	r.slotCount = slices.Grow(r.slotCount[:0], ns)[:ns]
+	clear(r.slotCount)
+}
+
+// rank builds the candidate domains and their lower bounds. It returns a
+// verdict when none is a candidate (or the quota cannot be met).
+func (r *run) rank() Verdict {
+	l, c := r.l, r.c
+	ids := c.DomainsAt(r.lv)
+	nd := len(ids)
+	r.doms = slices.Grow(r.doms[:0], nd)[:nd]
+	for i, d := range ids {
+		x := &r.doms[i]
+		*x = dom{i: int32(i), id: d, free: int64(l.FreeGPUs(d)), freeMilli: l.FreeMilli(d), minRatio: math.Inf(1)}
+	}
+	// Contributions per domain and the cheapest lost work per unit freed.
+	for ui := range r.units {
+		u := &r.units[ui]
+		for _, ct := range r.contribs[u.cfrom:u.cto] {
+			x := &r.doms[ct.dom]
+			a := r.amount(ct.gpus, ct.milli)
+			x.evict += a
+			x.evictGPUs += int64(ct.gpus)
+			x.n++
+			if a > 0 {
+				if q := float64(u.lost) / float64(a); q < x.minRatio {
+					x.minRatio = q
+				}
+			}
+		}
+	}
+	// CSR of units per domain.
+	var off int32
+	for i := range r.doms {
+		r.doms[i].ufrom, r.doms[i].uto = off, off
+		off += r.doms[i].n
+	}
+	r.domUnits = slices.Grow(r.domUnits[:0], int(off))[:off]
+	for ui := range r.units {
+		u := &r.units[ui]
+		for _, ct := range r.contribs[u.cfrom:u.cto] {
+			x := &r.doms[ct.dom]
+			if x.uto > x.ufrom && r.domUnits[x.uto-1] == int32(ui) {
+				continue
+			}
+			r.domUnits[x.uto] = int32(ui)
+			x.uto++
+		}
+	}
+	if r.qblock {
+		// Even with every eligible victim gone, does the quota bind?
+		for ui := range r.units {
+			if u := &r.units[ui]; u.task < 0 && u.leaf >= 0 {
+				r.w.Release(u.leaf, u.charge)
+			}
+		}
+		b := r.w.Check(r.qp, r.demand)
+		r.w.Reset()
+		if b != nil {
+			r.quota = b
+			return VerdictQuota
+		}
+	}
+	tooSmall := 0
+	for i := range r.doms {
+		x := &r.doms[i]
+		if r.need.GPUs > 0 && l.HealthyGPUs(x.id) < r.need.GPUs || r.need.GPUs == 0 && int64(l.HealthyGPUs(x.id))*topology.MilliPerGPU < r.need.Milli {
+			tooSmall++
+			continue
+		}
+		if r.freeA(x)+x.evict < r.needA {
+			continue
+		}
+		lb := GPUTime(0)
+		if short := r.needA - r.freeA(x); short > 0 && !math.IsInf(x.minRatio, 1) {
+			lb = GPUTime(math.Max(0, math.Floor(float64(short)*x.minRatio)-1))
+		}
+		r.heap = append(r.heap, heapItem{lb: lb, d: int32(i)})
+	}
+	r.tooSmall = tooSmall
+	if tooSmall == nd {
+		return VerdictTooLarge
+	}
+	if len(r.heap) == 0 {
+		return VerdictProtected
+	}
+	r.candidates = len(r.heap)
+	heapInit(r.heap)
+	return 0
+}
+
+func (r *run) freeA(x *dom) int64 {
+	if r.need.GPUs > 0 {
+		return x.free
+	}
+	return x.freeMilli
+}
+
+// unitIn returns what unit ui frees in domain x.
+func (r *run) unitIn(ui int32, x *dom) contrib {
+	u := &r.units[ui]
+	di := x.i
+	var out contrib
+	out.dom = di
+	for _, ct := range r.contribs[u.cfrom:u.cto] {
+		if ct.dom == di {
+			out.gpus += ct.gpus
+			out.milli += ct.milli
+		}
+	}
+	return out
+}
+
+// searchDomains visits candidate domains in ascending lower bound,
+// refining bounds lazily, and calls solve on each until the bound passes
+// the best plan or the budget runs out.
+func (r *run) searchDomains(solve func(x *dom)) {
+	for len(r.heap) > 0 {
+		if r.placements >= r.s.cfg.MaxPlacements {
+			r.budgetHit = true
+			r.inexact = true
+			return
+		}
+		top := heapPop(&r.heap)
+		if r.best.ok && top.lb > r.best.key.lost {
+			return
+		}
+		x := &r.doms[top.d]
+		if !top.refined {
+			r.orderUnits(x)
+			lb := r.fractional(x, 0, r.needA-r.freeA(x))
+			if lb > top.lb && len(r.heap) > 0 && r.heap[0].less(heapItem{lb: lb, d: top.d}) {
+				heapPush(&r.heap, heapItem{lb: lb, d: top.d, refined: true})
+				continue
+			}
+			if r.best.ok && lb > r.best.key.lost {
+				continue
+			}
+		} else {
+			r.orderUnits(x)
+		}
+		r.searched++
+		solve(x)
+	}
+}
+
+// orderUnits fills r.order with the units of x, cheapest per unit freed
+// first, and r.amt with what each frees there. When the quota blocks the
+// gang, every other eligible unit with a charge follows (it frees quota,
+// not room), by lost work per GPU released.
+func (r *run) orderUnits(x *dom) {
+	r.order = append(r.order[:0], r.domUnits[x.ufrom:x.uto]...)
+	if r.qblock {
+		clear(r.amt)
+	}
+	for _, ui := range r.order {
+		ct := r.unitIn(ui, x)
+		r.amt[ui] = r.amount(ct.gpus, ct.milli)
+	}
+	if r.qblock {
+		for ui := range r.units {
+			if r.amt[ui] == 0 && r.units[ui].leaf >= 0 { // (units of x free room: amt > 0)
+				r.order = append(r.order, int32(ui))
+			}
+		}
+	}
+	for _, ui := range r.order {
+		u := &r.units[ui]
+		switch a := r.amt[ui]; {
+		case a > 0:
+			r.ratio[ui] = float64(u.lost) / float64(a)
+		case u.milli > 0:
+			r.ratio[ui] = float64(u.lost) / float64(u.milli)
+		default:
+			r.ratio[ui] = math.MaxFloat64
+		}
+	}
+	slices.SortFunc(r.order, func(a, b int32) int {
+		ua, ub := &r.units[a], &r.units[b]
+		switch {
+		case (r.amt[a] > 0) != (r.amt[b] > 0):
+			if r.amt[a] > 0 {
+				return -1
+			}
+			return 1
+		case r.ratio[a] != r.ratio[b]:
+			if r.ratio[a] < r.ratio[b] {
+				return -1
+			}
+			return 1
+		case ua.lost != ub.lost:
+			if ua.lost < ub.lost {
+				return -1
+			}
+			return 1
+		case (ua.ground == GroundPriority) != (ub.ground == GroundPriority):
+			// Borrowers (reclaim, fair share) before others.
+			if ua.ground != GroundPriority {
+				return -1
+			}
+			return 1
+		}
+		if c := strings.Compare(ua.job.Spec.ID, ub.job.Spec.ID); c != 0 {
+			return c
+		}
+		return int(ua.task - ub.task)
+	})
+}
+
+// fractional is a lower bound on the lost work of covering short with
+// r.order[from:]: the fractional knapsack in ratio order. It returns
+// MaxInt64 when they cannot cover it.
+func (r *run) fractional(x *dom, from int, short int64) GPUTime {
+	if short <= 0 {
+		return 0
+	}
+	var lb float64
+	for _, ui := range r.order[from:] {
+		a := r.amt[ui]
+		if a <= 0 || r.chosen[ui] {
+			continue
+		}
+		u := &r.units[ui]
+		if a >= short {
+			lb += float64(u.lost) * float64(short) / float64(a)
+			return GPUTime(math.Max(0, math.Floor(lb)-1))
+		}
+		lb += float64(u.lost)
+		short -= a
+	}
+	return math.MaxInt64
+}
+
+// placedDomain returns the domain at the run's level holding placement p.
+func (r *run) placedDomain(p *gang.Placement) topology.DomainID {
+	if p.Level == r.lv {
+		return p.Domain
+	}
+	for _, cl := range p.Claims {
+		if r.lv == topology.LevelFabric {
+			for _, g := range cl.GPUs {
+				return r.c.GPUAt(g.GPU, topology.LevelFabric)
+			}
+			continue
+		}
+		return r.c.HostAt(cl.Host, r.lv)
+	}
+	return r.c.Root()
+}
+
+// plan turns the best set into a Plan.
+func (r *run) plan() *Plan {
+	p := &Plan{Job: r.req.ID, Placement: r.best.placement.Clone(), Level: r.lv, Exact: !r.inexact, Domains: r.searched}
+	p.Domain = r.placedDomain(p.Placement)
+	set := slices.Clone(r.best.set)
+	slices.SortFunc(set, func(a, b int32) int {
+		if c := strings.Compare(r.units[a].job.Spec.ID, r.units[b].job.Spec.ID); c != 0 {
+			return c
+		}
+		return int(r.units[a].task - r.units[b].task)
+	})
+	for i := 0; i < len(set); {
+		u := &r.units[set[i]]
+		j := u.job
+		v := Victim{Job: j.Spec.ID, Queue: j.Spec.Queue, Priority: j.Spec.Priority, Ground: u.ground, Grace: r.s.grace(j)}
+		k := i
+		for ; k < len(set) && r.units[set[k]].job == j; k++ {
+			x := &r.units[set[k]]
+			v.GPUMilli += x.milli
+			v.Lost += x.lost
+			if x.task < 0 {
+				v.Claims = x.claims
+			} else {
+				v.Tasks = append(v.Tasks, j.Placement.Tasks[x.task])
+				v.Claims = append(v.Claims, x.claims[0])
+			}
+		}
+		if v.Tasks != nil && len(v.Tasks) == len(j.Placement.Claims) {
+			v.Tasks, v.Claims = nil, j.Placement.Claims
+		}
+		p.Cost.Lost += v.Lost
+		p.Cost.Victims++
+		p.Cost.Priority += int64(v.Priority)
+		p.Victims = append(p.Victims, v)
+		i = k
+	}
+	return p
+}
+
+// noPlan builds the reasons.
+func (r *run) noPlan(v Verdict) *NoPlan {
+	n := &NoPlan{Job: r.req.ID, Verdict: v, GPUs: r.need.GPUs, Milli: r.need.Milli, Level: r.lv, LevelName: r.c.LevelName(r.lv),
+		Domains: len(r.c.DomainsAt(r.lv)), TooSmall: r.tooSmall, Candidates: r.candidates, Searched: r.searched,
+		Eligible: r.eligible, Excluded: r.excluded, Quota: r.quota, Err: r.inputErr}
+	best := -1
+	var bestHave int64 = -1
+	for i := range r.doms {
+		x := &r.doms[i]
+		if have := r.freeA(x) + x.evict; have > bestHave {
+			best, bestHave = i, have
+		}
+	}
+	if best >= 0 {
+		x := &r.doms[best]
+		n.Best = DomainShort{Domain: x.id, Name: r.c.DomainName(x.id), Free: int(x.free), Evictable: int(x.evictGPUs), Short: int(max(0, r.needA-bestHave))}
+		if r.need.GPUs == 0 {
+			n.Best.Free = int(x.freeMilli / topology.MilliPerGPU)
+		}
+	}
+	return n
+}
+
+// Binary min-heap of heapItem (container/heap without the interface
+// boxing).
+func heapInit(h []heapItem) {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		heapDown(h, i)
+	}
+}
+
+func heapDown(h []heapItem, i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && h[r].less(h[l]) {
+			m = r
+		}
+		if !h[m].less(h[i]) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+func heapPush(h *[]heapItem, x heapItem) {
+	*h = append(*h, x)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !s[i].less(s[p]) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func heapPop(h *[]heapItem) heapItem {
+	s := *h
+	top := s[0]
+	n := len(s) - 1
+	s[0] = s[n]
+	*h = s[:n]
+	heapDown(*h, 0)
+	return top
+}
