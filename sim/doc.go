@@ -28,9 +28,13 @@
 //
 // Each model is optional, off in its zero value and validated by New:
 // CheckpointModel (interval, overhead, restart cost), FailureModel (MTBF per
-// GPU, per host, per ToR; repair time; retry cap), DrainModel (maintenance
+// GPU, per host, per ToR; repair time; retry cap), Outages (scheduled
+// failures: "lose a ToR for 4 hours every week"), DrainModel (maintenance
 // drains), SpeedModel (a gang spread beyond one NVLink domain runs slower),
 // PreemptionModel (grace period), tenant entitlements and queue mapping.
+// Config.MinCycleInterval batches event-triggered cycles as Slurm's
+// sched_min_interval does; Config.StrandedByLevel adds per-level
+// fragmentation (gang.Stranded) to the samples.
 //
 // # Metrics and guarantees
 //
