@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/gpusched/gpusched/frag"
+	"github.com/gpusched/gpusched/sim/data"
 	"github.com/gpusched/gpusched/sim/trace"
 	"github.com/gpusched/gpusched/topology"
 	"github.com/spf13/cobra"
@@ -25,6 +26,10 @@ import (
 
 // inflationPreset is the cluster of the paper's experiment.
 const inflationPreset = "openb-gpu"
+
+// builtinTrace names the embedded openb default pod list (sim/data), the
+// trace of the paper's main experiment.
+const builtinTrace = "openb:builtin"
 
 // inflationLoads are the arrived loads the table shows.
 var inflationLoads = []int{90, 95, 100, 110, 120, 130}
@@ -62,15 +67,18 @@ reaches k% of capacity, per seed and as the median over seeds.
 It prints a table at 90, 95, 100, 110, 120 and 130% load and, with --out,
 writes DIR/inflation.json ({"cluster", "trace", "policies": {P: {"seeds":
 {S: [u0..]}, "median": [u0..]}}}) and DIR/inflation.png (the median
-curves). The default cluster is openb-gpu, the paper's 1,213 GPU nodes.
+curves). The default cluster is openb-gpu, the paper's 1,213 GPU nodes;
+the default trace is openb:builtin, the openb default pod list embedded in
+gpusched (8,152 tasks), so the command runs with no arguments.
 
-  gpusched place inflation --trace openb:../shared/data/cluster-trace-gpu-v2023/csv/openb_pod_list_default.csv --out out/`,
+  gpusched place inflation --out out/
+  gpusched place inflation --trace openb:../shared/data/cluster-trace-gpu-v2023/csv/openb_pod_list_gpuspec33.csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runInflation(cmd, f) },
 	}
 	f.cluster = addClusterFlags(cmd)
 	fs := cmd.Flags()
-	fs.StringVar(&f.trace, "trace", "", "openb pod list, as openb:PATH (or just PATH)")
+	fs.StringVar(&f.trace, "trace", builtinTrace, "openb pod list, as openb:PATH (or just PATH); "+builtinTrace+" is the embedded default")
 	fs.StringVar(&f.policies, "policies", strings.Join(frag.PaperPolicies(), ","), "comma-separated policies; known: "+strings.Join(frag.PolicyNames(), ", "))
 	fs.StringVar(&f.seeds, "seeds", "42-51", "seeds: a list and ranges, e.g. 42-51 or 1,5,9")
 	fs.IntVar(&f.maxLoad, "max-load", 130, "target arrived GPU demand, percent of capacity")
@@ -81,7 +89,6 @@ curves). The default cluster is openb-gpu, the paper's 1,213 GPU nodes.
 	fs.StringVar(&f.out, "out", "", "directory for inflation.json and inflation.png")
 	fs.IntVar(&f.jobs, "jobs", runtime.GOMAXPROCS(0), "runs in parallel")
 	fs.BoolVar(&f.markdown, "markdown", false, "print the table as Markdown")
-	_ = cmd.MarkFlagRequired("trace")
 	return cmd
 }
 
@@ -89,6 +96,9 @@ func runInflation(cmd *cobra.Command, f *inflationFlags) error {
 	c, err := inflationCluster(cmd, f.cluster)
 	if err != nil {
 		return err
+	}
+	if f.trace == "" {
+		f.trace = builtinTrace
 	}
 	path := f.trace
 	if kind, rest, ok := strings.Cut(f.trace, ":"); ok {
@@ -188,14 +198,22 @@ func inflationCluster(cmd *cobra.Command, cf *clusterFlags) (*topology.Cluster, 
 	return topology.LoadPreset(inflationPreset)
 }
 
-// readOpenBTasks reads an openb pod list as tasks of c.
+// readOpenBTasks reads an openb pod list as tasks of c; path "builtin" is
+// the embedded default pod list.
 func readOpenBTasks(c *topology.Cluster, path string) ([]frag.Task, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
+	var r io.Reader
+	if path == "builtin" {
+		path = data.OpenBDefaultName
+		r = data.OpenBDefault()
+	} else {
+		fh, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer fh.Close()
+		r = fh
 	}
-	defer fh.Close()
-	jobs, _, err := trace.ReadOpenB(fh, trace.OpenBOptions{File: path})
+	jobs, _, err := trace.ReadOpenB(r, trace.OpenBOptions{File: path})
 	if err != nil {
 		return nil, err
 	}

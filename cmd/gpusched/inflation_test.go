@@ -83,6 +83,36 @@ func TestInflationCommand(t *testing.T) {
 	}
 }
 
+// Without --trace the embedded openb default pod list is replayed.
+func TestInflationBuiltinTrace(t *testing.T) {
+	dir := t.TempDir()
+	out, _, err := runInflationCmd(t, "--policies", "fgd,best-fit", "--seeds", "42", "--max-load", "100", "--out", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "median of 1 seeds") || !strings.Contains(out, "fgd") {
+		t.Errorf("table:\n%s", out)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "inflation.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Cluster, Trace string
+		Policies       map[string]struct{ Median []float64 }
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Cluster != "openb-gpu" || res.Trace != "openb:builtin" {
+		t.Errorf("cluster %q trace %q", res.Cluster, res.Trace)
+	}
+	// On the real trace FGD leaves fewer GPUs unallocated at full load.
+	if f, b := res.Policies["fgd"].Median[100], res.Policies["best-fit"].Median[100]; !(f < b) {
+		t.Errorf("u100: fgd %.2f, best-fit %.2f", f, b)
+	}
+}
+
 func TestInflationCommandErrors(t *testing.T) {
 	dir := t.TempDir()
 	pods := filepath.Join(dir, "pods.csv")
@@ -97,7 +127,6 @@ func TestInflationCommandErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "trace"},
 		{[]string{"--trace", "philly:x.csv"}, "openb pod lists"},
 		{[]string{"--trace", pods, "--policies", "tetris"}, "unknown policy"},
 		{[]string{"--trace", pods, "--seeds", "9-1"}, "--seeds"},
