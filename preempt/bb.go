@@ -61,23 +61,26 @@ func (r *run) feasible() bool {
 }
 
 // count adds (sign 1) or takes (sign -1) unit ui's GPUs in the counter's
-// domain.
-func (r *run) count(ui int32, sign int64) {
+// domain. It returns false when the unit's hosts offer no room for a task
+// of k GPUs either way (so, for a gang of k-GPU tasks only, the unit
+// cannot matter to its placement).
+func (r *run) count(ui int32, sign int64) bool {
 	r.cnt.have += sign * r.amt[ui]
 	if r.k < 2 {
-		return
+		return true
 	}
+	relevant := false
 	u := &r.units[ui]
 	x := r.cnt.x
 	hf := r.s.hostFree
 	for i := range u.claims {
 		cl := &u.claims[i]
 		h := cl.Host
-		if len(cl.GPUs) == 0 || r.c.HostAt(h, r.lv) != x.id || !r.hostUsable(h) {
+		if len(cl.GPUs) == 0 || r.lx.hostDom[h] != x.i || !r.hostUsable(h) {
 			continue
 		}
 		n := int32(0)
-		whole := r.l.HealthyGPUs(r.c.HostDomain(h)) == r.c.Host(h).NumGPUs
+		whole := r.allHealthy(h)
 		for _, g := range cl.GPUs {
 			if whole || r.l.GPU(g.GPU).Health == topology.Healthy {
 				n++
@@ -92,8 +95,11 @@ func (r *run) count(ui int32, sign int64) {
 		}
 		old := (f + hf[h]) / int32(r.k)
 		hf[h] += int32(sign) * n
-		r.cnt.slots += int((f+hf[h])/int32(r.k) - old)
+		nw := (f + hf[h]) / int32(r.k)
+		r.cnt.slots += int(nw - old)
+		relevant = relevant || old > 0 || nw > 0
 	}
+	return relevant
 }
 
 // canAdd reports whether unit ui may join the set: a whole gang not
@@ -151,7 +157,7 @@ func (r *run) remove(ui int32) {
 	if u.leaf >= 0 && r.tree != nil {
 		r.w.Add(u.leaf, u.charge)
 	}
-	r.count(ui, -1)
+	r.relevant = r.count(ui, -1)
 }
 
 // rulesOK checks the set-level rules of the reclaim and fair-share
@@ -261,7 +267,7 @@ func (r *run) solveDomain(x *dom) {
 	before := r.best.key
 	had := r.best.ok
 	r.resetSet(x)
-	if len(r.order) <= r.s.cfg.MaxExact {
+	if r.nUnits() <= r.s.cfg.MaxExact {
 		nodes := r.nodes
 		if r.dfs(x, 0) {
 			r.polish(x, had, before)
@@ -303,17 +309,17 @@ func (r *run) dfs(x *dom, i int) bool {
 			return false
 		}
 	}
-	if i >= len(r.order) {
+	if i >= r.nUnits() {
 		return true
 	}
-	lb := r.fractional(x, i, r.needA-r.cnt.have)
+	lb := r.fractional(i, r.needA-r.cnt.have)
 	if lb == maxGPUTime {
 		return true // the rest cannot cover the gang
 	}
 	if r.best.ok && !(key{lost: r.cur.lost + lb, victims: r.cur.victims, prio: r.cur.prio}).less(r.best.key) {
 		return true
 	}
-	ui := r.order[i]
+	ui, _ := r.unitAt(i)
 	if r.canAdd(ui) {
 		r.add(ui)
 		ok := r.dfs(x, i+1)
@@ -329,9 +335,10 @@ const maxGPUTime = GPUTime(1<<63 - 1)
 
 // greedy adds units in order until the gang places, then reprieves.
 func (r *run) greedy(x *dom) {
-	i, n := 0, len(r.order)
+	i, n := 0, r.nUnits()
 	for i < n && !r.feasible() {
-		r.tryAdd(r.order[i])
+		ui, _ := r.unitAt(i)
+		r.tryAdd(ui)
 		i++
 	}
 	if !r.feasible() {
@@ -346,7 +353,8 @@ func (r *run) greedy(x *dom) {
 			return
 		}
 		for k := 0; k < step && i < n; k++ {
-			r.tryAdd(r.order[i])
+			ui, _ := r.unitAt(i)
+			r.tryAdd(ui)
 			i++
 		}
 	}
@@ -416,7 +424,15 @@ func (r *run) reprieve() bool {
 		for _, ui := range cands {
 			r.remove(ui)
 			if r.feasible() {
-				if ok, _ := r.evaluate(false); ok {
+				var ok bool
+				if !r.relevant && r.kOnly {
+					// The unit's hosts take no task either way: only
+					// the rules and the quota can need it.
+					ok = r.tree == nil || r.rulesOK() && (r.qp < 0 || r.w.Check(r.qp, r.demand) == nil)
+				} else {
+					ok, _ = r.evaluate(false)
+				}
+				if ok {
 					changed, dropped = true, true
 					continue
 				}

@@ -14,8 +14,10 @@ type unit struct {
 	ji     int32 // index of the job in run.jobs
 	claims []topology.Claim
 	task   int32 // claim index for a shrink; -1 for a whole gang
-	slot   int32 // shrink counter (job, group) for a shrink; -1 otherwise
-	ground Ground
+	// elastic marks the whole-gang unit of a job that also has shrinks.
+	elastic bool
+	slot    int32 // shrink counter (job, group) for a shrink; -1 otherwise
+	ground  Ground
 	// leaf is the job's queue in the tree (-1: none); node the queue-tree
 	// node its ground depends on (reclaim: the borrowing node; fair share:
 	// the victim-side child of the common ancestor), -1 for priority.
@@ -259,14 +261,14 @@ func (r *run) addUnits(j *Job, g Ground, node queue.NodeID) {
 		}
 	}
 	p := j.Placement
-	milli := claimsMilli(r.c, p.Claims)
-	u := unit{job: j, ji: ji, claims: p.Claims, task: -1, slot: -1, ground: g, leaf: leaf, node: node, charge: charge,
-		milli: milli, lost: lostSince(milli, j.Started, j.Checkpoint, r.now), prio: j.Spec.Priority}
-	r.contribute(&u)
-	r.units = append(r.units, u)
+	milli, allWhole := j.shape(r.c)
+	r.units = append(r.units, unit{job: j, ji: ji, claims: p.Claims, task: -1, slot: -1, ground: g, leaf: leaf, node: node, charge: charge,
+		milli: milli, lost: r.lostSince(milli, j), prio: j.Spec.Priority})
+	r.contribute(&r.units[len(r.units)-1], allWhole)
 	if r.s.cfg.NoShrink {
 		return
 	}
+	whole := len(r.units) - 1
 	for gi, placed := range p.Placed {
 		excess := placed - j.Spec.Groups[gi].Min()
 		if excess <= 0 {
@@ -274,6 +276,7 @@ func (r *run) addUnits(j *Job, g Ground, node queue.NodeID) {
 		}
 		slot := int32(len(r.slotLimit))
 		r.slotLimit = append(r.slotLimit, int32(excess))
+		r.units[whole].elastic = true
 		for ci, t := range p.Tasks {
 			if int(t.Group) != gi {
 				continue
@@ -281,22 +284,23 @@ func (r *run) addUnits(j *Job, g Ground, node queue.NodeID) {
 			cl := p.Claims[ci : ci+1 : ci+1]
 			m := claimsMilli(r.c, cl)
 			su := unit{job: j, ji: ji, claims: cl, task: int32(ci), slot: slot, ground: g, leaf: leaf, node: node,
-				milli: m, lost: lostSince(m, j.Started, j.Checkpoint, r.now), prio: j.Spec.Priority}
+				milli: m, lost: r.lostSince(m, j), prio: j.Spec.Priority}
 			if leaf >= 0 {
 				lo := len(r.chargeArena)
 				r.chargeArena = append(r.chargeArena, make([]int64, len(charge))...)
 				su.charge = r.chargeArena[lo:len(r.chargeArena):len(r.chargeArena)]
 				addCharge(su.charge, cl, r.tree, r.c)
 			}
-			r.contribute(&su)
+			r.contribute(&su, allWhole)
 			r.units = append(r.units, su)
 		}
 	}
 }
 
 // contribute records what u frees in each domain at the level, counting
-// only GPUs the pending gang could use.
-func (r *run) contribute(u *unit) {
+// only GPUs the pending gang could use. allWhole says that every GPU
+// claim of the job is a whole GPU.
+func (r *run) contribute(u *unit, allWhole bool) {
 	u.cfrom = int32(len(r.contribs))
 	l, c := r.l, r.c
 	for i := range u.claims {
@@ -305,7 +309,22 @@ func (r *run) contribute(u *unit) {
 		if len(cl.GPUs) == 0 || !r.hostUsable(h) {
 			continue
 		}
-		whole := l.HealthyGPUs(c.HostDomain(h)) == c.Host(h).NumGPUs
+		whole := r.allHealthy(h)
+		if whole && allWhole && r.lv >= topology.LevelHost && r.req.AllowGPU == nil {
+			// Fast path: one domain, every GPU counts.
+			di := r.lx.hostDom[h]
+			if di < 0 {
+				continue
+			}
+			n := int32(len(cl.GPUs))
+			if k := len(r.contribs); k > int(u.cfrom) && r.contribs[k-1].dom == di {
+				r.contribs[k-1].gpus += n
+				r.contribs[k-1].milli += int64(n) * topology.MilliPerGPU
+			} else {
+				r.contribs = append(r.contribs, contrib{dom: di, gpus: n, milli: int64(n) * topology.MilliPerGPU})
+			}
+			continue
+		}
 		for _, g := range cl.GPUs {
 			if !whole && l.GPU(g.GPU).Health != topology.Healthy {
 				continue
@@ -313,16 +332,12 @@ func (r *run) contribute(u *unit) {
 			if r.req.AllowGPU != nil && !r.req.AllowGPU(g.GPU) {
 				continue
 			}
-			var d topology.DomainID
+			var di int32
 			if r.lv == topology.LevelFabric {
-				d = c.GPUAt(g.GPU, topology.LevelFabric)
+				di = r.lx.gpuDom[g.GPU]
 			} else {
-				d = c.HostAt(h, r.lv)
+				di = r.lx.hostDom[h]
 			}
-			if d < 0 {
-				continue
-			}
-			di := r.s.domIdx[d]
 			if di < 0 {
 				continue
 			}
@@ -336,6 +351,12 @@ func (r *run) contribute(u *unit) {
 		}
 	}
 	u.cto = int32(len(r.contribs))
+}
+
+// allHealthy reports whether every GPU of host h is allocatable.
+func (r *run) allHealthy(h topology.HostID) bool {
+	_, n := r.c.HostGPUs(h)
+	return r.l.HealthyGPUs(r.c.HostDomain(h)) == n
 }
 
 // hostUsable reports whether the pending gang could run on host h: healthy,

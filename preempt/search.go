@@ -66,35 +66,46 @@ type Search struct {
 
 	// per-cluster scratch
 	c        *topology.Cluster
-	domLevel topology.Level
-	domIdx   []int32 // DomainID → index among the level's domains, or -1
-	hostFree []int32 // counting: whole GPUs freed per host (scratch)
+	levels   []levelIndex // by Level, built on first use
+	hostFree []int32      // counting: whole GPUs freed per host (scratch)
 
 	r run
 }
 
+// levelIndex maps hosts (and, at LevelFabric, GPUs) to the index of
+// their domain among the level's domains (-1: none).
+type levelIndex struct {
+	hostDom []int32
+	gpuDom  []int32
+}
+
 // run is the state of one Plan (or Defragment) call.
 type run struct {
-	s      *Search
-	snap   Snapshot
-	l      *topology.Ledger
-	c      *topology.Cluster
-	tree   *queue.Tree
-	w      *queue.WhatIf
-	wtree  *queue.Tree
-	req    *gang.Request
-	pend   *Pending
-	now    time.Time
-	lv     topology.Level
-	need   gang.Demand
-	amount func(gpus int32, milli int64) int64 // a contribution in the unit the gang is short of
-	needA  int64                               // the gang's need in that unit
-	k      int                                 // task size for per-host counting (0: off)
-	kTasks int
-	qp     queue.NodeID
-	demand queue.Vector
-	mask   queue.Vector
-	qblock bool // the quota blocks the gang with nothing released
+	s       *Search
+	lx      *levelIndex
+	snap    Snapshot
+	l       *topology.Ledger
+	c       *topology.Cluster
+	tree    *queue.Tree
+	w       *queue.WhatIf
+	wtree   *queue.Tree
+	req     *gang.Request
+	pend    *Pending
+	now     time.Time
+	nowNano int64
+	lv      topology.Level
+	need    gang.Demand
+	amount  func(gpus int32, milli int64) int64 // a contribution in the unit the gang is short of
+	needA   int64                               // the gang's need in that unit
+	k       int                                 // task size for per-host counting (0: off)
+	kTasks  int
+	kOnly   bool // every task takes k whole GPUs
+	// relevant is what count said of the last unit removed.
+	relevant bool
+	qp       queue.NodeID
+	demand   queue.Vector
+	mask     queue.Vector
+	qblock   bool // the quota blocks the gang with nothing released
 
 	// queue-tree caches
 	stamp       uint64
@@ -126,7 +137,8 @@ type run struct {
 	slotCount []int32
 	cur       key
 	cnt       counter
-	order     []int32 // units of the domain being searched, in order
+	order     []int32 // units of the domain being searched, in order (prefix)
+	pool      []int32 // the rest, a heap by unitLess
 	amt       []int64 // by unit: amount freed in the domain being searched
 	ratio     []float64
 	rel       []topology.Claim
@@ -177,6 +189,8 @@ type dom struct {
 	evict           int64 // amount eligible victims free
 	evictGPUs       int64
 	minRatio        float64
+	maxRatio        float64
+	sumRigid        GPUTime // lost work of the rigid jobs with GPUs here
 	ufrom, uto      int32
 	n               int32
 }
@@ -239,11 +253,12 @@ func (s *Search) begin(snap Snapshot, p *Pending, now time.Time) *run {
 		within: r.within, withinStamp: r.withinStamp,
 		jobs: r.jobs[:0], units: r.units[:0], contribs: r.contribs[:0], slotLimit: r.slotLimit[:0], chargeArena: r.chargeArena[:0],
 		doms: r.doms[:0], domUnits: r.domUnits[:0], heap: r.heap[:0], set: r.set[:0], chosen: r.chosen[:0],
-		jobCount: r.jobCount[:0], jobWhole: r.jobWhole[:0], slotCount: r.slotCount[:0], order: r.order[:0],
+		jobCount: r.jobCount[:0], jobWhole: r.jobWhole[:0], slotCount: r.slotCount[:0], order: r.order[:0], pool: r.pool[:0],
 		amt: r.amt[:0], ratio: r.ratio[:0], rel: r.rel[:0], scratch: r.scratch, best: r.best, qp: -1}
 	r.best.ok, r.best.set = false, r.best.set[:0]
+	r.nowNano = now.UnixNano()
 	r.lv = p.Request.Within()
-	s.prepare(c, r.lv)
+	r.lx = s.prepare(c, r.lv)
 	r.need = p.Request.MinDemand()
 	if r.need.GPUs > 0 {
 		r.needA = int64(r.need.GPUs)
@@ -254,10 +269,13 @@ func (s *Search) begin(snap Snapshot, p *Pending, now time.Time) *run {
 	}
 	if r.lv >= topology.LevelHost && r.need.MaxGPUs >= 2 {
 		r.k = r.need.MaxGPUs
+		r.kOnly = true
 		for i := range p.Request.Groups {
 			g := &p.Request.Groups[i]
 			if g.Kind == gang.TaskWhole && g.GPUs == r.k {
 				r.kTasks += g.Min
+			} else {
+				r.kOnly = false
 			}
 		}
 	}
@@ -265,6 +283,18 @@ func (s *Search) begin(snap Snapshot, p *Pending, now time.Time) *run {
 		r.setupQueues()
 	}
 	return r
+}
+
+// lostSince is lostSince for job j at the run's time.
+func (r *run) lostSince(milli int64, j *Job) GPUTime {
+	if j.Started.IsZero() {
+		return 0
+	}
+	from := j.Started.UnixNano()
+	if !j.Checkpoint.IsZero() {
+		from = max(from, j.Checkpoint.UnixNano())
+	}
+	return lostNanos(milli, from, r.nowNano)
 }
 
 // end drops references to the caller's data so that the Search does not
@@ -277,23 +307,44 @@ func (r *run) end() {
 	}
 }
 
-// prepare sizes the per-cluster scratch and the domain index of level lv.
-func (s *Search) prepare(c *topology.Cluster, lv topology.Level) {
+// prepare sizes the per-cluster scratch and returns the index of level
+// lv, building it on first use: O(hosts) (O(GPUs) at LevelFabric) once per
+// cluster and level.
+func (s *Search) prepare(c *topology.Cluster, lv topology.Level) *levelIndex {
 	if s.c != c {
 		s.c = c
-		s.domIdx = make([]int32, c.NumDomains())
+		s.levels = make([]levelIndex, c.NumLevels())
 		s.hostFree = make([]int32, c.NumHosts())
-		s.domLevel = -2
 	}
-	if s.domLevel != lv {
-		for i := range s.domIdx {
-			s.domIdx[i] = -1
-		}
-		for i, d := range c.DomainsAt(lv) {
-			s.domIdx[d] = int32(i)
-		}
-		s.domLevel = lv
+	x := &s.levels[lv]
+	if x.hostDom != nil {
+		return x
 	}
+	idx := make(map[topology.DomainID]int32, len(c.DomainsAt(lv)))
+	for i, d := range c.DomainsAt(lv) {
+		idx[d] = int32(i)
+	}
+	at := func(d topology.DomainID) int32 {
+		if i, ok := idx[d]; ok {
+			return i
+		}
+		return -1
+	}
+	x.hostDom = make([]int32, c.NumHosts())
+	for h := range x.hostDom {
+		if lv == topology.LevelFabric {
+			x.hostDom[h] = -1
+			continue
+		}
+		x.hostDom[h] = at(c.HostAt(topology.HostID(h), lv))
+	}
+	if lv == topology.LevelFabric {
+		x.gpuDom = make([]int32, c.NumGPUs())
+		for g := range x.gpuDom {
+			x.gpuDom[g] = at(c.GPUAt(topology.GPUID(g), lv))
+		}
+	}
+	return x
 }
 
 // setupQueues resolves the pending job's queue and demand, and sizes the
@@ -385,8 +436,11 @@ func (r *run) rank() Verdict {
 			x.evictGPUs += int64(ct.gpus)
 			x.n++
 			if a > 0 {
-				if q := float64(u.lost) / float64(a); q < x.minRatio {
-					x.minRatio = q
+				q := float64(u.lost) / float64(a)
+				x.minRatio = min(x.minRatio, q)
+				x.maxRatio = max(x.maxRatio, q)
+				if u.task < 0 && !u.elastic {
+					x.sumRigid += u.lost
 				}
 			}
 		}
@@ -433,9 +487,16 @@ func (r *run) rank() Verdict {
 		if r.freeA(x)+x.evict < r.needA {
 			continue
 		}
+		// Two lower bounds: the short amount at the cheapest rate; and
+		// the lost work of every rigid job in x less what the slack (free
+		// + evictable − needed) could spare at the dearest rate.
 		lb := GPUTime(0)
 		if short := r.needA - r.freeA(x); short > 0 && !math.IsInf(x.minRatio, 1) {
 			lb = GPUTime(math.Max(0, math.Floor(float64(short)*x.minRatio)-1))
+			slack := r.freeA(x) + x.evict - r.needA
+			if b := float64(x.sumRigid) - float64(slack)*x.maxRatio; b > float64(lb)+1 {
+				lb = GPUTime(math.Floor(b) - 1)
+			}
 		}
 		r.heap = append(r.heap, heapItem{lb: lb, d: int32(i)})
 	}
@@ -488,9 +549,9 @@ func (r *run) searchDomains(solve func(x *dom)) {
 			return
 		}
 		x := &r.doms[top.d]
+		r.orderUnits(x)
 		if !top.refined {
-			r.orderUnits(x)
-			lb := r.fractional(x, 0, r.needA-r.freeA(x))
+			lb := max(top.lb, r.fractional(0, r.needA-r.freeA(x)))
 			if lb > top.lb && len(r.heap) > 0 && r.heap[0].less(heapItem{lb: lb, d: top.d}) {
 				heapPush(&r.heap, heapItem{lb: lb, d: top.d, refined: true})
 				continue
@@ -498,35 +559,35 @@ func (r *run) searchDomains(solve func(x *dom)) {
 			if r.best.ok && lb > r.best.key.lost {
 				continue
 			}
-		} else {
-			r.orderUnits(x)
 		}
 		r.searched++
 		solve(x)
 	}
 }
 
-// orderUnits fills r.order with the units of x, cheapest per unit freed
-// first, and r.amt with what each frees there. When the quota blocks the
-// gang, every other eligible unit with a charge follows (it frees quota,
-// not room), by lost work per GPU released.
+// orderUnits prepares the units of x in order, cheapest per unit freed
+// first (see unitLess), and r.amt with what each frees there. When the
+// quota blocks the gang, every other eligible unit with a charge follows
+// (it frees quota, not room). Small domains are sorted at once; larger
+// ones go in a heap that unitAt drains as far as the search looks.
 func (r *run) orderUnits(x *dom) {
-	r.order = append(r.order[:0], r.domUnits[x.ufrom:x.uto]...)
+	r.order, r.pool = r.order[:0], r.pool[:0]
+	all := append(r.pool, r.domUnits[x.ufrom:x.uto]...)
 	if r.qblock {
 		clear(r.amt)
 	}
-	for _, ui := range r.order {
+	for _, ui := range all {
 		ct := r.unitIn(ui, x)
 		r.amt[ui] = r.amount(ct.gpus, ct.milli)
 	}
 	if r.qblock {
 		for ui := range r.units {
 			if r.amt[ui] == 0 && r.units[ui].leaf >= 0 { // (units of x free room: amt > 0)
-				r.order = append(r.order, int32(ui))
+				all = append(all, int32(ui))
 			}
 		}
 	}
-	for _, ui := range r.order {
+	for _, ui := range all {
 		u := &r.units[ui]
 		switch a := r.amt[ui]; {
 		case a > 0:
@@ -537,47 +598,100 @@ func (r *run) orderUnits(x *dom) {
 			r.ratio[ui] = math.MaxFloat64
 		}
 	}
-	slices.SortFunc(r.order, func(a, b int32) int {
-		ua, ub := &r.units[a], &r.units[b]
-		switch {
-		case (r.amt[a] > 0) != (r.amt[b] > 0):
-			if r.amt[a] > 0 {
+	if len(all) <= 64 {
+		slices.SortFunc(all, func(a, b int32) int {
+			if r.unitLess(a, b) {
 				return -1
 			}
-			return 1
-		case r.ratio[a] != r.ratio[b]:
-			if r.ratio[a] < r.ratio[b] {
-				return -1
+			if r.unitLess(b, a) {
+				return 1
 			}
-			return 1
-		case ua.lost != ub.lost:
-			if ua.lost < ub.lost {
-				return -1
-			}
-			return 1
-		case (ua.ground == GroundPriority) != (ub.ground == GroundPriority):
-			// Borrowers (reclaim, fair share) before others.
-			if ua.ground != GroundPriority {
-				return -1
-			}
-			return 1
-		}
-		if c := strings.Compare(ua.job.Spec.ID, ub.job.Spec.ID); c != 0 {
-			return c
-		}
-		return int(ua.task - ub.task)
-	})
+			return 0
+		})
+		r.order = append(r.order, all...)
+		r.pool = all[:0]
+		return
+	}
+	r.pool = all
+	for i := len(all)/2 - 1; i >= 0; i-- {
+		r.poolDown(i)
+	}
 }
 
-// fractional is a lower bound on the lost work of covering short with
-// r.order[from:]: the fractional knapsack in ratio order. It returns
-// MaxInt64 when they cannot cover it.
-func (r *run) fractional(x *dom, from int, short int64) GPUTime {
+// unitLess orders the units of the domain being searched: those that free
+// room before those that only free quota; then by lost work per unit
+// freed, lost work, borrowers (reclaim, fair share) before others, job ID,
+// task.
+func (r *run) unitLess(a, b int32) bool {
+	ua, ub := &r.units[a], &r.units[b]
+	switch {
+	case (r.amt[a] > 0) != (r.amt[b] > 0):
+		return r.amt[a] > 0
+	case r.ratio[a] != r.ratio[b]:
+		return r.ratio[a] < r.ratio[b]
+	case ua.lost != ub.lost:
+		return ua.lost < ub.lost
+	case (ua.ground == GroundPriority) != (ub.ground == GroundPriority):
+		return ua.ground != GroundPriority
+	}
+	if c := strings.Compare(ua.job.Spec.ID, ub.job.Spec.ID); c != 0 {
+		return c < 0
+	}
+	return ua.task < ub.task
+}
+
+func (r *run) poolDown(i int) {
+	h := r.pool
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if k := l + 1; k < len(h) && r.unitLess(h[k], h[l]) {
+			m = k
+		}
+		if !r.unitLess(h[m], h[i]) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// unitAt returns the i-th unit in order, taking units off the heap as
+// needed.
+func (r *run) unitAt(i int) (int32, bool) {
+	for len(r.order) <= i {
+		if len(r.pool) == 0 {
+			return -1, false
+		}
+		top := r.pool[0]
+		n := len(r.pool) - 1
+		r.pool[0] = r.pool[n]
+		r.pool = r.pool[:n]
+		r.poolDown(0)
+		r.order = append(r.order, top)
+	}
+	return r.order[i], true
+}
+
+// nUnits is the number of units of the domain being searched.
+func (r *run) nUnits() int { return len(r.order) + len(r.pool) }
+
+// fractional is a lower bound on the lost work of covering short with the
+// units from position from on: the fractional knapsack in ratio order. It
+// returns maxGPUTime when they cannot cover it.
+func (r *run) fractional(from int, short int64) GPUTime {
 	if short <= 0 {
 		return 0
 	}
 	var lb float64
-	for _, ui := range r.order[from:] {
+	for i := from; ; i++ {
+		ui, ok := r.unitAt(i)
+		if !ok {
+			return maxGPUTime
+		}
 		a := r.amt[ui]
 		if a <= 0 || r.chosen[ui] {
 			continue
@@ -590,7 +704,6 @@ func (r *run) fractional(x *dom, from int, short int64) GPUTime {
 		lb += float64(u.lost)
 		short -= a
 	}
-	return math.MaxInt64
 }
 
 // placedDomain returns the domain at the run's level holding placement p.
@@ -612,7 +725,7 @@ func (r *run) placedDomain(p *gang.Placement) topology.DomainID {
 
 // plan turns the best set into a Plan.
 func (r *run) plan() *Plan {
-	p := &Plan{Job: r.req.ID, Placement: r.best.placement.Clone(), Level: r.lv, Exact: !r.inexact, Domains: r.searched}
+	p := &Plan{Job: r.req.ID, Placement: r.best.placement.Clone(), Level: r.lv, Exact: !r.inexact, Domains: r.searched, Placements: r.placements}
 	p.Domain = r.placedDomain(p.Placement)
 	set := slices.Clone(r.best.set)
 	slices.SortFunc(set, func(a, b int32) int {

@@ -55,6 +55,30 @@ type Job struct {
 	// charge cache when Charge is nil.
 	ctree  *queue.Tree
 	charge queue.Vector
+	// placement cache: its GPU milli, and whether every GPU claim is whole.
+	cplace   *gang.Placement
+	cclaims  int
+	milli    int64
+	allWhole bool
+}
+
+// shape returns the GPU milli of j's placement and whether all its GPU
+// claims are whole GPUs, cached while the placement keeps its claims.
+func (j *Job) shape(c *topology.Cluster) (int64, bool) {
+	p := j.Placement
+	if j.cplace != p || j.cclaims != len(p.Claims) {
+		j.cplace, j.cclaims = p, len(p.Claims)
+		j.milli, j.allWhole = 0, true
+		for i := range p.Claims {
+			for _, g := range p.Claims[i].GPUs {
+				j.milli += gpuClaimMilli(c, g)
+				if g.Kind != topology.ClaimWhole {
+					j.allWhole = false
+				}
+			}
+		}
+	}
+	return j.milli, j.allWhole
 }
 
 // ID returns Spec.ID.
@@ -219,20 +243,13 @@ func (t GPUTime) String() string {
 
 func round1(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }
 
-// lostSince is the GPU time milli GPUs lose when stopped at now: the work
-// since the last checkpoint of the current run, or since it started.
-func lostSince(milli int64, started, checkpoint, now time.Time) GPUTime {
-	if started.IsZero() {
+// lostNanos is the GPU time milli GPUs lose from from to now (Unix
+// nanoseconds), in whole seconds.
+func lostNanos(milli, from, now int64) GPUTime {
+	if now <= from {
 		return 0
 	}
-	from := started
-	if checkpoint.After(from) {
-		from = checkpoint
-	}
-	if !now.After(from) {
-		return 0
-	}
-	return GPUTime(milli * int64(now.Sub(from)/time.Second))
+	return GPUTime(milli * ((now - from) / int64(time.Second)))
 }
 
 // Cost is what a plan costs, compared in this order: the GPU time lost
@@ -335,8 +352,9 @@ type Plan struct {
 	// greedy (too many candidates, or the search budget ran out). Either
 	// way no victim can be dropped without the plan failing.
 	Exact bool
-	// Domains is how many candidate domains were searched.
-	Domains int
+	// Domains is how many candidate domains were searched, Placements how
+	// many placement attempts the search made.
+	Domains, Placements int
 }
 
 // Victim returns the victim with the given job ID.
