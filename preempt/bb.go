@@ -164,7 +164,8 @@ func (r *run) remove(ui int32) {
 // grounds on the what-if tree (which has every chosen unit released): each
 // borrowing node a victim was chosen from still borrows with all its
 // chosen victims gone but the one with the largest GPU charge (the order
-// of stops that keeps it borrowing longest); and each fair-share node's
+// of stops that keeps it borrowing longest; a shrunk gang counts as one
+// victim with the charge of its stopped tasks); and each fair-share node's
 // share with all its victims gone is at least the pending side's share
 // with the pending job admitted. Both only get harder as victims are
 // added.
@@ -174,27 +175,45 @@ func (r *run) rulesOK() bool {
 		if u.node < 0 {
 			continue
 		}
-		first, largest := true, ui
-		for k, vi := range r.set {
-			v := &r.units[vi]
-			if v.node != u.node {
-				continue
-			}
-			if k < i {
+		first := true
+		for _, vi := range r.set[:i] {
+			if r.units[vi].node == u.node {
 				first = false
 				break
-			}
-			if v.charge[0] > r.units[largest].charge[0] {
-				largest = vi
 			}
 		}
 		if !first {
 			continue
 		}
-		lu := &r.units[largest]
-		r.w.Add(lu.leaf, lu.charge)
+		// The victim job under this node with the largest charge.
+		var big int32 = -1
+		var bigCharge int64
+		for _, vi := range r.set[i:] {
+			v := &r.units[vi]
+			if v.node != u.node {
+				continue
+			}
+			var ch int64
+			for _, wi := range r.set {
+				if r.units[wi].ji == v.ji {
+					ch += r.units[wi].charge[0]
+				}
+			}
+			if big < 0 || ch > bigCharge {
+				big, bigCharge = v.ji, ch
+			}
+		}
+		for _, wi := range r.set {
+			if w := &r.units[wi]; w.ji == big {
+				r.w.Add(w.leaf, w.charge)
+			}
+		}
 		ok := r.w.Borrows(u.node, r.mask)
-		r.w.Release(lu.leaf, lu.charge)
+		for _, wi := range r.set {
+			if w := &r.units[wi]; w.ji == big {
+				r.w.Release(w.leaf, w.charge)
+			}
+		}
 		if !ok {
 			return false
 		}

@@ -1,7 +1,6 @@
 package preempt
 
 import (
-	"testing"
 	"time"
 
 	"github.com/gpusched/gpusched/gang"
@@ -9,6 +8,14 @@ import (
 	"github.com/gpusched/gpusched/topology"
 	"github.com/gpusched/gpusched/workload"
 )
+
+// tb is what the fixture builders need of a test: *testing.T,
+// *testing.B and *rapid.T all have it.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
 
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -23,7 +30,7 @@ type fixture struct {
 
 // cluster builds hosts dgx-h100 machines (8 GPUs each), perToR to a ToR
 // (0: flat).
-func cluster(t testing.TB, machine string, hosts, perToR int) *topology.Cluster {
+func cluster(t tb, machine string, hosts, perToR int) *topology.Cluster {
 	t.Helper()
 	spec, err := topology.Generator{Name: "t", Machine: machine, Hosts: hosts, HostsPerToR: perToR}.Spec()
 	if err != nil {
@@ -36,7 +43,7 @@ func cluster(t testing.TB, machine string, hosts, perToR int) *topology.Cluster 
 	return c
 }
 
-func newFixture(t testing.TB, c *topology.Cluster, qc *queue.Config) *fixture {
+func newFixture(t tb, c *topology.Cluster, qc *queue.Config) *fixture {
 	t.Helper()
 	f := &fixture{c: c, l: topology.NewLedger(c)}
 	if qc != nil {
@@ -84,7 +91,7 @@ type jobSpec struct {
 
 // run puts a job on the ledger (and its charge on the tree) and records
 // it. Times are offsets from t0; started 0 means not started.
-func (f *fixture) run(t testing.TB, js jobSpec) *Job {
+func (f *fixture) run(t tb, js jobSpec) *Job {
 	t.Helper()
 	gpus := js.tasks[0].n
 	spec := &workload.Job{ID: js.id, Queue: js.queue, Priority: js.prio, MinRunTime: js.minRun, MaxPreemptions: js.cap, NonPreemptible: js.nonPre,
@@ -132,7 +139,7 @@ func (f *fixture) run(t testing.TB, js jobSpec) *Job {
 }
 
 // pending builds a pending gang of count tasks of gpus GPUs.
-func (f *fixture) pending(t testing.TB, id, q string, prio int32, count, gpus int, level string) *Pending {
+func (f *fixture) pending(t tb, id, q string, prio int32, count, gpus int, level string) *Pending {
 	t.Helper()
 	spec := workload.Job{ID: id, Queue: q, Priority: prio, Groups: []workload.TaskGroup{{Count: count, GPUs: gpus}}}
 	if level != "" {
@@ -145,7 +152,7 @@ func (f *fixture) pending(t testing.TB, id, q string, prio int32, count, gpus in
 	return &Pending{Request: r, Queue: q, Priority: prio}
 }
 
-func newSearch(t testing.TB, cfg Config) *Search {
+func newSearch(t tb, cfg Config) *Search {
 	t.Helper()
 	s, err := New(cfg)
 	if err != nil {
@@ -167,7 +174,7 @@ func victimIDs(p *Plan) []string {
 
 // checkApplies verifies that the plan's victims released on a clone of the
 // ledger let the plan's placement commit, and the gang place.
-func checkApplies(t testing.TB, f *fixture, p *Plan, pend *Pending) {
+func checkApplies(t tb, f *fixture, p *Plan, pend *Pending) {
 	t.Helper()
 	l := f.l.Clone()
 	for _, v := range p.Victims {

@@ -549,6 +549,7 @@ func (r *run) searchDomains(solve func(x *dom)) {
 			return
 		}
 		x := &r.doms[top.d]
+		r.resetSet(x)
 		r.orderUnits(x)
 		if !top.refined {
 			lb := max(top.lb, r.fractional(0, r.needA-r.freeA(x)))

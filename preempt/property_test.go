@@ -1,0 +1,600 @@
+package preempt
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
+	"pgregory.net/rapid"
+)
+
+// instance is a random small planning problem.
+type instance struct {
+	f    *fixture
+	cfg  Config
+	pend *Pending
+	now  time.Time
+}
+
+// genInstance draws a cluster of 2–5 DGX H100 hosts (flat, or 2 per ToR),
+// an optional queue tree of three teams, and running jobs (1–2 tasks of
+// 1–8 GPUs or a GPU share, some elastic) placed at random until the
+// cluster is nearly full, with random priorities, start and checkpoint
+// times and protections; then a pending gang.
+func genInstance(rt *rapid.T, maxJobs int) *instance {
+	hosts := rapid.IntRange(2, 5).Draw(rt, "hosts")
+	perToR := rapid.SampledFrom([]int{0, 2}).Draw(rt, "perToR")
+	c := cluster(rt, "dgx-h100", hosts, perToR)
+	var qc *queue.Config
+	cfg := Config{MaxPlacements: 1 << 20, MaxNodes: 1 << 24}
+	if rapid.Bool().Draw(rt, "queues") {
+		total := int64(hosts * 8)
+		na := rapid.Int64Range(0, total/2).Draw(rt, "nominalA")
+		nb := rapid.Int64Range(0, total-na).Draw(rt, "nominalB")
+		qc = &queue.Config{Root: queue.Node{Children: []queue.Node{
+			{Name: "a", Quotas: []queue.Quota{{Resource: "gpu", Nominal: na}}},
+			{Name: "org", Children: []queue.Node{
+				{Name: "b", Quotas: []queue.Quota{{Resource: "gpu", Nominal: nb}}},
+				{Name: "c"},
+			}},
+		}}}
+		qc.Fairness.Policy = rapid.SampledFrom([]queue.FairPolicy{queue.DRF, queue.Borrowed}).Draw(rt, "fairness")
+		cfg.FairSharing = rapid.Bool().Draw(rt, "fairSharing")
+		cfg.Reclaim = ReclaimPolicy(rapid.IntRange(0, 2).Draw(rt, "reclaim"))
+	}
+	cfg.LowerPriority = Scope(rapid.IntRange(0, 2).Draw(rt, "scope"))
+	cfg.NoShrink = rapid.Bool().Draw(rt, "noShrink")
+	f := newFixture(rt, c, qc)
+	queues := []string{"a", "b", "c"}
+	placer, _ := gang.New("random", gang.Options{})
+	for i := 0; i < maxJobs && f.l.FreeGPUs(c.Root()) > 0; i++ {
+		id := fmt.Sprintf("j%d", i)
+		g := workload.TaskGroup{Count: rapid.IntRange(1, 2).Draw(rt, "tasks")}
+		if rapid.IntRange(0, 5).Draw(rt, "share") == 0 {
+			g.GPUMilli = rapid.SampledFrom([]int{250, 500}).Draw(rt, "milli")
+		} else {
+			g.GPUs = rapid.SampledFrom([]int{2, 4, 8, 8}).Draw(rt, "gpus")
+		}
+		if g.Count == 2 && rapid.Bool().Draw(rt, "elastic") {
+			g.MinCount = 1
+		}
+		spec := &workload.Job{ID: id, Queue: rapid.SampledFrom(queues).Draw(rt, "queue"), Priority: int32(rapid.IntRange(0, 3).Draw(rt, "prio")),
+			Groups: []workload.TaskGroup{g}}
+		switch rapid.IntRange(0, 9).Draw(rt, "protect") {
+		case 0:
+			spec.NonPreemptible = true
+		case 1:
+			spec.MinRunTime = 2 * time.Hour
+		case 2:
+			spec.MaxPreemptions = 1
+		}
+		req, err := gang.NewRequest(c, spec)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		req.Seed = uint64(i)
+		var p gang.Placement
+		if placer.Place(f.l, req, &p) != nil {
+			continue
+		}
+		j := &Job{Spec: spec, Placement: p.Clone(), Preemptions: rapid.IntRange(0, 1).Draw(rt, "preempted")}
+		if rapid.IntRange(0, 5).Draw(rt, "admitted") > 0 {
+			j.Started = now.Add(-time.Duration(rapid.IntRange(1, 600).Draw(rt, "ran")) * time.Minute)
+			if rapid.Bool().Draw(rt, "checkpointed") {
+				j.Checkpoint = j.Started.Add(time.Duration(rapid.IntRange(0, int(now.Sub(j.Started)/time.Minute)).Draw(rt, "cp")) * time.Minute)
+			}
+		}
+		if f.tree != nil {
+			leaf, _ := f.tree.Lookup(spec.Queue)
+			ch := chargeOf(j, f.tree, c)
+			if f.tree.Check(leaf, ch) != nil {
+				continue
+			}
+			f.tree.Admit(leaf, ch, t0)
+		}
+		if _, err := gang.Commit(f.l, j.Placement); err != nil {
+			rt.Fatal(err)
+		}
+		if err := f.st.Add(j); err != nil {
+			rt.Fatal(err)
+		}
+	}
+	if rapid.IntRange(0, 4).Draw(rt, "failure") == 0 {
+		_ = f.l.SetGPUHealth(topology.GPUID(rapid.IntRange(0, c.NumGPUs()-1).Draw(rt, "failedGPU")), topology.Failed)
+	}
+	// The pending gang.
+	g := workload.TaskGroup{Count: rapid.IntRange(1, 3).Draw(rt, "pendTasks")}
+	if rapid.IntRange(0, 5).Draw(rt, "pendShare") == 0 {
+		g.GPUMilli = 500
+	} else {
+		g.GPUs = rapid.SampledFrom([]int{1, 2, 4, 8}).Draw(rt, "pendGPUs")
+	}
+	spec := workload.Job{ID: "pending", Queue: rapid.SampledFrom(queues).Draw(rt, "pendQueue"), Priority: int32(rapid.IntRange(1, 4).Draw(rt, "pendPrio")),
+		Groups: []workload.TaskGroup{g}}
+	levels := []string{"", "host"}
+	if perToR > 0 {
+		levels = append(levels, "tor")
+	}
+	if lv := rapid.SampledFrom(levels).Draw(rt, "level"); lv != "" {
+		spec.Topology = []workload.Constraint{{Level: lv, Required: true}}
+	}
+	req, err := gang.NewRequest(c, &spec)
+	if err != nil {
+		rt.Fatal(err)
+	}
+	return &instance{f: f, cfg: cfg, pend: &Pending{Request: req, Queue: spec.Queue, Priority: spec.Priority}, now: now}
+}
+
+// choice is a candidate victim set: per job, nil for untouched, all of
+// its claim indexes for a whole stop, or a subset for a shrink.
+type choice struct {
+	job   *Job
+	tasks []int // claim indexes; nil = whole
+}
+
+// oracle decides everything the naive way.
+type oracle struct {
+	in     *instance
+	placer gang.Placer
+}
+
+func newOracle(in *instance) *oracle {
+	p, _ := gang.New("topology", gang.Options{Explain: gang.DetailBrief})
+	return &oracle{in: in, placer: p}
+}
+
+func (o *oracle) tree() *queue.Tree { return o.in.f.tree }
+
+func (o *oracle) demand() queue.Vector {
+	d := o.in.pend.Request.MinDemand()
+	v := make(queue.Vector, o.tree().Dimensions().Len())
+	v[0], v[1], v[2] = d.Milli, d.CPUMilli, d.MemoryMiB
+	return v
+}
+
+// ground is the ground j may be preempted on (0: none) and the node its
+// set rule depends on.
+func (o *oracle) ground(j *Job) (Ground, queue.NodeID) {
+	in := o.in
+	sp := j.Spec
+	if j.Stopping || sp.NonPreemptible || !j.Started.IsZero() && sp.MinRunTime > 0 && in.now.Sub(j.Started) < sp.MinRunTime ||
+		sp.MaxPreemptions > 0 && j.Preemptions >= sp.MaxPreemptions {
+		return 0, -1
+	}
+	lower := sp.Priority < in.pend.Priority
+	scope := in.cfg.LowerPriority
+	t := o.tree()
+	if t == nil {
+		if lower && (scope == AnyQueue || scope == WithinQueue && sp.Queue == in.pend.Queue) {
+			return GroundPriority, -1
+		}
+		return 0, -1
+	}
+	qv, _ := t.Lookup(sp.Queue)
+	qp, _ := t.Lookup(in.pend.Queue)
+	if lower && (scope == AnyQueue || scope == WithinQueue && qv == qp) {
+		return GroundPriority, -1
+	}
+	if qv == qp {
+		return 0, -1
+	}
+	var pathP []queue.NodeID
+	for x := qp; x >= 0; x = t.Parent(x) {
+		pathP = append(pathP, x)
+	}
+	lca, b := queue.NodeID(-1), queue.NodeID(-1)
+	var below []queue.NodeID
+	for x := qv; x >= 0; x = t.Parent(x) {
+		if slices.Contains(pathP, x) {
+			lca = x
+			break
+		}
+		below = append(below, x)
+		b = x
+	}
+	a := pathP[slices.Index(pathP, lca)-1]
+	mask := o.demand()
+	w := t.WhatIf()
+	borrow := queue.NodeID(-1)
+	for _, x := range below {
+		if w.Borrows(x, mask) {
+			borrow = x
+			break
+		}
+	}
+	w.Add(qp, mask)
+	within := true
+	for x := qp; x != lca; x = t.Parent(x) {
+		if w.Borrows(x, mask) {
+			within = false
+		}
+	}
+	w.Reset()
+	if borrow >= 0 && within && (in.cfg.Reclaim == ReclaimAny || in.cfg.Reclaim == ReclaimLowerPriority && lower) {
+		return GroundReclaim, borrow
+	}
+	if in.cfg.FairSharing && t.Fairness().Policy != queue.NoFairness && w.Borrows(b, mask) {
+		shareA := w.Share(a, mask)
+		w.Release(qv, chargeOf(j, t, in.f.c))
+		if w.Share(b, nil) >= shareA {
+			return GroundFairShare, b
+		}
+	}
+	return 0, -1
+}
+
+func (ch choice) claims() []topology.Claim {
+	if ch.tasks == nil {
+		return ch.job.Placement.Claims
+	}
+	var out []topology.Claim
+	for _, i := range ch.tasks {
+		out = append(out, ch.job.Placement.Claims[i])
+	}
+	return out
+}
+
+func (o *oracle) charge(ch choice) queue.Vector {
+	v := make(queue.Vector, o.tree().Dimensions().Len())
+	addCharge(v, ch.claims(), o.tree(), o.in.f.c)
+	return v
+}
+
+// feasible reports whether stopping set lets the pending gang place and
+// fit its quota, within the rules.
+func (o *oracle) feasible(set []choice) bool {
+	in := o.in
+	if t := o.tree(); t != nil {
+		w := t.WhatIf()
+		for _, ch := range set {
+			leaf, _ := t.Lookup(ch.job.Spec.Queue)
+			w.Release(leaf, o.charge(ch))
+		}
+		// Set rules, per node: the largest victim added back, the node
+		// must still borrow; fair share: the node's final share.
+		mask := o.demand()
+		for _, ch := range set {
+			g, node := o.ground(ch.job)
+			if node < 0 {
+				continue
+			}
+			var big choice
+			var bigCharge int64 = -1
+			for _, x := range set {
+				if _, n := o.ground(x.job); n == node && o.charge(x)[0] > bigCharge {
+					big, bigCharge = x, o.charge(x)[0]
+				}
+			}
+			leaf, _ := t.Lookup(big.job.Spec.Queue)
+			w.Add(leaf, o.charge(big))
+			ok := w.Borrows(node, mask)
+			w.Release(leaf, o.charge(big))
+			if !ok {
+				return false
+			}
+			if g == GroundFairShare {
+				qp, _ := t.Lookup(in.pend.Queue)
+				var a queue.NodeID
+				for x := qp; x >= 0; x = t.Parent(x) {
+					if t.Parent(x) == t.Parent(node) {
+						a = x
+					}
+				}
+				w2 := t.WhatIf()
+				shareA := w2.Share(a, mask)
+				if w.Share(node, nil) < shareA {
+					return false
+				}
+			}
+		}
+		if qp, ok := t.Lookup(in.pend.Queue); ok && w.Check(qp, o.demand()) != nil {
+			return false
+		}
+	}
+	l := in.f.l.Clone()
+	for _, ch := range set {
+		if err := l.Release(ch.claims()...); err != nil {
+			panic(err)
+		}
+	}
+	var p gang.Placement
+	return o.placer.Place(l, in.pend.Request, &p) == nil
+}
+
+func (o *oracle) cost(set []choice) Cost {
+	var c Cost
+	for _, ch := range set {
+		m := claimsMilli(o.in.f.c, ch.claims())
+		j := ch.job
+		if !j.Started.IsZero() {
+			from := j.Started
+			if j.Checkpoint.After(from) {
+				from = j.Checkpoint
+			}
+			c.Lost += GPUTime(m * int64(o.in.now.Sub(from)/time.Second))
+		}
+		c.Victims++
+		c.Priority += int64(j.Spec.Priority)
+	}
+	return c
+}
+
+// options lists what may be done to an eligible job: stop it, or (elastic,
+// shrinking allowed) stop a non-empty subset of the tasks above the
+// minimum of each group.
+func (o *oracle) options(j *Job) [][]int {
+	out := [][]int{nil}
+	if o.in.cfg.NoShrink {
+		return out
+	}
+	p := j.Placement
+	excess := make([]int, len(p.Placed))
+	for g, k := range p.Placed {
+		excess[g] = k - j.Spec.Groups[g].Min()
+	}
+	n := len(p.Claims)
+	for mask := 1; mask < 1<<n; mask++ {
+		per := make([]int, len(p.Placed))
+		var tasks []int
+		ok := true
+		for i := 0; i < n; i++ {
+			if mask&(1<<i) != 0 {
+				g := p.Tasks[i].Group
+				per[g]++
+				if per[g] > excess[g] {
+					ok = false
+				}
+				tasks = append(tasks, i)
+			}
+		}
+		if ok {
+			out = append(out, tasks)
+		}
+	}
+	return out
+}
+
+// best enumerates every victim set of eligible jobs and returns the
+// cheapest feasible one's cost.
+func (o *oracle) best() (Cost, bool) {
+	c, _, ok := o.bestSet()
+	return c, ok
+}
+
+func (o *oracle) bestSet() (Cost, []choice, bool) {
+	var jobs []*Job
+	o.in.f.st.Jobs(func(j *Job) bool {
+		if g, _ := o.ground(j); g != 0 {
+			jobs = append(jobs, j)
+		}
+		return true
+	})
+	var best Cost
+	var bestSet []choice
+	found := false
+	var set []choice
+	var rec func(i int)
+	rec = func(i int) {
+		if i == len(jobs) {
+			if len(set) == 0 {
+				return
+			}
+			if c := o.cost(set); (!found || c.Less(best)) && o.feasible(set) {
+				best, found = c, true
+				bestSet = slices.Clone(set)
+			}
+			return
+		}
+		rec(i + 1)
+		for _, opt := range o.options(jobs[i]) {
+			set = append(set, choice{job: jobs[i], tasks: opt})
+			rec(i + 1)
+			set = set[:len(set)-1]
+		}
+	}
+	rec(0)
+	return best, bestSet, found
+}
+
+// dump renders the instance for failure messages.
+func (o *oracle) dump() string {
+	in := o.in
+	var b []byte
+	in.f.st.Jobs(func(j *Job) bool {
+		g, _ := o.ground(j)
+		b = fmt.Appendf(b, "%s q=%s prio=%d ground=%v lost=%s:", j.Spec.ID, j.Spec.Queue, j.Spec.Priority, g, o.cost([]choice{{job: j}}).Lost)
+		for _, cl := range j.Placement.Claims {
+			b = fmt.Appendf(b, " %s%v", in.f.c.HostName(cl.Host), cl.GPUs)
+		}
+		b = append(b, '\n')
+		return true
+	})
+	_, set, _ := o.bestSet()
+	for _, ch := range set {
+		b = fmt.Appendf(b, "oracle: %s %v\n", ch.job.Spec.ID, ch.tasks)
+	}
+	return string(b)
+}
+
+func (o *oracle) eligibleUnits() int {
+	n := 0
+	o.in.f.st.Jobs(func(j *Job) bool {
+		if g, _ := o.ground(j); g != 0 {
+			n += len(o.options(j))
+		}
+		return true
+	})
+	return n
+}
+
+// planChoices turns a plan's victims into choices.
+func planChoices(in *instance, p *Plan) []choice {
+	var out []choice
+	for _, v := range p.Victims {
+		j, _ := in.f.st.Job(v.Job)
+		ch := choice{job: j}
+		if !v.Whole() {
+			for _, t := range v.Tasks {
+				ch.tasks = append(ch.tasks, slices.Index(j.Placement.Tasks, t))
+			}
+		}
+		out = append(out, ch)
+	}
+	return out
+}
+
+// TestPropertyPlans checks, on random small instances: a plan applied to a
+// clone of the ledger lets its placement commit and the gang place; every
+// victim is eligible and the set obeys the rules; removing any one victim
+// (or any one stopped task of a shrink) makes the plan fail; the plan's
+// cost equals a brute-force oracle's minimum over every victim set; and no
+// plan exactly when the oracle finds none. Plan leaves the ledger as it
+// was.
+func TestPropertyPlans(t *testing.T) {
+	var plans, noPlans, shrinks, fits, skipped [1]int
+	byGround := map[Ground]int{}
+	rapid.Check(t, func(rt *rapid.T) {
+		in := genInstance(rt, 10)
+		o := newOracle(in)
+		if o.eligibleUnits() > 14 {
+			skipped[0]++
+			rt.Skip("too many candidates for the oracle")
+		}
+		s := newSearch(rt, in.cfg)
+		gen := in.f.l.Generation()
+		p, np := s.Plan(in.f.st, in.pend, in.now)
+		if in.f.l.Generation() != gen {
+			rt.Fatal("Plan changed the ledger's generation")
+		}
+		if err := in.f.l.Check(); err != nil {
+			rt.Fatal(err)
+		}
+		want, found := o.best()
+		if p == nil {
+			noPlans[0]++
+			if np.Err != nil {
+				rt.Fatal(np.Err)
+			}
+			if found {
+				rt.Fatalf("no plan (%s) but the oracle finds one costing %s", np, want)
+			}
+			return
+		}
+		if len(p.Victims) == 0 {
+			fits[0]++
+			// Fits as is.
+			if !o.feasible(nil) {
+				rt.Fatal("empty plan but the gang does not fit")
+			}
+			return
+		}
+		plans[0]++
+		if !p.Exact {
+			rt.Fatalf("small instance not searched exactly: %s", p)
+		}
+		checkApplies(rt, in.f, p, in.pend)
+		set := planChoices(in, p)
+		for _, ch := range set {
+			if g, _ := o.ground(ch.job); g == 0 {
+				rt.Fatalf("victim %s is not eligible", ch.job.Spec.ID)
+			}
+			if ch.tasks != nil {
+				shrinks[0]++
+			}
+			g, _ := o.ground(ch.job)
+			byGround[g]++
+		}
+		if !o.feasible(set) {
+			rt.Fatalf("plan %s infeasible for the oracle", p)
+		}
+		for i := range set {
+			rest := slices.Delete(slices.Clone(set), i, i+1)
+			if o.feasible(rest) && len(rest) > 0 {
+				rt.Fatalf("plan %s not minimal: works without %s", p, set[i].job.Spec.ID)
+			}
+			if len(set[i].tasks) > 1 {
+				for k := range set[i].tasks {
+					fewer := slices.Clone(set)
+					fewer[i].tasks = slices.Delete(slices.Clone(set[i].tasks), k, k+1)
+					if o.feasible(fewer) {
+						rt.Fatalf("plan %s not minimal: %s can keep a task", p, set[i].job.Spec.ID)
+					}
+				}
+			}
+		}
+		if got := o.cost(set); got != p.Cost {
+			rt.Fatalf("plan reports cost %s, its victims cost %s", p.Cost, got)
+		}
+		if !found {
+			rt.Fatalf("plan %s but the oracle finds none", p)
+		}
+		if p.Cost != want {
+			rt.Fatalf("plan %s costs %s, the oracle's minimum is %s\n%s", p, p.Cost, want, o.dump())
+		}
+	})
+	t.Logf("%d plans (%d shrinks; victims by ground %v), %d without, %d fit as they were, %d skipped", plans[0], shrinks[0], byGround, noPlans[0], fits[0], skipped[0])
+	if plans[0] == 0 || noPlans[0] == 0 {
+		t.Error("the property was not exercised both ways")
+	}
+}
+
+// TestPropertyGreedy forces the greedy search (MaxExact 1) on random
+// instances: plans still apply, obey the rules and are minimal (the
+// reprieve pass), and without quotas (whose rules are not monotone) a plan
+// is found whenever one exists.
+func TestPropertyGreedy(t *testing.T) {
+	var plans, greedy int
+	rapid.Check(t, func(rt *rapid.T) {
+		in := genInstance(rt, 12)
+		in.cfg.MaxExact = 1
+		o := newOracle(in)
+		s := newSearch(rt, in.cfg)
+		p, np := s.Plan(in.f.st, in.pend, in.now)
+		if err := in.f.l.Check(); err != nil {
+			rt.Fatal(err)
+		}
+		if p == nil {
+			if np.Err != nil {
+				rt.Fatal(np.Err)
+			}
+			if in.f.tree == nil && o.eligibleUnits() <= 14 {
+				if _, found := o.best(); found {
+					rt.Fatalf("greedy finds no plan (%s) but one exists\n%s", np, o.dump())
+				}
+			}
+			return
+		}
+		if len(p.Victims) == 0 {
+			return
+		}
+		plans++
+		if !p.Exact {
+			greedy++
+		}
+		checkApplies(rt, in.f, p, in.pend)
+		set := planChoices(in, p)
+		for _, ch := range set {
+			if g, _ := o.ground(ch.job); g == 0 {
+				rt.Fatalf("victim %s is not eligible", ch.job.Spec.ID)
+			}
+		}
+		if !o.feasible(set) {
+			rt.Fatalf("plan %s infeasible for the oracle", p)
+		}
+		for i := range set {
+			rest := slices.Delete(slices.Clone(set), i, i+1)
+			if len(rest) > 0 && o.feasible(rest) {
+				rt.Fatalf("plan %s not minimal: works without %s", p, set[i].job.Spec.ID)
+			}
+		}
+	})
+	t.Logf("%d plans, %d by the greedy search", plans, greedy)
+	if greedy == 0 {
+		t.Error("the greedy search was never used")
+	}
+}
