@@ -37,6 +37,12 @@ type Job struct {
 	// Preemptions counts how often it was preempted already; at
 	// Spec.MaxPreemptions (when positive) it is never chosen again.
 	Preemptions int
+	// Restarts counts how often failures stopped it already (for
+	// RecoveryConfig.MaxRestarts).
+	Restarts int
+	// End is its estimated end (for RecoveryConfig.KeepIfEndsWithin);
+	// zero means unknown.
+	End time.Time
 	// Charge is what its queue is charged for it, in the dimensions of the
 	// Snapshot's queue tree. Nil means derived from Placement (GPU, CPU,
 	// memory and the per-model GPU dimensions of the tree).
