@@ -255,10 +255,15 @@ func (r *run) evaluate(force bool) (ok, anti bool) {
 		return false, false
 	}
 	x := r.s.cfg.Placer.Place(r.l, r.req, &r.scratch)
+	ok = x == nil
+	if ok && r.defrag {
+		ok = r.replace()
+	}
+
 	if err := r.l.TrialRestore(r.rel...); err != nil {
 		panic("preempt: restoring trial-released claims failed (did the placer change the ledger?): " + err.Error())
 	}
-	return x == nil, false
+	return ok, false
 }
 
 func (r *run) setIDs() string {
@@ -277,6 +282,9 @@ func (r *run) record(x *dom) {
 	r.best.set = append(r.best.set[:0], r.set...)
 	r.best.placement = *r.scratch.Clone()
 	r.best.dom = x.i
+	if r.defrag {
+		r.best.moves = append(r.best.moves[:0], r.moves...)
+	}
 }
 
 // solveDomain searches domain x (units in r.order): exhaustively when it

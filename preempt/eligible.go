@@ -265,7 +265,7 @@ func (r *run) addUnits(j *Job, g Ground, node queue.NodeID) {
 	r.units = append(r.units, unit{job: j, ji: ji, claims: p.Claims, task: -1, slot: -1, ground: g, leaf: leaf, node: node, charge: charge,
 		milli: milli, lost: r.lostSince(milli, j), prio: j.Spec.Priority})
 	r.contribute(&r.units[len(r.units)-1], allWhole)
-	if r.s.cfg.NoShrink {
+	if r.s.cfg.NoShrink || r.defrag {
 		return
 	}
 	whole := len(r.units) - 1

@@ -106,6 +106,8 @@ type run struct {
 	demand   queue.Vector
 	mask     queue.Vector
 	qblock   bool // the quota blocks the gang with nothing released
+	defrag   bool // planning migrations (Defragment), not preemptions
+	moves    []moved
 
 	// queue-tree caches
 	stamp       uint64
@@ -154,6 +156,7 @@ type run struct {
 	searched          int
 
 	best struct {
+		moves     []moved
 		ok        bool
 		key       key
 		set       []int32
@@ -255,7 +258,8 @@ func (s *Search) begin(snap Snapshot, p *Pending, now time.Time) *run {
 		doms: r.doms[:0], domUnits: r.domUnits[:0], heap: r.heap[:0], set: r.set[:0], chosen: r.chosen[:0],
 		jobCount: r.jobCount[:0], jobWhole: r.jobWhole[:0], slotCount: r.slotCount[:0], order: r.order[:0], pool: r.pool[:0],
 		amt: r.amt[:0], ratio: r.ratio[:0], rel: r.rel[:0], scratch: r.scratch, best: r.best, qp: -1}
-	r.best.ok, r.best.set = false, r.best.set[:0]
+	r.best.ok, r.best.set, r.best.moves = false, r.best.set[:0], r.best.moves[:0]
+	r.moves = r.moves[:0]
 	r.nowNano = now.UnixNano()
 	r.lv = p.Request.Within()
 	r.lx = s.prepare(c, r.lv)
@@ -391,7 +395,14 @@ func (r *run) collect() {
 		if j.Spec.ID == r.req.ID {
 			return true
 		}
-		ex, g, node := r.classify(j)
+		var ex Exclusion
+		var g Ground
+		var node queue.NodeID
+		if r.defrag {
+			ex, g, node = r.classifyMove(j)
+		} else {
+			ex, g, node = r.classify(j)
+		}
 		if g == 0 {
 			r.excluded[ex]++
 			return true
@@ -569,21 +580,25 @@ func (r *run) searchDomains(solve func(x *dom)) {
 // orderUnits prepares the units of x in order, cheapest per unit freed
 // first (see unitLess), and r.amt with what each frees there. When the
 // quota blocks the gang, every other eligible unit with a charge follows
-// (it frees quota, not room). Small domains are sorted at once; larger
-// ones go in a heap that unitAt drains as far as the search looks.
+// (it frees quota, not room); when defragmenting, every other movable
+// unit follows (moving it may make room for the jobs moved out of x).
+// Small domains are sorted at once; larger ones go in a heap that unitAt
+// drains as far as the search looks.
 func (r *run) orderUnits(x *dom) {
 	r.order, r.pool = r.order[:0], r.pool[:0]
 	all := append(r.pool, r.domUnits[x.ufrom:x.uto]...)
-	if r.qblock {
+	others := r.qblock || r.defrag
+	if others {
 		clear(r.amt)
 	}
 	for _, ui := range all {
 		ct := r.unitIn(ui, x)
 		r.amt[ui] = r.amount(ct.gpus, ct.milli)
 	}
-	if r.qblock {
+	if others {
 		for ui := range r.units {
-			if r.amt[ui] == 0 && r.units[ui].leaf >= 0 { // (units of x free room: amt > 0)
+			// (units of x free room: amt > 0)
+			if r.amt[ui] == 0 && (r.defrag || r.units[ui].leaf >= 0) {
 				all = append(all, int32(ui))
 			}
 		}

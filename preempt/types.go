@@ -66,6 +66,9 @@ type Job struct {
 	cclaims  int
 	milli    int64
 	allWhole bool
+	// request cache, for migrations.
+	req     *gang.Request
+	reqSpec *workload.Job
 }
 
 // shape returns the GPU milli of j's placement and whether all its GPU
@@ -300,9 +303,11 @@ const (
 	// that of the pending job's queue with the pending job admitted
 	// (Kueue's LessThanOrEqualToFinalShare, which cannot cycle).
 	GroundFairShare
+	// GroundMigration: moved elsewhere by Defragment.
+	GroundMigration
 )
 
-var groundNames = [...]string{"", "priority", "reclaim", "fair-share"}
+var groundNames = [...]string{"", "priority", "reclaim", "fair-share", "migration"}
 
 // String returns "priority", "reclaim" or "fair-share".
 func (g Ground) String() string {
@@ -415,12 +420,15 @@ const (
 	VerdictPlacement
 	// VerdictBudget: the search budget ran out before a plan was found.
 	VerdictBudget
+	// VerdictCapacity: (Defragment) the cluster lacks the free GPUs the
+	// gang needs anywhere: it is not blocked by fragmentation.
+	VerdictCapacity
 )
 
-var verdictNames = [...]string{"", "too large", "protected", "quota", "placement", "budget"}
+var verdictNames = [...]string{"", "too large", "protected", "quota", "placement", "budget", "capacity"}
 
-// String returns "too large", "protected", "quota", "placement" or
-// "budget".
+// String returns "too large", "protected", "quota", "placement",
+// "budget" or "capacity".
 func (v Verdict) String() string {
 	if int(v) < len(verdictNames) && v > 0 {
 		return verdictNames[v]
@@ -451,11 +459,14 @@ const (
 	// ExclBorrowing: its queue borrows, but the pending job's queue would
 	// borrow too (no reclaim) and fair sharing does not allow it.
 	ExclBorrowing
+	// ExclSpec: (Defragment) its spec does not resolve against the
+	// cluster, so it could not be placed again.
+	ExclSpec
 	// NumExclusions is the number of exclusions.
 	NumExclusions
 )
 
-var exclusionNames = [...]string{"stopping", "non-preemptible", "min-run-time", "max-preemptions", "priority", "guaranteed", "borrowing"}
+var exclusionNames = [...]string{"stopping", "non-preemptible", "min-run-time", "max-preemptions", "priority", "guaranteed", "borrowing", "spec"}
 
 // String returns the exclusion's short name.
 func (e Exclusion) String() string {
