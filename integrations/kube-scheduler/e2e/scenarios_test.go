@@ -147,7 +147,7 @@ func testGangInOneToR(ctx context.Context, t *testing.T, cp *controlPlane, start
 		createPod(ctx, t, c, member(i))
 	}
 	// Three of four members exist: none may bind.
-	assertNoneBound(ctx, t, c, "default", []string{"train-0", "train-1", "train-2"}, 4*time.Second)
+	assertNoneBound(ctx, t, c, "default", []string{"train-0", "train-1", "train-2"}, time.Second)
 	createPod(ctx, t, c, member(3))
 	names := []string{"train-0", "train-1", "train-2", "train-3"}
 	got := waitBound(ctx, t, c, "default", names, 60*time.Second)
@@ -183,7 +183,7 @@ func testGangInOneToR(ctx context.Context, t *testing.T, cp *controlPlane, start
 		createPod(ctx, t, c, p)
 		big = append(big, p.Name)
 	}
-	assertNoneBound(ctx, t, c, "default", big, 5*time.Second)
+	assertNoneBound(ctx, t, c, "default", big, 2*time.Second)
 	msg := waitEvent(ctx, t, c, "default", "big-0", plugin.ReasonUnschedulable)
 	if !strings.HasPrefix(msg, "job default/big: needs 16 GPUs") || !strings.Contains(msg, "in one tor") {
 		t.Errorf("explanation %q: want gpusched's explanation of a 16-GPU gang in one tor", msg)
@@ -211,21 +211,19 @@ func testFGDStrandsFewer(ctx context.Context, t *testing.T, cp *controlPlane, st
 		createNamespace(ctx, t, c, ns)
 		sel := map[string]string{poolLabel: pool}
 		// 12 one-GPU pods, one after another.
-		var small []string
 		for i := range 12 {
 			p := createPod(ctx, t, c, podSpec{Name: fmt.Sprintf("small-%02d", i), Namespace: ns, SchedulerName: scheduler,
 				GPUs: 1, CPU: "4", NodeSelector: sel})
 			waitBound(ctx, t, c, ns, []string{p.Name}, 30*time.Second)
-			small = append(small, p.Name)
 		}
-		// Then three 8-GPU pods.
+		// Then three 8-GPU pods, each placed or turned away.
 		var large []string
 		for i := range 3 {
 			p := createPod(ctx, t, c, podSpec{Name: fmt.Sprintf("large-%d", i), Namespace: ns, SchedulerName: scheduler,
 				GPUs: 8, CPU: "16", NodeSelector: sel})
 			large = append(large, p.Name)
 		}
-		time.Sleep(5 * time.Second) // give the scheduler time to place what it can
+		waitSettled(ctx, t, c, ns, large)
 		var r result
 		used := map[string]int{}
 		for _, p := range listPods(ctx, t, c, ns) {
@@ -275,7 +273,7 @@ func testUnfitPodExplained(ctx context.Context, t *testing.T, cp *controlPlane, 
 	createBoundPod(ctx, t, c, "busy-2", "n2", 3)
 	start()
 	createPod(ctx, t, c, podSpec{Name: "wide", SchedulerName: "gpusched", GPUs: 6})
-	assertNoneBound(ctx, t, c, "default", []string{"wide"}, 3*time.Second)
+	assertNoneBound(ctx, t, c, "default", []string{"wide"}, time.Second)
 	msg := waitEvent(ctx, t, c, "default", "wide", plugin.ReasonUnschedulable)
 	// 9 GPUs are free, but at most 5 on one host.
 	if !strings.HasPrefix(msg, "job default/wide: needs 6 GPUs") || !strings.Contains(msg, "fragmentation") {
@@ -341,21 +339,55 @@ func indices(t *testing.T, p *v1.Pod) []int {
 	return out
 }
 
-// assertNoneBound fails if any named pod gets a node within d.
+// assertNoneBound waits until the scheduler has turned every named pod away
+// (a FailedScheduling event each), then watches them for d more: none may
+// get a node.
 func assertNoneBound(ctx context.Context, t *testing.T, c kubernetesClient, ns string, names []string, d time.Duration) {
 	t.Helper()
+	waitSettled(ctx, t, c, ns, names)
 	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
+	for {
 		for _, n := range names {
 			p, err := c.CoreV1().Pods(ns).Get(ctx, n, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if p.Spec.NodeName != "" {
-				t.Fatalf("%s bound to %s: want no member bound", n, p.Spec.NodeName)
+				t.Fatalf("%s bound to %s: want no member bound\n%s", n, p.Spec.NodeName, describeEvents(ctx, c, ns))
 			}
 		}
+		if time.Now().After(deadline) {
+			return
+		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitSettled waits until each named pod is bound or the scheduler reported
+// it unschedulable.
+func waitSettled(ctx context.Context, t *testing.T, c kubernetesClient, ns string, names []string) {
+	t.Helper()
+	err := waitFor(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		for _, n := range names {
+			p, err := c.CoreV1().Pods(ns).Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if p.Spec.NodeName != "" {
+				continue
+			}
+			evs, err := podEvents(ctx, c, ns, n)
+			if err != nil {
+				return false, err
+			}
+			if !slices.ContainsFunc(evs, func(e v1.Event) bool { return e.Reason == "FailedScheduling" }) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("pods %v neither bound nor reported unschedulable: %v\n%s", names, err, describeEvents(ctx, c, ns))
 	}
 }
 

@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/gpusched/gpusched/gang"
 	"github.com/gpusched/gpusched/topology"
@@ -216,17 +215,13 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 		p.event(pod, v1.EventTypeWarning, ReasonUnschedulable, explained)
 	}
 	if len(activate) > 0 {
-		// The other members wait in the unschedulable queue; the end of
-		// this cycle moves them to the active queue.
-		if d, err := cs.Read(framework.PodsToActivateKey); err == nil {
-			if pa, ok := d.(*framework.PodsToActivate); ok {
-				pa.Lock()
-				for _, m := range activate {
-					pa.Map[m.Namespace+"/"+m.Name] = m
-				}
-				pa.Unlock()
-			}
+		// The other members wait in the unschedulable queue, where adding
+		// pods does not reach them: move them to the active queue.
+		m := make(map[string]*v1.Pod, len(activate))
+		for _, a := range activate {
+			m[a.Namespace+"/"+a.Name] = a
 		}
+		p.handle.Activate(klog.FromContext(ctx), m)
 	}
 	cs.Write(cycleKey, c)
 	return res, st
@@ -565,10 +560,10 @@ func (p *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod, nod
 	return nil
 }
 
-// Score gives the policy's choice fwk.MaxNodeScore and every other node 0.
+// Score gives the policy's choice fwk.MaxScore and every other node 0.
 func (p *Plugin) Score(_ context.Context, cs fwk.CycleState, _ *v1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
 	if c := readCycle(cs); c != nil && c.chosen != "" && ni.Node().Name == c.chosen {
-		return fwk.MaxNodeScore, nil
+		return fwk.MaxScore, nil
 	}
 	return 0, nil
 }

@@ -16,6 +16,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -25,7 +26,14 @@ import (
 // pods. Other methods panic (nil embedded interface).
 type fakeHandle struct {
 	fwk.Handle
-	waiting map[types.UID]*fakeWaiting
+	waiting   map[types.UID]*fakeWaiting
+	activated []string
+}
+
+func (h *fakeHandle) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
+	for _, k := range sortedKeys(pods) {
+		h.activated = append(h.activated, k)
+	}
 }
 
 type fakeWaiting struct {
@@ -114,7 +122,6 @@ func (hs *harness) add(p *v1.Pod) *v1.Pod {
 func (hs *harness) schedule(p *v1.Pod) (node string, st *fwk.Status, waiting bool) {
 	ctx := context.Background()
 	cs := framework.NewCycleState()
-	cs.Write(framework.PodsToActivateKey, framework.NewPodsToActivate())
 	hs.states[p.UID] = cs
 	res, st := hs.p.PreFilter(ctx, cs, p, nil)
 	if st.IsSkip() {
@@ -289,9 +296,8 @@ func TestGangAllOrNothing(t *testing.T) {
 	if st != nil || !waiting {
 		t.Fatalf("m3: node %q status %v waiting %v", node, st, waiting)
 	}
-	pa, _ := hs.states[ms[3].UID].Read(framework.PodsToActivateKey)
-	if act := pa.(*framework.PodsToActivate).Map; len(act) != 3 {
-		t.Errorf("activated %d pods, want the other 3 members", len(act))
+	if want := []string{"default/m0", "default/m1", "default/m2"}; !slices.Equal(hs.h.activated, want) {
+		t.Errorf("activated %v, want the other members %v", hs.h.activated, want)
 	}
 	nodes := map[string]string{ms[3].Name: node}
 	for _, m := range ms[:2] {
@@ -550,4 +556,35 @@ func (hs *harness) freeGPUs() int {
 	defer s.mu.Unlock()
 	root, _ := s.topo.Cluster.DomainByName(clusterName)
 	return s.ledger.FreeGPUs(root)
+}
+
+// TestGangEarlyMembersActivated: members turned away while the gang was
+// incomplete go back to the active queue when a member sees the whole gang,
+// whether or not it fits, so each gets the gang's real verdict.
+func TestGangEarlyMembersActivated(t *testing.T) {
+	hs := newHarness(t, &Args{TopologyLevels: []TopologyLevel{{Name: "tor", NodeLabel: "net.example.com/tor"}}}, torNodes()...)
+	topo := map[string]string{DefaultGangTopologyKey: "tor"}
+	m0 := hs.add(member("m0", "g", 3, 8, topo))
+	if _, st, _ := hs.schedule(m0); st == nil || !strings.Contains(st.Message(), "1 of 3 pods exist") {
+		t.Fatalf("m0: %v", st)
+	}
+	m1 := hs.add(member("m1", "g", 3, 8, topo))
+	if _, st, _ := hs.schedule(m1); st == nil || !strings.Contains(st.Message(), "2 of 3 pods exist") {
+		t.Fatalf("m1: %v", st)
+	}
+	m2 := hs.add(member("m2", "g", 3, 8, topo))
+	// 24 GPUs in one tor of 16: does not fit.
+	if _, st, _ := hs.schedule(m2); st == nil || !strings.HasPrefix(st.Message(), "job default/g: needs 24 GPUs") {
+		t.Fatalf("m2: %v", st)
+	}
+	if want := []string{"default/m0", "default/m1"}; !slices.Equal(hs.h.activated, want) {
+		t.Errorf("activated %v, want %v", hs.h.activated, want)
+	}
+	// Retried, m0 gets the verdict, and nobody is activated again.
+	if _, st, _ := hs.schedule(m0); st == nil || !strings.HasPrefix(st.Message(), "job default/g: needs 24 GPUs") {
+		t.Fatalf("m0 again: %v", st)
+	}
+	if len(hs.h.activated) != 2 {
+		t.Errorf("activated %v after the retry, want no more", hs.h.activated)
+	}
 }
