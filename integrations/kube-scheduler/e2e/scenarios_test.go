@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -205,6 +206,8 @@ func testFGDStrandsFewer(ctx context.Context, t *testing.T, cp *controlPlane, st
 	type result struct {
 		stranded, placed8 int
 		annotated         int
+		// scheduledBy counts the Scheduled events by reporting profile.
+		scheduledBy map[string]int
 	}
 	runPool := func(pool, scheduler string) result {
 		ns := "pool-" + pool
@@ -224,11 +227,20 @@ func testFGDStrandsFewer(ctx context.Context, t *testing.T, cp *controlPlane, st
 			large = append(large, p.Name)
 		}
 		waitSettled(ctx, t, c, ns, large)
-		var r result
+		r := result{scheduledBy: map[string]int{}}
 		used := map[string]int{}
 		for _, p := range listPods(ctx, t, c, ns) {
 			if p.Spec.NodeName == "" {
 				continue
+			}
+			evs, err := podEvents(ctx, c, ns, p.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range evs {
+				if e.Reason == "Scheduled" {
+					r.scheduledBy[e.ReportingController]++
+				}
 			}
 			used[p.Spec.NodeName] += gpuRequest(&p)
 			if strings.HasPrefix(p.Name, "large-") {
@@ -260,6 +272,13 @@ func testFGDStrandsFewer(ctx context.Context, t *testing.T, cp *controlPlane, st
 	}
 	if want := 12 + fgd.placed8; fgd.annotated != want {
 		t.Errorf("%d pods bound by gpusched carry %s, want %d", fgd.annotated, indicesKey, want)
+	}
+	// And the scheduler reports each binding under the profile that made it.
+	if want := map[string]int{"default-scheduler": 12 + def.placed8}; !maps.Equal(def.scheduledBy, want) {
+		t.Errorf("control pods' Scheduled events by profile: %v, want %v", def.scheduledBy, want)
+	}
+	if want := map[string]int{"gpusched-fgd": 12 + fgd.placed8}; !maps.Equal(fgd.scheduledBy, want) {
+		t.Errorf("gpusched pods' Scheduled events by profile: %v, want %v", fgd.scheduledBy, want)
 	}
 }
 

@@ -134,7 +134,8 @@ func (p *Plugin) onNodeDelete(o any) {
 
 func (p *Plugin) onPod(o any) {
 	if pod, ok := o.(*v1.Pod); ok {
-		p.st.setPod(pod)
+		reject := p.st.setPod(pod)
+		p.reject(reject, fmt.Sprintf("gang member %s/%s finished", pod.Namespace, pod.Name))
 	}
 }
 
@@ -143,7 +144,8 @@ func (p *Plugin) onPodDelete(o any) {
 		o = d.Obj
 	}
 	if pod, ok := o.(*v1.Pod); ok {
-		p.st.deletePod(pod.UID, pod.Spec.NodeName != "")
+		reject := p.st.deletePod(pod.UID, pod.Spec.NodeName != "")
+		p.reject(reject, fmt.Sprintf("gang member %s/%s was deleted", pod.Namespace, pod.Name))
 	}
 }
 

@@ -588,3 +588,30 @@ func TestGangEarlyMembersActivated(t *testing.T) {
 		t.Errorf("activated %v after the retry, want no more", hs.h.activated)
 	}
 }
+
+// TestGangMemberDeletedDropsPlan: a planned member deleted before it reserved
+// its slot ends the plan at once; the waiting members are rejected and the
+// GPUs go back.
+func TestGangMemberDeletedDropsPlan(t *testing.T) {
+	hs := newHarness(t, &Args{}, torNodes()...)
+	var ms []*v1.Pod
+	for i := range 3 {
+		ms = append(ms, hs.add(member(fmt.Sprintf("m%d", i), "g", 3, 8, nil)))
+	}
+	if _, st, waiting := hs.schedule(ms[0]); st != nil || !waiting {
+		t.Fatal(st)
+	}
+	if free := hs.freeGPUs(); free != 8 {
+		t.Fatalf("%d free GPUs with the gang planned, want 8", free)
+	}
+	_ = hs.pods.Delete(ms[2])
+	hs.p.onPodDelete(ms[2])
+	if w := hs.h.waiting[ms[0].UID]; w == nil || w.rejected == "" {
+		t.Error("m0 not rejected when m2 was deleted")
+	}
+	hs.p.Unreserve(context.Background(), hs.states[ms[0].UID], ms[0], "")
+	hs.check()
+	if free := hs.freeGPUs(); free != 32 {
+		t.Errorf("%d free GPUs after the plan was dropped, want 32", free)
+	}
+}

@@ -288,21 +288,20 @@ func (s *state) releaseLocked(r *podRecord) {
 }
 
 // setPod records an assigned pod seen by the informer (bound by this plugin or
-// by anyone else).
-func (s *state) setPod(p *v1.Pod) {
-	if p.Spec.NodeName == "" {
-		return
-	}
+// by anyone else); a finished pod is deleted (see deletePod).
+func (s *state) setPod(p *v1.Pod) []types.UID {
 	if isTerminal(p) {
-		s.deletePod(p.UID, true)
-		return
+		return s.deletePod(p.UID, p.Spec.NodeName != "")
+	}
+	if p.Spec.NodeName == "" {
+		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r, ok := s.pods[p.UID]; ok {
 		if r.node == p.Spec.NodeName {
 			r.assumed = false
-			return
+			return nil
 		}
 		// Bound elsewhere than reserved (should not happen): follow the
 		// API server.
@@ -311,7 +310,7 @@ func (s *state) setPod(p *v1.Pod) {
 	}
 	r := &podRecord{uid: p.UID, key: p.Namespace + "/" + p.Name, node: p.Spec.NodeName, demand: demandOf(p, s.args)}
 	if r.demand.gpus == 0 && r.cpuMilli == 0 && r.memoryMiB == 0 {
-		return
+		return nil
 	}
 	if s.topo != nil {
 		if h, ok := s.topo.Cluster.HostByName(r.node); ok {
@@ -325,13 +324,24 @@ func (s *state) setPod(p *v1.Pod) {
 	if s.topo != nil {
 		s.applyLocked(r)
 	}
+	return nil
 }
 
 // deletePod forgets a pod that was deleted or finished. A pod deleted before
-// it was bound is left to Unreserve, which the scheduler calls for it.
-func (s *state) deletePod(uid types.UID, bound bool) {
+// it was bound is left to Unreserve, which the scheduler calls for it; but a
+// deleted gang member that had not reserved its slot yet drops its gang's
+// plan (the gang can no longer complete as planned), and the members waiting
+// at Permit are returned for the caller to reject.
+func (s *state) deletePod(uid types.UID, bound bool) []types.UID {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var reject []types.UID
+	for _, key := range sortedKeys(s.plans) {
+		pl := s.plans[key]
+		if _, slotted := pl.slot[uid]; slotted && !pl.reserved[uid] {
+			reject = append(reject, s.dropPlanLocked(key)...)
+		}
+	}
 	if r, ok := s.pods[uid]; ok && (bound || !r.assumed) {
 		s.releaseLocked(r)
 		delete(s.pods, uid)
@@ -342,6 +352,7 @@ func (s *state) deletePod(uid types.UID, bound bool) {
 			delete(s.early, key)
 		}
 	}
+	return reject
 }
 
 // dropPlanLocked undoes an open gang plan: the ledger gets back every slot and
