@@ -55,6 +55,7 @@ func (s *Scheduler) Schedule(now time.Time) Decision {
 		s.tree.Advance(now)
 	}
 	s.resetHolds()
+	s.startPreemption(&d, now)
 	leaves := s.tree.Leaves()
 	if len(s.ls) != s.tree.NumNodes() {
 		s.ls = make([]leafState, s.tree.NumNodes())
@@ -72,6 +73,7 @@ func (s *Scheduler) Schedule(now time.Time) Decision {
 	for _, id := range leaves {
 		s.ls[id].cur.End()
 	}
+	s.endPreemption()
 	if !s.cfg.OmitPending {
 		s.listPending(&d)
 	}
@@ -132,6 +134,7 @@ func (s *Scheduler) try(d *Decision, leaf *queue.Leaf, j *job, now time.Time) {
 	if b := s.tree.Check(lid, j.demand); b != nil {
 		r := &Reason{Code: WaitQuota, Quota: b}
 		s.classFail(cur, j, r)
+		s.maybePreempt(d, leaf, j, nil, now)
 		s.afterBlock(st, leaf, j, r, b, now)
 		return
 	}
@@ -394,38 +397,6 @@ func (s *Scheduler) allowModel(h topology.HostID) bool {
 func (s *Scheduler) allowGuar(h topology.HostID) bool {
 	m := s.c.HostModel(h)
 	return m == topology.NoModel || s.modelGuar[m]
-}
-
-// maybePreempt asks the Preemptor, if any, for victims for j.
-func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.Explanation, now time.Time) {
-	if s.cfg.Preemptor == nil {
-		return
-	}
-	vs := s.cfg.Preemptor.Preempt(s, PreemptCandidate{Job: &j.spec, Request: j.req, Queue: leaf.Name(), Why: x}, now)
-	var asked []string
-	for _, v := range vs {
-		vj, ok := s.jobs[v.Job]
-		if !ok || !vj.state.Holding() || vj.preempting || vj == j {
-			continue
-		}
-		vj.preempting = true
-		v.For = j.spec.ID
-		d.Preemptions = append(d.Preemptions, v)
-		asked = append(asked, v.Job)
-	}
-	if len(asked) > 0 {
-		j.waitingFor = asked
-		s.jobReason(j, &Reason{Code: WaitPreemption, Blocker: asked[0], Placement: x, Victims: asked})
-	}
-}
-
-func (s *Scheduler) victimStillHolding(j *job) string {
-	for _, id := range j.waitingFor {
-		if v, ok := s.jobs[id]; ok && v.state.Holding() && v.preempting {
-			return id
-		}
-	}
-	return ""
 }
 
 // listPending fills d.Pending with every waiting job and its reason, in

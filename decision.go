@@ -26,6 +26,12 @@ type Decision struct {
 	// (empty unless a Preemptor is configured). The host stops each within
 	// its grace period and calls Preempted.
 	Preemptions []Preemption
+	// Recoveries are what to do with jobs on GPUs and hosts that failed or
+	// are draining since the last cycle (SetGPUHealth, SetHostHealth), in
+	// job ID order: stop and Requeue them (they restart from their last
+	// checkpoint), or stop and report Failed when they exhausted
+	// Config.MaxRestarts.
+	Recoveries []Recovery
 	// Pending lists every job still waiting, queue by queue (depth-first
 	// order of the queue tree) and in queue order within each, with the
 	// reason it waits. Its backing array is reused by the next Schedule
@@ -248,6 +254,9 @@ func (d *Decision) Format(c *topology.Cluster) string {
 	}
 	for _, p := range d.Preemptions {
 		fmt.Fprintf(&b, "preempt %s for %s (grace %v): %s\n", p.Job, p.For, p.Grace, p.Reason)
+	}
+	for i := range d.Recoveries {
+		formatRecovery(&b, &d.Recoveries[i])
 	}
 	for _, p := range d.Pending {
 		fmt.Fprintf(&b, "wait %s (%s", p.Job, p.Queue)

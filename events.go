@@ -178,7 +178,7 @@ func (s *Scheduler) setEnd(j *job, t time.Time) {
 	}
 	j.endKnown = rt > 0
 	if j.endKnown {
-		j.end = t.Add(rt)
+		j.end = t.Add(j.remaining(rt))
 	} else {
 		j.end = time.Time{}
 	}
@@ -246,6 +246,7 @@ func (s *Scheduler) back(id string, now time.Time, st queue.State, event string)
 	if !j.state.Holding() {
 		return jobErr(id, fmt.Errorf("%w: %s for a %s job", ErrState, event, j.state))
 	}
+	s.stopped(j, now)
 	if err := s.release(j, now); err != nil {
 		return jobErr(id, err)
 	}
@@ -325,6 +326,9 @@ func (s *Scheduler) SetGPUHealth(g topology.GPUID, h topology.Health) ([]string,
 	if h != old && h != topology.Healthy {
 		s.healthEpoch++
 	}
+	if h != old {
+		s.noteGPU(g, h)
+	}
 	var ids []string
 	for _, j := range s.onHost[host] {
 		if usesGPU(j.placement, g) {
@@ -350,6 +354,9 @@ func (s *Scheduler) SetHostHealth(h topology.HostID, hh topology.Health) ([]stri
 	}
 	if hh != old && hh != topology.Healthy {
 		s.healthEpoch++
+	}
+	if hh != old {
+		s.noteHost(h, hh)
 	}
 	var ids []string
 	for _, j := range s.onHost[h] {

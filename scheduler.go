@@ -22,9 +22,12 @@ type Config struct {
 	// Placer places gangs; nil means gang.New("topology") with brief
 	// explanations.
 	Placer gang.Placer
-	// Preemptor, if set, proposes victims for jobs that cannot be placed;
-	// nil means no preemption.
+	// Preemptor, if set, proposes victims for jobs that cannot be placed
+	// or admitted (see PlanPreemptor); nil means no preemption.
 	Preemptor Preemptor
+	// MaxRestarts ends a job stopped by failures more than this many
+	// times (Decision.Recoveries says so); 0 means no limit.
+	MaxRestarts int
 	// DefaultRuntime is assumed for jobs without a runtime estimate when
 	// computing reservations and backfill windows; 0 means such jobs are
 	// treated as running until they end (they never end before a
@@ -126,6 +129,7 @@ type Scheduler struct {
 	shortScr    []*queue.Entry
 	// testBeforeCycle, if set, runs at the start of Schedule (tests).
 	testBeforeCycle func()
+	pre             schedPreempt // nominations and faults (preemption.go)
 }
 
 type job struct {
@@ -151,6 +155,7 @@ type job struct {
 	waitingFor  []string
 	preemptions int
 	hosts       []topology.HostID
+	pre         jobPreempt // preemption and recovery (preemption.go)
 }
 
 // New validates cfg and returns a Scheduler with an empty ledger (every

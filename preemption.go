@@ -1,0 +1,460 @@
+package gpusched
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/preempt"
+	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/topology"
+)
+
+// This file wires package preempt into the Scheduler: the Preemptor built
+// on its planner, nominations (the placement a preempting job will get,
+// held for it until its victims are gone), checkpoints and progress, and
+// recovery actions for faults.
+
+// PlacingPreemptor is a Preemptor that also says where the pending job
+// goes once its victims are gone. The Scheduler then nominates the job to
+// that placement: it keeps other jobs off the placement's free parts while
+// the victims stop, and binds the job to it at the start of the first
+// cycle in which every victim has released (after checking its quota
+// again), before any other job is considered. So a job is not preempted
+// for only to find its room taken. PlanPreemptor implements it.
+type PlacingPreemptor interface {
+	Preemptor
+	// PreemptPlan is Preempt with the placement the job gets once the
+	// victims are gone; nil victims means no plan.
+	PreemptPlan(s *Scheduler, job PreemptCandidate, now time.Time) ([]Preemption, *gang.Placement)
+}
+
+// PlanPreemptor is the Preemptor built on package preempt: for a job the
+// cycle could not admit (placement or quota), it plans the cheapest
+// victims by the rules of preempt.Config (lower priority, reclaim of
+// borrowed quota, fair share; minimum run time, preemption caps and
+// non-preemptible jobs respected; gang- and topology-aware; minimal lost
+// work since checkpoints) and the placement the job gets.
+//
+// Checkpoints come from Scheduler.Checkpointed; for a running job that
+// never reported one but has a CheckpointInterval, the last checkpoint is
+// estimated as the last whole interval since it started. Jobs admitted in
+// the same cycle, jobs being preempted and jobs being recovered are never
+// victims. A plan that failed is not tried again for the same job until
+// the ledger or the quotas change.
+type PlanPreemptor struct {
+	cfg     preempt.Config
+	search  *preempt.Search
+	placer  gang.Placer
+	maxPlan int
+
+	cycle uint64
+	plans int
+}
+
+// NewPlanPreemptor validates cfg and returns the Preemptor. A nil
+// cfg.Placer means the Scheduler's placer. maxPerCycle bounds the plans
+// made per scheduling cycle (each costs a pass over the running jobs);
+// 0 means 8.
+func NewPlanPreemptor(cfg preempt.Config, maxPerCycle int) (*PlanPreemptor, error) {
+	if maxPerCycle < 0 {
+		return nil, fmt.Errorf("gpusched: NewPlanPreemptor: negative maxPerCycle %d", maxPerCycle)
+	}
+	if maxPerCycle == 0 {
+		maxPerCycle = 8
+	}
+	if _, err := preempt.New(cfg); err != nil {
+		return nil, err
+	}
+	return &PlanPreemptor{cfg: cfg, maxPlan: maxPerCycle}, nil
+}
+
+var _ PlacingPreemptor = (*PlanPreemptor)(nil)
+
+// Preempt returns the victims of PreemptPlan.
+func (p *PlanPreemptor) Preempt(s *Scheduler, c PreemptCandidate, now time.Time) []Preemption {
+	v, _ := p.PreemptPlan(s, c, now)
+	return v
+}
+
+// PreemptPlan plans victims for the candidate with package preempt.
+func (p *PlanPreemptor) PreemptPlan(s *Scheduler, c PreemptCandidate, now time.Time) ([]Preemption, *gang.Placement) {
+	if p.cycle != s.cycle {
+		p.cycle, p.plans = s.cycle, 0
+	}
+	if p.plans >= p.maxPlan {
+		return nil, nil
+	}
+	p.plans++
+	if p.search == nil || p.cfg.Placer == nil && p.placer != s.placer {
+		cfg := p.cfg
+		if cfg.Placer == nil {
+			cfg.Placer = s.placer
+		}
+		p.search, _ = preempt.New(cfg) // validated by NewPlanPreemptor
+		p.placer = s.placer
+	}
+	pend := &preempt.Pending{Request: c.Request, Queue: c.Queue, Priority: c.Job.Priority, Demand: s.demandVector(c.Request)}
+	plan, _ := p.search.Plan(schedSnapshot{s, now}, pend, now)
+	if plan == nil || len(plan.Victims) == 0 {
+		return nil, nil
+	}
+	out := make([]Preemption, 0, len(plan.Victims))
+	for _, v := range plan.Victims {
+		out = append(out, Preemption{Job: v.Job, Grace: v.Grace, Reason: victimReason(&v, c.Job.Priority, c.Queue)})
+	}
+	return out, plan.Placement
+}
+
+func victimReason(v *preempt.Victim, prio int32, q string) string {
+	var why string
+	switch v.Ground {
+	case preempt.GroundPriority:
+		why = fmt.Sprintf("priority %d < %d", v.Priority, prio)
+	case preempt.GroundReclaim:
+		why = fmt.Sprintf("queue %s borrows quota %s reclaims", v.Queue, q)
+	case preempt.GroundFairShare:
+		why = fmt.Sprintf("queue %s is above its fair share", v.Queue)
+	default:
+		why = v.Ground.String()
+	}
+	if !v.Whole() {
+		why += fmt.Sprintf("; shrink by %d task(s)", len(v.Tasks))
+	}
+	return why + "; loses " + v.Lost.String() + " since its last checkpoint"
+}
+
+// schedSnapshot is the Scheduler seen as a preempt.Snapshot.
+type schedSnapshot struct {
+	s   *Scheduler
+	now time.Time
+}
+
+func (x schedSnapshot) Ledger() *topology.Ledger { return x.s.ledger }
+func (x schedSnapshot) Queues() *queue.Tree      { return x.s.tree }
+
+// Jobs lists the holding jobs in order of estimated end (deterministic).
+func (x schedSnapshot) Jobs(fn func(*preempt.Job) bool) {
+	s := x.s
+	s.ends.Ascend(func(j *job) bool {
+		return fn(s.preemptJob(j, x.now))
+	})
+}
+
+// preemptJob refreshes j's preempt.Job view.
+func (s *Scheduler) preemptJob(j *job, now time.Time) *preempt.Job {
+	pj := &j.pre.pj
+	pj.Spec, pj.Placement, pj.Started = &j.spec, j.placement, j.started
+	pj.Checkpoint = s.lastCheckpoint(j, now)
+	pj.Preemptions, pj.Restarts, pj.Charge = j.preemptions, j.pre.restarts, j.charged
+	pj.Stopping = j.preempting || j.pre.recovering || j.state == queue.Admitted && !j.admitted.Before(s.now) // admitted in this cycle
+	pj.End = time.Time{}
+	if j.endKnown {
+		pj.End = j.end
+	}
+	return pj
+}
+
+// lastCheckpoint is j's last checkpoint in its current run: reported, or
+// estimated from its CheckpointInterval.
+func (s *Scheduler) lastCheckpoint(j *job, now time.Time) time.Time {
+	if j.started.IsZero() {
+		return time.Time{}
+	}
+	cp := j.pre.checkpoint
+	if iv := j.spec.CheckpointInterval; iv > 0 && now.After(j.started) {
+		if est := j.started.Add(now.Sub(j.started) / iv * iv); est.After(cp) && est.After(j.started) {
+			cp = est
+		}
+	}
+	if !cp.After(j.started) {
+		return time.Time{}
+	}
+	return cp
+}
+
+// jobPreempt is the per-job state of preemption and recovery.
+type jobPreempt struct {
+	pj         preempt.Job
+	checkpoint time.Time     // last reported checkpoint of the current run
+	progress   time.Duration // work saved by checkpoints of earlier runs
+	restarts   int           // stops by failures
+	recovering bool          // a recovery action was issued
+	nominated  *nomination
+	noPlanGen  uint64 // ledger generation and tree epoch of the last failed plan
+	noPlanEp   uint64
+}
+
+// schedPreempt is the Scheduler's state of preemption and recovery.
+type schedPreempt struct {
+	noms   []*nomination
+	faults []preempt.Fault
+}
+
+// nomination is a placement promised to a waiting job once its victims
+// have released.
+type nomination struct {
+	job     *job
+	p       *gang.Placement
+	victims []*job
+	held    []topology.Claim // trial-held in the current cycle
+}
+
+// Recovery is what the host should do with a job hit by a fault (see
+// Decision.Recoveries).
+type Recovery struct {
+	Job string
+	// Action: preempt.ActionRequeue (stop now, then report Requeue),
+	// ActionDrain (signal, wait Grace for a checkpoint, stop, report
+	// Requeue), ActionKeep (let it run; it ends before the drain matters)
+	// or ActionEnd (stop, report Failed: it was stopped by failures more
+	// often than allowed).
+	Action preempt.Action
+	Grace  time.Duration
+	// Lost is the GPU time lost since its last checkpoint; RestartFrom that
+	// checkpoint (zero: from the beginning).
+	Lost        preempt.GPUTime
+	RestartFrom time.Time
+	Reason      string
+}
+
+// Checkpointed reports that a running job completed a checkpoint at at
+// (≤ now): a preemption or failure then loses only the work since, and a
+// requeued job keeps its progress up to it (its runtime estimate shrinks
+// by the work saved).
+func (s *Scheduler) Checkpointed(id string, at, now time.Time) error {
+	now = s.advance(now)
+	j, err := s.lookup(id)
+	if err != nil {
+		return err
+	}
+	if j.state != queue.Running {
+		return jobErr(id, fmt.Errorf("%w: Checkpointed for a %s job", ErrState, j.state))
+	}
+	if at.Before(j.started) || at.After(now) {
+		return jobErr(id, fmt.Errorf("%w: checkpoint at %s outside its run (%s..%s)", ErrState, at.UTC().Format(time.RFC3339), j.started.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339)))
+	}
+	if at.After(j.pre.checkpoint) {
+		j.pre.checkpoint = at
+	}
+	return nil
+}
+
+// Progress returns a live job's last checkpoint in its current run (zero
+// when none) and the work its earlier runs saved by checkpoints.
+func (s *Scheduler) Progress(id string) (checkpoint time.Time, saved time.Duration, ok bool) {
+	j, ok := s.jobs[id]
+	if !ok {
+		return time.Time{}, 0, false
+	}
+	return s.lastCheckpoint(j, s.now), j.pre.progress, true
+}
+
+// stopped updates a holding job that stops and waits again (Preempted or
+// Requeue): it keeps the work up to its last checkpoint as progress, and
+// a job recovering from a failure counts a restart.
+func (s *Scheduler) stopped(j *job, now time.Time) {
+	if cp := s.lastCheckpoint(j, now); !cp.IsZero() {
+		j.pre.progress += cp.Sub(j.started)
+	}
+	j.pre.checkpoint = time.Time{}
+	if j.pre.recovering {
+		j.pre.restarts++
+		j.pre.recovering = false
+	}
+}
+
+// remaining is j's runtime estimate less its saved progress.
+func (j *job) remaining(rt time.Duration) time.Duration {
+	if p := j.pre.progress; p > 0 && p < rt {
+		return rt - p
+	}
+	return rt
+}
+
+// noteGPU and noteHost record a health change for the next cycle's
+// recovery plan.
+func (s *Scheduler) noteGPU(g topology.GPUID, h topology.Health) {
+	s.pre.faults = append(s.pre.faults, preempt.GPUFault(g, h, ""))
+}
+
+func (s *Scheduler) noteHost(h topology.HostID, hh topology.Health) {
+	s.pre.faults = append(s.pre.faults, preempt.HostFault(h, hh, ""))
+}
+
+// startPreemption runs at the start of a cycle: recovery actions for the
+// faults since the last cycle, nominated jobs whose victims are gone bound
+// to their placement, and the free parts of the other nominations held.
+func (s *Scheduler) startPreemption(d *Decision, now time.Time) {
+	if len(s.pre.faults) > 0 {
+		s.recover(d, now)
+	}
+	noms := s.pre.noms[:0]
+	for _, n := range s.pre.noms {
+		j := n.job
+		if j.pre.nominated != n || !j.state.Waiting() {
+			s.dropNomination(n)
+			continue
+		}
+		if s.victimStillHolding(j) != "" {
+			s.hold(n)
+			noms = append(noms, n)
+			continue
+		}
+		// Every victim is gone: bind the job to its placement now.
+		j.waitingFor = nil
+		j.pre.nominated = nil
+		if b := s.tree.Check(j.leaf.ID(), j.demand); b != nil {
+			s.dropNomination(n)
+			continue
+		}
+		s.scratch = *n.p.Clone()
+		if !s.admit(d, j.leaf, j, nil, now) {
+			s.dropNomination(n)
+		}
+	}
+	clear(s.pre.noms[len(noms):])
+	s.pre.noms = noms
+}
+
+// endPreemption gives back what the nominations held in the cycle.
+func (s *Scheduler) endPreemption() {
+	for i := len(s.pre.noms) - 1; i >= 0; i-- {
+		n := s.pre.noms[i]
+		if len(n.held) > 0 {
+			if err := s.ledger.TrialRelease(n.held...); err != nil {
+				panic("gpusched: releasing a nomination's hold failed: " + err.Error())
+			}
+			n.held = n.held[:0]
+		}
+	}
+}
+
+// hold trial-allocates the parts of n's placement that are free now, so
+// that no other job of the cycle takes them: whole claims where they are
+// free, else each GPU of the claim that is.
+func (s *Scheduler) hold(n *nomination) {
+	for _, cl := range n.p.Claims {
+		if s.ledger.TrialAllocate(cl) == nil {
+			n.held = append(n.held, cl)
+			continue
+		}
+		for _, g := range cl.GPUs {
+			part := topology.Claim{Host: cl.Host, GPUs: []topology.GPUClaim{g}}
+			if s.ledger.TrialAllocate(part) == nil {
+				n.held = append(n.held, part)
+			}
+		}
+	}
+}
+
+// dropNomination forgets a nomination whose job will not take it; what it
+// held is free again, so cached placement failures may be stale.
+func (s *Scheduler) dropNomination(n *nomination) {
+	if n.job.pre.nominated == n {
+		n.job.pre.nominated = nil
+	}
+	clear(s.fails)
+}
+
+// maybePreempt asks the Preemptor, if any, for victims for j, which the
+// cycle could not admit (x is the placer's explanation, nil for a quota
+// block). With a PlacingPreemptor the job is nominated to the planned
+// placement.
+func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.Explanation, now time.Time) {
+	if s.cfg.Preemptor == nil || j.pre.nominated != nil {
+		return
+	}
+	if j.pre.noPlanGen == s.ledger.Generation() && j.pre.noPlanEp == s.tree.Epoch() && j.pre.noPlanGen != 0 {
+		return // nothing changed since the last plan failed
+	}
+	c := PreemptCandidate{Job: &j.spec, Request: j.req, Queue: leaf.Name(), Why: x}
+	var vs []Preemption
+	var p *gang.Placement
+	if pp, ok := s.cfg.Preemptor.(PlacingPreemptor); ok {
+		vs, p = pp.PreemptPlan(s, c, now)
+	} else {
+		vs = s.cfg.Preemptor.Preempt(s, c, now)
+	}
+	var asked []string
+	var victims []*job
+	for _, v := range vs {
+		vj, ok := s.jobs[v.Job]
+		if !ok || !vj.state.Holding() || vj.preempting || vj == j {
+			continue
+		}
+		vj.preempting = true
+		v.For = j.spec.ID
+		d.Preemptions = append(d.Preemptions, v)
+		asked = append(asked, v.Job)
+		victims = append(victims, vj)
+	}
+	if len(asked) == 0 {
+		j.pre.noPlanGen, j.pre.noPlanEp = s.ledger.Generation(), s.tree.Epoch()
+		return
+	}
+	j.waitingFor = asked
+	s.jobReason(j, &Reason{Code: WaitPreemption, Blocker: asked[0], Placement: x, Victims: asked})
+	if p != nil && len(asked) == len(vs) {
+		n := &nomination{job: j, p: p.Clone(), victims: victims}
+		j.pre.nominated = n
+		s.pre.noms = append(s.pre.noms, n)
+		s.hold(n)
+	}
+}
+
+func (s *Scheduler) victimStillHolding(j *job) string {
+	for _, id := range j.waitingFor {
+		if v, ok := s.jobs[id]; ok && v.state.Holding() && v.preempting {
+			return id
+		}
+	}
+	return ""
+}
+
+// recover turns the faults noted since the last cycle into recovery
+// actions for the jobs still holding resources on failed or draining
+// parts (the ledger already has the health).
+func (s *Scheduler) recover(d *Decision, now time.Time) {
+	faults := s.pre.faults
+	s.pre.faults = nil
+	snap := recoverySnapshot{schedSnapshot{s, now}}
+	plan, err := preempt.Recover(snap, faults, now, preempt.RecoveryConfig{NoShrink: true, MaxRestarts: s.cfg.MaxRestarts})
+	if err != nil {
+		// The faults were checked by the health setters.
+		panic("gpusched: recovery plan: " + err.Error())
+	}
+	for _, a := range plan.Actions {
+		j := s.jobs[a.Job]
+		if a.Action != preempt.ActionKeep {
+			j.pre.recovering = true
+		}
+		d.Recoveries = append(d.Recoveries, Recovery{Job: a.Job, Action: a.Action, Grace: a.Grace, Lost: a.Lost, RestartFrom: a.RestartFrom, Reason: a.Reason})
+	}
+}
+
+// recoverySnapshot lists the holding jobs not already being recovered.
+type recoverySnapshot struct{ schedSnapshot }
+
+func (x recoverySnapshot) Jobs(fn func(*preempt.Job) bool) {
+	x.s.ends.Ascend(func(j *job) bool {
+		if j.pre.recovering {
+			return true
+		}
+		return fn(x.s.preemptJob(j, x.now))
+	})
+}
+
+// formatRecovery renders a recovery for Decision.Format.
+func formatRecovery(b *strings.Builder, r *Recovery) {
+	fmt.Fprintf(b, "recover %s: %s", r.Job, r.Action)
+	if r.Grace > 0 {
+		fmt.Fprintf(b, " (grace %v)", r.Grace)
+	}
+	fmt.Fprintf(b, ", loses %s", r.Lost)
+	if !r.RestartFrom.IsZero() {
+		fmt.Fprintf(b, ", restarts from %s", r.RestartFrom.UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintf(b, ": %s\n", r.Reason)
+}
