@@ -31,9 +31,7 @@ type fakeHandle struct {
 }
 
 func (h *fakeHandle) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
-	for _, k := range sortedKeys(pods) {
-		h.activated = append(h.activated, k)
-	}
+	h.activated = append(h.activated, sortedKeys(pods)...)
 }
 
 type fakeWaiting struct {
