@@ -153,6 +153,7 @@ func (s *Scheduler) try(d *Decision, leaf *queue.Leaf, j *job, now time.Time) {
 	key := j.shape + mkey
 	if f := s.fails[key]; f != nil && s.stillFails(f, allow) {
 		s.classFail(cur, j, f.reason)
+		s.maybePreempt(d, leaf, j, f.reason.Placement, now)
 		s.afterBlock(st, leaf, j, f.reason, nil, now)
 		return
 	}

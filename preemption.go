@@ -37,6 +37,9 @@ type PlacingPreemptor interface {
 // non-preemptible jobs respected; gang- and topology-aware; minimal lost
 // work since checkpoints) and the placement the job gets.
 //
+// Victims stop whole: the Scheduler has no event for stopping part of an
+// elastic gang, so preempt.Config.NoShrink is always set.
+//
 // Checkpoints come from Scheduler.Checkpointed; for a running job that
 // never reported one but has a CheckpointInterval, the last checkpoint is
 // estimated as the last whole interval since it started. Jobs admitted in
@@ -64,6 +67,7 @@ func NewPlanPreemptor(cfg preempt.Config, maxPerCycle int) (*PlanPreemptor, erro
 	if maxPerCycle == 0 {
 		maxPerCycle = 8
 	}
+	cfg.NoShrink = true
 	if _, err := preempt.New(cfg); err != nil {
 		return nil, err
 	}
@@ -86,6 +90,11 @@ func (p *PlanPreemptor) PreemptPlan(s *Scheduler, c PreemptCandidate, now time.T
 	if p.plans >= p.maxPlan {
 		return nil, nil
 	}
+	j := s.jobs[c.Job.ID]
+	if j != nil && j.pre.noPlanGen != 0 && j.pre.noPlanGen == s.ledger.Generation() && j.pre.noPlanEp == s.tree.Epoch() &&
+		(j.pre.noPlanUntil.IsZero() || now.Before(j.pre.noPlanUntil)) {
+		return nil, nil // nothing changed since the last plan failed
+	}
 	p.plans++
 	if p.search == nil || p.cfg.Placer == nil && p.placer != s.placer {
 		cfg := p.cfg
@@ -96,8 +105,11 @@ func (p *PlanPreemptor) PreemptPlan(s *Scheduler, c PreemptCandidate, now time.T
 		p.placer = s.placer
 	}
 	pend := &preempt.Pending{Request: c.Request, Queue: c.Queue, Priority: c.Job.Priority, Demand: s.demandVector(c.Request)}
-	plan, _ := p.search.Plan(schedSnapshot{s, now}, pend, now)
+	plan, why := p.search.Plan(schedSnapshot{s, now}, pend, now)
 	if plan == nil || len(plan.Victims) == 0 {
+		if j != nil && why != nil {
+			j.pre.noPlanGen, j.pre.noPlanEp, j.pre.noPlanUntil = s.ledger.Generation(), s.tree.Epoch(), why.Until
+		}
 		return nil, nil
 	}
 	out := make([]Preemption, 0, len(plan.Victims))
@@ -142,6 +154,21 @@ func (x schedSnapshot) Jobs(fn func(*preempt.Job) bool) {
 	})
 }
 
+// Commitments lists the charges of jobs being preempted or recovered (to
+// be released) and the demands of nominated jobs (to be charged).
+func (x schedSnapshot) Commitments(fn func(q string, v queue.Vector, release bool)) {
+	s := x.s
+	s.ends.Ascend(func(j *job) bool {
+		if j.preempting || j.pre.recovering {
+			fn(j.leaf.Name(), j.charged, true)
+		}
+		return true
+	})
+	for _, n := range s.pre.noms {
+		fn(n.job.leaf.Name(), n.job.demand, false)
+	}
+}
+
 // preemptJob refreshes j's preempt.Job view.
 func (s *Scheduler) preemptJob(j *job, now time.Time) *preempt.Job {
 	pj := &j.pre.pj
@@ -177,13 +204,17 @@ func (s *Scheduler) lastCheckpoint(j *job, now time.Time) time.Time {
 // jobPreempt is the per-job state of preemption and recovery.
 type jobPreempt struct {
 	pj         preempt.Job
-	checkpoint time.Time     // last reported checkpoint of the current run
-	progress   time.Duration // work saved by checkpoints of earlier runs
-	restarts   int           // stops by failures
-	recovering bool          // a recovery action was issued
+	checkpoint time.Time      // last reported checkpoint of the current run
+	progress   time.Duration  // work saved by checkpoints of earlier runs
+	restarts   int            // stops by failures
+	recovering bool           // a recovery action was issued
+	recovery   preempt.Action // which
 	nominated  *nomination
-	noPlanGen  uint64 // ledger generation and tree epoch of the last failed plan
-	noPlanEp   uint64
+	// ledger generation and tree epoch of the last failed plan, and when
+	// a protection that decided it expires
+	noPlanGen   uint64
+	noPlanEp    uint64
+	noPlanUntil time.Time
 }
 
 // schedPreempt is the Scheduler's state of preemption and recovery.
@@ -253,16 +284,16 @@ func (s *Scheduler) Progress(id string) (checkpoint time.Time, saved time.Durati
 
 // stopped updates a holding job that stops and waits again (Preempted or
 // Requeue): it keeps the work up to its last checkpoint as progress, and
-// a job recovering from a failure counts a restart.
+// a job requeued after a failure counts a restart (drains do not).
 func (s *Scheduler) stopped(j *job, now time.Time) {
 	if cp := s.lastCheckpoint(j, now); !cp.IsZero() {
 		j.pre.progress += cp.Sub(j.started)
 	}
 	j.pre.checkpoint = time.Time{}
-	if j.pre.recovering {
+	if j.pre.recovering && j.pre.recovery == preempt.ActionRequeue {
 		j.pre.restarts++
-		j.pre.recovering = false
 	}
+	j.pre.recovering = false
 }
 
 // remaining is j's runtime estimate less its saved progress.
@@ -366,9 +397,6 @@ func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.
 	if s.cfg.Preemptor == nil || j.pre.nominated != nil {
 		return
 	}
-	if j.pre.noPlanGen == s.ledger.Generation() && j.pre.noPlanEp == s.tree.Epoch() && j.pre.noPlanGen != 0 {
-		return // nothing changed since the last plan failed
-	}
 	c := PreemptCandidate{Job: &j.spec, Request: j.req, Queue: leaf.Name(), Why: x}
 	var vs []Preemption
 	var p *gang.Placement
@@ -391,7 +419,6 @@ func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.
 		victims = append(victims, vj)
 	}
 	if len(asked) == 0 {
-		j.pre.noPlanGen, j.pre.noPlanEp = s.ledger.Generation(), s.tree.Epoch()
 		return
 	}
 	j.waitingFor = asked
@@ -428,11 +455,13 @@ func (s *Scheduler) recover(d *Decision, now time.Time) {
 	for _, a := range plan.Actions {
 		j := s.jobs[a.Job]
 		if a.Action != preempt.ActionKeep {
-			j.pre.recovering = true
+			j.pre.recovering, j.pre.recovery = true, a.Action
 		}
 		d.Recoveries = append(d.Recoveries, Recovery{Job: a.Job, Action: a.Action, Grace: a.Grace, Lost: a.Lost, RestartFrom: a.RestartFrom, Reason: a.Reason})
 	}
 }
+
+var _ preempt.Commitments = schedSnapshot{}
 
 // recoverySnapshot lists the holding jobs not already being recovered.
 type recoverySnapshot struct{ schedSnapshot }

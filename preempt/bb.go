@@ -32,7 +32,7 @@ func (r *run) resetSet(x *dom) {
 	r.set = r.set[:0]
 	r.cur = key{}
 	if r.tree != nil {
-		r.w.Reset()
+		r.resetW()
 	}
 	hf := r.s.hostFree
 	for _, h := range r.cnt.hosts {

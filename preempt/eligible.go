@@ -141,6 +141,9 @@ func (r *run) classify(j *Job) (Exclusion, Ground, queue.NodeID) {
 	case sp.NonPreemptible:
 		return ExclNonPreemptible, 0, -1
 	case !j.Started.IsZero() && sp.MinRunTime > 0 && r.now.Sub(j.Started) < sp.MinRunTime:
+		if t := j.Started.Add(sp.MinRunTime); r.until.IsZero() || t.Before(r.until) {
+			r.until = t
+		}
 		return ExclMinRunTime, 0, -1
 	case sp.MaxPreemptions > 0 && j.Preemptions >= sp.MaxPreemptions:
 		return ExclMaxPreemptions, 0, -1

@@ -82,7 +82,7 @@ func genInstance(rt *rapid.T, maxJobs int) *instance {
 		if placer.Place(f.l, req, &p) != nil {
 			continue
 		}
-		j := &Job{Spec: spec, Placement: p.Clone(), Preemptions: rapid.IntRange(0, 1).Draw(rt, "preempted")}
+		j := &Job{Spec: spec, Placement: p.Clone(), Preemptions: rapid.IntRange(0, 1).Draw(rt, "preempted"), Stopping: rapid.IntRange(0, 7).Draw(rt, "stopping") == 0}
 		if rapid.IntRange(0, 5).Draw(rt, "admitted") > 0 {
 			j.Started = now.Add(-time.Duration(rapid.IntRange(1, 600).Draw(rt, "ran")) * time.Minute)
 			if rapid.Bool().Draw(rt, "checkpointed") {
@@ -199,7 +199,7 @@ func (o *oracle) ground(j *Job) (Ground, queue.NodeID) {
 	}
 	a := pathP[slices.Index(pathP, lca)-1]
 	mask := o.demand()
-	w := t.WhatIf()
+	w := o.whatIf()
 	borrow := queue.NodeID(-1)
 	for _, x := range below {
 		if w.Borrows(x, mask) {
@@ -214,7 +214,7 @@ func (o *oracle) ground(j *Job) (Ground, queue.NodeID) {
 			within = false
 		}
 	}
-	w.Reset()
+	w.Release(qp, mask)
 	if borrow >= 0 && within && (in.cfg.Reclaim == ReclaimAny || in.cfg.Reclaim == ReclaimLowerPriority && lower) {
 		return GroundReclaim, borrow
 	}
@@ -226,6 +226,20 @@ func (o *oracle) ground(j *Job) (Ground, queue.NodeID) {
 		}
 	}
 	return 0, -1
+}
+
+// whatIf is the tree with the charges of stopping jobs released.
+func (o *oracle) whatIf() *queue.WhatIf {
+	t := o.tree()
+	w := t.WhatIf()
+	o.in.f.st.Jobs(func(j *Job) bool {
+		if j.Stopping {
+			leaf, _ := t.Lookup(j.Spec.Queue)
+			w.Release(leaf, chargeOf(j, t, o.in.f.c))
+		}
+		return true
+	})
+	return w
 }
 
 func (ch choice) claims() []topology.Claim {
@@ -250,7 +264,7 @@ func (o *oracle) charge(ch choice) queue.Vector {
 func (o *oracle) feasible(set []choice) bool {
 	in := o.in
 	if t := o.tree(); t != nil {
-		w := t.WhatIf()
+		w := o.whatIf()
 		for _, ch := range set {
 			leaf, _ := t.Lookup(ch.job.Spec.Queue)
 			w.Release(leaf, o.charge(ch))
@@ -285,7 +299,7 @@ func (o *oracle) feasible(set []choice) bool {
 						a = x
 					}
 				}
-				w2 := t.WhatIf()
+				w2 := o.whatIf()
 				shareA := w2.Share(a, mask)
 				if w.Share(node, nil) < shareA {
 					return false

@@ -106,6 +106,7 @@ type run struct {
 	demand   queue.Vector
 	mask     queue.Vector
 	qblock   bool // the quota blocks the gang with nothing released
+	base     []baseCharge
 	defrag   bool // planning migrations (Defragment), not preemptions
 	moves    []moved
 
@@ -151,6 +152,7 @@ type run struct {
 	inexact           bool
 	inputErr          error
 	quota             *queue.Block
+	until             time.Time
 	tooSmall          int
 	candidates        int
 	searched          int
@@ -257,7 +259,7 @@ func (s *Search) begin(snap Snapshot, p *Pending, now time.Time) *run {
 		jobs: r.jobs[:0], units: r.units[:0], contribs: r.contribs[:0], slotLimit: r.slotLimit[:0], chargeArena: r.chargeArena[:0],
 		doms: r.doms[:0], domUnits: r.domUnits[:0], heap: r.heap[:0], set: r.set[:0], chosen: r.chosen[:0],
 		jobCount: r.jobCount[:0], jobWhole: r.jobWhole[:0], slotCount: r.slotCount[:0], order: r.order[:0], pool: r.pool[:0],
-		amt: r.amt[:0], ratio: r.ratio[:0], rel: r.rel[:0], scratch: r.scratch, best: r.best, qp: -1}
+		amt: r.amt[:0], ratio: r.ratio[:0], rel: r.rel[:0], base: r.base[:0], scratch: r.scratch, best: r.best, qp: -1}
 	r.best.ok, r.best.set, r.best.moves = false, r.best.set[:0], r.best.moves[:0]
 	r.moves = r.moves[:0]
 	r.nowNano = now.UnixNano()
@@ -363,7 +365,23 @@ func (r *run) setupQueues() {
 		r.within = make([]bool, n)
 		r.withinStamp = make([]uint64, n)
 	}
-	r.w.Reset()
+	r.base = r.base[:0]
+	add := func(q string, v queue.Vector, release bool) {
+		if id, ok := t.Lookup(q); ok && t.LeafOf(id) != nil && v != nil {
+			r.base = append(r.base, baseCharge{leaf: id, v: v, release: release})
+		}
+	}
+	if cm, ok := r.snap.(Commitments); ok {
+		cm.Commitments(add)
+	} else {
+		r.snap.Jobs(func(j *Job) bool {
+			if j.Stopping && j.Spec != nil && j.Placement != nil {
+				add(j.Spec.Queue, chargeOf(j, t, r.c), true)
+			}
+			return true
+		})
+	}
+	r.resetW()
 	clear(r.onPath)
 	if id, ok := t.Lookup(r.pend.Queue); ok && t.LeafOf(id) != nil {
 		r.qp = id
@@ -384,6 +402,37 @@ func (r *run) setupQueues() {
 	if r.qp >= 0 && r.w.Check(r.qp, r.demand) != nil {
 		r.qblock = true
 	}
+}
+
+// baseCharge is a quota change already decided (Commitments).
+type baseCharge struct {
+	leaf    queue.NodeID
+	v       queue.Vector
+	release bool
+}
+
+// resetW resets the what-if tree to the tree with the commitments applied.
+func (r *run) resetW() {
+	r.w.Reset()
+	for _, b := range r.base {
+		if b.release {
+			r.w.Release(b.leaf, b.v)
+		} else {
+			r.w.Add(b.leaf, b.v)
+		}
+	}
+}
+
+// Commitments is optionally implemented by a Snapshot to list the quota
+// changes already decided but not yet in its tree: the charges of jobs
+// being stopped (release true: they will be released) and the demands of
+// pending jobs promised the room those stops make (release false: they
+// will be charged). The planner counts them as done, so that a queue a
+// stop in progress already takes back to its guarantee is not preempted
+// again, and a promise is not given twice. Without it the planner releases
+// the charge of every Job with Stopping set and counts no promise.
+type Commitments interface {
+	Commitments(fn func(queue string, v queue.Vector, release bool))
 }
 
 // collect sorts the running jobs into units and exclusions.
@@ -482,7 +531,7 @@ func (r *run) rank() Verdict {
 			}
 		}
 		b := r.w.Check(r.qp, r.demand)
-		r.w.Reset()
+		r.resetW()
 		if b != nil {
 			r.quota = b
 			return VerdictQuota
@@ -782,7 +831,7 @@ func (r *run) plan() *Plan {
 func (r *run) noPlan(v Verdict) *NoPlan {
 	n := &NoPlan{Job: r.req.ID, Verdict: v, GPUs: r.need.GPUs, Milli: r.need.Milli, Level: r.lv, LevelName: r.c.LevelName(r.lv),
 		Domains: len(r.c.DomainsAt(r.lv)), TooSmall: r.tooSmall, Candidates: r.candidates, Searched: r.searched,
-		Eligible: r.eligible, Excluded: r.excluded, Quota: r.quota, Err: r.inputErr}
+		Eligible: r.eligible, Excluded: r.excluded, Quota: r.quota, Until: r.until, Err: r.inputErr}
 	best := -1
 	var bestHave int64 = -1
 	for i := range r.doms {

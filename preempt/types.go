@@ -516,6 +516,10 @@ type NoPlan struct {
 	// Quota is the quota that still binds with every eligible victim gone,
 	// for VerdictQuota.
 	Quota *queue.Block
+	// Until is the earliest time a running job now inside its minimum run
+	// time leaves it (zero when none is): until then, planning again on
+	// the same state gives the same answer.
+	Until time.Time
 	// Err is set when the Snapshot is inconsistent: a job's claims are not
 	// held on the ledger as the job says.
 	Err error
