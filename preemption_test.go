@@ -1,0 +1,255 @@
+package gpusched
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gpusched/gpusched/preempt"
+	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
+	"pgregory.net/rapid"
+)
+
+// TestPropertyPreemption drives a Scheduler with a PlanPreemptor through
+// random streams: jobs of random shapes, priorities and protections in two
+// queues with guarantees, checkpoints, finishes, and the host carrying out
+// every preemption and recovery one step later (sometimes slower), with
+// random GPU and host faults. After every step the invariants hold
+// (ledger, quotas, holdings). And:
+//   - a job is never preempted for while a preemption for it is pending,
+//     nor chosen twice, nor chosen when protected (non-preemptible, inside
+//     its minimum run time, at its cap);
+//   - a preempting job binds in the first cycle after all its victims
+//     released (unless a fault took part of its placement meanwhile):
+//     the Scheduler never preempts for a job that then cannot be placed;
+//   - every job the faults hit gets exactly one recovery action, and no
+//     job is lost: every submitted job is live or ended by an event.
+func TestPropertyPreemption(t *testing.T) {
+	var preemptions, nominatedBinds, recoveries int
+	rapid.Check(t, func(rt *rapid.T) {
+		c := testCluster(t, rapid.IntRange(2, 4).Draw(rt, "hosts"), 2)
+		total := int64(c.NumGPUs())
+		na := rapid.Int64Range(0, total).Draw(rt, "nominalA")
+		cfg := Config{Cluster: c, DefaultRuntime: time.Hour, Queues: queue.Config{Root: queue.Node{Children: []queue.Node{
+			{Name: "a", Quotas: []queue.Quota{{Resource: "gpu", Nominal: na}}},
+			{Name: "b", Quotas: []queue.Quota{{Resource: "gpu", Nominal: total - na}}},
+		}}}}
+		pcfg := preempt.Config{LowerPriority: preempt.Scope(rapid.IntRange(0, 1).Draw(rt, "scope")), FairSharing: rapid.Bool().Draw(rt, "fs")}
+		p, err := NewPlanPreemptor(pcfg, 0)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		cfg.Preemptor = p
+		cfg.MaxRestarts = rapid.IntRange(0, 2).Draw(rt, "maxRestarts")
+		s, err := New(cfg)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		now := t0
+		var submitted []string
+		ended := map[string]bool{}
+		pendingStops := map[string]time.Time{} // victims and recoveries the host will carry out, by when
+		stopKind := map[string]string{}
+		waitingFor := map[string][]string{} // preempting job → victims
+		faultedSince := map[string]bool{}   // a fault happened while it waited
+		for step := 0; step < 40; step++ {
+			now = now.Add(time.Duration(rapid.IntRange(1, 30).Draw(rt, "dt")) * time.Minute)
+			// The host carries out due stops.
+			var due []string
+			for id, at := range pendingStops {
+				if !at.After(now) {
+					due = append(due, id)
+				}
+			}
+			slices.Sort(due)
+			for _, id := range due {
+				delete(pendingStops, id)
+				st, ok := s.Job(id)
+				if !ok || !st.State.Holding() {
+					continue
+				}
+				var err error
+				switch stopKind[id] {
+				case "preempt":
+					err = s.Preempted(id, now)
+				case "end":
+					err = s.Failed(id, now)
+					ended[id] = true
+				default:
+					err = s.Requeue(id, now)
+				}
+				if err != nil {
+					rt.Fatal(err)
+				}
+			}
+			switch k := rapid.IntRange(0, 9).Draw(rt, "event"); {
+			case k < 4:
+				id := fmt.Sprintf("j%d", len(submitted))
+				g := workload.TaskGroup{Count: rapid.IntRange(1, 2).Draw(rt, "count"), GPUs: rapid.SampledFrom([]int{2, 4, 8}).Draw(rt, "gpus")}
+				j := workload.Job{ID: id, Queue: rapid.SampledFrom([]string{"a", "b"}).Draw(rt, "queue"), Priority: int32(rapid.IntRange(0, 3).Draw(rt, "prio")),
+					Groups: []workload.TaskGroup{g}, Runtime: time.Duration(rapid.IntRange(1, 6).Draw(rt, "rt")) * time.Hour,
+					CheckpointInterval: time.Duration(rapid.IntRange(0, 2).Draw(rt, "cpi")) * 30 * time.Minute}
+				switch rapid.IntRange(0, 6).Draw(rt, "protect") {
+				case 0:
+					j.NonPreemptible = true
+				case 1:
+					j.MinRunTime = time.Hour
+				case 2:
+					j.MaxPreemptions = 1
+				}
+				if rapid.IntRange(0, 3).Draw(rt, "topo") == 0 {
+					j.Topology = []workload.Constraint{{Level: "tor", Required: true}}
+				}
+				if err := s.Submit(j, now); err == nil {
+					submitted = append(submitted, id)
+				}
+			case k == 4:
+				// A random running job finishes or checkpoints.
+				var running []string
+				s.Holding(func(id string, st JobStatus) bool {
+					if st.State == queue.Running {
+						running = append(running, id)
+					}
+					return true
+				})
+				if len(running) > 0 {
+					id := rapid.SampledFrom(running).Draw(rt, "job")
+					if rapid.Bool().Draw(rt, "finish") {
+						if err := s.Finished(id, now); err != nil {
+							rt.Fatal(err)
+						}
+						ended[id] = true
+					} else if err := s.Checkpointed(id, now, now); err != nil {
+						rt.Fatal(err)
+					}
+				}
+			case k == 5:
+				h := []topology.Health{topology.Healthy, topology.Draining, topology.Failed}[rapid.IntRange(0, 2).Draw(rt, "health")]
+				if rapid.Bool().Draw(rt, "gpuFault") {
+					if _, err := s.SetGPUHealth(topology.GPUID(rapid.IntRange(0, c.NumGPUs()-1).Draw(rt, "gpu")), h); err != nil {
+						rt.Fatal(err)
+					}
+				} else if _, err := s.SetHostHealth(topology.HostID(rapid.IntRange(0, c.NumHosts()-1).Draw(rt, "host")), h); err != nil {
+					rt.Fatal(err)
+				}
+				for id := range waitingFor {
+					faultedSince[id] = true
+				}
+			}
+			// Preempting jobs whose victims are all gone now must bind in
+			// this cycle.
+			var ready []string
+			for id, victims := range waitingFor {
+				gone := true
+				for _, v := range victims {
+					if st, ok := s.Job(v); ok && st.State.Holding() {
+						gone = false
+					}
+				}
+				if st, ok := s.Job(id); gone && ok && st.State.Waiting() {
+					ready = append(ready, id)
+				}
+				if st, ok := s.Job(id); gone || !ok || !st.State.Waiting() {
+					delete(waitingFor, id)
+				}
+			}
+			d := s.Schedule(now)
+			bound := map[string]bool{}
+			for _, b := range d.Bindings {
+				bound[b.Job] = true
+				if err := s.Started(b.Job, now); err != nil {
+					rt.Fatal(err)
+				}
+			}
+			for _, id := range ready {
+				if !bound[id] && !faultedSince[id] {
+					rt.Fatalf("%v: %s waited for victims now gone, but did not bind:\n%s", now, id, d.Format(c))
+				}
+				if bound[id] {
+					nominatedBinds++
+				}
+				delete(faultedSince, id)
+			}
+			seen := map[string]bool{}
+			for _, pr := range d.Preemptions {
+				preemptions++
+				if seen[pr.Job] || pendingStops[pr.Job] != (time.Time{}) {
+					rt.Fatalf("%s chosen twice", pr.Job)
+				}
+				seen[pr.Job] = true
+				st, _ := s.Job(pr.Job)
+				sp := st.Spec
+				if sp.NonPreemptible || sp.MaxPreemptions > 0 && st.Preemptions >= sp.MaxPreemptions ||
+					sp.MinRunTime > 0 && !st.Started.IsZero() && now.Sub(st.Started) < sp.MinRunTime {
+					rt.Fatalf("protected job %s preempted: %+v", pr.Job, sp)
+				}
+				if bound[pr.Job] {
+					rt.Fatalf("%s bound and preempted in one cycle", pr.Job)
+				}
+				pendingStops[pr.Job] = now.Add(time.Duration(rapid.IntRange(0, 2).Draw(rt, "delay")) * time.Minute)
+				stopKind[pr.Job] = "preempt"
+				waitingFor[pr.For] = append(waitingFor[pr.For], pr.Job)
+			}
+			for _, r := range d.Recoveries {
+				recoveries++
+				if seen[r.Job] {
+					rt.Fatalf("%s recovered twice in a cycle", r.Job)
+				}
+				seen[r.Job] = true
+				switch r.Action {
+				case preempt.ActionKeep:
+				case preempt.ActionEnd:
+					pendingStops[r.Job], stopKind[r.Job] = now, "end"
+				default:
+					if stopKind[r.Job] != "preempt" || pendingStops[r.Job].IsZero() {
+						pendingStops[r.Job], stopKind[r.Job] = now.Add(r.Grace), "requeue"
+					}
+				}
+			}
+			checkInvariants(t, s, fmt.Sprint("step ", step))
+		}
+		// No job lost.
+		for _, id := range submitted {
+			if _, live := s.Job(id); !live && !ended[id] {
+				rt.Fatalf("job %s vanished", id)
+			}
+		}
+	})
+	t.Logf("%d preemptions, %d preempting jobs bound after their victims, %d recoveries", preemptions, nominatedBinds, recoveries)
+	if preemptions == 0 || nominatedBinds == 0 || recoveries == 0 {
+		t.Error("the property was not exercised")
+	}
+}
+
+// TestCheckpointedErrors: checkpoints only for running jobs, inside the
+// run.
+func TestCheckpointedErrors(t *testing.T) {
+	s := oneQueue(t, 1, queue.Policy{})
+	if err := s.Checkpointed("x", t0, t0); err == nil {
+		t.Fatal("unknown job accepted")
+	}
+	_ = s.Submit(gpuJob("a", 8), t0)
+	if err := s.Checkpointed("a", t0, t0); err == nil {
+		t.Fatal("pending job accepted")
+	}
+	s.Schedule(t0)
+	_ = s.Started("a", t0.Add(time.Minute))
+	if err := s.Checkpointed("a", t0, t0.Add(time.Hour)); err == nil {
+		t.Fatal("checkpoint before the start accepted")
+	}
+	if err := s.Checkpointed("a", t0.Add(2*time.Hour), t0.Add(time.Hour)); err == nil {
+		t.Fatal("checkpoint in the future accepted")
+	}
+	if err := s.Checkpointed("a", t0.Add(30*time.Minute), t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if cp, _, _ := s.Progress("a"); !cp.Equal(t0.Add(30 * time.Minute)) {
+		t.Fatalf("checkpoint %v", cp)
+	}
+	if _, err := NewPlanPreemptor(preempt.Config{Grace: -1}, 0); err == nil {
+		t.Fatal("negative grace accepted")
+	}
+}
