@@ -168,3 +168,25 @@ func BenchmarkPlan(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRecover plans the recovery from a ToR failure (32 hosts, 256
+// GPUs) on the full 100k-GPU cluster running about 10,000 jobs.
+func BenchmarkRecover(b *testing.B) {
+	c := benchCluster(b, 32)
+	st, _ := fullCluster(b, c, 1)
+	tor := c.DomainsAt(2)[100]
+	faults := []Fault{DomainFault(tor, topology.Failed, "ToR down")}
+	plan, err := Recover(st, faults, now, RecoveryConfig{})
+	if err != nil || len(plan.Actions) == 0 || len(plan.Health) != 32 {
+		b.Fatalf("plan %v, err %v", plan, err)
+	}
+	b.Logf("%d jobs hit, %s lost", len(plan.Actions), plan.Lost)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		plan, _ = Recover(st, faults, now, RecoveryConfig{})
+	}
+	if len(plan.Actions) == 0 {
+		b.Fatal("no actions")
+	}
+}
