@@ -133,7 +133,9 @@ func exportedRecv(fl *ast.FieldList) bool {
 func TestExamples(t *testing.T) {
 	for _, dir := range pkgDirs(t) {
 		rel, _ := filepath.Rel(moduleRoot, dir)
-		if strings.Contains(rel, "internal") || strings.HasPrefix(rel, "cmd") || strings.HasPrefix(rel, "examples") {
+		// Commands, examples, internal checks and the benchmark suite are
+		// not packages users import.
+		if strings.Contains(rel, "internal") || strings.HasPrefix(rel, "cmd") || strings.HasPrefix(rel, "examples") || rel == "benchmarks" {
 			continue
 		}
 		found := false
