@@ -156,12 +156,14 @@ type cycle struct {
 	// A gang member's gang and planned node.
 	gang    *gangSpec
 	planned string
-	// A single pod's request, the per-node fit verdicts for Filter ("" fits)
-	// and the node and placement PreScore chose.
-	req    *gang.Request
-	fit    map[string]string
-	chosen string
-	choice *gang.Placement
+	// A single pod's request, the per-host fit verdicts for Filter ("" fits;
+	// the cluster is immutable, so Filter may read it in parallel) and the
+	// node and placement PreScore chose.
+	req     *gang.Request
+	cluster *topology.Cluster
+	fit     []string
+	chosen  string
+	choice  *gang.Placement
 }
 
 // Clone returns c itself: after PreFilter only PreScore writes to it, in the
@@ -243,9 +245,10 @@ func (p *Plugin) singlePreFilter(pod *v1.Pod, c *cycle) (*fwk.Status, string) {
 		return fwk.NewStatus(fwk.Unschedulable, msg), msg
 	}
 	cl := s.topo.Cluster
-	c.fit = make(map[string]string, cl.NumHosts())
-	for h := topology.HostID(0); int(h) < cl.NumHosts(); h++ {
-		c.fit[cl.HostName(h)] = s.hostFit(h, c.d)
+	c.cluster = cl
+	c.fit = make([]string, cl.NumHosts())
+	for h := range c.fit {
+		c.fit[h] = s.hostFit(topology.HostID(h), c.d)
 	}
 	return nil, ""
 }
@@ -503,11 +506,11 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *v1.Pod, ni fw
 		}
 		return nil
 	}
-	msg, ok := c.fit[node]
+	h, ok := c.cluster.HostByName(node)
 	if !ok {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "gpusched: not a GPU node")
 	}
-	if msg != "" {
+	if msg := c.fit[h]; msg != "" {
 		return fwk.NewStatus(fwk.Unschedulable, msg)
 	}
 	return nil

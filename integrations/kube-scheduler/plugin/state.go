@@ -53,7 +53,7 @@ type gangPlan struct {
 	txn       gang.Txn
 	// slot maps a member to its task: an index into placement.Claims.
 	slot map[types.UID]int
-	// members are the planned members by UID, for rejecting them.
+	// reserved holds the members that have reserved their slot.
 	reserved map[types.UID]bool
 	// where is a one-line description of the chosen domain for events.
 	where string
