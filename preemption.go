@@ -447,7 +447,8 @@ func (s *Scheduler) recover(d *Decision, now time.Time) {
 	faults := s.pre.faults
 	s.pre.faults = nil
 	snap := recoverySnapshot{schedSnapshot{s, now}}
-	plan, err := preempt.Recover(snap, faults, now, preempt.RecoveryConfig{NoShrink: true, MaxRestarts: s.cfg.MaxRestarts})
+	plan, err := preempt.Recover(snap, faults, now, preempt.RecoveryConfig{NoShrink: true, MaxRestarts: s.cfg.MaxRestarts,
+		DrainGrace: s.cfg.DrainGrace, KeepIfEndsWithin: s.cfg.DrainKeep})
 	if err != nil {
 		// The faults were checked by the health setters.
 		panic("gpusched: recovery plan: " + err.Error())

@@ -28,6 +28,14 @@ type Config struct {
 	// MaxRestarts ends a job stopped by failures more than this many
 	// times (Decision.Recoveries says so); 0 means no limit.
 	MaxRestarts int
+	// DrainGrace is how long a job on a draining GPU or host gets to
+	// checkpoint before it must stop (the Grace of its ActionDrain
+	// recovery); 0 means 2 minutes.
+	DrainGrace time.Duration
+	// DrainKeep lets a job on a draining GPU or host run on (ActionKeep)
+	// when its estimated end (from its runtime estimate, or
+	// DefaultRuntime) is at most this far away; 0 drains every job on it.
+	DrainKeep time.Duration
 	// DefaultRuntime is assumed for jobs without a runtime estimate when
 	// computing reservations and backfill windows; 0 means such jobs are
 	// treated as running until they end (they never end before a
@@ -186,6 +194,12 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	if cfg.DefaultRuntime < 0 {
 		return nil, fmt.Errorf("gpusched: Config.DefaultRuntime: negative %v", cfg.DefaultRuntime)
+	}
+	if cfg.MaxRestarts < 0 {
+		return nil, fmt.Errorf("gpusched: Config.MaxRestarts: negative %d", cfg.MaxRestarts)
+	}
+	if cfg.DrainGrace < 0 || cfg.DrainKeep < 0 {
+		return nil, fmt.Errorf("gpusched: Config.DrainGrace %v, DrainKeep %v: negative", cfg.DrainGrace, cfg.DrainKeep)
 	}
 	if cfg.MaxReservations == 0 {
 		cfg.MaxReservations = 4
