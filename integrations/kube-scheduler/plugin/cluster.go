@@ -311,7 +311,7 @@ func namePattern(names []string) (string, bool) {
 		return "", false
 	}
 	if len(names) == 1 {
-		if strings.ContainsAny(names[0], "[], ") {
+		if got, err := topology.ExpandNames(names[0]); err != nil || len(got) != 1 || got[0] != names[0] {
 			return "", false
 		}
 		return names[0], true
