@@ -613,3 +613,32 @@ func TestGangMemberDeletedDropsPlan(t *testing.T) {
 		t.Errorf("%d free GPUs after the plan was dropped, want 32", free)
 	}
 }
+
+// TestGangInOneClique: a gang that requires nvlink lands inside one
+// multi-node NVLink clique (GB200 trays labelled by GPU feature discovery).
+func TestGangInOneClique(t *testing.T) {
+	var nodes []*v1.Node
+	for _, n := range []struct{ name, clique string }{
+		{"gb-r1-t1", "uuid-1.1"}, {"gb-r1-t2", "uuid-1.1"}, {"gb-r2-t1", "uuid-2.1"}, {"gb-r2-t2", "uuid-2.1"},
+	} {
+		nodes = append(nodes, gpuNode(n.name, 4, "NVIDIA-GB200", map[string]string{DefaultGPUCliqueLabel: n.clique}))
+	}
+	hs := newHarness(t, &Args{}, nodes...)
+	hs.add(pod("busy", "gb-r1-t1", 1, 0)) // clique uuid-1.1 keeps 7 free, uuid-2.1 8
+	var ms []*v1.Pod
+	for i := range 2 {
+		ms = append(ms, hs.add(member(fmt.Sprintf("m%d", i), "g", 2, 4, map[string]string{DefaultGangTopologyKey: "nvlink"})))
+	}
+	got := map[string]bool{}
+	for _, m := range ms {
+		node, st, _ := hs.schedule(m)
+		if st != nil {
+			t.Fatalf("%s: %v", m.Name, st)
+		}
+		got[node] = true
+	}
+	if !got["gb-r2-t1"] || !got["gb-r2-t2"] {
+		t.Errorf("gang on %v, want both trays of clique uuid-2.1 (the only one with 8 free GPUs)", got)
+	}
+	hs.check()
+}
