@@ -11,6 +11,7 @@ import (
 	"flag"
 	"io"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"k8s.io/klog/v2"
@@ -26,5 +27,9 @@ func TestMain(m *testing.M) {
 	_ = fs.Set("alsologtostderr", "false")
 	_ = fs.Set("stderrthreshold", "FATAL")
 	klog.SetOutput(io.Discard)
-	os.Exit(m.Run())
+	code := m.Run()
+	if builtBin != "" {
+		os.RemoveAll(filepath.Dir(builtBin)) // the binary schedulerBinary built
+	}
+	os.Exit(code)
 }
