@@ -389,6 +389,16 @@ func TestQuotaVerdict(t *testing.T) {
 		if x == nil || x.Verdict != VerdictQuota || x.Excluded[ReasonQuota] != 122 || x.Allowed != 24 {
 			t.Fatalf("%s: %v", policy, x)
 		}
+		if s := x.String(); !strings.Contains(s, "24 within quota: quota") || !strings.Contains(s, "quota 122") {
+			t.Errorf("%s: String() = %q", policy, s)
+		}
+	}
+	// A caller's own name for its filter replaces "quota" in the text.
+	r.FilterLabel = "node filters"
+	var p Placement
+	x := newPolicy(t, "topology", c).Place(l, r, &p)
+	if s := x.String(); !strings.Contains(s, "24 within node filters: node filters") || !strings.Contains(s, "node filters 122") {
+		t.Errorf("String() with FilterLabel = %q", s)
 	}
 }
 

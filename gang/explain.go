@@ -115,6 +115,17 @@ type Explanation struct {
 	FreeGPUs, Usable, Allowed int
 	// TotalGPUs is the cluster's GPU count.
 	TotalGPUs int
+	// FilterLabel is the request's FilterLabel ("quota" when it set
+	// none): what ReasonQuota and VerdictQuota stand for in String.
+	FilterLabel string
+}
+
+// filterLabel returns FilterLabel, or "quota".
+func (x *Explanation) filterLabel() string {
+	if x.FilterLabel == "" {
+		return "quota"
+	}
+	return x.FilterLabel
 }
 
 // Fragmented reports whether the cluster as a whole has enough usable free
@@ -161,9 +172,13 @@ func (x *Explanation) String() string {
 		b.WriteString(", " + strconv.Itoa(x.Usable) + " usable")
 	}
 	if x.Allowed != x.Usable {
-		b.WriteString(", " + strconv.Itoa(x.Allowed) + " within quota")
+		b.WriteString(", " + strconv.Itoa(x.Allowed) + " within " + x.filterLabel())
 	}
-	b.WriteString(": " + x.Verdict.String())
+	if x.Verdict == VerdictQuota {
+		b.WriteString(": " + x.filterLabel())
+	} else {
+		b.WriteString(": " + x.Verdict.String())
+	}
 	first := true
 	for r, n := range x.Excluded {
 		if n == 0 {
@@ -175,7 +190,11 @@ func (x *Explanation) String() string {
 		} else {
 			b.WriteString(", ")
 		}
-		b.WriteString(Reason(r).String() + " " + strconv.Itoa(n))
+		name := Reason(r).String()
+		if Reason(r) == ReasonQuota {
+			name = x.filterLabel()
+		}
+		b.WriteString(name + " " + strconv.Itoa(n))
 	}
 	return b.String()
 }
@@ -206,7 +225,8 @@ func (pl *policy) explain() *Explanation {
 		Job: r.ID, Tasks: d.Tasks, GPUs: d.GPUs, Milli: d.Milli,
 		Level: lv, LevelName: c.LevelName(lv),
 		FreeGPUs: l.FreeGPUs(root), TotalGPUs: c.NumGPUs(),
-		Best: Candidate{Domain: topology.NoDomain, Tasks: -1},
+		Best:        Candidate{Domain: topology.NoDomain, Tasks: -1},
+		FilterLabel: r.FilterLabel,
 	}
 	x.Usable, x.Allowed = x.FreeGPUs, x.FreeGPUs
 	x.Tried = pl.tried

@@ -100,6 +100,10 @@ type Request struct {
 	// AllowGPU, if non-nil, must return true for a GPU to be used, with the
 	// same rules as AllowHost.
 	AllowGPU func(topology.GPUID) bool
+	// FilterLabel names what AllowHost and AllowGPU stand for in
+	// explanations ("quota" when empty): a Kubernetes host says "node
+	// filters", a cell allocator "reserved cells".
+	FilterLabel string
 
 	c        *topology.Cluster
 	within   topology.Level // innermost required tree level (LevelHost and up), or the cluster level

@@ -424,6 +424,9 @@ func (s *state) singleRequest(p *v1.Pod, d demand) (*gang.Request, error) {
 func (s *state) place(r *gang.Request, allow []bool) (*gang.Placement, *gang.Explanation) {
 	if allow != nil {
 		r.AllowHost = func(h topology.HostID) bool { return allow[h] }
+		// Hosts left out here failed the profile's other filters (node
+		// affinity, taints, cordons), not a quota.
+		r.FilterLabel = "node filters"
 	} else {
 		r.AllowHost = nil
 	}
