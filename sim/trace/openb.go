@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,7 +53,20 @@ type OpenBOptions struct {
 	// openb columns, so that a misspelt optional column is an error
 	// rather than silently unused.
 	Strict bool
+	// QoSPriority, when not nil, maps the qos column to Spec.Priority
+	// (class names compare case-insensitively), e.g. OpenBQoSPriorities;
+	// the list must then have a qos column, and a row whose class the map
+	// does not name is malformed. Nil reads past qos: every job has
+	// priority 0.
+	QoSPriority map[string]int32
 }
+
+// OpenBQoSPriorities is a mapping of the openb QoS classes onto
+// priorities for OpenBOptions.QoSPriority, higher first: Kubernetes'
+// Guaranteed 3, Alibaba's latency-sensitive LS 2, Burstable 1 and
+// best-effort BE 0. With it, preemption lets latency-sensitive pods take
+// GPUs from best-effort ones.
+var OpenBQoSPriorities = map[string]int32{"Guaranteed": 3, "LS": 2, "Burstable": 1, "BE": 0}
 
 // OpenB streams the jobs of an openb pod list. Each row becomes one job of
 // one task group of one task:
@@ -69,10 +83,11 @@ type OpenBOptions struct {
 //     missing (the multigpu lists have no times) the job has Submit 0 (or
 //     its creation time) and Duration 0, "unknown".
 //
-// Spec.ID is the name column. qos, pod_phase and scheduled_time are read
-// past: the trace's QoS classes do not map onto priorities, and a pod's
-// phase or scheduling time describes what the production scheduler did,
-// not what the job asks for.
+// Spec.ID is the name column. qos is read past unless
+// OpenBOptions.QoSPriority maps its classes to priorities (the trace's
+// QoS classes are not priorities by themselves); pod_phase and
+// scheduled_time are read past: a pod's phase or scheduling time
+// describes what the production scheduler did, not what the job asks for.
 //
 // These rows are malformed (a *ParseError naming the column, or a counted
 // skip with SkipMalformed): an empty or repeated name; a value that is not
@@ -85,6 +100,7 @@ type OpenBOptions struct {
 // a row with more or fewer fields than the header.
 type OpenB struct {
 	opt   OpenBOptions
+	qos   map[string]int32 // QoSPriority with lower-case keys
 	r     *csv.Reader
 	col   [len(openbColumns)]int // index of each known column, -1 if absent
 	nf    int                    // fields per row (header width)
@@ -153,6 +169,15 @@ func NewOpenB(r io.Reader, opt OpenBOptions) (*OpenB, error) {
 	for _, want := range openbRequired {
 		if !seen[want] {
 			return nil, o.perr(1, want, "missing column (header has %s)", strings.Join(openbLower(hdr), ", "))
+		}
+	}
+	if opt.QoSPriority != nil {
+		if !seen[OpenBQoS] {
+			return nil, o.perr(1, OpenBQoS, "QoS priorities asked for, but the header has no qos column (it has %s)", strings.Join(openbLower(hdr), ", "))
+		}
+		o.qos = make(map[string]int32, len(opt.QoSPriority))
+		for k, v := range opt.QoSPriority {
+			o.qos[strings.ToLower(k)] = v
 		}
 	}
 	return o, nil
@@ -289,6 +314,14 @@ func (o *OpenB) row(rec []string, line int) (Job, *ParseError) {
 		g.Models = openbSpec(o.field(rec, obSpec))
 	}
 	j := Job{Spec: workload.Job{ID: name, Groups: []workload.TaskGroup{g}}, Line: line}
+	if o.qos != nil {
+		q := o.field(rec, obQoS)
+		p, ok := o.qos[strings.ToLower(q)]
+		if !ok {
+			return Job{}, o.perr(line, OpenBQoS, "QoS class %q has no priority (the mapping names %s)", q, strings.Join(qosNames(o.opt.QoSPriority), ", "))
+		}
+		j.Spec.Priority = p
+	}
 	cs, ds := o.field(rec, obCreation), o.field(rec, obDeletion)
 	var created, deleted int64
 	if cs != "" {
@@ -315,6 +348,16 @@ func (o *OpenB) row(rec []string, line int) (Job, *ParseError) {
 	}
 	o.names[name] = line
 	return j, nil
+}
+
+// qosNames returns the classes of a QoS mapping, sorted.
+func qosNames(m map[string]int32) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // openbMaxSeconds bounds openb times so that they fit a time.Duration.

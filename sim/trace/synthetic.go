@@ -40,8 +40,23 @@ type Synthetic struct {
 	// Queues are tenant names with weights; nil means one queue,
 	// "default".
 	Queues []Weighted[string]
+	// Priorities are job priorities with weights, e.g. {0, 0.8}, {10,
+	// 0.2} for a fifth of high-priority jobs; nil means every job has
+	// priority 0. They are drawn from a stream of their own, so the
+	// same Synthetic with and without Priorities yields the same jobs
+	// but for their priorities.
+	Priorities []Weighted[int32]
 	// Shape turns GPU counts into task groups.
 	Shape Shape
+}
+
+// HighPriority returns priorities for Synthetic.Priorities: a share
+// (0..1) of jobs at priority prio, the rest at 0; nil for share 0.
+func HighPriority(share float64, prio int32) []Weighted[int32] {
+	if share == 0 {
+		return nil
+	}
+	return []Weighted[int32]{{0, 1 - share}, {prio, share}}
 }
 
 // DefaultSizes is the size mix Synthetic uses when Sizes is nil.
@@ -86,7 +101,13 @@ func (s Synthetic) Validate() error {
 	if err := checkWeights("sizes", s.Sizes, func(v int) bool { return v >= 0 && v <= maxJobGPUs }); err != nil {
 		return err
 	}
-	return checkWeights("queues", s.Queues, func(string) bool { return true })
+	if err := checkWeights("queues", s.Queues, func(string) bool { return true }); err != nil {
+		return err
+	}
+	if s.Priorities != nil {
+		return checkWeights("priorities", s.Priorities, func(int32) bool { return true })
+	}
+	return nil
 }
 
 func checkWeights[T any](name string, ws []Weighted[T], ok func(T) bool) error {
@@ -130,6 +151,8 @@ func (s Synthetic) InterarrivalFor(gpus int, load float64) time.Duration {
 type SyntheticReader struct {
 	s      Synthetic
 	rng    *rand.Rand
+	prng   *rand.Rand // priorities
+	prios  []float64
 	i      int
 	t      time.Duration
 	sizes  []float64
@@ -144,6 +167,9 @@ func NewSynthetic(s Synthetic) (*SyntheticReader, error) {
 	}
 	s = s.withDefaults()
 	r := &SyntheticReader{s: s, rng: rand.New(rand.NewPCG(s.Seed, 0x5eed)), sizes: cumulative(s.Sizes), queues: cumulative(s.Queues)}
+	if s.Priorities != nil {
+		r.prng, r.prios = rand.New(rand.NewPCG(s.Seed, 0x9a10)), cumulative(s.Priorities)
+	}
 	return r, nil
 }
 
@@ -186,7 +212,11 @@ func (r *SyntheticReader) Next() (Job, error) {
 		d = time.Second
 	}
 	r.stats.Read++
-	return Job{Spec: s.Shape.job("syn-"+strconv.Itoa(r.i), q, gpus, 0, 0, 0), Submit: r.t, Duration: d, Line: r.i}, nil
+	j := Job{Spec: s.Shape.job("syn-"+strconv.Itoa(r.i), q, gpus, 0, 0, 0), Submit: r.t, Duration: d, Line: r.i}
+	if r.prng != nil {
+		j.Spec.Priority = s.Priorities[pick(r.prios, r.prng.Float64())].Value
+	}
+	return j, nil
 }
 
 // Stats returns the number of jobs generated so far.
