@@ -559,6 +559,34 @@ func naiveExpand(p string, limit int) (names []string, count int, ok bool) {
 	if p == "" || strings.ContainsAny(p, " \t\n\r") {
 		return nil, 0, false
 	}
+	// A list: the parts between commas outside brackets, one after another.
+	depth := 0
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		}
+		if p[i] == ',' && depth == 0 {
+			head, hn, ok1 := naivePart(p[:i], limit)
+			tail, tn, ok2 := naiveExpand(p[i+1:], limit)
+			if !ok1 || !ok2 || hn+tn > MaxExpandedNames {
+				return nil, 0, false
+			}
+			if head == nil || tail == nil || hn+tn > limit {
+				return nil, hn + tn, true
+			}
+			return append(head, tail...), hn + tn, true
+		}
+	}
+	return naivePart(p, limit)
+}
+
+func naivePart(p string, limit int) (names []string, count int, ok bool) {
+	if p == "" {
+		return nil, 0, false
+	}
 	type item struct{ lo, hi, width int }
 	var lits []string
 	var groups [][]item
@@ -663,7 +691,11 @@ func TestExpandNames(t *testing.T) {
 		{"n[098-100]", "n098 n099 n100"},
 		{"plain", "plain"},
 		{"[0-2]", "0 1 2"},
-		{"a,b", "a,b"},
+		{"a,b", "a b"},
+		{"gb-r1-t[01-02],gb-x9", "gb-r1-t01 gb-r1-t02 gb-x9"},
+		{"n[1,3],m[2-3]", "n1 n3 m2 m3"},
+		{"a,,b", "error: empty name"},
+		{",a", "error: empty name"},
 		{"", "error: empty name"},
 		{"a b", "error: white space"},
 		{"a]", "error: ']' without '['"},
@@ -699,7 +731,7 @@ func TestExpandNames(t *testing.T) {
 // list, and names that expand to themselves.
 func FuzzExpandNames(f *testing.F) {
 	for _, s := range []string{"dgx[0001-1250]", "r[1-2]-n[01-18]", "gpu[1,3,5-7]", "a", "", "a b", "[", "]", "a[]",
-		"x[09-10]", "x[1-0]", "x[0-999999999]", "[1-1000][1-1000]", "a[1-2]b[3]c", "a[1-2", "a[[1]]", "z[001-3,7]-[0]"} {
+		"x[09-10]", "x[1-0]", "x[0-999999999]", "[1-1000][1-1000]", "a[1-2]b[3]c", "a[1-2", "a[[1]]", "z[001-3,7]-[0]", "a,b[1-2]", "a,", "x[1-2],y[3,4]z"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, p string) {

@@ -12,11 +12,13 @@ const MaxExpandedNames = 1 << 20
 
 // ExpandNames expands a host-list pattern into names, in order.
 //
-// A pattern is literal text with zero or more bracket groups; each group is a
-// comma-separated list of numbers and inclusive ranges, e.g. "dgx[0001-1250]",
-// "r[1-2]-n[01-18]" (the last group varies fastest) or "gpu[1,3,5-7]". A
-// range keeps the zero padding of its first bound. A pattern without
-// brackets is one name. Names may not be empty or contain spaces.
+// A pattern is a comma-separated list of parts, as in Slurm host lists
+// ("gb-r1-t[01-09],gb-r1-x17"). A part is literal text with zero or more
+// bracket groups; each group is a comma-separated list of numbers and
+// inclusive ranges, e.g. "dgx[0001-1250]", "r[1-2]-n[01-18]" (the last group
+// varies fastest) or "gpu[1,3,5-7]". A range keeps the zero padding of its
+// first bound. A part without brackets is one name. Names may not be empty
+// or contain spaces or commas.
 func ExpandNames(pattern string) ([]string, error) {
 	if pattern == "" {
 		return nil, fmt.Errorf("empty name")
@@ -24,6 +26,49 @@ func ExpandNames(pattern string) ([]string, error) {
 	if strings.ContainsAny(pattern, " \t\n\r") {
 		return nil, fmt.Errorf("name %q contains white space", pattern)
 	}
+	parts := splitTopLevel(pattern)
+	if len(parts) == 1 {
+		return expandPart(pattern)
+	}
+	var out []string
+	for _, part := range parts {
+		if part == "" {
+			return nil, fmt.Errorf("name list %q has an empty name", pattern)
+		}
+		names, err := expandPart(part)
+		if err != nil {
+			return nil, err
+		}
+		if len(out)+len(names) > MaxExpandedNames {
+			return nil, fmt.Errorf("name list %q expands to more than %d names", pattern, MaxExpandedNames)
+		}
+		out = append(out, names...)
+	}
+	return out, nil
+}
+
+// splitTopLevel splits a pattern at the commas outside brackets.
+func splitTopLevel(p string) []string {
+	var parts []string
+	depth, start := 0, 0
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case ',':
+			if depth == 0 {
+				parts = append(parts, p[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(parts, p[start:])
+}
+
+// expandPart expands one part of a name list (no top-level commas).
+func expandPart(pattern string) ([]string, error) {
 	// Split into literal parts and bracket groups.
 	var lits []string
 	var groups [][]string
