@@ -159,7 +159,8 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 // share a name (drawn names contain no '_').
 func (g *nameGen) rangePattern(label string, n int) string {
 	g.groups++
-	prefix := fmt.Sprintf("%s_%d", g.draw(label), g.groups)
+	// A comma would split the pattern into a name list.
+	prefix := fmt.Sprintf("%s_%d", strings.ReplaceAll(g.draw(label), ",", ";"), g.groups)
 	if n == 1 {
 		return prefix
 	}

@@ -309,7 +309,7 @@ func checkNodeName(s string) error {
 		switch {
 		case unicode.IsSpace(r) || unicode.IsControl(r):
 			return fmt.Errorf("node name %q contains white space or a control character", s)
-		case r == '/' || r == '[' || r == ']':
+		case r == '/' || r == '[' || r == ']' || r == ',':
 			return fmt.Errorf("node name %q contains %q", s, r)
 		}
 	}
