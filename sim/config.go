@@ -76,12 +76,17 @@ type Config struct {
 	Audit bool
 }
 
-// CheckpointModel says how often jobs checkpoint and what it costs.
+// CheckpointModel says how often jobs checkpoint and what it costs. A
+// job's k-th checkpoint of a run completes k × (interval + Overhead) after
+// its reload; the simulator reports each to the Scheduler
+// (Scheduler.Checkpointed) as it completes. Those reports are the
+// Scheduler's one source of checkpoints: the specs the simulator submits
+// carry no CheckpointInterval, so the Scheduler never estimates one.
 type CheckpointModel struct {
 	// Interval is the running time between checkpoints for jobs whose
-	// spec gives none (it is also written into the spec the Scheduler
-	// sees); zero means such jobs never checkpoint (a stop loses their
-	// whole run).
+	// spec gives none (a spec's CheckpointInterval takes precedence);
+	// zero means such jobs never checkpoint (a stop loses their whole
+	// run).
 	Interval time.Duration
 	// Overhead is the time each checkpoint pauses the job.
 	Overhead time.Duration
@@ -94,7 +99,11 @@ type CheckpointModel struct {
 // the rate its MTBF gives for the whole cluster (e.g. 10,000 GPUs with a
 // GPU MTBF of 10,000 h fail about once an hour), hits a component chosen
 // uniformly, and is repaired after RepairTime. Jobs on failed parts stop
-// and are requeued from their last checkpoint.
+// making progress at once; what happens to them is the Scheduler's
+// recovery (Decision.Recoveries, in a cycle run at the failure): requeued
+// from their last checkpoint, or ended as failed — with the root
+// Scheduler, once stopped by failures more than gpusched.Config.MaxRestarts
+// times.
 type FailureModel struct {
 	// GPUMTBF is the mean time between failures of one GPU; zero: none.
 	GPUMTBF time.Duration
@@ -105,14 +114,11 @@ type FailureModel struct {
 	ToRMTBF time.Duration
 	// RepairTime is how long a failed part stays out; zero means 1 hour.
 	RepairTime time.Duration
-	// MaxRestarts ends a job as failed once it has been stopped by
-	// failures more than this many times; zero means no limit.
-	MaxRestarts int
 }
 
 // Outage is a scheduled failure: at At, and every Every after it when
 // Every is set, a component fails for For and is then repaired; its jobs
-// are stopped and requeued as with random failures.
+// go through the Scheduler's recovery as with random failures.
 type Outage struct {
 	// Level is "gpu", "host" or a network level of the cluster ("tor",
 	// "spine", …: every host under the switch fails).
@@ -126,8 +132,12 @@ type Outage struct {
 }
 
 // DrainModel takes hosts out for maintenance: at Poisson times with
-// MeanInterval between them, a random healthy host is drained (it keeps
-// its running jobs, takes no new ones) for Duration, then returns.
+// MeanInterval between them, a random healthy host is drained (it takes
+// no new jobs) for Duration, then returns. Its running jobs are the
+// Scheduler's to recover: each is drained (checkpoints in its grace
+// period, stops, waits again) or kept running, as the Decision's
+// Recoveries say (with the root Scheduler, gpusched.Config.DrainGrace and
+// DrainKeep).
 type DrainModel struct {
 	MeanInterval time.Duration
 	Duration     time.Duration
@@ -194,9 +204,6 @@ func (c *Config) validate() error {
 		if d.v < 0 {
 			return cfgErr(d.name, "negative duration %v", d.v)
 		}
-	}
-	if c.Failures.MaxRestarts < 0 {
-		return cfgErr("Failures.MaxRestarts", "negative %d", c.Failures.MaxRestarts)
 	}
 	if c.Failures.RepairTime == 0 {
 		c.Failures.RepairTime = time.Hour

@@ -86,27 +86,37 @@ func (s *Simulation) failedOn(h topology.HostID) int {
 	return k
 }
 
-// stopJobsOn stops the running jobs on host h (only those using GPU g
-// when g is not NoGPU), as failures.
-func (s *Simulation) stopJobsOn(now time.Duration, h topology.HostID, g topology.GPUID) {
+// crashJobsOn marks the running jobs on host h (only those using GPU g
+// when g is not NoGPU) as hit by a failure at now: they make no progress
+// from now on and wait, holding their resources, for the recovery the
+// Scheduler decides in the cycle that follows. A job already being
+// drained (the Scheduler asked for its stop and requeue) stops at once.
+func (s *Simulation) crashJobsOn(now time.Duration, h topology.HostID, g topology.GPUID) {
 	victims := slices.Clone(s.hostJobs[h])
 	slices.Sort(victims)
 	for _, i := range victims {
 		j := &s.jobs[i]
-		if j.state != StateRunning {
+		if j.state != StateRunning || j.crashed {
 			continue
 		}
 		if g != topology.NoGPU && !usesGPU(j.claims, g) {
 			continue
 		}
-		if j.stopEv != 0 {
-			s.eng.Cancel(j.stopEv)
-			j.stopEv = 0
+		if j.stopEv != 0 && j.stopCause == StopDrain {
+			s.stop(now, i, StopFailure, false)
+			if s.err != nil {
+				return
+			}
+			continue
 		}
-		s.stop(now, i, StopFailure, false)
-		if s.err != nil {
-			return
+		for _, ev := range []*EventID{&j.endEv, &j.ckptEv} {
+			if *ev != 0 {
+				s.eng.Cancel(*ev)
+				*ev = 0
+			}
 		}
+		j.crashed, j.crashAt = true, now
+		s.crashed = append(s.crashed, i)
 	}
 }
 
@@ -133,7 +143,7 @@ func (s *Simulation) failGPUFor(now time.Duration, g topology.GPUID, d time.Dura
 	s.account(now)
 	s.m.faults++
 	h := s.c.GPUHost(g)
-	s.stopJobsOn(now, h, g)
+	s.crashJobsOn(now, h, g)
 	s.gpuDown[g]++
 	s.failedGPU++
 	s.setGPUHealth(now, g, topology.Failed)
@@ -148,7 +158,7 @@ func (s *Simulation) failGPUFor(now time.Duration, g topology.GPUID, d time.Dura
 		}
 		s.requestCycle(t)
 	})
-	s.requestCycle(now)
+	s.urgentCycle(now)
 }
 
 func (s *Simulation) failHost(now time.Duration, k int) {
@@ -180,7 +190,7 @@ func (s *Simulation) failDomainFor(now time.Duration, d topology.DomainID, dur t
 func (s *Simulation) downHosts(now time.Duration, hosts []topology.HostID, dur time.Duration) {
 	s.account(now)
 	for _, h := range hosts {
-		s.stopJobsOn(now, h, topology.NoGPU)
+		s.crashJobsOn(now, h, topology.NoGPU)
 		before := s.failedOn(h)
 		s.hostDown[h]++
 		s.failedGPU += s.failedOn(h) - before
@@ -198,7 +208,7 @@ func (s *Simulation) downHosts(now time.Duration, hosts []topology.HostID, dur t
 		}
 		s.requestCycle(t)
 	})
-	s.requestCycle(now)
+	s.urgentCycle(now)
 }
 
 func (s *Simulation) drainHost(now time.Duration, _ int) {
@@ -220,6 +230,7 @@ func (s *Simulation) drainHost(now time.Duration, _ int) {
 	s.m.drains++
 	s.hostDrain[h]++
 	s.applyHostHealth(now, h)
+	s.requestCycle(now)
 	s.repairs++
 	s.eng.Schedule(now+s.cfg.Drain.Duration, func(t time.Duration) {
 		s.account(t)

@@ -46,6 +46,9 @@ type Summary struct {
 	Slowdown Dist `json:"slowdown"`
 	// Queues has per-tenant figures, by name.
 	Queues []QueueSummary `json:"queues"`
+	// Priorities has per-priority figures, highest priority first, when
+	// the trace has jobs of more than one priority.
+	Priorities []PrioritySummary `json:"priorities,omitempty"`
 
 	GPUTime GPUTime `json:"gpuTime"`
 	// AllocationRate is used / capacity GPU time; Utilisation is useful /
@@ -112,11 +115,25 @@ type QueueSummary struct {
 	Entitlement float64 `json:"entitlement"`
 }
 
+// PrioritySummary is the figures of the jobs of one priority.
+type PrioritySummary struct {
+	Priority  int32 `json:"priority"`
+	Jobs      int   `json:"jobs"`
+	Completed int   `json:"completed"`
+	// Preemptions counts how often its jobs were preempted.
+	Preemptions int  `json:"preemptions"`
+	Wait        Dist `json:"waitSeconds"`
+	JCT         Dist `json:"jctSeconds"`
+}
+
 // GPUTime accounts for capacity × time: Used + Idle + Failed = Capacity.
-// Useful, LostPreemption, LostFailure and Overhead split Used: work kept,
-// work thrown away by preemptions and by failures (since the last
-// checkpoint), and the rest (restart and checkpoint pauses, slowdown of
-// spread gangs, work of jobs cut off by the end of the run).
+// Useful, LostPreemption, LostFailure, LostDrain and Overhead split Used:
+// work kept; the GPU time of stopped runs since their last checkpoint (the
+// whole run when they had none), by what stopped them — preemptions,
+// failures (requeued or ended by the Scheduler's recovery) and drains —
+// as the Scheduler's Recovery.Lost counts it; and the rest (reload and
+// checkpoint pauses, slowdown of spread gangs, work of jobs cut off by the
+// end of the run).
 type GPUTime struct {
 	Capacity       float64 `json:"capacity"`
 	Used           float64 `json:"used"`
@@ -125,6 +142,7 @@ type GPUTime struct {
 	Useful         float64 `json:"useful"`
 	LostPreemption float64 `json:"lostPreemption"`
 	LostFailure    float64 `json:"lostFailure"`
+	LostDrain      float64 `json:"lostDrain"`
 	Overhead       float64 `json:"overhead"`
 }
 
@@ -168,19 +186,33 @@ type ReasonCount struct {
 // PreemptionSummary counts stops and how jobs recovered from them.
 type PreemptionSummary struct {
 	Preemptions int `json:"preemptions"`
-	// FaultStops counts jobs stopped by failures; Faults the failures
-	// (GPU, host, switch) injected; Drains the hosts drained.
+	// FaultStops counts stops of jobs by failures (requeued or ended);
+	// DrainStops stops by drains; Faults the failures (GPU, host,
+	// switch) injected; Drains the hosts drained.
 	FaultStops int `json:"faultStops"`
+	DrainStops int `json:"drainStops"`
 	Faults     int `json:"faults"`
 	Drains     int `json:"drains"`
+	// Recoveries counts the Scheduler's recovery actions by kind.
+	Recoveries RecoveryCounts `json:"recoveries"`
 	// JobsStopped counts distinct jobs stopped at least once; Recovered
 	// those of them that went on to complete.
 	JobsStopped  int     `json:"jobsStopped"`
 	Recovered    int     `json:"recovered"`
 	RecoveryRate float64 `json:"recoveryRate"`
-	// GPUHoursLost is GPU time thrown away, in GPU-hours.
+	// GPUHoursLost is GPU time thrown away, in GPU-hours (see GPUTime).
 	GPUHoursLostPreemption float64 `json:"gpuHoursLostPreemption"`
 	GPUHoursLostFailure    float64 `json:"gpuHoursLostFailure"`
+	GPUHoursLostDrain      float64 `json:"gpuHoursLostDrain"`
+}
+
+// RecoveryCounts counts the recovery actions of the Scheduler's
+// Decisions (Decision.Recoveries) by kind.
+type RecoveryCounts struct {
+	Requeue int `json:"requeue"`
+	Drain   int `json:"drain"`
+	Keep    int `json:"keep"`
+	End     int `json:"end"`
 }
 
 // Fairness compares tenants' GPU time with their entitlements: Jain's
@@ -221,6 +253,7 @@ type Sample struct {
 type JobRecord struct {
 	ID          string
 	Queue       string
+	Priority    int32
 	GPUs        float64
 	State       JobState
 	Submit      float64
@@ -229,7 +262,11 @@ type JobRecord struct {
 	Duration    float64
 	Preemptions int
 	FaultStops  int
-	LastReason  string
+	DrainStops  int
+	// LastReason is the last reason it waited; EndReason why it was
+	// rejected or ended as failed.
+	LastReason string
+	EndReason  string
 }
 
 type metrics struct {
@@ -243,6 +280,8 @@ type metrics struct {
 	useful      float64
 	lostPre     float64
 	lostFail    float64
+	lostDrain   float64
+	recov       RecoveryCounts
 	cycles      int
 	blocked     [numReasons]int
 	faults      int
@@ -295,12 +334,28 @@ func (m *metrics) segment(j *job, now time.Duration, done float64, stopped bool,
 	m.tenantUsed[j.tenant] += held
 	m.useful += kept
 	if stopped {
-		lost := max(0, held-kept)
-		if cause == StopFailure {
+		lost := (now - max(j.segStart, j.lastCkpt)).Seconds() * gpus
+		switch cause {
+		case StopFailure:
 			m.lostFail += lost
-		} else {
+		case StopDrain:
+			m.lostDrain += lost
+		default:
 			m.lostPre += lost
 		}
+	}
+}
+
+func (m *metrics) recovered(r Recovery) {
+	switch r.Action {
+	case RecoverRequeue:
+		m.recov.Requeue++
+	case RecoverDrain:
+		m.recov.Drain++
+	case RecoverKeep:
+		m.recov.Keep++
+	case RecoverEnd:
+		m.recov.End++
 	}
 }
 
@@ -474,6 +529,11 @@ func (m *metrics) result(now time.Duration) *Result {
 		wait, jct       []float64
 	}
 	tenants := map[string]*tenantAcc{}
+	type prioAcc struct {
+		jobs, completed, preempted int
+		wait, jct                  []float64
+	}
+	prios := map[int32]*prioAcc{}
 	var wait, jct, slow []float64
 	var jobsWith [numReasons]int
 	pre := &sum.Preemption
@@ -485,8 +545,16 @@ func (m *metrics) result(now time.Duration) *Result {
 			tenants[j.tenant] = ta
 		}
 		ta.jobs++
-		rec := JobRecord{ID: j.spec.ID, Queue: j.tenant, GPUs: float64(j.spec.Demand().GPUMilli) / topology.MilliPerGPU, State: j.state,
-			Submit: j.submit.Seconds(), Start: -1, End: j.end.Seconds(), Duration: j.duration.Seconds(), Preemptions: j.preempted, FaultStops: j.faults}
+		pa := prios[j.spec.Priority]
+		if pa == nil {
+			pa = &prioAcc{}
+			prios[j.spec.Priority] = pa
+		}
+		pa.jobs++
+		pa.preempted += j.preempted
+		rec := JobRecord{ID: j.spec.ID, Queue: j.tenant, Priority: j.spec.Priority, GPUs: float64(j.spec.Demand().GPUMilli) / topology.MilliPerGPU, State: j.state,
+			Submit: j.submit.Seconds(), Start: -1, End: j.end.Seconds(), Duration: j.duration.Seconds(), Preemptions: j.preempted, FaultStops: j.faults,
+			DrainStops: j.drained, EndReason: j.endReason}
 		if j.reasons != 0 {
 			rec.LastReason = j.lastWhy.String()
 		}
@@ -495,13 +563,14 @@ func (m *metrics) result(now time.Duration) *Result {
 			w := (j.firstRun - j.submit).Seconds()
 			wait = append(wait, w)
 			ta.wait = append(ta.wait, w)
+			pa.wait = append(pa.wait, w)
 		}
 		for r := range numReasons {
 			if j.reasons&(1<<r) != 0 {
 				jobsWith[r]++
 			}
 		}
-		if j.preempted+j.faults > 0 {
+		if j.preempted+j.faults+j.drained > 0 {
 			pre.JobsStopped++
 			if j.state == StateCompleted {
 				pre.Recovered++
@@ -509,6 +578,7 @@ func (m *metrics) result(now time.Duration) *Result {
 		}
 		pre.Preemptions += j.preempted
 		pre.FaultStops += j.faults
+		pre.DrainStops += j.drained
 		switch j.state {
 		case StateCompleted:
 			sum.Jobs.Completed++
@@ -516,6 +586,8 @@ func (m *metrics) result(now time.Duration) *Result {
 			c := (j.end - j.submit).Seconds()
 			jct = append(jct, c)
 			ta.jct = append(ta.jct, c)
+			pa.completed++
+			pa.jct = append(pa.jct, c)
 			if d := j.duration.Seconds(); d > 0 {
 				slow = append(slow, c/d)
 			}
@@ -529,11 +601,25 @@ func (m *metrics) result(now time.Duration) *Result {
 		res.Jobs[i] = rec
 	}
 	sum.Jobs.Total = len(s.jobs)
+	if len(prios) > 1 {
+		ps := make([]int32, 0, len(prios))
+		for p := range prios {
+			ps = append(ps, p)
+		}
+		slices.Sort(ps)
+		for k := len(ps) - 1; k >= 0; k-- {
+			pa := prios[ps[k]]
+			sum.Priorities = append(sum.Priorities, PrioritySummary{Priority: ps[k], Jobs: pa.jobs, Completed: pa.completed,
+				Preemptions: pa.preempted, Wait: dist(pa.wait), JCT: dist(pa.jct)})
+		}
+	}
 	sum.Wait, sum.JCT, sum.Slowdown = dist(wait), dist(jct), dist(slow)
 	pre.Faults, pre.Drains = m.faults, m.drains
 	pre.RecoveryRate = ratio(float64(pre.Recovered), float64(pre.JobsStopped))
 	pre.GPUHoursLostPreemption = m.lostPre / 3600
 	pre.GPUHoursLostFailure = m.lostFail / 3600
+	pre.GPUHoursLostDrain = m.lostDrain / 3600
+	pre.Recoveries = m.recov
 
 	// Entitlements: configured tenants, else equal among those present.
 	names := make([]string, 0, len(tenants))
@@ -579,8 +665,8 @@ func (m *metrics) result(now time.Duration) *Result {
 
 	capacity := float64(s.c.NumGPUs()) * now.Seconds()
 	sum.GPUTime = GPUTime{Capacity: capacity, Used: m.used, Failed: m.failed, Idle: capacity - m.used - m.failed,
-		Useful: m.useful, LostPreemption: m.lostPre, LostFailure: m.lostFail}
-	sum.GPUTime.Overhead = m.used - m.useful - m.lostPre - m.lostFail
+		Useful: m.useful, LostPreemption: m.lostPre, LostFailure: m.lostFail, LostDrain: m.lostDrain}
+	sum.GPUTime.Overhead = m.used - m.useful - m.lostPre - m.lostFail - m.lostDrain
 	sum.AllocationRate = ratio(m.used, capacity)
 	sum.ArrivalSpan = m.arrivalEnd.Seconds()
 	sum.ArrivalAllocation = ratio(m.arrivalUsed, float64(s.c.NumGPUs())*m.arrivalEnd.Seconds())

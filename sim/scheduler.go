@@ -8,14 +8,24 @@ import (
 )
 
 // Scheduler is what the simulator drives: exactly the calls a production
-// host makes on a scheduler. Events go in (Submit, Started, Finished,
-// Stopped, the health setters); Schedule(now) hands back a Decision that
-// the host carries out and reports back on. Times are offsets from the
-// start of the simulation.
+// host makes on a scheduler. Events go in (Submit, Started, Checkpointed,
+// Finished, Stopped, Removed, the health setters); Schedule(now) hands
+// back a Decision that the host carries out and reports back on. Times
+// are offsets from the start of the simulation.
 //
-// The root gpusched.Scheduler is adapted to this interface; tests use
-// small scripted or naive implementations. Implementations must be
-// deterministic: the same calls give the same Decisions.
+// The root gpusched.Scheduler is adapted to this interface (package
+// sim/rootsched); tests use small scripted or naive implementations.
+// Implementations must be deterministic: the same calls give the same
+// Decisions.
+//
+// Faults follow the Scheduler's recovery path, not one of the
+// simulator's own: when a GPU or host fails or is drained the simulator
+// reports the health change, and the jobs on it keep their resources
+// (a job on a failed part makes no progress from the failure on) until
+// the next Decision's Recoveries say what to do with each — requeue it
+// from its last checkpoint, drain it after a grace period, let it run on,
+// or end it as failed. The simulator runs that cycle at the time of the
+// failure.
 type Scheduler interface {
 	// Submit adds a job. An error rejects it: the simulator records the
 	// job as rejected (or stops, if so configured) and never mentions it
@@ -26,20 +36,41 @@ type Scheduler interface {
 	// Started reports that a binding of the last Decision was carried
 	// out: the job now runs on the claimed GPUs.
 	Started(now time.Duration, job string) error
+	// Checkpointed reports that a running job completed a checkpoint at
+	// at (≤ now): a stop loses only the work since. The simulator reports
+	// every checkpoint of its CheckpointModel as it completes (and the
+	// final one a job takes in a grace period); it is the Scheduler's
+	// only source of checkpoints, so the specs it submits carry no
+	// CheckpointInterval.
+	Checkpointed(now time.Duration, job string, at time.Duration) error
 	// Finished reports that a running job completed; its resources are
 	// free again.
 	Finished(now time.Duration, job string) error
 	// Stopped reports that a running job was stopped before completion,
 	// its resources freed, and that it should be queued again (its
-	// progress up to its last checkpoint kept by the host).
+	// progress up to its last checkpoint kept by the host): after a
+	// Preemption (StopPreempted) or a Recovery that requeues
+	// (StopFailure) or drains it (StopDrain).
 	Stopped(now time.Duration, job string, cause StopCause) error
-	// Removed reports that a job left for good without completing (its
-	// retries exhausted); it was not running.
+	// Removed reports that a running job was stopped and ended as
+	// failed, as a RecoverEnd recovery asked; its resources are free.
 	Removed(now time.Duration, job string) error
-	// SetGPUHealth and SetHostHealth report health changes. Jobs on a
-	// failed GPU or host are stopped by the host first (through Stopped).
+	// SetGPUHealth and SetHostHealth report health changes. The jobs on
+	// a failed or draining part are left to the next Decision's
+	// Recoveries.
 	SetGPUHealth(now time.Duration, g topology.GPUID, h topology.Health) error
 	SetHostHealth(now time.Duration, h topology.HostID, hh topology.Health) error
+}
+
+// ProgressReporter is implemented by Schedulers that keep the progress of
+// stopped jobs (the root Scheduler's Progress). With Config.Audit the
+// simulator checks, after every stop, that Saved equals its own account:
+// the sum over the job's stopped runs of the running time from the run's
+// start to its last checkpoint.
+type ProgressReporter interface {
+	// Saved returns the running time that checkpoints of the job's
+	// earlier runs saved, and whether the job is known.
+	Saved(job string) (time.Duration, bool)
 }
 
 // StopCause says why a running job was stopped.
@@ -48,13 +79,17 @@ type StopCause uint8
 // Stop causes.
 const (
 	StopPreempted StopCause = iota // a Decision preempted it
-	StopFailure                    // a GPU, host or ToR under it failed
+	StopFailure                    // a GPU, host or ToR under it failed (RecoverRequeue)
+	StopDrain                      // a host or GPU under it was drained (RecoverDrain)
 )
 
-// String returns "preempted" or "failure".
+// String returns "preempted", "failure" or "drain".
 func (c StopCause) String() string {
-	if c == StopFailure {
+	switch c {
+	case StopFailure:
 		return "failure"
+	case StopDrain:
+		return "drain"
 	}
 	return "preempted"
 }
@@ -66,6 +101,9 @@ type Decision struct {
 	Bindings []Binding
 	// Preemptions stop running jobs after a grace period.
 	Preemptions []Preemption
+	// Recoveries say what to do with the running jobs on GPUs and hosts
+	// that failed or are draining since the last cycle, one per job.
+	Recoveries []Recovery
 	// Pending explains, for jobs still waiting, why.
 	Pending []Pending
 }
@@ -84,6 +122,49 @@ type Preemption struct {
 	// simulator's default (see PreemptionModel).
 	Grace  time.Duration
 	Reason string
+}
+
+// Recovery is what to do with a running job hit by a fault.
+type Recovery struct {
+	Job    string
+	Action RecoveryAction
+	// Grace is the time a drained job gets to checkpoint before it
+	// stops (RecoverDrain).
+	Grace time.Duration
+	// Lost is the GPU time, in GPU-seconds, the Scheduler expects the
+	// stop to lose (since the job's last checkpoint); informational.
+	Lost float64
+	// Reason says what hit the job; it is recorded for jobs that end.
+	Reason string
+}
+
+// RecoveryAction is what a Recovery asks for.
+type RecoveryAction uint8
+
+// Recovery actions.
+const (
+	// RecoverRequeue: stop the job now (its GPUs failed) and report it
+	// Stopped(StopFailure); it restarts from its last checkpoint.
+	RecoverRequeue RecoveryAction = iota + 1
+	// RecoverDrain: let the job checkpoint for Grace, stop it and report
+	// it Stopped(StopDrain).
+	RecoverDrain
+	// RecoverKeep: let it run on.
+	RecoverKeep
+	// RecoverEnd: stop the job and report it Removed: it failed for
+	// good (e.g. stopped by failures more often than allowed).
+	RecoverEnd
+	numActions
+)
+
+var actionNames = [numActions]string{"", "requeue", "drain", "keep", "end"}
+
+// String returns the action's lower-case name.
+func (a RecoveryAction) String() string {
+	if a < numActions && a > 0 {
+		return actionNames[a]
+	}
+	return "unknown"
 }
 
 // Pending says why a job waits.

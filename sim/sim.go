@@ -26,7 +26,7 @@ const (
 	StateRunning                    // running (possibly inside a preemption's grace period)
 	StateCompleted                  // ran to the end
 	StateRejected                   // refused at Submit (bad spec, larger than the cluster, …)
-	StateFailed                     // stopped by failures more often than FailureModel.MaxRestarts
+	StateFailed                     // ended by the Scheduler's recovery (RecoverEnd: e.g. stopped by failures too often)
 	StateUnfinished                 // still pending or running when the run ended
 )
 
@@ -52,21 +52,31 @@ type job struct {
 	tenant   string
 	state    JobState
 
-	work      float64 // remaining full-speed seconds of work
-	ckpt      time.Duration
-	gpuMilli  int64 // GPU milli held while running
+	work      float64       // remaining full-speed seconds of work
+	ckpt      time.Duration // running time between checkpoints (0: none)
+	gpuMilli  int64         // GPU milli held while running
 	claims    []topology.Claim
 	segStart  time.Duration
 	restart   time.Duration // reload time at the start of this segment
 	speed     float64
 	endEv     EventID
 	stopEv    EventID
-	noticeAt  time.Duration // preemption notice, when stopEv is set
+	stopCause StopCause     // of stopEv: StopPreempted or StopDrain
+	noticeAt  time.Duration // preemption or drain notice, when stopEv is set
+	ckptEv    EventID       // the next checkpoint of this segment
+	ckptK     int           // checkpoints completed in this segment
+	ckptN     int           // checkpoints due in this segment
+	lastCkpt  time.Duration // last checkpoint of this segment (segStart: none)
+	savedWall time.Duration // running time saved by checkpoints of stopped segments
+	crashed   bool          // a GPU or host under it failed; awaiting its recovery
+	crashAt   time.Duration
 	started   bool
 	firstRun  time.Duration
 	end       time.Duration
+	endReason string
 	preempted int
 	faults    int
+	drained   int
 	reasons   uint8 // bit per Reason seen while pending
 	lastWhy   Reason
 	pendIdx   int32 // index in Simulation.pending, -1 if not pending
@@ -93,6 +103,8 @@ type Simulation struct {
 	running   int
 	repairs   int // outstanding repair / drain-end events
 	schedAt   time.Duration
+	schedEv   EventID
+	crashed   []int32 // jobs hit by failures, awaiting their recovery
 	lastCycle time.Duration
 	schedSet  bool
 	bound     bool // the last cycle bound or preempted something
@@ -153,12 +165,14 @@ func New(cfg Config, jobs []trace.Job) (*Simulation, error) {
 		j.work = tj.Duration.Seconds()
 		j.pendIdx = -1
 		j.level = -1
-		if j.spec.CheckpointInterval == 0 {
-			// Tell the Scheduler too: a preemption planner weighs the work
-			// a victim loses since its last checkpoint.
-			j.spec.CheckpointInterval = cfg.Checkpoint.Interval
-		}
 		j.ckpt = j.spec.CheckpointInterval
+		if j.ckpt == 0 {
+			j.ckpt = cfg.Checkpoint.Interval
+		}
+		// The Scheduler learns of checkpoints only through Checkpointed,
+		// as they happen: an estimate from the interval would ignore the
+		// reload and checkpoint pauses of the model.
+		j.spec.CheckpointInterval = 0
 		if cfg.RuntimeEstimate > 0 && j.spec.Runtime == 0 {
 			j.spec.Runtime = time.Duration(float64(tj.Duration) * cfg.RuntimeEstimate)
 		}
@@ -272,6 +286,7 @@ func (s *Simulation) submit(now time.Duration, i int32) {
 		}
 		j.state = StateRejected
 		j.end = now
+		j.endReason = err.Error()
 		s.m.rejected(j, err)
 		s.jobEnded()
 	}
@@ -335,7 +350,21 @@ func (s *Simulation) requestCycle(now time.Duration) {
 		at = s.lastCycle + gap
 	}
 	s.schedSet, s.schedAt = true, at
-	s.eng.Schedule(at, s.cycle)
+	s.schedEv = s.eng.Schedule(at, s.cycle)
+}
+
+// urgentCycle queues a cycle at now even within MinCycleInterval of the
+// last one: a failure's recoveries are not batched, since the jobs it hit
+// hold GPUs without making progress until then.
+func (s *Simulation) urgentCycle(now time.Duration) {
+	if s.schedSet && s.schedAt > now {
+		s.eng.Cancel(s.schedEv)
+		s.schedSet = false
+	}
+	if !s.schedSet {
+		s.schedSet, s.schedAt = true, now
+		s.schedEv = s.eng.Schedule(now, s.cycle)
+	}
 }
 
 func (s *Simulation) cycle(now time.Duration) {
@@ -345,6 +374,22 @@ func (s *Simulation) cycle(now time.Duration) {
 	d := s.cfg.Scheduler.Schedule(now)
 	s.m.cycles++
 	s.bound = len(d.Bindings) > 0 || len(d.Preemptions) > 0
+	for _, r := range d.Recoveries {
+		if r.Action != RecoverKeep {
+			s.bound = true
+		}
+		if err := s.recover(now, r); err != nil {
+			s.fail(err)
+			return
+		}
+		if s.err != nil {
+			return
+		}
+	}
+	if err := s.checkCrashed(); err != nil {
+		s.fail(err)
+		return
+	}
 	for _, b := range d.Bindings {
 		if err := s.bind(now, b); err != nil {
 			s.err = err
@@ -416,10 +461,51 @@ func (s *Simulation) bind(now time.Duration, b Binding) error {
 		}
 	}
 	j.endEv = s.eng.Schedule(now+s.segmentLength(j), func(t time.Duration) { s.complete(t, i) })
+	j.lastCkpt, j.ckptK, j.ckptN = now, 0, s.checkpointsDue(j)
+	if j.ckptN > 0 {
+		s.nextCheckpoint(i)
+	}
 	if err := s.cfg.Scheduler.Started(now, b.Job); err != nil {
 		return fmt.Errorf("sim: Started(%s): %w", b.Job, err)
 	}
 	return nil
+}
+
+// checkpointsDue is the number of checkpoints j takes in the segment it
+// starts: one after every j.ckpt of running time but the last.
+func (s *Simulation) checkpointsDue(j *job) int {
+	if j.ckpt <= 0 {
+		return 0
+	}
+	return max(0, int(math.Ceil(j.work/j.speed/j.ckpt.Seconds()))-1)
+}
+
+// nextCheckpoint schedules the completion of j's next checkpoint: the
+// k-th completes k × (interval + overhead) after the reload.
+func (s *Simulation) nextCheckpoint(i int32) {
+	j := &s.jobs[i]
+	k := time.Duration(j.ckptK + 1)
+	at := j.segStart + j.restart + k*(j.ckpt+s.ckptOverhead(j))
+	j.ckptEv = s.eng.Schedule(at, func(t time.Duration) { s.checkpointed(t, i) })
+}
+
+// checkpointed records a completed checkpoint and reports it.
+func (s *Simulation) checkpointed(now time.Duration, i int32) {
+	j := &s.jobs[i]
+	j.ckptEv = 0
+	j.ckptK++
+	s.reportCheckpoint(now, i)
+	if s.err == nil && j.ckptK < j.ckptN {
+		s.nextCheckpoint(i)
+	}
+}
+
+func (s *Simulation) reportCheckpoint(now time.Duration, i int32) {
+	j := &s.jobs[i]
+	j.lastCkpt = now
+	if err := s.cfg.Scheduler.Checkpointed(now, j.spec.ID, now); err != nil {
+		s.fail(fmt.Errorf("sim: Checkpointed(%s): %w", j.spec.ID, err))
+	}
 }
 
 func claimMilli(c *topology.Cluster, claims []topology.Claim) int64 {
@@ -517,28 +603,26 @@ func secs(f float64) time.Duration { return time.Duration(math.Ceil(f * 1e9)) }
 
 // workedBy returns the wall time spent working (not reloading or
 // checkpointing) in j's segment by time t, and the part of it covered by
-// a completed checkpoint.
+// a completed checkpoint, in seconds. It counts in whole nanoseconds, so
+// that a checkpoint completing at t is counted at t.
 func (s *Simulation) workedBy(j *job, t time.Duration) (worked, saved float64) {
-	e := (t - j.segStart - j.restart).Seconds()
+	e := t - j.segStart - j.restart
 	if e <= 0 {
 		return 0, 0
 	}
 	if j.ckpt <= 0 {
-		return e, 0
+		return e.Seconds(), 0
 	}
-	iv, ov := j.ckpt.Seconds(), s.ckptOverhead(j).Seconds()
-	k := math.Floor(e / (iv + ov))
-	worked = k*iv + math.Min(e-k*(iv+ov), iv)
-	return worked, k * iv
+	per := j.ckpt + s.ckptOverhead(j)
+	k := e / per
+	w := k*j.ckpt + min(e-k*per, j.ckpt)
+	return w.Seconds(), (k * j.ckpt).Seconds()
 }
 
 func (s *Simulation) complete(now time.Duration, i int32) {
 	j := &s.jobs[i]
 	s.account(now)
-	if j.stopEv != 0 {
-		s.eng.Cancel(j.stopEv)
-		j.stopEv = 0
-	}
+	s.cancelEvents(j)
 	s.m.segment(j, now, j.work, false, 0)
 	j.work = 0
 	s.release(i)
@@ -551,6 +635,16 @@ func (s *Simulation) complete(now time.Duration, i int32) {
 		return
 	}
 	s.requestCycle(now)
+}
+
+// cancelEvents cancels j's completion, checkpoint and stop events.
+func (s *Simulation) cancelEvents(j *job) {
+	for _, ev := range []*EventID{&j.endEv, &j.ckptEv, &j.stopEv} {
+		if *ev != 0 {
+			s.eng.Cancel(*ev)
+			*ev = 0
+		}
+	}
 }
 
 func (s *Simulation) release(i int32) {
@@ -577,62 +671,145 @@ func (s *Simulation) preempt(now time.Duration, p Preemption) error {
 		return err
 	}
 	j := &s.jobs[i]
-	if j.stopEv != 0 {
+	if j.stopEv != 0 || j.crashed {
 		return nil // already on its way out
 	}
 	grace := p.Grace
 	if grace <= 0 {
 		grace = s.cfg.Preemption.Grace
 	}
-	j.noticeAt = now
-	j.stopEv = s.eng.Schedule(now+grace, func(t time.Duration) {
-		s.jobs[i].stopEv = 0
-		s.stop(t, i, StopPreempted, true)
-	})
+	s.stopAfter(now, i, grace, StopPreempted)
 	return nil
 }
 
-// stop ends j's running segment early, keeps the work up to its last
-// checkpoint (or, graceful, a final checkpoint taken before t when the
-// grace period covers one), and hands the job back to the Scheduler.
-func (s *Simulation) stop(now time.Duration, i int32, cause StopCause, graceful bool) {
+// stopAfter signals j at now and stops it gracefully after grace.
+func (s *Simulation) stopAfter(now time.Duration, i int32, grace time.Duration, cause StopCause) {
+	j := &s.jobs[i]
+	j.noticeAt, j.stopCause = now, cause
+	j.stopEv = s.eng.Schedule(now+grace, func(t time.Duration) {
+		s.jobs[i].stopEv = 0
+		s.stop(t, i, cause, true)
+	})
+}
+
+// recover carries out one recovery of a Decision.
+func (s *Simulation) recover(now time.Duration, r Recovery) error {
+	i, err := s.lookup(r.Job, StateRunning, "recovery")
+	if err != nil {
+		return err
+	}
+	j := &s.jobs[i]
+	s.m.recovered(r)
+	switch r.Action {
+	case RecoverRequeue:
+		s.stop(now, i, StopFailure, false)
+	case RecoverEnd:
+		s.end(now, i, r.Reason)
+	case RecoverDrain:
+		switch {
+		case j.crashed:
+			// Hit by a failure too: nothing left to checkpoint.
+			s.stop(now, i, StopFailure, false)
+		case j.stopEv != 0:
+			// Already being stopped (a preemption): that stop stands.
+		default:
+			s.stopAfter(now, i, r.Grace, StopDrain)
+		}
+	case RecoverKeep:
+	default:
+		return fmt.Errorf("%w: recovery of job %q: unsupported action %s", ErrInvariant, r.Job, r.Action)
+	}
+	return nil
+}
+
+// checkCrashed, after a cycle's recoveries, finds jobs hit by failures
+// that the Scheduler left running on failed parts.
+func (s *Simulation) checkCrashed() error {
+	var err error
+	for _, i := range s.crashed {
+		j := &s.jobs[i]
+		if j.state == StateRunning && j.crashed && err == nil {
+			err = fmt.Errorf("%w: job %q runs on a failed GPU or host, and the Scheduler's Decision has no recovery for it", ErrInvariant, j.spec.ID)
+		}
+	}
+	s.crashed = s.crashed[:0]
+	return err
+}
+
+// halt ends j's running segment at now: it keeps the work up to its last
+// checkpoint (or, graceful, a final checkpoint taken in the grace period
+// when it covers one) and releases its resources. A job hit by a failure
+// stopped working at the failure.
+func (s *Simulation) halt(now time.Duration, i int32, cause StopCause, graceful bool) {
 	j := &s.jobs[i]
 	s.account(now)
-	s.eng.Cancel(j.endEv)
-	_, saved := s.workedBy(j, now)
+	s.cancelEvents(j)
+	cut := now
+	if j.crashed {
+		cut, graceful, cause = j.crashAt, false, StopFailure
+	}
+	_, saved := s.workedBy(j, cut)
 	if graceful && j.ckpt > 0 {
 		ov := s.ckptOverhead(j)
-		if now-ov >= j.segStart+j.restart && now-ov >= j.noticeAt {
+		if now-ov >= j.segStart+j.restart && now-ov >= j.noticeAt && now > j.segStart {
 			w, _ := s.workedBy(j, now-ov)
 			saved = max(saved, w)
+			s.reportCheckpoint(now, i)
 		}
 	}
 	done := math.Min(saved*j.speed, j.work)
 	s.m.segment(j, now, done, true, cause)
+	j.savedWall += j.lastCkpt - j.segStart
 	j.work -= done
 	s.release(i)
-	j.state = StatePending
+	j.crashed = false
 	switch cause {
 	case StopPreempted:
 		j.preempted++
 	case StopFailure:
 		j.faults++
+	case StopDrain:
+		j.drained++
 	}
+}
+
+// stop halts j and hands it back to the Scheduler to wait again.
+func (s *Simulation) stop(now time.Duration, i int32, cause StopCause, graceful bool) {
+	j := &s.jobs[i]
+	if j.crashed {
+		cause = StopFailure
+	}
+	s.halt(now, i, cause, graceful)
+	j.state = StatePending
 	if err := s.cfg.Scheduler.Stopped(now, j.spec.ID, cause); err != nil {
-		s.err = fmt.Errorf("sim: Stopped(%s): %w", j.spec.ID, err)
+		s.fail(fmt.Errorf("sim: Stopped(%s): %w", j.spec.ID, err))
 		return
 	}
-	if mr := s.cfg.Failures.MaxRestarts; cause == StopFailure && mr > 0 && j.faults > mr {
-		j.state = StateFailed
-		j.end = now
-		s.m.failedJob(j)
-		s.jobEnded()
-		if err := s.cfg.Scheduler.Removed(now, j.spec.ID); err != nil {
-			s.err = fmt.Errorf("sim: Removed(%s): %w", j.spec.ID, err)
+	if s.cfg.Audit {
+		if pr, ok := s.cfg.Scheduler.(ProgressReporter); ok {
+			if saved, ok := pr.Saved(j.spec.ID); ok && saved != j.savedWall {
+				s.fail(fmt.Errorf("%w: job %q: the Scheduler keeps %v of progress, the simulator %v", ErrInvariant, j.spec.ID, saved, j.savedWall))
+				return
+			}
 		}
-		return
 	}
 	s.addPending(i)
+	s.requestCycle(now)
+}
+
+// end halts j and ends it as failed, as a RecoverEnd asked.
+func (s *Simulation) end(now time.Duration, i int32, reason string) {
+	j := &s.jobs[i]
+	s.halt(now, i, StopFailure, false)
+	j.state = StateFailed
+	j.end = now
+	j.endReason = reason
+	s.m.failedJob(j)
+	s.jobEnded()
+	if err := s.cfg.Scheduler.Removed(now, j.spec.ID); err != nil {
+		s.fail(fmt.Errorf("sim: Removed(%s): %w", j.spec.ID, err))
+		return
+	}
 	s.requestCycle(now)
 }
 
@@ -647,7 +824,11 @@ func (s *Simulation) finish() *Result {
 		j := &s.jobs[i]
 		switch j.state {
 		case StateRunning:
-			worked, _ := s.workedBy(j, now)
+			cut := now
+			if j.crashed {
+				cut = j.crashAt
+			}
+			worked, _ := s.workedBy(j, cut)
 			s.m.segment(j, now, math.Min(worked*j.speed, j.work), false, 0)
 			fallthrough
 		case StatePending, StateWaiting:

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/gpusched/gpusched/sim"
@@ -78,7 +79,7 @@ func WriteSamples(w io.Writer, samples []sim.Sample) error {
 }
 
 // JobHeader is the header row of the per-job CSV.
-var JobHeader = []string{"id", "queue", "gpus", "state", "submit", "start", "end", "duration", "wait", "jct", "preemptions", "fault_stops", "last_reason"}
+var JobHeader = []string{"id", "queue", "priority", "gpus", "state", "submit", "start", "end", "duration", "wait", "jct", "preemptions", "fault_stops", "drain_stops", "last_reason", "end_reason"}
 
 // WriteJobs writes one row per job as CSV; wait and jct are empty for
 // jobs that never started or did not complete.
@@ -93,8 +94,8 @@ func WriteJobs(w io.Writer, jobs []sim.JobRecord) error {
 		if j.State == sim.StateCompleted {
 			jct = ff(j.End - j.Submit)
 		}
-		cw.Write([]string{j.ID, j.Queue, ff(j.GPUs), j.State.String(), ff(j.Submit), ff(j.Start), ff(j.End), ff(j.Duration),
-			wait, jct, strconv.Itoa(j.Preemptions), strconv.Itoa(j.FaultStops), j.LastReason})
+		cw.Write([]string{j.ID, j.Queue, strconv.Itoa(int(j.Priority)), ff(j.GPUs), j.State.String(), ff(j.Submit), ff(j.Start), ff(j.End), ff(j.Duration),
+			wait, jct, strconv.Itoa(j.Preemptions), strconv.Itoa(j.FaultStops), strconv.Itoa(j.DrainStops), j.LastReason, j.EndReason})
 	}
 	cw.Flush()
 	return cw.Error()
@@ -195,11 +196,25 @@ var rows = []row{
 		}
 		return fmt.Sprintf("%s (%d jobs)", s.Failures[0].Reason, s.Failures[0].Jobs)
 	}},
-	{"preemptions / fault stops", func(s *sim.Summary) string {
-		return fmt.Sprintf("%d / %d", s.Preemption.Preemptions, s.Preemption.FaultStops)
+	{"queue wait mean by priority", func(s *sim.Summary) string {
+		if len(s.Priorities) == 0 {
+			return "-"
+		}
+		parts := make([]string, len(s.Priorities))
+		for i, p := range s.Priorities {
+			parts[i] = fmt.Sprintf("%d: %s", p.Priority, secs(p.Wait.Mean))
+		}
+		return strings.Join(parts, ", ")
 	}},
-	{"GPU-hours lost (preempt / fail)", func(s *sim.Summary) string {
-		return num(s.Preemption.GPUHoursLostPreemption) + " / " + num(s.Preemption.GPUHoursLostFailure)
+	{"preemptions / fault / drain stops", func(s *sim.Summary) string {
+		return fmt.Sprintf("%d / %d / %d", s.Preemption.Preemptions, s.Preemption.FaultStops, s.Preemption.DrainStops)
+	}},
+	{"recoveries requeue / drain / keep / end", func(s *sim.Summary) string {
+		r := s.Preemption.Recoveries
+		return fmt.Sprintf("%d / %d / %d / %d", r.Requeue, r.Drain, r.Keep, r.End)
+	}},
+	{"GPU-hours lost (preempt / fail / drain)", func(s *sim.Summary) string {
+		return num(s.Preemption.GPUHoursLostPreemption) + " / " + num(s.Preemption.GPUHoursLostFailure) + " / " + num(s.Preemption.GPUHoursLostDrain)
 	}},
 	{"fairness (Jain)", func(s *sim.Summary) string { return num(s.Fairness.JainIndex) }},
 	{"multi-GPU in NVLink / host / switch", func(s *sim.Summary) string {

@@ -14,6 +14,7 @@ import (
 	"github.com/gpusched/gpusched"
 	"github.com/gpusched/gpusched/frag"
 	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/preempt"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/sim"
 	"github.com/gpusched/gpusched/sim/trace"
@@ -29,17 +30,26 @@ var Epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 // mapping of calls:
 //
 //	Submit → Submit; Schedule → Schedule (bindings with their placement's
-//	claims, preemptions, pending reasons by code); Started → Started;
-//	Finished → Finished; Stopped(preempted) → Preempted; Stopped(failure)
-//	→ Requeue (back in its queue at its original place); Removed →
-//	Failed; SetGPUHealth / SetHostHealth → the same (the jobs they return
-//	were already stopped by the simulator).
+//	claims, preemptions, recoveries, pending reasons by code); Started →
+//	Started; Checkpointed → Checkpointed; Finished → Finished;
+//	Stopped(preempted) → Preempted; Stopped(failure) and Stopped(drain) →
+//	Requeue (back in its queue at its original place, restarting from its
+//	last checkpoint); Removed → Failed; SetGPUHealth / SetHostHealth →
+//	the same (the Scheduler's next Decision has the recoveries of the jobs
+//	they return).
+//
+// Recoveries map action for action (requeue, drain, keep, end; the
+// Scheduler never shrinks). Saved is Progress's saved work, so the
+// simulator's audit checks the Scheduler's kept progress against its own.
 type Scheduler struct {
 	S      *gpusched.Scheduler
 	models map[string]bool // jobs that restrict the GPU model
 }
 
-var _ sim.Scheduler = (*Scheduler)(nil)
+var (
+	_ sim.Scheduler        = (*Scheduler)(nil)
+	_ sim.ProgressReporter = (*Scheduler)(nil)
+)
 
 // Wrap adapts s.
 func Wrap(s *gpusched.Scheduler) *Scheduler {
@@ -79,6 +89,12 @@ func (a *Scheduler) Schedule(now time.Duration) sim.Decision {
 		Preemptions: make([]sim.Preemption, len(d.Preemptions)),
 		Pending:     make([]sim.Pending, len(d.Pending)),
 	}
+	if len(d.Recoveries) > 0 {
+		out.Recoveries = make([]sim.Recovery, len(d.Recoveries))
+		for i, r := range d.Recoveries {
+			out.Recoveries[i] = sim.Recovery{Job: r.Job, Action: actions[r.Action], Grace: r.Grace, Lost: r.Lost.GPUSeconds(), Reason: r.Reason}
+		}
+	}
 	for i, b := range d.Bindings {
 		out.Bindings[i] = sim.Binding{Job: b.Job, Claims: b.Placement.Claims}
 	}
@@ -91,6 +107,16 @@ func (a *Scheduler) Schedule(now time.Duration) sim.Decision {
 		out.Pending[i] = sim.Pending{Job: p.Job, Reason: a.reason(p)}
 	}
 	return out
+}
+
+// actions maps the Scheduler's recovery actions; a shrink (which the
+// Scheduler never asks for) maps to no action, which the simulator
+// reports as an invariant violation.
+var actions = map[preempt.Action]sim.RecoveryAction{
+	preempt.ActionRequeue: sim.RecoverRequeue,
+	preempt.ActionDrain:   sim.RecoverDrain,
+	preempt.ActionKeep:    sim.RecoverKeep,
+	preempt.ActionEnd:     sim.RecoverEnd,
 }
 
 // reason maps the Scheduler's wait codes onto the simulator's failure
@@ -119,6 +145,17 @@ func (a *Scheduler) reason(p gpusched.Pending) sim.Reason {
 // Started reports the job running.
 func (a *Scheduler) Started(now time.Duration, id string) error { return a.S.Started(id, at(now)) }
 
+// Checkpointed reports a completed checkpoint.
+func (a *Scheduler) Checkpointed(now time.Duration, id string, ckpt time.Duration) error {
+	return a.S.Checkpointed(id, at(ckpt), at(now))
+}
+
+// Saved returns the work a job's earlier runs saved (Progress).
+func (a *Scheduler) Saved(id string) (time.Duration, bool) {
+	_, saved, ok := a.S.Progress(id)
+	return saved, ok
+}
+
 // Finished reports the job done.
 func (a *Scheduler) Finished(now time.Duration, id string) error {
 	delete(a.models, id)
@@ -126,15 +163,15 @@ func (a *Scheduler) Finished(now time.Duration, id string) error {
 }
 
 // Stopped reports a preempted job as Preempted and a job stopped by a
-// failure as Requeue.
+// recovery (failure or drain) as Requeue.
 func (a *Scheduler) Stopped(now time.Duration, id string, cause sim.StopCause) error {
-	if cause == sim.StopFailure {
-		return a.S.Requeue(id, at(now))
+	if cause == sim.StopPreempted {
+		return a.S.Preempted(id, at(now))
 	}
-	return a.S.Preempted(id, at(now))
+	return a.S.Requeue(id, at(now))
 }
 
-// Removed reports that the host gave up on a waiting job.
+// Removed reports a job ended by its recovery as Failed.
 func (a *Scheduler) Removed(now time.Duration, id string) error {
 	delete(a.models, id)
 	return a.S.Failed(id, at(now))

@@ -52,14 +52,14 @@ func simulate(t testing.TB, policy string, seed uint64, audit bool) *sim.Result 
 		t.Fatal(err)
 	}
 	vcs := []trace.VC{{Name: "a", GPUs: 96}, {Name: "b", GPUs: 32}}
-	s, err := rootsched.New(gpusched.Config{Cluster: c, Placer: p, Seed: seed,
+	s, err := rootsched.New(gpusched.Config{Cluster: c, Placer: p, Seed: seed, MaxRestarts: 5,
 		Queues: rootsched.VCQueues(vcs, nil, queue.Policy{})})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sm, err := sim.New(sim.Config{Cluster: c, Scheduler: s, Seed: seed, Audit: audit,
 		Checkpoint: sim.CheckpointModel{Interval: 30 * time.Minute, Overhead: time.Minute, RestartCost: 2 * time.Minute},
-		Failures:   sim.FailureModel{GPUMTBF: 1000 * time.Hour, HostMTBF: 2000 * time.Hour, ToRMTBF: 4000 * time.Hour, RepairTime: 30 * time.Minute, MaxRestarts: 5},
+		Failures:   sim.FailureModel{GPUMTBF: 1000 * time.Hour, HostMTBF: 2000 * time.Hour, ToRMTBF: 4000 * time.Hour, RepairTime: 30 * time.Minute},
 		Drain:      sim.DrainModel{MeanInterval: 4 * time.Hour, Duration: time.Hour},
 		Speed:      sim.SpeedModel{Enabled: true},
 		Tenants:    rootsched.VCTenants(vcs),

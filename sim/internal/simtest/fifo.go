@@ -20,6 +20,10 @@ import (
 // a queue never holds more GPUs than its quota. With Preempt set, a
 // pending job that does not fit preempts the running jobs of lower
 // priority, lowest first, newest first, until it would.
+//
+// After health changes, the next cycle recovers the running jobs on
+// failed parts (requeue, or end once stopped by failures more than
+// MaxRestarts times) and on draining ones (drain with DrainGrace).
 type FIFO struct {
 	c       *topology.Cluster
 	led     *topology.Ledger
@@ -27,6 +31,7 @@ type FIFO struct {
 	pending []*entry // by priority (high first), then seq
 	jobs    map[string]*entry
 	used    map[string]int64
+	health  bool // health changed since the last cycle
 	// Quota caps the GPU milli each queue may hold; absent queues are
 	// uncapped.
 	Quota map[string]int64
@@ -34,14 +39,20 @@ type FIFO struct {
 	Preempt bool
 	// Grace is the grace period of preemptions.
 	Grace time.Duration
+	// MaxRestarts ends a job stopped by failures more often; 0: never.
+	MaxRestarts int
+	// DrainGrace is the grace period of drained jobs.
+	DrainGrace time.Duration
 }
 
 type entry struct {
-	job      workload.Job
-	seq      int
-	claims   []topology.Claim
-	running  bool
-	stopping bool
+	job        workload.Job
+	seq        int
+	claims     []topology.Claim
+	running    bool
+	stopping   bool
+	recovering bool
+	restarts   int
 }
 
 // NewFIFO returns an empty FIFO scheduler of c.
@@ -79,9 +90,13 @@ func (f *FIFO) requeue(e *entry) {
 	f.pending = slices.Insert(f.pending, k, e)
 }
 
-// Schedule places what fits.
+// Schedule recovers jobs hit by health changes and places what fits.
 func (f *FIFO) Schedule(now time.Duration) sim.Decision {
 	var d sim.Decision
+	if f.health {
+		f.health = false
+		d.Recoveries = f.recover()
+	}
 	failed := map[string]sim.Reason{}
 	keep := f.pending[:0]
 	for _, e := range f.pending {
@@ -231,13 +246,45 @@ func (f *FIFO) pick(g *workload.TaskGroup) (topology.Claim, bool) {
 	}
 }
 
+// recover decides what to do with the running jobs on unhealthy parts.
+func (f *FIFO) recover() []sim.Recovery {
+	var out []sim.Recovery
+	for _, id := range f.sortedIDs() {
+		e := f.jobs[id]
+		if !e.running || e.recovering {
+			continue
+		}
+		worst := topology.Healthy
+		for _, cl := range e.claims {
+			worst = max(worst, f.led.HostHealth(cl.Host))
+			for _, g := range cl.GPUs {
+				worst = max(worst, f.led.GPU(g.GPU).Health)
+			}
+		}
+		r := sim.Recovery{Job: id}
+		switch {
+		case worst == topology.Healthy:
+			continue
+		case worst == topology.Failed && f.MaxRestarts > 0 && e.restarts+1 > f.MaxRestarts:
+			r.Action, r.Reason = sim.RecoverEnd, fmt.Sprintf("stopped by failures %d times", e.restarts+1)
+		case worst == topology.Failed:
+			r.Action, r.Reason = sim.RecoverRequeue, "failed"
+		default:
+			r.Action, r.Grace, r.Reason = sim.RecoverDrain, f.DrainGrace, "draining"
+		}
+		e.recovering = true
+		out = append(out, r)
+	}
+	return out
+}
+
 // victims lists running jobs of lower priority than e to preempt, lowest
 // priority first, then newest first, until their GPUs cover e's demand.
 func (f *FIFO) victims(e *entry) []sim.Preemption {
 	var cand []*entry
 	for _, id := range f.sortedIDs() {
 		r := f.jobs[id]
-		if r.running && !r.stopping && r.job.Priority < e.job.Priority && !r.job.NonPreemptible {
+		if r.running && !r.stopping && !r.recovering && r.job.Priority < e.job.Priority && !r.job.NonPreemptible {
 			cand = append(cand, r)
 		}
 	}
@@ -285,8 +332,14 @@ func (f *FIFO) free(e *entry) error {
 		return err
 	}
 	f.used[e.job.Queue] -= e.job.Demand().GPUMilli
-	e.claims, e.running, e.stopping = nil, false, false
+	e.claims, e.running, e.stopping, e.recovering = nil, false, false, false
 	return nil
+}
+
+// Checkpointed checks that the job runs.
+func (f *FIFO) Checkpointed(_ time.Duration, id string, _ time.Duration) error {
+	_, err := f.get(id, true)
+	return err
 }
 
 // Finished releases the job for good.
@@ -300,10 +353,13 @@ func (f *FIFO) Finished(_ time.Duration, id string) error {
 }
 
 // Stopped releases the job and queues it again in its old place.
-func (f *FIFO) Stopped(_ time.Duration, id string, _ sim.StopCause) error {
+func (f *FIFO) Stopped(_ time.Duration, id string, cause sim.StopCause) error {
 	e, err := f.get(id, true)
 	if err != nil {
 		return err
+	}
+	if cause == sim.StopFailure {
+		e.restarts++
 	}
 	if err := f.free(e); err != nil {
 		return err
@@ -312,23 +368,24 @@ func (f *FIFO) Stopped(_ time.Duration, id string, _ sim.StopCause) error {
 	return nil
 }
 
-// Removed forgets a pending job.
+// Removed forgets a running job (ended by a recovery).
 func (f *FIFO) Removed(_ time.Duration, id string) error {
-	e, err := f.get(id, false)
+	e, err := f.get(id, true)
 	if err != nil {
 		return err
 	}
 	delete(f.jobs, id)
-	f.pending = slices.DeleteFunc(f.pending, func(x *entry) bool { return x == e })
-	return nil
+	return f.free(e)
 }
 
 // SetGPUHealth updates the ledger.
 func (f *FIFO) SetGPUHealth(_ time.Duration, g topology.GPUID, h topology.Health) error {
+	f.health = true
 	return f.led.SetGPUHealth(g, h)
 }
 
 // SetHostHealth updates the ledger.
 func (f *FIFO) SetHostHealth(_ time.Duration, h topology.HostID, hh topology.Health) error {
+	f.health = true
 	return f.led.SetHostHealth(h, hh)
 }
