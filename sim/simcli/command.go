@@ -16,7 +16,6 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
-	"github.com/gpusched/gpusched"
 	"github.com/gpusched/gpusched/sim"
 	"github.com/gpusched/gpusched/sim/report"
 	"github.com/gpusched/gpusched/sim/rootsched"
@@ -212,7 +211,12 @@ func execute(rc runConfig, p *prepared, progress func(done, total int)) (*sim.Re
 	if err != nil {
 		return nil, err
 	}
-	s, err := rootsched.New(gpusched.Config{Cluster: p.c, Queues: qcfg, Placer: placer, Seed: rc.seed})
+	scfg, err := rc.schedConfig()
+	if err != nil {
+		return nil, err
+	}
+	scfg.Cluster, scfg.Queues, scfg.Placer = p.c, qcfg, placer
+	s, err := rootsched.New(scfg)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 
+	"github.com/gpusched/gpusched"
+	"github.com/gpusched/gpusched/preempt"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/sim"
 	"github.com/gpusched/gpusched/sim/data"
@@ -53,6 +55,11 @@ type runConfig struct {
 	gpuMTBF, hostMTBF, torMTBF, repair      time.Duration
 	maxRestarts                             int
 	drainEvery, drainFor                    time.Duration
+	drainGrace, drainKeep                   time.Duration
+	preempt                                 string
+	qosPriority                             string
+	highShare                               float64
+	highPriority                            int32
 	speed                                   bool
 	speedHost, speedSwitch, speedLevel      float64
 	grace                                   time.Duration
@@ -70,7 +77,8 @@ type runConfig struct {
 }
 
 func defaultRun() runConfig {
-	return runConfig{preset: "openb", traceArg: "openb:builtin", policy: "topology", queues: "flat", gpusPerNode: 8, seed: 42}
+	return runConfig{preset: "openb", traceArg: "openb:builtin", policy: "topology", queues: "flat", gpusPerNode: 8, seed: 42,
+		preempt: "off", highPriority: 10}
 }
 
 // bind registers the run flags on fs; with cluster, --preset and --file
@@ -106,15 +114,22 @@ func (r *runConfig) bind(fs *pflag.FlagSet, cluster bool) {
 	fs.DurationVar(&r.hostMTBF, "host-mtbf", r.hostMTBF, "mean time between failures of one host (0: none)")
 	fs.DurationVar(&r.torMTBF, "tor-mtbf", r.torMTBF, "mean time between outages of one ToR switch (0: none)")
 	fs.DurationVar(&r.repair, "repair-time", r.repair, "time a failed part stays out (0: 1h)")
-	fs.IntVar(&r.maxRestarts, "max-restarts", r.maxRestarts, "fail a job stopped by failures more often than this (0: never)")
+	fs.IntVar(&r.maxRestarts, "max-restarts", r.maxRestarts, "the Scheduler ends a job stopped by failures more often than this as failed (0: never)")
 	fs.StringArrayVar(&r.outages, "outage", r.outages, "a scheduled failure, level=gpu|host|tor|…,for=DUR[,every=DUR][,at=DUR][,name=NAME] (e.g. level=tor,every=168h,for=4h: lose a random ToR for 4 h every week); repeatable")
 	fs.DurationVar(&r.drainEvery, "drain-every", r.drainEvery, "mean time between host drains for maintenance (0: none)")
 	fs.DurationVar(&r.drainFor, "drain-for", r.drainFor, "how long a drain lasts")
+	fs.DurationVar(&r.drainGrace, "drain-grace", r.drainGrace, "time a job on a drained host gets to checkpoint before the Scheduler's recovery stops and requeues it (0: 2m)")
+	fs.DurationVar(&r.drainKeep, "drain-keep", r.drainKeep, "let a job on a drained host run on when its runtime estimate ends within this (needs --runtime-estimate; 0: drain every job)")
 	fs.BoolVar(&r.speed, "speed", r.speed, "slow gangs spread beyond one NVLink domain (see --speed-*)")
 	fs.Float64Var(&r.speedHost, "speed-host", r.speedHost, "speed of a gang within one host but several NVLink domains (0: 0.95)")
 	fs.Float64Var(&r.speedSwitch, "speed-switch", r.speedSwitch, "speed of a gang across hosts of one switch (0: 0.85)")
 	fs.Float64Var(&r.speedLevel, "speed-level", r.speedLevel, "factor per further network level (0: 0.9)")
-	fs.DurationVar(&r.grace, "grace", r.grace, "default preemption grace period")
+	fs.StringVar(&r.preempt, "preempt", r.preempt, "preemption by the Scheduler's planner (gang- and topology-aware, least work lost since checkpoints): off; reclaim (a queue within its guarantee takes back GPUs other queues borrow); queue (reclaim, and higher priority preempts lower within a queue; --preempt alone); cluster (reclaim, and higher priority preempts lower in any queue)")
+	fs.Lookup("preempt").NoOptDefVal = "queue"
+	fs.DurationVar(&r.grace, "grace", r.grace, "time a preempted job gets to checkpoint before it stops (0: 2m)")
+	fs.StringVar(&r.qosPriority, "qos-priority", r.qosPriority, "openb traces: job priorities from the qos column, as default (Guaranteed 3, LS 2, Burstable 1, BE 0) or CLASS=N,… (empty: every job priority 0)")
+	fs.Float64Var(&r.highShare, "high-priority-share", r.highShare, "synthetic traces: the share (0..1) of jobs with priority --high-priority, the rest 0")
+	fs.Int32Var(&r.highPriority, "high-priority", r.highPriority, "the priority of --high-priority-share jobs")
 	fs.Float64Var(&r.runtimeEst, "runtime-estimate", r.runtimeEst, "give jobs runtime estimates of this factor × their true duration (0: none)")
 	fs.DurationVar(&r.scheduleEvery, "schedule-every", r.scheduleEvery, "also run a scheduling cycle at this period (0: only on events)")
 	fs.DurationVar(&r.sampleEvery, "sample-every", r.sampleEvery, "time-series period (0: span of arrivals / 500)")
@@ -203,13 +218,25 @@ func (r *runConfig) loadTrace(capacity int) (*loadedTrace, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.highShare != 0 && kind != "synthetic" {
+		return nil, fmt.Errorf("--high-priority-share applies to synthetic traces, not %s", kind)
+	}
+	qos, err := parseQoS(r.qosPriority)
+	if err != nil {
+		return nil, err
+	}
+	if qos != nil && kind != "openb" {
+		return nil, fmt.Errorf("--qos-priority applies to openb traces, not %s", kind)
+	}
+	ob := trace.OpenBOptions{File: o.File, SkipMalformed: r.skipBad, Strict: r.strict, QoSPriority: qos}
 	if kind == "synthetic" {
 		n, err := strconv.Atoi(path)
 		if err != nil || n < 1 {
 			return nil, fmt.Errorf("--trace synthetic:%s: want a number of jobs", path)
 		}
 		syn := trace.Synthetic{Seed: r.dataSeed(), Jobs: n, Shape: o.Shape,
-			Queues: []trace.Weighted[string]{{Value: "pretrain", Weight: 1}, {Value: "finetune", Weight: 2}, {Value: "eval", Weight: 3}, {Value: "research", Weight: 4}}}
+			Queues:     []trace.Weighted[string]{{Value: "pretrain", Weight: 1}, {Value: "finetune", Weight: 2}, {Value: "eval", Weight: 3}, {Value: "research", Weight: 4}},
+			Priorities: trace.HighPriority(r.highShare, r.highPriority)}
 		load := r.synLoad
 		if load == 0 {
 			load = 0.9
@@ -227,7 +254,8 @@ func (r *runConfig) loadTrace(capacity int) (*loadedTrace, error) {
 		return lt, err
 	}
 	if kind == "openb" && path == "builtin" {
-		jobs, st, err := trace.ReadOpenB(data.OpenBDefault(), trace.OpenBOptions{File: data.OpenBDefaultName, SkipMalformed: r.skipBad, Strict: r.strict})
+		ob.File = data.OpenBDefaultName
+		jobs, st, err := trace.ReadOpenB(data.OpenBDefault(), ob)
 		lt.name = "openb:" + data.OpenBDefaultName
 		lt.jobs, lt.stats = jobs, st
 		if err != nil {
@@ -243,7 +271,7 @@ func (r *runConfig) loadTrace(capacity int) (*loadedTrace, error) {
 	var rd trace.StatsReader
 	switch kind {
 	case "openb":
-		jobs, st, err := trace.ReadOpenB(f, trace.OpenBOptions{File: o.File, SkipMalformed: r.skipBad, Strict: r.strict})
+		jobs, st, err := trace.ReadOpenB(f, ob)
 		if err != nil {
 			return nil, err
 		}
@@ -388,6 +416,63 @@ func (r *runConfig) queueFile(path string, tenants []string, qm map[string]strin
 	return cfg, ents, qm, nil
 }
 
+// parseQoS parses --qos-priority: empty (none), "default", or
+// CLASS=N,….
+func parseQoS(s string) (map[string]int32, error) {
+	switch strings.TrimSpace(s) {
+	case "":
+		return nil, nil
+	case "default":
+		return trace.OpenBQoSPriorities, nil
+	}
+	m := map[string]int32{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		p, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+		if !ok || strings.TrimSpace(k) == "" || err != nil {
+			return nil, fmt.Errorf("--qos-priority %q: %q is not CLASS=PRIORITY (or use default)", s, kv)
+		}
+		m[strings.TrimSpace(k)] = int32(p)
+	}
+	return m, nil
+}
+
+// preemptor builds the Preemptor --preempt asks for; nil for off.
+func (r *runConfig) preemptor() (gpusched.Preemptor, error) {
+	cfg := preempt.Config{Grace: r.grace}
+	switch r.preempt {
+	case "", "off", "none", "false":
+		return nil, nil
+	case "reclaim":
+		cfg.LowerPriority = preempt.NeverByPriority
+	case "queue", "true":
+		cfg.LowerPriority = preempt.WithinQueue
+	case "cluster", "any":
+		cfg.LowerPriority = preempt.AnyQueue
+	default:
+		return nil, fmt.Errorf("--preempt %q: want off, reclaim, queue or cluster", r.preempt)
+	}
+	cfg.Reclaim = preempt.ReclaimAny
+	p, err := gpusched.NewPlanPreemptor(cfg, 0)
+	if err != nil {
+		return nil, fmt.Errorf("--preempt: %w", err)
+	}
+	return p, nil
+}
+
+// schedConfig is the Scheduler configuration of the run, less cluster,
+// queues and placer.
+func (r *runConfig) schedConfig() (gpusched.Config, error) {
+	p, err := r.preemptor()
+	if err != nil {
+		return gpusched.Config{}, err
+	}
+	if r.maxRestarts < 0 || r.drainGrace < 0 || r.drainKeep < 0 {
+		return gpusched.Config{}, errors.New("--max-restarts, --drain-grace and --drain-keep must not be negative")
+	}
+	return gpusched.Config{Preemptor: p, MaxRestarts: r.maxRestarts, DrainGrace: r.drainGrace, DrainKeep: r.drainKeep, Seed: r.seed}, nil
+}
+
 // parseOutage parses level=…,for=…[,every=…][,at=…][,name=…].
 func parseOutage(s string) (sim.Outage, error) {
 	var o sim.Outage
@@ -436,7 +521,7 @@ func (r *runConfig) simConfig() (sim.Config, error) {
 		Outages:          outs,
 		Seed:             r.seed,
 		Checkpoint:       sim.CheckpointModel{Interval: r.ckptInterval, Overhead: r.ckptOverhead, RestartCost: r.restartCost},
-		Failures:         sim.FailureModel{GPUMTBF: r.gpuMTBF, HostMTBF: r.hostMTBF, ToRMTBF: r.torMTBF, RepairTime: r.repair, MaxRestarts: r.maxRestarts},
+		Failures:         sim.FailureModel{GPUMTBF: r.gpuMTBF, HostMTBF: r.hostMTBF, ToRMTBF: r.torMTBF, RepairTime: r.repair},
 		Drain:            sim.DrainModel{MeanInterval: r.drainEvery, Duration: r.drainFor},
 		Speed:            sim.SpeedModel{Enabled: r.speed, SameHost: r.speedHost, SameSwitch: r.speedSwitch, PerLevel: r.speedLevel},
 		Preemption:       sim.PreemptionModel{Grace: r.grace},
