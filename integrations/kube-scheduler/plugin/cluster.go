@@ -267,9 +267,14 @@ func BuildTopology(nodes []*v1.Node, a *Args) (*Topology, error) {
 	for _, c := range cliques {
 		pattern, ok := namePattern(members[c])
 		if !ok {
-			t.Warnings = append(t.Warnings, fmt.Sprintf(
-				"clique %s: node names %v are not one name pattern (prefix, number, suffix); its NVLink domain is not modelled", c, members[c]))
-			continue
+			// Unrelated names: a host list ("a,b,c"), which ExpandNames
+			// reads back name by name.
+			pattern = strings.Join(members[c], ",")
+			if got, err := topology.ExpandNames(pattern); err != nil || !slices.Equal(got, members[c]) {
+				t.Warnings = append(t.Warnings, fmt.Sprintf(
+					"clique %s: node names %v cannot be listed in a cluster spec; its NVLink domain is not modelled", c, members[c]))
+				continue
+			}
 		}
 		name := c
 		if taken[name] {

@@ -148,14 +148,17 @@ func TestBuildTopologyCliques(t *testing.T) {
 	if fl, ok := c.LevelByName("nvlink"); !ok || fl != topology.LevelFabric {
 		t.Errorf("nvlink level = %v, %v", fl, ok)
 	}
-	// "alpha" and "beta" are no one name pattern: left out, with a warning.
+	// "alpha" and "beta" share no name pattern: they form their clique's
+	// domain as a listed pair, with no warning.
 	ha, _ := c.HostByName("alpha")
 	fa, _ := c.HostGPUs(ha)
-	if c.GPUFabric(fa) != topology.NoDomain {
-		t.Errorf("alpha is in a fabric domain")
+	hb, _ := c.HostByName("beta")
+	fb, _ := c.HostGPUs(hb)
+	if da := c.GPUFabric(fa); da == topology.NoDomain || da != c.GPUFabric(fb) || len(c.DomainGPUs(da)) != 8 {
+		t.Errorf("alpha and beta are not one 8-GPU fabric domain")
 	}
-	if len(topo.Warnings) != 1 || !strings.Contains(topo.Warnings[0], "other.1") {
-		t.Errorf("warnings %q, want one about clique other.1", topo.Warnings)
+	if len(topo.Warnings) != 0 {
+		t.Errorf("warnings %q, want none", topo.Warnings)
 	}
 }
 
@@ -282,4 +285,23 @@ func FuzzNamePattern(f *testing.F) {
 			t.Fatalf("pattern %q of %q expands to %q, %v", p, names, got, err)
 		}
 	})
+}
+
+// TestCliqueWithUnrelatedNames: nodes of one NVLink clique whose names share
+// no pattern still form one fabric domain, listed name by name.
+func TestCliqueWithUnrelatedNames(t *testing.T) {
+	spec := topology.Spec{Version: 1, Name: "c",
+		Accelerators: []topology.AcceleratorSpec{{Model: "GB200"}},
+		Templates:    []topology.HostTemplate{{Name: "t", Accelerator: "GB200", GPUs: 4}},
+		Hosts:        []topology.HostGroup{{Name: "alpha", Template: "t"}, {Name: "gb-r7-x03", Template: "t"}, {Name: "zeta9", Template: "t"}},
+		Fabrics:      []topology.FabricGroup{{Name: "clique", Kind: topology.FabricMNNVL, Hosts: strings.Join([]string{"alpha", "gb-r7-x03", "zeta9"}, ",")}},
+	}
+	c, err := topology.Build(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ok := c.DomainByName("clique")
+	if !ok || len(c.DomainGPUs(d)) != 12 {
+		t.Fatalf("clique domain %v has %d GPUs, want 12", ok, len(c.DomainGPUs(d)))
+	}
 }
