@@ -52,8 +52,9 @@ type AssembleOptions struct {
 //     ID), so the hosts of a GB200 NVL72 rack, discovered one by one, join
 //     one mnnvl domain; domains without a UUID are kept by name. Two
 //     descriptions of one clique that disagree on the kind, or two cliques
-//     with one name, are errors ("conflicting cliques"), as is a clique
-//     whose hosts cannot be written as one host pattern.
+//     with one name, are errors ("conflicting cliques"). A clique's hosts
+//     are written as one host pattern (rack1-n[01-18]) where their names
+//     allow, else as a comma-separated host list.
 //   - With a network, every host must be under exactly one innermost
 //     switch, and every host the network names must be among the inputs.
 //
@@ -103,8 +104,8 @@ func Assemble(inputs []Input, opts AssembleOptions) (topology.Spec, error) {
 	for _, f := range a.fabs {
 		pat, ok := hostPattern(f.hosts)
 		if !ok {
-			return topology.Spec{}, fmt.Errorf("assemble: fabric domain %s spans hosts %s, whose names cannot be written as one host pattern (like rack1-n[01-18]); rename them or assemble them apart",
-				f.group.Name, strings.Join(f.hosts, ", "))
+			// Unrelated names: list them; Build reads the list back.
+			pat = strings.Join(f.hosts, ",")
 		}
 		f.group.Hosts = pat
 		out.Fabrics = append(out.Fabrics, f.group)

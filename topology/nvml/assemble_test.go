@@ -135,6 +135,31 @@ func TestAssembleCliquesAndRule(t *testing.T) {
 	}
 }
 
+// TestAssembleCliqueWithoutPattern: hosts of one clique whose names share
+// no pattern are listed by name and still form one NVLink domain.
+func TestAssembleCliqueWithoutPattern(t *testing.T) {
+	apart1 := hostSpec(t, "alpha", "gb200-nvl72", 5)
+	apart2 := hostSpec(t, "beta", "gb200-nvl72", 5)
+	s, err := Assemble([]Input{apart1, apart2}, AssembleOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Fabrics) != 1 || s.Fabrics[0].Hosts != "alpha,beta" {
+		t.Fatalf("fabrics = %+v, want one listing alpha,beta", s.Fabrics)
+	}
+	c, err := topology.Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ha, _ := c.HostByName("alpha")
+	hb, _ := c.HostByName("beta")
+	fa, _ := c.HostGPUs(ha)
+	fb, _ := c.HostGPUs(hb)
+	if d := c.GPUFabric(fa); d == topology.NoDomain || d != c.GPUFabric(fb) {
+		t.Fatal("alpha and beta are not in one fabric domain")
+	}
+}
+
 func TestAssembleErrors(t *testing.T) {
 	h1 := hostSpec(t, "h1", "dgx-h100", 0)
 	h2 := hostSpec(t, "h2", "dgx-h100", 0)
@@ -154,8 +179,6 @@ func TestAssembleErrors(t *testing.T) {
 	cliqueB.Spec.Fabrics[0].Kind = "nvlink"
 	nameClash := hostSpec(t, "x3", "gb200-nvl72", 2)
 	nameClash.Spec.Fabrics[0].Name = cliqueA.Spec.Fabrics[0].Name
-	apart1 := hostSpec(t, "alpha", "gb200-nvl72", 5)
-	apart2 := hostSpec(t, "beta", "gb200-nvl72", 5)
 	rule, _ := ParseHostRule(`^(h)`, "")
 	for _, tc := range []struct {
 		name   string
@@ -174,7 +197,6 @@ func TestAssembleErrors(t *testing.T) {
 			`assemble: host "h2" (from h2.yaml) is under no tor switch of the network`},
 		{"clique kinds conflict", []Input{cliqueA, cliqueB}, AssembleOptions{}, "assemble: conflicting cliques: x1.yaml describes domain mnnvl-c0ffee00-0000-4000-8000-000000000001-1 as mnnvl, x2.yaml as nvlink"},
 		{"clique names conflict", []Input{cliqueA, nameClash}, AssembleOptions{}, "assemble: conflicting cliques: domain mnnvl-c0ffee00-0000-4000-8000-000000000001-1 is (cluster c0ffee00-0000-4000-8000-000000000001, clique 1) in x1.yaml but (cluster c0ffee00-0000-4000-8000-000000000001, clique 2) in x3.yaml"},
-		{"clique without a pattern", []Input{apart1, apart2}, AssembleOptions{}, "spans hosts alpha, beta, whose names cannot be written as one host pattern"},
 		{"rule misses a host", []Input{h1, hostSpec(t, "g1", "dgx-h100", 0)}, AssembleOptions{Rule: &rule}, `assemble: host rule: host "g1" does not match "^(h)"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
