@@ -385,7 +385,7 @@ func (r *run) greedy(x *dom) {
 			i++
 		}
 	}
-	if r.reprieve() && !r.reevaluate() {
+	if _, stale := r.reprieve(); stale && !r.reevaluate() {
 		return
 	}
 	if !r.best.ok || r.cur.less(r.best.key) {
@@ -423,9 +423,10 @@ func (r *run) tryAdd(ui int32) {
 
 // reprieve drops victims, most expensive first, while the gang still
 // places without them, until none can be dropped. It reports whether it
-// dropped any (r.scratch then no longer holds the set's placement).
-func (r *run) reprieve() bool {
-	dropped := false
+// dropped any, and whether r.scratch may no longer hold the placement of
+// the set (a victim was dropped, or a placement without one was tried:
+// a failed placement leaves r.scratch empty).
+func (r *run) reprieve() (dropped, stale bool) {
 	for changed := true; changed; {
 		changed = false
 		cands := slices.Clone(r.set)
@@ -458,6 +459,7 @@ func (r *run) reprieve() bool {
 					ok = r.tree == nil || r.rulesOK() && (r.qp < 0 || r.w.Check(r.qp, r.demand) == nil)
 				} else {
 					ok, _ = r.evaluate(false)
+					stale = true
 				}
 				if ok {
 					changed, dropped = true, true
@@ -467,7 +469,7 @@ func (r *run) reprieve() bool {
 			r.add(ui)
 		}
 	}
-	return dropped
+	return dropped, stale || dropped
 }
 
 // reevaluate places the current set again (ignoring the budget) so that
@@ -487,7 +489,7 @@ func (r *run) polish(x *dom, had bool, before key) {
 	for _, ui := range r.best.set {
 		r.add(ui)
 	}
-	if r.reprieve() {
+	if dropped, _ := r.reprieve(); dropped {
 		if r.reevaluate() {
 			r.record(x)
 		}

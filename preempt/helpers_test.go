@@ -182,6 +182,16 @@ func checkApplies(t tb, f *fixture, p *Plan, pend *Pending) {
 			t.Fatalf("victim %s: %v", v.Job, err)
 		}
 	}
+	// The placement must place the gang: every group at least its
+	// minimum (an empty placement commits trivially).
+	if len(p.Placement.Placed) != len(pend.Request.Groups) {
+		t.Fatalf("plan placement has %d groups, the gang %d: %+v", len(p.Placement.Placed), len(pend.Request.Groups), p.Placement)
+	}
+	for g, k := range p.Placement.Placed {
+		if k < pend.Request.Groups[g].Min || len(p.Placement.Claims) != len(p.Placement.Tasks) {
+			t.Fatalf("plan placement places %d tasks of group %d (minimum %d): %+v", k, g, pend.Request.Groups[g].Min, p.Placement)
+		}
+	}
 	if _, err := gang.Commit(l, p.Placement.Clone()); err != nil {
 		t.Fatalf("plan placement does not commit after the victims: %v", err)
 	}
