@@ -46,6 +46,7 @@ Start with a built-in cluster:
 	root.AddCommand(place)
 	root.AddCommand(newExplainCmd())
 	root.AddCommand(newSimCmd())
+	root.AddCommand(newBenchCmd())
 	return root
 }
 
