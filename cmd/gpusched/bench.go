@@ -72,9 +72,15 @@ names come from
 {"name", "value", "unit", "target", "better", "ok", "issue"}, plus "note"
 where the measured case is a documented variant of the issue's wording.
 
+--check makes a missed target an error (exit status 1), for CI; a
+benchmark that fails (its result check) is always one. --list prints the
+selected cases, their default -benchtime, targets and what each measures,
+without running them.
+
 Cases that need data from outside the repository (Sim/philly reads
 philly/philly.csv) look in --data (default: $GPUSCHED_DATA, ../shared/data)
-and are skipped when it is absent.`,
+and are skipped when it is absent. Sim/synthetic-1m replays 1,000,000 jobs
+(about 15 s and 2 GB); --synthetic-jobs makes it smaller.`,
 		Example: `  gpusched bench --short
   gpusched bench --filter 'Ledger|Place/topology' --benchtime 2s
   gpusched bench --count 10 --out new.txt && benchstat old.txt new.txt
