@@ -137,9 +137,26 @@ func runCmd(opt Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run one simulation and write its summary, time series and plots",
+		Long: `Replay a trace through the gpusched Scheduler and write summary.json,
+timeseries.csv, jobs.csv, queues.csv and plots.
+
+The Scheduler decides everything a production one would: where jobs go,
+whom to preempt (--preempt: its planner, package preempt, picks the victims
+that lose the least work since their last checkpoints, gang- and
+topology-aware; victims get --grace to checkpoint), and what becomes of jobs
+on failed or drained parts (its recovery: requeue from the last checkpoint,
+drain within --drain-grace, or end a job stopped by failures more than
+--max-restarts times). The simulator only models time: checkpoints
+(--ckpt-*), which it reports to the Scheduler as they complete; failures
+(--gpu-mtbf, --host-mtbf, --tor-mtbf, --outage) and drains (--drain-*);
+speed (--speed). Priorities come from the trace: --qos-priority maps the
+openb QoS classes, --high-priority-share gives synthetic traces a share of
+high-priority jobs.`,
 		Example: `  gpusched sim run
   gpusched sim run --preset h100-1k --trace philly:../shared/data/philly/philly.csv --queues vc:philly_vc.csv --policy best-fit
-  gpusched sim run --trace synthetic:20000 --load 1.2 --gpu-mtbf 5000h --ckpt-interval 30m --ckpt-overhead 1m`,
+  gpusched sim run --trace synthetic:20000 --load 1.2 --gpu-mtbf 5000h --ckpt-interval 30m --ckpt-overhead 1m
+  gpusched sim run --qos-priority default --preempt --repeat 2 --arrival-span 20m --horizon 1h
+  gpusched sim run --trace synthetic:5000 --load 1.3 --high-priority-share 0.2 --preempt=cluster --ckpt-interval 30m --host-mtbf 2000h --max-restarts 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runOne(cmd, rc, out, cluster) },
 	}
@@ -543,11 +560,15 @@ the --param lists, the last varying fastest), in parallel goroutines. Each run
 gets seed = --seed + its index in the grid for its random models unless seed is
 a parameter, so a run has the same result whichever shard or machine runs it;
 a synthetic or replicated trace is drawn from --seed (or the swept seed), so
-runs that differ in other parameters replay the same jobs. With --shard i/n only
-the points whose index is i modulo n run, so Slurm job arrays or Kubernetes
-Indexed Jobs can split a large sweep; each shard writes sweep-i-of-n.csv.`,
+runs that differ in other parameters replay the same jobs. For example
+--param preempt=off,queue compares preemption off and on, one row each (add
+--param seed=42 to give both the same failure draws too). With --shard i/n
+only the points whose index is i modulo n run, so Slurm job arrays or
+Kubernetes Indexed Jobs can split a large sweep; each shard writes
+sweep-i-of-n.csv.`,
 		Example: `  gpusched sim sweep --trace synthetic:5000 --param policy=topology,best-fit --param gpu-mtbf=1000h,10000h
-  gpusched sim sweep --param load=0.8,1.0,1.2 --param policy=fgd,best-fit --shard 0/4`,
+  gpusched sim sweep --param load=0.8,1.0,1.2 --param policy=fgd,best-fit --shard 0/4
+  gpusched sim sweep --trace synthetic:5000 --load 1.3 --high-priority-share 0.2 --param preempt=off,queue,cluster`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return sweep(cmd, rc, out, params, shard, cluster) },
 	}
@@ -711,6 +732,15 @@ var sweepColumns = []struct {
 		return ff(s.Preemption.GPUHoursLostFailure + s.Preemption.GPUHoursLostPreemption)
 	}},
 	{"jain", func(s *sim.Summary) string { return ff(s.Fairness.JainIndex) }},
+	{"preemptions", func(s *sim.Summary) string { return strconv.Itoa(s.Preemption.Preemptions) }},
+	{"fault_stops", func(s *sim.Summary) string { return strconv.Itoa(s.Preemption.FaultStops) }},
+	{"failed", func(s *sim.Summary) string { return strconv.Itoa(s.Jobs.Failed) }},
+	{"wait_mean_top_priority_s", func(s *sim.Summary) string {
+		if len(s.Priorities) == 0 {
+			return ""
+		}
+		return ff(s.Priorities[0].Wait.Mean)
+	}},
 }
 
 func ff(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
