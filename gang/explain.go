@@ -105,7 +105,8 @@ type Explanation struct {
 	// Best is the domain at Level that came closest.
 	Best Candidate
 	// Excluded counts, per Reason, the hosts that cannot take any task of
-	// the request (zero under DetailBrief).
+	// the request (zero under DetailBrief, and for VerdictTooLarge, which
+	// domain sizes alone prove).
 	Excluded [NumReasons]int
 	// Hosts is the number of hosts considered.
 	Hosts int
@@ -234,13 +235,20 @@ func (pl *policy) explain() *Explanation {
 	x.Domains = len(c.DomainsAt(lv))
 	full := pl.opts.Explain == DetailFull
 	x.Largest = e.largest[lv]
-	if full {
+	// A gang larger than every domain at its level (or than the cluster) is
+	// proven infeasible by sizes alone: no host census is needed to say so,
+	// and none is taken, so the proof costs O(1) however large the cluster.
+	tooLarge := need > 0 && x.Largest > 0 && need > x.Largest || need > c.NumGPUs()
+	if full && !tooLarge {
 		if pl.censusFits(r) {
 			pl.fromCensus(x)
 		} else {
 			pl.scanHosts(x, d)
 		}
 		pl.countTooSmall(x, lv, need)
+	}
+	if full && tooLarge {
+		x.TooSmall = x.Domains
 	}
 	// The best candidate: the domain an attempt got furthest in, else the
 	// one with the most free GPUs.
@@ -256,7 +264,7 @@ func (pl *policy) explain() *Explanation {
 		x.Best.Short = max(0, need-x.Best.FreeGPUs)
 	}
 	switch {
-	case need > 0 && x.Largest > 0 && need > x.Largest, need > c.NumGPUs():
+	case tooLarge:
 		x.Verdict = VerdictTooLarge
 	case d.GPUs > 0 && x.Usable < need, d.GPUs == 0 && l.FreeMilli(root) < d.Milli:
 		x.Verdict = VerdictCapacity
