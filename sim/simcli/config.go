@@ -57,6 +57,7 @@ type runConfig struct {
 	drainEvery, drainFor                    time.Duration
 	drainGrace, drainKeep                   time.Duration
 	preempt                                 string
+	preemptPlans                            int
 	qosPriority                             string
 	highShare                               float64
 	highPriority                            int32
@@ -126,6 +127,7 @@ func (r *runConfig) bind(fs *pflag.FlagSet, cluster bool) {
 	fs.Float64Var(&r.speedLevel, "speed-level", r.speedLevel, "factor per further network level (0: 0.9)")
 	fs.StringVar(&r.preempt, "preempt", r.preempt, "preemption by the Scheduler's planner (gang- and topology-aware, least work lost since checkpoints): off; reclaim (a queue within its guarantee takes back GPUs other queues borrow); queue (reclaim, and higher priority preempts lower within a queue; --preempt alone); cluster (reclaim, and higher priority preempts lower in any queue)")
 	fs.Lookup("preempt").NoOptDefVal = "queue"
+	fs.IntVar(&r.preemptPlans, "preempt-plans", r.preemptPlans, "most preemption plans per scheduling cycle, each a pass over the running jobs (0: 8); fewer run faster on large, busy clusters")
 	fs.DurationVar(&r.grace, "grace", r.grace, "time a preempted job gets to checkpoint before it stops (0: 2m)")
 	fs.StringVar(&r.qosPriority, "qos-priority", r.qosPriority, "openb traces: job priorities from the qos column, as default (Guaranteed 3, LS 2, Burstable 1, BE 0) or CLASS=N,… (empty: every job priority 0)")
 	fs.Float64Var(&r.highShare, "high-priority-share", r.highShare, "synthetic traces: the share (0..1) of jobs with priority --high-priority, the rest 0")
@@ -453,7 +455,7 @@ func (r *runConfig) preemptor() (gpusched.Preemptor, error) {
 		return nil, fmt.Errorf("--preempt %q: want off, reclaim, queue or cluster", r.preempt)
 	}
 	cfg.Reclaim = preempt.ReclaimAny
-	p, err := gpusched.NewPlanPreemptor(cfg, 0)
+	p, err := gpusched.NewPlanPreemptor(cfg, r.preemptPlans)
 	if err != nil {
 		return nil, fmt.Errorf("--preempt: %w", err)
 	}

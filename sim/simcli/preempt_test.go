@@ -85,6 +85,7 @@ func TestPreemptFlags(t *testing.T) {
 		{"--trace", "openb:" + tr, "--high-priority-share", "0.5"},
 		{"--trace", "synthetic:10", "--high-priority-share", "1.5"},
 		{"--trace", "synthetic:10", "--max-restarts", "-1"},
+		{"--trace", "synthetic:10", "--preempt", "--preempt-plans", "-1"},
 	} {
 		args := append([]string{"run", "--preset", "dgx-h100", "--quiet", "--no-plots", "--out", t.TempDir()}, bad...)
 		if _, _, err := execCmd(t, Options{}, args...); err == nil {
