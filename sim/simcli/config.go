@@ -125,7 +125,7 @@ func (r *runConfig) bind(fs *pflag.FlagSet, cluster bool) {
 	fs.Float64Var(&r.speedHost, "speed-host", r.speedHost, "speed of a gang within one host but several NVLink domains (0: 0.95)")
 	fs.Float64Var(&r.speedSwitch, "speed-switch", r.speedSwitch, "speed of a gang across hosts of one switch (0: 0.85)")
 	fs.Float64Var(&r.speedLevel, "speed-level", r.speedLevel, "factor per further network level (0: 0.9)")
-	fs.StringVar(&r.preempt, "preempt", r.preempt, "preemption by the Scheduler's planner (gang- and topology-aware, least work lost since checkpoints): off; reclaim (a queue within its guarantee takes back GPUs other queues borrow); queue (reclaim, and higher priority preempts lower within a queue; --preempt alone); cluster (reclaim, and higher priority preempts lower in any queue)")
+	fs.StringVar(&r.preempt, "preempt", r.preempt, "preemption by the Scheduler's planner (gang- and topology-aware, least work lost since checkpoints): off; reclaim (a queue within its guarantee takes back GPUs other queues borrow); queue (reclaim, and higher priority preempts lower within a queue; --preempt alone); cluster (reclaim, and higher priority preempts lower in any queue); fair (queue, and a queue below its fair share preempts borrowing queues above theirs, as Kueue's fair sharing)")
 	fs.Lookup("preempt").NoOptDefVal = "queue"
 	fs.IntVar(&r.preemptPlans, "preempt-plans", r.preemptPlans, "most preemption plans per scheduling cycle, each a pass over the running jobs (0: 8); fewer run faster on large, busy clusters")
 	fs.DurationVar(&r.grace, "grace", r.grace, "time a preempted job gets to checkpoint before it stops (0: 2m)")
@@ -451,8 +451,10 @@ func (r *runConfig) preemptor() (gpusched.Preemptor, error) {
 		cfg.LowerPriority = preempt.WithinQueue
 	case "cluster", "any":
 		cfg.LowerPriority = preempt.AnyQueue
+	case "fair":
+		cfg.LowerPriority, cfg.FairSharing = preempt.WithinQueue, true
 	default:
-		return nil, fmt.Errorf("--preempt %q: want off, reclaim, queue or cluster", r.preempt)
+		return nil, fmt.Errorf("--preempt %q: want off, reclaim, queue, cluster or fair", r.preempt)
 	}
 	cfg.Reclaim = preempt.ReclaimAny
 	p, err := gpusched.NewPlanPreemptor(cfg, r.preemptPlans)

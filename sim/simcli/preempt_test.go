@@ -17,12 +17,12 @@ func TestPreemptSweep(t *testing.T) {
 	dir := t.TempDir()
 	_, errs, err := execCmd(t, Options{}, "sweep", "--file", "../../topology/testdata/h100-2tor.yaml", "--trace", "synthetic:600", "--load", "1.4", "--quiet",
 		"--high-priority-share", "0.2", "--ckpt-interval", "30m", "--gpu-mtbf", "500h", "--max-restarts", "3",
-		"--param", "preempt=off,queue,cluster", "--out", dir)
+		"--param", "preempt=off,queue,cluster,reclaim,fair", "--out", dir)
 	if err != nil {
 		t.Fatalf("%v %s", err, errs)
 	}
 	rows := readCSV(t, filepath.Join(dir, "sweep.csv"))
-	if len(rows) != 4 {
+	if len(rows) != 6 {
 		t.Fatalf("sweep.csv: %v", rows)
 	}
 	col := map[string]int{}
@@ -44,7 +44,7 @@ func TestPreemptSweep(t *testing.T) {
 			t.Errorf("%s: %v (off: %v)", rows[r][col["preempt"]], rows[r], rows[1])
 		}
 	}
-	for r := 1; r <= 3; r++ {
+	for r := 1; r <= 5; r++ {
 		if get(r, "fault_stops") == 0 {
 			t.Errorf("no fault recovered: %v", rows[r])
 		}
