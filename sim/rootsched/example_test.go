@@ -51,3 +51,38 @@ func Example() {
 	// c: waited 0s, ran 2m0s–32m0s
 	// makespan 2h0m0s, allocation 68.8%
 }
+
+// A GPU fails under a running job: the Scheduler's recovery requeues it
+// from its last checkpoint, and it finishes on the other host. The job
+// checkpoints every hour (reported to the Scheduler as each completes);
+// the failure at 2h30m costs the half hour since the 2h checkpoint on 8
+// GPUs.
+func Example_gpuFailure() {
+	sp, _ := topology.Generator{Machine: "dgx-h100", Hosts: 2}.Spec()
+	c, _ := topology.Build(sp)
+	s, err := rootsched.New(gpusched.Config{Cluster: c, Queues: rootsched.FlatQueues([]string{"team"}, queue.Policy{}), MaxRestarts: 3})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	train := trace.Job{Spec: workload.Job{ID: "train", Queue: "team", Groups: []workload.TaskGroup{{Count: 1, GPUs: 8}}}, Duration: 4 * time.Hour}
+	sm, err := sim.New(sim.Config{Cluster: c, Scheduler: s,
+		Checkpoint: sim.CheckpointModel{Interval: time.Hour},
+		Outages:    []sim.Outage{{Level: "gpu", Name: c.HostName(0) + "/gpu3", At: 150 * time.Minute, For: time.Hour}},
+	}, []trace.Job{train})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, err := sm.Run()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	j, p := res.Jobs[0], res.Summary.Preemption
+	fmt.Printf("%s: %s at %v, %d fault stop\n", j.ID, j.State, time.Duration(j.End)*time.Second, j.FaultStops)
+	fmt.Printf("recoveries: %d requeue; %.1f GPU-hours lost\n", p.Recoveries.Requeue, p.GPUHoursLostFailure)
+	// Output:
+	// train: completed at 4h30m0s, 1 fault stop
+	// recoveries: 1 requeue; 4.0 GPU-hours lost
+}
