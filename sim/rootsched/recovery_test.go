@@ -262,3 +262,18 @@ func TestRootPreemptionFaultsDeterminism(t *testing.T) {
 		t.Error("two seeds give the same summary.json")
 	}
 }
+
+func TestPreemptorModes(t *testing.T) {
+	for _, m := range rootsched.PreemptModes {
+		p, err := rootsched.Preemptor(m, time.Minute, 0)
+		if err != nil || (p == nil) != (m == "off") {
+			t.Errorf("%s: %v %v", m, p, err)
+		}
+	}
+	if _, err := rootsched.Preemptor("sometimes", 0, 0); err == nil {
+		t.Error("unknown mode accepted")
+	}
+	if _, err := rootsched.Preemptor("queue", 0, -1); err == nil {
+		t.Error("negative plans per cycle accepted")
+	}
+}

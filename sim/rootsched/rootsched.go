@@ -1,8 +1,12 @@
 // Package rootsched drives the root gpusched.Scheduler from the simulator:
 // it adapts the Scheduler's host-facing calls to sim.Scheduler, so a
-// simulation exercises exactly the code a production host runs, and it
-// builds Scheduler configurations for common setups (a placement policy by
-// name, one queue per tenant, one guaranteed queue per virtual cluster).
+// simulation exercises exactly the code a production host runs —
+// placement, preemption (Config.Preemptor), checkpoints and kept progress,
+// and the recovery of jobs hit by failures and drains
+// (Decision.Recoveries, Config.MaxRestarts) — and it builds Scheduler
+// configurations for common setups (a placement policy or a preemption
+// mode by name, one queue per tenant, one guaranteed queue per virtual
+// cluster).
 package rootsched
 
 import (
@@ -217,6 +221,39 @@ func Placer(c *topology.Cluster, name string, jobs []trace.Job) (gang.Placer, er
 	p, err := gang.New(name, opt)
 	if err != nil {
 		return nil, fmt.Errorf("rootsched: policy %q: %w", name, err)
+	}
+	return p, nil
+}
+
+// PreemptModes are the modes Preemptor accepts, in increasing reach.
+var PreemptModes = []string{"off", "reclaim", "queue", "cluster", "fair"}
+
+// Preemptor builds the Scheduler's preemption planner for a mode: "off"
+// (or "") none; "reclaim" lets a queue within its guarantee take back
+// what other queues borrow; "queue" adds priority preemption within a
+// queue; "cluster" priority preemption across queues; "fair" adds to
+// "queue" Kueue's fair-share preemption among borrowing queues. grace is
+// the victims' time to checkpoint (0: 2 minutes); plans bounds the plans
+// per cycle (0: 8).
+func Preemptor(mode string, grace time.Duration, plans int) (gpusched.Preemptor, error) {
+	cfg := preempt.Config{Grace: grace, Reclaim: preempt.ReclaimAny}
+	switch mode {
+	case "", "off":
+		return nil, nil
+	case "reclaim":
+		cfg.LowerPriority = preempt.NeverByPriority
+	case "queue":
+		cfg.LowerPriority = preempt.WithinQueue
+	case "cluster":
+		cfg.LowerPriority = preempt.AnyQueue
+	case "fair":
+		cfg.LowerPriority, cfg.FairSharing = preempt.WithinQueue, true
+	default:
+		return nil, fmt.Errorf("rootsched: preemption mode %q: want one of %v", mode, PreemptModes)
+	}
+	p, err := gpusched.NewPlanPreemptor(cfg, plans)
+	if err != nil {
+		return nil, fmt.Errorf("rootsched: preemption mode %q: %w", mode, err)
 	}
 	return p, nil
 }

@@ -18,7 +18,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gpusched/gpusched"
-	"github.com/gpusched/gpusched/preempt"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/sim"
 	"github.com/gpusched/gpusched/sim/data"
@@ -441,25 +440,18 @@ func parseQoS(s string) (map[string]int32, error) {
 
 // preemptor builds the Preemptor --preempt asks for; nil for off.
 func (r *runConfig) preemptor() (gpusched.Preemptor, error) {
-	cfg := preempt.Config{Grace: r.grace}
-	switch r.preempt {
-	case "", "off", "none", "false":
-		return nil, nil
-	case "reclaim":
-		cfg.LowerPriority = preempt.NeverByPriority
-	case "queue", "true":
-		cfg.LowerPriority = preempt.WithinQueue
-	case "cluster", "any":
-		cfg.LowerPriority = preempt.AnyQueue
-	case "fair":
-		cfg.LowerPriority, cfg.FairSharing = preempt.WithinQueue, true
-	default:
-		return nil, fmt.Errorf("--preempt %q: want off, reclaim, queue, cluster or fair", r.preempt)
+	mode := r.preempt
+	switch mode {
+	case "none", "false":
+		mode = "off"
+	case "true":
+		mode = "queue"
+	case "any":
+		mode = "cluster"
 	}
-	cfg.Reclaim = preempt.ReclaimAny
-	p, err := gpusched.NewPlanPreemptor(cfg, r.preemptPlans)
+	p, err := rootsched.Preemptor(mode, r.grace, r.preemptPlans)
 	if err != nil {
-		return nil, fmt.Errorf("--preempt: %w", err)
+		return nil, fmt.Errorf("--preempt %q: want one of %s, and --preempt-plans ≥ 0: %w", r.preempt, strings.Join(rootsched.PreemptModes, ", "), err)
 	}
 	return p, nil
 }
