@@ -15,6 +15,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gpusched/gpusched/sim"
 	"github.com/gpusched/gpusched/sim/report"
@@ -98,18 +99,62 @@ the openb cluster (1,523 nodes, 6,212 GPUs) and the Alibaba openb default
 trace shipped inside gpusched, two out-of-phase copies with arrivals
 compressed into 20 minutes so that the cluster fills up, observed for 6
 hours (jobs still running then are reported unfinished). Every flag of
-"sim compare" applies.`,
+"sim compare" applies.
+
+With no flags but --out, --quiet and --no-plots, it then runs the same
+cluster and trace through the experiment of the FGD paper (Weng et al.,
+ATC'23: tasks resampled to 130% of the GPUs and placed with no departures,
+seeds 42-44) and prints the unallocated GPU share as load grows, where the
+policies differ most; "gpusched place inflation" runs it in full.`,
 		Example: `  gpusched sim
   gpusched sim --policies fgd,best-fit,random --out /tmp/openb`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return compare(cmd, rc, out, splitList(policies), cluster) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := compare(cmd, rc, out, splitList(policies), cluster); err != nil {
+				return err
+			}
+			return paperReplay(cmd, opt, out)
+		},
 	}
 	cluster = bindRun(cmd, &rc, opt)
 	out.bind(cmd.Flags(), "sim-out")
 	cmd.Flags().IntVar(&out.par, "parallel", 0, "runs at once (0: GOMAXPROCS)")
-	cmd.Flags().StringVar(&policies, "policies", "fgd,best-fit,topology", "comma-separated placement policies")
+	cmd.Flags().StringVar(&policies, "policies", "fgd,best-fit,random", "comma-separated placement policies")
 	cmd.AddCommand(runCmd(opt), compareCmd(opt), sweepCmd(opt))
 	return cmd
+}
+
+// paperPolicies are the policies of the FGD paper's experiment.
+const paperPolicies = "fgd,best-fit,dot-product,gpu-packing,gpu-clustering,random"
+
+// paperReplay follows the bare `gpusched sim` with the FGD paper's
+// experiment on the same built-in cluster and trace, unless a flag other
+// than the output ones chose something else.
+func paperReplay(cmd *cobra.Command, opt Options, out outFlags) error {
+	if opt.Inflation == nil {
+		return nil
+	}
+	changed := false
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		switch f.Name {
+		case "out", "quiet", "no-plots", "no-jobs-csv", "parallel":
+		default:
+			changed = true
+		}
+	})
+	if changed {
+		return nil
+	}
+	w := cmd.OutOrStdout()
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "The same cluster and trace in the FGD paper's experiment (Weng et al., ATC'23):")
+	fmt.Fprintln(w, "tasks resampled to 130% of the GPUs, placed one by one with no departures;")
+	fmt.Fprintln(w, "unallocated GPU % as arrived demand reaches each share of capacity, median of seeds 42-44.")
+	args := []string{"--policies", paperPolicies, "--seeds", "42-44"}
+	if !out.noPlots {
+		args = append(args, "--out", filepath.Join(out.dir, "inflation"))
+	}
+	return opt.Inflation(cmd, args)
 }
 
 type outFlags struct {

@@ -50,7 +50,7 @@ func TestDefault(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, errs)
 	}
-	for _, want := range []string{"openb", "queue wait mean", "GPU allocation", "fgd", "best-fit", "topology"} {
+	for _, want := range []string{"openb", "queue wait mean", "GPU allocation", "fgd", "best-fit", "random"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -59,7 +59,7 @@ func TestDefault(t *testing.T) {
 	if s.Jobs.Total < 16000 || s.Jobs.Completed+s.Jobs.Rejected+s.Jobs.Failed+s.Jobs.Unfinished != s.Jobs.Total || s.Input == nil {
 		t.Errorf("summary jobs %+v input %+v", s.Jobs, s.Input)
 	}
-	for _, f := range []string{"compare.json", "fgd/timeseries.csv", "best-fit/jobs.csv", "topology/queues.csv", "allocation.png", "compare.png", "wait_cdf.png"} {
+	for _, f := range []string{"compare.json", "fgd/timeseries.csv", "best-fit/jobs.csv", "random/queues.csv", "allocation.png", "compare.png", "wait_cdf.png"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Error(err)
 		}
@@ -223,5 +223,33 @@ func TestQueueFileAndOutage(t *testing.T) {
 		if _, _, err := execCmd(t, Options{}, args...); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
+	}
+}
+
+// TestDefaultPaperReplay: the bare command follows the replay with the FGD
+// paper's experiment on the same cluster and trace; any flag that chooses
+// something else (here --policies) leaves it out.
+func TestDefaultPaperReplay(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("the default replay takes seconds of CPU (minutes under -race)")
+	}
+	var called [][]string
+	infl := func(_ *cobra.Command, args []string) error {
+		called = append(called, args)
+		return nil
+	}
+	dir := t.TempDir()
+	if _, errs, err := execCmd(t, Options{Inflation: infl}, "--out", dir, "--quiet", "--no-plots", "--no-jobs-csv"); err != nil {
+		t.Fatalf("%v\n%s", err, errs)
+	}
+	if len(called) != 1 || strings.Join(called[0], " ") != "--policies "+paperPolicies+" --seeds 42-44" {
+		t.Errorf("paper replay called with %q", called)
+	}
+	called = nil
+	if _, errs, err := execCmd(t, Options{Inflation: infl}, "--out", dir, "--quiet", "--no-plots", "--policies", "fgd"); err != nil {
+		t.Fatalf("%v\n%s", err, errs)
+	}
+	if len(called) != 0 {
+		t.Errorf("paper replay ran although --policies was given: %q", called)
 	}
 }
