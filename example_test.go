@@ -59,7 +59,7 @@ func Example() {
 	_ = s.Finished("finetune", now)
 	cycle()
 	// Output:
-	// job too-big: gpusched: job can never fit: does not fit on the idle cluster: needs 16 GPUs (1 task); the largest cluster has 8 GPUs; cluster has 8 free GPUs: too large
+	// job too-big: gpusched: job can never fit: does not fit on the idle cluster: needs 16 GPUs (1 task); the cluster has 8 GPUs: too large
 	// 09:00 start finetune on dgx-h100-1[0-3]
 	// 09:00 start eval on dgx-h100-1[4-5]
 	// 09:00 wait  pretrain: capacity, reserved for 10:00

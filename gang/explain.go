@@ -154,6 +154,11 @@ func (x *Explanation) String() string {
 	if x.LevelName != "" && x.LevelName != "cluster" {
 		b.WriteString(" in one " + x.LevelName)
 	}
+	if x.Verdict == VerdictTooLarge && (x.LevelName == "cluster" || x.LevelName == "") {
+		// Larger than the whole cluster: nothing more to say.
+		b.WriteString("; the cluster has " + plural(x.TotalGPUs, "GPU") + ": " + x.Verdict.String())
+		return b.String()
+	}
 	if x.Verdict == VerdictTooLarge && x.Largest > 0 {
 		b.WriteString("; the largest " + x.LevelName + " has " + plural(x.Largest, "GPU"))
 	} else if x.Best.Domain != topology.NoDomain && x.LevelName != "cluster" {
