@@ -93,6 +93,38 @@ func (t *csvTable) get(rec []string, name string) string {
 	return strings.TrimSpace(rec[i])
 }
 
+// nextJob reads records until parse keeps one, and returns that job
+// (counted as read); io.EOF after the last record. parse returns the job,
+// whether to keep it (false: filtered out, already counted), or a
+// *ParseError. A malformed record, from the table or from parse, goes to
+// recordState.bad: returned in errors mode, counted and skipped otherwise.
+func (t *csvTable) nextJob(parse func(rec []string, line int) (Job, bool, *ParseError)) (Job, error) {
+	for {
+		rec, line, err := t.next()
+		if err == io.EOF {
+			return Job{}, io.EOF
+		}
+		var pe *ParseError
+		if err == nil {
+			var j Job
+			var keep bool
+			j, keep, pe = parse(rec, line)
+			if pe == nil {
+				if !keep {
+					continue
+				}
+				t.st.stats.Read++
+				return j, nil
+			}
+		} else {
+			pe = err.(*ParseError)
+		}
+		if err := t.st.bad(pe); err != nil {
+			return Job{}, err
+		}
+	}
+}
+
 // fieldErr wraps a conversion error as a *ParseError for a field.
 func (t *csvTable) fieldErr(line int, field string, err error) *ParseError {
 	return t.st.perr(line, field, "%v", err)

@@ -306,30 +306,9 @@ func NewCSV(r io.Reader, m Mapping, o Options) (*CSV, error) {
 
 // Next returns the next job, io.EOF after the last, or a *ParseError.
 func (c *CSV) Next() (Job, error) {
-	for {
-		rec, line, err := c.t.next()
-		if err == io.EOF {
-			return Job{}, io.EOF
-		}
-		var pe *ParseError
-		if err == nil {
-			var j Job
-			var keep bool
-			j, keep, pe = c.convert(func(n string) string { return c.t.get(rec, n) }, line)
-			if pe == nil {
-				if !keep {
-					continue
-				}
-				c.stats.Read++
-				return j, nil
-			}
-		} else {
-			pe = err.(*ParseError)
-		}
-		if err := c.bad(pe); err != nil {
-			return Job{}, err
-		}
-	}
+	return c.t.nextJob(func(rec []string, line int) (Job, bool, *ParseError) {
+		return c.convert(func(n string) string { return c.t.get(rec, n) }, line)
+	})
 }
 
 // JSONL reads JSON Lines (one object per line) through a Mapping. Values

@@ -63,30 +63,7 @@ func newSlurm(r io.Reader, o Options, queue string) (*SlurmCSV, error) {
 
 // Next returns the next job, io.EOF after the last, or a *ParseError.
 func (s *SlurmCSV) Next() (Job, error) {
-	for {
-		rec, line, err := s.t.next()
-		if err == io.EOF {
-			return Job{}, io.EOF
-		}
-		var pe *ParseError
-		if err == nil {
-			var j Job
-			var keep bool
-			j, keep, pe = s.parse(rec, line)
-			if pe == nil {
-				if !keep {
-					continue
-				}
-				s.stats.Read++
-				return j, nil
-			}
-		} else {
-			pe = err.(*ParseError)
-		}
-		if err := s.bad(pe); err != nil {
-			return Job{}, err
-		}
-	}
+	return s.t.nextJob(s.parse)
 }
 
 func (s *SlurmCSV) parse(rec []string, line int) (Job, bool, *ParseError) {

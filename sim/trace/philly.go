@@ -40,30 +40,7 @@ func NewPhillyCSV(r io.Reader, o Options) (*PhillyCSV, error) {
 
 // Next returns the next job, io.EOF after the last, or a *ParseError.
 func (p *PhillyCSV) Next() (Job, error) {
-	for {
-		rec, line, err := p.t.next()
-		if err == io.EOF {
-			return Job{}, io.EOF
-		}
-		var pe *ParseError
-		if err == nil {
-			var j Job
-			var keep bool
-			j, keep, pe = p.parse(rec, line)
-			if pe == nil {
-				if !keep {
-					continue
-				}
-				p.stats.Read++
-				return j, nil
-			}
-		} else {
-			pe = err.(*ParseError)
-		}
-		if err := p.bad(pe); err != nil {
-			return Job{}, err
-		}
-	}
+	return p.t.nextJob(p.parse)
 }
 
 func (p *PhillyCSV) parse(rec []string, line int) (Job, bool, *ParseError) {
