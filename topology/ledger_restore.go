@@ -50,6 +50,6 @@ func (l *Ledger) restoreClaim(ci int, cl *Claim) error {
 	}
 	l.cpuFree[h] -= cl.CPUMilli
 	l.memFree[h] -= cl.MemoryMiB
-	l.hostGen[h]++
+	l.bumpHost(h)
 	return nil
 }

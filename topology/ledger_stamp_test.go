@@ -72,3 +72,36 @@ func TestStampWrap(t *testing.T) {
 		t.Errorf("no fresh identity after 2^32 changes: id %d→%d n %d", id, l.stampID, l.stampN)
 	}
 }
+
+// TestTrialRestoreStamps: TrialRestore changes the host's state (back to
+// what it was before TrialRelease), so it takes a fresh stamp like every
+// other change; the next change on the host must not end with the
+// generation the restored state had.
+func TestTrialRestoreStamps(t *testing.T) {
+	s, _ := Preset("dgx-a100")
+	c, _ := Build(s)
+	l := NewLedger(c)
+	g0, _ := c.HostGPUs(0)
+	cl := Claim{Host: 0, CPUMilli: 1000, GPUs: []GPUClaim{{GPU: g0, Kind: ClaimWhole}}}
+	for _, claim := range []Claim{cl, {Host: 0, CPUMilli: 1000}} {
+		if err := l.Allocate(claim); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.TrialRelease(claim); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.TrialRestore(claim); err != nil {
+			t.Fatal(err)
+		}
+		restored := l.HostGeneration(0)
+		if err := l.AllocateGPU(g0 + 1); err != nil {
+			t.Fatal(err)
+		}
+		if l.HostGeneration(0) == restored {
+			t.Errorf("claim %+v: the state after TrialRestore and the next one share generation %#x", claim, restored)
+		}
+		if err := l.ReleaseGPU(g0 + 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
