@@ -350,7 +350,7 @@ type Claim struct {
 // O(claims × GPUs × tree depth); no allocations on success.
 func (l *Ledger) Allocate(claims ...Claim) error {
 	for ci := range claims {
-		if err := l.applyClaim(ci, &claims[ci]); err != nil {
+		if err := l.applyClaim(ci, &claims[ci], true); err != nil {
 			for j := ci - 1; j >= 0; j-- {
 				l.undoClaim(&claims[j], len(claims[j].GPUs))
 			}
@@ -383,7 +383,7 @@ func (l *Ledger) AllocateGPU(g GPUID) error {
 	if g < 0 || int(g) >= len(l.gpu) {
 		return l.fail("allocate", 0, NoHost, NoGPU, ErrBadClaim, "GPU id %d out of range", g)
 	}
-	if err := l.takeGPU(0, GPUClaim{GPU: g}); err != nil {
+	if err := l.takeGPU(0, GPUClaim{GPU: g}, true); err != nil {
 		return err
 	}
 	l.gen++
@@ -402,7 +402,10 @@ func (l *Ledger) ReleaseGPU(g GPUID) error {
 	return nil
 }
 
-func (l *Ledger) applyClaim(ci int, cl *Claim) error {
+// applyClaim takes one claim of Allocate (claims[ci]) after checking it,
+// all or nothing. With health false (TrialRestore) it skips the health
+// checks of the host and its GPUs.
+func (l *Ledger) applyClaim(ci int, cl *Claim, health bool) error {
 	h := cl.Host
 	if h < 0 || int(h) >= len(l.c.hosts) {
 		return l.fail("allocate", ci, h, NoGPU, ErrBadClaim, "host id %d out of range", h)
@@ -410,7 +413,7 @@ func (l *Ledger) applyClaim(ci int, cl *Claim) error {
 	if cl.CPUMilli < 0 || cl.MemoryMiB < 0 {
 		return l.fail("allocate", ci, h, NoGPU, ErrBadClaim, "negative CPU or memory")
 	}
-	if l.hostHealth[h] != Healthy {
+	if health && l.hostHealth[h] != Healthy {
 		return l.fail("allocate", ci, h, NoGPU, ErrUnhealthy, "host is %s", l.hostHealth[h])
 	}
 	if cl.CPUMilli > l.cpuFree[h] {
@@ -425,7 +428,7 @@ func (l *Ledger) applyClaim(ci int, cl *Claim) error {
 			l.undoClaimGPUs(cl, gi)
 			return l.fail("allocate", ci, h, NoGPU, ErrBadClaim, "GPU id %d is not on host %s", gc.GPU, l.c.hosts[h].name)
 		}
-		if err := l.takeGPU(ci, gc); err != nil {
+		if err := l.takeGPU(ci, gc, health); err != nil {
 			l.undoClaimGPUs(cl, gi)
 			return err
 		}
@@ -478,7 +481,7 @@ func (l *Ledger) releaseClaim(ci int, cl *Claim) error {
 		}
 		if err != nil {
 			for j := gi - 1; j >= 0; j-- {
-				if e := l.takeGPUUnchecked(cl.GPUs[j]); e != nil {
+				if e := l.takeGPU(0, cl.GPUs[j], false); e != nil {
 					panic("topology: ledger redo failed: " + e.Error())
 				}
 			}
@@ -497,16 +500,18 @@ func (l *Ledger) redoClaim(cl *Claim) {
 	l.cpuFree[cl.Host] -= cl.CPUMilli
 	l.memFree[cl.Host] -= cl.MemoryMiB
 	for gi := range cl.GPUs {
-		if err := l.takeGPUUnchecked(cl.GPUs[gi]); err != nil {
+		if err := l.takeGPU(0, cl.GPUs[gi], false); err != nil {
 			panic("topology: ledger redo failed: " + err.Error())
 		}
 	}
 }
 
-// takeGPU applies one GPU claim on an allocatable GPU.
-func (l *Ledger) takeGPU(ci int, gc GPUClaim) error {
+// takeGPU applies one GPU claim. With health, the GPU must be allocatable
+// (it and its host healthy); without, it may be unhealthy (re-applying a
+// claim that was just released: rollback of Release, TrialRestore).
+func (l *Ledger) takeGPU(ci int, gc GPUClaim, health bool) error {
 	g := gc.GPU
-	if !l.allocatable(g) {
+	if health && !l.allocatable(g) {
 		h := l.c.gpus[g].host
 		if l.gpu[g].health != Healthy {
 			return l.fail("allocate", ci, h, g, ErrUnhealthy, "GPU is %s", l.gpu[g].health)
@@ -514,16 +519,6 @@ func (l *Ledger) takeGPU(ci int, gc GPUClaim) error {
 		return l.fail("allocate", ci, h, g, ErrUnhealthy, "host is %s", l.hostHealth[h])
 	}
 	if err := l.checkTake(ci, gc); err != nil {
-		return err
-	}
-	l.apply(gc)
-	return nil
-}
-
-// takeGPUUnchecked re-applies a claim that was just released (rollback of
-// Release); it may run on unhealthy GPUs.
-func (l *Ledger) takeGPUUnchecked(gc GPUClaim) error {
-	if err := l.checkTake(0, gc); err != nil {
 		return err
 	}
 	l.apply(gc)
