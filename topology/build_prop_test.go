@@ -740,6 +740,9 @@ func FuzzExpandNames(f *testing.F) {
 		if (err == nil) != valid {
 			t.Fatalf("ExpandNames(%q) error %v; naive says valid=%v", p, err, valid)
 		}
+		if c := countNames(p); err != nil && c > 0 && c <= MaxExpandedNames || err == nil && c != len(got) {
+			t.Fatalf("countNames(%q) = %d; ExpandNames gives %d names, error %v", p, c, len(got), err)
+		}
 		if err != nil {
 			return
 		}

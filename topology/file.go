@@ -553,58 +553,52 @@ func (d *document) checkSize(s *Spec) error {
 }
 
 // countNames returns how many names ExpandNames makes of pattern, without
-// making them; more than MaxExpandedNames is reported as
-// MaxExpandedNames+1, and a malformed pattern (which Build rejects) as 0.
+// making them: it reads the pattern with ExpandNames' own scanner
+// (splitTopLevel, scanPart, eachRange) and only counts. More than
+// MaxExpandedNames is reported as MaxExpandedNames+1, and a malformed
+// pattern (which Build rejects) as 0.
 func countNames(pattern string) int {
-	if pattern == "" {
+	if pattern == "" || strings.ContainsAny(pattern, " \t\n\r") {
 		return 0
 	}
-	total := 1
-	rest := pattern
-	for {
-		open := strings.IndexByte(rest, '[')
-		closeAt := strings.IndexByte(rest, ']')
-		if open < 0 {
-			if closeAt >= 0 {
-				return 0
-			}
-			return total
-		}
-		if closeAt < open {
+	total := 0
+	for _, part := range splitTopLevel(pattern) {
+		if part == "" {
 			return 0
 		}
-		body := rest[open+1 : closeAt]
-		if strings.IndexByte(body, '[') >= 0 {
-			return 0
-		}
-		n := 0
-		for body != "" || n == 0 {
-			part, more, _ := strings.Cut(body, ",")
-			body = more
-			lo, hi, isRange := strings.Cut(part, "-")
-			if !isRange {
-				hi = lo
-			}
-			a, err := parseBound(lo)
+		n := 1
+		_, err := scanPart(part, func(body string) error {
+			k := 0
+			err := eachRange(body, func(_, _ string, a, b int) error {
+				if k += b - a + 1; k > MaxExpandedNames {
+					return errTooManyNames
+				}
+				return nil
+			})
 			if err != nil {
-				return 0
+				return err
 			}
-			b, err := parseBound(hi)
-			if err != nil || b < a {
-				return 0
+			if n *= k; n > MaxExpandedNames {
+				return errTooManyNames
 			}
-			n += b - a + 1
-			if n > MaxExpandedNames {
-				return MaxExpandedNames + 1
-			}
+			return nil
+		})
+		switch {
+		case err == errTooManyNames:
+			return MaxExpandedNames + 1
+		case err != nil:
+			return 0
 		}
-		total *= n
-		if total > MaxExpandedNames {
+		if total += n; total > MaxExpandedNames {
 			return MaxExpandedNames + 1
 		}
-		rest = rest[closeAt+1:]
 	}
+	return total
 }
+
+// errTooManyNames stops countNames at the first count over
+// MaxExpandedNames.
+var errTooManyNames = errors.New("too many names")
 
 // fromBuild locates a *SpecError from Build in the file.
 func (d *document) fromBuild(err error) error {

@@ -493,8 +493,12 @@ func TestNullsAreZero(t *testing.T) {
 	}
 }
 
+// TestCountNamesMatchesExpandNames: the size check counts what Build will
+// expand, name lists included (a list of two 2,000-name ranges is 4,000
+// names, not their product).
 func TestCountNamesMatchesExpandNames(t *testing.T) {
-	for _, p := range []string{"a", "h[1-4]", "h[01-10]-[1,3,5-6]", "x[0-9][0-9]", "bad[", "bad]", "b[2-1]", "b[]", "b[1-]", "[0-1048576]", "a[0-1023][0-1024]", "a[1,,2]", "a[1-2,x]"} {
+	for _, p := range []string{"a", "h[1-4]", "h[01-10]-[1,3,5-6]", "x[0-9][0-9]", "bad[", "bad]", "b[2-1]", "b[]", "b[1-]", "[0-1048576]", "a[0-1023][0-1024]", "a[1,,2]", "a[1-2,x]",
+		"h1,h2,h3", "gb-r1-t[01-09],gb-r1-x17", "a[1-2000],b[1-2000]", "a[0-1023][0-1023],b", "a,,b", "a[1-2], b"} {
 		names, err := ExpandNames(p)
 		got := countNames(p)
 		switch {
@@ -503,5 +507,22 @@ func TestCountNamesMatchesExpandNames(t *testing.T) {
 		case err == nil && got != len(names):
 			t.Errorf("countNames(%q) = %d, want %d", p, got, len(names))
 		}
+	}
+}
+
+// TestHostListSize: a host group named by a list of two 2,000-host ranges
+// is 4,000 hosts for the file's size check, as for Build.
+func TestHostListSize(t *testing.T) {
+	text := header + `switches:
+  - {name: tor1, level: tor}
+hosts:
+  - {name: "a[0001-2000],b[0001-2000]", template: box, parent: tor1}
+`
+	c, err := Load([]byte(text), "list.yaml", FormatYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NumHosts() != 4000 {
+		t.Errorf("%d hosts, want 4000", c.NumHosts())
 	}
 }

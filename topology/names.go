@@ -69,44 +69,24 @@ func splitTopLevel(p string) []string {
 
 // expandPart expands one part of a name list (no top-level commas).
 func expandPart(pattern string) ([]string, error) {
-	// Split into literal parts and bracket groups.
-	var lits []string
 	var groups [][]string
 	total := 1
-	rest := pattern
-	for {
-		open := strings.IndexByte(rest, '[')
-		closeAt := strings.IndexByte(rest, ']')
-		if open < 0 {
-			if closeAt >= 0 {
-				return nil, fmt.Errorf("name pattern %q: ']' without '['", pattern)
-			}
-			lits = append(lits, rest)
-			break
-		}
-		if closeAt < 0 {
-			return nil, fmt.Errorf("name pattern %q: '[' without ']'", pattern)
-		}
-		if closeAt < open {
-			return nil, fmt.Errorf("name pattern %q: ']' without '['", pattern)
-		}
-		lits = append(lits, rest[:open])
-		body := rest[open+1 : closeAt]
-		if strings.IndexByte(body, '[') >= 0 {
-			return nil, fmt.Errorf("name pattern %q: nested '['", pattern)
-		}
+	lits, err := scanPart(pattern, func(body string) error {
 		g, err := expandGroup(body)
 		if err != nil {
-			return nil, fmt.Errorf("name pattern %q: %v", pattern, err)
+			return fmt.Errorf("name pattern %q: %v", pattern, err)
 		}
 		groups = append(groups, g)
 		// Check the product as groups come, so a pattern of many large
 		// groups fails before they are all expanded.
 		total *= len(g)
 		if total > MaxExpandedNames {
-			return nil, fmt.Errorf("name pattern %q expands to more than %d names", pattern, MaxExpandedNames)
+			return fmt.Errorf("name pattern %q expands to more than %d names", pattern, MaxExpandedNames)
 		}
-		rest = rest[closeAt+1:]
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := make([]string, 0, total)
 	idx := make([]int, len(groups))
@@ -135,29 +115,49 @@ func expandPart(pattern string) ([]string, error) {
 	return out, nil
 }
 
+// scanPart splits one part of a name list (no top-level commas) into
+// literal text and bracket groups, left to right: it calls group with the
+// body of each bracket group in turn and returns the literal text around
+// them (one more piece than groups). It stops at the first malformed
+// bracket or the first error group returns.
+func scanPart(pattern string, group func(body string) error) ([]string, error) {
+	var lits []string
+	rest := pattern
+	for {
+		open := strings.IndexByte(rest, '[')
+		closeAt := strings.IndexByte(rest, ']')
+		if open < 0 {
+			if closeAt >= 0 {
+				return nil, fmt.Errorf("name pattern %q: ']' without '['", pattern)
+			}
+			return append(lits, rest), nil
+		}
+		if closeAt < 0 {
+			return nil, fmt.Errorf("name pattern %q: '[' without ']'", pattern)
+		}
+		if closeAt < open {
+			return nil, fmt.Errorf("name pattern %q: ']' without '['", pattern)
+		}
+		lits = append(lits, rest[:open])
+		body := rest[open+1 : closeAt]
+		if strings.IndexByte(body, '[') >= 0 {
+			return nil, fmt.Errorf("name pattern %q: nested '['", pattern)
+		}
+		if err := group(body); err != nil {
+			return nil, err
+		}
+		rest = rest[closeAt+1:]
+	}
+}
+
 func expandGroup(body string) ([]string, error) {
 	if body == "" {
 		return nil, fmt.Errorf("empty []")
 	}
 	var out []string
-	for _, part := range strings.Split(body, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		if !isRange {
-			hi = lo
-		}
-		a, err := parseBound(lo)
-		if err != nil {
-			return nil, err
-		}
-		b, err := parseBound(hi)
-		if err != nil {
-			return nil, err
-		}
-		if b < a {
-			return nil, fmt.Errorf("range %q goes backwards", part)
-		}
+	err := eachRange(body, func(part, lo string, a, b int) error {
 		if b-a >= MaxExpandedNames || len(out)+(b-a+1) > MaxExpandedNames {
-			return nil, fmt.Errorf("range %q is larger than %d", part, MaxExpandedNames)
+			return fmt.Errorf("range %q is larger than %d", part, MaxExpandedNames)
 		}
 		width := 0
 		if len(lo) > 1 && lo[0] == '0' {
@@ -170,8 +170,40 @@ func expandGroup(body string) ([]string, error) {
 			}
 			out = append(out, s)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// eachRange calls f with each comma-separated entry of a bracket group's
+// body, a number or an inclusive range "lo-hi", as its text, the text of
+// its first bound and its bounds a ≤ b. It stops at the first malformed
+// entry or the first error f returns.
+func eachRange(body string, f func(part, lo string, a, b int) error) error {
+	for _, part := range strings.Split(body, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		if !isRange {
+			hi = lo
+		}
+		a, err := parseBound(lo)
+		if err != nil {
+			return err
+		}
+		b, err := parseBound(hi)
+		if err != nil {
+			return err
+		}
+		if b < a {
+			return fmt.Errorf("range %q goes backwards", part)
+		}
+		if err := f(part, lo, a, b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func parseBound(s string) (int, error) {
