@@ -3,7 +3,6 @@ package sim_test
 import (
 	"os"
 	"runtime"
-	"strconv"
 	"testing"
 	"time"
 
@@ -35,14 +34,14 @@ func phillyJobs(b *testing.B) []trace.Job {
 // of the simulator itself, with a cheap scheduler.
 func BenchmarkPhillyFIFO(b *testing.B) {
 	jobs := phillyJobs(b)
-	c := cluster(b, sim.PhillyCluster)
+	c := simtest.Cluster(b, sim.PhillyCluster)
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
 		js := append([]trace.Job(nil), jobs...)
 		cfg := sim.Config{Cluster: c, Scheduler: simtest.NewFIFO(c)}
 		b.StartTimer()
-		r := run(b, cfg, js)
+		r := simtest.Run(b, cfg, js)
 		if r.Summary.Jobs.Completed != len(jobs) {
 			b.Fatalf("%d of %d completed", r.Summary.Jobs.Completed, len(jobs))
 		}
@@ -57,19 +56,15 @@ func BenchmarkSynthetic1MFIFO(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	syn := trace.Synthetic{Seed: 1, Jobs: benchJobs}
+	syn := trace.Synthetic{Seed: 1, Jobs: simtest.BenchJobs()}
 	syn.MeanInterarrival = syn.InterarrivalFor(c.NumGPUs(), 0.9)
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		r, _ := trace.NewSynthetic(syn)
-		jobs, err := trace.Collect(r)
-		if err != nil {
-			b.Fatal(err)
-		}
+		jobs := simtest.Jobs(b, syn)
 		runtime.GC()
 		b.StartTimer()
-		res := run(b, sim.Config{Cluster: c, Scheduler: simtest.NewFIFO(c), SampleEvery: time.Hour}, jobs)
+		res := simtest.Run(b, sim.Config{Cluster: c, Scheduler: simtest.NewFIFO(c), SampleEvery: time.Hour}, jobs)
 		b.StopTimer()
 		if res.Summary.Jobs.Completed != syn.Jobs {
 			b.Fatalf("%d completed", res.Summary.Jobs.Completed)
@@ -80,13 +75,3 @@ func BenchmarkSynthetic1MFIFO(b *testing.B) {
 		b.StartTimer()
 	}
 }
-
-var benchJobs = func() int {
-	if v := os.Getenv("GPUSCHED_BENCH_JOBS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err == nil && n > 0 {
-			return n
-		}
-	}
-	return 1_000_000
-}()

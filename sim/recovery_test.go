@@ -18,7 +18,7 @@ import (
 // recovery comes at the time of the failure even with cycles batched by
 // MinCycleInterval.
 func TestRecoveryEnd(t *testing.T) {
-	c := cluster(t, topology.Generator{Machine: "dgx-h100", Hosts: 2, HostsPerToR: 2})
+	c := simtest.Cluster(t, topology.Generator{Machine: "dgx-h100", Hosts: 2, HostsPerToR: 2})
 	f := simtest.NewFIFO(c)
 	f.MaxRestarts = 1
 	cfg := sim.Config{Cluster: c, Scheduler: f, Audit: true, MinCycleInterval: time.Hour,
@@ -26,7 +26,7 @@ func TestRecoveryEnd(t *testing.T) {
 			{Level: "host", Name: "dgx-h100-1", At: 10 * time.Minute, For: 3 * time.Hour},
 			{Level: "host", Name: "dgx-h100-2", At: 80 * time.Minute, For: time.Hour},
 		}}
-	r := run(t, cfg, []trace.Job{tj("a", 0, 2*time.Hour, 0, gpus(8))})
+	r := simtest.Run(t, cfg, []trace.Job{tj("a", 0, 2*time.Hour, 0, gpus(8))})
 	a := byID(r)["a"]
 	// a runs on host 1 from 0; host 1 fails at 10 min: requeued in a
 	// cycle at once (not at the next the interval allows), it restarts
@@ -49,13 +49,13 @@ func TestRecoveryEnd(t *testing.T) {
 // TestRecoveryDrain: a job on a drained host checkpoints in the drain's
 // grace period, stops and runs on elsewhere with its work.
 func TestRecoveryDrain(t *testing.T) {
-	c := cluster(t, topology.Generator{Machine: "dgx-h100", Hosts: 2, HostsPerToR: 2})
+	c := simtest.Cluster(t, topology.Generator{Machine: "dgx-h100", Hosts: 2, HostsPerToR: 2})
 	f := simtest.NewFIFO(c)
 	f.DrainGrace = 2 * time.Minute
 	cfg := sim.Config{Cluster: c, Scheduler: f, Audit: true, Seed: 1,
 		Checkpoint: sim.CheckpointModel{Interval: 10 * time.Minute, Overhead: time.Minute},
 		Drain:      sim.DrainModel{MeanInterval: 20 * time.Minute, Duration: 10 * time.Hour}}
-	r := run(t, cfg, []trace.Job{tj("a", 0, time.Hour, 0, gpus(8)), tj("b", 0, time.Hour, 0, gpus(8))})
+	r := simtest.Run(t, cfg, []trace.Job{tj("a", 0, time.Hour, 0, gpus(8)), tj("b", 0, time.Hour, 0, gpus(8))})
 	s := r.Summary
 	if s.Preemption.Drains == 0 || s.Preemption.DrainStops == 0 || s.Preemption.Recoveries.Drain != s.Preemption.DrainStops {
 		t.Fatalf("%+v", s.Preemption)
@@ -102,7 +102,7 @@ func TestCheckpointsReported(t *testing.T) {
 		Checkpoint: sim.CheckpointModel{Interval: 10 * time.Minute, Overhead: time.Minute, RestartCost: 2 * time.Minute}}
 	j := tj("a", 0, 35*time.Minute, 0, gpus(8))
 	j.Spec.CheckpointInterval = 15 * time.Minute // the spec's interval wins over the model's
-	run(t, cfg, []trace.Job{j})
+	simtest.Run(t, cfg, []trace.Job{j})
 	// 15 min of work + 1 min pause (a first run has nothing to reload):
 	// checkpoints complete at 16 and 32 min; the job ends at 37 min.
 	want := []time.Duration{16 * time.Minute, 32 * time.Minute}

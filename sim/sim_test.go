@@ -15,26 +15,13 @@ import (
 	"github.com/gpusched/gpusched/workload"
 )
 
-func cluster(t testing.TB, g topology.Generator) *topology.Cluster {
-	t.Helper()
-	sp, err := g.Spec()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := topology.Build(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 func box(t testing.TB) *topology.Cluster {
-	return cluster(t, topology.Generator{Machine: "dgx-h100", Hosts: 1})
+	return simtest.Cluster(t, topology.Generator{Machine: "dgx-h100", Hosts: 1})
 }
 
 func small(t testing.TB) *topology.Cluster {
 	// 16 DGX H100 hosts, 4 per ToR, 4 ToRs per spine: 128 GPUs.
-	return cluster(t, topology.Generator{Machine: "dgx-h100", Hosts: 16, HostsPerToR: 4, ToRsPerSpine: 2})
+	return simtest.Cluster(t, topology.Generator{Machine: "dgx-h100", Hosts: 16, HostsPerToR: 4, ToRsPerSpine: 2})
 }
 
 func tj(id string, submit, dur time.Duration, prio int32, groups ...workload.TaskGroup) trace.Job {
@@ -42,19 +29,6 @@ func tj(id string, submit, dur time.Duration, prio int32, groups ...workload.Tas
 }
 
 func gpus(n int) workload.TaskGroup { return workload.TaskGroup{Count: 1, GPUs: n} }
-
-func run(t testing.TB, cfg sim.Config, jobs []trace.Job) *sim.Result {
-	t.Helper()
-	s, err := sim.New(cfg, jobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := s.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
 
 func byID(r *sim.Result) map[string]sim.JobRecord {
 	m := map[string]sim.JobRecord{}
@@ -72,7 +46,7 @@ func TestPreemptionCheckpoint(t *testing.T) {
 	f.Preempt, f.Grace = true, 10*time.Second
 	cfg := sim.Config{Cluster: c, Scheduler: f, Audit: true,
 		Checkpoint: sim.CheckpointModel{Interval: 30 * time.Second, Overhead: 5 * time.Second, RestartCost: 10 * time.Second}}
-	r := run(t, cfg, []trace.Job{
+	r := simtest.Run(t, cfg, []trace.Job{
 		tj("low", 0, 100*time.Second, 0, gpus(8)),
 		tj("high", 50*time.Second, 10*time.Second, 10, gpus(8)),
 	})
@@ -107,7 +81,7 @@ func TestFailureRequeue(t *testing.T) {
 	cfg := sim.Config{Cluster: c, Scheduler: simtest.NewFIFO(c), Audit: true, Seed: 3,
 		Checkpoint: sim.CheckpointModel{Interval: 30 * time.Second, Overhead: 5 * time.Second},
 		Failures:   sim.FailureModel{HostMTBF: 200 * time.Second, RepairTime: 20 * time.Second}}
-	r := run(t, cfg, []trace.Job{tj("a", 0, 300*time.Second, 0, gpus(4))})
+	r := simtest.Run(t, cfg, []trace.Job{tj("a", 0, 300*time.Second, 0, gpus(4))})
 	a := byID(r)["a"]
 	s := r.Summary
 	if a.State != sim.StateCompleted || a.FaultStops == 0 || s.Preemption.Faults == 0 {
@@ -158,15 +132,7 @@ func synthetic(t testing.TB, n int, seed uint64, gpus int, load float64) []trace
 	syn := trace.Synthetic{Seed: seed, Jobs: n, Queues: []trace.Weighted[string]{{Value: "a", Weight: 2}, {Value: "b", Weight: 1}, {Value: "c", Weight: 1}},
 		MedianDuration: 20 * time.Minute, MaxDuration: 12 * time.Hour}
 	syn.MeanInterarrival = syn.InterarrivalFor(gpus, load)
-	r, err := trace.NewSynthetic(syn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jobs, err := trace.Collect(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return jobs
+	return simtest.Jobs(t, syn)
 }
 
 func fullConfig(c *topology.Cluster, sched sim.Scheduler, seed uint64) sim.Config {
@@ -193,7 +159,7 @@ func TestConservation(t *testing.T) {
 		jobs = append(jobs, tj("huge", time.Hour, time.Hour, 0, workload.TaskGroup{Count: 20, GPUs: 8}))
 		f := simtest.NewFIFO(c)
 		f.Preempt, f.Grace, f.MaxRestarts, f.DrainGrace = preempt, time.Minute, 3, 2*time.Minute
-		r := run(t, fullConfig(c, f, 5), jobs)
+		r := simtest.Run(t, fullConfig(c, f, 5), jobs)
 		checkConservation(t, r, 401)
 		s := r.Summary
 		if s.Jobs.Rejected != 1 || s.Jobs.Completed < 300 {
@@ -260,7 +226,7 @@ func TestInvariantViolation(t *testing.T) {
 func TestSpeedModel(t *testing.T) {
 	c := small(t)
 	cfg := sim.Config{Cluster: c, Scheduler: simtest.NewFIFO(c), Speed: sim.SpeedModel{Enabled: true, SameSwitch: 0.5}}
-	r := run(t, cfg, []trace.Job{
+	r := simtest.Run(t, cfg, []trace.Job{
 		tj("one-host", 0, 100*time.Second, 0, gpus(8)),
 		tj("two-hosts", 0, 100*time.Second, 0, workload.TaskGroup{Count: 2, GPUs: 8}),
 	})
@@ -278,7 +244,7 @@ func TestSpeedModel(t *testing.T) {
 func TestDeterminism(t *testing.T) {
 	out := func(seed uint64) []byte {
 		c := small(t)
-		r := run(t, fullConfig(c, simtest.NewFIFO(c), seed), synthetic(t, 200, 3, c.NumGPUs(), 1.0))
+		r := simtest.Run(t, fullConfig(c, simtest.NewFIFO(c), seed), synthetic(t, 200, 3, c.NumGPUs(), 1.0))
 		var b bytes.Buffer
 		if err := json.NewEncoder(&b).Encode(r); err != nil {
 			t.Fatal(err)
@@ -299,7 +265,7 @@ func TestDeterminism(t *testing.T) {
 func TestMinCycleInterval(t *testing.T) {
 	c := box(t)
 	cfg := sim.Config{Cluster: c, Scheduler: simtest.NewFIFO(c), MinCycleInterval: 10 * time.Second, Audit: true}
-	r := run(t, cfg, []trace.Job{tj("a", 0, time.Minute, 0, gpus(1)), tj("b", time.Second, time.Minute, 0, gpus(1))})
+	r := simtest.Run(t, cfg, []trace.Job{tj("a", 0, time.Minute, 0, gpus(1)), tj("b", time.Second, time.Minute, 0, gpus(1))})
 	got := byID(r)
 	if got["a"].Start != 0 || got["b"].Start != 10 {
 		t.Errorf("starts %v %v, want 0 and 10", got["a"].Start, got["b"].Start)
@@ -311,9 +277,9 @@ func TestMinCycleInterval(t *testing.T) {
 // level (a task needs 4 free on one host), as the host-level heuristic
 // says too.
 func TestStrandedByLevel(t *testing.T) {
-	c := cluster(t, topology.Generator{Machine: "dgx-h100", Hosts: 2, HostsPerToR: 2})
+	c := simtest.Cluster(t, topology.Generator{Machine: "dgx-h100", Hosts: 2, HostsPerToR: 2})
 	cfg := sim.Config{Cluster: c, Scheduler: simtest.NewFIFO(c), StrandedByLevel: true, SampleEvery: time.Minute}
-	r := run(t, cfg, []trace.Job{
+	r := simtest.Run(t, cfg, []trace.Job{
 		tj("a", 0, time.Hour, 0, gpus(6)),
 		tj("b", 0, time.Hour, 0, gpus(6)),
 		tj("c", 0, time.Hour, 0, gpus(4)),
@@ -350,10 +316,10 @@ func TestEmptyTraceAndRunTwice(t *testing.T) {
 // restarts on the other ToR at once and, without checkpoints, runs its
 // whole hour again.
 func TestOutage(t *testing.T) {
-	c := cluster(t, topology.Generator{Machine: "dgx-h100", Hosts: 4, HostsPerToR: 2})
+	c := simtest.Cluster(t, topology.Generator{Machine: "dgx-h100", Hosts: 4, HostsPerToR: 2})
 	cfg := sim.Config{Cluster: c, Scheduler: simtest.NewFIFO(c), Audit: true,
 		Outages: []sim.Outage{{Level: "tor", Name: "tor1", At: 10 * time.Minute, For: 30 * time.Minute}}}
-	r := run(t, cfg, []trace.Job{tj("gang", 0, time.Hour, 0, workload.TaskGroup{Count: 2, GPUs: 8})})
+	r := simtest.Run(t, cfg, []trace.Job{tj("gang", 0, time.Hour, 0, workload.TaskGroup{Count: 2, GPUs: 8})})
 	g := byID(r)["gang"]
 	if g.End != 4200 || g.FaultStops != 1 || r.Summary.Preemption.Faults != 1 {
 		t.Fatalf("gang %+v, %+v", g, r.Summary.Preemption)
@@ -370,7 +336,7 @@ func TestOutage(t *testing.T) {
 	// Weekly random host outages keep firing while work remains.
 	cfg = sim.Config{Cluster: c, Scheduler: simtest.NewFIFO(c), Seed: 2, Audit: true,
 		Outages: []sim.Outage{{Level: "host", Every: 24 * time.Hour, At: time.Hour, For: time.Hour}}}
-	r = run(t, cfg, []trace.Job{tj("long", 0, 100*time.Hour, 0, gpus(1))})
+	r = simtest.Run(t, cfg, []trace.Job{tj("long", 0, 100*time.Hour, 0, gpus(1))})
 	// One outage at 1 h, 25 h, 49 h, … while the job is not done (a hit
 	// restarts it from scratch, so it may take more than 100 h).
 	want := 0

@@ -21,34 +21,16 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 
 func simulate(t testing.TB, seed uint64) *sim.Result {
 	t.Helper()
-	sp, err := topology.Generator{Machine: "dgx-h100", Hosts: 8, HostsPerToR: 4}.Spec()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := topology.Build(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := simtest.Cluster(t, topology.Generator{Machine: "dgx-h100", Hosts: 8, HostsPerToR: 4})
 	syn := trace.Synthetic{Seed: 9, Jobs: 120, Queues: []trace.Weighted[string]{{Value: "research", Weight: 3}, {Value: "prod", Weight: 1}}}
 	syn.MeanInterarrival = syn.InterarrivalFor(c.NumGPUs(), 1.1)
-	r, _ := trace.NewSynthetic(syn)
-	jobs, err := trace.Collect(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := sim.New(sim.Config{Cluster: c, Scheduler: simtest.NewFIFO(c), Seed: seed, SampleEvery: 15 * time.Minute,
+	jobs := simtest.Jobs(t, syn)
+	res := simtest.Run(t, sim.Config{Cluster: c, Scheduler: simtest.NewFIFO(c), Seed: seed, SampleEvery: 15 * time.Minute,
 		Checkpoint: sim.CheckpointModel{Interval: 20 * time.Minute, Overhead: 30 * time.Second, RestartCost: time.Minute},
 		Failures:   sim.FailureModel{GPUMTBF: 500 * time.Hour, HostMTBF: 1000 * time.Hour, RepairTime: time.Hour},
 		Speed:      sim.SpeedModel{Enabled: true},
 		Tenants:    []sim.Tenant{{Name: "research", GPUs: 48}, {Name: "prod", GPUs: 16}},
 	}, jobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
 	res.Summary.Policy, res.Summary.Trace = "fifo", "synthetic:120"
 	return res
 }

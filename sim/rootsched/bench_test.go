@@ -3,7 +3,6 @@ package rootsched_test
 import (
 	"os"
 	"runtime"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/gpusched/gpusched"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/sim"
+	"github.com/gpusched/gpusched/sim/internal/simtest"
 	"github.com/gpusched/gpusched/sim/rootsched"
 	"github.com/gpusched/gpusched/sim/trace"
 	"github.com/gpusched/gpusched/topology"
@@ -43,7 +43,7 @@ func BenchmarkPhilly(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := build(b, sim.PhillyCluster)
+	c := simtest.Cluster(b, sim.PhillyCluster)
 	qs := rootsched.VCQueues(vcs, rootsched.Tenants(jobs), queue.Policy{})
 	b.ResetTimer()
 	defer reportCPU(b)()
@@ -55,26 +55,12 @@ func BenchmarkPhilly(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		sm, err := sim.New(sim.Config{Cluster: c, Scheduler: s, Tenants: rootsched.VCTenants(vcs)}, js)
-		if err != nil {
-			b.Fatal(err)
-		}
-		res, err := sm.Run()
-		if err != nil {
-			b.Fatal(err)
-		}
+		res := simtest.Run(b, sim.Config{Cluster: c, Scheduler: s, Tenants: rootsched.VCTenants(vcs)}, js)
 		if res.Summary.Jobs.Completed != len(jobs) {
 			b.Fatalf("%+v", res.Summary.Jobs)
 		}
 	}
 }
-
-var benchJobs = func() int {
-	if n, err := strconv.Atoi(os.Getenv("GPUSCHED_BENCH_JOBS")); err == nil && n > 0 {
-		return n
-	}
-	return 1_000_000
-}()
 
 // BenchmarkSynthetic1M replays a synthetic trace of 1M jobs (Philly-like
 // sizes, log-normal run times, 4 tenants, 90% offered load) on 100k GPUs
@@ -87,32 +73,21 @@ func BenchmarkSynthetic1M(b *testing.B) {
 		b.Fatal(err)
 	}
 	tenants := []trace.Weighted[string]{{Value: "pretrain", Weight: 1}, {Value: "finetune", Weight: 2}, {Value: "eval", Weight: 3}, {Value: "research", Weight: 4}}
-	syn := trace.Synthetic{Seed: 1, Jobs: benchJobs, Queues: tenants}
+	syn := trace.Synthetic{Seed: 1, Jobs: simtest.BenchJobs(), Queues: tenants}
 	syn.MeanInterarrival = syn.InterarrivalFor(c.NumGPUs(), 0.9)
 	names := []string{"eval", "finetune", "pretrain", "research"}
 	b.ResetTimer()
 	defer reportCPU(b)()
 	for range b.N {
 		b.StopTimer()
-		r, _ := trace.NewSynthetic(syn)
-		jobs, err := trace.Collect(r)
-		if err != nil {
-			b.Fatal(err)
-		}
+		jobs := simtest.Jobs(b, syn)
 		s, err := rootsched.New(gpusched.Config{Cluster: c, Queues: rootsched.FlatQueues(names, queue.Policy{})})
 		if err != nil {
 			b.Fatal(err)
 		}
 		runtime.GC()
 		b.StartTimer()
-		sm, err := sim.New(sim.Config{Cluster: c, Scheduler: s, SampleEvery: time.Hour}, jobs)
-		if err != nil {
-			b.Fatal(err)
-		}
-		res, err := sm.Run()
-		if err != nil {
-			b.Fatal(err)
-		}
+		res := simtest.Run(b, sim.Config{Cluster: c, Scheduler: s, SampleEvery: time.Hour}, jobs)
 		b.StopTimer()
 		if res.Summary.Jobs.Completed != syn.Jobs {
 			b.Fatalf("%+v", res.Summary.Jobs)

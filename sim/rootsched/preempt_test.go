@@ -7,6 +7,7 @@ import (
 	"github.com/gpusched/gpusched"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/sim"
+	"github.com/gpusched/gpusched/sim/internal/simtest"
 	"github.com/gpusched/gpusched/sim/rootsched"
 	"github.com/gpusched/gpusched/sim/trace"
 	"github.com/gpusched/gpusched/topology"
@@ -50,16 +51,9 @@ func TestRootPreemption(t *testing.T) {
 	job := func(id string, prio int32, submit time.Duration) trace.Job {
 		return trace.Job{Spec: workload.Job{ID: id, Queue: "q", Priority: prio, Groups: []workload.TaskGroup{{Count: 1, GPUs: 8}}}, Submit: submit, Duration: time.Hour}
 	}
-	sm, err := sim.New(sim.Config{Cluster: c, Scheduler: s, Audit: true,
+	r := simtest.Run(t, sim.Config{Cluster: c, Scheduler: s, Audit: true,
 		Checkpoint: sim.CheckpointModel{Interval: 5 * time.Minute, Overhead: 30 * time.Second}},
 		[]trace.Job{job("low", 0, 0), job("high", 10, 10*time.Minute)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := sm.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := map[string]sim.JobRecord{}
 	for _, j := range r.Jobs {
 		got[j.ID] = j

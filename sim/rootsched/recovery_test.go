@@ -11,6 +11,7 @@ import (
 	"github.com/gpusched/gpusched/preempt"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/sim"
+	"github.com/gpusched/gpusched/sim/internal/simtest"
 	"github.com/gpusched/gpusched/sim/report"
 	"github.com/gpusched/gpusched/sim/rootsched"
 	"github.com/gpusched/gpusched/sim/trace"
@@ -60,18 +61,11 @@ func (r *recorder) Started(now time.Duration, id string) error {
 // after every event.
 func faultyRun(t testing.TB, seed uint64) (*sim.Result, *recorder) {
 	t.Helper()
-	c := build(t, topology.Generator{Machine: "dgx-h100", Hosts: 16, HostsPerToR: 4, ToRsPerSpine: 2})
+	c := simtest.Cluster(t, topology.Generator{Machine: "dgx-h100", Hosts: 16, HostsPerToR: 4, ToRsPerSpine: 2})
 	syn := trace.Synthetic{Seed: 4, Jobs: 400, Queues: []trace.Weighted[string]{{Value: "a", Weight: 2}, {Value: "b", Weight: 1}},
 		MedianDuration: 20 * time.Minute, MaxDuration: 8 * time.Hour, Priorities: trace.HighPriority(0.2, 10)}
 	syn.MeanInterarrival = syn.InterarrivalFor(c.NumGPUs(), 1.3)
-	tr, err := trace.NewSynthetic(syn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jobs, err := trace.Collect(tr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	jobs := simtest.Jobs(t, syn)
 	pp, err := gpusched.NewPlanPreemptor(preempt.Config{Grace: 3 * time.Minute}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +77,7 @@ func faultyRun(t testing.TB, seed uint64) (*sim.Result, *recorder) {
 		t.Fatal(err)
 	}
 	rec := newRecorder(s)
-	sm, err := sim.New(sim.Config{Cluster: c, Scheduler: rec, Seed: seed, Audit: true,
+	res := simtest.Run(t, sim.Config{Cluster: c, Scheduler: rec, Seed: seed, Audit: true,
 		Checkpoint: sim.CheckpointModel{Interval: 30 * time.Minute, Overhead: time.Minute, RestartCost: 2 * time.Minute},
 		Failures:   sim.FailureModel{GPUMTBF: 200 * time.Hour, HostMTBF: 400 * time.Hour, ToRMTBF: 1000 * time.Hour, RepairTime: 30 * time.Minute},
 		Outages:    []sim.Outage{{Level: "tor", At: 2 * time.Hour, Every: 6 * time.Hour, For: 30 * time.Minute}},
@@ -91,13 +85,6 @@ func faultyRun(t testing.TB, seed uint64) (*sim.Result, *recorder) {
 		Speed:      sim.SpeedModel{Enabled: true},
 		Tenants:    rootsched.VCTenants(vcs),
 	}, jobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := sm.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
 	return res, rec
 }
 
@@ -162,23 +149,16 @@ func TestRootPreemptionAndFaults(t *testing.T) {
 // simulator counts lost to failures is what the Scheduler's recoveries
 // said, to its rounding (whole seconds per job).
 func TestRootLostEqualsSchedulers(t *testing.T) {
-	c := build(t, topology.Generator{Machine: "dgx-h100", Hosts: 8, HostsPerToR: 4})
+	c := simtest.Cluster(t, topology.Generator{Machine: "dgx-h100", Hosts: 8, HostsPerToR: 4})
 	jobs := synthetic(t, 200, c.NumGPUs(), 1.0)
 	s, err := rootsched.New(gpusched.Config{Cluster: c, Queues: rootsched.FlatQueues(rootsched.Tenants(jobs), queue.Policy{})})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := newRecorder(s)
-	sm, err := sim.New(sim.Config{Cluster: c, Scheduler: rec, Seed: 3, Audit: true,
+	r := simtest.Run(t, sim.Config{Cluster: c, Scheduler: rec, Seed: 3, Audit: true,
 		Checkpoint: sim.CheckpointModel{Interval: 20 * time.Minute, Overhead: 30 * time.Second, RestartCost: time.Minute},
 		Failures:   sim.FailureModel{GPUMTBF: 200 * time.Hour, HostMTBF: 400 * time.Hour, ToRMTBF: 800 * time.Hour}}, jobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := sm.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := rec.count[sim.RecoverRequeue]
 	lost := rec.lost[sim.RecoverRequeue]
 	if d := r.Summary.GPUTime.LostFailure - lost; n == 0 || r.Summary.Preemption.FaultStops != n || d < 0 || d > rec.gpus[sim.RecoverRequeue] {
@@ -193,17 +173,10 @@ func TestRootLostEqualsSchedulers(t *testing.T) {
 // it started. (The audit also compares the two after every stop, with
 // any checkpoint model.)
 func TestRootProgressAgrees(t *testing.T) {
-	c := build(t, topology.Generator{Machine: "dgx-h100", Hosts: 8, HostsPerToR: 4})
+	c := simtest.Cluster(t, topology.Generator{Machine: "dgx-h100", Hosts: 8, HostsPerToR: 4})
 	syn := trace.Synthetic{Seed: 5, Jobs: 300, MedianDuration: 40 * time.Minute, MaxDuration: 6 * time.Hour, Priorities: trace.HighPriority(0.3, 5)}
 	syn.MeanInterarrival = syn.InterarrivalFor(c.NumGPUs(), 1.4)
-	tr, err := trace.NewSynthetic(syn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jobs, err := trace.Collect(tr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	jobs := simtest.Jobs(t, syn)
 	pp, err := gpusched.NewPlanPreemptor(preempt.Config{Grace: time.Minute}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -213,16 +186,9 @@ func TestRootProgressAgrees(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := newRecorder(s)
-	sm, err := sim.New(sim.Config{Cluster: c, Scheduler: rec, Seed: 9, Audit: true,
+	r := simtest.Run(t, sim.Config{Cluster: c, Scheduler: rec, Seed: 9, Audit: true,
 		Checkpoint: sim.CheckpointModel{Interval: 10 * time.Minute},
 		Failures:   sim.FailureModel{GPUMTBF: 300 * time.Hour, HostMTBF: 600 * time.Hour}}, jobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := sm.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
 	restarted := 0
 	for _, j := range r.Jobs {
 		if j.State != sim.StateCompleted {

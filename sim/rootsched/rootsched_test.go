@@ -11,41 +11,21 @@ import (
 	"github.com/gpusched/gpusched"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/sim"
+	"github.com/gpusched/gpusched/sim/internal/simtest"
 	"github.com/gpusched/gpusched/sim/rootsched"
 	"github.com/gpusched/gpusched/sim/trace"
 	"github.com/gpusched/gpusched/topology"
 )
 
-func build(t testing.TB, g topology.Generator) *topology.Cluster {
-	t.Helper()
-	sp, err := g.Spec()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := topology.Build(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 func synthetic(t testing.TB, n int, gpus int, load float64) []trace.Job {
 	syn := trace.Synthetic{Seed: 4, Jobs: n, Queues: []trace.Weighted[string]{{Value: "a", Weight: 2}, {Value: "b", Weight: 1}},
 		MedianDuration: 20 * time.Minute, MaxDuration: 8 * time.Hour}
 	syn.MeanInterarrival = syn.InterarrivalFor(gpus, load)
-	r, err := trace.NewSynthetic(syn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jobs, err := trace.Collect(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return jobs
+	return simtest.Jobs(t, syn)
 }
 
 func simulate(t testing.TB, policy string, seed uint64, audit bool) *sim.Result {
-	c := build(t, topology.Generator{Machine: "dgx-h100", Hosts: 16, HostsPerToR: 4, ToRsPerSpine: 2})
+	c := simtest.Cluster(t, topology.Generator{Machine: "dgx-h100", Hosts: 16, HostsPerToR: 4, ToRsPerSpine: 2})
 	jobs := synthetic(t, 400, c.NumGPUs(), 1.3)
 	p, err := rootsched.Placer(c, policy, jobs)
 	if err != nil {
@@ -57,21 +37,13 @@ func simulate(t testing.TB, policy string, seed uint64, audit bool) *sim.Result 
 	if err != nil {
 		t.Fatal(err)
 	}
-	sm, err := sim.New(sim.Config{Cluster: c, Scheduler: s, Seed: seed, Audit: audit,
+	return simtest.Run(t, sim.Config{Cluster: c, Scheduler: s, Seed: seed, Audit: audit,
 		Checkpoint: sim.CheckpointModel{Interval: 30 * time.Minute, Overhead: time.Minute, RestartCost: 2 * time.Minute},
 		Failures:   sim.FailureModel{GPUMTBF: 1000 * time.Hour, HostMTBF: 2000 * time.Hour, ToRMTBF: 4000 * time.Hour, RepairTime: 30 * time.Minute},
 		Drain:      sim.DrainModel{MeanInterval: 4 * time.Hour, Duration: time.Hour},
 		Speed:      sim.SpeedModel{Enabled: true},
 		Tenants:    rootsched.VCTenants(vcs),
 	}, jobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := sm.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
 }
 
 // TestRootConservation drives the real Scheduler with every model on and
@@ -139,19 +111,12 @@ func TestPhillySample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := build(t, sim.PhillyCluster)
+	c := simtest.Cluster(t, sim.PhillyCluster)
 	s, err := rootsched.New(gpusched.Config{Cluster: c, Queues: rootsched.VCQueues(vcs, rootsched.Tenants(jobs), queue.Policy{})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sm, err := sim.New(sim.Config{Cluster: c, Scheduler: s, Tenants: rootsched.VCTenants(vcs), Audit: testing.Short()}, jobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := sm.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := simtest.Run(t, sim.Config{Cluster: c, Scheduler: s, Tenants: rootsched.VCTenants(vcs), Audit: testing.Short()}, jobs)
 	if res.Summary.Jobs.Completed != 2000 {
 		t.Errorf("jobs %+v", res.Summary.Jobs)
 	}

@@ -1,6 +1,7 @@
 // Package simtest holds small, naive schedulers for testing the
-// simulator without the root Scheduler: they implement sim.Scheduler with
-// the plainest rules that exercise every call.
+// simulator without the root Scheduler (they implement sim.Scheduler with
+// the plainest rules that exercise every call), and the fixture builders
+// the simulator's tests share: clusters, synthetic traces, runs.
 package simtest
 
 import (
