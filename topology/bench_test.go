@@ -55,152 +55,144 @@ func halfFull(b *testing.B, c *Cluster) (*Ledger, []GPUID) {
 	return l, free
 }
 
+// eachSize runs f as one sub-benchmark per size, on a half-full ledger of
+// the size's preset (see halfFull), built outside the timer.
+func eachSize(b *testing.B, f func(b *testing.B, c *Cluster, l *Ledger, free []GPUID)) {
+	for _, sz := range benchSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			c := benchCluster(b, sz.preset)
+			l, free := halfFull(b, c)
+			f(b, c, l, free)
+		})
+	}
+}
+
 // BenchmarkAllocRelease allocates one whole GPU and releases it, all
 // counters (GPU, its switches, bridge, NUMA node, host, ToR, spine, root,
 // NVSwitch domain) updated both ways. Target at 100k GPUs: ≤ 300 ns/op,
 // 0 allocs/op.
 func BenchmarkAllocRelease(b *testing.B) {
-	for _, sz := range benchSizes {
-		b.Run(sz.name, func(b *testing.B) {
-			c := benchCluster(b, sz.preset)
-			l, free := halfFull(b, c)
-			want := l.FreeGPUs(c.Root())
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				g := free[i%len(free)]
-				i++
-				if err := l.AllocateGPU(g); err != nil {
-					b.Fatal(err)
-				}
-				if err := l.ReleaseGPU(g); err != nil {
-					b.Fatal(err)
-				}
+	eachSize(b, func(b *testing.B, c *Cluster, l *Ledger, free []GPUID) {
+		want := l.FreeGPUs(c.Root())
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			g := free[i%len(free)]
+			i++
+			if err := l.AllocateGPU(g); err != nil {
+				b.Fatal(err)
 			}
-			b.StopTimer()
-			if l.FreeGPUs(c.Root()) != want {
-				b.Fatalf("%d free GPUs after the loop, want %d", l.FreeGPUs(c.Root()), want)
+			if err := l.ReleaseGPU(g); err != nil {
+				b.Fatal(err)
 			}
-		})
-	}
+		}
+		b.StopTimer()
+		if l.FreeGPUs(c.Root()) != want {
+			b.Fatalf("%d free GPUs after the loop, want %d", l.FreeGPUs(c.Root()), want)
+		}
+	})
 }
 
 // BenchmarkAllocReleaseClaim is AllocRelease through a one-claim
 // transaction that also takes CPU and memory on the host.
 func BenchmarkAllocReleaseClaim(b *testing.B) {
-	for _, sz := range benchSizes {
-		b.Run(sz.name, func(b *testing.B) {
-			c := benchCluster(b, sz.preset)
-			l, free := halfFull(b, c)
-			want := l.FreeGPUs(c.Root())
-			var gpu [1]GPUClaim
-			var claim [1]Claim
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				g := free[i%len(free)]
-				i++
-				gpu[0] = GPUClaim{GPU: g}
-				claim[0] = Claim{Host: c.GPUHost(g), CPUMilli: 8000, MemoryMiB: 65536, GPUs: gpu[:]}
-				if err := l.Allocate(claim[:]...); err != nil {
-					b.Fatal(err)
-				}
-				if err := l.Release(claim[:]...); err != nil {
-					b.Fatal(err)
-				}
+	eachSize(b, func(b *testing.B, c *Cluster, l *Ledger, free []GPUID) {
+		want := l.FreeGPUs(c.Root())
+		var gpu [1]GPUClaim
+		var claim [1]Claim
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			g := free[i%len(free)]
+			i++
+			gpu[0] = GPUClaim{GPU: g}
+			claim[0] = Claim{Host: c.GPUHost(g), CPUMilli: 8000, MemoryMiB: 65536, GPUs: gpu[:]}
+			if err := l.Allocate(claim[:]...); err != nil {
+				b.Fatal(err)
 			}
-			b.StopTimer()
-			if l.FreeGPUs(c.Root()) != want || l.CPUFree(0) != c.CPUMilli(0) {
-				b.Fatal("ledger not back where it started")
+			if err := l.Release(claim[:]...); err != nil {
+				b.Fatal(err)
 			}
-		})
-	}
+		}
+		b.StopTimer()
+		if l.FreeGPUs(c.Root()) != want || l.CPUFree(0) != c.CPUMilli(0) {
+			b.Fatal("ledger not back where it started")
+		}
+	})
 }
 
 // BenchmarkBestHostToR asks for the best-fit host with at least 3 free GPUs
 // under each ToR in turn. Target at 100k GPUs: ≤ 1 µs/op.
 func BenchmarkBestHostToR(b *testing.B) {
-	for _, sz := range benchSizes {
-		b.Run(sz.name, func(b *testing.B) {
-			c := benchCluster(b, sz.preset)
-			l, _ := halfFull(b, c)
-			tor, _ := c.LevelByName("tor")
-			tors := c.DomainsAt(tor)
-			const k = 3
-			b.ReportAllocs()
-			i, found := 0, 0
-			for b.Loop() {
-				d := tors[i%len(tors)]
-				i++
-				if h, ok := l.BestHost(d, k, NoModel); ok {
-					if l.HostFreeGPUs(h) < k {
-						b.Fatalf("host %s has %d free", c.HostName(h), l.HostFreeGPUs(h))
-					}
-					found++
+	eachSize(b, func(b *testing.B, c *Cluster, l *Ledger, _ []GPUID) {
+		tor, _ := c.LevelByName("tor")
+		tors := c.DomainsAt(tor)
+		const k = 3
+		b.ReportAllocs()
+		i, found := 0, 0
+		for b.Loop() {
+			d := tors[i%len(tors)]
+			i++
+			if h, ok := l.BestHost(d, k, NoModel); ok {
+				if l.HostFreeGPUs(h) < k {
+					b.Fatalf("host %s has %d free", c.HostName(h), l.HostFreeGPUs(h))
 				}
+				found++
 			}
-			b.StopTimer()
-			if found == 0 {
-				b.Fatal("no host found")
-			}
-		})
-	}
+		}
+		b.StopTimer()
+		if found == 0 {
+			b.Fatal("no host found")
+		}
+	})
 }
 
 // BenchmarkAllocBestHostRelease is one decision of a scheduler loop:
 // allocate a GPU, ask for the best host under its ToR (refreshing the index
 // entries the allocation changed), release it.
 func BenchmarkAllocBestHostRelease(b *testing.B) {
-	for _, sz := range benchSizes {
-		b.Run(sz.name, func(b *testing.B) {
-			c := benchCluster(b, sz.preset)
-			l, free := halfFull(b, c)
-			tor, _ := c.LevelByName("tor")
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				g := free[i%len(free)]
-				i++
-				if err := l.AllocateGPU(g); err != nil {
-					b.Fatal(err)
-				}
-				if _, ok := l.BestHost(c.GPUAt(g, tor), 1, NoModel); !ok {
-					b.Fatal("no host")
-				}
-				if err := l.ReleaseGPU(g); err != nil {
-					b.Fatal(err)
-				}
+	eachSize(b, func(b *testing.B, c *Cluster, l *Ledger, free []GPUID) {
+		tor, _ := c.LevelByName("tor")
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			g := free[i%len(free)]
+			i++
+			if err := l.AllocateGPU(g); err != nil {
+				b.Fatal(err)
 			}
-		})
-	}
+			if _, ok := l.BestHost(c.GPUAt(g, tor), 1, NoModel); !ok {
+				b.Fatal("no host")
+			}
+			if err := l.ReleaseGPU(g); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // BenchmarkBestDomainToR asks for the best-fit ToR with at least k free
 // GPUs, k cycling through 1..160 (a ToR has 256 GPUs, about half free).
 func BenchmarkBestDomainToR(b *testing.B) {
-	for _, sz := range benchSizes {
-		b.Run(sz.name, func(b *testing.B) {
-			c := benchCluster(b, sz.preset)
-			l, _ := halfFull(b, c)
-			tor, _ := c.LevelByName("tor")
-			b.ReportAllocs()
-			i, found := 0, 0
-			for b.Loop() {
-				k := 1 + i%160
-				i++
-				if d, ok := l.BestDomain(tor, k); ok {
-					if l.FreeGPUs(d) < k {
-						b.Fatalf("ToR %s has %d free", c.DomainName(d), l.FreeGPUs(d))
-					}
-					found++
+	eachSize(b, func(b *testing.B, c *Cluster, l *Ledger, _ []GPUID) {
+		tor, _ := c.LevelByName("tor")
+		b.ReportAllocs()
+		i, found := 0, 0
+		for b.Loop() {
+			k := 1 + i%160
+			i++
+			if d, ok := l.BestDomain(tor, k); ok {
+				if l.FreeGPUs(d) < k {
+					b.Fatalf("ToR %s has %d free", c.DomainName(d), l.FreeGPUs(d))
 				}
+				found++
 			}
-			b.StopTimer()
-			if found == 0 {
-				b.Fatal("no ToR found")
-			}
-		})
-	}
+		}
+		b.StopTimer()
+		if found == 0 {
+			b.Fatal("no ToR found")
+		}
+	})
 }
 
 // BenchmarkLink classifies GPU pairs spread over the cluster.
@@ -264,54 +256,42 @@ func BenchmarkOpenB(b *testing.B) {
 
 // BenchmarkClone copies a half-full ledger.
 func BenchmarkClone(b *testing.B) {
-	for _, sz := range benchSizes {
-		b.Run(sz.name, func(b *testing.B) {
-			c := benchCluster(b, sz.preset)
-			l, _ := halfFull(b, c)
-			b.ReportAllocs()
-			var cl *Ledger
-			for b.Loop() {
-				cl = l.Clone()
-			}
-			b.StopTimer()
-			if cl.FreeGPUs(c.Root()) != l.FreeGPUs(c.Root()) {
-				b.Fatal("clone differs")
-			}
-		})
-	}
+	eachSize(b, func(b *testing.B, c *Cluster, l *Ledger, _ []GPUID) {
+		b.ReportAllocs()
+		var cl *Ledger
+		for b.Loop() {
+			cl = l.Clone()
+		}
+		b.StopTimer()
+		if cl.FreeGPUs(c.Root()) != l.FreeGPUs(c.Root()) {
+			b.Fatal("clone differs")
+		}
+	})
 }
 
 // BenchmarkCopyFrom copies a half-full ledger into an existing one.
 func BenchmarkCopyFrom(b *testing.B) {
-	for _, sz := range benchSizes {
-		b.Run(sz.name, func(b *testing.B) {
-			c := benchCluster(b, sz.preset)
-			l, _ := halfFull(b, c)
-			dst := NewLedger(c)
-			b.ReportAllocs()
-			for b.Loop() {
-				dst.CopyFrom(l)
-			}
-			b.StopTimer()
-			if dst.FreeGPUs(c.Root()) != l.FreeGPUs(c.Root()) || dst.Generation() != l.Generation() {
-				b.Fatal("copy differs")
-			}
-		})
-	}
+	eachSize(b, func(b *testing.B, c *Cluster, l *Ledger, _ []GPUID) {
+		dst := NewLedger(c)
+		b.ReportAllocs()
+		for b.Loop() {
+			dst.CopyFrom(l)
+		}
+		b.StopTimer()
+		if dst.FreeGPUs(c.Root()) != l.FreeGPUs(c.Root()) || dst.Generation() != l.Generation() {
+			b.Fatal("copy differs")
+		}
+	})
 }
 
 // BenchmarkCheck recomputes every counter and index from scratch.
 func BenchmarkCheck(b *testing.B) {
-	for _, sz := range benchSizes {
-		b.Run(sz.name, func(b *testing.B) {
-			c := benchCluster(b, sz.preset)
-			l, _ := halfFull(b, c)
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := l.Check(); err != nil {
-					b.Fatal(err)
-				}
+	eachSize(b, func(b *testing.B, c *Cluster, l *Ledger, _ []GPUID) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := l.Check(); err != nil {
+				b.Fatal(err)
 			}
-		})
-	}
+		}
+	})
 }
