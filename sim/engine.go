@@ -207,28 +207,11 @@ func (e *Engine) pop() entry {
 	h := e.heap
 	top := h[0]
 	n := len(h) - 1
-	x := h[n]
-	h = h[:n]
-	e.heap = h
-	if n == 0 {
-		return top
+	h[0] = h[n]
+	e.heap = h[:n]
+	if n > 0 {
+		e.down(0)
 	}
-	i := 0
-	for {
-		c := 2*i + 1
-		if c >= n {
-			break
-		}
-		if r := c + 1; r < n && less(&h[r], &h[c]) {
-			c = r
-		}
-		if !less(&h[c], &x) {
-			break
-		}
-		h[i] = h[c]
-		i = c
-	}
-	h[i] = x
 	return top
 }
 
