@@ -216,19 +216,24 @@ func (s *hostShape) firstK(set gpuSet, k int) gpuSet {
 	return out
 }
 
+// cellSize returns the smallest buddy cell size that holds k GPUs, or -1
+// if none does.
+func (s *hostShape) cellSize(k int) int {
+	for _, cs := range s.cellSizes {
+		if cs >= k {
+			return cs
+		}
+	}
+	return -1
+}
+
 // freeCell returns the node of the buddy cell for a k-GPU task inside
 // avail: the smallest cell size ≥ k, and among the cells of that size that
 // are wholly available, the one whose parent has the fewest available GPUs
 // (the most split parent), ties to the lowest GPU. It returns -1 if no such
 // cell is wholly available.
 func (s *hostShape) freeCell(k int, avail gpuSet) int32 {
-	size := -1
-	for _, cs := range s.cellSizes {
-		if cs >= k {
-			size = cs
-			break
-		}
-	}
+	size := s.cellSize(k)
 	if size < 0 {
 		return -1
 	}
@@ -251,13 +256,7 @@ func (s *hostShape) freeCell(k int, avail gpuSet) int32 {
 
 // freeCell64 is freeCell for hosts of at most 64 GPUs.
 func (s *hostShape) freeCell64(k int, avail uint64) int32 {
-	size := -1
-	for _, cs := range s.cellSizes {
-		if cs >= k {
-			size = cs
-			break
-		}
-	}
+	size := s.cellSize(k)
 	if size < 0 {
 		return -1
 	}
