@@ -256,14 +256,7 @@ func (s *Scheduler) admit(d *Decision, leaf *queue.Leaf, j *job, shadows []*topo
 	j.placement, j.txn, j.charged, j.admitted = p, txn, charged, now
 	j.reason = nil
 	s.setEnd(j, now)
-	s.ends.ReplaceOrInsert(j)
-	j.hosts = p.Hosts()
-	for _, h := range j.hosts {
-		s.onHost[h] = append(s.onHost[h], j)
-	}
-	if s.tracker != nil {
-		s.tracker.Committed(j.req, p)
-	}
+	s.indexHolder(j)
 	s.cycleAdmits = append(s.cycleAdmits, j)
 	d.Bindings = append(d.Bindings, Binding{Job: j.spec.ID, Queue: leaf.Name(), Placement: p, Borrowing: borrowing, Backfill: s.hasReservations()})
 	return true

@@ -260,6 +260,20 @@ func (s *Scheduler) back(id string, now time.Time, st queue.State, event string)
 	return nil
 }
 
+// indexHolder indexes a job that has just taken j.placement (admitted, or
+// restored): by its estimated end, on each of its hosts, and in the
+// placement tracker. release undoes it.
+func (s *Scheduler) indexHolder(j *job) {
+	s.ends.ReplaceOrInsert(j)
+	j.hosts = j.placement.Hosts()
+	for _, h := range j.hosts {
+		s.onHost[h] = append(s.onHost[h], j)
+	}
+	if s.tracker != nil {
+		s.tracker.Committed(j.req, j.placement)
+	}
+}
+
 // release gives back everything a holding job holds.
 func (s *Scheduler) release(j *job, now time.Time) error {
 	if err := j.txn.Undo(); err != nil {
@@ -454,14 +468,7 @@ func (s *Scheduler) Restore(spec workload.Job, tasks [][]topology.Claim, st queu
 		j.started = started
 		s.setEnd(j, started)
 	}
-	s.ends.ReplaceOrInsert(j)
-	j.hosts = p.Hosts()
-	for _, h := range j.hosts {
-		s.onHost[h] = append(s.onHost[h], j)
-	}
-	if s.tracker != nil {
-		s.tracker.Committed(req, p)
-	}
+	s.indexHolder(j)
 	s.jobs[spec.ID] = j
 	return nil
 }
