@@ -98,27 +98,38 @@ func (t *Tree) Check(leaf NodeID, v Vector) *Block {
 			}
 			// Real usage grows by v at every level, whatever protected
 			// capacity absorbs.
-			u := nd.used[r] + nd.reserved[r]
-			if nd.max[r] >= 0 && u+x > nd.max[r] {
-				return t.block(id, r, BlockMax, u, x, nd.max[r], leaf)
+			b, up := t.checkStep(id, r, nd.used[r]+nd.reserved[r], x, nd.eff[r], d[r], leaf)
+			if b != nil {
+				return b
 			}
-			dx := d[r]
-			if dx <= 0 {
-				continue
-			}
-			e := nd.eff[r]
-			if id == 0 {
-				if e+dx > nd.nominal[r] {
-					return t.block(id, r, BlockCluster, e, dx, nd.nominal[r], leaf)
-				}
-			} else if nd.borrow[r] >= 0 && e+dx-nd.nominal[r] > nd.borrow[r] {
-				return t.block(id, r, BlockBorrowing, e, dx, nd.nominal[r]+nd.borrow[r], leaf)
-			}
-			// What the parent sees change.
-			d[r] = max(e+dx, nd.protected[r]) - max(e, nd.protected[r])
+			d[r] = up
 		}
 	}
 	return nil
+}
+
+// checkStep checks dimension r of node id on the path of a Check: the
+// real usage u, growing by x, against the node's max; the effective usage
+// e, growing by dx, against the root's quota or the node's nominal quota
+// plus its borrowing limit. It returns the Block, or nil and what the
+// parent's effective usage grows by (dx when dx ≤ 0: nothing to check).
+func (t *Tree) checkStep(id NodeID, r int, u, x, e, dx int64, leaf NodeID) (*Block, int64) {
+	nd := &t.nodes[id]
+	if nd.max[r] >= 0 && u+x > nd.max[r] {
+		return t.block(id, r, BlockMax, u, x, nd.max[r], leaf), 0
+	}
+	if dx <= 0 {
+		return nil, dx
+	}
+	if id == 0 {
+		if e+dx > nd.nominal[r] {
+			return t.block(id, r, BlockCluster, e, dx, nd.nominal[r], leaf), 0
+		}
+	} else if nd.borrow[r] >= 0 && e+dx-nd.nominal[r] > nd.borrow[r] {
+		return t.block(id, r, BlockBorrowing, e, dx, nd.nominal[r]+nd.borrow[r], leaf), 0
+	}
+	// What the parent sees change.
+	return nil, max(e+dx, nd.protected[r]) - max(e, nd.protected[r])
 }
 
 func (t *Tree) block(id NodeID, r int, k BlockKind, u, d, lim int64, leaf NodeID) *Block {

@@ -114,22 +114,11 @@ func (w *WhatIf) Check(leaf NodeID, v Vector) *Block {
 				u = nd.used[r] + nd.reserved[r]
 			}
 			// Real usage grows by v at every level (see Tree.Check).
-			if nd.max[r] >= 0 && u+x > nd.max[r] {
-				return t.block(id, r, BlockMax, u, x, nd.max[r], leaf)
+			b, up := t.checkStep(id, r, u, x, eff[r], d[r], leaf)
+			if b != nil {
+				return b
 			}
-			x := d[r]
-			if x <= 0 {
-				continue
-			}
-			e := eff[r]
-			if id == 0 {
-				if e+x > nd.nominal[r] {
-					return t.block(id, r, BlockCluster, e, x, nd.nominal[r], leaf)
-				}
-			} else if nd.borrow[r] >= 0 && e+x-nd.nominal[r] > nd.borrow[r] {
-				return t.block(id, r, BlockBorrowing, e, x, nd.nominal[r]+nd.borrow[r], leaf)
-			}
-			d[r] = max(e+x, nd.protected[r]) - max(e, nd.protected[r])
+			d[r] = up
 		}
 	}
 	return nil
