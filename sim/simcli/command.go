@@ -450,18 +450,24 @@ func splitList(s string) []string {
 	return out
 }
 
-// parallel runs fn(i) for i in 0..n-1 on at most w goroutines and returns
-// the first error by index.
-func parallel(n, w int, fn func(i int) error) error {
+// parallel runs fn(0) … fn(n-1) on at most w goroutines, adds one to the
+// progress bar b for each call that succeeds, finishes b, and returns the
+// calls' errors joined.
+func parallel(n, w int, b *progressbar.ProgressBar, fn func(i int) error) error {
 	errs := make([]error, n)
 	next := make(chan int)
+	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for range min(w, n) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				errs[i] = fn(i)
+				if errs[i] = fn(i); errs[i] == nil {
+					mu.Lock()
+					b.Add(1)
+					mu.Unlock()
+				}
 			}
 		}()
 	}
@@ -470,6 +476,7 @@ func parallel(n, w int, fn func(i int) error) error {
 	}
 	close(next)
 	wg.Wait()
+	b.Finish()
 	return errors.Join(errs...)
 }
 
@@ -485,8 +492,7 @@ func compare(cmd *cobra.Command, rc runConfig, out outFlags, policies []string, 
 	reportInput(cmd.ErrOrStderr(), p.lt)
 	results := make([]*sim.Result, len(policies))
 	b := bar(cmd, len(policies), "policies", out.quiet)
-	var mu sync.Mutex
-	err = parallel(len(policies), workers(out.par), func(i int) error {
+	err = parallel(len(policies), workers(out.par), b, func(i int) error {
 		r := rc
 		r.policy = policies[i]
 		res, err := execute(r, p, nil)
@@ -494,12 +500,8 @@ func compare(cmd *cobra.Command, rc runConfig, out outFlags, policies []string, 
 			return fmt.Errorf("policy %s: %w", policies[i], err)
 		}
 		results[i] = res
-		mu.Lock()
-		b.Add(1)
-		mu.Unlock()
 		return nil
 	})
-	b.Finish()
 	if err != nil {
 		return err
 	}
@@ -713,8 +715,7 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 	}
 	rows := make([]sweepRow, len(mine))
 	b := bar(cmd, len(mine), fmt.Sprintf("sweep shard %d/%d", si, sn), out.quiet)
-	var mu sync.Mutex
-	err = parallel(len(mine), workers(out.par), func(k int) error {
+	err = parallel(len(mine), workers(out.par), b, func(k int) error {
 		i := mine[k]
 		p, err := load(configs[i])
 		if err != nil {
@@ -728,12 +729,8 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 			return err
 		}
 		rows[k] = sweepRow{index: i, values: points[i], seed: configs[i].seed, sum: res.Summary}
-		mu.Lock()
-		b.Add(1)
-		mu.Unlock()
 		return nil
 	})
-	b.Finish()
 	if err != nil {
 		return err
 	}
