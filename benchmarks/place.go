@@ -211,6 +211,15 @@ func benchPlace(b *testing.B, l *topology.Ledger, policy string, sh placeShape) 
 	}
 }
 
+// openbJobs returns the jobs of the embedded openb default trace, read
+// once for every fixture that needs them.
+func openbJobs(b testing.TB) []trace.Job {
+	return cached(b, "openb-jobs", func() ([]trace.Job, error) {
+		jobs, _, err := trace.ReadOpenB(data.OpenBDefault(), trace.OpenBOptions{File: data.OpenBDefaultName})
+		return jobs, err
+	})
+}
+
 // openbFixture is the openb cluster with every GPU taken with probability
 // ½ (PCG seed 3, 4), the requests of 1,024 tasks drawn from the embedded
 // openb default trace, and FGD's workload learned from that trace.
@@ -227,10 +236,7 @@ func openb(b testing.TB) *openbFixture {
 		if err != nil {
 			return nil, err
 		}
-		jobs, _, err := trace.ReadOpenB(data.OpenBDefault(), trace.OpenBOptions{File: data.OpenBDefaultName})
-		if err != nil {
-			return nil, err
-		}
+		jobs := openbJobs(b)
 		var tasks []frag.Task
 		for _, j := range jobs {
 			for gi := range j.Spec.Groups {

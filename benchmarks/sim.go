@@ -17,7 +17,6 @@ import (
 	"github.com/gpusched/gpusched/frag"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/sim"
-	"github.com/gpusched/gpusched/sim/data"
 	"github.com/gpusched/gpusched/sim/rootsched"
 	"github.com/gpusched/gpusched/sim/simcli"
 	"github.com/gpusched/gpusched/sim/trace"
@@ -102,12 +101,8 @@ func benchEngine(b *testing.B) {
 func openbTasks(b testing.TB) (*topology.Cluster, []frag.Task) {
 	c := preset(b, "openb-gpu")
 	tasks := cached(b, "openb-tasks", func() ([]frag.Task, error) {
-		jobs, _, err := trace.ReadOpenB(data.OpenBDefault(), trace.OpenBOptions{File: data.OpenBDefaultName})
-		if err != nil {
-			return nil, err
-		}
 		var tasks []frag.Task
-		for _, j := range jobs {
+		for _, j := range openbJobs(b) {
 			for gi := range j.Spec.Groups {
 				g := &j.Spec.Groups[gi]
 				t, err := frag.TaskFor(c, g)
