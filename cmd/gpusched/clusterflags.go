@@ -42,17 +42,23 @@ func addClusterFlags(cmd *cobra.Command) *clusterFlags {
 	return f
 }
 
+// sources returns how many of --preset, --file and --machine were given
+// (commands with their own default cluster use it when none was).
+func (f *clusterFlags) sources(cmd *cobra.Command) int {
+	n := 0
+	for _, name := range []string{"preset", "file", "machine"} {
+		if cmd.Flags().Changed(name) {
+			n++
+		}
+	}
+	return n
+}
+
 // cluster builds the cluster the flags select. Errors in a cluster file
 // come back as *topology.FileError, naming file, line, column and field.
 func (f *clusterFlags) cluster(cmd *cobra.Command) (*topology.Cluster, error) {
 	fs := cmd.Flags()
-	set := 0
-	for _, name := range []string{"preset", "file", "machine"} {
-		if fs.Changed(name) {
-			set++
-		}
-	}
-	if set > 1 {
+	if f.sources(cmd) > 1 {
 		return nil, fmt.Errorf("use only one of --preset, --file and --machine")
 	}
 	if f.machine == "" {

@@ -190,10 +190,8 @@ func runInflation(cmd *cobra.Command, f *inflationFlags) error {
 
 // inflationCluster is the cluster the flags select, openb-gpu by default.
 func inflationCluster(cmd *cobra.Command, cf *clusterFlags) (*topology.Cluster, error) {
-	for _, name := range []string{"preset", "file", "machine"} {
-		if cmd.Flags().Changed(name) {
-			return cf.cluster(cmd)
-		}
+	if cf.sources(cmd) > 0 {
+		return cf.cluster(cmd)
 	}
 	return topology.LoadPreset(inflationPreset)
 }
