@@ -334,13 +334,7 @@ func (s *Scheduler) SetGPUHealth(g topology.GPUID, h topology.Health) ([]string,
 		return nil, err
 	}
 	host := s.c.GPUHost(g)
-	if h == topology.Healthy && old != topology.Healthy {
-		s.logGain(host)
-	}
-	if h != old && h != topology.Healthy {
-		s.healthEpoch++
-	}
-	if h != old {
+	if s.healthMoved(host, old, h) {
 		s.noteGPU(g, h)
 	}
 	var ids []string
@@ -363,13 +357,7 @@ func (s *Scheduler) SetHostHealth(h topology.HostID, hh topology.Health) ([]stri
 	if err := s.ledger.SetHostHealth(h, hh); err != nil {
 		return nil, err
 	}
-	if hh == topology.Healthy && old != topology.Healthy {
-		s.logGain(h)
-	}
-	if hh != old && hh != topology.Healthy {
-		s.healthEpoch++
-	}
-	if hh != old {
+	if s.healthMoved(h, old, hh) {
 		s.noteHost(h, hh)
 	}
 	var ids []string
@@ -378,6 +366,21 @@ func (s *Scheduler) SetHostHealth(h topology.HostID, hh topology.Health) ([]stri
 	}
 	slices.Sort(ids)
 	return ids, nil
+}
+
+// healthMoved does the bookkeeping of every health change, from old to h,
+// of a GPU or host on host: a return to health is logged as a capacity
+// gain on the host (as a release is), and a part that stops being healthy
+// moves the health epoch (reservations made before it are not reused). It
+// reports whether the health changed.
+func (s *Scheduler) healthMoved(host topology.HostID, old, h topology.Health) bool {
+	if h == topology.Healthy && old != topology.Healthy {
+		s.logGain(host)
+	}
+	if h != old && h != topology.Healthy {
+		s.healthEpoch++
+	}
+	return h != old
 }
 
 func usesGPU(p *gang.Placement, g topology.GPUID) bool {
