@@ -422,7 +422,11 @@ func (r *run) tryAdd(ui int32) {
 }
 
 // reprieve drops victims, most expensive first, while the gang still
-// places without them, until none can be dropped. It reports whether it
+// places without them, until none can be dropped. A drop is tried for real
+// when counting allows the gang in the domain being searched or in any
+// other (countsElsewhere): victims may hold GPUs in several domains, and
+// the gang may place in another domain than the one searched. It reports
+// whether it
 // dropped any, and whether r.scratch may no longer hold the placement of
 // the set (a victim was dropped, or a placement without one was tried:
 // a failed placement leaves r.scratch empty).
@@ -451,9 +455,9 @@ func (r *run) reprieve() (dropped, stale bool) {
 		})
 		for _, ui := range cands {
 			r.remove(ui)
-			if r.feasible() {
+			if r.feasible() || r.countsElsewhere() {
 				var ok bool
-				if !r.relevant && r.kOnly {
+				if !r.relevant && r.kOnly && r.feasible() && r.onlyIn(ui, r.cnt.x) {
 					// The unit's hosts take no task either way: only
 					// the rules and the quota can need it.
 					ok = r.tree == nil || r.rulesOK() && (r.qp < 0 || r.w.Check(r.qp, r.demand) == nil)
@@ -470,6 +474,100 @@ func (r *run) reprieve() (dropped, stale bool) {
 		}
 	}
 	return dropped, stale || dropped
+}
+
+// countsElsewhere reports whether the current set could let the gang
+// place in a domain other than the counter's: the counter's condition
+// (enough GPUs, and for k-GPU tasks enough host slots) holds in some
+// domain the set frees GPUs in, or, while the quota blocks the gang with
+// nothing released, in some domain with enough GPUs free now. (Without
+// the quota blocking it, the gang did not place with nothing released, and
+// a domain nothing is released in is as it was then: placing in one domain
+// depends on that domain alone.) The set's victims may hold GPUs in
+// several domains, so a set chosen in one domain can place in another, and
+// the reprieve pass must not keep a victim only because the counter's
+// domain needs it.
+func (r *run) countsElsewhere() bool {
+	x := r.cnt.x
+	if r.qblock && r.freeFits > 0 && (r.freeFits > 1 || r.freeA(x) < r.needA) {
+		return true
+	}
+	acc := r.domAcc
+	r.touched = r.touched[:0]
+	for _, ui := range r.set {
+		u := &r.units[ui]
+		for _, ct := range r.contribs[u.cfrom:u.cto] {
+			if ct.dom == x.i {
+				continue
+			}
+			if acc[ct.dom] == 0 {
+				r.touched = append(r.touched, ct.dom)
+			}
+			acc[ct.dom] += r.amount(ct.gpus, ct.milli) // ≥ 1
+		}
+	}
+	found := false
+	for _, d := range r.touched {
+		y := &r.doms[d]
+		if !found && r.freeA(y)+acc[d] >= r.needA && (r.k < 2 || r.slotsWith(y) >= r.kTasks) {
+			found = true
+		}
+	}
+	for _, d := range r.touched {
+		acc[d] = 0
+	}
+	return found
+}
+
+// slotsWith counts the tasks of k GPUs the usable hosts of domain y would
+// hold with the current set released (y is not the counter's domain).
+func (r *run) slotsWith(y *dom) int {
+	n := r.baseSlots(y)
+	hf := r.s.hostFree
+	hosts := r.slotHosts[:0]
+	for _, ui := range r.set {
+		u := &r.units[ui]
+		for i := range u.claims {
+			cl := &u.claims[i]
+			h := cl.Host
+			if len(cl.GPUs) == 0 || r.lx.hostDom[h] != y.i || !r.hostUsable(h) {
+				continue
+			}
+			whole := r.allHealthy(h)
+			k := int32(0)
+			for _, g := range cl.GPUs {
+				if whole || r.l.GPU(g.GPU).Health == topology.Healthy {
+					k++
+				}
+			}
+			if k == 0 {
+				continue
+			}
+			if hf[h] == 0 {
+				hosts = append(hosts, h)
+			}
+			hf[h] += k
+		}
+	}
+	for _, h := range hosts {
+		f := int32(r.l.HostFreeGPUs(h))
+		n += int((f+hf[h])/int32(r.k) - f/int32(r.k))
+		hf[h] = 0
+	}
+	r.slotHosts = hosts
+	return n
+}
+
+// onlyIn reports whether unit ui frees GPUs the gang could use in domain x
+// only.
+func (r *run) onlyIn(ui int32, x *dom) bool {
+	u := &r.units[ui]
+	for _, ct := range r.contribs[u.cfrom:u.cto] {
+		if ct.dom != x.i {
+			return false
+		}
+	}
+	return true
 }
 
 // reevaluate places the current set again (ignoring the budget) so that

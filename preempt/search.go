@@ -131,6 +131,12 @@ type run struct {
 	doms     []dom
 	domUnits []int32 // units per domain, CSR by dom.ufrom..uto
 	heap     []heapItem
+	// freeFits counts the domains with enough GPUs free now; domAcc,
+	// touched and slotHosts are scratch for countsElsewhere.
+	freeFits  int
+	domAcc    []int64
+	touched   []int32
+	slotHosts []topology.HostID
 
 	// the set being built
 	set       []int32 // chosen units
@@ -257,7 +263,7 @@ func (s *Search) begin(snap Snapshot, p *Pending, now time.Time) *run {
 		w: r.w, wtree: r.wtree, stamp: r.stamp + 1, leaves: r.leaves, path: r.path[:0], onPath: r.onPath,
 		within: r.within, withinStamp: r.withinStamp,
 		jobs: r.jobs[:0], units: r.units[:0], contribs: r.contribs[:0], slotLimit: r.slotLimit[:0], chargeArena: r.chargeArena[:0],
-		doms: r.doms[:0], domUnits: r.domUnits[:0], heap: r.heap[:0], set: r.set[:0], chosen: r.chosen[:0],
+		doms: r.doms[:0], domUnits: r.domUnits[:0], heap: r.heap[:0], domAcc: r.domAcc, touched: r.touched[:0], slotHosts: r.slotHosts[:0], set: r.set[:0], chosen: r.chosen[:0],
 		jobCount: r.jobCount[:0], jobWhole: r.jobWhole[:0], slotCount: r.slotCount[:0], order: r.order[:0], pool: r.pool[:0],
 		amt: r.amt[:0], ratio: r.ratio[:0], rel: r.rel[:0], base: r.base[:0], scratch: r.scratch, best: r.best, qp: -1}
 	r.best.ok, r.best.set, r.best.moves = false, r.best.set[:0], r.best.moves[:0]
@@ -485,6 +491,12 @@ func (r *run) rank() Verdict {
 	for i, d := range ids {
 		x := &r.doms[i]
 		*x = dom{i: int32(i), id: d, free: int64(l.FreeGPUs(d)), freeMilli: l.FreeMilli(d), minRatio: math.Inf(1)}
+		if r.freeA(x) >= r.needA {
+			r.freeFits++
+		}
+	}
+	if len(r.domAcc) < nd {
+		r.domAcc = make([]int64, nd)
 	}
 	// Contributions per domain and the cheapest lost work per unit freed.
 	for ui := range r.units {
