@@ -54,19 +54,28 @@ func (f *clusterFlags) sources(cmd *cobra.Command) int {
 	return n
 }
 
+// checkGenerator rejects generator flags given without --machine, so that
+// commands with a default cluster of their own do not ignore them.
+func (f *clusterFlags) checkGenerator(cmd *cobra.Command) error {
+	if f.machine != "" {
+		return nil
+	}
+	for _, name := range []string{"hosts", "hosts-per-tor", "tors-per-spine"} {
+		if cmd.Flags().Changed(name) {
+			return fmt.Errorf("--%s needs --machine", name)
+		}
+	}
+	return nil
+}
+
 // cluster builds the cluster the flags select. Errors in a cluster file
 // come back as *topology.FileError, naming file, line, column and field.
 func (f *clusterFlags) cluster(cmd *cobra.Command) (*topology.Cluster, error) {
-	fs := cmd.Flags()
 	if f.sources(cmd) > 1 {
 		return nil, fmt.Errorf("use only one of --preset, --file and --machine")
 	}
-	if f.machine == "" {
-		for _, name := range []string{"hosts", "hosts-per-tor", "tors-per-spine"} {
-			if fs.Changed(name) {
-				return nil, fmt.Errorf("--%s needs --machine", name)
-			}
-		}
+	if err := f.checkGenerator(cmd); err != nil {
+		return nil, err
 	}
 	switch {
 	case f.file == "-":

@@ -193,6 +193,9 @@ func inflationCluster(cmd *cobra.Command, cf *clusterFlags) (*topology.Cluster, 
 	if cf.sources(cmd) > 0 {
 		return cf.cluster(cmd)
 	}
+	if err := cf.checkGenerator(cmd); err != nil {
+		return nil, err
+	}
 	return topology.LoadPreset(inflationPreset)
 }
 

@@ -33,3 +33,18 @@ func TestSimCommand(t *testing.T) {
 		t.Errorf("inflation delegation: exit %d, %s", code, errb.String())
 	}
 }
+
+// TestGeneratorFlagsNeedMachine: commands with a default cluster of their
+// own reject --hosts without --machine instead of ignoring it.
+func TestGeneratorFlagsNeedMachine(t *testing.T) {
+	for _, args := range [][]string{
+		{"sim", "--hosts", "5", "--quiet", "--no-plots"},
+		{"place", "inflation", "--hosts", "5"},
+		{"place", "--hosts-per-tor", "4"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(args, nil, &out, &errb); code == 0 || !strings.Contains(errb.String(), "needs --machine") {
+			t.Errorf("%q: exit %d, stderr %q", args, code, errb.String())
+		}
+	}
+}

@@ -65,7 +65,9 @@ func bindRun(cmd *cobra.Command, rc *runConfig, opt Options) func(runConfig) (*t
 			r.preset, r.file = sim.PhillyCluster.Name, ""
 			return r.loadCluster()
 		}
-		for _, name := range []string{"preset", "file", "machine"} {
+		// The loader builds the selected cluster, and rejects generator
+		// flags (--hosts …) given without --machine rather than ignore them.
+		for _, name := range []string{"preset", "file", "machine", "hosts", "hosts-per-tor", "tors-per-spine"} {
 			if fs.Changed(name) {
 				return load(cmd)
 			}
