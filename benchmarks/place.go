@@ -54,7 +54,7 @@ func placeCases() []Case {
 		{name: "512gpu-spine-512x1", tasks: 512, gpus: 1, level: "spine", fits: true, skipAt1k: true, doc: "512 × 1 GPU required in one spine"},
 		{name: "4096gpu-any", tasks: 512, gpus: 8, fits: true, onlyAt100k: true, doc: "512 × 8 GPUs anywhere"},
 		{name: "4096gpu-tor-infeasible", tasks: 512, gpus: 8, level: "tor", gpuOnly: true, doc: "prove 512 × 8 GPUs (GPUs only) required in one ToR infeasible, with the full explanation; ledger unchanged between ops"},
-		{name: "4096gpu-tor-infeasible-cold", tasks: 512, gpus: 8, level: "tor", gpuOnly: true, cold: true, doc: "as 4096gpu-tor-infeasible, the ledger changed before every op (one GPU allocated and released), so the explanation's per-generation host census is rebuilt every time"},
+		{name: "4096gpu-tor-infeasible-cold", tasks: 512, gpus: 8, level: "tor", gpuOnly: true, cold: true, doc: "as 4096gpu-tor-infeasible, the ledger changed before every op (one GPU allocated and released), so nothing cached from the previous op helps; the gang is proven too large by domain sizes"},
 		{name: "4096gpu-tor-infeasible-cpu-mem", tasks: 512, gpus: 8, level: "tor", cold: true, doc: "as 4096gpu-tor-infeasible-cold with CPU and memory per task: still proven by domain sizes, no host census"},
 		{name: "4096gpu-tor-infeasible-brief", tasks: 512, gpus: 8, level: "tor", cold: true, brief: true, doc: "as 4096gpu-tor-infeasible-cpu-mem with brief explanations (counters only), as the Scheduler asks for them"},
 	}
