@@ -12,10 +12,12 @@ import (
 // in one domain: a necessary condition (never false for a set that
 // places), so it only saves placement attempts.
 type counter struct {
-	x     *dom
-	have  int64 // free + freed, in the unit the gang needs
-	slots int   // tasks of k GPUs the hosts could hold (k ≥ 2)
-	hosts []topology.HostID
+	x    *dom
+	have int64 // free + freed, in the unit the gang needs
+	// cpu and mem are the host's free + freed CPU and memory (solo).
+	cpu, mem int64
+	slots    int // tasks of k GPUs the hosts could hold (k ≥ 2)
+	hosts    []topology.HostID
 }
 
 // resetSet empties the set and points the counter at domain x.
@@ -28,26 +30,33 @@ func (r *run) resetSet(x *dom) {
 		if u.slot >= 0 {
 			r.slotCount[u.slot] = 0
 		}
+		if u.leaf >= 0 && r.tree != nil {
+			// The what-if tree holds the set released: charge it back
+			// (cheaper than resetting it and replaying the commitments).
+			r.w.Add(u.leaf, u.charge)
+		}
 	}
 	r.set = r.set[:0]
 	r.cur = key{}
-	if r.tree != nil {
-		r.resetW()
-	}
 	hf := r.s.hostFree
 	for _, h := range r.cnt.hosts {
 		hf[h] = 0
 	}
 	r.cnt = counter{x: x, have: r.freeA(x), hosts: r.cnt.hosts[:0]}
+	if r.solo {
+		h, _ := r.c.DomainHosts(x.id)
+		r.cnt.cpu, r.cnt.mem = r.l.CPUFree(h), r.l.MemoryFree(h)
+	}
 	if r.k >= 2 {
-		r.cnt.slots = r.baseSlots(x)
+		r.cnt.slots = r.baseSlots(x.id)
 	}
 }
 
-// baseSlots counts the tasks of k GPUs the usable hosts of x hold now.
-func (r *run) baseSlots(x *dom) int {
+// baseSlots counts the tasks of k GPUs the usable hosts of domain d hold
+// now.
+func (r *run) baseSlots(d topology.DomainID) int {
 	n := 0
-	r.l.AscendHosts(x.id, topology.NoModel, r.k, func(h topology.HostID, free int) bool {
+	r.l.AscendHosts(d, topology.NoModel, r.k, func(h topology.HostID, free int) bool {
 		if r.hostUsable(h) {
 			n += free / r.k
 		}
@@ -57,7 +66,8 @@ func (r *run) baseSlots(x *dom) int {
 }
 
 func (r *run) feasible() bool {
-	return r.cnt.have >= r.needA && (r.k < 2 || r.cnt.slots >= r.kTasks)
+	return r.cnt.have >= r.needA && (r.k < 2 || r.cnt.slots >= r.kTasks) &&
+		(!r.solo || r.cnt.cpu >= r.need.CPUMilli && r.cnt.mem >= r.need.MemoryMiB)
 }
 
 // count adds (sign 1) or takes (sign -1) unit ui's GPUs in the counter's
@@ -66,6 +76,10 @@ func (r *run) feasible() bool {
 // cannot matter to its placement).
 func (r *run) count(ui int32, sign int64) bool {
 	r.cnt.have += sign * r.amt[ui]
+	if r.solo {
+		r.cnt.cpu += sign * r.amtCPU[ui]
+		r.cnt.mem += sign * r.amtMem[ui]
+	}
 	if r.k < 2 {
 		return true
 	}
@@ -493,7 +507,7 @@ func (r *run) countsElsewhere() bool {
 		return true
 	}
 	acc := r.domAcc
-	r.touched = r.touched[:0]
+	r.domTouch = r.domTouch[:0]
 	for _, ui := range r.set {
 		u := &r.units[ui]
 		for _, ct := range r.contribs[u.cfrom:u.cto] {
@@ -501,28 +515,28 @@ func (r *run) countsElsewhere() bool {
 				continue
 			}
 			if acc[ct.dom] == 0 {
-				r.touched = append(r.touched, ct.dom)
+				r.domTouch = append(r.domTouch, ct.dom)
 			}
 			acc[ct.dom] += r.amount(ct.gpus, ct.milli) // ≥ 1
 		}
 	}
 	found := false
-	for _, d := range r.touched {
-		y := &r.doms[d]
-		if !found && r.freeA(y)+acc[d] >= r.needA && (r.k < 2 || r.slotsWith(y) >= r.kTasks) {
+	for _, d := range r.domTouch {
+		if !found && r.freeAt(d)+acc[d] >= r.needA && (r.k < 2 || r.slotsWith(d) >= r.kTasks) {
 			found = true
 		}
 	}
-	for _, d := range r.touched {
+	for _, d := range r.domTouch {
 		acc[d] = 0
 	}
 	return found
 }
 
-// slotsWith counts the tasks of k GPUs the usable hosts of domain y would
-// hold with the current set released (y is not the counter's domain).
-func (r *run) slotsWith(y *dom) int {
-	n := r.baseSlots(y)
+// slotsWith counts the tasks of k GPUs the usable hosts of domain di of
+// the level would hold with the current set released (not the counter's
+// domain).
+func (r *run) slotsWith(di int32) int {
+	n := r.baseSlots(r.c.DomainsAt(r.lv)[di])
 	hf := r.s.hostFree
 	hosts := r.slotHosts[:0]
 	for _, ui := range r.set {
@@ -530,7 +544,7 @@ func (r *run) slotsWith(y *dom) int {
 		for i := range u.claims {
 			cl := &u.claims[i]
 			h := cl.Host
-			if len(cl.GPUs) == 0 || r.lx.hostDom[h] != y.i || !r.hostUsable(h) {
+			if len(cl.GPUs) == 0 || r.lx.hostDom[h] != di || !r.hostUsable(h) {
 				continue
 			}
 			whole := r.allHealthy(h)

@@ -37,6 +37,8 @@ type contrib struct {
 	dom   int32 // index among the level's domains
 	gpus  int32
 	milli int64
+	// cpu and mem are the CPU and memory freed there (solo search only).
+	cpu, mem int64
 }
 
 // leafInfo caches, per victim leaf queue, what its grounds depend on.
@@ -309,6 +311,10 @@ func (r *run) contribute(u *unit, allWhole bool) {
 	for i := range u.claims {
 		cl := &u.claims[i]
 		h := cl.Host
+		if r.solo {
+			r.contributeSolo(u, cl, allWhole)
+			continue
+		}
 		if len(cl.GPUs) == 0 || !r.hostUsable(h) {
 			continue
 		}
@@ -354,6 +360,40 @@ func (r *run) contribute(u *unit, allWhole bool) {
 		}
 	}
 	u.cto = int32(len(r.contribs))
+}
+
+// contributeSolo records what claim cl of unit u frees on its host for a
+// solo search: healthy GPUs the task could use, CPU and memory (also for a
+// claim without GPUs).
+func (r *run) contributeSolo(u *unit, cl *topology.Claim, allWhole bool) {
+	h := cl.Host
+	if !r.hostUsable(h) {
+		return
+	}
+	di := r.lx.hostDom[h]
+	if di < 0 {
+		return
+	}
+	ct := contrib{dom: di, cpu: cl.CPUMilli, mem: cl.MemoryMiB}
+	whole := r.allHealthy(h)
+	if whole && allWhole && r.req.AllowGPU == nil {
+		ct.gpus = int32(len(cl.GPUs))
+		ct.milli = int64(ct.gpus) * topology.MilliPerGPU
+	} else {
+		for _, g := range cl.GPUs {
+			if !whole && r.l.GPU(g.GPU).Health != topology.Healthy || r.req.AllowGPU != nil && !r.req.AllowGPU(g.GPU) {
+				continue
+			}
+			ct.gpus++
+			ct.milli += gpuClaimMilli(r.c, g)
+		}
+	}
+	if n := len(r.contribs); n > int(u.cfrom) && r.contribs[n-1].dom == di {
+		c := &r.contribs[n-1]
+		c.gpus, c.milli, c.cpu, c.mem = c.gpus+ct.gpus, c.milli+ct.milli, c.cpu+ct.cpu, c.mem+ct.mem
+		return
+	}
+	r.contribs = append(r.contribs, ct)
 }
 
 // allHealthy reports whether every GPU of host h is allocatable.

@@ -30,6 +30,12 @@ import (
 //     records what each candidate frees in each domain at the gang's
 //     required level (ToR, host, NVLink domain; the cluster when none),
 //     counting only GPUs the gang could use.
+//     A gang of one task that needs GPUs is searched host by host
+//     whatever level it requires (its task sits on one host anyway), and
+//     the counting below then includes CPU and memory; hosts are ranked
+//     first where a single victim's lost work is at most that of the
+//     cheapest victim that alone makes room on some host, the others only
+//     if those do not yield a plan as cheap.
 //  3. A domain is a candidate when its free GPUs (the ledger's counter)
 //     plus what eligible victims hold there cover the gang. Candidates are
 //     visited in ascending order of a lower bound on their cost (the GPUs
@@ -58,7 +64,8 @@ import (
 // so ties are broken the same way every time.
 //
 // Complexity: O(running jobs × claims) for the pass, O(domains at the
-// level) to rank candidates, plus the searched domains: exhaustive search
+// level) to rank candidates (the hosts victims hold for a gang of one
+// task), plus the searched domains: exhaustive search
 // is exponential in MaxExact in the worst case and bounded by MaxNodes;
 // every search is bounded by MaxPlacements placement attempts.
 type Search struct {
@@ -77,6 +84,33 @@ type Search struct {
 type levelIndex struct {
 	hostDom []int32
 	gpuDom  []int32
+	// hostPos and minLost are scratch of a solo search at LevelHost: a
+	// domain's position among the ranked ones (-1: no unit there, -2: not
+	// ranked yet), and the least lost work of a unit there.
+	hostPos []int32
+	minLost []GPUTime
+}
+
+// pos returns hostPos, all -1, for nd domains.
+func (x *levelIndex) pos(nd int) []int32 {
+	if len(x.hostPos) != nd {
+		x.hostPos = make([]int32, nd)
+		for i := range x.hostPos {
+			x.hostPos[i] = -1
+		}
+	}
+	return x.hostPos
+}
+
+// least returns minLost, all maxGPUTime, for nd domains.
+func (x *levelIndex) least(nd int) []GPUTime {
+	if len(x.minLost) != nd {
+		x.minLost = make([]GPUTime, nd)
+		for i := range x.minLost {
+			x.minLost[i] = maxGPUTime
+		}
+	}
+	return x.minLost
 }
 
 // run is the state of one Plan (or Defragment) call.
@@ -100,6 +134,9 @@ type run struct {
 	k       int                                 // task size for per-host counting (0: off)
 	kTasks  int
 	kOnly   bool // every task takes k whole GPUs
+	// solo: a gang of one task searched host by host (goSolo); the
+	// counter then also counts CPU and memory.
+	solo bool
 	// relevant is what count said of the last unit removed.
 	relevant bool
 	qp       queue.NodeID
@@ -131,12 +168,19 @@ type run struct {
 	doms     []dom
 	domUnits []int32 // units per domain, CSR by dom.ufrom..uto
 	heap     []heapItem
+	heaped   bool // heap is a heap (see popDomain)
+	pops     int
 	// freeFits counts the domains with enough GPUs free now; domAcc,
-	// touched and slotHosts are scratch for countsElsewhere.
+	// domTouch and slotHosts are scratch for countsElsewhere.
 	freeFits  int
 	domAcc    []int64
-	touched   []int32
+	domTouch  []int32
 	slotHosts []topology.HostID
+	// touched lists the hosts a solo search marked; soloBound and soloRest
+	// are its first phase's bound, and whether hosts above it wait.
+	touched   []int32
+	soloBound GPUTime
+	soloRest  bool
 
 	// the set being built
 	set       []int32 // chosen units
@@ -149,6 +193,8 @@ type run struct {
 	order     []int32 // units of the domain being searched, in order (prefix)
 	pool      []int32 // the rest, a heap by unitLess
 	amt       []int64 // by unit: amount freed in the domain being searched
+	amtCPU    []int64 // (solo) by unit: CPU and memory freed there
+	amtMem    []int64
 	ratio     []float64
 	rel       []topology.Claim
 	scratch   gang.Placement
@@ -160,6 +206,7 @@ type run struct {
 	quota             *queue.Block
 	until             time.Time
 	tooSmall          int
+	tooSmallPart      bool // tooSmall counts only the ranked domains
 	candidates        int
 	searched          int
 
@@ -194,10 +241,13 @@ func (a key) less(b key) bool {
 const prioShift = 1 << 31
 
 type dom struct {
-	i               int32 // index in run.doms
+	i               int32 // index among the level's domains
+	pos             int32 // index in run.doms
 	id              topology.DomainID
 	free, freeMilli int64
 	evict           int64 // amount eligible victims free
+	evictCPU        int64 // (solo) CPU and memory they free
+	evictMem        int64
 	evictGPUs       int64
 	minRatio        float64
 	maxRatio        float64
@@ -238,12 +288,24 @@ func (s *Search) Plan(snap Snapshot, p *Pending, now time.Time) (*Plan, *NoPlan)
 		}
 	}
 	// 2. Candidates.
+	r.goSolo()
 	r.collect()
 	if v := r.rank(); v != 0 {
 		return nil, r.noPlan(v)
 	}
+	if len(r.units) == 0 && !r.qblock {
+		// Nothing may be stopped, and the gang did not place as things
+		// are: every candidate domain would be searched in vain.
+		r.searched = r.candidates
+		return nil, r.noPlan(VerdictPlacement)
+	}
 	// 3-5. Domains by lower bound.
 	r.searchDomains(r.solveDomain)
+	if r.soloRest && !r.budgetHit && (!r.best.ok || r.best.key.lost > r.soloBound) {
+		// The cheap hosts did not do: rank the others.
+		r.rankSolo(true)
+		r.searchDomains(r.solveDomain)
+	}
 	if !r.best.ok {
 		v := VerdictPlacement
 		if r.budgetHit {
@@ -263,14 +325,12 @@ func (s *Search) begin(snap Snapshot, p *Pending, now time.Time) *run {
 		w: r.w, wtree: r.wtree, stamp: r.stamp + 1, leaves: r.leaves, path: r.path[:0], onPath: r.onPath,
 		within: r.within, withinStamp: r.withinStamp,
 		jobs: r.jobs[:0], units: r.units[:0], contribs: r.contribs[:0], slotLimit: r.slotLimit[:0], chargeArena: r.chargeArena[:0],
-		doms: r.doms[:0], domUnits: r.domUnits[:0], heap: r.heap[:0], domAcc: r.domAcc, touched: r.touched[:0], slotHosts: r.slotHosts[:0], set: r.set[:0], chosen: r.chosen[:0],
+		doms: r.doms[:0], domUnits: r.domUnits[:0], heap: r.heap[:0], domAcc: r.domAcc, domTouch: r.domTouch[:0], touched: r.touched[:0], slotHosts: r.slotHosts[:0], set: r.set[:0], chosen: r.chosen[:0],
 		jobCount: r.jobCount[:0], jobWhole: r.jobWhole[:0], slotCount: r.slotCount[:0], order: r.order[:0], pool: r.pool[:0],
-		amt: r.amt[:0], ratio: r.ratio[:0], rel: r.rel[:0], base: r.base[:0], scratch: r.scratch, best: r.best, qp: -1}
+		amt: r.amt[:0], amtCPU: r.amtCPU[:0], amtMem: r.amtMem[:0], ratio: r.ratio[:0], rel: r.rel[:0], base: r.base[:0], scratch: r.scratch, best: r.best, qp: -1}
 	r.best.ok, r.best.set, r.best.moves = false, r.best.set[:0], r.best.moves[:0]
 	r.moves = r.moves[:0]
 	r.nowNano = now.UnixNano()
-	r.lv = p.Request.Within()
-	r.lx = s.prepare(c, r.lv)
 	r.need = p.Request.MinDemand()
 	if r.need.GPUs > 0 {
 		r.needA = int64(r.need.GPUs)
@@ -279,11 +339,23 @@ func (s *Search) begin(snap Snapshot, p *Pending, now time.Time) *run {
 		r.needA = r.need.Milli
 		r.amount = func(_ int32, m int64) int64 { return m }
 	}
-	if r.lv >= topology.LevelHost && r.need.MaxGPUs >= 2 {
+	r.setLevel(p.Request.Within())
+	if r.tree != nil {
+		r.setupQueues()
+	}
+	return r
+}
+
+// setLevel makes lv the level whose domains the search visits.
+func (r *run) setLevel(lv topology.Level) {
+	r.lv = lv
+	r.lx = r.s.prepare(r.c, lv)
+	r.k, r.kTasks, r.kOnly = 0, 0, false
+	if lv >= topology.LevelHost && r.need.MaxGPUs >= 2 {
 		r.k = r.need.MaxGPUs
 		r.kOnly = true
-		for i := range p.Request.Groups {
-			g := &p.Request.Groups[i]
+		for i := range r.req.Groups {
+			g := &r.req.Groups[i]
 			if g.Kind == gang.TaskWhole && g.GPUs == r.k {
 				r.kTasks += g.Min
 			} else {
@@ -291,10 +363,21 @@ func (s *Search) begin(snap Snapshot, p *Pending, now time.Time) *run {
 			}
 		}
 	}
-	if r.tree != nil {
-		r.setupQueues()
+}
+
+// goSolo searches a gang of one task that needs GPUs host by host: the
+// task sits on one host whatever level the gang requires, so the hosts are
+// its domains, each searched for the cheapest victims that make room there
+// (GPUs, CPU and memory counted), instead of the whole required domain at
+// once, where victims chosen by their price alone would be spread over
+// many hosts. Not while the quota blocks the gang (victims then free quota
+// anywhere, not room on one host).
+func (r *run) goSolo() {
+	if r.qblock || r.lv <= topology.LevelHost || r.need.Milli <= 0 || r.req.Tasks() != 1 {
+		return
 	}
-	return r
+	r.solo = true
+	r.setLevel(topology.LevelHost)
 }
 
 // lostSince is lostSince for job j at the run's time.
@@ -312,6 +395,11 @@ func (r *run) lostSince(milli int64, j *Job) GPUTime {
 // end drops references to the caller's data so that the Search does not
 // keep them alive.
 func (r *run) end() {
+	if r.solo && r.lx.hostPos != nil {
+		for _, di := range r.touched {
+			r.lx.hostPos[di], r.lx.minLost[di] = -1, maxGPUTime
+		}
+	}
 	r.snap, r.l, r.pend, r.req = nil, nil, nil, nil
 	clear(r.jobs)
 	for i := range r.units {
@@ -470,6 +558,10 @@ func (r *run) collect() {
 	r.chosen = slices.Grow(r.chosen[:0], n)[:n]
 	clear(r.chosen)
 	r.amt = slices.Grow(r.amt[:0], n)[:n]
+	if r.solo {
+		r.amtCPU = slices.Grow(r.amtCPU[:0], n)[:n]
+		r.amtMem = slices.Grow(r.amtMem[:0], n)[:n]
+	}
 	r.ratio = slices.Grow(r.ratio[:0], n)[:n]
 	nj := len(r.jobs)
 	r.jobCount = slices.Grow(r.jobCount[:0], nj)[:nj]
@@ -487,25 +579,85 @@ func (r *run) rank() Verdict {
 	l, c := r.l, r.c
 	ids := c.DomainsAt(r.lv)
 	nd := len(ids)
-	r.doms = slices.Grow(r.doms[:0], nd)[:nd]
-	for i, d := range ids {
-		x := &r.doms[i]
-		*x = dom{i: int32(i), id: d, free: int64(l.FreeGPUs(d)), freeMilli: l.FreeMilli(d), minRatio: math.Inf(1)}
-		if r.freeA(x) >= r.needA {
-			r.freeFits++
-		}
-	}
 	if len(r.domAcc) < nd {
 		r.domAcc = make([]int64, nd)
 	}
+	if r.solo {
+		r.soloSetup(nd)
+		r.rankSolo(false)
+		if len(r.heap) == 0 && r.soloRest {
+			r.rankSolo(true)
+		}
+	} else {
+		r.doms = slices.Grow(r.doms[:0], nd)[:nd]
+		for i, d := range ids {
+			x := &r.doms[i]
+			*x = dom{i: int32(i), pos: int32(i), id: d, free: int64(l.FreeGPUs(d)), freeMilli: l.FreeMilli(d), minRatio: math.Inf(1)}
+			if r.freeA(x) >= r.needA {
+				r.freeFits++
+			}
+		}
+		r.rankFrom(0)
+	}
+	if r.qblock {
+		// Even with every eligible victim gone, does the quota bind?
+		for ui := range r.units {
+			if u := &r.units[ui]; u.task < 0 && u.leaf >= 0 {
+				r.w.Release(u.leaf, u.charge)
+			}
+		}
+		b := r.w.Check(r.qp, r.demand)
+		for ui := range r.units {
+			if u := &r.units[ui]; u.task < 0 && u.leaf >= 0 {
+				r.w.Add(u.leaf, u.charge)
+			}
+		}
+		if b != nil {
+			r.quota = b
+			return VerdictQuota
+		}
+	}
+	tooSmall := r.tooSmall
+	if r.solo && len(r.heap) == 0 {
+		tooSmall = r.countTooSmall()
+		r.tooSmall, r.tooSmallPart = tooSmall, false
+	}
+	if tooSmall == nd {
+		return VerdictTooLarge
+	}
+	if len(r.heap) == 0 {
+		return VerdictProtected
+	}
+	r.heaped = false
+	return 0
+}
+
+// rankFrom adds up what the units free in r.doms[from:], builds their
+// units lists and puts the candidates among them, with their lower bounds,
+// in r.heap.
+func (r *run) rankFrom(from int) {
+	l := r.l
 	// Contributions per domain and the cheapest lost work per unit freed.
+	var pos []int32
+	if r.solo {
+		pos = r.lx.hostPos
+	}
 	for ui := range r.units {
 		u := &r.units[ui]
 		for _, ct := range r.contribs[u.cfrom:u.cto] {
-			x := &r.doms[ct.dom]
+			var x *dom
+			if pos == nil {
+				x = &r.doms[ct.dom]
+			} else if p := pos[ct.dom]; int(p) >= from {
+				x = &r.doms[p]
+			} else {
+				continue
+			}
 			a := r.amount(ct.gpus, ct.milli)
 			x.evict += a
 			x.evictGPUs += int64(ct.gpus)
+			x.evictCPU += ct.cpu
+			x.evictMem += ct.mem
 			x.n++
 			if a > 0 {
 				q := float64(u.lost) / float64(a)
@@ -517,17 +669,24 @@ func (r *run) rank() Verdict {
 			}
 		}
 	}
-	// CSR of units per domain.
-	var off int32
-	for i := range r.doms {
+	// CSR of units per domain, after those of r.doms[:from].
+	off := int32(len(r.domUnits))
+	for i := from; i < len(r.doms); i++ {
 		r.doms[i].ufrom, r.doms[i].uto = off, off
 		off += r.doms[i].n
 	}
-	r.domUnits = slices.Grow(r.domUnits[:0], int(off))[:off]
+	r.domUnits = slices.Grow(r.domUnits, int(off)-len(r.domUnits))[:off]
 	for ui := range r.units {
 		u := &r.units[ui]
 		for _, ct := range r.contribs[u.cfrom:u.cto] {
-			x := &r.doms[ct.dom]
+			var x *dom
+			if pos == nil {
+				x = &r.doms[ct.dom]
+			} else if p := pos[ct.dom]; int(p) >= from {
+				x = &r.doms[p]
+			} else {
+				continue
+			}
 			if x.uto > x.ufrom && r.domUnits[x.uto-1] == int32(ui) {
 				continue
 			}
@@ -535,28 +694,16 @@ func (r *run) rank() Verdict {
 			x.uto++
 		}
 	}
-	if r.qblock {
-		// Even with every eligible victim gone, does the quota bind?
-		for ui := range r.units {
-			if u := &r.units[ui]; u.task < 0 && u.leaf >= 0 {
-				r.w.Release(u.leaf, u.charge)
-			}
-		}
-		b := r.w.Check(r.qp, r.demand)
-		r.resetW()
-		if b != nil {
-			r.quota = b
-			return VerdictQuota
-		}
-	}
-	tooSmall := 0
-	for i := range r.doms {
+	for i := from; i < len(r.doms); i++ {
 		x := &r.doms[i]
 		if r.need.GPUs > 0 && l.HealthyGPUs(x.id) < r.need.GPUs || r.need.GPUs == 0 && int64(l.HealthyGPUs(x.id))*topology.MilliPerGPU < r.need.Milli {
-			tooSmall++
+			r.tooSmall++
 			continue
 		}
 		if r.freeA(x)+x.evict < r.needA {
+			continue
+		}
+		if r.solo && !r.soloCandidate(x) {
 			continue
 		}
 		// Two lower bounds: the short amount at the cheapest rate; and
@@ -570,18 +717,93 @@ func (r *run) rank() Verdict {
 				lb = GPUTime(math.Floor(b) - 1)
 			}
 		}
-		r.heap = append(r.heap, heapItem{lb: lb, d: int32(i)})
+		r.pushDomain(heapItem{lb: lb, d: int32(i)})
+		r.candidates++
 	}
-	r.tooSmall = tooSmall
-	if tooSmall == nd {
-		return VerdictTooLarge
+}
+
+// soloSetup marks the hosts some unit frees room on (hostPos −2), with the
+// least lost work of a unit there, and sets soloBound: the least lost work
+// of a whole gang that alone would let the task count on a host. A plan in
+// a host whose cheapest unit loses more costs more than that one-victim
+// set, so the first phase ranks only the hosts at or under the bound; the
+// rest (soloRest) are ranked only when the first phase finds nothing as
+// cheap.
+func (r *run) soloSetup(nd int) {
+	pos, ml := r.lx.pos(nd), r.lx.least(nd)
+	r.touched = r.touched[:0]
+	r.soloBound = maxGPUTime
+	for ui := range r.units {
+		u := &r.units[ui]
+		for _, ct := range r.contribs[u.cfrom:u.cto] {
+			if pos[ct.dom] == -1 {
+				pos[ct.dom] = -2
+				r.touched = append(r.touched, ct.dom)
+			}
+			ml[ct.dom] = min(ml[ct.dom], u.lost)
+			if u.task < 0 && u.lost < r.soloBound {
+				h, _ := r.c.DomainHosts(r.c.DomainsAt(r.lv)[ct.dom])
+				if r.freeAt(ct.dom)+r.amount(ct.gpus, ct.milli) >= r.needA &&
+					r.l.CPUFree(h)+ct.cpu >= r.need.CPUMilli && r.l.MemoryFree(h)+ct.mem >= r.need.MemoryMiB {
+					r.soloBound = u.lost
+				}
+			}
+		}
 	}
-	if len(r.heap) == 0 {
-		return VerdictProtected
+	r.tooSmallPart = true
+}
+
+// freeAt is what domain di of the level has free, in the unit the gang
+// needs.
+func (r *run) freeAt(di int32) int64 {
+	d := r.c.DomainsAt(r.lv)[di]
+	if r.need.GPUs > 0 {
+		return int64(r.l.FreeGPUs(d))
 	}
-	r.candidates = len(r.heap)
-	heapInit(r.heap)
-	return 0
+	return r.l.FreeMilli(d)
+}
+
+// rankSolo ranks the marked hosts whose cheapest unit loses at most
+// soloBound (rest false), or the others (rest true), in host order.
+func (r *run) rankSolo(rest bool) {
+	ids := r.c.DomainsAt(r.lv)
+	pos, ml := r.lx.hostPos, r.lx.minLost
+	from := len(r.doms)
+	r.soloRest = false
+	// Hosts in level order, so that ties between equal bounds break the
+	// same way whatever order the jobs came in.
+	for di, p := range pos {
+		if p != -2 {
+			continue
+		}
+		if !rest && ml[di] > r.soloBound {
+			r.soloRest = true
+			continue
+		}
+		d := ids[di]
+		pos[di] = int32(len(r.doms))
+		r.doms = append(r.doms, dom{i: int32(di), pos: int32(len(r.doms)), id: d, free: int64(r.l.FreeGPUs(d)), freeMilli: r.l.FreeMilli(d), minRatio: math.Inf(1)})
+	}
+	r.rankFrom(from)
+}
+
+// soloCandidate reports whether host domain x could take the solo task
+// with every eligible victim there gone: usable, with the CPU and memory.
+func (r *run) soloCandidate(x *dom) bool {
+	h, _ := r.c.DomainHosts(x.id)
+	return r.hostUsable(h) && r.l.CPUFree(h)+x.evictCPU >= r.need.CPUMilli && r.l.MemoryFree(h)+x.evictMem >= r.need.MemoryMiB
+}
+
+// countTooSmall counts the domains at the level with fewer healthy GPUs
+// than the gang needs (a solo search ranks only those victims touch).
+func (r *run) countTooSmall() int {
+	n := 0
+	for _, d := range r.c.DomainsAt(r.lv) {
+		if r.need.GPUs > 0 && r.l.HealthyGPUs(d) < r.need.GPUs || r.need.GPUs == 0 && int64(r.l.HealthyGPUs(d))*topology.MilliPerGPU < r.need.Milli {
+			n++
+		}
+	}
+	return n
 }
 
 func (r *run) freeA(x *dom) int64 {
@@ -601,6 +823,8 @@ func (r *run) unitIn(ui int32, x *dom) contrib {
 		if ct.dom == di {
 			out.gpus += ct.gpus
 			out.milli += ct.milli
+			out.cpu += ct.cpu
+			out.mem += ct.mem
 		}
 	}
 	return out
@@ -616,7 +840,7 @@ func (r *run) searchDomains(solve func(x *dom)) {
 			r.inexact = true
 			return
 		}
-		top := heapPop(&r.heap)
+		top := r.popDomain()
 		if r.best.ok && top.lb > r.best.key.lost {
 			return
 		}
@@ -625,8 +849,8 @@ func (r *run) searchDomains(solve func(x *dom)) {
 		r.orderUnits(x)
 		if !top.refined {
 			lb := max(top.lb, r.fractional(0, r.needA-r.freeA(x)))
-			if lb > top.lb && len(r.heap) > 0 && r.heap[0].less(heapItem{lb: lb, d: top.d}) {
-				heapPush(&r.heap, heapItem{lb: lb, d: top.d, refined: true})
+			if it := (heapItem{lb: lb, d: top.d, refined: true}); lb > top.lb && len(r.heap) > 0 && r.peekDomain().less(it) {
+				r.pushDomain(it)
 				continue
 			}
 			if r.best.ok && lb > r.best.key.lost {
@@ -655,6 +879,9 @@ func (r *run) orderUnits(x *dom) {
 	for _, ui := range all {
 		ct := r.unitIn(ui, x)
 		r.amt[ui] = r.amount(ct.gpus, ct.milli)
+		if r.solo {
+			r.amtCPU[ui], r.amtMem[ui] = ct.cpu, ct.mem
+		}
 	}
 	if others {
 		for ui := range r.units {
@@ -841,6 +1068,9 @@ func (r *run) plan() *Plan {
 
 // noPlan builds the reasons.
 func (r *run) noPlan(v Verdict) *NoPlan {
+	if r.tooSmallPart {
+		r.tooSmall = r.countTooSmall()
+	}
 	n := &NoPlan{Job: r.req.ID, Verdict: v, GPUs: r.need.GPUs, Milli: r.need.Milli, Level: r.lv, LevelName: r.c.LevelName(r.lv),
 		Domains: len(r.c.DomainsAt(r.lv)), TooSmall: r.tooSmall, Candidates: r.candidates, Searched: r.searched,
 		Eligible: r.eligible, Excluded: r.excluded, Quota: r.quota, Until: r.until, Err: r.inputErr}
@@ -860,6 +1090,53 @@ func (r *run) noPlan(v Verdict) *NoPlan {
 		}
 	}
 	return n
+}
+
+// The candidate domains in ascending lower bound: the first few are
+// found by scanning (most searches stop after one or two domains, and
+// heapifying thousands of hosts costs more), then r.heap becomes a heap.
+const scanPops = 3
+
+func (r *run) minDomain() int {
+	m := 0
+	for i := 1; i < len(r.heap); i++ {
+		if r.heap[i].less(r.heap[m]) {
+			m = i
+		}
+	}
+	return m
+}
+
+func (r *run) popDomain() heapItem {
+	if !r.heaped {
+		if r.pops < scanPops {
+			r.pops++
+			m := r.minDomain()
+			top := r.heap[m]
+			n := len(r.heap) - 1
+			r.heap[m] = r.heap[n]
+			r.heap = r.heap[:n]
+			return top
+		}
+		heapInit(r.heap)
+		r.heaped = true
+	}
+	return heapPop(&r.heap)
+}
+
+func (r *run) peekDomain() heapItem {
+	if r.heaped {
+		return r.heap[0]
+	}
+	return r.heap[r.minDomain()]
+}
+
+func (r *run) pushDomain(it heapItem) {
+	if r.heaped {
+		heapPush(&r.heap, it)
+		return
+	}
+	r.heap = append(r.heap, it)
 }
 
 // Binary min-heap of heapItem (container/heap without the interface

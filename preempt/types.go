@@ -353,7 +353,8 @@ type Plan struct {
 	// released. It is not committed.
 	Placement *gang.Placement
 	// Level and Domain name the domain at the gang's required level (the
-	// cluster when none) that the victims make room in.
+	// cluster when none; the host for a gang of one task, which always
+	// sits on one host) that the gang places in.
 	Level  topology.Level
 	Domain topology.DomainID
 	// Cost is the plan's cost.
@@ -499,13 +500,15 @@ type NoPlan struct {
 	// GPU capacity in milli-GPU.
 	GPUs  int
 	Milli int64
-	// Level is the level the gang must fit in one domain of.
+	// Level is the level the gang must fit in one domain of (the host for
+	// a gang of one task that needs GPUs).
 	Level     topology.Level
 	LevelName string
 	// Domains is the number of domains at Level; TooSmall how many have
 	// fewer healthy GPUs than the gang needs; Candidates how many have
-	// enough free and evictable GPUs; Searched how many of those were
-	// searched for a victim set.
+	// enough free and evictable GPUs (for a gang of one task, among the
+	// hosts eligible victims hold; with enough CPU and memory too);
+	// Searched how many of those were searched for a victim set.
 	Domains, TooSmall, Candidates, Searched int
 	// Best is the domain that came closest (the largest free + evictable).
 	Best DomainShort
