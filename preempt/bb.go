@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpusched/gpusched/gang"
 	"github.com/gpusched/gpusched/topology"
 )
 
@@ -14,8 +15,10 @@ import (
 type counter struct {
 	x    *dom
 	have int64 // free + freed, in the unit the gang needs
-	// cpu and mem are the host's free + freed CPU and memory (solo).
+	// cpu and mem are the host's free + freed CPU and memory (solo);
+	// q the host's GPUs that could take the solo task (gpuQualifies).
 	cpu, mem int64
+	q        int
 	slots    int // tasks of k GPUs the hosts could hold (k ≥ 2)
 	hosts    []topology.HostID
 }
@@ -42,10 +45,16 @@ func (r *run) resetSet(x *dom) {
 	for _, h := range r.cnt.hosts {
 		hf[h] = 0
 	}
+	if r.cnt.x != nil && r.soloGPU != 0 {
+		r.clearFreed(r.cnt.x)
+	}
 	r.cnt = counter{x: x, have: r.freeA(x), hosts: r.cnt.hosts[:0]}
 	if r.solo {
 		h, _ := r.c.DomainHosts(x.id)
 		r.cnt.cpu, r.cnt.mem = r.l.CPUFree(h), r.l.MemoryFree(h)
+		if r.soloGPU != 0 {
+			r.cnt.q = r.qualifying(h)
+		}
 	}
 	if r.k >= 2 {
 		r.cnt.slots = r.baseSlots(x.id)
@@ -67,7 +76,77 @@ func (r *run) baseSlots(d topology.DomainID) int {
 
 func (r *run) feasible() bool {
 	return r.cnt.have >= r.needA && (r.k < 2 || r.cnt.slots >= r.kTasks) &&
-		(!r.solo || r.cnt.cpu >= r.need.CPUMilli && r.cnt.mem >= r.need.MemoryMiB)
+		(!r.solo || r.cnt.cpu >= r.need.CPUMilli && r.cnt.mem >= r.need.MemoryMiB && r.cnt.q >= r.soloQ)
+}
+
+// Exact GPU counting on the host of a solo search: the GPUs that could
+// take the task with the chosen units released, GPU by GPU (a shared GPU
+// becomes a whole free GPU only when every share on it is released), where
+// counting GPUs by claims would count a released share as a free GPU.
+// soloGPU is the task's kind (gang.TaskWhole or gang.TaskShare; 0: off,
+// for MIG instances), soloQ the GPUs it needs.
+
+// gpuQualifies reports whether GPU g could take the solo task with freed
+// milli-GPU of it released.
+func (r *run) gpuQualifies(g topology.GPUID, freed int32) bool {
+	st := r.l.GPU(g)
+	if st.Health != topology.Healthy || r.req.AllowGPU != nil && !r.req.AllowGPU(g) {
+		return false // (the host's health is checked by hostUsable)
+	}
+	used := int32(st.UsedMilli) - freed
+	if used == 0 {
+		return true
+	}
+	return r.soloGPU == gang.TaskShare && st.Mode == topology.ModeShared && topology.MilliPerGPU-used >= r.soloMilli
+}
+
+// qualifying counts the GPUs of host h that could take the solo task with
+// the freed milli-GPU in r.s.gpuFreed released.
+func (r *run) qualifying(h topology.HostID) int {
+	if !r.hostUsable(h) {
+		return 0
+	}
+	first, n := r.c.HostGPUs(h)
+	q := 0
+	for g := first; g < first+topology.GPUID(n); g++ {
+		if r.gpuQualifies(g, r.s.gpuFreed[g]) {
+			q++
+		}
+	}
+	return q
+}
+
+// clearFreed zeroes r.s.gpuFreed on the host of domain x.
+func (r *run) clearFreed(x *dom) {
+	h, _ := r.c.DomainHosts(x.id)
+	first, n := r.c.HostGPUs(h)
+	clear(r.s.gpuFreed[first : first+topology.GPUID(n)])
+}
+
+// freeOn adds (sign 1) or takes (sign −1) what unit u frees on host h to
+// r.s.gpuFreed and returns the change in qualifying GPUs.
+func (r *run) freeOn(u *unit, h topology.HostID, sign int32) int {
+	fr := r.s.gpuFreed
+	dq := 0
+	for i := range u.claims {
+		cl := &u.claims[i]
+		if cl.Host != h {
+			continue
+		}
+		for _, gc := range cl.GPUs {
+			g := gc.GPU
+			before := r.gpuQualifies(g, fr[g])
+			fr[g] += sign * int32(gpuClaimMilli(r.c, gc))
+			if after := r.gpuQualifies(g, fr[g]); after != before {
+				if after {
+					dq++
+				} else {
+					dq--
+				}
+			}
+		}
+	}
+	return dq
 }
 
 // count adds (sign 1) or takes (sign -1) unit ui's GPUs in the counter's
@@ -79,6 +158,12 @@ func (r *run) count(ui int32, sign int64) bool {
 	if r.solo {
 		r.cnt.cpu += sign * r.amtCPU[ui]
 		r.cnt.mem += sign * r.amtMem[ui]
+		if r.soloGPU != 0 && r.amt[ui] > 0 {
+			h, _ := r.c.DomainHosts(r.cnt.x.id)
+			if r.hostUsable(h) {
+				r.cnt.q += r.freeOn(&r.units[ui], h, int32(sign))
+			}
+		}
 	}
 	if r.k < 2 {
 		return true

@@ -37,9 +37,11 @@ type contrib struct {
 	dom   int32 // index among the level's domains
 	gpus  int32
 	milli int64
-	// cpu and mem are the CPU and memory freed there (solo search only).
-	cpu, mem int64
 }
+
+// cpuMem is the CPU and memory a contribution frees (a solo search keeps
+// them in run.contribCM, beside run.contribs).
+type cpuMem struct{ cpu, mem int64 }
 
 // leafInfo caches, per victim leaf queue, what its grounds depend on.
 type leafInfo struct {
@@ -374,7 +376,8 @@ func (r *run) contributeSolo(u *unit, cl *topology.Claim, allWhole bool) {
 	if di < 0 {
 		return
 	}
-	ct := contrib{dom: di, cpu: cl.CPUMilli, mem: cl.MemoryMiB}
+	ct := contrib{dom: di}
+	cm := cpuMem{cl.CPUMilli, cl.MemoryMiB}
 	whole := r.allHealthy(h)
 	if whole && allWhole && r.req.AllowGPU == nil {
 		ct.gpus = int32(len(cl.GPUs))
@@ -389,11 +392,12 @@ func (r *run) contributeSolo(u *unit, cl *topology.Claim, allWhole bool) {
 		}
 	}
 	if n := len(r.contribs); n > int(u.cfrom) && r.contribs[n-1].dom == di {
-		c := &r.contribs[n-1]
-		c.gpus, c.milli, c.cpu, c.mem = c.gpus+ct.gpus, c.milli+ct.milli, c.cpu+ct.cpu, c.mem+ct.mem
+		c, m := &r.contribs[n-1], &r.contribCM[n-1]
+		c.gpus, c.milli, m.cpu, m.mem = c.gpus+ct.gpus, c.milli+ct.milli, m.cpu+cm.cpu, m.mem+cm.mem
 		return
 	}
 	r.contribs = append(r.contribs, ct)
+	r.contribCM = append(r.contribCM, cm)
 }
 
 // allHealthy reports whether every GPU of host h is allocatable.

@@ -75,6 +75,7 @@ type Search struct {
 	c        *topology.Cluster
 	levels   []levelIndex // by Level, built on first use
 	hostFree []int32      // counting: whole GPUs freed per host (scratch)
+	gpuFreed []int32      // solo counting: milli-GPU freed per GPU (scratch)
 
 	r run
 }
@@ -135,8 +136,12 @@ type run struct {
 	kTasks  int
 	kOnly   bool // every task takes k whole GPUs
 	// solo: a gang of one task searched host by host (goSolo); the
-	// counter then also counts CPU and memory.
-	solo bool
+	// counter then also counts CPU and memory, and GPU by GPU (soloGPU,
+	// soloQ, soloMilli: see gpuQualifies).
+	solo      bool
+	soloGPU   gang.TaskKind
+	soloQ     int
+	soloMilli int32
 	// relevant is what count said of the last unit removed.
 	relevant bool
 	qp       queue.NodeID
@@ -159,6 +164,7 @@ type run struct {
 	jobs        []*Job
 	units       []unit
 	contribs    []contrib
+	contribCM   []cpuMem // (solo) beside contribs
 	slotLimit   []int32
 	chargeArena []int64
 	eligible    int
@@ -324,7 +330,7 @@ func (s *Search) begin(snap Snapshot, p *Pending, now time.Time) *run {
 	*r = run{s: s, snap: snap, l: l, c: c, tree: snap.Queues(), req: p.Request, pend: p, now: now,
 		w: r.w, wtree: r.wtree, stamp: r.stamp + 1, leaves: r.leaves, path: r.path[:0], onPath: r.onPath,
 		within: r.within, withinStamp: r.withinStamp,
-		jobs: r.jobs[:0], units: r.units[:0], contribs: r.contribs[:0], slotLimit: r.slotLimit[:0], chargeArena: r.chargeArena[:0],
+		jobs: r.jobs[:0], units: r.units[:0], contribs: r.contribs[:0], contribCM: r.contribCM[:0], slotLimit: r.slotLimit[:0], chargeArena: r.chargeArena[:0],
 		doms: r.doms[:0], domUnits: r.domUnits[:0], heap: r.heap[:0], domAcc: r.domAcc, domTouch: r.domTouch[:0], touched: r.touched[:0], slotHosts: r.slotHosts[:0], set: r.set[:0], chosen: r.chosen[:0],
 		jobCount: r.jobCount[:0], jobWhole: r.jobWhole[:0], slotCount: r.slotCount[:0], order: r.order[:0], pool: r.pool[:0],
 		amt: r.amt[:0], amtCPU: r.amtCPU[:0], amtMem: r.amtMem[:0], ratio: r.ratio[:0], rel: r.rel[:0], base: r.base[:0], scratch: r.scratch, best: r.best, qp: -1}
@@ -378,6 +384,22 @@ func (r *run) goSolo() {
 	}
 	r.solo = true
 	r.setLevel(topology.LevelHost)
+	r.soloGPU, r.soloQ, r.soloMilli = 0, 0, 0
+	for i := range r.req.Groups {
+		g := &r.req.Groups[i]
+		if g.Count == 0 {
+			continue
+		}
+		switch g.Kind {
+		case gang.TaskWhole:
+			r.soloGPU, r.soloQ = gang.TaskWhole, g.GPUs
+		case gang.TaskShare:
+			r.soloGPU, r.soloQ, r.soloMilli = gang.TaskShare, 1, int32(g.Milli)
+		}
+	}
+	if r.soloGPU != 0 && len(r.s.gpuFreed) != r.c.NumGPUs() {
+		r.s.gpuFreed = make([]int32, r.c.NumGPUs())
+	}
 }
 
 // lostSince is lostSince for job j at the run's time.
@@ -395,6 +417,9 @@ func (r *run) lostSince(milli int64, j *Job) GPUTime {
 // end drops references to the caller's data so that the Search does not
 // keep them alive.
 func (r *run) end() {
+	if r.cnt.x != nil && r.soloGPU != 0 {
+		r.clearFreed(r.cnt.x)
+	}
 	if r.solo && r.lx.hostPos != nil {
 		for _, di := range r.touched {
 			r.lx.hostPos[di], r.lx.minLost[di] = -1, maxGPUTime
@@ -644,20 +669,21 @@ func (r *run) rankFrom(from int) {
 	}
 	for ui := range r.units {
 		u := &r.units[ui]
-		for _, ct := range r.contribs[u.cfrom:u.cto] {
+		for k, ct := range r.contribs[u.cfrom:u.cto] {
 			var x *dom
 			if pos == nil {
 				x = &r.doms[ct.dom]
 			} else if p := pos[ct.dom]; int(p) >= from {
 				x = &r.doms[p]
+				cm := r.contribCM[int(u.cfrom)+k]
+				x.evictCPU += cm.cpu
+				x.evictMem += cm.mem
 			} else {
 				continue
 			}
 			a := r.amount(ct.gpus, ct.milli)
 			x.evict += a
 			x.evictGPUs += int64(ct.gpus)
-			x.evictCPU += ct.cpu
-			x.evictMem += ct.mem
 			x.n++
 			if a > 0 {
 				q := float64(u.lost) / float64(a)
@@ -706,6 +732,9 @@ func (r *run) rankFrom(from int) {
 		if r.solo && !r.soloCandidate(x) {
 			continue
 		}
+		if r.soloGPU != 0 && !r.soloRoom(x) {
+			continue
+		}
 		// Two lower bounds: the short amount at the cheapest rate; and
 		// the lost work of every rigid job in x less what the slack (free
 		// + evictable − needed) could spare at the dearest rate.
@@ -735,7 +764,7 @@ func (r *run) soloSetup(nd int) {
 	r.soloBound = maxGPUTime
 	for ui := range r.units {
 		u := &r.units[ui]
-		for _, ct := range r.contribs[u.cfrom:u.cto] {
+		for k, ct := range r.contribs[u.cfrom:u.cto] {
 			if pos[ct.dom] == -1 {
 				pos[ct.dom] = -2
 				r.touched = append(r.touched, ct.dom)
@@ -744,7 +773,7 @@ func (r *run) soloSetup(nd int) {
 			if u.task < 0 && u.lost < r.soloBound {
 				h, _ := r.c.DomainHosts(r.c.DomainsAt(r.lv)[ct.dom])
 				if r.freeAt(ct.dom)+r.amount(ct.gpus, ct.milli) >= r.needA &&
-					r.l.CPUFree(h)+ct.cpu >= r.need.CPUMilli && r.l.MemoryFree(h)+ct.mem >= r.need.MemoryMiB {
+					r.l.CPUFree(h)+r.contribCM[int(u.cfrom)+k].cpu >= r.need.CPUMilli && r.l.MemoryFree(h)+r.contribCM[int(u.cfrom)+k].mem >= r.need.MemoryMiB {
 					r.soloBound = u.lost
 				}
 			}
@@ -806,6 +835,21 @@ func (r *run) countTooSmall() int {
 	return n
 }
 
+// soloRoom reports whether, with every eligible victim on host domain x
+// released, enough of its GPUs could take the solo task (GPU by GPU; see
+// gpuQualifies).
+func (r *run) soloRoom(x *dom) bool {
+	h, _ := r.c.DomainHosts(x.id)
+	for _, ui := range r.domUnits[x.ufrom:x.uto] {
+		if u := &r.units[ui]; u.task < 0 {
+			r.freeOn(u, h, 1)
+		}
+	}
+	q := r.qualifying(h)
+	r.clearFreed(x)
+	return q >= r.soloQ
+}
+
 func (r *run) freeA(x *dom) int64 {
 	if r.need.GPUs > 0 {
 		return x.free
@@ -813,21 +857,26 @@ func (r *run) freeA(x *dom) int64 {
 	return x.freeMilli
 }
 
-// unitIn returns what unit ui frees in domain x.
-func (r *run) unitIn(ui int32, x *dom) contrib {
+// unitIn returns what unit ui frees in domain x (and, in a solo search,
+// the CPU and memory).
+func (r *run) unitIn(ui int32, x *dom) (contrib, cpuMem) {
 	u := &r.units[ui]
 	di := x.i
 	var out contrib
+	var cm cpuMem
 	out.dom = di
-	for _, ct := range r.contribs[u.cfrom:u.cto] {
+	for k, ct := range r.contribs[u.cfrom:u.cto] {
 		if ct.dom == di {
 			out.gpus += ct.gpus
 			out.milli += ct.milli
-			out.cpu += ct.cpu
-			out.mem += ct.mem
+			if r.solo {
+				m := r.contribCM[int(u.cfrom)+k]
+				cm.cpu += m.cpu
+				cm.mem += m.mem
+			}
 		}
 	}
-	return out
+	return out, cm
 }
 
 // searchDomains visits candidate domains in ascending lower bound,
@@ -877,10 +926,10 @@ func (r *run) orderUnits(x *dom) {
 		clear(r.amt)
 	}
 	for _, ui := range all {
-		ct := r.unitIn(ui, x)
+		ct, cm := r.unitIn(ui, x)
 		r.amt[ui] = r.amount(ct.gpus, ct.milli)
 		if r.solo {
-			r.amtCPU[ui], r.amtMem[ui] = ct.cpu, ct.mem
+			r.amtCPU[ui], r.amtMem[ui] = cm.cpu, cm.mem
 		}
 	}
 	if others {
