@@ -36,7 +36,7 @@ func (r *run) resetSet(x *dom) {
 		if u.leaf >= 0 && r.tree != nil {
 			// The what-if tree holds the set released: charge it back
 			// (cheaper than resetting it and replaying the commitments).
-			r.w.Add(u.leaf, u.charge)
+			r.w.Add(u.leaf, r.charge(u))
 		}
 	}
 	r.set = r.set[:0]
@@ -128,8 +128,9 @@ func (r *run) clearFreed(x *dom) {
 func (r *run) freeOn(u *unit, h topology.HostID, sign int32) int {
 	fr := r.s.gpuFreed
 	dq := 0
-	for i := range u.claims {
-		cl := &u.claims[i]
+	claims := u.claims()
+	for i := range claims {
+		cl := &claims[i]
 		if cl.Host != h {
 			continue
 		}
@@ -172,8 +173,9 @@ func (r *run) count(ui int32, sign int64) bool {
 	u := &r.units[ui]
 	x := r.cnt.x
 	hf := r.s.hostFree
-	for i := range u.claims {
-		cl := &u.claims[i]
+	claims := u.claims()
+	for i := range claims {
+		cl := &claims[i]
 		h := cl.Host
 		if len(cl.GPUs) == 0 || r.lx.hostDom[h] != x.i || !r.hostUsable(h) {
 			continue
@@ -231,7 +233,7 @@ func (r *run) add(ui int32) {
 	}
 	r.cur.lost += u.lost
 	if u.leaf >= 0 && r.tree != nil {
-		r.w.Release(u.leaf, u.charge)
+		r.w.Release(u.leaf, r.charge(u))
 	}
 	r.count(ui, 1)
 }
@@ -254,7 +256,7 @@ func (r *run) remove(ui int32) {
 	}
 	r.cur.lost -= u.lost
 	if u.leaf >= 0 && r.tree != nil {
-		r.w.Add(u.leaf, u.charge)
+		r.w.Add(u.leaf, r.charge(u))
 	}
 	r.relevant = r.count(ui, -1)
 }
@@ -295,7 +297,7 @@ func (r *run) rulesOK() bool {
 			var ch int64
 			for _, wi := range r.set {
 				if r.units[wi].ji == v.ji {
-					ch += r.units[wi].charge[0]
+					ch += r.charge(&r.units[wi])[0]
 				}
 			}
 			if big < 0 || ch > bigCharge {
@@ -304,13 +306,13 @@ func (r *run) rulesOK() bool {
 		}
 		for _, wi := range r.set {
 			if w := &r.units[wi]; w.ji == big {
-				r.w.Add(w.leaf, w.charge)
+				r.w.Add(w.leaf, r.charge(w))
 			}
 		}
 		ok := r.w.Borrows(u.node, r.mask)
 		for _, wi := range r.set {
 			if w := &r.units[wi]; w.ji == big {
-				r.w.Release(w.leaf, w.charge)
+				r.w.Release(w.leaf, r.charge(w))
 			}
 		}
 		if !ok {
@@ -345,7 +347,7 @@ func (r *run) evaluate(force bool) (ok, anti bool) {
 	r.placements++
 	r.rel = r.rel[:0]
 	for _, ui := range r.set {
-		r.rel = append(r.rel, r.units[ui].claims...)
+		r.rel = append(r.rel, r.units[ui].claims()...)
 	}
 	if err := r.l.TrialRelease(r.rel...); err != nil {
 		if r.inputErr == nil {
@@ -626,8 +628,9 @@ func (r *run) slotsWith(di int32) int {
 	hosts := r.slotHosts[:0]
 	for _, ui := range r.set {
 		u := &r.units[ui]
-		for i := range u.claims {
-			cl := &u.claims[i]
+		claims := u.claims()
+		for i := range claims {
+			cl := &claims[i]
 			h := cl.Host
 			if len(cl.GPUs) == 0 || r.lx.hostDom[h] != di || !r.hostUsable(h) {
 				continue

@@ -8,26 +8,49 @@ import (
 )
 
 // unit is what a plan may stop: a whole gang, or one task of an elastic
-// group above its minimum (a shrink).
+// group above its minimum (a shrink). Kept small: a plan of a large
+// cluster makes one per running job.
 type unit struct {
-	job    *Job
-	ji     int32 // index of the job in run.jobs
-	claims []topology.Claim
-	task   int32 // claim index for a shrink; -1 for a whole gang
-	// elastic marks the whole-gang unit of a job that also has shrinks.
-	elastic bool
-	slot    int32 // shrink counter (job, group) for a shrink; -1 otherwise
-	ground  Ground
+	job   *Job
+	milli int64 // GPU capacity released, milli-GPU
+	lost  GPUTime
+	ji    int32 // index of the job in run.jobs
+	task  int32 // claim index for a shrink; -1 for a whole gang
+	slot  int32 // shrink counter (job, group) for a shrink; -1 otherwise
 	// leaf is the job's queue in the tree (-1: none); node the queue-tree
 	// node its ground depends on (reclaim: the borrowing node; fair share:
 	// the victim-side child of the common ancestor), -1 for priority.
 	leaf, node queue.NodeID
-	charge     queue.Vector
-	milli      int64 // GPU capacity released, milli-GPU
-	lost       GPUTime
 	prio       int32
 	// contributions to domains at the level: contribs[cfrom:cto]
 	cfrom, cto int32
+	// chg is where a shrink's charge starts in run.chargeArena.
+	chg    int32
+	ground Ground
+	// elastic marks the whole-gang unit of a job that also has shrinks.
+	elastic bool
+}
+
+// claims returns what unit u releases: its job's claims, or the one of its
+// task.
+func (u *unit) claims() []topology.Claim {
+	if u.task < 0 {
+		return u.job.Placement.Claims
+	}
+	return u.job.Placement.Claims[u.task : u.task+1 : u.task+1]
+}
+
+// charge returns what unit u's queue is charged for what it releases (nil
+// without a queue).
+func (r *run) charge(u *unit) queue.Vector {
+	if u.leaf < 0 || r.tree == nil {
+		return nil
+	}
+	if u.task < 0 {
+		return chargeOf(u.job, r.tree, r.c)
+	}
+	n := int32(r.tree.Dimensions().Len())
+	return r.chargeArena[u.chg : u.chg+n : u.chg+n]
 }
 
 // contrib is what a unit frees in one domain at the plan's level, counting
@@ -269,7 +292,7 @@ func (r *run) addUnits(j *Job, g Ground, node queue.NodeID) {
 	}
 	p := j.Placement
 	milli, allWhole := j.shape(r.c)
-	r.units = append(r.units, unit{job: j, ji: ji, claims: p.Claims, task: -1, slot: -1, ground: g, leaf: leaf, node: node, charge: charge,
+	r.units = append(r.units, unit{job: j, ji: ji, task: -1, slot: -1, ground: g, leaf: leaf, node: node,
 		milli: milli, lost: r.lostSince(milli, j), prio: j.Spec.Priority})
 	r.contribute(&r.units[len(r.units)-1], allWhole)
 	if r.s.cfg.NoShrink || r.defrag {
@@ -290,13 +313,13 @@ func (r *run) addUnits(j *Job, g Ground, node queue.NodeID) {
 			}
 			cl := p.Claims[ci : ci+1 : ci+1]
 			m := claimsMilli(r.c, cl)
-			su := unit{job: j, ji: ji, claims: cl, task: int32(ci), slot: slot, ground: g, leaf: leaf, node: node,
+			su := unit{job: j, ji: ji, task: int32(ci), slot: slot, ground: g, leaf: leaf, node: node,
 				milli: m, lost: r.lostSince(m, j), prio: j.Spec.Priority}
 			if leaf >= 0 {
 				lo := len(r.chargeArena)
 				r.chargeArena = append(r.chargeArena, make([]int64, len(charge))...)
-				su.charge = r.chargeArena[lo:len(r.chargeArena):len(r.chargeArena)]
-				addCharge(su.charge, cl, r.tree, r.c)
+				su.chg = int32(lo)
+				addCharge(r.chargeArena[lo:], cl, r.tree, r.c)
 			}
 			r.contribute(&su, allWhole)
 			r.units = append(r.units, su)
@@ -310,8 +333,9 @@ func (r *run) addUnits(j *Job, g Ground, node queue.NodeID) {
 func (r *run) contribute(u *unit, allWhole bool) {
 	u.cfrom = int32(len(r.contribs))
 	l, c := r.l, r.c
-	for i := range u.claims {
-		cl := &u.claims[i]
+	claims := u.claims()
+	for i := range claims {
+		cl := &claims[i]
 		h := cl.Host
 		if r.solo {
 			r.contributeSolo(u, cl, allWhole)

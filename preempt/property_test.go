@@ -2,6 +2,7 @@ package preempt
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -611,4 +612,75 @@ func TestPropertyGreedy(t *testing.T) {
 	if greedy == 0 {
 		t.Error("the greedy search was never used")
 	}
+}
+
+// plainSnap is a State seen without its Roster: the planner visits every
+// job.
+type plainSnap struct{ st *State }
+
+func (p plainSnap) Ledger() *topology.Ledger { return p.st.Ledger() }
+func (p plainSnap) Queues() *queue.Tree      { return p.st.Queues() }
+func (p plainSnap) Jobs(fn func(*Job) bool)  { p.st.Jobs(fn) }
+
+// TestPropertyRoster checks that planning through the State's Roster
+// (collectIndexed: buckets of queue and priority counted in bulk) gives
+// exactly what visiting every job gives — the same plan (victims,
+// placement, cost, search figures) or the same reasons — after random
+// changes filed with Update and jobs removed and added again (which also
+// changes the order the Roster holds them in).
+func TestPropertyRoster(t *testing.T) {
+	var plans, noPlans int
+	rapid.Check(t, func(rt *rapid.T) {
+		in := genInstance(rt, 12)
+		if rapid.Bool().Draw(rt, "greedy") {
+			in.cfg.MaxExact = 1
+		}
+		st := in.f.st
+		var ids []string
+		st.Jobs(func(j *Job) bool { ids = append(ids, j.Spec.ID); return true })
+		for k := rapid.IntRange(0, 4).Draw(rt, "changes"); k > 0 && len(ids) > 0; k-- {
+			id := rapid.SampledFrom(ids).Draw(rt, "changed")
+			j, _ := st.Job(id)
+			switch rapid.IntRange(0, 5).Draw(rt, "change") {
+			case 0:
+				j.Stopping = !j.Stopping
+			case 1:
+				j.Spec.Priority = int32(rapid.IntRange(0, 4).Draw(rt, "newPrio"))
+			case 2:
+				j.Preemptions++
+			case 3:
+				j.Spec.MinRunTime = time.Duration(rapid.IntRange(0, 600).Draw(rt, "newMinRun")) * time.Minute
+			case 4:
+				if j.Started.IsZero() {
+					j.Started = in.now.Add(-time.Duration(rapid.IntRange(1, 600).Draw(rt, "newRan")) * time.Minute)
+				} else {
+					j.Started = time.Time{}
+				}
+			case 5:
+				st.Remove(id)
+				if err := st.Add(j); err != nil {
+					rt.Fatal(err)
+				}
+				continue
+			}
+			if !st.Update(id) {
+				rt.Fatalf("Update(%s) found no job", id)
+			}
+		}
+		a, b := newSearch(rt, in.cfg), newSearch(rt, in.cfg)
+		p1, n1 := a.Plan(st, in.pend, in.now)
+		p2, n2 := b.Plan(plainSnap{st}, in.pend, in.now)
+		if !reflect.DeepEqual(p1, p2) {
+			rt.Fatalf("through the roster: %v\nevery job: %v", p1, p2)
+		}
+		if !reflect.DeepEqual(n1, n2) {
+			rt.Fatalf("through the roster: %+v\nevery job: %+v", n1, n2)
+		}
+		if p1 != nil {
+			plans++
+		} else {
+			noPlans++
+		}
+	})
+	t.Logf("%d plans, %d without", plans, noPlans)
 }

@@ -161,6 +161,7 @@ type run struct {
 	withinStamp []uint64
 
 	// candidates
+	visit       []*Job // jobs to classify one by one (collectIndexed)
 	jobs        []*Job
 	units       []unit
 	contribs    []contrib
@@ -330,7 +331,7 @@ func (s *Search) begin(snap Snapshot, p *Pending, now time.Time) *run {
 	*r = run{s: s, snap: snap, l: l, c: c, tree: snap.Queues(), req: p.Request, pend: p, now: now,
 		w: r.w, wtree: r.wtree, stamp: r.stamp + 1, leaves: r.leaves, path: r.path[:0], onPath: r.onPath,
 		within: r.within, withinStamp: r.withinStamp,
-		jobs: r.jobs[:0], units: r.units[:0], contribs: r.contribs[:0], contribCM: r.contribCM[:0], slotLimit: r.slotLimit[:0], chargeArena: r.chargeArena[:0],
+		visit: r.visit[:0], jobs: r.jobs[:0], units: r.units[:0], contribs: r.contribs[:0], contribCM: r.contribCM[:0], slotLimit: r.slotLimit[:0], chargeArena: r.chargeArena[:0],
 		doms: r.doms[:0], domUnits: r.domUnits[:0], heap: r.heap[:0], domAcc: r.domAcc, domTouch: r.domTouch[:0], touched: r.touched[:0], slotHosts: r.slotHosts[:0], set: r.set[:0], chosen: r.chosen[:0],
 		jobCount: r.jobCount[:0], jobWhole: r.jobWhole[:0], slotCount: r.slotCount[:0], order: r.order[:0], pool: r.pool[:0],
 		amt: r.amt[:0], amtCPU: r.amtCPU[:0], amtMem: r.amtMem[:0], ratio: r.ratio[:0], rel: r.rel[:0], base: r.base[:0], scratch: r.scratch, best: r.best, qp: -1}
@@ -428,7 +429,7 @@ func (r *run) end() {
 	r.snap, r.l, r.pend, r.req = nil, nil, nil, nil
 	clear(r.jobs)
 	for i := range r.units {
-		r.units[i].job, r.units[i].claims, r.units[i].charge = nil, nil, nil
+		r.units[i].job = nil
 	}
 }
 
@@ -492,6 +493,12 @@ func (r *run) setupQueues() {
 	}
 	if cm, ok := r.snap.(Commitments); ok {
 		cm.Commitments(add)
+	} else if ro := r.roster(); ro != nil {
+		for _, j := range ro.stopping {
+			if j.Spec != nil && j.Placement != nil {
+				add(j.Spec.Queue, chargeOf(j, t, r.c), true)
+			}
+		}
 	} else {
 		r.snap.Jobs(func(j *Job) bool {
 			if j.Stopping && j.Spec != nil && j.Placement != nil {
@@ -554,31 +561,17 @@ type Commitments interface {
 	Commitments(fn func(queue string, v queue.Vector, release bool))
 }
 
-// collect sorts the running jobs into units and exclusions.
+// collect sorts the running jobs into units and exclusions: through the
+// Snapshot's Roster when it has one (see collectIndexed), else job by job.
 func (r *run) collect() {
-	r.snap.Jobs(func(j *Job) bool {
-		if j.Placement == nil || j.Spec == nil || len(j.Placement.Claims) == 0 {
+	if ro := r.roster(); ro != nil && !r.defrag {
+		r.collectIndexed(ro)
+	} else {
+		r.snap.Jobs(func(j *Job) bool {
+			r.consider(j)
 			return true
-		}
-		if j.Spec.ID == r.req.ID {
-			return true
-		}
-		var ex Exclusion
-		var g Ground
-		var node queue.NodeID
-		if r.defrag {
-			ex, g, node = r.classifyMove(j)
-		} else {
-			ex, g, node = r.classify(j)
-		}
-		if g == 0 {
-			r.excluded[ex]++
-			return true
-		}
-		r.eligible++
-		r.addUnits(j, g, node)
-		return true
-	})
+		})
+	}
 	n := len(r.units)
 	r.chosen = slices.Grow(r.chosen[:0], n)[:n]
 	clear(r.chosen)
@@ -596,6 +589,31 @@ func (r *run) collect() {
 	ns := len(r.slotLimit)
 	r.slotCount = slices.Grow(r.slotCount[:0], ns)[:ns]
 	clear(r.slotCount)
+}
+
+// consider classifies one running job and records its units or its
+// exclusion.
+func (r *run) consider(j *Job) {
+	if j.Placement == nil || j.Spec == nil || len(j.Placement.Claims) == 0 {
+		return
+	}
+	if j.Spec.ID == r.req.ID {
+		return
+	}
+	var ex Exclusion
+	var g Ground
+	var node queue.NodeID
+	if r.defrag {
+		ex, g, node = r.classifyMove(j)
+	} else {
+		ex, g, node = r.classify(j)
+	}
+	if g == 0 {
+		r.excluded[ex]++
+		return
+	}
+	r.eligible++
+	r.addUnits(j, g, node)
 }
 
 // rank builds the candidate domains and their lower bounds. It returns a
@@ -628,13 +646,13 @@ func (r *run) rank() Verdict {
 		// Even with every eligible victim gone, does the quota bind?
 		for ui := range r.units {
 			if u := &r.units[ui]; u.task < 0 && u.leaf >= 0 {
-				r.w.Release(u.leaf, u.charge)
+				r.w.Release(u.leaf, r.charge(u))
 			}
 		}
 		b := r.w.Check(r.qp, r.demand)
 		for ui := range r.units {
 			if u := &r.units[ui]; u.task < 0 && u.leaf >= 0 {
-				r.w.Add(u.leaf, u.charge)
+				r.w.Add(u.leaf, r.charge(u))
 			}
 		}
 		if b != nil {
@@ -1097,10 +1115,10 @@ func (r *run) plan() *Plan {
 			v.GPUMilli += x.milli
 			v.Lost += x.lost
 			if x.task < 0 {
-				v.Claims = x.claims
+				v.Claims = x.claims()
 			} else {
 				v.Tasks = append(v.Tasks, j.Placement.Tasks[x.task])
-				v.Claims = append(v.Claims, x.claims[0])
+				v.Claims = append(v.Claims, x.claims()[0])
 			}
 		}
 		if v.Tasks != nil && len(v.Tasks) == len(j.Placement.Claims) {

@@ -69,6 +69,16 @@ type Job struct {
 	// request cache, for migrations.
 	req     *gang.Request
 	reqSpec *workload.Job
+	// roster filing (roster.go): the roster, the ID and flags it was
+	// filed under, its group and bucket, its positions in the bucket's
+	// jobs and minRun, and in the roster's stopping list (+1; 0: none).
+	ro                *Roster
+	rid               string
+	rhost             topology.HostID // of the first claim, for byHost
+	rflags            uint8
+	rg                *rgroup
+	rb                *rbucket
+	rpos, rmin, rstop int32
 }
 
 // shape returns the GPU milli of j's placement and whether all its GPU
@@ -146,19 +156,26 @@ type Snapshot interface {
 }
 
 // State is a Snapshot kept by the caller: a ledger, an optional queue
-// tree and the jobs holding resources, in ID order. Add and Remove keep the
-// job list; the caller keeps the ledger and tree in step (a job's claims
-// on the ledger, its charge in the tree). Not safe for concurrent use.
+// tree and the jobs holding resources, in ID order, indexed by a Roster
+// (so that a plan visits only the jobs that may be its victims). Add and
+// Remove keep the job list; Update files a job again after a change of
+// the fields the planners classify it by (see Roster); the caller keeps
+// the ledger and tree in step (a job's claims on the ledger, its charge in
+// the tree). Not safe for concurrent use.
 type State struct {
 	ledger *topology.Ledger
 	tree   *queue.Tree
 	jobs   []*Job
+	roster *Roster
 }
 
 // NewState returns a State over l and tree (nil: no quotas) with no jobs.
 func NewState(l *topology.Ledger, tree *queue.Tree) *State {
-	return &State{ledger: l, tree: tree}
+	return &State{ledger: l, tree: tree, roster: NewRoster()}
 }
+
+// Roster returns the State's index of its jobs (Indexed).
+func (s *State) Roster() *Roster { return s.roster }
 
 // Ledger returns the ledger.
 func (s *State) Ledger() *topology.Ledger { return s.ledger }
@@ -193,6 +210,9 @@ func (s *State) Add(j *Job) error {
 	if ok {
 		return fmt.Errorf("preempt: duplicate job %s", j.Spec.ID)
 	}
+	if err := s.roster.Add(j); err != nil {
+		return err
+	}
 	s.jobs = slices.Insert(s.jobs, i, j)
 	return nil
 }
@@ -201,7 +221,20 @@ func (s *State) Add(j *Job) error {
 func (s *State) Remove(id string) bool {
 	i, ok := s.find(id)
 	if ok {
+		s.roster.Remove(s.jobs[i])
 		s.jobs = slices.Delete(s.jobs, i, i+1)
+	}
+	return ok
+}
+
+// Update files the job with the given ID again after its Spec.Priority,
+// Spec.NonPreemptible, Spec.MinRunTime, Spec.MaxPreemptions, Preemptions,
+// Started or Stopping changed (Spec.ID and Spec.Queue must not change
+// while it is in the State). It reports whether the job is there.
+func (s *State) Update(id string) bool {
+	j, ok := s.Job(id)
+	if ok {
+		s.roster.Update(j)
 	}
 	return ok
 }

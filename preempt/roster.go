@@ -1,0 +1,381 @@
+package preempt
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/gpusched/gpusched/queue"
+)
+
+// Roster indexes the jobs of a Snapshot by queue and, within a queue, by
+// priority, with the protections of each group counted, so that a plan
+// visits only the jobs that may be its victims: the groups whose queue and
+// priority give no ground against the pending job are counted as
+// exclusions by their sizes, without looking at their jobs. A scheduler
+// keeps one across plans and cycles, in step with its events: Add when a
+// job starts holding resources, Remove when it stops, Update after
+// changing a field the planners classify jobs by (Spec.Queue,
+// Spec.Priority, Spec.NonPreemptible, Spec.MinRunTime,
+// Spec.MaxPreemptions, Preemptions, Started, Stopping). A Snapshot that
+// keeps one offers it by implementing Indexed; State does.
+//
+// Add, Remove and Update are O(1) amortised (O(priorities of the queue)
+// for a priority not seen in it before). Not safe for concurrent use; a
+// Job belongs to at most one Roster at a time.
+type Roster struct {
+	byQueue map[string]*rgroup
+	groups  []*rgroup // in order of creation
+	ids     map[string]*Job
+	// all holds the filed jobs (those holding something) by the host of
+	// their first claim: a plan that visits many of them visits them in
+	// host order, which keeps the cluster's per-host data in cache.
+	all []*Job
+	// stamp marks the buckets a plan visits (rbucket.visit).
+	stamp uint64
+	// stopping lists the jobs with Stopping set (for the planner's quota
+	// view when the Snapshot lists no Commitments).
+	stopping []*Job
+}
+
+// rgroup is the jobs of one queue, by priority.
+type rgroup struct {
+	queue   string
+	buckets []*rbucket // ascending priority
+	// leaf cache: the queue's leaf in tree (-1: none).
+	tree *queue.Tree
+	leaf queue.NodeID
+}
+
+// rbucket is the jobs of one queue with one priority, and how many of them
+// are protected on which ground. The protections that do not depend on
+// the time are counted; jobs with a minimum run time are listed, since
+// whether it protects them depends on when the plan is made.
+type rbucket struct {
+	prio  int32
+	visit uint64 // Roster.stamp of the plan that visits it
+	jobs  []*Job
+	// stopping; non-preemptible (not stopping); at their preemption cap
+	// (neither of those).
+	stopping, nonPre, capped int
+	// minRun lists the started jobs with a minimum run time (neither
+	// stopping nor non-preemptible).
+	minRun []*Job
+}
+
+// Flags a roster keeps of a job, as they were when it was filed.
+const (
+	rStopping uint8 = 1 << iota
+	rNonPre
+	rCapped
+	rMinRun
+	rEmpty // holds nothing: not filed in a bucket
+)
+
+// Indexed is implemented by a Snapshot that keeps a Roster of exactly the
+// jobs its Jobs lists, in step with them. Plan then visits only the jobs of
+// the queues and priorities that may give victims. Roster may return nil
+// (no index: every job is visited).
+type Indexed interface {
+	Roster() *Roster
+}
+
+// NewRoster returns an empty Roster.
+func NewRoster() *Roster {
+	return &Roster{byQueue: map[string]*rgroup{}, ids: map[string]*Job{}}
+}
+
+// Len returns the number of jobs.
+func (x *Roster) Len() int { return len(x.ids) }
+
+// Add files a job that holds resources. It returns an error for a job
+// without Spec or Placement, an inconsistent placement, a duplicate ID, or
+// a job filed in another Roster.
+func (x *Roster) Add(j *Job) error {
+	if err := j.validate(); err != nil {
+		return err
+	}
+	if j.ro != nil {
+		return fmt.Errorf("preempt: job %s is in a roster already", j.Spec.ID)
+	}
+	if _, dup := x.ids[j.Spec.ID]; dup {
+		return fmt.Errorf("preempt: duplicate job %s", j.Spec.ID)
+	}
+	x.ids[j.Spec.ID] = j
+	j.ro = x
+	x.file(j)
+	return nil
+}
+
+// Remove forgets a job; it reports whether the job was in x.
+func (x *Roster) Remove(j *Job) bool {
+	if j == nil || j.ro != x {
+		return false
+	}
+	x.unfile(j)
+	delete(x.ids, j.rid)
+	j.ro = nil
+	return true
+}
+
+// Update files a job again after a change of the fields the planners
+// classify it by; a job not in x is ignored. Nothing changes when those
+// fields did not.
+func (x *Roster) Update(j *Job) {
+	if j == nil || j.ro != x {
+		return
+	}
+	if j.rid == j.Spec.ID && j.rflags == rosterFlags(j) && (j.rb == nil || j.rb.prio == j.Spec.Priority && j.rg.queue == j.Spec.Queue) {
+		return
+	}
+	x.unfile(j)
+	if j.rid != j.Spec.ID {
+		delete(x.ids, j.rid)
+		x.ids[j.Spec.ID] = j
+	}
+	x.file(j)
+}
+
+// rosterFlags are the protections of j that do not depend on the time.
+func rosterFlags(j *Job) uint8 {
+	if j.Placement == nil || len(j.Placement.Claims) == 0 {
+		return rEmpty
+	}
+	sp := j.Spec
+	switch {
+	case j.Stopping:
+		return rStopping
+	case sp.NonPreemptible:
+		return rNonPre
+	}
+	var f uint8
+	if sp.MaxPreemptions > 0 && j.Preemptions >= sp.MaxPreemptions {
+		f |= rCapped
+	}
+	if !j.Started.IsZero() && sp.MinRunTime > 0 {
+		f |= rMinRun
+	}
+	return f
+}
+
+func (x *Roster) file(j *Job) {
+	j.rid = j.Spec.ID
+	j.rflags = rosterFlags(j)
+	j.rhost = 0
+	if j.Placement != nil && len(j.Placement.Claims) > 0 {
+		j.rhost = j.Placement.Claims[0].Host
+	}
+	if j.Stopping {
+		x.stopping = append(x.stopping, j)
+		j.rstop = int32(len(x.stopping)) // position + 1
+	}
+	if j.rflags&rEmpty != 0 {
+		j.rg, j.rb = nil, nil
+		return
+	}
+	g := x.byQueue[j.Spec.Queue]
+	if g == nil {
+		g = &rgroup{queue: j.Spec.Queue, leaf: -1}
+		x.byQueue[g.queue] = g
+		x.groups = append(x.groups, g)
+	}
+	i, ok := slices.BinarySearchFunc(g.buckets, j.Spec.Priority, func(b *rbucket, p int32) int {
+		switch {
+		case b.prio < p:
+			return -1
+		case b.prio > p:
+			return 1
+		}
+		return 0
+	})
+	if !ok {
+		g.buckets = slices.Insert(g.buckets, i, &rbucket{prio: j.Spec.Priority})
+	}
+	b := g.buckets[i]
+	j.rg, j.rb = g, b
+	j.rpos = int32(len(b.jobs))
+	b.jobs = append(b.jobs, j)
+	k := sort.Search(len(x.all), func(k int) bool { return x.all[k].rhost > j.rhost })
+	x.all = slices.Insert(x.all, k, j)
+	switch f := j.rflags; {
+	case f&rStopping != 0:
+		b.stopping++
+	case f&rNonPre != 0:
+		b.nonPre++
+	default:
+		if f&rCapped != 0 {
+			b.capped++
+		}
+		if f&rMinRun != 0 {
+			j.rmin = int32(len(b.minRun))
+			b.minRun = append(b.minRun, j)
+		}
+	}
+}
+
+func (x *Roster) unfile(j *Job) {
+	if j.rstop > 0 {
+		k, last := int(j.rstop)-1, len(x.stopping)-1
+		x.stopping[k] = x.stopping[last]
+		x.stopping[k].rstop = int32(k) + 1
+		x.stopping[last] = nil
+		x.stopping = x.stopping[:last]
+		j.rstop = 0
+	}
+	b := j.rb
+	if b == nil {
+		return
+	}
+	k := sort.Search(len(x.all), func(k int) bool { return x.all[k].rhost >= j.rhost })
+	for x.all[k] != j {
+		k++
+	}
+	x.all = slices.Delete(x.all, k, k+1)
+	k, last := int(j.rpos), len(b.jobs)-1
+	b.jobs[k] = b.jobs[last]
+	b.jobs[k].rpos = int32(k)
+	b.jobs[last] = nil
+	b.jobs = b.jobs[:last]
+	switch f := j.rflags; {
+	case f&rStopping != 0:
+		b.stopping--
+	case f&rNonPre != 0:
+		b.nonPre--
+	default:
+		if f&rCapped != 0 {
+			b.capped--
+		}
+		if f&rMinRun != 0 {
+			k, last := int(j.rmin), len(b.minRun)-1
+			b.minRun[k] = b.minRun[last]
+			b.minRun[k].rmin = int32(k)
+			b.minRun[last] = nil
+			b.minRun = b.minRun[:last]
+		}
+	}
+	if len(b.jobs) == 0 {
+		g := j.rg
+		i := slices.Index(g.buckets, b)
+		g.buckets = slices.Delete(g.buckets, i, i+1)
+	}
+	j.rg, j.rb = nil, nil
+}
+
+// leafIn returns the group's leaf in tree (-1: none), cached.
+func (g *rgroup) leafIn(t *queue.Tree) queue.NodeID {
+	if g.tree != t {
+		g.tree, g.leaf = t, -1
+		if id, ok := t.Lookup(g.queue); ok && t.LeafOf(id) != nil {
+			g.leaf = id
+		}
+	}
+	return g.leaf
+}
+
+// roster returns the Snapshot's Roster, or nil.
+func (r *run) roster() *Roster {
+	if ix, ok := r.snap.(Indexed); ok {
+		return ix.Roster()
+	}
+	return nil
+}
+
+// collectIndexed is collect over a Roster: the jobs of the buckets whose
+// queue and priority may give a ground against the pending job are
+// classified one by one; the others are counted as exclusions in bulk
+// (their protections first, as classify orders them).
+func (r *run) collectIndexed(ro *Roster) {
+	self := ro.ids[r.req.ID]
+	ro.stamp++
+	n := 0
+	for _, g := range ro.groups {
+		for _, b := range g.buckets {
+			ex, all := r.bucketClass(g, b.prio < r.pend.Priority)
+			if all || self != nil && self.rb == b {
+				b.visit = ro.stamp
+				n += len(b.jobs)
+				continue
+			}
+			r.excluded[ExclStopping] += b.stopping
+			r.excluded[ExclNonPreemptible] += b.nonPre
+			active, activeCapped := 0, 0
+			for _, j := range b.minRun {
+				if r.now.Sub(j.Started) < j.Spec.MinRunTime {
+					active++
+					if j.rflags&rCapped != 0 {
+						activeCapped++
+					}
+					if t := j.Started.Add(j.Spec.MinRunTime); r.until.IsZero() || t.Before(r.until) {
+						r.until = t
+					}
+				}
+			}
+			r.excluded[ExclMinRunTime] += active
+			r.excluded[ExclMaxPreemptions] += b.capped - activeCapped
+			r.excluded[ex] += len(b.jobs) - b.stopping - b.nonPre - active - (b.capped - activeCapped)
+		}
+	}
+	// In host order: the buckets interleave all over the cluster, and
+	// visiting its hosts' data in order is much faster. Many jobs are
+	// picked out of the roster's host order; a few are sorted.
+	if 4*n >= len(ro.all) {
+		for _, j := range ro.all {
+			if j.rb.visit == ro.stamp {
+				r.consider(j)
+			}
+		}
+		return
+	}
+	visit := r.visit[:0]
+	for _, g := range ro.groups {
+		for _, b := range g.buckets {
+			if b.visit == ro.stamp {
+				visit = append(visit, b.jobs...)
+			}
+		}
+	}
+	slices.SortFunc(visit, func(a, b *Job) int { return int(a.rhost) - int(b.rhost) })
+	for _, j := range visit {
+		r.consider(j)
+	}
+	clear(visit)
+	r.visit = visit[:0]
+}
+
+// bucketClass says how classify decides the unprotected jobs of group g
+// with a priority lower than the pending job's or not: visit them one by
+// one (some ground may apply), or exclude them all for ex.
+func (r *run) bucketClass(g *rgroup, lower bool) (ex Exclusion, visit bool) {
+	cfg := &r.s.cfg
+	if r.tree == nil {
+		same := g.queue == r.pend.Queue
+		switch {
+		case lower && (cfg.LowerPriority == AnyQueue || cfg.LowerPriority == WithinQueue && same):
+			return 0, true
+		case same || cfg.LowerPriority == AnyQueue:
+			return ExclPriority, false
+		}
+		return ExclGuaranteed, false
+	}
+	qv := g.leafIn(r.tree)
+	same := qv >= 0 && qv == r.qp
+	if lower && (cfg.LowerPriority == AnyQueue || cfg.LowerPriority == WithinQueue && same) {
+		return 0, true
+	}
+	if same || qv < 0 || r.qp < 0 {
+		if same || cfg.LowerPriority == AnyQueue {
+			return ExclPriority, false
+		}
+		return ExclGuaranteed, false
+	}
+	li := r.leaf(qv)
+	switch {
+	case li.reclaim < 0 && li.fs < 0:
+		return ExclGuaranteed, false
+	case li.reclaim >= 0 && li.reclaimOK && (cfg.Reclaim == ReclaimAny || cfg.Reclaim == ReclaimLowerPriority && lower):
+		return 0, true
+	case li.fs >= 0:
+		return 0, true // the final-share rule, job by job
+	}
+	return ExclBorrowing, false
+}

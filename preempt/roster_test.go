@@ -1,0 +1,63 @@
+package preempt
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestRoster files, refiles and removes jobs, and checks what a plan
+// through the State's Roster counts in bulk.
+func TestRoster(t *testing.T) {
+	f := newFixture(t, cluster(t, "dgx-h100", 4, 0), nil)
+	low := f.run(t, jobSpec{id: "low", queue: "q", prio: 0, tasks: []task{{"dgx-h100-1", 0, 8}}, started: ago(time.Hour)})
+	f.run(t, jobSpec{id: "high", queue: "q", prio: 9, tasks: []task{{"dgx-h100-2", 0, 8}}, started: ago(time.Hour)})
+	f.run(t, jobSpec{id: "young", queue: "q", prio: 9, tasks: []task{{"dgx-h100-3", 0, 8}}, started: ago(time.Minute), minRun: time.Hour})
+	f.run(t, jobSpec{id: "other", queue: "r", prio: 0, tasks: []task{{"dgx-h100-4", 0, 8}}, started: ago(time.Hour), nonPre: true})
+	ro := f.st.Roster()
+	if ro.Len() != 4 {
+		t.Fatalf("Len %d", ro.Len())
+	}
+	if err := ro.Add(low); err == nil {
+		t.Error("a job filed twice")
+	}
+	if err := NewRoster().Add(low); err == nil {
+		t.Error("a job filed in two rosters")
+	}
+	if NewRoster().Remove(low) {
+		t.Error("removed a job from a roster it is not in")
+	}
+	s := newSearch(t, Config{})
+	pend := f.pending(t, "p", "q", 5, 1, 8, "")
+	p, np := s.Plan(f.st, pend, now)
+	if got := victimIDs(p); !slices.Equal(got, []string{"low"}) {
+		t.Fatalf("%v %v", p, np)
+	}
+	// low stops being a candidate: no plan; the others are counted in bulk.
+	low.Stopping = true
+	f.st.Update("low")
+	p, np = s.Plan(f.st, pend, now)
+	if p != nil {
+		t.Fatalf("plan %s with the only candidate stopping", p)
+	}
+	want := [NumExclusions]int{ExclStopping: 1, ExclNonPreemptible: 1, ExclMinRunTime: 1, ExclPriority: 1}
+	if np.Excluded != want || np.Eligible != 0 || !np.Until.Equal(now.Add(59*time.Minute)) {
+		t.Errorf("excluded %v, eligible %d, until %v", np.Excluded, np.Eligible, np.Until)
+	}
+	// Priority changes move jobs between buckets.
+	low.Stopping = false
+	low.Spec.Priority = 7
+	f.st.Update("low")
+	if p, _ = s.Plan(f.st, pend, now); p != nil {
+		t.Errorf("plan %s: low's priority is 7 now", p)
+	}
+	if p, _ = s.Plan(f.st, f.pending(t, "p", "q", 8, 1, 8, ""), now); !slices.Equal(victimIDs(p), []string{"low"}) {
+		t.Errorf("plan %s for priority 8", p)
+	}
+	if !f.st.Remove("low") || ro.Len() != 3 || f.st.Update("low") {
+		t.Error("Remove")
+	}
+	if _, np = s.Plan(f.st, f.pending(t, "p", "q", 8, 1, 8, ""), now); np == nil || np.Eligible != 0 {
+		t.Errorf("no plan expected without low: %v", np)
+	}
+}
