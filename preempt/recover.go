@@ -266,9 +266,9 @@ func Recover(snap Snapshot, faults []Fault, now time.Time, cfg RecoveryConfig) (
 		var restart time.Time
 		if !j.Started.IsZero() {
 			from = j.Started.UnixNano()
-			if !j.Checkpoint.IsZero() && j.Checkpoint.After(j.Started) {
-				from = j.Checkpoint.UnixNano()
-				restart = j.Checkpoint
+			if cp := j.lastCheckpoint(now); !cp.IsZero() {
+				from = cp.UnixNano()
+				restart = cp
 			}
 		}
 		lost := func(claims []topology.Claim) GPUTime {

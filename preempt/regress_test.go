@@ -74,3 +74,26 @@ func TestReprieveAcrossDomainsFailedGPU(t *testing.T) {
 	}
 	checkApplies(t, f, p, pend)
 }
+
+// TestCheckpointInterval: a job that checkpoints every 30 minutes and
+// started 100 minutes ago loses the 10 minutes since its last whole
+// interval, or less when it reported a later checkpoint.
+func TestCheckpointInterval(t *testing.T) {
+	f := newFixture(t, cluster(t, "dgx-h100", 1, 0), nil)
+	j := f.run(t, jobSpec{id: "j", queue: "q", tasks: []task{{"dgx-h100-1", 0, 8}}, started: ago(100 * time.Minute)})
+	j.CheckpointInterval = 30 * time.Minute
+	s := newSearch(t, Config{})
+	pend := f.pending(t, "p", "q", 1, 1, 8, "")
+	p, np := s.Plan(f.st, pend, now)
+	if p == nil || p.Cost.Lost != 8*600*1000 {
+		t.Fatalf("%v %v; want 8 GPUs × 10 min lost", p, np)
+	}
+	j.Checkpoint = now.Add(-4 * time.Minute)
+	if p, _ = s.Plan(f.st, pend, now); p == nil || p.Cost.Lost != 8*240*1000 {
+		t.Fatalf("%v; want 8 GPUs × 4 min lost", p)
+	}
+	plan, err := Recover(f.st, []Fault{HostFault(0, topology.Failed, "down")}, now, RecoveryConfig{})
+	if err != nil || len(plan.Actions) != 1 || !plan.Actions[0].RestartFrom.Equal(j.Checkpoint) {
+		t.Fatalf("%+v %v", plan, err)
+	}
+}

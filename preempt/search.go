@@ -409,8 +409,10 @@ func (r *run) lostSince(milli int64, j *Job) GPUTime {
 		return 0
 	}
 	from := j.Started.UnixNano()
-	if !j.Checkpoint.IsZero() {
-		from = max(from, j.Checkpoint.UnixNano())
+	if !j.Checkpoint.IsZero() || j.CheckpointInterval > 0 {
+		if cp := j.lastCheckpoint(r.now); !cp.IsZero() {
+			from = cp.UnixNano()
+		}
 	}
 	return lostNanos(milli, from, r.nowNano)
 }

@@ -34,6 +34,10 @@ type Job struct {
 	// zero (or a time before Started) means none, so stopping it loses its
 	// whole run since Started.
 	Checkpoint time.Time
+	// CheckpointInterval, when positive, is how often it checkpoints: its
+	// last checkpoint is taken to be at least the last whole interval
+	// since Started, for a host that does not report every checkpoint.
+	CheckpointInterval time.Duration
 	// Preemptions counts how often it was preempted already; at
 	// Spec.MaxPreemptions (when positive) it is never chosen again.
 	Preemptions int
@@ -98,6 +102,25 @@ func (j *Job) shape(c *topology.Cluster) (int64, bool) {
 		}
 	}
 	return j.milli, j.allWhole
+}
+
+// lastCheckpoint returns j's last checkpoint at now: Checkpoint, or the
+// last whole CheckpointInterval since Started if later; zero when there is
+// none after Started.
+func (j *Job) lastCheckpoint(now time.Time) time.Time {
+	if j.Started.IsZero() {
+		return time.Time{}
+	}
+	cp := j.Checkpoint
+	if iv := j.CheckpointInterval; iv > 0 && now.After(j.Started) {
+		if est := j.Started.Add(now.Sub(j.Started) / iv * iv); est.After(cp) {
+			cp = est
+		}
+	}
+	if !cp.After(j.Started) {
+		return time.Time{}
+	}
+	return cp
 }
 
 // ID returns Spec.ID.
