@@ -41,13 +41,7 @@ func (r *run) resetSet(x *dom) {
 	}
 	r.set = r.set[:0]
 	r.cur = key{}
-	hf := r.s.hostFree
-	for _, h := range r.cnt.hosts {
-		hf[h] = 0
-	}
-	if r.cnt.x != nil && r.soloGPU != 0 {
-		r.clearFreed(r.cnt.x)
-	}
+	r.clearCounts()
 	r.cnt = counter{x: x, have: r.freeA(x), hosts: r.cnt.hosts[:0]}
 	if r.solo {
 		h, _ := r.c.DomainHosts(x.id)
@@ -58,6 +52,20 @@ func (r *run) resetSet(x *dom) {
 	}
 	if r.k >= 2 {
 		r.cnt.slots = r.baseSlots(x.id)
+	}
+}
+
+// clearCounts zeroes the counter's per-host and per-GPU scratch.
+func (r *run) clearCounts() {
+	hf, in := r.s.hostFree, r.s.hostIn
+	for _, h := range r.cnt.hosts {
+		hf[h], in[h] = 0, false
+		first, n := r.c.HostGPUs(h)
+		clear(r.s.gpuFreed[first : first+topology.GPUID(n)])
+	}
+	r.cnt.hosts = r.cnt.hosts[:0]
+	if r.cnt.x != nil && r.soloGPU != 0 {
+		r.clearFreed(r.cnt.x)
 	}
 }
 
@@ -172,7 +180,7 @@ func (r *run) count(ui int32, sign int64) bool {
 	relevant := false
 	u := &r.units[ui]
 	x := r.cnt.x
-	hf := r.s.hostFree
+	hf, fr, in := r.s.hostFree, r.s.gpuFreed, r.s.hostIn
 	claims := u.claims()
 	for i := range claims {
 		cl := &claims[i]
@@ -180,22 +188,31 @@ func (r *run) count(ui int32, sign int64) bool {
 		if len(cl.GPUs) == 0 || r.lx.hostDom[h] != x.i || !r.hostUsable(h) {
 			continue
 		}
-		n := int32(0)
-		whole := r.allHealthy(h)
-		for _, g := range cl.GPUs {
-			if whole || r.l.GPU(g.GPU).Health == topology.Healthy {
-				n++
-			}
-		}
-		if n == 0 {
-			continue
-		}
-		f := int32(r.l.HostFreeGPUs(h))
-		if hf[h] == 0 && sign > 0 {
+		if !in[h] {
+			in[h] = true
 			r.cnt.hosts = append(r.cnt.hosts, h)
 		}
+		// GPU by GPU: a GPU is free for a whole task once every claim on
+		// it is released (a share released alone frees nothing whole).
+		f := int32(r.l.HostFreeGPUs(h))
 		old := (f + hf[h]) / int32(r.k)
-		hf[h] += int32(sign) * n
+		whole := r.allHealthy(h)
+		for _, gc := range cl.GPUs {
+			g := gc.GPU
+			st := r.l.GPU(g)
+			if !whole && st.Health != topology.Healthy {
+				continue
+			}
+			before := int32(st.UsedMilli) == fr[g]
+			fr[g] += int32(sign) * int32(gpuClaimMilli(r.c, gc))
+			if after := int32(st.UsedMilli) == fr[g]; after != before {
+				if after {
+					hf[h]++
+				} else {
+					hf[h]--
+				}
+			}
+		}
 		nw := (f + hf[h]) / int32(r.k)
 		r.cnt.slots += int(nw - old)
 		relevant = relevant || old > 0 || nw > 0

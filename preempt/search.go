@@ -20,7 +20,7 @@ import (
 // # How a plan is found
 //
 //  1. If the gang places (and fits its quotas) as things are, the plan has
-//     no victims.
+//     no victims (not tried for a Pending marked Unplaced).
 //  2. One pass over the running jobs sorts them into eligible victims and
 //     excluded ones (Exclusion): stopping, non-preemptible, inside their
 //     minimum run time, at their preemption cap, or without a ground
@@ -75,9 +75,13 @@ type Search struct {
 	c        *topology.Cluster
 	levels   []levelIndex // by Level, built on first use
 	hostFree []int32      // counting: whole GPUs freed per host (scratch)
-	gpuFreed []int32      // solo counting: milli-GPU freed per GPU (scratch)
+	gpuFreed []int32      // counting: milli-GPU freed per GPU (scratch)
+	hostIn   []bool       // counting: host in counter.hosts
 
 	r run
+
+	govTree *queue.Tree
+	gov     bool
 }
 
 // levelIndex maps hosts (and, at LevelFabric, GPUs) to the index of
@@ -288,7 +292,7 @@ func (s *Search) Plan(snap Snapshot, p *Pending, now time.Time) (*Plan, *NoPlan)
 		return nil, r.noPlan(VerdictPlacement)
 	}
 	// 1. Fits as things are?
-	if !r.qblock {
+	if !r.qblock && !p.Unplaced {
 		r.placements++
 		if s.cfg.Placer.Place(r.l, r.req, &r.scratch) == nil {
 			return &Plan{Job: r.req.ID, Placement: r.scratch.Clone(), Level: r.lv, Domain: r.placedDomain(&r.scratch), Exact: true}, nil
@@ -334,7 +338,7 @@ func (s *Search) begin(snap Snapshot, p *Pending, now time.Time) *run {
 		visit: r.visit[:0], jobs: r.jobs[:0], units: r.units[:0], contribs: r.contribs[:0], contribCM: r.contribCM[:0], slotLimit: r.slotLimit[:0], chargeArena: r.chargeArena[:0],
 		doms: r.doms[:0], domUnits: r.domUnits[:0], heap: r.heap[:0], domAcc: r.domAcc, domTouch: r.domTouch[:0], touched: r.touched[:0], slotHosts: r.slotHosts[:0], set: r.set[:0], chosen: r.chosen[:0],
 		jobCount: r.jobCount[:0], jobWhole: r.jobWhole[:0], slotCount: r.slotCount[:0], order: r.order[:0], pool: r.pool[:0],
-		amt: r.amt[:0], amtCPU: r.amtCPU[:0], amtMem: r.amtMem[:0], ratio: r.ratio[:0], rel: r.rel[:0], base: r.base[:0], scratch: r.scratch, best: r.best, qp: -1}
+		amt: r.amt[:0], amtCPU: r.amtCPU[:0], amtMem: r.amtMem[:0], ratio: r.ratio[:0], rel: r.rel[:0], base: r.base[:0], scratch: r.scratch, best: r.best, qp: -1, cnt: counter{hosts: r.cnt.hosts[:0]}}
 	r.best.ok, r.best.set, r.best.moves = false, r.best.set[:0], r.best.moves[:0]
 	r.moves = r.moves[:0]
 	r.nowNano = now.UnixNano()
@@ -398,8 +402,9 @@ func (r *run) goSolo() {
 			r.soloGPU, r.soloQ, r.soloMilli = gang.TaskShare, 1, int32(g.Milli)
 		}
 	}
-	if r.soloGPU != 0 && len(r.s.gpuFreed) != r.c.NumGPUs() {
-		r.s.gpuFreed = make([]int32, r.c.NumGPUs())
+	if r.soloGPU != 0 {
+		// Its GPU count covers tasks of k GPUs: no host slots.
+		r.k, r.kTasks, r.kOnly = 0, 0, false
 	}
 }
 
@@ -420,9 +425,7 @@ func (r *run) lostSince(milli int64, j *Job) GPUTime {
 // end drops references to the caller's data so that the Search does not
 // keep them alive.
 func (r *run) end() {
-	if r.cnt.x != nil && r.soloGPU != 0 {
-		r.clearFreed(r.cnt.x)
-	}
+	r.clearCounts()
 	if r.solo && r.lx.hostPos != nil {
 		for _, di := range r.touched {
 			r.lx.hostPos[di], r.lx.minLost[di] = -1, maxGPUTime
@@ -435,6 +438,17 @@ func (r *run) end() {
 	}
 }
 
+// governs reports whether tree t has a quota on some resource (cached).
+func (s *Search) governs(t *queue.Tree) bool {
+	if s.govTree != t {
+		s.govTree, s.gov = t, false
+		for r := 0; r < t.Dimensions().Len(); r++ {
+			s.gov = s.gov || t.Governed(r)
+		}
+	}
+	return s.gov
+}
+
 // prepare sizes the per-cluster scratch and returns the index of level
 // lv, building it on first use: O(hosts) (O(GPUs) at LevelFabric) once per
 // cluster and level.
@@ -443,6 +457,8 @@ func (s *Search) prepare(c *topology.Cluster, lv topology.Level) *levelIndex {
 		s.c = c
 		s.levels = make([]levelIndex, c.NumLevels())
 		s.hostFree = make([]int32, c.NumHosts())
+		s.hostIn = make([]bool, c.NumHosts())
+		s.gpuFreed = make([]int32, c.NumGPUs())
 	}
 	x := &s.levels[lv]
 	if x.hostDom != nil {
@@ -488,6 +504,13 @@ func (r *run) setupQueues() {
 		r.withinStamp = make([]uint64, n)
 	}
 	r.base = r.base[:0]
+	if !r.s.governs(t) {
+		// No quota anywhere: nobody borrows and no quota binds, so the
+		// what-if usage decides nothing; skip the commitments.
+		r.resetW()
+		r.setupPending()
+		return
+	}
 	add := func(q string, v queue.Vector, release bool) {
 		if id, ok := t.Lookup(q); ok && t.LeafOf(id) != nil && v != nil {
 			r.base = append(r.base, baseCharge{leaf: id, v: v, release: release})
@@ -510,6 +533,13 @@ func (r *run) setupQueues() {
 		})
 	}
 	r.resetW()
+	r.setupPending()
+}
+
+// setupPending resolves the pending job's queue path and demand on the
+// what-if tree.
+func (r *run) setupPending() {
+	t := r.tree
 	clear(r.onPath)
 	if id, ok := t.Lookup(r.pend.Queue); ok && t.LeafOf(id) != nil {
 		r.qp = id

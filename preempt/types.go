@@ -284,6 +284,11 @@ type Pending struct {
 	// dimensions; nil means the minimum demand of the Request (GPU, CPU,
 	// memory).
 	Demand queue.Vector
+	// Unplaced says that the caller has just tried placing Request on the
+	// Snapshot's ledger as it is, with the Planner's placer, and it did not
+	// place: Plan does not try again (a scheduler asks for a plan only for
+	// a job that did not place).
+	Unplaced bool
 }
 
 // GPUTime is an amount of GPU time in milli-GPU-seconds: a GPU for one
