@@ -167,6 +167,7 @@ func (s *Scheduler) Started(id string, now time.Time) error {
 	s.ends.Delete(j)
 	s.setEnd(j, now)
 	s.ends.ReplaceOrInsert(j)
+	s.preUpdate(j)
 	return nil
 }
 
@@ -272,6 +273,7 @@ func (s *Scheduler) indexHolder(j *job) {
 	if s.tracker != nil {
 		s.tracker.Committed(j.req, j.placement)
 	}
+	s.preIndex(j)
 }
 
 // release gives back everything a holding job holds.
@@ -290,6 +292,7 @@ func (s *Scheduler) release(j *job, now time.Time) error {
 		j.leaf.Count(-1, 0)
 	}
 	s.ends.Delete(j)
+	s.preUnindex(j)
 	for _, h := range j.hosts {
 		on := s.onHost[h]
 		if k := slices.Index(on, j); k >= 0 {
@@ -317,6 +320,7 @@ func (s *Scheduler) SetPriority(id string, p int32) error {
 		j.leaf.SetPriority(&j.entry, p)
 	} else {
 		j.entry.Priority = p
+		s.preUpdate(j)
 	}
 	return nil
 }

@@ -52,8 +52,13 @@ type PlanPreemptor struct {
 	placer  gang.Placer
 	maxPlan int
 
-	cycle uint64
-	plans int
+	cycle   uint64
+	plans   int
+	govTree *queue.Tree
+	gov     bool
+	// testMemo, if set, is called with a fresh plan whenever a no-plan
+	// memo held (tests: the plan must have no victims).
+	testMemo func(job string, p *preempt.Plan)
 }
 
 // NewPlanPreemptor validates cfg and returns the Preemptor. A nil
@@ -91,11 +96,6 @@ func (p *PlanPreemptor) PreemptPlan(s *Scheduler, c PreemptCandidate, now time.T
 		return nil, nil
 	}
 	j := s.jobs[c.Job.ID]
-	if j != nil && j.pre.noPlanGen != 0 && j.pre.noPlanGen == s.ledger.Generation() && j.pre.noPlanEp == s.tree.Epoch() &&
-		(j.pre.noPlanUntil.IsZero() || now.Before(j.pre.noPlanUntil)) {
-		return nil, nil // nothing changed since the last plan failed
-	}
-	p.plans++
 	if p.search == nil || p.cfg.Placer == nil && p.placer != s.placer {
 		cfg := p.cfg
 		if cfg.Placer == nil {
@@ -104,11 +104,22 @@ func (p *PlanPreemptor) PreemptPlan(s *Scheduler, c PreemptCandidate, now time.T
 		p.search, _ = preempt.New(cfg) // validated by NewPlanPreemptor
 		p.placer = s.placer
 	}
-	pend := &preempt.Pending{Request: c.Request, Queue: c.Queue, Priority: c.Job.Priority, Demand: s.demandVector(c.Request)}
+	pending := func() *preempt.Pending {
+		return &preempt.Pending{Request: c.Request, Queue: c.Queue, Priority: c.Job.Priority, Demand: s.demandVector(c.Request), Unplaced: c.Why != nil}
+	}
+	if j != nil && p.stillNoPlan(s, j, now) {
+		if p.testMemo != nil {
+			plan, _ := p.search.Plan(schedSnapshot{s, now}, pending(), now)
+			p.testMemo(j.spec.ID, plan)
+		}
+		return nil, nil // nothing that matters changed since the last plan failed
+	}
+	p.plans++
+	pend := pending()
 	plan, why := p.search.Plan(schedSnapshot{s, now}, pend, now)
 	if plan == nil || len(plan.Victims) == 0 {
 		if j != nil && why != nil {
-			j.pre.noPlanGen, j.pre.noPlanEp, j.pre.noPlanUntil = s.ledger.Generation(), s.tree.Epoch(), why.Until
+			p.noPlan(s, j, why, c.Why == nil)
 		}
 		return nil, nil
 	}
@@ -117,6 +128,171 @@ func (p *PlanPreemptor) PreemptPlan(s *Scheduler, c PreemptCandidate, now time.T
 		out = append(out, Preemption{Job: v.Job, Grace: v.Grace, Reason: victimReason(&v, c.Job.Priority, c.Queue)})
 	}
 	return out, plan.Placement
+}
+
+// noPlanMemo is a PlanPreemptor's last "no plan" for a waiting job and
+// what it depends on (see stillNoPlan).
+type noPlanMemo struct {
+	ok bool
+	// gen is the ledger generation it holds at (fast-forwarded while
+	// nothing that matters changes); eligSeq the same for the log of
+	// jobs that became possible victims; epoch the queue tree's epoch
+	// (when it depends on the quotas); drops the nominations dropped.
+	gen, eligSeq, epoch, drops, commits uint64
+	until                               time.Time // a minimum run time ends
+	prio                                int32     // the job's priority then
+	queues                              bool      // depends on the quotas' usage
+	exact                               bool      // holds only while nothing changes
+}
+
+// noPlan records why no plan exists for j. A verdict that the search
+// reached by trying every possible victim (too large, protected,
+// placement) holds until something that could change it happens; a budget
+// verdict only while nothing changes. One that depends on the quotas
+// (the queue tree governs some resource, or the job waits for quota) holds
+// only while the tree's usage does not change.
+func (p *PlanPreemptor) noPlan(s *Scheduler, j *job, why *preempt.NoPlan, quota bool) {
+	m := &j.pre.noPlan
+	*m = noPlanMemo{ok: why.Err == nil, gen: s.ledger.Generation(), eligSeq: s.pre.eligSeq, epoch: s.tree.Epoch(), drops: s.pre.drops, commits: s.pre.commits,
+		until: why.Until, prio: j.spec.Priority, queues: quota || why.Verdict == preempt.VerdictQuota || p.governed(s.tree),
+		exact: why.Verdict == preempt.VerdictBudget}
+}
+
+// governed reports whether the tree has a quota on some resource (then
+// reclaim and fair-share grounds, which follow the usage, may apply).
+func (p *PlanPreemptor) governed(t *queue.Tree) bool {
+	if p.govTree != t {
+		p.govTree, p.gov = t, false
+		for r := 0; r < t.Dimensions().Len(); r++ {
+			p.gov = p.gov || t.Governed(r)
+		}
+	}
+	return p.gov
+}
+
+// stillNoPlan reports whether j's last "no plan" still holds: no minimum
+// run time ended, j's priority did not rise, no nomination was dropped,
+// the quotas' usage did not change (when it matters), and since then no
+// host gained capacity, nor did a job on it become a possible victim,
+// where j could then take a task (hostCouldMatter). The placers are
+// monotone in free capacity and place a gang in one domain, and the
+// search found no victim set even with every possible victim gone; so a
+// change on a host that could not take a task of j either way leaves that
+// true. When it holds, the memo is fast-forwarded. O(changes since).
+func (p *PlanPreemptor) stillNoPlan(s *Scheduler, j *job, now time.Time) bool {
+	m := &j.pre.noPlan
+	if !m.ok || !m.until.IsZero() && !now.Before(m.until) || j.spec.Priority > m.prio || m.drops != s.pre.drops {
+		return false
+	}
+	gen := s.ledger.Generation()
+	if m.exact || m.queues {
+		if m.epoch != s.tree.Epoch() || m.commits != s.pre.commits {
+			return false
+		}
+		if m.exact {
+			return m.gen == gen && m.eligSeq == s.pre.eligSeq
+		}
+	}
+	if m.gen != gen {
+		if m.gen < s.gainBase {
+			return false
+		}
+		for i := len(s.gains) - 1; i >= 0 && s.gains[i].gen > m.gen; i-- {
+			if p.hostCouldMatter(s, s.gains[i].host, j, m.queues) {
+				return false
+			}
+		}
+	}
+	if m.eligSeq != s.pre.eligSeq {
+		if m.eligSeq < s.pre.eligBase {
+			return false
+		}
+		el := s.pre.elig
+		for i := len(el) - 1; i >= 0 && el[i].seq > m.eligSeq; i-- {
+			if p.hostCouldMatter(s, el[i].host, j, m.queues) {
+				return false
+			}
+		}
+	}
+	m.gen, m.eligSeq = gen, s.pre.eligSeq
+	return true
+}
+
+// hostCouldMatter reports whether host h could take a task of waiting job
+// j with every job there that may be its victim gone (an optimistic test:
+// priorities only, no minimum run times; with the quotas, any job of
+// another queue; a shared GPU a victim uses counts as freed).
+func (p *PlanPreemptor) hostCouldMatter(s *Scheduler, h topology.HostID, j *job, queues bool) bool {
+	l := s.ledger
+	if l.HostHealth(h) != topology.Healthy {
+		return false
+	}
+	if allow := j.req.AllowHost; allow != nil && !allow(h) {
+		return false
+	}
+	var cpu, mem int64
+	gpus := 0
+	for _, v := range s.onHost[h] {
+		if !p.mayBeVictim(v, j, queues) {
+			continue
+		}
+		for _, cl := range v.placement.Claims {
+			if cl.Host == h {
+				cpu += cl.CPUMilli
+				mem += cl.MemoryMiB
+				gpus += len(cl.GPUs)
+			}
+		}
+	}
+	m := s.c.HostModel(h)
+	for i := range j.req.Groups {
+		g := &j.req.Groups[i]
+		if g.Kind != gang.TaskCPU && !g.Accepts(m) {
+			continue
+		}
+		if l.CPUFree(h)+cpu < g.CPUMilli || l.MemoryFree(h)+mem < g.MemoryMiB {
+			continue
+		}
+		switch g.Kind {
+		case gang.TaskCPU:
+			return true
+		case gang.TaskWhole:
+			if l.HostFreeGPUs(h)+gpus >= g.GPUs {
+				return true
+			}
+		default:
+			if gpus > 0 {
+				return true
+			}
+			first, n := s.c.HostGPUs(h)
+			for k := 0; k < n; k++ {
+				if l.GPUFreeMilli(first+topology.GPUID(k)) > 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// mayBeVictim reports whether holding job v could be a victim of waiting
+// job j by the rules of p (optimistic: minimum run times and fresh
+// admissions ignored; with the quotas, any job of another queue).
+func (p *PlanPreemptor) mayBeVictim(v, j *job, queues bool) bool {
+	sp := &v.spec
+	switch {
+	case v.preempting || v.pre.recovering || sp.NonPreemptible || sp.MaxPreemptions > 0 && v.preemptions >= sp.MaxPreemptions:
+		return false // (a stop in progress frees its host later: a gain then)
+	case queues && v.leaf != j.leaf:
+		return true
+	}
+	switch p.cfg.LowerPriority {
+	case preempt.WithinQueue:
+		return v.leaf == j.leaf && sp.Priority < j.spec.Priority
+	case preempt.AnyQueue:
+		return sp.Priority < j.spec.Priority
+	}
+	return false
 }
 
 func victimReason(v *preempt.Victim, prio int32, q string) string {
@@ -150,37 +326,146 @@ func (x schedSnapshot) Queues() *queue.Tree      { return x.s.tree }
 func (x schedSnapshot) Jobs(fn func(*preempt.Job) bool) {
 	s := x.s
 	s.ends.Ascend(func(j *job) bool {
-		return fn(s.preemptJob(j, x.now))
+		return fn(s.preemptJob(j))
 	})
+}
+
+// Roster returns the index of the holding jobs, built on first use and
+// kept in step by the events since (preempt.Indexed).
+func (x schedSnapshot) Roster() *preempt.Roster {
+	s := x.s
+	if s.pre.noRoster {
+		return nil
+	}
+	if s.pre.roster == nil {
+		s.pre.roster = preempt.NewRoster()
+		s.ends.Ascend(func(j *job) bool {
+			s.ensureIndexed(j)
+			return true
+		})
+	}
+	return s.pre.roster
 }
 
 // Commitments lists the charges of jobs being preempted or recovered (to
 // be released) and the demands of nominated jobs (to be charged).
 func (x schedSnapshot) Commitments(fn func(q string, v queue.Vector, release bool)) {
 	s := x.s
-	s.ends.Ascend(func(j *job) bool {
-		if j.preempting || j.pre.recovering {
+	keep := s.pre.stopping[:0]
+	for _, j := range s.pre.stopping {
+		if j.state.Holding() && (j.preempting || j.pre.recovering) {
 			fn(j.leaf.Name(), j.charged, true)
+			keep = append(keep, j)
+		} else {
+			j.pre.listed = false
 		}
-		return true
-	})
+	}
+	clear(s.pre.stopping[len(keep):])
+	s.pre.stopping = keep
 	for _, n := range s.pre.noms {
 		fn(n.job.leaf.Name(), n.job.demand, false)
 	}
 }
 
-// preemptJob refreshes j's preempt.Job view.
-func (s *Scheduler) preemptJob(j *job, now time.Time) *preempt.Job {
+// preemptJob refreshes j's preempt.Job view (and its filing in the
+// roster).
+func (s *Scheduler) preemptJob(j *job) *preempt.Job {
 	pj := &j.pre.pj
 	pj.Spec, pj.Placement, pj.Started = &j.spec, j.placement, j.started
-	pj.Checkpoint = s.lastCheckpoint(j, now)
+	pj.Checkpoint, pj.CheckpointInterval = j.pre.checkpoint, j.spec.CheckpointInterval
 	pj.Preemptions, pj.Restarts, pj.Charge = j.preemptions, j.pre.restarts, j.charged
-	pj.Stopping = j.preempting || j.pre.recovering || j.state == queue.Admitted && !j.admitted.Before(s.now) // admitted in this cycle
+	pj.Stopping = j.preempting || j.pre.recovering || j.fresh(s.now)
 	pj.End = time.Time{}
 	if j.endKnown {
 		pj.End = j.end
 	}
+	if s.pre.roster != nil && j.pre.indexed {
+		s.pre.roster.Update(pj)
+	}
 	return pj
+}
+
+// fresh reports whether j was admitted in the cycle at now: it is not a
+// victim before the next one.
+func (j *job) fresh(now time.Time) bool {
+	return j.state == queue.Admitted && !j.admitted.Before(now)
+}
+
+// The roster of holding jobs (schedSnapshot.Roster) is kept in step by
+// these hooks of the events: preIndex when a job takes its placement,
+// preUnindex when it releases it, preUpdate when what the planner
+// classifies it by changes (started, priority, being preempted or
+// recovered). A job admitted in a cycle is a candidate from the next on:
+// startPreemption files it again then.
+
+// preIndex files a job that has just taken its placement.
+func (s *Scheduler) preIndex(j *job) {
+	j.pre.prio = j.spec.Priority
+	if j.fresh(s.now) {
+		s.pre.fresh = append(s.pre.fresh, j)
+	}
+	if s.pre.roster == nil || j.pre.indexed {
+		return
+	}
+	if err := s.pre.roster.Add(s.preemptJob(j)); err != nil {
+		panic("gpusched: filing a holding job for preemption: " + err.Error())
+	}
+	j.pre.indexed = true
+}
+
+// ensureIndexed files a holding job the roster does not hold yet (the
+// roster is built on first use).
+func (s *Scheduler) ensureIndexed(j *job) {
+	if !j.pre.indexed {
+		if err := s.pre.roster.Add(s.preemptJob(j)); err != nil {
+			panic("gpusched: filing a holding job for preemption: " + err.Error())
+		}
+		j.pre.indexed = true
+	}
+}
+
+// preUnindex forgets a job that released its placement.
+func (s *Scheduler) preUnindex(j *job) {
+	if j.pre.indexed {
+		s.pre.roster.Remove(&j.pre.pj)
+		j.pre.indexed = false
+	}
+}
+
+// preUpdate files a holding job again after a change.
+func (s *Scheduler) preUpdate(j *job) {
+	if (j.preempting || j.pre.recovering) && !j.pre.listed {
+		s.pre.stopping = append(s.pre.stopping, j)
+		j.pre.listed = true
+		s.pre.commits++
+	}
+	if j.state.Holding() && j.pre.prio != j.spec.Priority {
+		s.logElig(j) // it may have become a victim
+		j.pre.prio = j.spec.Priority
+	}
+	if j.pre.indexed {
+		s.preemptJob(j)
+	}
+}
+
+// refreshFresh files again the jobs admitted in earlier cycles, now
+// candidates.
+func (s *Scheduler) refreshFresh() {
+	keep := s.pre.fresh[:0]
+	for _, j := range s.pre.fresh {
+		switch {
+		case !j.state.Holding():
+		case j.fresh(s.now):
+			keep = append(keep, j)
+		default:
+			s.logElig(j) // a possible victim from now on
+			if j.pre.indexed {
+				s.preemptJob(j)
+			}
+		}
+	}
+	clear(s.pre.fresh[len(keep):])
+	s.pre.fresh = keep
 }
 
 // lastCheckpoint is j's last checkpoint in its current run: reported, or
@@ -204,23 +489,62 @@ func (s *Scheduler) lastCheckpoint(j *job, now time.Time) time.Time {
 // jobPreempt is the per-job state of preemption and recovery.
 type jobPreempt struct {
 	pj         preempt.Job
+	indexed    bool           // pj is in the roster
+	listed     bool           // in schedPreempt.stopping
 	checkpoint time.Time      // last reported checkpoint of the current run
 	progress   time.Duration  // work saved by checkpoints of earlier runs
 	restarts   int            // stops by failures
 	recovering bool           // a recovery action was issued
 	recovery   preempt.Action // which
 	nominated  *nomination
-	// ledger generation and tree epoch of the last failed plan, and when
-	// a protection that decided it expires
-	noPlanGen   uint64
-	noPlanEp    uint64
-	noPlanUntil time.Time
+	noPlan     noPlanMemo // the last failed plan
+	prio       int32      // the priority pj was last filed with
 }
 
 // schedPreempt is the Scheduler's state of preemption and recovery.
 type schedPreempt struct {
 	noms   []*nomination
 	faults []preempt.Fault
+	// roster indexes the holding jobs for the planner (nil until a plan
+	// asks); fresh lists the jobs admitted in the last cycles, filed as
+	// stopping until a later cycle; stopping the jobs being preempted or
+	// recovered (their charges are commitments), pruned lazily.
+	roster   *preempt.Roster
+	fresh    []*job
+	stopping []*job
+	noRoster bool // (tests) plan by visiting every holding job
+	// elig logs the hosts of jobs that became possible victims without a
+	// release (admitted in an earlier cycle, priority changed), for the
+	// no-plan memos; eligSeq numbers the entries, eligBase is the first
+	// kept. drops counts the nominations dropped.
+	elig     []eligChange
+	eligSeq  uint64
+	eligBase uint64
+	drops    uint64
+	// commits counts changes to the commitments (stops in progress,
+	// nominations) the planner's quota view includes.
+	commits uint64
+}
+
+// eligChange is an entry of schedPreempt.elig.
+type eligChange struct {
+	seq  uint64
+	host topology.HostID
+}
+
+const maxElig = 1 << 14
+
+// logElig notes that a job on j's hosts may have become a victim.
+func (s *Scheduler) logElig(j *job) {
+	for _, h := range j.hosts {
+		if len(s.pre.elig) >= maxElig {
+			half := len(s.pre.elig) / 2
+			s.pre.eligBase = s.pre.elig[half-1].seq + 1
+			s.pre.elig = append(s.pre.elig[:0], s.pre.elig[half:]...)
+		}
+		s.pre.eligSeq++
+		s.pre.elig = append(s.pre.elig, eligChange{seq: s.pre.eligSeq, host: h})
+	}
 }
 
 // nomination is a placement promised to a waiting job once its victims
@@ -268,6 +592,7 @@ func (s *Scheduler) Checkpointed(id string, at, now time.Time) error {
 	}
 	if at.After(j.pre.checkpoint) {
 		j.pre.checkpoint = at
+		j.pre.pj.Checkpoint = at
 	}
 	return nil
 }
@@ -318,6 +643,7 @@ func (s *Scheduler) noteHost(h topology.HostID, hh topology.Health) {
 // faults since the last cycle, nominated jobs whose victims are gone bound
 // to their placement, and the free parts of the other nominations held.
 func (s *Scheduler) startPreemption(d *Decision, now time.Time) {
+	s.refreshFresh()
 	if len(s.pre.faults) > 0 {
 		s.recover(d, now)
 	}
@@ -336,6 +662,7 @@ func (s *Scheduler) startPreemption(d *Decision, now time.Time) {
 		// Every victim is gone: bind the job to its placement now.
 		j.waitingFor = nil
 		j.pre.nominated = nil
+		s.pre.commits++
 		if b := s.tree.Check(j.leaf.ID(), j.demand); b != nil {
 			s.dropNomination(n)
 			continue
@@ -387,6 +714,8 @@ func (s *Scheduler) dropNomination(n *nomination) {
 		n.job.pre.nominated = nil
 	}
 	clear(s.fails)
+	s.pre.drops++
+	s.pre.commits++
 }
 
 // maybePreempt asks the Preemptor, if any, for victims for j, which the
@@ -413,6 +742,7 @@ func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.
 			continue
 		}
 		vj.preempting = true
+		s.preUpdate(vj)
 		v.For = j.spec.ID
 		d.Preemptions = append(d.Preemptions, v)
 		asked = append(asked, v.Job)
@@ -427,6 +757,7 @@ func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.
 		n := &nomination{job: j, p: p.Clone(), victims: victims}
 		j.pre.nominated = n
 		s.pre.noms = append(s.pre.noms, n)
+		s.pre.commits++
 		s.hold(n)
 	}
 }
@@ -457,6 +788,7 @@ func (s *Scheduler) recover(d *Decision, now time.Time) {
 		j := s.jobs[a.Job]
 		if a.Action != preempt.ActionKeep {
 			j.pre.recovering, j.pre.recovery = true, a.Action
+			s.preUpdate(j)
 		}
 		d.Recoveries = append(d.Recoveries, Recovery{Job: a.Job, Action: a.Action, Grace: a.Grace, Lost: a.Lost, RestartFrom: a.RestartFrom, Reason: a.Reason})
 	}
@@ -472,7 +804,7 @@ func (x recoverySnapshot) Jobs(fn func(*preempt.Job) bool) {
 		if j.pre.recovering {
 			return true
 		}
-		return fn(x.s.preemptJob(j, x.now))
+		return fn(x.s.preemptJob(j))
 	})
 }
 
