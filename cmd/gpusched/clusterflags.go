@@ -83,14 +83,11 @@ func (f *clusterFlags) cluster(cmd *cobra.Command) (*topology.Cluster, error) {
 	case f.file != "":
 		return topology.LoadFile(f.file)
 	case f.machine != "":
-		hosts := f.hosts
-		if hosts == 0 {
-			hosts = 1
-			if f.machine == "gb200-nvl72" {
-				hosts = 18
-			}
+		g, err := f.generator(cmd)
+		if err != nil {
+			return nil, err
 		}
-		s, err := topology.Generator{Machine: f.machine, Hosts: hosts, HostsPerToR: f.hostsPerToR, ToRsPerSpine: f.torsPerSpine}.Spec()
+		s, err := g.Spec()
 		if err != nil {
 			return nil, err
 		}
@@ -101,4 +98,30 @@ func (f *clusterFlags) cluster(cmd *cobra.Command) (*topology.Cluster, error) {
 		name = defaultPreset
 	}
 	return topology.LoadPreset(name)
+}
+
+// generator returns the generator the --machine flags describe. The host
+// count defaults (1, or one 18-tray rack for gb200-nvl72) only when --hosts
+// was not given: an explicit --hosts 0 is an error, as are negative
+// fan-outs, each naming its flag.
+func (f *clusterFlags) generator(cmd *cobra.Command) (topology.Generator, error) {
+	hosts := f.hosts
+	if !cmd.Flags().Changed("hosts") {
+		hosts = 1
+		if f.machine == "gb200-nvl72" {
+			hosts = 18
+		}
+	} else if hosts < 1 {
+		return topology.Generator{}, fmt.Errorf("--hosts %d: want at least 1 host", hosts)
+	}
+	if f.hostsPerToR < 0 {
+		return topology.Generator{}, fmt.Errorf("--hosts-per-tor %d: want 1 or more hosts per ToR, or 0 for no network levels", f.hostsPerToR)
+	}
+	if f.torsPerSpine < 0 {
+		return topology.Generator{}, fmt.Errorf("--tors-per-spine %d: want 1 or more ToRs per spine, or 0 for no spines", f.torsPerSpine)
+	}
+	if f.torsPerSpine > 0 && f.hostsPerToR == 0 {
+		return topology.Generator{}, fmt.Errorf("--tors-per-spine needs --hosts-per-tor (spines connect ToRs)")
+	}
+	return topology.Generator{Machine: f.machine, Hosts: hosts, HostsPerToR: f.hostsPerToR, ToRsPerSpine: f.torsPerSpine}, nil
 }
