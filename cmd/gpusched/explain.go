@@ -39,12 +39,13 @@ and prints what would start now and why every other job waits: over quota
 topology, fragmentation, waiting for a backfill window, behind the head
 of a strict FIFO queue. Then it prints the quota view of every queue.
 
-State file (YAML or JSON; "-" reads standard input):
+State file (YAML or JSON; "-" reads standard input); this example loads
+as it stands (cmd/gpusched/testdata/explain/state.yaml is a larger one):
 
   version: 1
   now: 2025-01-01T10:00:00Z        # when the cycle runs
   cluster:                         # one of preset, file, machine
-    preset: h100-1k
+    preset: h100-1k                # hosts dgx-h100-001 … dgx-h100-125
     # file: cluster.yaml           # relative to the state file
     # machine: dgx-h100            # generated: with hosts, hostsPerToR, torsPerSpine
   placer: topology                 # optional gang placer (default topology)
@@ -53,22 +54,30 @@ State file (YAML or JSON; "-" reads standard input):
     root:
       children:
       - name: train
-        quotas: [{resource: gpu, nominal: 64}]
+        quotas: [{resource: gpu, nominal: 64, max: 64}]
         policy: {ordering: strict-fifo, backfill: true}
   health:                          # optional
-  - {host: dgx-h100-0003, state: failed}
-  - {gpu: dgx-h100-0004/gpu2, state: draining}
+  - {host: dgx-h100-009, state: failed}
+  - {gpu: dgx-h100-010/gpu2, state: draining}
   jobs:                            # workload.Job fields, plus:
   - id: pretrain-7
     queue: train
     groups: [{count: 4, gpus: 8}]
+    topology: [{level: tor, required: true}]
     runtime: 12h
     submitted: 2025-01-01T08:00:00Z
     state: running                 # pending (default), admitted or running
     started: 2025-01-01T08:01:00Z
     placement:                     # one entry per task, groups in order
-    - {host: dgx-h100-0001, gpus: [0,1,2,3,4,5,6,7]}
-    # shares: {host: H, gpu: 2, milli: 500}; MIG: {host: H, gpu: 0, mig: 3g.40gb, start: 4}`,
+    - {host: dgx-h100-001, gpus: [0,1,2,3,4,5,6,7]}
+    - {host: dgx-h100-002, gpus: [0,1,2,3,4,5,6,7]}
+    - {host: dgx-h100-003, gpus: [0,1,2,3,4,5,6,7]}
+    - {host: dgx-h100-004, gpus: [0,1,2,3,4,5,6,7]}
+    # shares: {host: H, gpu: 2, milli: 500}; MIG: {host: H, gpu: 0, mig: 3g.40gb, start: 4}
+  - id: pretrain-9                 # waits: 32 GPUs in use + 40 > train's max 64
+    queue: train
+    groups: [{count: 5, gpus: 8}]
+    submitted: 2025-01-01T09:00:00Z`,
 		Example: `  gpusched explain state.yaml
   gpusched explain --job pretrain-9 state.yaml
   gpusched explain --json state.json`,

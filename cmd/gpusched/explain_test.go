@@ -107,3 +107,41 @@ func FuzzParseState(f *testing.F) {
 		}
 	})
 }
+
+// TestExplainHelpExample checks that the state file printed by
+// `gpusched explain --help` loads as it stands, and that its pending job
+// waits for the reason its comment gives.
+func TestExplainHelpExample(t *testing.T) {
+	code, help, errOut := gpusched(t, "", "explain", "--help")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var state []string
+	in := false
+	for _, line := range strings.Split(help, "\n") {
+		switch {
+		case strings.HasPrefix(line, "  version: 1"):
+			in = true
+		case in && (line == "" || !strings.HasPrefix(line, "  ")):
+			in = false
+		}
+		if in {
+			state = append(state, strings.TrimPrefix(line, "  "))
+		}
+		if !in && len(state) > 0 {
+			break
+		}
+	}
+	if len(state) < 10 {
+		t.Fatalf("no state example found in the help:\n%s", help)
+	}
+	code, out, errOut := gpusched(t, strings.Join(state, "\n")+"\n", "explain", "--job", "pretrain-9", "-")
+	if code != 0 {
+		t.Fatalf("the help's example state does not load: exit %d: %s\n%s", code, errOut, strings.Join(state, "\n"))
+	}
+	for _, want := range []string{"h100-1k", "pretrain-9", "quota: queue train", "max 64"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

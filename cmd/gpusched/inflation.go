@@ -64,10 +64,11 @@ it records the unallocated share of GPU capacity (fractional shares
 counted), and reports u_k, the unallocated % when arrived demand first
 reaches k% of capacity, per seed and as the median over seeds.
 
-It prints a table at 90, 95, 100, 110, 120 and 130% load and, with --out,
-writes DIR/inflation.json ({"cluster", "trace", "policies": {P: {"seeds":
-{S: [u0..]}, "median": [u0..]}}}) and DIR/inflation.png (the median
-curves). The default cluster is openb-gpu, the paper's 1,213 GPU nodes;
+It prints the cluster and trace it ran on and a table at 90, 95, 100,
+110, 120 and 130% load; only with --out does it also write
+DIR/inflation.json ({"cluster", "trace", "policies": {P: {"seeds": {S:
+[u0..]}, "median": [u0..]}}}) and DIR/inflation.png (the median curves).
+The default cluster is openb-gpu, the paper's 1,213 GPU nodes;
 the default trace is openb:builtin, the openb default pod list embedded in
 gpusched (8,152 tasks), so the command runs with no arguments.
 
@@ -78,6 +79,8 @@ gpusched (8,152 tasks), so the command runs with no arguments.
 	}
 	f.cluster = addClusterFlags(cmd)
 	fs := cmd.Flags()
+	// The experiment's default cluster is the paper's, not the usual default.
+	fs.Lookup("preset").Usage = "built-in cluster (default " + inflationPreset + ", the paper's 1,213 GPU nodes); one of: " + strings.Join(topology.PresetNames(), ", ")
 	fs.StringVar(&f.trace, "trace", builtinTrace, "openb pod list, as openb:PATH (or just PATH); "+builtinTrace+" is the embedded default")
 	fs.StringVar(&f.policies, "policies", strings.Join(frag.PaperPolicies(), ","), "comma-separated policies; known: "+strings.Join(frag.PolicyNames(), ", "))
 	fs.StringVar(&f.seeds, "seeds", "42-51", "seeds: a list and ranges, e.g. 42-51 or 1,5,9")
@@ -166,6 +169,7 @@ func runInflation(cmd *cobra.Command, f *inflationFlags) error {
 		return err
 	}
 	res := frag.NewInflationResult(c.Name(), f.trace, runs)
+	printInflationHeader(cmd.OutOrStdout(), c, f.trace, path, len(tasks), f.markdown)
 	printInflationTable(cmd.OutOrStdout(), res, policies, f.maxLoad, f.markdown)
 	if f.out == "" {
 		return nil
@@ -298,6 +302,21 @@ func inflationRuns(c *topology.Cluster, tasks []frag.Task, policies []string, se
 	close(ch)
 	wg.Wait()
 	return runs, errors.Join(errs...)
+}
+
+// printInflationHeader names the cluster and the trace the experiment ran
+// on, above its table.
+func printInflationHeader(w io.Writer, c *topology.Cluster, traceArg, path string, tasks int, markdown bool) {
+	what := fmt.Sprintf("%d tasks", tasks)
+	if path == "builtin" {
+		what = "the embedded " + data.OpenBDefaultName + ", " + what
+	}
+	line := fmt.Sprintf("cluster %s (%d hosts, %d GPUs); trace %s (%s)", c.Name(), c.NumHosts(), c.NumGPUs(), traceArg, what)
+	if markdown {
+		fmt.Fprintf(w, "%s\n\n", line)
+		return
+	}
+	fmt.Fprintln(w, line)
 }
 
 // printInflationTable prints the median u_k of each policy at the table's

@@ -78,7 +78,7 @@ func TestInflationCommand(t *testing.T) {
 	}
 	// Markdown table.
 	out, _, err = runInflationCmd(t, "--trace", pods, "--policies", "random", "--seeds", "3", "--max-load", "95", "--markdown")
-	if err != nil || !strings.HasPrefix(out, "| unallocated GPU % | 90% | 95% |\n|---|---|---|\n| random |") {
+	if err != nil || !strings.HasPrefix(out, "cluster openb-gpu (1213 hosts, 6212 GPUs); trace "+pods+" (5 tasks)\n\n| unallocated GPU % | 90% | 95% |\n|---|---|---|\n| random |") {
 		t.Errorf("markdown %q %v", out, err)
 	}
 }
@@ -90,7 +90,8 @@ func TestInflationBuiltinTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "median of 1 seeds") || !strings.Contains(out, "fgd") {
+	if !strings.HasPrefix(out, "cluster openb-gpu (1213 hosts, 6212 GPUs); trace openb:builtin (the embedded openb_pod_list_default.csv, 8152 tasks)\n") ||
+		!strings.Contains(out, "median of 1 seeds") || !strings.Contains(out, "fgd") {
 		t.Errorf("table:\n%s", out)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, "inflation.json"))
@@ -141,5 +142,16 @@ func TestInflationCommandErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)
 		}
+	}
+}
+
+// The --preset help names the experiment's own default cluster.
+func TestInflationPresetHelp(t *testing.T) {
+	out, _, err := runInflationCmd(t, "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "(default "+inflationPreset+",") || strings.Contains(out, "(default "+defaultPreset+")") {
+		t.Errorf("--preset help does not name %s as the default:\n%s", inflationPreset, out)
 	}
 }
