@@ -1,7 +1,9 @@
 package topology
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -75,15 +77,103 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, p *pathSeg, depth int) er
 	}
 	if isInt(v.Kind()) && n.ShortTag() != "!!int" {
 		// yaml.v3 would truncate 1.5 to 1.
+		if msg, ok := outOfRange(n, v.Type()); ok {
+			return d.doc.errAt(n, p.String(), "%s", msg)
+		}
 		return d.doc.errAt(n, p.String(), "want %s, got %s", wantOf(v.Kind()), describe(n))
 	}
 	if fastScalar(n, v) {
 		return nil
 	}
 	if err := n.Decode(v.Addr().Interface()); err != nil {
+		if msg, ok := outOfRange(n, v.Type()); ok {
+			return d.doc.errAt(n, p.String(), "%s", msg)
+		}
 		return d.doc.errAt(n, p.String(), "want %s, got %s", wantOf(v.Kind()), describe(n))
 	}
 	return nil
+}
+
+// outOfRange explains why a well-formed number does not fit a field of
+// type t: an integer beyond the range of its integer type (a negative one
+// for an unsigned type), or a number beyond the range of its float type.
+// It reports false for values that are not such numbers (strings, quoted
+// or explicitly tagged scalars, fractions for integer fields), which get
+// the usual "want …, got …" message.
+func outOfRange(n *yaml.Node, t reflect.Type) (string, bool) {
+	if n.Kind != yaml.ScalarNode || n.Style&(yaml.TaggedStyle|yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+		return "", false
+	}
+	// yaml.v3 tags an integer too large for int64 and uint64 as a float,
+	// and a float beyond float64 as a string.
+	switch n.ShortTag() {
+	case "!!int", "!!float", "!!str":
+	default:
+		return "", false
+	}
+	v := n.Value
+	if len(v) > 40 {
+		v = v[:37] + "..."
+	}
+	switch k := t.Kind(); {
+	case isInt(k):
+		if !isIntegerLiteral(n.Value) {
+			return "", false
+		}
+		var lo, hi string
+		if k >= reflect.Uint {
+			lo, hi = "0", strconv.FormatUint(math.MaxUint64>>(64-t.Bits()), 10)
+		} else {
+			max := int64(math.MaxInt64 >> (64 - t.Bits()))
+			lo, hi = strconv.FormatInt(-max-1, 10), strconv.FormatInt(max, 10)
+		}
+		return fmt.Sprintf("%s is out of range for this field: want an integer from %s to %s", v, lo, hi), true
+	case k == reflect.Float64 || k == reflect.Float32:
+		_, err := strconv.ParseFloat(n.Value, t.Bits())
+		if !errors.Is(err, strconv.ErrRange) {
+			return "", false
+		}
+		return fmt.Sprintf("%s is out of range for this field: want a number of magnitude at most %g", v, maxFloat(t.Bits())), true
+	}
+	return "", false
+}
+
+// isIntegerLiteral reports whether s is a YAML or JSON integer of any
+// size: an optional sign, then decimal digits or 0x, 0o or 0b and digits
+// of that base, with underscores allowed between digits.
+func isIntegerLiteral(s string) bool {
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	digit := func(c byte) bool { return c >= '0' && c <= '9' }
+	if len(s) > 2 && s[0] == '0' {
+		switch s[1] {
+		case 'x', 'X':
+			s, digit = s[2:], func(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+		case 'o', 'O':
+			s, digit = s[2:], func(c byte) bool { return c >= '0' && c <= '7' }
+		case 'b', 'B':
+			s, digit = s[2:], func(c byte) bool { return c == '0' || c == '1' }
+		}
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		switch {
+		case digit(s[i]):
+			n++
+		case s[i] == '_' && i > 0 && i < len(s)-1:
+		default:
+			return false
+		}
+	}
+	return n > 0
+}
+
+func maxFloat(bits int) float64 {
+	if bits == 32 {
+		return math.MaxFloat32
+	}
+	return math.MaxFloat64
 }
 
 // fastScalar sets v from the common forms of scalars (any string but

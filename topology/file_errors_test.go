@@ -131,7 +131,50 @@ templates:
   - name: box
     memoryMiB: 99999999999999999999999 #!
 hosts: [{name: h, template: box}]
-`, path: "templates[0].memoryMiB", msg: "want an integer, got the number 99999999999999999999999"},
+`, path: "templates[0].memoryMiB", msg: "99999999999999999999999 is out of range for this field: want an integer from -9223372036854775808 to 9223372036854775807"},
+
+	{name: "cpuMilli beyond int64", text: `version: 1
+templates:
+  - name: box
+    cpuMilli: 99999999999999999999 #!
+hosts: [{name: h, template: box}]
+`, path: "templates[0].cpuMilli", msg: "99999999999999999999 is out of range for this field: want an integer from -9223372036854775808 to 9223372036854775807"},
+
+	{name: "huge negative integer", text: `version: 1
+templates:
+  - name: box
+    gpus: -99999999999999999999999999999999999999999999999999 #!
+`, path: "templates[0].gpus", msg: "-999999999999999999999999999999999999... is out of range for this field"},
+
+	{name: "cliqueID beyond uint32", text: `version: 1
+fabrics:
+  - name: f
+    cliqueID: 99999999999 #!
+`, path: "fabrics[0].cliqueID", msg: "99999999999 is out of range for this field: want an integer from 0 to 4294967295"},
+
+	{name: "hex cliqueID beyond uint64", text: `version: 1
+fabrics:
+  - name: f
+    cliqueID: 0x1ffffffffffffffffffff #!
+`, path: "fabrics[0].cliqueID", msg: "0x1ffffffffffffffffffff is out of range for this field: want an integer from 0 to 4294967295"},
+
+	{name: "quoted big integer is a string", text: `version: 1
+fabrics:
+  - name: f
+    cliqueID: "99999999999" #!
+`, path: "fabrics[0].cliqueID", msg: `want a non-negative integer, got the string "99999999999"`},
+
+	{name: "tagged big integer is a string", text: `version: 1
+fabrics:
+  - name: f
+    cliqueID: !!str 99999999999 #!
+`, path: "fabrics[0].cliqueID", msg: `want a non-negative integer, got the string "99999999999"`},
+
+	{name: "bandwidth beyond float64", text: `version: 1
+levels:
+  - name: tor
+    bandwidthGBps: 1e400 #!
+`, path: "levels[0].bandwidthGBps", msg: "1e400 is out of range for this field: want a number of magnitude at most 1.7976931348623157e+308"},
 
 	{name: "negative perParent", text: header + `switches:
   - {name: tor1, level: tor}
@@ -222,7 +265,7 @@ levels:
 fabrics:
   - name: f
     cliqueID: -1 #!
-`, path: "fabrics[0].cliqueID", msg: "want a non-negative integer, got the number -1"},
+`, path: "fabrics[0].cliqueID", msg: "-1 is out of range for this field: want an integer from 0 to 4294967295"},
 
 	{name: "duplicate key", text: `version: 1
 templates:
@@ -362,6 +405,12 @@ templates:
 		line: 2, col: 2, path: "name", msg: `duplicate key "name" (first at line 1)`},
 	{name: "JSON string for int", format: FormatJSON, text: "{\"version\": 1, \"templates\": [{\"name\": \"box\", \"gpus\": \"8\"}]}",
 		line: 1, col: 54, path: "templates[0].gpus", msg: `want an integer, got the string "8"`},
+	{name: "JSON cliqueID beyond uint32", format: FormatJSON, text: "{\"version\": 1,\n \"fabrics\": [{\"name\": \"f\", \"cliqueID\": 99999999999}]}",
+		line: 2, col: 40, path: "fabrics[0].cliqueID", msg: "99999999999 is out of range for this field: want an integer from 0 to 4294967295"},
+	{name: "JSON cpuMilli beyond int64", format: FormatJSON, text: "{\"version\": 1, \"templates\": [{\"name\": \"box\", \"cpuMilli\": 99999999999999999999}]}",
+		line: 1, col: 58, path: "templates[0].cpuMilli", msg: "99999999999999999999 is out of range for this field: want an integer from -9223372036854775808"},
+	{name: "JSON bandwidth beyond float64", format: FormatJSON, text: "{\"version\": 1, \"levels\": [{\"name\": \"tor\", \"bandwidthGBps\": -1e999}]}",
+		line: 1, col: 60, path: "levels[0].bandwidthGBps", msg: "-1e999 is out of range for this field"},
 	{name: "JSON wrong version", format: FormatJSON, text: "{\n\t\"version\": 3\n}", line: 2, col: 13, path: "version", msg: "unsupported version 3"},
 	{name: "JSON Build error", format: FormatJSON, text: `{"version": 1, "templates": [{"name": "box"}],
 "hosts": [{"name": "h", "template": "box"}, {"name": "h", "template": "box"}]}`,
