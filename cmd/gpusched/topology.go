@@ -343,7 +343,10 @@ func writeSummary(w io.Writer, c *topology.Cluster) error {
 			continue
 		}
 		gpuMem := "-"
-		if r.hasAccelerator {
+		switch {
+		case r.hasAccelerator && r.gpuMemMiB == 0:
+			gpuMem = "unknown" // the spec's zero: the model's memory is not known
+		case r.hasAccelerator:
 			gpuMem = formatMiB(r.gpuMemMiB)
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\t%s\t%s\n", r.name, dash(r.vendor), r.hosts, r.gpus, gpuMem, formatMilli(r.cpu), formatMiB(r.mem))

@@ -97,6 +97,35 @@ func TestPresets(t *testing.T) {
 	}
 }
 
+// TestShowUnknownGPUMemory: an accelerator whose memory the spec leaves at
+// zero (unknown), like openb's G2 and G3, shows "unknown", not "0 MiB".
+func TestShowUnknownGPUMemory(t *testing.T) {
+	code, out, errOut := gpusched(t, "", "topology", "show", "--preset", "openb")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	models := out[strings.Index(out, "Accelerator models:"):]
+	models = models[:strings.Index(models, "\n\n")]
+	rows := map[string][]string{}
+	for _, line := range strings.Split(models, "\n")[2:] {
+		f := strings.Fields(line)
+		rows[f[0]] = f
+	}
+	// MODEL VENDOR HOSTS GPUS GPU-MEMORY…: the memory is the fifth field,
+	// two words when known ("15 GiB").
+	for _, m := range []string{"G2", "G3"} {
+		if f := rows[m]; len(f) < 5 || f[4] != "unknown" {
+			t.Errorf("%s: GPU memory %q, want unknown:\n%s", m, f, models)
+		}
+	}
+	if f := rows["T4"]; len(f) < 6 || f[4]+" "+f[5] != "15 GiB" {
+		t.Errorf("T4: %q, want 15 GiB:\n%s", f, models)
+	}
+	if strings.Contains(models, "0 MiB") {
+		t.Errorf("a model shows 0 MiB of GPU memory:\n%s", models)
+	}
+}
+
 // TestExportLoadsBack: "topology show --format yaml|json" writes a cluster
 // file that loads back to an equal spec.
 func TestExportLoadsBack(t *testing.T) {
