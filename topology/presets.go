@@ -85,6 +85,21 @@ func dgxTemplate(name, model string, cpuMilli, memMiB int64, bw float64) HostTem
 // MachineTemplate returns the host template and accelerator of a machine
 // preset (dgx-a100, dgx-h100, dgx-h200, dgx-b200, gb200-nvl72 (one compute
 // tray), pcie-8gpu, ascend-910).
+//
+// pcie-8gpu is a dual-socket server with eight L40S on PCIe alone (no
+// NVLink), the common 4U layout in which each socket's root port feeds
+// one PCIe switch cascaded into two leaf switches of two GPUs each. That
+// gives the three PCIe tiers nvidia-smi topo -m reports on such boxes: PIX
+// between the two GPUs of a leaf switch, PXB between GPUs of different
+// leaves of one socket (through the upper switch, not the CPU), and SYS
+// across sockets. There is no NODE, because both leaves of a socket hang
+// off the same host bridge; NODE appears on boxes whose switches sit under
+// different host bridges of one NUMA node, as in the PCIe view (fabric
+// aside) of dgx-h100, dgx-h200 and dgx-b200, whose four GPUs per socket
+// each have their own root port. (dgx-a100 shows SYS there instead: in
+// NPS4 mode each GPU pair's host bridge is a NUMA node of its own.) The
+// layout is fixed: discovery tests compare the specs NVML reports for
+// such machines with it.
 func MachineTemplate(name string) (HostTemplate, AcceleratorSpec, error) {
 	switch name {
 	case "dgx-h100":
@@ -127,9 +142,12 @@ func MachineTemplate(name string) (HostTemplate, AcceleratorSpec, error) {
 		}, presetAccelerator("GB200-186GB"), nil
 	case "pcie-8gpu":
 		// A dual-socket PCIe server with eight L40S and no NVLink: on each
-		// socket one root port feeds a PCIe switch that fans out to two
-		// switches of two GPUs each, so GPUs are PIX within a switch, PXB
-		// across switches of one socket and SYS across sockets.
+		// socket one root port (host bridge) feeds a PCIe switch cascaded
+		// into two leaf switches of two GPUs each, so GPUs are PIX within a
+		// leaf, PXB across the leaves of one socket and SYS across sockets;
+		// never NODE (one host bridge per socket) or PHB. See the doc
+		// comment above for why, and keep the shape: NVML discovery tests
+		// compare with it.
 		sock := func(g int) []PCIeSpec {
 			return []PCIeSpec{{Switches: []PCIeSpec{{Switches: []PCIeSpec{{GPUs: []int{g, g + 1}}, {GPUs: []int{g + 2, g + 3}}}}}}}
 		}

@@ -445,3 +445,31 @@ func TestBandwidthOrdering(t *testing.T) {
 }
 
 func tor(c *Cluster) Level { l, _ := c.LevelByName("tor"); return l }
+
+// TestPCIe8GPUShape pins the layout MachineTemplate documents for
+// pcie-8gpu: per socket one host bridge, one upper switch under it, and two
+// leaf switches of two GPUs under that (hence PIX, PXB and SYS, never NODE).
+func TestPCIe8GPUShape(t *testing.T) {
+	c := presetCluster(t, "pcie-8gpu")
+	for sock := range 2 {
+		var bridges, uppers, leaves []DomainID
+		for g := GPUID(4 * sock); g < GPUID(4*sock+4); g++ {
+			sw := c.switchesOf(g)
+			if len(sw) != 2 {
+				t.Fatalf("%s: %d PCIe switches above it, want 2 (leaf, upper)", c.GPUName(g), len(sw))
+			}
+			leaves = append(leaves, sw[0])
+			uppers = append(uppers, sw[1])
+			bridges = append(bridges, c.gpus[g].bridge)
+			if c.DomainParent(sw[1]) != c.gpus[g].bridge {
+				t.Errorf("%s: upper switch %s is not under its host bridge", c.GPUName(g), c.DomainName(sw[1]))
+			}
+		}
+		if len(slices.Compact(bridges)) != 1 || len(slices.Compact(uppers)) != 1 {
+			t.Errorf("socket %d: host bridges %v and upper switches %v, want one of each", sock, bridges, uppers)
+		}
+		if l := slices.Compact(leaves); len(l) != 2 {
+			t.Errorf("socket %d: leaf switches %v, want two of two GPUs", sock, leaves)
+		}
+	}
+}
