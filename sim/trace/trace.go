@@ -53,6 +53,11 @@ type Stats struct {
 	Filtered int
 	// FilterReasons maps a short reason to its count.
 	FilterReasons map[string]int
+	// IgnoredColumns lists, in header order, the columns of a tabular
+	// trace that the reader does not know and left unread (a misspelt
+	// column silently dropping a constraint would change the result, so
+	// readers report them; strict readers reject them instead).
+	IgnoredColumns []string
 }
 
 // Filter records a record left out on purpose.
