@@ -25,6 +25,7 @@ func ExampleCases() {
 	// Place/topology/8gpu-host/100k                    ≤ 5 µs/op (issue 4)
 	// Place/topology/256gpu-tor/100k                   ≤ 50 µs/op (issue 4)
 	// Place/topology/4096gpu-tor-infeasible-cold/100k  ≤ 100 µs/op (issue 4)
+	// Place/topology/3072gpu-spine-infeasible-brief/100k ≤ 100 µs/op (issue 4)
 	// Place/topology/512gpu-tor/100k-tor64             ≤ 50 µs/op (issue 4)
 	// Place/fgd/openb-task                             ≤ 50 µs/op (issue 4)
 	// Preempt/plan-512gpu-tor/100k-tor64               ≤ 1 ms/op (issue 5)

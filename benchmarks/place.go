@@ -28,7 +28,22 @@ type placeShape struct {
 	onlyAt100k   bool
 	skipAt1k     bool
 	policiesOnly bool // one of the shapes every policy runs
+	// decided says what must prove an infeasible shape infeasible (zero:
+	// not checked); the benchmark checks the explanation agrees.
+	decided decidedBy
 }
+
+// decidedBy is what proves a gang infeasible.
+type decidedBy uint8
+
+const (
+	// byCounters: some domain at the level is large enough, but none has
+	// enough free GPUs (fragmentation, the freest domain short).
+	byCounters decidedBy = iota + 1
+	// byHosts: some domains have enough free GPUs, but their hosts cannot
+	// hold the tasks (fragmentation after trying domains).
+	byHosts
+)
 
 // benchMix is the target workload the fragmentation-aware policies (fgd
 // and the FGD paper's baselines) are given on the dgx-h100 clusters: mostly
@@ -57,6 +72,10 @@ func placeCases() []Case {
 		{name: "4096gpu-tor-infeasible-cold", tasks: 512, gpus: 8, level: "tor", gpuOnly: true, cold: true, doc: "as 4096gpu-tor-infeasible, the ledger changed before every op (one GPU allocated and released), so nothing cached from the previous op helps; the gang is proven too large by domain sizes"},
 		{name: "4096gpu-tor-infeasible-cpu-mem", tasks: 512, gpus: 8, level: "tor", cold: true, doc: "as 4096gpu-tor-infeasible-cold with CPU and memory per task: still proven by domain sizes, no host census"},
 		{name: "4096gpu-tor-infeasible-brief", tasks: 512, gpus: 8, level: "tor", cold: true, brief: true, doc: "as 4096gpu-tor-infeasible-cpu-mem with brief explanations (counters only), as the Scheduler asks for them"},
+		{name: "3072gpu-spine-infeasible-brief", tasks: 384, gpus: 8, level: "spine", cold: true, brief: true, onlyAt100k: true, decided: byCounters, doc: "prove 384 × 8 GPUs required in one spine infeasible (brief explanations, as the Scheduler asks; the ledger changed before every op; decided by the free-GPU counters, not domain sizes: a spine holds 4,096 GPUs, none has more than 2,181 free)"},
+		{name: "3072gpu-spine-infeasible-cold", tasks: 384, gpus: 8, level: "spine", cold: true, onlyAt100k: true, decided: byCounters, doc: "as 3072gpu-spine-infeasible-brief with the full explanation (the hosts excluded per reason, counted over the cluster, as gpusched place prints it)"},
+		{name: "1792gpu-spine-infeasible-brief", tasks: 224, gpus: 8, level: "spine", cold: true, brief: true, onlyAt100k: true, decided: byHosts, doc: "prove 224 × 8 GPUs required in one spine infeasible (brief explanations; the ledger changed before every op; neither domain sizes nor free counters decide it: 24 of the 25 spines have 1,792 GPUs free or more, but none more than 221 wholly idle hosts, so the placer looks at each spine's hosts)"},
+		{name: "1792gpu-spine-infeasible-cold", tasks: 224, gpus: 8, level: "spine", cold: true, onlyAt100k: true, decided: byHosts, doc: "as 1792gpu-spine-infeasible-brief with the full explanation"},
 	}
 	var cs []Case
 	for _, sh := range shapes {
@@ -76,7 +95,13 @@ func placeCases() []Case {
 					f.Note = "the 512-GPU-in-one-ToR target applied to one whole ToR (256 GPUs) of h100-100k"
 					figs = []Figure{f}
 				case "4096gpu-tor-infeasible-cold":
-					figs = []Figure{fig("µs/op", 100, 4)}
+					f := fig("µs/op", 100, 4)
+					f.Note = "proven by domain sizes: a ToR of h100-100k holds 256 GPUs"
+					figs = []Figure{f}
+				case "3072gpu-spine-infeasible-brief":
+					f := fig("µs/op", 100, 4)
+					f.Note = "the infeasibility target where domain sizes do not decide it: proven by the spines' free-GPU counters, brief explanations as the Scheduler asks"
+					figs = []Figure{f}
 				}
 			}
 			cs = append(cs, placeCase("topology", sh, sz.name, sz.preset, figs))
@@ -193,6 +218,7 @@ func benchPlace(b *testing.B, l *topology.Ledger, policy string, sh placeShape) 
 			if x.Verdict == 0 {
 				fatal(b, "explanation without a verdict")
 			}
+			checkDecided(b, sh, x)
 			continue
 		}
 		tx, err := gang.Commit(l, &p)
@@ -208,6 +234,22 @@ func benchPlace(b *testing.B, l *topology.Ledger, policy string, sh placeShape) 
 	}
 	if !sh.cold && l.Generation() == gen && l.Check() != nil {
 		fatal(b, l.Check())
+	}
+}
+
+// checkDecided fails the benchmark when an infeasible shape's explanation
+// does not say what sh.decided says must prove it.
+func checkDecided(b *testing.B, sh placeShape, x *gang.Explanation) {
+	switch sh.decided {
+	case byCounters:
+		need := sh.tasks * sh.gpus
+		if x.Verdict != gang.VerdictFragmentation || x.Largest < need || x.Best.FreeGPUs >= need || x.Tried != 0 {
+			fatalf(b, "%s: want fragmentation, the largest domain ≥ %d GPUs, the freest one short: %+v", sh.name, need, *x)
+		}
+	case byHosts:
+		if x.Verdict != gang.VerdictFragmentation || x.Tried == 0 {
+			fatalf(b, "%s: want fragmentation after trying domains with enough free GPUs: %+v", sh.name, *x)
+		}
 	}
 }
 

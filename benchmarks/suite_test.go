@@ -1,6 +1,8 @@
 package benchmarks
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -117,6 +119,43 @@ func TestFigure(t *testing.T) {
 	for v, want := range map[float64]string{0: "0", 43.84: "43.8", 0.0757: "0.0757", 1712.4: "1712", 1.36e7: "1.36e+07", 7.3e-8: "7.3e-08"} {
 		if got := FormatValue(v); got != want {
 			t.Errorf("FormatValue(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// Every case with a target has a row in the README's performance table,
+// and every row's `bench --filter` selects at least one case.
+func TestREADMERows(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, perf, ok := strings.Cut(string(data), "\n## Performance\n")
+	if !ok {
+		t.Fatal("README has no Performance section")
+	}
+	perf, _, _ = strings.Cut(perf, "\n## ")
+	var filters []*regexp.Regexp
+	for _, m := range regexp.MustCompile("`bench --filter ([^`]+)`").FindAllStringSubmatch(perf, -1) {
+		re, err := regexp.Compile(m[1])
+		if err != nil {
+			t.Errorf("README row filter %q: %v", m[1], err)
+			continue
+		}
+		filters = append(filters, re)
+	}
+	if len(filters) == 0 {
+		t.Fatal("no `bench --filter` in the README's Performance section")
+	}
+	cases := Cases()
+	for _, c := range Select(nil, false, false) {
+		if !slices.ContainsFunc(filters, func(re *regexp.Regexp) bool { return re.MatchString(c.Name) }) {
+			t.Errorf("%s has a target but no README row (`bench --filter …` matching it)", c.Name)
+		}
+	}
+	for _, re := range filters {
+		if !slices.ContainsFunc(cases, func(c Case) bool { return re.MatchString(c.Name) }) {
+			t.Errorf("README row `bench --filter %s` selects no case", re)
 		}
 	}
 }

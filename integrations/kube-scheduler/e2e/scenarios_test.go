@@ -32,6 +32,15 @@ const (
 // schedulerConfig has three profiles in one scheduler: the stock
 // default-scheduler as the control, and gpusched with the topology-tiered and
 // the FGD policies.
+//
+// Two GPUSched profiles in one process are safe here because they never
+// share nodes. Each profile keeps its own ledger and learns of the other's
+// pods only once they are bound, so two of them placing pods on the same
+// nodes at once could both count the same GPUs free (see README, Limits). In
+// these scenarios no two GPUSched profiles ever have pods at the same time:
+// every scenario starts a fresh control plane and gives its GPU pods to one
+// of them, and FGDStrandsFewerGPUsThanDefault also pins gpusched-fgd's pods
+// to pool b by node selector (the default-scheduler control uses pool a).
 const schedulerConfig = `apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 leaderElection:
