@@ -24,16 +24,17 @@ import (
 	"github.com/gpusched/gpusched/topology"
 )
 
-// InflationFunc runs the FGD paper's inflation experiment for `gpusched sim
-// compare --inflation`: cmd/gpusched passes its `place inflation`
-// implementation (package frag's replay) so the two commands share one.
-// args are the command-line arguments after `sim compare` with
-// --inflation removed.
+// InflationFunc was the hook through which a caller served `gpusched sim
+// compare --inflation`; see Options.Inflation.
 type InflationFunc func(cmd *cobra.Command, args []string) error
 
 // Options configure Command.
 type Options struct {
-	// Inflation, if set, serves `sim compare --inflation`.
+	// Inflation is not used: `sim compare --inflation` and the bare
+	// command's paper replay run simcli's own experiment, the command
+	// InflationCommand returns (mount that as `place inflation` so the two
+	// share one implementation, with its input checks). The field stays
+	// so that callers that set it still build.
 	Inflation InflationFunc
 	// ClusterFlags, if set, registers cluster selection flags on a command
 	// and returns the function that loads the cluster they select:
@@ -103,11 +104,14 @@ compressed into 20 minutes so that the cluster fills up, observed for 6
 hours (jobs still running then are reported unfinished). Every flag of
 "sim compare" applies.
 
-With no flags but --out, --quiet and --no-plots, it then runs the same
-cluster and trace through the experiment of the FGD paper (Weng et al.,
-ATC'23: tasks resampled to 130% of the GPUs and placed with no departures,
-seeds 42-44) and prints the unallocated GPU share as load grows, where the
-policies differ most; "gpusched place inflation" runs it in full.`,
+With no flags but --out, --quiet, --no-plots, --no-jobs-csv and
+--parallel, it then runs the same trace on openb-gpu (the paper's 1,213 GPU
+nodes of that cluster, 6,212 GPUs) through the experiment of the FGD paper
+(Weng et al., ATC'23: tasks resampled to 130% of the GPUs and placed with
+no departures, seeds 42-44), prints the unallocated GPU share as load
+grows, where the policies differ most, and writes OUT/inflation/
+inflation.json (and inflation.png unless --no-plots); "gpusched sim compare
+--inflation" runs it in full.`,
 		Example: `  gpusched sim
   gpusched sim --policies fgd,best-fit,random --out /tmp/openb`,
 		Args: cobra.NoArgs,
@@ -130,14 +134,29 @@ policies differ most; "gpusched place inflation" runs it in full.`,
 const paperPolicies = "fgd,best-fit,dot-product,gpu-packing,gpu-clustering,random"
 
 // paperReplay follows the bare `gpusched sim` with the FGD paper's
-// experiment on the same built-in cluster and trace, unless a flag other
-// than the output ones chose something else.
+// experiment on the same trace and the paper's cluster (openb-gpu), unless
+// a flag other than the output ones chose something else.
 func paperReplay(cmd *cobra.Command, opt Options, out outFlags) error {
-	if opt.Inflation == nil {
+	args, ok := paperArgs(cmd.Flags(), out)
+	if !ok {
 		return nil
 	}
+	w := cmd.OutOrStdout()
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "The same trace on openb-gpu (the paper's 1,213 GPU nodes) in the FGD paper's experiment")
+	fmt.Fprintln(w, "(Weng et al., ATC'23): tasks resampled to 130% of the GPUs, placed one by one with no")
+	fmt.Fprintln(w, "departures; unallocated GPU % as arrived demand reaches each share of capacity, median")
+	fmt.Fprintln(w, "of seeds 42-44.")
+	return execInflation(cmd, inflationCmd(opt, ""), args)
+}
+
+// paperArgs returns the arguments of the bare command's paper replay, or
+// false when a flag other than the output ones was given. The replay
+// writes OUT/inflation/inflation.json always, and inflation.png unless
+// --no-plots.
+func paperArgs(fs *pflag.FlagSet, out outFlags) ([]string, bool) {
 	changed := false
-	cmd.Flags().Visit(func(f *pflag.Flag) {
+	fs.Visit(func(f *pflag.Flag) {
 		switch f.Name {
 		case "out", "quiet", "no-plots", "no-jobs-csv", "parallel":
 		default:
@@ -145,18 +164,30 @@ func paperReplay(cmd *cobra.Command, opt Options, out outFlags) error {
 		}
 	})
 	if changed {
-		return nil
+		return nil, false
 	}
-	w := cmd.OutOrStdout()
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "The same cluster and trace in the FGD paper's experiment (Weng et al., ATC'23):")
-	fmt.Fprintln(w, "tasks resampled to 130% of the GPUs, placed one by one with no departures;")
-	fmt.Fprintln(w, "unallocated GPU % as arrived demand reaches each share of capacity, median of seeds 42-44.")
-	args := []string{"--policies", paperPolicies, "--seeds", "42-44"}
-	if !out.noPlots {
-		args = append(args, "--out", filepath.Join(out.dir, "inflation"))
+	args := []string{"--policies", paperPolicies, "--seeds", "42-44", "--out", filepath.Join(out.dir, "inflation")}
+	if out.noPlots {
+		args = append(args, "--no-plots")
 	}
-	return opt.Inflation(cmd, args)
+	if out.quiet {
+		args = append(args, "--quiet")
+	}
+	if out.par > 0 {
+		args = append(args, "--jobs", strconv.Itoa(out.par))
+	}
+	return args, true
+}
+
+// execInflation runs the inflation command c with args and the streams
+// of parent.
+func execInflation(parent, c *cobra.Command, args []string) error {
+	c.SetArgs(args)
+	c.SetIn(parent.InOrStdin())
+	c.SetOut(parent.OutOrStdout())
+	c.SetErr(parent.ErrOrStderr())
+	c.SilenceUsage, c.SilenceErrors = true, true
+	return c.Execute()
 }
 
 type outFlags struct {
@@ -323,6 +354,8 @@ func isTerminal(f *os.File) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
+// reportInput prints the "trace …:" line: the jobs read, what was skipped
+// or left out, and a warning naming the columns the reader did not know.
 func reportInput(w io.Writer, lt *loadedTrace) {
 	st := lt.stats
 	fmt.Fprintf(w, "trace %s: %d jobs", lt.name, len(lt.jobs))
@@ -331,6 +364,9 @@ func reportInput(w io.Writer, lt *loadedTrace) {
 	}
 	if st.Filtered > 0 {
 		fmt.Fprintf(w, "; left out %d %s", st.Filtered, reasons(st.FilterReasons))
+	}
+	if s := ignoredNote(st.IgnoredColumns); s != "" {
+		fmt.Fprintf(w, "; %s", s)
 	}
 	fmt.Fprintln(w)
 }
@@ -350,11 +386,14 @@ func reasons(m map[string]int) string {
 
 func runOne(cmd *cobra.Command, rc runConfig, out outFlags, cluster func(runConfig) (*topology.Cluster, error)) error {
 	start := time.Now()
+	if err := rc.check(nil); err != nil {
+		return err
+	}
 	p, err := prepare(rc, cluster)
 	if err != nil {
 		return err
 	}
-	reportInput(cmd.ErrOrStderr(), p.lt)
+	reportInput(cmd.OutOrStdout(), p.lt)
 	b := bar(cmd, len(p.lt.jobs), "simulating", out.quiet)
 	res, err := execute(rc, p, func(done, _ int) {
 		if done%256 == 0 || done == len(p.lt.jobs) {
@@ -407,8 +446,14 @@ with a column per policy; writes compare.json, each policy's summary.json and
 CSVs in a subdirectory, and plots with one line (or bar) per policy.
 
 With --inflation, runs the FGD paper's inflation experiment instead (openb pod
-lists resampled to a target load, no departures), with that experiment's
-flags: see gpusched place inflation --help.`,
+lists resampled to a target load, no departures) and writes inflation.json
+and inflation.png to --out (default sim-compare). That mode has flags of its
+own, listed by "sim compare --inflation --help": the cluster flags, --trace
+(openb:PATH), --policies (default: the paper's six), --seeds, --max-load,
+--sampling, --tie, --scoring, --coverage, --skip-bad, --strict, --out,
+--no-plots, --jobs, --markdown and --quiet. The other flags listed below
+(--load, --repeat, the model flags, …) are the time-based replay's, and
+--inflation rejects them.`,
 		Example: `  gpusched sim compare --policies topology,best-fit,fgd
   gpusched sim compare --inflation --policies fgd,best-fit`,
 		// Flags are parsed here so that --inflation can hand the rest
@@ -416,10 +461,7 @@ flags: see gpusched place inflation --help.`,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if slices.Contains(args, "--inflation") || slices.Contains(args, "--inflation=true") {
-				if opt.Inflation == nil {
-					return errors.New("--inflation: the inflation replay is not available in this build")
-				}
-				return opt.Inflation(cmd, slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--inflation" || a == "--inflation=true" }))
+				return runInflationArgs(cmd, opt, slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--inflation" || a == "--inflation=true" }))
 			}
 			if err := cmd.Flags().Parse(args); err != nil {
 				return err
@@ -437,7 +479,7 @@ flags: see gpusched place inflation --help.`,
 	out.bind(cmd.Flags(), "sim-compare")
 	cmd.Flags().IntVar(&out.par, "parallel", 0, "runs at once (0: GOMAXPROCS)")
 	cmd.Flags().StringVar(&policies, "policies", "topology,best-fit,fgd", "comma-separated placement policies")
-	cmd.Flags().Bool("inflation", false, "run the FGD paper's inflation experiment instead of a time-based replay (the other flags are then that experiment's)")
+	cmd.Flags().Bool("inflation", false, "run the FGD paper's inflation experiment instead of a time-based replay, with that experiment's flags (see --inflation --help)")
 	cmd.Flags().BoolP("help", "h", false, "help for compare")
 	return cmd
 }
@@ -486,12 +528,15 @@ func compare(cmd *cobra.Command, rc runConfig, out outFlags, policies []string, 
 	if len(policies) == 0 {
 		return errors.New("--policies: none given")
 	}
+	if err := rc.check(nil); err != nil {
+		return err
+	}
 	start := time.Now()
 	p, err := prepare(rc, cluster)
 	if err != nil {
 		return err
 	}
-	reportInput(cmd.ErrOrStderr(), p.lt)
+	reportInput(cmd.OutOrStdout(), p.lt)
 	results := make([]*sim.Result, len(policies))
 	b := bar(cmd, len(policies), "policies", out.quiet)
 	err = parallel(len(policies), workers(out.par), b, func(i int) error {
@@ -624,7 +669,7 @@ sweep-i-of-n.csv.`,
 	cluster = bindRun(cmd, &rc, opt)
 	out.bind(cmd.Flags(), "sim-sweep")
 	cmd.Flags().IntVar(&out.par, "parallel", 0, "runs at once (0: GOMAXPROCS)")
-	cmd.Flags().StringArrayVar(&params, "param", nil, "a swept parameter NAME=V1,V2,… (NAME is a flag of `sim run`); repeatable")
+	cmd.Flags().StringArrayVar(&params, "param", nil, "a swept parameter `NAME=V1,V2,…`, where NAME is a flag of sim run (e.g. policy, load, gpu-mtbf, seed); repeatable")
 	cmd.Flags().StringVar(&shard, "shard", "", "run only shard i of n (i/n)")
 	return cmd
 }
@@ -658,6 +703,10 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 	if err != nil {
 		return err
 	}
+	swept := map[string]bool{}
+	for _, p := range params {
+		swept[p.name] = true
+	}
 	points := grid(params)
 	var mine []int
 	configs := make([]runConfig, len(points))
@@ -667,6 +716,9 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 			if err := r.set(p.name, pt[k]); err != nil {
 				return err
 			}
+		}
+		if err := r.check(swept); err != nil {
+			return fmt.Errorf("run %d (%s): %w", i, strings.Join(pt, ","), err)
 		}
 		r.traceSeed, r.hasTraceSeed = r.seed, true // one trace for every run of a seed
 		if !seedSwept {
@@ -699,31 +751,30 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 		}
 		return k
 	}
+	// Load every cluster and trace this shard needs, in grid order, and
+	// report each trace once; the runs then share them read-only.
 	cache := map[key]*prepared{}
-	var cacheMu sync.Mutex
-	load := func(r runConfig) (*prepared, error) {
-		k := keyOf(r)
-		cacheMu.Lock()
-		defer cacheMu.Unlock()
-		if p, ok := cache[k]; ok {
-			return p, nil
+	loaded := make([]*prepared, len(mine))
+	for k, i := range mine {
+		kk := keyOf(configs[i])
+		p, ok := cache[kk]
+		if !ok {
+			if p, err = prepare(configs[i], cluster); err != nil {
+				return fmt.Errorf("run %d: %w", i, err)
+			}
+			cache[kk] = p
+			reportInput(cmd.OutOrStdout(), p.lt)
 		}
-		p, err := prepare(r, cluster)
-		if err != nil {
-			return nil, err
-		}
-		cache[k] = p
-		return p, nil
+		loaded[k] = p
+	}
+	if err := os.MkdirAll(out.dir, 0o755); err != nil {
+		return err
 	}
 	rows := make([]sweepRow, len(mine))
 	b := bar(cmd, len(mine), fmt.Sprintf("sweep shard %d/%d", si, sn), out.quiet)
 	err = parallel(len(mine), workers(out.par), b, func(k int) error {
 		i := mine[k]
-		p, err := load(configs[i])
-		if err != nil {
-			return fmt.Errorf("run %d: %w", i, err)
-		}
-		res, err := execute(configs[i], p, nil)
+		res, err := execute(configs[i], loaded[k], nil)
 		if err != nil {
 			return fmt.Errorf("run %d (%s): %w", i, strings.Join(points[i], ","), err)
 		}
@@ -750,6 +801,11 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 	}
 	if err := f.Close(); err != nil {
 		return err
+	}
+	if len(mine) == 0 {
+		fmt.Fprintf(cmd.OutOrStdout(), "shard %d/%d has no runs: the grid has %d %s; wrote the header of %s\n", si, sn, len(points),
+			plural(len(points), "point", "points"), filepath.Join(out.dir, name))
+		return nil
 	}
 	if err := writeSweep(cmd.OutOrStdout(), params, rows); err != nil {
 		return err

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gpusched/gpusched/sim"
 )
@@ -50,7 +50,9 @@ func TestDefault(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, errs)
 	}
-	for _, want := range []string{"openb", "queue wait mean", "GPU allocation", "fgd", "best-fit", "random"} {
+	for _, want := range []string{"openb", "queue wait mean", "GPU allocation", "fgd", "best-fit", "random",
+		// The paper's experiment follows, on the paper's cluster.
+		"The same trace on openb-gpu (the paper's 1,213 GPU nodes)", "cluster openb-gpu (1213 hosts, 6212 GPUs)", "gpu-clustering"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -59,7 +61,8 @@ func TestDefault(t *testing.T) {
 	if s.Jobs.Total < 16000 || s.Jobs.Completed+s.Jobs.Rejected+s.Jobs.Failed+s.Jobs.Unfinished != s.Jobs.Total || s.Input == nil {
 		t.Errorf("summary jobs %+v input %+v", s.Jobs, s.Input)
 	}
-	for _, f := range []string{"compare.json", "fgd/timeseries.csv", "best-fit/jobs.csv", "random/queues.csv", "allocation.png", "compare.png", "wait_cdf.png"} {
+	for _, f := range []string{"compare.json", "fgd/timeseries.csv", "best-fit/jobs.csv", "random/queues.csv", "allocation.png", "compare.png", "wait_cdf.png",
+		"inflation/inflation.json", "inflation/inflation.png"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Error(err)
 		}
@@ -90,12 +93,13 @@ func TestRunGenericAndBadInput(t *testing.T) {
 		t.Fatalf("want an error naming jobs.csv:62, got %v", err)
 	}
 	dir := t.TempDir()
-	_, errs, err := execCmd(t, Options{}, append(common, "--out", dir, "--skip-bad", "--gpu-mtbf", "2000h", "--ckpt-interval", "5m")...)
+	out, _, err := execCmd(t, Options{}, append(common, "--out", dir, "--skip-bad", "--gpu-mtbf", "2000h", "--ckpt-interval", "5m")...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(errs, "skipped 1 malformed") {
-		t.Errorf("skip not reported: %s", errs)
+	// The "trace …:" line, on stdout with the results.
+	if !strings.Contains(out, "trace csv:"+tr+": 60 jobs; skipped 1 malformed (d: 1)") {
+		t.Errorf("skip not reported: %s", out)
 	}
 	s := readSummary(t, filepath.Join(dir, "summary.json"))
 	if s.Input.Skipped != 1 || s.Jobs.Total != 60 || s.Jobs.Completed != 60 {
@@ -126,11 +130,6 @@ func TestCompareAndSweep(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Error(err)
 		}
-	}
-	var called []string
-	infl := func(_ *cobra.Command, args []string) error { called = args; return nil }
-	if _, _, err := execCmd(t, Options{Inflation: infl}, "compare", "--inflation", "--policies", "fgd", "--seeds", "42-51"); err != nil || strings.Join(called, " ") != "--policies fgd --seeds 42-51" {
-		t.Errorf("inflation delegation: %v %q", err, called)
 	}
 
 	// A sweep in two shards gives the same rows as the whole sweep.
@@ -226,30 +225,34 @@ func TestQueueFileAndOutage(t *testing.T) {
 	}
 }
 
-// TestDefaultPaperReplay: the bare command follows the replay with the FGD
-// paper's experiment on the same cluster and trace; any flag that chooses
-// something else (here --policies) leaves it out.
-func TestDefaultPaperReplay(t *testing.T) {
-	if testing.Short() || raceEnabled {
-		t.Skip("the default replay takes seconds of CPU (minutes under -race)")
-	}
-	var called [][]string
-	infl := func(_ *cobra.Command, args []string) error {
-		called = append(called, args)
-		return nil
-	}
-	dir := t.TempDir()
-	if _, errs, err := execCmd(t, Options{Inflation: infl}, "--out", dir, "--quiet", "--no-plots", "--no-jobs-csv"); err != nil {
-		t.Fatalf("%v\n%s", err, errs)
-	}
-	if len(called) != 1 || strings.Join(called[0], " ") != "--policies "+paperPolicies+" --seeds 42-44" {
-		t.Errorf("paper replay called with %q", called)
-	}
-	called = nil
-	if _, errs, err := execCmd(t, Options{Inflation: infl}, "--out", dir, "--quiet", "--no-plots", "--policies", "fgd"); err != nil {
-		t.Fatalf("%v\n%s", err, errs)
-	}
-	if len(called) != 0 {
-		t.Errorf("paper replay ran although --policies was given: %q", called)
+// TestPaperArgs: the bare command follows the replay with the FGD paper's
+// experiment, writing inflation.json (and, without --no-plots, its plot)
+// under --out; any flag that chooses something else (here --policies)
+// leaves it out.
+func TestPaperArgs(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string // "" for no replay
+	}{
+		{nil, "--policies " + paperPolicies + " --seeds 42-44 --out " + filepath.Join("sim-out", "inflation")},
+		{[]string{"--out", "d", "--no-plots", "--quiet", "--parallel", "2", "--no-jobs-csv"},
+			"--policies " + paperPolicies + " --seeds 42-44 --out " + filepath.Join("d", "inflation") + " --no-plots --quiet --jobs 2"},
+		{[]string{"--out", "d", "--policies", "fgd"}, ""},
+		{[]string{"--horizon", "1h"}, ""},
+	} {
+		var out outFlags
+		var rc runConfig
+		fs := pflag.NewFlagSet("sim", pflag.ContinueOnError)
+		rc.bind(fs, true)
+		out.bind(fs, "sim-out")
+		fs.IntVar(&out.par, "parallel", 0, "")
+		fs.String("policies", "", "")
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		args, ok := paperArgs(fs, out)
+		if got := strings.Join(args, " "); ok != (c.want != "") || got != c.want {
+			t.Errorf("%q: replay %v with %q, want %q", c.args, ok, got, c.want)
+		}
 	}
 }

@@ -140,6 +140,36 @@ func (r *runConfig) bind(fs *pflag.FlagSet, cluster bool) {
 	fs.BoolVar(&r.rejectErrors, "reject-errors", r.rejectErrors, "stop with an error when a job is rejected (too large, bad spec) instead of counting it")
 }
 
+// check rejects settings no run can use rather than ignore them, naming
+// the flag: a factor of the speed model outside (0, 1], or given while
+// the speed model is off (unless swept has "speed": a sweep may turn it
+// on); a negative --repeat; --map for a trace kind that has no mapping.
+func (r *runConfig) check(swept map[string]bool) error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"speed-host", r.speedHost}, {"speed-switch", r.speedSwitch}, {"speed-level", r.speedLevel}} {
+		if f.v == 0 {
+			continue
+		}
+		if !(f.v > 0 && f.v <= 1) {
+			return fmt.Errorf("--%s %g: want a speed factor in (0, 1] (0: the default)", f.name, f.v)
+		}
+		if !r.speed && !swept["speed"] {
+			return fmt.Errorf("--%s %g needs --speed: it is a factor of the speed model, which is off", f.name, f.v)
+		}
+	}
+	if r.repeat < 0 {
+		return fmt.Errorf("--repeat %d: want the number of copies of the trace, 0 or 1 for one", r.repeat)
+	}
+	if r.mapping != "" {
+		if kind, _, _ := strings.Cut(r.traceArg, ":"); kind != "csv" && kind != "jsonl" {
+			return fmt.Errorf("--map applies to csv and jsonl traces, not %s (--trace %s)", kind, r.traceArg)
+		}
+	}
+	return nil
+}
+
 // set changes one setting by its flag name, for sweeps.
 func (r *runConfig) set(name, value string) error {
 	fs := pflag.NewFlagSet("sweep", pflag.ContinueOnError)

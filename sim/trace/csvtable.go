@@ -18,7 +18,8 @@ type csvTable struct {
 }
 
 // newCSVTable reads the header. Every name in required must be a column;
-// with Options.Strict, every column must be in required or optional.
+// with Options.Strict, every column must be in required or optional, and
+// otherwise the columns that are in neither go to Stats.IgnoredColumns.
 // Column names compare after trimming spaces, case-insensitively.
 func newCSVTable(r io.Reader, st *recordState, required, optional []string) (*csvTable, error) {
 	cr := csv.NewReader(r)
@@ -46,12 +47,14 @@ func newCSVTable(r io.Reader, st *recordState, required, optional []string) (*cs
 			return nil, st.perr(1, want, "missing column (header has %s)", strings.Join(t.names, ", "))
 		}
 	}
-	if st.opt.Strict {
-		for _, h := range t.names {
-			if !slices.Contains(required, h) && !slices.Contains(optional, h) {
-				return nil, st.perr(1, h, "unknown column (known: %s)", strings.Join(append(slices.Clone(required), optional...), ", "))
-			}
+	for _, h := range t.names {
+		if slices.Contains(required, h) || slices.Contains(optional, h) {
+			continue
 		}
+		if st.opt.Strict {
+			return nil, st.perr(1, h, "unknown column (known: %s)", strings.Join(append(slices.Clone(required), optional...), ", "))
+		}
+		st.stats.IgnoredColumns = append(st.stats.IgnoredColumns, h)
 	}
 	return t, nil
 }

@@ -290,6 +290,8 @@ type CSV struct {
 
 // NewCSV reads the header of r and checks that every column the mapping
 // names is there; with Options.Strict, that every column is mapped.
+// Without it, the columns the mapping does not name are listed in
+// Stats.IgnoredColumns.
 func NewCSV(r io.Reader, m Mapping, o Options) (*CSV, error) {
 	if err := m.validate(); err != nil {
 		return nil, err
@@ -314,13 +316,16 @@ func (c *CSV) Next() (Job, error) {
 // JSONL reads JSON Lines (one object per line) through a Mapping. Values
 // may be JSON strings or numbers; blank lines are ignored. Keys the
 // mapping names must be present (a missing one is a malformed record);
-// with Options.Strict, keys it does not name are malformed too.
+// with Options.Strict, keys it does not name are malformed too, and
+// without it they are listed in Stats.IgnoredColumns (lower-case, in the
+// order first seen; sorted within a record).
 type JSONL struct {
 	mapped
-	sc   *bufio.Scanner
-	line int
-	cols []string
-	err  error
+	sc      *bufio.Scanner
+	line    int
+	cols    []string
+	ignored map[string]bool // unknown keys seen, lower-case
+	err     error
 }
 
 // NewJSONL returns a reader of the JSON Lines in r.
@@ -328,7 +333,7 @@ func NewJSONL(r io.Reader, m Mapping, o Options) (*JSONL, error) {
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
-	j := &JSONL{mapped: mapped{m: m}, sc: bufio.NewScanner(r), cols: m.columns()}
+	j := &JSONL{mapped: mapped{m: m}, sc: bufio.NewScanner(r), cols: m.columns(), ignored: map[string]bool{}}
 	j.sc.Buffer(make([]byte, 64<<10), 16<<20)
 	j.init(o)
 	return j, nil
@@ -388,16 +393,20 @@ func (j *JSONL) parse(b []byte) (Job, bool, *ParseError) {
 			return Job{}, false, j.perr(j.line, c, "missing key (or null)")
 		}
 	}
-	if j.opt.Strict {
-		var unknown []string
-		for k := range obj {
-			if !slices.Contains(j.cols, strings.ToLower(k)) {
-				unknown = append(unknown, k)
-			}
+	var unknown []string
+	for k := range obj {
+		if lk := strings.ToLower(k); !slices.Contains(j.cols, lk) && (j.opt.Strict || !j.ignored[lk]) {
+			unknown = append(unknown, lk)
 		}
-		if len(unknown) > 0 {
-			slices.Sort(unknown)
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		if j.opt.Strict {
 			return Job{}, false, j.perr(j.line, unknown[0], "unknown key")
+		}
+		for _, k := range slices.Compact(unknown) {
+			j.ignored[k] = true
+			j.stats.IgnoredColumns = append(j.stats.IgnoredColumns, k)
 		}
 	}
 	return j.convert(func(n string) string { return vals[n] }, j.line)

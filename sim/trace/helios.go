@@ -2,6 +2,7 @@ package trace
 
 import (
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -47,7 +48,8 @@ func newSlurm(r io.Reader, o Options, queue string) (*SlurmCSV, error) {
 	if o.QueueFrom != "" {
 		queue = strings.ToLower(o.QueueFrom)
 	}
-	t, err := newCSVTable(r, &s.recordState, slurmRequired, slurmOptional)
+	// A queue column of the user's choice is read, hence known.
+	t, err := newCSVTable(r, &s.recordState, slurmRequired, append(slices.Clone(slurmOptional), queue))
 	if err != nil {
 		return nil, err
 	}

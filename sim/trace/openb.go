@@ -41,7 +41,8 @@ const (
 var openbRequired = []string{OpenBName, OpenBCPUMilli, OpenBMemoryMiB, OpenBNumGPU, OpenBGPUMilli}
 
 // OpenBOptions configure an OpenB reader. The zero value reports the first
-// malformed row as an error and ignores columns it does not know.
+// malformed row as an error and reads past columns it does not know,
+// listing them in Stats.IgnoredColumns.
 type OpenBOptions struct {
 	// File names the source in errors; may be empty.
 	File string
@@ -50,8 +51,9 @@ type OpenBOptions struct {
 	// returning a *ParseError. Header problems are always errors.
 	SkipMalformed bool
 	// Strict rejects a header with a column that is not one of the
-	// openb columns, so that a misspelt optional column is an error
-	// rather than silently unused.
+	// openb columns, so that a misspelt optional column (gpuspec for
+	// gpu_spec drops every GPU-model constraint) is an error. Without it
+	// such columns are read past and listed in Stats.IgnoredColumns.
 	Strict bool
 	// QoSPriority, when not nil, maps the qos column to Spec.Priority
 	// (class names compare case-insensitively), e.g. OpenBQoSPriorities;
@@ -162,8 +164,11 @@ func NewOpenB(r io.Reader, opt OpenBOptions) (*OpenB, error) {
 				o.col[k], known = i, true
 			}
 		}
-		if !known && opt.Strict {
-			return nil, o.perr(1, h, "unknown column (openb pod lists have %s)", strings.Join(openbColumns[:], ", "))
+		if !known {
+			if opt.Strict {
+				return nil, o.perr(1, h, "unknown column (openb pod lists have %s)", strings.Join(openbColumns[:], ", "))
+			}
+			o.stats.IgnoredColumns = append(o.stats.IgnoredColumns, h)
 		}
 	}
 	for _, want := range openbRequired {

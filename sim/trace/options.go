@@ -39,8 +39,12 @@ type Options struct {
 	// Spec.Queue; empty means the format's default: the virtual cluster
 	// for Philly and Helios, the workload type for Acme.
 	QueueFrom string
-	// Strict rejects a header with columns the reader does not know, so a
-	// misnamed column is an error rather than silently unused.
+	// Strict rejects a header with columns the reader does not know (for
+	// JSON Lines, records with keys the mapping does not name), so a
+	// misnamed column is an error rather than silently unused. Without
+	// it, the CSV readers list such columns, and the JSON Lines reader
+	// such keys, in Stats.IgnoredColumns. The Philly JSON reader reads
+	// past unknown keys either way.
 	Strict bool
 }
 

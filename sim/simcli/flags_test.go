@@ -1,0 +1,98 @@
+package simcli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A shard with no grid point writes a header-only CSV into a directory it
+// creates, and succeeds; so does a shard with points, into a fresh one.
+func TestSweepShardFreshDir(t *testing.T) {
+	base := []string{"sweep", "--preset", "h100-1k", "--trace", "synthetic:20", "--quiet", "--param", "policy=topology,best-fit"}
+	dir := filepath.Join(t.TempDir(), "fresh", "swy")
+	out, _, err := execCmd(t, Options{}, append(base, "--shard", "5/8", "--out", dir)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "shard 5/8 has no runs: the grid has 2 points") {
+		t.Errorf("output:\n%s", out)
+	}
+	rows := readCSV(t, filepath.Join(dir, "sweep-5-of-8.csv"))
+	if len(rows) != 1 || rows[0][0] != "run" || rows[0][1] != "policy" {
+		t.Errorf("empty shard's CSV: %q", rows)
+	}
+	dir = filepath.Join(t.TempDir(), "other")
+	if _, _, err := execCmd(t, Options{}, append(base, "--shard", "1/8", "--out", dir)...); err != nil {
+		t.Fatal(err)
+	}
+	if rows := readCSV(t, filepath.Join(dir, "sweep-1-of-8.csv")); len(rows) != 2 || rows[1][0] != "1" {
+		t.Errorf("shard 1/8: %q", rows)
+	}
+}
+
+// Settings no run would use are errors naming the flag, not ignored.
+func TestFlagsNoRunUses(t *testing.T) {
+	run := []string{"run", "--preset", "h100-1k", "--trace", "synthetic:20", "--quiet", "--no-plots", "--out", t.TempDir()}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--speed-host", "0.9"}, "--speed-host 0.9 needs --speed"},
+		{[]string{"--speed", "--speed-host", "2"}, "--speed-host 2: want a speed factor in (0, 1]"},
+		{[]string{"--speed", "--speed-level", "-0.5"}, "--speed-level -0.5"},
+		{[]string{"--repeat", "-3"}, "--repeat -3"},
+		{[]string{"--trace", "helios:cluster_log.csv", "--map", "submit=t,duration=d,gpus=g"}, "--map applies to csv and jsonl traces, not helios"},
+	} {
+		_, _, err := execCmd(t, Options{}, append(run, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.args, err, c.want)
+		}
+		compare := append([]string{"compare", "--policies", "topology"}, run[1:]...)
+		if _, _, err := execCmd(t, Options{}, append(compare, c.args...)...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("compare %q: %v, want %q", c.args, err, c.want)
+		}
+	}
+	// A sweep that turns the speed model on and off may set its factors.
+	sweep := []string{"sweep", "--preset", "h100-1k", "--trace", "synthetic:20", "--quiet", "--out", t.TempDir(), "--speed-host", "0.9"}
+	if _, _, err := execCmd(t, Options{}, append(sweep, "--param", "speed=false,true")...); err != nil {
+		t.Error(err)
+	}
+	if _, _, err := execCmd(t, Options{}, append(sweep, "--param", "seed=1,2")...); err == nil || !strings.Contains(err.Error(), "needs --speed") {
+		t.Errorf("sweep without speed: %v", err)
+	}
+}
+
+func TestHelpTexts(t *testing.T) {
+	out, _, err := execCmd(t, Options{}, "sweep", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "--param NAME=V1,V2,…") || strings.Contains(out, "--param sim run") {
+		t.Errorf("sweep --help:\n%s", out)
+	}
+	out, _, err = execCmd(t, Options{}, "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "same trace on openb-gpu (the paper's 1,213 GPU") || strings.Contains(out, "same cluster") {
+		t.Errorf("sim --help does not name the paper's cluster:\n%s", out)
+	}
+}
+
+func TestMain(m *testing.M) {
+	// Commands that default their output directory must not write into
+	// the package directory.
+	code := m.Run()
+	for _, d := range []string{"sim-out", "sim-compare", "sim-sweep"} {
+		if _, err := os.Stat(d); err == nil {
+			os.RemoveAll(d)
+			if code == 0 {
+				println("a test wrote ./" + d)
+				code = 1
+			}
+		}
+	}
+	os.Exit(code)
+}
