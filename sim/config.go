@@ -58,8 +58,11 @@ type Config struct {
 	// pending job could use at each topology level (gang.Stranded); it
 	// costs O(distinct pending shapes × levels × hosts) per sample.
 	StrandedByLevel bool
-	// SampleEvery is the period of the time series; zero means the span
-	// of arrivals / 500, at least one minute.
+	// SampleEvery is the period of the time series (plus a last row at
+	// the end of the run). Zero lets the simulator choose: the span of
+	// arrivals (up to the Horizon) / 500, at least one minute, doubled
+	// whenever the series would pass 5,000 rows (every other row kept), so
+	// a long tail after a short arrival span stays a few thousand rows.
 	SampleEvery time.Duration
 	// Horizon stops the simulation at this time; zero runs until every
 	// job has ended or nothing can change any more.

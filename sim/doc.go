@@ -55,16 +55,18 @@
 // # Metrics and guarantees
 //
 // Run returns a Result: a Summary (queue wait and JCT distributions overall,
-// per queue and per priority, slowdown, makespan, allocation and useful
+// per queue and per priority, with the jobs still waiting at the end and
+// their waits so far, slowdown, makespan, allocation and useful
 // utilisation, fragmentation, scheduling failures by reason, preemptions,
 // the Scheduler's recovery actions and how stopped jobs recovered,
 // GPU-hours lost to preemptions, failures and drains, Jain's fairness
 // index against entitlements, locality of multi-GPU placements), a time
-// series and one record per job. Package sim/report writes them as a
+// series (allocation, useful utilisation, queue, fragmentation) and one
+// record per job. Package sim/report writes them as a
 // table, JSON, CSV and plots.
 //
-// Every job ends in exactly one of Completed, Rejected, Failed and
-// Unfinished; GPU time used + idle + failed equals capacity × makespan; the
+// Every job ends in exactly one of Completed, Rejected, Failed, Unfinished
+// and NotArrived (due after the Horizon); GPU time used + idle + failed equals capacity × makespan; the
 // same jobs, configuration and seed give identical results. Config.Audit
 // recounts the simulator's bookkeeping after every event, for tests, and
 // checks the progress the Scheduler keeps for stopped jobs against the

@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/sim/trace"
 	"github.com/gpusched/gpusched/topology"
 )
 
@@ -40,6 +41,11 @@ type Summary struct {
 	Makespan float64 `json:"makespanSeconds"`
 	// Wait is the queue wait (first start − submit) of jobs that started.
 	Wait Dist `json:"waitSeconds"`
+	// StillWaiting counts the jobs that arrived but had not started when
+	// the run ended, which Wait leaves out: their waits are censored
+	// (each would wait at least end − submit), and with many of them Wait
+	// understates the waiting.
+	StillWaiting Censored `json:"stillWaiting"`
 	// JCT is the completion time (end − submit) of completed jobs.
 	JCT Dist `json:"jctSeconds"`
 	// Slowdown is JCT / the job's full-speed duration, for completed jobs.
@@ -58,7 +64,8 @@ type Summary struct {
 	// ArrivalSpan is the time from the first to the last arrival, and
 	// ArrivalAllocation the allocation rate over it: the load while the
 	// trace is arriving, before the tail of long jobs drains (which can
-	// dominate the makespan of a short trace).
+	// dominate the makespan of a short trace). A run cut off by the
+	// Horizon while jobs were still due counts up to the Horizon.
 	ArrivalSpan       float64 `json:"arrivalSpanSeconds"`
 	ArrivalAllocation float64 `json:"arrivalAllocation"`
 
@@ -80,15 +87,41 @@ type InputStats struct {
 	FirstSkip     string         `json:"firstSkip,omitempty"`
 	Filtered      int            `json:"filtered"`
 	FilterReasons map[string]int `json:"filterReasons,omitempty"`
+	// IgnoredColumns lists, in header order, the columns of a tabular
+	// trace the reader did not know and left unread.
+	IgnoredColumns []string `json:"ignoredColumns,omitempty"`
 }
 
-// JobCounts counts jobs by terminal state; the four add up to Total.
+// NewInputStats converts a trace reader's Stats for the summary.
+func NewInputStats(st trace.Stats) *InputStats {
+	in := &InputStats{Read: st.Read, Skipped: st.Skipped, SkipReasons: st.SkipReasons, Filtered: st.Filtered,
+		FilterReasons: st.FilterReasons, IgnoredColumns: st.IgnoredColumns}
+	if st.FirstSkip != nil {
+		in.FirstSkip = st.FirstSkip.Error()
+	}
+	return in
+}
+
+// JobCounts counts jobs by terminal state; the five add up to Total.
 type JobCounts struct {
-	Total      int `json:"total"`
-	Completed  int `json:"completed"`
-	Rejected   int `json:"rejected"`
-	Failed     int `json:"failed"`
+	Total     int `json:"total"`
+	Completed int `json:"completed"`
+	Rejected  int `json:"rejected"`
+	Failed    int `json:"failed"`
+	// Unfinished counts jobs that arrived and were still pending or
+	// running when the run ended.
 	Unfinished int `json:"unfinished"`
+	// NotArrived counts jobs due after the Horizon (StateNotArrived).
+	NotArrived int `json:"notArrived"`
+}
+
+// Censored summarises waits cut off by the end of the run: the jobs that
+// arrived and had not started by then, and how long they had waited
+// (end − submit), the mean and the longest. All zero when Jobs is 0.
+type Censored struct {
+	Jobs           int     `json:"jobs"`
+	MeanSeconds    float64 `json:"meanSeconds"`
+	LongestSeconds float64 `json:"longestSeconds"`
 }
 
 // Dist summarises a distribution. All zero when N is 0.
@@ -107,7 +140,10 @@ type QueueSummary struct {
 	Jobs      int    `json:"jobs"`
 	Completed int    `json:"completed"`
 	Wait      Dist   `json:"waitSeconds"`
-	JCT       Dist   `json:"jctSeconds"`
+	// StillWaiting is its jobs that had not started by the end of the
+	// run (see Summary.StillWaiting); omitted when none.
+	StillWaiting Censored `json:"stillWaiting,omitzero"`
+	JCT          Dist     `json:"jctSeconds"`
 	// GPUSeconds is the GPU time its jobs held; Share is that over all
 	// jobs' GPU time; Entitlement is its entitled share.
 	GPUSeconds  float64 `json:"gpuSeconds"`
@@ -123,7 +159,10 @@ type PrioritySummary struct {
 	// Preemptions counts how often its jobs were preempted.
 	Preemptions int  `json:"preemptions"`
 	Wait        Dist `json:"waitSeconds"`
-	JCT         Dist `json:"jctSeconds"`
+	// StillWaiting is its jobs that had not started by the end of the
+	// run; omitted when none.
+	StillWaiting Censored `json:"stillWaiting,omitzero"`
+	JCT          Dist     `json:"jctSeconds"`
 }
 
 // GPUTime accounts for capacity × time: Used + Idle + Failed = Capacity.
@@ -146,10 +185,10 @@ type GPUTime struct {
 	Overhead       float64 `json:"overhead"`
 }
 
-// Fragmentation averages, over the samples where some job was pending,
-// the free GPUs and the free GPUs no pending job could use: GPUs on hosts
-// whose free count is below the smallest whole-GPU task of every pending
-// job that accepts the host's model.
+// Fragmentation averages, over the samples of the time series where some
+// GPU job was pending, the free GPUs and the free GPUs no pending job
+// could use: GPUs on hosts whose free count is below the smallest
+// whole-GPU task of every pending job that accepts the host's model.
 type Fragmentation struct {
 	Samples           int     `json:"samples"`
 	MeanFreeGPUs      float64 `json:"meanFreeGPUs"`
@@ -233,23 +272,34 @@ type Locality struct {
 	InSwitch           float64 `json:"inSwitch"`
 }
 
-// Sample is one row of the time series.
+// Sample is one row of the time series: the state at Time, and the
+// useful utilisation over the period since the previous row.
 type Sample struct {
 	Time          float64 `json:"t"`
 	AllocatedGPUs float64 `json:"allocatedGPUs"`
 	Allocation    float64 `json:"allocation"`
-	FreeGPUs      int     `json:"freeGPUs"`
-	UnusableGPUs  int     `json:"unusableGPUs"`
-	FailedGPUs    int     `json:"failedGPUs"`
-	Running       int     `json:"running"`
-	Pending       int     `json:"pending"`
-	PendingGPUs   float64 `json:"pendingGPUs"`
+	// Utilisation is the useful GPU work done since the previous row
+	// (work that counted towards completing jobs, as Summary.Utilisation
+	// counts it) over the GPU capacity of that period; 0 in the first row.
+	// Each run segment's useful work is spread evenly over the time it
+	// was done in, so Σ Utilisation × GPUs × period over the rows equals
+	// GPUTime.Useful.
+	Utilisation  float64 `json:"utilisation"`
+	FreeGPUs     int     `json:"freeGPUs"`
+	UnusableGPUs int     `json:"unusableGPUs"`
+	FailedGPUs   int     `json:"failedGPUs"`
+	Running      int     `json:"running"`
+	Pending      int     `json:"pending"`
+	PendingGPUs  float64 `json:"pendingGPUs"`
 	// Stranded is set with Config.StrandedByLevel while GPU jobs wait.
 	Stranded []LevelStranded `json:"stranded,omitempty"`
+
+	at         time.Duration
+	gpuPending bool // a GPU job was pending: the row counts in Fragmentation
 }
 
 // JobRecord is one job's outcome. Start is -1 for jobs that never
-// started.
+// started; End is the end of the run for unfinished and not-arrived jobs.
 type JobRecord struct {
 	ID          string
 	Queue       string
@@ -289,9 +339,12 @@ type metrics struct {
 	tenantUsed  map[string]float64
 	samples     []Sample
 	every       time.Duration
-	fragSum     float64
-	freeSum     float64
-	fragN       int
+	auto        bool // every was chosen here: it doubles to keep samples ≤ maxAutoSamples
+	// Useful GPU-seconds per sampling period k, (k·every, (k+1)·every]:
+	// usefulEdge[k] plus every × the sum of usefulRate[0..k] (a
+	// difference array of GPU rates, so a segment costs O(1)).
+	usefulEdge  []float64
+	usefulRate  []float64
 	multi       int
 	inFabric    int
 	inHost      int
@@ -300,7 +353,6 @@ type metrics struct {
 	arrivalEnd  time.Duration
 	arrivalUsed float64
 	levelNames  []string
-	levelSum    []float64
 	reqs        []*gang.Request
 }
 
@@ -325,14 +377,15 @@ func (m *metrics) account(now time.Duration) {
 	m.last = now
 }
 
-// segment records the end of a running segment that did `done` seconds of
-// full-speed work.
-func (m *metrics) segment(j *job, now time.Duration, done float64, stopped bool, cause StopCause) {
+// segment records the end at now of a running segment that kept `done`
+// seconds of full-speed work, done by keptBy.
+func (m *metrics) segment(j *job, now, keptBy time.Duration, done float64, stopped bool, cause StopCause) {
 	gpus := float64(j.gpuMilli) / topology.MilliPerGPU
 	held := (now - j.segStart).Seconds() * gpus
 	kept := done * gpus
 	m.tenantUsed[j.tenant] += held
 	m.useful += kept
+	m.spreadUseful(min(j.segStart+j.restart, keptBy), keptBy, kept)
 	if stopped {
 		lost := (now - max(j.segStart, j.lastCkpt)).Seconds() * gpus
 		switch cause {
@@ -382,23 +435,143 @@ func (m *metrics) completed(*job)       {}
 func (m *metrics) failedJob(*job)       {}
 func (m *metrics) unfinished(*job)      {}
 
+// maxAutoSamples bounds the time series when the simulator chooses the
+// sampling period: past it, the period doubles and every other row goes.
+const maxAutoSamples = 5000
+
+// startSampling schedules the samples: at 0 and every m.every, on the
+// grid k·m.every. With the period left to the simulator it starts at the
+// arrival span (up to the Horizon) / 500, at least a minute, and doubles
+// whenever the series would pass maxAutoSamples rows, keeping the rows on
+// the coarser grid; a run's long tail so costs a few thousand rows.
 func (m *metrics) startSampling() {
 	s := m.s
 	m.every = s.cfg.SampleEvery
-	if m.every == 0 && len(s.jobs) > 0 {
-		m.every = max(time.Minute, s.jobs[len(s.jobs)-1].submit/500)
-	}
 	if m.every == 0 {
-		m.every = time.Minute
+		m.auto = true
+		span := time.Duration(0)
+		if len(s.jobs) > 0 {
+			span = s.jobs[len(s.jobs)-1].submit
+		}
+		if s.cfg.Horizon > 0 {
+			span = min(span, s.cfg.Horizon)
+		}
+		m.every = max(time.Minute, span/500)
 	}
 	var tick func(time.Duration)
 	tick = func(now time.Duration) {
-		m.sample(now)
+		if m.auto && len(m.samples) >= maxAutoSamples {
+			m.coarsen()
+		}
+		if now%m.every == 0 {
+			m.sample(now)
+		}
 		if !s.done() {
-			s.eng.Schedule(now+m.every, tick)
+			s.eng.Schedule((now/m.every+1)*m.every, tick)
 		}
 	}
 	s.eng.Schedule(0, tick)
+}
+
+// coarsen doubles the sampling period: it keeps the rows on the new grid
+// (every other row, the first included) and merges the useful-work
+// periods pairwise.
+func (m *metrics) coarsen() {
+	p := m.every
+	m.every *= 2
+	kept := m.samples[:0]
+	for _, sm := range m.samples {
+		if sm.at%m.every == 0 {
+			kept = append(kept, sm)
+		}
+	}
+	clear(m.samples[len(kept):])
+	m.samples = kept
+	// A rate change at an odd period starts halfway through the merged
+	// one: the merged period's sum already counts it over its whole
+	// length, so take back the first half.
+	n := (len(m.usefulEdge) + 1) / 2
+	at := func(xs []float64, k int) float64 {
+		if k < len(xs) {
+			return xs[k]
+		}
+		return 0
+	}
+	for k := range n {
+		e0, e1 := at(m.usefulEdge, 2*k), at(m.usefulEdge, 2*k+1)
+		r0, r1 := at(m.usefulRate, 2*k), at(m.usefulRate, 2*k+1)
+		m.usefulEdge[k] = e0 + e1 - r1*p.Seconds()
+		m.usefulRate[k] = r0 + r1
+	}
+	clear(m.usefulEdge[n:])
+	clear(m.usefulRate[n:])
+	m.usefulEdge, m.usefulRate = m.usefulEdge[:n], m.usefulRate[:n]
+}
+
+// period returns the sampling period (k·every, (k+1)·every] holding t
+// (period 0 for t ≤ 0), growing the useful-work arrays to hold it.
+func (m *metrics) period(t time.Duration) int {
+	k := 0
+	if t > 0 {
+		k = int((t - 1) / m.every)
+	}
+	if k >= len(m.usefulEdge) {
+		m.usefulEdge = append(m.usefulEdge, make([]float64, k+1-len(m.usefulEdge))...)
+		m.usefulRate = append(m.usefulRate, make([]float64, k+1-len(m.usefulRate))...)
+	}
+	return k
+}
+
+// spreadUseful records amt useful GPU-seconds done evenly over [a, b].
+func (m *metrics) spreadUseful(a, b time.Duration, amt float64) {
+	if amt == 0 {
+		return
+	}
+	kb := m.period(b)
+	if b <= a {
+		m.usefulEdge[kb] += amt
+		return
+	}
+	ka := int(a / m.every)
+	if ka == kb {
+		m.usefulEdge[ka] += amt
+		return
+	}
+	r := amt / (b - a).Seconds()
+	m.usefulEdge[ka] += r * (time.Duration(ka+1)*m.every - a).Seconds()
+	m.usefulRate[ka+1] += r
+	m.usefulRate[kb] -= r
+	m.usefulEdge[kb] += r * (b - time.Duration(kb)*m.every).Seconds()
+}
+
+// finalSample takes a last sample at the end of the run, unless one was
+// taken then, so that the series covers the whole run.
+func (m *metrics) finalSample(now time.Duration) {
+	if n := len(m.samples); n == 0 || m.samples[n-1].at < now {
+		m.sample(now)
+	}
+}
+
+// fillUtilisation sets each row's useful utilisation over the period
+// since the previous row.
+func (m *metrics) fillUtilisation() {
+	useful := make([]float64, len(m.usefulEdge))
+	rate := 0.0
+	for k := range useful {
+		rate += m.usefulRate[k]
+		useful[k] = m.usefulEdge[k] + rate*m.every.Seconds()
+	}
+	gpus := float64(m.s.c.NumGPUs())
+	for i := 1; i < len(m.samples); i++ {
+		sm, prev := &m.samples[i], &m.samples[i-1]
+		k := 0
+		if sm.at > 0 {
+			k = int((sm.at - 1) / m.every)
+		}
+		if k < len(useful) {
+			sm.Utilisation = ratio(useful[k], gpus*(sm.at-prev.at).Seconds())
+		}
+	}
 }
 
 func (m *metrics) sample(now time.Duration) {
@@ -411,6 +584,7 @@ func (m *metrics) sample(now time.Duration) {
 		FailedGPUs:    s.failedGPU,
 		Running:       s.running,
 		Pending:       len(s.pending),
+		at:            now,
 	}
 	const none = math.MaxInt
 	minAny := none
@@ -451,9 +625,7 @@ func (m *metrics) sample(now time.Duration) {
 				sm.UnusableGPUs += f
 			}
 		}
-		m.fragN++
-		m.fragSum += float64(sm.UnusableGPUs)
-		m.freeSum += float64(sm.FreeGPUs)
+		sm.gpuPending = true
 		if s.cfg.StrandedByLevel {
 			sm.Stranded = m.stranded()
 		}
@@ -482,17 +654,13 @@ func (m *metrics) stranded() []LevelStranded {
 	}
 	lf := gang.Stranded(s.led, m.reqs)
 	out := make([]LevelStranded, len(lf))
-	if m.levelSum == nil {
-		m.levelSum = make([]float64, len(lf))
+	if m.levelNames == nil {
 		for _, f := range lf {
 			m.levelNames = append(m.levelNames, f.Name)
 		}
 	}
 	for k, f := range lf {
 		out[k] = LevelStranded{Level: f.Name, Stranded: f.Stranded}
-		if k < len(m.levelSum) {
-			m.levelSum[k] += float64(f.Stranded)
-		}
 	}
 	return out
 }
@@ -522,17 +690,21 @@ func (m *metrics) result(now time.Duration) *Result {
 	s := m.s
 	sum := Summary{Cluster: s.c.Name(), GPUs: s.c.NumGPUs(), Seed: s.cfg.Seed, Cycles: m.cycles, Events: s.eng.Fired()}
 	sum.Makespan = now.Seconds()
+	m.fillUtilisation()
 	res := &Result{Samples: m.samples, Jobs: make([]JobRecord, len(s.jobs))}
 
 	type tenantAcc struct {
 		jobs, completed int
 		wait, jct       []float64
+		still           censoredAcc
 	}
 	tenants := map[string]*tenantAcc{}
 	type prioAcc struct {
 		jobs, completed, preempted int
 		wait, jct                  []float64
+		still                      censoredAcc
 	}
+	var still censoredAcc
 	prios := map[int32]*prioAcc{}
 	var wait, jct, slow []float64
 	var jobsWith [numReasons]int
@@ -564,6 +736,11 @@ func (m *metrics) result(now time.Duration) *Result {
 			wait = append(wait, w)
 			ta.wait = append(ta.wait, w)
 			pa.wait = append(pa.wait, w)
+		} else if j.state == StateUnfinished {
+			w := (now - j.submit).Seconds()
+			still.add(w)
+			ta.still.add(w)
+			pa.still.add(w)
 		}
 		for r := range numReasons {
 			if j.reasons&(1<<r) != 0 {
@@ -595,6 +772,8 @@ func (m *metrics) result(now time.Duration) *Result {
 			sum.Jobs.Rejected++
 		case StateFailed:
 			sum.Jobs.Failed++
+		case StateNotArrived:
+			sum.Jobs.NotArrived++
 		default:
 			sum.Jobs.Unfinished++
 		}
@@ -610,10 +789,11 @@ func (m *metrics) result(now time.Duration) *Result {
 		for k := len(ps) - 1; k >= 0; k-- {
 			pa := prios[ps[k]]
 			sum.Priorities = append(sum.Priorities, PrioritySummary{Priority: ps[k], Jobs: pa.jobs, Completed: pa.completed,
-				Preemptions: pa.preempted, Wait: dist(pa.wait), JCT: dist(pa.jct)})
+				Preemptions: pa.preempted, Wait: dist(pa.wait), StillWaiting: pa.still.summary(), JCT: dist(pa.jct)})
 		}
 	}
 	sum.Wait, sum.JCT, sum.Slowdown = dist(wait), dist(jct), dist(slow)
+	sum.StillWaiting = still.summary()
 	pre.Faults, pre.Drains = m.faults, m.drains
 	pre.RecoveryRate = ratio(float64(pre.Recovered), float64(pre.JobsStopped))
 	pre.GPUHoursLostPreemption = m.lostPre / 3600
@@ -654,7 +834,7 @@ func (m *metrics) result(now time.Duration) *Result {
 	var xs []float64
 	for _, n := range names {
 		ta := tenants[n]
-		q := QueueSummary{Name: n, Jobs: ta.jobs, Completed: ta.completed, Wait: dist(ta.wait), JCT: dist(ta.jct),
+		q := QueueSummary{Name: n, Jobs: ta.jobs, Completed: ta.completed, Wait: dist(ta.wait), StillWaiting: ta.still.summary(), JCT: dist(ta.jct),
 			GPUSeconds: m.tenantUsed[n], Share: ratio(m.tenantUsed[n], totalUsed), Entitlement: ent[n]}
 		sum.Queues = append(sum.Queues, q)
 		if ta.jobs > 0 && q.Entitlement > 0 {
@@ -672,14 +852,7 @@ func (m *metrics) result(now time.Duration) *Result {
 	sum.ArrivalAllocation = ratio(m.arrivalUsed, float64(s.c.NumGPUs())*m.arrivalEnd.Seconds())
 	sum.Utilisation = ratio(m.useful, capacity)
 
-	if m.fragN > 0 {
-		sum.Fragmentation = Fragmentation{Samples: m.fragN, MeanFreeGPUs: m.freeSum / float64(m.fragN),
-			MeanUnusableGPUs: m.fragSum / float64(m.fragN), UnusableShareFree: ratio(m.fragSum, m.freeSum)}
-		for k, name := range m.levelNames {
-			sum.Fragmentation.Levels = append(sum.Fragmentation.Levels, LevelFragmentation{Level: name,
-				MeanStrandedGPUs: m.levelSum[k] / float64(m.fragN), StrandedShareFree: ratio(m.levelSum[k], m.freeSum)})
-		}
-	}
+	sum.Fragmentation = m.fragmentation()
 	for r := range numReasons {
 		sum.Failures = append(sum.Failures, ReasonCount{Reason: r.String(), JobCycles: m.blocked[r], Jobs: jobsWith[r]})
 	}
@@ -688,6 +861,53 @@ func (m *metrics) result(now time.Duration) *Result {
 		InHost: ratio(float64(m.inHost), float64(m.multi)), InSwitch: ratio(float64(m.inSwitch), float64(m.multi))}
 	res.Summary = sum
 	return res
+}
+
+// fragmentation averages the rows of the time series where a GPU job was
+// pending.
+func (m *metrics) fragmentation() Fragmentation {
+	var n int
+	var free, unusable float64
+	levels := make([]float64, len(m.levelNames))
+	for i := range m.samples {
+		sm := &m.samples[i]
+		if !sm.gpuPending {
+			continue
+		}
+		n++
+		free += float64(sm.FreeGPUs)
+		unusable += float64(sm.UnusableGPUs)
+		for k := range min(len(levels), len(sm.Stranded)) {
+			levels[k] += float64(sm.Stranded[k].Stranded)
+		}
+	}
+	if n == 0 {
+		return Fragmentation{}
+	}
+	f := Fragmentation{Samples: n, MeanFreeGPUs: free / float64(n), MeanUnusableGPUs: unusable / float64(n), UnusableShareFree: ratio(unusable, free)}
+	for k, name := range m.levelNames {
+		f.Levels = append(f.Levels, LevelFragmentation{Level: name, MeanStrandedGPUs: levels[k] / float64(n), StrandedShareFree: ratio(levels[k], free)})
+	}
+	return f
+}
+
+// censoredAcc accumulates censored waits.
+type censoredAcc struct {
+	n        int
+	sum, max float64
+}
+
+func (c *censoredAcc) add(w float64) {
+	c.n++
+	c.sum += w
+	c.max = max(c.max, w)
+}
+
+func (c *censoredAcc) summary() Censored {
+	if c.n == 0 {
+		return Censored{}
+	}
+	return Censored{Jobs: c.n, MeanSeconds: c.sum / float64(c.n), LongestSeconds: c.max}
 }
 
 // jain returns Jain's fairness index (Σx)² / (n Σx²), 1 for an empty or

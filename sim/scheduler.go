@@ -179,16 +179,20 @@ type Reason uint8
 
 // Reasons a job waits, as scheduling-failure metrics count them.
 const (
-	ReasonOther         Reason = iota // anything else (ordering, backfill window, …)
+	ReasonOther         Reason = iota // anything the others do not name
 	ReasonQuota                       // its queue is at its quota
 	ReasonTopology                    // free GPUs exist but not inside the required domain
 	ReasonFragmentation               // enough free GPUs in total, but no host has room for a task
 	ReasonCapacity                    // not enough free GPUs in the whole cluster
 	ReasonModel                       // not enough free GPUs of an acceptable model
+	ReasonBackfill                    // it fits now but would delay a job holding a reservation
+	ReasonBehindHead                  // its queue is strict FIFO and an earlier job cannot start
+	ReasonVictims                     // running jobs are being preempted to make room for it
 	numReasons
 )
 
-var reasonNames = [numReasons]string{"other", "quota", "topology", "fragmentation", "capacity", "gpu-model"}
+var reasonNames = [numReasons]string{"other", "quota", "topology", "fragmentation", "capacity", "gpu-model",
+	"backfill-window", "behind-head", "waiting-for-victims"}
 
 // String returns the reason's metric name.
 func (r Reason) String() string {

@@ -15,8 +15,8 @@ import (
 )
 
 // JobState is where a job is in its life. Every job of a run ends in
-// exactly one of the terminal states Completed, Rejected, Failed or
-// Unfinished.
+// exactly one of the terminal states Completed, Rejected, Failed,
+// Unfinished or NotArrived.
 type JobState uint8
 
 // Job states.
@@ -28,9 +28,10 @@ const (
 	StateRejected                   // refused at Submit (bad spec, larger than the cluster, …)
 	StateFailed                     // ended by the Scheduler's recovery (RecoverEnd: e.g. stopped by failures too often)
 	StateUnfinished                 // still pending or running when the run ended
+	StateNotArrived                 // submitted after the run's Horizon: never seen by the Scheduler
 )
 
-var stateNames = [...]string{"waiting", "pending", "running", "completed", "rejected", "failed", "unfinished"}
+var stateNames = [...]string{"waiting", "pending", "running", "completed", "rejected", "failed", "unfinished", "not-arrived"}
 
 // String returns the state's lower-case name.
 func (s JobState) String() string {
@@ -77,7 +78,7 @@ type job struct {
 	preempted int
 	faults    int
 	drained   int
-	reasons   uint8 // bit per Reason seen while pending
+	reasons   uint16 // bit per Reason seen while pending (see reasonBits)
 	lastWhy   Reason
 	pendIdx   int32 // index in Simulation.pending, -1 if not pending
 	minGPUs   int   // smallest whole-GPU task (0: a share), -1: CPU-only
@@ -86,6 +87,9 @@ type job struct {
 	req       *gang.Request  // while pending, for StrandedByLevel; built on demand
 	reqErr    bool           // the job cannot be expressed as a gang request
 }
+
+// reasonBits fails to compile when job.reasons has no bit for a Reason.
+var _ [16 - numReasons]struct{}
 
 // Simulation replays a trace through a Scheduler. Build one with New and
 // call Run once. It is not safe for concurrent use; run several
@@ -405,9 +409,13 @@ func (s *Simulation) cycle(now time.Duration) {
 	for _, p := range d.Pending {
 		if i, ok := s.byID[p.Job]; ok && s.jobs[i].state == StatePending {
 			j := &s.jobs[i]
-			j.reasons |= 1 << p.Reason
-			j.lastWhy = p.Reason
-			s.m.blocked[min(p.Reason, numReasons-1)]++
+			r := p.Reason
+			if r >= numReasons {
+				r = ReasonOther // a code this simulator does not know
+			}
+			j.reasons |= 1 << r
+			j.lastWhy = r
+			s.m.blocked[r]++
 		}
 	}
 }
@@ -623,7 +631,7 @@ func (s *Simulation) complete(now time.Duration, i int32) {
 	j := &s.jobs[i]
 	s.account(now)
 	s.cancelEvents(j)
-	s.m.segment(j, now, j.work, false, 0)
+	s.m.segment(j, now, now, j.work, false, 0)
 	j.work = 0
 	s.release(i)
 	j.state = StateCompleted
@@ -749,16 +757,18 @@ func (s *Simulation) halt(now time.Duration, i int32, cause StopCause, graceful 
 		cut, graceful, cause = j.crashAt, false, StopFailure
 	}
 	_, saved := s.workedBy(j, cut)
+	keptBy := j.lastCkpt // the kept work was done by the last checkpoint
 	if graceful && j.ckpt > 0 {
 		ov := s.ckptOverhead(j)
 		if now-ov >= j.segStart+j.restart && now-ov >= j.noticeAt && now > j.segStart {
 			w, _ := s.workedBy(j, now-ov)
 			saved = max(saved, w)
+			keptBy = now - ov
 			s.reportCheckpoint(now, i)
 		}
 	}
 	done := math.Min(saved*j.speed, j.work)
-	s.m.segment(j, now, done, true, cause)
+	s.m.segment(j, now, keptBy, done, true, cause)
 	j.savedWall += j.lastCkpt - j.segStart
 	j.work -= done
 	s.release(i)
@@ -813,13 +823,19 @@ func (s *Simulation) end(now time.Duration, i int32, reason string) {
 	s.requestCycle(now)
 }
 
-// finish marks what is left as unfinished and builds the result.
+// finish marks what is left as unfinished (or, due after the Horizon,
+// not arrived), takes the last sample and builds the result.
 func (s *Simulation) finish() *Result {
 	now := s.eng.Now()
 	if s.cfg.Horizon > 0 && now > s.cfg.Horizon {
 		now = s.cfg.Horizon
 	}
 	s.account(now)
+	if s.next < len(s.jobs) {
+		// Cut off by the Horizon while jobs were still arriving.
+		s.m.arrivalEnd, s.m.arrivalUsed = now, s.m.used
+	}
+	s.m.finalSample(now)
 	for i := range s.jobs {
 		j := &s.jobs[i]
 		switch j.state {
@@ -829,12 +845,16 @@ func (s *Simulation) finish() *Result {
 				cut = j.crashAt
 			}
 			worked, _ := s.workedBy(j, cut)
-			s.m.segment(j, now, math.Min(worked*j.speed, j.work), false, 0)
+			s.m.segment(j, now, cut, math.Min(worked*j.speed, j.work), false, 0)
 			fallthrough
-		case StatePending, StateWaiting:
+		case StatePending:
 			j.state = StateUnfinished
 			j.end = now
 			s.m.unfinished(j)
+		case StateWaiting:
+			// Due after the Horizon: it never arrived.
+			j.state = StateNotArrived
+			j.end = now
 		}
 	}
 	return s.m.result(now)

@@ -97,21 +97,35 @@ func checkConservation(t *testing.T, r *sim.Result, n int) {
 	t.Helper()
 	s := r.Summary
 	j := s.Jobs
-	if j.Total != n || j.Completed+j.Rejected+j.Failed+j.Unfinished != n {
+	if j.Total != n || j.Completed+j.Rejected+j.Failed+j.Unfinished+j.NotArrived != n {
 		t.Errorf("job states %+v do not add up to %d", j, n)
 	}
 	seen := map[string]bool{}
+	var counted sim.JobCounts
 	for _, rec := range r.Jobs {
 		if seen[rec.ID] {
 			t.Errorf("job %s recorded twice", rec.ID)
 		}
 		seen[rec.ID] = true
+		counted.Total++
+		switch rec.State {
+		case sim.StateCompleted:
+			counted.Completed++
+		case sim.StateRejected:
+			counted.Rejected++
+		case sim.StateFailed:
+			counted.Failed++
+		case sim.StateUnfinished:
+			counted.Unfinished++
+		case sim.StateNotArrived:
+			counted.NotArrived++
+		}
 		switch rec.State {
 		case sim.StateCompleted:
 			if rec.End-rec.Start < rec.Duration-1e-6 {
 				t.Errorf("job %s ran %v s, faster than its duration %v", rec.ID, rec.End-rec.Start, rec.Duration)
 			}
-		case sim.StateRejected, sim.StateFailed, sim.StateUnfinished:
+		case sim.StateRejected, sim.StateFailed, sim.StateUnfinished, sim.StateNotArrived:
 		default:
 			t.Errorf("job %s ended in non-terminal state %s", rec.ID, rec.State)
 		}
@@ -125,6 +139,25 @@ func checkConservation(t *testing.T, r *sim.Result, n int) {
 	}
 	if g.Idle < -1e-6 || g.Useful > g.Used+1e-6 || g.Overhead < -1e-6 {
 		t.Errorf("GPU time out of range: %+v", g)
+	}
+	if counted != j {
+		t.Errorf("job records by state %+v, summary %+v", counted, j)
+	}
+	// The time series covers the run, and its useful utilisation adds up
+	// to the useful GPU time.
+	if len(r.Samples) == 0 || r.Samples[len(r.Samples)-1].Time != s.Makespan {
+		t.Errorf("the time series does not end at the makespan %v", s.Makespan)
+	}
+	var useful float64
+	for i := 1; i < len(r.Samples); i++ {
+		sm := r.Samples[i]
+		if sm.Utilisation < 0 || sm.Utilisation > 1+1e-9 {
+			t.Errorf("sample at %v: utilisation %v", sm.Time, sm.Utilisation)
+		}
+		useful += sm.Utilisation * float64(s.GPUs) * (sm.Time - r.Samples[i-1].Time)
+	}
+	if math.Abs(useful-g.Useful) > 1e-6*math.Max(1, g.Useful) {
+		t.Errorf("the time series has %v useful GPU-s, the summary %v", useful, g.Useful)
 	}
 }
 

@@ -20,9 +20,10 @@ var Plots = struct{ Allocation, Queue, WaitCDF, JCTCDF, Compare string }{
 }
 
 // WritePlots writes the plots of runs into dir (which must exist): GPU
-// allocation over time, pending jobs over time, CDFs of queue wait and
-// of completion time (one line per run), and a bar chart comparing the
-// runs' allocation, utilisation and unusable free GPUs.
+// allocation and useful utilisation over time, pending jobs over time,
+// CDFs of queue wait and of completion time (one line per run), and a bar
+// chart comparing the runs' allocation, utilisation and unusable free
+// GPUs.
 func WritePlots(dir string, runs ...Run) error {
 	steps := []struct {
 		name string
@@ -99,10 +100,31 @@ func series(title, ylabel string, runs []Run, y func(*sim.Sample) float64) (*plo
 	return p, nil
 }
 
+// plotAllocation draws each run's allocation (solid) and, beside it in
+// the same colour, its useful utilisation over each sample period
+// (dashed).
 func plotAllocation(path string, runs []Run) error {
-	p, err := series("GPU allocation", "allocated GPUs (%)", runs, func(s *sim.Sample) float64 { return 100 * s.Allocation })
+	p, err := series("GPU allocation and useful utilisation", "share of GPU capacity (%)", runs, func(s *sim.Sample) float64 { return 100 * s.Allocation })
 	if err != nil {
 		return err
+	}
+	for i, r := range runs {
+		if len(r.Result.Samples) == 0 {
+			continue
+		}
+		xys := make(plotter.XYs, len(r.Result.Samples))
+		for k := range r.Result.Samples {
+			s := &r.Result.Samples[k]
+			xys[k] = plotter.XY{X: s.Time / 3600, Y: 100 * s.Utilisation}
+		}
+		l, err := plotter.NewLine(thin(xys, 2000))
+		if err != nil {
+			return err
+		}
+		l.Color = plotutil.Color(i)
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(l)
+		p.Legend.Add(r.Label+" useful", l)
 	}
 	p.Y.Min, p.Y.Max = 0, 100
 	return save(p, path)

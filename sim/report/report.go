@@ -41,9 +41,12 @@ func WriteJSON(w io.Writer, v any) error {
 }
 
 // SampleHeader is the header row of the time-series CSV.
-var SampleHeader = []string{"t_seconds", "allocated_gpus", "allocation", "free_gpus", "unusable_gpus", "failed_gpus", "running", "pending", "pending_gpus"}
+var SampleHeader = []string{"t_seconds", "allocated_gpus", "allocation", "useful_utilisation", "free_gpus", "unusable_gpus", "failed_gpus", "running", "pending", "pending_gpus"}
 
-// WriteSamples writes the time series as CSV. With per-level stranded
+// WriteSamples writes the time series as CSV, one row per sim.Sample:
+// allocation is the allocated share of GPU capacity at the row's time,
+// useful_utilisation the useful work over the capacity since the previous
+// row (sim.Sample.Utilisation). With per-level stranded
 // GPUs measured (sim.Config.StrandedByLevel), one column per level
 // follows, "stranded_LEVEL", empty in samples where no GPU job waited.
 func WriteSamples(w io.Writer, samples []sim.Sample) error {
@@ -63,7 +66,7 @@ func WriteSamples(w io.Writer, samples []sim.Sample) error {
 	}
 	cw.Write(hdr)
 	for _, s := range samples {
-		rec := []string{ff(s.Time), ff(s.AllocatedGPUs), ff(s.Allocation), strconv.Itoa(s.FreeGPUs), strconv.Itoa(s.UnusableGPUs),
+		rec := []string{ff(s.Time), ff(s.AllocatedGPUs), ff(s.Allocation), ff(s.Utilisation), strconv.Itoa(s.FreeGPUs), strconv.Itoa(s.UnusableGPUs),
 			strconv.Itoa(s.FailedGPUs), strconv.Itoa(s.Running), strconv.Itoa(s.Pending), ff(s.PendingGPUs)}
 		for k := range levels {
 			v := ""
@@ -175,9 +178,16 @@ var rows = []row{
 	{"rejected / failed / unfinished", func(s *sim.Summary) string {
 		return fmt.Sprintf("%d / %d / %d", s.Jobs.Rejected, s.Jobs.Failed, s.Jobs.Unfinished)
 	}},
-	{"queue wait mean", func(s *sim.Summary) string { return secs(s.Wait.Mean) }},
+	{"not arrived by the horizon", func(s *sim.Summary) string { return strconv.Itoa(s.Jobs.NotArrived) }},
+	{"queue wait mean (started jobs)", func(s *sim.Summary) string { return secs(s.Wait.Mean) }},
 	{"queue wait p50 / p95 / p99", func(s *sim.Summary) string {
 		return secs(s.Wait.P50) + " / " + secs(s.Wait.P95) + " / " + secs(s.Wait.P99)
+	}},
+	{"still waiting at the end", func(s *sim.Summary) string {
+		if s.StillWaiting.Jobs == 0 {
+			return "0"
+		}
+		return fmt.Sprintf("%d, longest so far %s", s.StillWaiting.Jobs, secs(s.StillWaiting.LongestSeconds))
 	}},
 	{"JCT mean / p95", func(s *sim.Summary) string { return secs(s.JCT.Mean) + " / " + secs(s.JCT.P95) }},
 	{"slowdown p50 / p95", func(s *sim.Summary) string { return num(s.Slowdown.P50) + " / " + num(s.Slowdown.P95) }},

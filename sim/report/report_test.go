@@ -15,6 +15,7 @@ import (
 	"github.com/gpusched/gpusched/sim/report"
 	"github.com/gpusched/gpusched/sim/trace"
 	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -108,5 +109,39 @@ func TestTableAndPlots(t *testing.T) {
 		if err != nil || img.Bounds().Dx() < 100 {
 			t.Errorf("%s: not a plot: %v", name, err)
 		}
+	}
+}
+
+// TestTableHorizon: cut off by a horizon, the table says how many jobs
+// were still waiting and for how long, and how many had not arrived; the
+// time series has the useful utilisation beside the allocation.
+func TestTableHorizon(t *testing.T) {
+	c := simtest.Cluster(t, topology.Generator{Machine: "dgx-h100", Hosts: 1})
+	job := func(id string, submit time.Duration) trace.Job {
+		return trace.Job{Spec: workload.Job{ID: id, Queue: "q", Groups: []workload.TaskGroup{{Count: 1, GPUs: 8}}}, Submit: submit, Duration: 10 * time.Hour}
+	}
+	res := simtest.Run(t, sim.Config{Cluster: c, Scheduler: simtest.NewFIFO(c), Horizon: 4 * time.Hour},
+		[]trace.Job{job("a", 0), job("b", time.Hour), job("c", 90*time.Minute), job("d", 5*time.Hour)})
+	var buf bytes.Buffer
+	if err := report.WriteTable(&buf, report.Run{Label: "fifo", Result: res}); err != nil {
+		t.Fatal(err)
+	}
+	out := strings.Join(strings.Fields(buf.String()), " ")
+	for _, want := range []string{"rejected / failed / unfinished 0 / 0 / 3", "not arrived by the horizon 1",
+		"still waiting at the end 2, longest so far 3.0h", "GPU allocation (while arriving) 100.0% over 4.0h"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	buf.Reset()
+	if err := report.WriteSamples(&buf, res.Samples); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if lines[0] != strings.Join(report.SampleHeader, ",") || !strings.HasPrefix(lines[0], "t_seconds,allocated_gpus,allocation,useful_utilisation,") {
+		t.Errorf("header %s", lines[0])
+	}
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "14400,8,1,1,") {
+		t.Errorf("last row %s, want the horizon, fully allocated and used", last)
 	}
 }

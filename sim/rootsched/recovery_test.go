@@ -97,7 +97,7 @@ func TestRootPreemptionAndFaults(t *testing.T) {
 	r, rec := faultyRun(t, 7)
 	s := r.Summary
 	j := s.Jobs
-	if j.Total != 400 || j.Completed+j.Rejected+j.Failed+j.Unfinished != 400 {
+	if j.Total != 400 || j.Completed+j.Rejected+j.Failed+j.Unfinished+j.NotArrived != 400 {
 		t.Errorf("jobs %+v do not add up", j)
 	}
 	states := map[sim.JobState]int{}

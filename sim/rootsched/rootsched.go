@@ -124,8 +124,10 @@ var actions = map[preempt.Action]sim.RecoveryAction{
 }
 
 // reason maps the Scheduler's wait codes onto the simulator's failure
-// classes. A capacity shortfall of a job that restricts the GPU model
-// counts as a model failure.
+// classes: quota and quota-held are quota, too-large is topology, the
+// others map to the class of the same name (preempting to
+// waiting-for-victims). A capacity shortfall of a job that restricts the
+// GPU model counts as a model failure.
 func (a *Scheduler) reason(p gpusched.Pending) sim.Reason {
 	if p.Reason == nil {
 		return sim.ReasonOther
@@ -142,6 +144,12 @@ func (a *Scheduler) reason(p gpusched.Pending) sim.Reason {
 		return sim.ReasonTopology
 	case gpusched.WaitFragmentation:
 		return sim.ReasonFragmentation
+	case gpusched.WaitBackfill:
+		return sim.ReasonBackfill
+	case gpusched.WaitBehindHead:
+		return sim.ReasonBehindHead
+	case gpusched.WaitPreemption:
+		return sim.ReasonVictims
 	}
 	return sim.ReasonOther
 }

@@ -54,7 +54,7 @@ func TestRootConservation(t *testing.T) {
 		r := simulate(t, policy, 7, true)
 		s := r.Summary
 		j := s.Jobs
-		if j.Total != 400 || j.Completed+j.Rejected+j.Failed+j.Unfinished != 400 || j.Completed < 390 {
+		if j.Total != 400 || j.Completed+j.Rejected+j.Failed+j.Unfinished+j.NotArrived != 400 || j.Completed < 390 {
 			t.Errorf("%s: jobs %+v", policy, j)
 		}
 		g := s.GPUTime
