@@ -109,8 +109,8 @@ With no flags but --out, --quiet, --no-plots, --no-jobs-csv and
 nodes of that cluster, 6,212 GPUs) through the experiment of the FGD paper
 (Weng et al., ATC'23: tasks resampled to 130% of the GPUs and placed with
 no departures, seeds 42-44), prints the unallocated GPU share as load
-grows, where the policies differ most, and writes OUT/inflation/
-inflation.json (and inflation.png unless --no-plots); "gpusched sim compare
+grows, where the policies differ most, and writes inflation.json (and,
+unless --no-plots, inflation.png) to OUT/inflation; "gpusched sim compare
 --inflation" runs it in full.`,
 		Example: `  gpusched sim
   gpusched sim --policies fgd,best-fit,random --out /tmp/openb`,
@@ -328,12 +328,7 @@ func execute(rc runConfig, p *prepared, progress func(done, total int)) (*sim.Re
 	if err != nil {
 		return nil, err
 	}
-	st := p.lt.stats
-	in := &sim.InputStats{Read: st.Read, Skipped: st.Skipped, SkipReasons: st.SkipReasons, Filtered: st.Filtered, FilterReasons: st.FilterReasons}
-	if st.FirstSkip != nil {
-		in.FirstSkip = st.FirstSkip.Error()
-	}
-	res.Summary.Policy, res.Summary.Trace, res.Summary.Input = rc.policy, p.lt.name, in
+	res.Summary.Policy, res.Summary.Trace, res.Summary.Input = rc.policy, p.lt.name, sim.NewInputStats(p.lt.stats)
 	return res, nil
 }
 

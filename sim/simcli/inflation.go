@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -34,11 +35,6 @@ const inflationTrace = "openb:builtin"
 
 // inflationLoads are the arrived loads the table shows.
 var inflationLoads = []int{90, 95, 100, 110, 120, 130}
-
-// inflationFlagNames are the flags of the inflation experiment, for the
-// message that rejects a flag of the time-based replay.
-var inflationFlagNames = []string{"--preset", "--file", "--trace", "--policies", "--seeds", "--max-load", "--sampling", "--tie", "--scoring",
-	"--coverage", "--skip-bad", "--strict", "--out", "--no-plots", "--jobs", "--markdown", "--quiet"}
 
 type inflationFlags struct {
 	trace    string
@@ -68,9 +64,18 @@ func InflationCommand(opt Options) *cobra.Command { return inflationCmd(opt, "")
 
 func inflationCmd(opt Options, defOut string) *cobra.Command {
 	f := &inflationFlags{}
-	outHelp := "only with --out does it also write DIR/inflation.json"
+	outHelp := `With --out DIR it also writes DIR/inflation.json ({"cluster", "trace",
+"policies": {P: {"seeds": {S: [u0..]}, "median": [u0..]}}}) and, unless
+--no-plots, DIR/inflation.png (the median curves).`
+	example := `  gpusched place inflation --out out/
+  gpusched place inflation --trace openb:../shared/data/cluster-trace-gpu-v2023/csv/openb_pod_list_gpuspec25.csv --skip-bad`
 	if defOut != "" {
-		outHelp = "it also writes DIR/inflation.json (DIR: --out, default " + defOut + ")"
+		outHelp = `It also writes DIR/inflation.json ({"cluster", "trace", "policies":
+{P: {"seeds": {S: [u0..]}, "median": [u0..]}}}) and, unless --no-plots,
+DIR/inflation.png (the median curves), where DIR is --out, by default
+` + defOut + "."
+		example = `  gpusched sim compare --inflation --policies fgd,best-fit --seeds 42-44
+  gpusched sim compare --inflation --trace openb:../shared/data/cluster-trace-gpu-v2023/csv/openb_pod_list_multigpu40.csv --out multigpu40`
 	}
 	cmd := &cobra.Command{
 		Use:   "inflation",
@@ -84,9 +89,9 @@ counted), and reports u_k, the unallocated % when arrived demand first
 reaches k% of capacity, per seed and as the median over seeds.
 
 It prints the cluster and trace it ran on and a table at 90, 95, 100,
-110, 120 and 130% load; ` + outHelp + `
-({"cluster", "trace", "policies": {P: {"seeds": {S: [u0..]}, "median":
-[u0..]}}}) and DIR/inflation.png (the median curves; not with --no-plots).
+110, 120 and 130% load.
+` + outHelp + `
+
 The default cluster is openb-gpu, the paper's 1,213 GPU nodes; the default
 trace is openb:builtin, the openb default pod list embedded in gpusched
 (8,152 tasks), so the command runs with no arguments.
@@ -101,10 +106,8 @@ is never placed, as in the paper's simulator, and is reported; --skip-bad
 leaves it out, --strict makes it an error. Columns the openb reader does
 not know are reported (--strict rejects them): a misspelt gpu_spec would
 drop every GPU-model constraint.`,
-		Example: `  gpusched place inflation --out out/
-  gpusched place inflation --trace openb:../shared/data/cluster-trace-gpu-v2023/csv/openb_pod_list_gpuspec33.csv
-  gpusched sim compare --inflation --policies fgd,best-fit --seeds 42-44`,
-		Args: cobra.NoArgs,
+		Example: example,
+		Args:    cobra.NoArgs,
 	}
 	cluster := inflationClusterFlags(cmd, opt)
 	fs := cmd.Flags()
@@ -165,19 +168,20 @@ func inflationClusterFlags(cmd *cobra.Command, opt Options) ClusterLoader {
 // that says so.
 func runInflationArgs(parent *cobra.Command, opt Options, args []string) error {
 	c := inflationCmd(opt, "sim-compare")
-	c.Use = "compare --inflation"
-	if parent.HasParent() {
-		c.Use = parent.CommandPath() + " --inflation"
-	}
-	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+	c.Use = parent.CommandPath() + " --inflation"
+	c.Flags().BoolP("help", "h", false, "help for "+c.Use)
+	c.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		name, ok := strings.CutPrefix(err.Error(), "unknown flag: ")
-		if !ok {
+		if !ok || parent.Flags().Lookup(strings.TrimPrefix(name, "--")) == nil {
 			return err
 		}
-		if parent.Flags().Lookup(strings.TrimPrefix(name, "--")) != nil {
-			return fmt.Errorf("%s is a flag of the time-based replay, not of --inflation, which takes %s (see --inflation --help)", name, strings.Join(inflationFlagNames, ", "))
-		}
-		return err
+		var names []string
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if f.Name != "help" && !f.Hidden {
+				names = append(names, "--"+f.Name)
+			}
+		})
+		return fmt.Errorf("%s is a flag of the time-based replay, not of --inflation, which takes %s (see --inflation --help)", name, strings.Join(names, ", "))
 	})
 	return execInflation(parent, c, args)
 }

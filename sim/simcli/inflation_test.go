@@ -170,7 +170,8 @@ func TestInflationIgnoredColumns(t *testing.T) {
 // too, on stdout: run, compare and each trace of a sweep.
 func TestReplayIgnoredColumns(t *testing.T) {
 	tr := writeTrace(t)
-	base := []string{"--preset", "h100-1k", "--trace", "csv:" + tr, "--map", "id=id,submit=t,duration=d,gpus=g", "--skip-bad", "--quiet", "--no-plots", "--out", t.TempDir()}
+	dir := t.TempDir()
+	base := []string{"--preset", "h100-1k", "--trace", "csv:" + tr, "--map", "id=id,submit=t,duration=d,gpus=g", "--skip-bad", "--quiet", "--no-plots", "--out", dir}
 	want := `: 60 jobs; skipped 1 malformed (d: 1) (first: jobs.csv:62: field d: negative duration -5s); warning: ignored 1 column the reader does not know: "team"`
 	for _, args := range [][]string{
 		append([]string{"run"}, base...),
@@ -184,6 +185,12 @@ func TestReplayIgnoredColumns(t *testing.T) {
 		if strings.Count(out, want) != 1 {
 			t.Errorf("%s: output has not one %q:\n%s", args[0], want, out)
 		}
+		if args[0] == "run" {
+			// And in summary.json's input section.
+			if s := readSummary(t, filepath.Join(dir, "summary.json")); s.Input == nil || strings.Join(s.Input.IgnoredColumns, ",") != "team" {
+				t.Errorf("summary input %+v", s.Input)
+			}
+		}
 	}
 }
 
@@ -191,7 +198,7 @@ func TestReplayIgnoredColumns(t *testing.T) {
 // message that says so; the mode has its own help.
 func TestInflationModeFlags(t *testing.T) {
 	_, _, err := execCmd(t, Options{}, "compare", "--inflation", "--load", "1.2")
-	if err == nil || !strings.Contains(err.Error(), "--load is a flag of the time-based replay, not of --inflation, which takes --preset") {
+	if err == nil || !strings.Contains(err.Error(), "--load is a flag of the time-based replay, not of --inflation, which takes --coverage, --file") {
 		t.Errorf("--load: %v", err)
 	}
 	if _, _, err := execCmd(t, Options{}, "compare", "--inflation", "--colour"); err == nil || !strings.Contains(err.Error(), "unknown flag: --colour") {
