@@ -236,3 +236,66 @@ func BenchmarkStranded(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPlaceMultiGroup measures gangs of two groups on the 100k-GPU
+// fixture: an MPI-style job (a CPU-only launcher of 32 cores and sixteen
+// 8-GPU workers of 16 cores) required in one ToR, which fits; and 21
+// 8-GPU workers with 4 smaller workers, all of 120 cores, required in one
+// ToR, which fits no ToR: only the ToR with 21 idle hosts passes the
+// counting checks, and there the greedy orders and the bounded search
+// (searchBudget host checks) fail before the explanation scans the
+// hosts (CPU demand: no census).
+func BenchmarkPlaceMultiGroup(b *testing.B) {
+	c, l := benchFixture()
+	tor := []workload.Constraint{{Level: "tor", Required: true}}
+	for _, tc := range []struct {
+		name string
+		job  *workload.Job
+		fits bool
+	}{
+		{"mpi-tor", &workload.Job{ID: "mpi", Groups: []workload.TaskGroup{
+			{Name: "launcher", Count: 1, CPUMilli: 32000},
+			{Name: "worker", Count: 16, GPUs: 8, CPUMilli: 16000},
+		}, Topology: tor}, true},
+		{"2group-tor-infeasible", &workload.Job{ID: "two", Groups: []workload.TaskGroup{
+			{Name: "a", Count: 21, GPUs: 8},
+			{Name: "b", Count: 4, GPUs: 1, CPUMilli: 200000},
+		}, Topology: tor}, false},
+	} {
+		for _, name := range []string{"topology", "best-fit"} {
+			b.Run(name+"/"+tc.name, func(b *testing.B) {
+				r, err := NewRequest(c, tc.job)
+				if err != nil {
+					b.Fatal(err)
+				}
+				pl, err := New(name, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				var p Placement
+				pl.Place(l, r, &p)
+				if !tc.fits && pl.(*policy).budget > 0 {
+					b.Fatalf("the search did not spend its budget (%d left)", pl.(*policy).budget)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					x := pl.Place(l, r, &p)
+					if (x == nil) != tc.fits {
+						b.Fatalf("fits=%v: %v", x == nil, x)
+					}
+					if x != nil {
+						continue
+					}
+					tx, err := Commit(l, &p)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := tx.Undo(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -76,7 +76,29 @@
 //
 // Before trying a domain, every policy checks by counting that the hosts of
 // the domain offer enough task slots for each multi-GPU group (one pass
-// over the ledger's index), so crowded domains are skipped cheaply.
+// over the ledger's index) and enough CPU and memory for each CPU-only
+// group, so crowded domains are skipped cheaply.
+//
+// # Gangs of several groups
+//
+// Groups are placed one after the other (whole GPUs largest first, then
+// MIG, shares, CPU-only tasks), each task where the policy puts it. That
+// greedy order can miss a fit: an MPI job's 8-GPU worker takes the host
+// whose cores its 60-core launcher needed. So when a gang of several
+// groups does not fit a domain that way, the policy checks that the
+// domain's hosts could hold all the tasks together (by counting at the
+// gang's smallest demand), tries the groups in other orders (hungriest for
+// CPU first, for memory first, reversed), and then searches task → host
+// assignments depth first, taking back tentative tasks on the overlay,
+// with the tasks of one group on hosts in ascending order and hosts in the
+// same state tried once. The search is bounded: 2,048 host checks per
+// Place call in all (a few hundred microseconds), at most 8 hosts per
+// task. It is complete on small domains (a tiny-cluster property test
+// checks every policy against a brute-force oracle over task → host
+// assignments; buddy is exempt, its free-cell rule being stricter than
+// capacity), and a feasibility rescue on large ones, where the policy's
+// own choices come first. GPUs inside each host are chosen as usual; the
+// delegating policies' node scores are not consulted by the search.
 //
 // # GPUs inside a host
 //
@@ -120,7 +142,17 @@
 // and the cluster's free, usable and allowed GPUs. Under DetailFull (the
 // default) host counts come from a census of the ledger kept per
 // Generation for requests of whole-GPU tasks without CPU, memory or
-// filters, and from a scan of the hosts otherwise.
+// filters, and from a scan of the hosts otherwise; the scan looks at every
+// group on every host, so the explanation does not depend on the order of
+// the job's groups.
+//
+// A gang larger than every domain at its level is too large; so is a gang
+// with one task larger than every host it may run on (9 GPUs on 8-GPU
+// hosts, more cores or memory than any host has: a task is always on one
+// host), with Explanation.Limit saying which resource. A gang with a group
+// no host has the free CPU or memory for (every host it may use falls
+// short on those) is capacity with Limit ReasonCPU or ReasonMemory, not
+// fragmentation.
 //
 // # Fragmentation per level
 //

@@ -26,8 +26,10 @@ type engine struct {
 
 	shapes    []*hostShape
 	hostShape []int32
-	largest   []int // per level: GPUs of its largest domain
-	multiHost bool  // some fabric domain spans hosts
+	largest   []int             // per level: GPUs of its largest domain
+	hostMax   []hostMax         // per model (hosts without accelerators last): the largest host
+	bare      []topology.HostID // hosts without GPUs, ascending
+	multiHost bool              // some fabric domain spans hosts
 
 	epoch   uint32
 	hEpoch  []uint32
@@ -53,6 +55,14 @@ type engine struct {
 	fabIDs   []topology.DomainID
 	fabSets  []gpuSet
 	hosts    []topology.HostID // fabric scope members
+}
+
+// hostMax is the most one host of a model offers, each resource on its
+// own (not necessarily the same host), and how many hosts there are.
+type hostMax struct {
+	hosts    int
+	gpus     int
+	cpu, mem int64
 }
 
 type gpuOverlay struct {
@@ -127,6 +137,23 @@ func (e *engine) init(c *topology.Cluster) {
 		for _, d := range c.DomainsAt(lv) {
 			e.largest[lv] = max(e.largest[lv], len(c.DomainGPUs(d)))
 		}
+	}
+	e.hostMax = make([]hostMax, len(c.Models())+1)
+	e.bare = e.bare[:0]
+	for h := topology.HostID(0); int(h) < n; h++ {
+		info := c.Host(h)
+		if info.NumGPUs == 0 {
+			e.bare = append(e.bare, h)
+		}
+		m := int(info.Model)
+		if m < 0 {
+			m = len(e.hostMax) - 1
+		}
+		x := &e.hostMax[m]
+		x.hosts++
+		x.gpus = max(x.gpus, info.NumGPUs)
+		x.cpu = max(x.cpu, info.CPUMilli)
+		x.mem = max(x.mem, info.MemoryMiB)
 	}
 	e.multiHost = false
 	for _, d := range c.DomainsAt(topology.LevelFabric) {
@@ -410,6 +437,46 @@ func (e *engine) record(t TaskRef, h topology.HostID, g *Group) bool {
 	}
 	e.p.addClaim(t, h, g.CPUMilli, g.MemoryMiB, e.gcs...)
 	return true
+}
+
+// unrecord takes back the last task record added to the overlay (not in
+// trial mode): its claim leaves the placement, its CPU, memory, GPUs,
+// shares and MIG slots the overlay. GPUs the overlay no longer touches
+// become untouched again, so record and unrecord nest like a stack.
+func (e *engine) unrecord() {
+	p := e.p
+	i := len(p.Claims) - 1
+	cl := &p.Claims[i]
+	h := cl.Host
+	e.hCPU[h] -= cl.CPUMilli
+	e.hMem[h] -= cl.MemoryMiB
+	for _, gc := range cl.GPUs {
+		x := gc.GPU
+		o := &e.gOv[x]
+		switch gc.Kind {
+		case topology.ClaimWhole:
+			o.whole = false
+		case topology.ClaimShare:
+			o.milli -= int16(gc.Milli)
+			if o.milli == 0 {
+				// x joined shared when this task opened it; every task
+				// recorded after that has been taken back already.
+				if n := len(e.shared); n > 0 && e.shared[n-1] == x {
+					e.shared = e.shared[:n-1]
+				}
+			}
+		case topology.ClaimMIG:
+			m := e.c.HostModel(h)
+			o.mig &^= migMask(int(gc.Start), e.c.Model(m).MIGProfiles[gc.Profile].Size)
+		}
+		if *o == (gpuOverlay{}) {
+			e.gEpoch[x] = 0 // epochs start at 1: untouched
+			if e.l.GPUIsFree(x) {
+				e.hTaken[h]--
+			}
+		}
+	}
+	p.truncate(i)
 }
 
 // tryTask places one task of group gi on host h if it fits there, and

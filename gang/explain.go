@@ -40,7 +40,9 @@ type Verdict uint8
 // Verdicts.
 const (
 	// VerdictCapacity: the cluster does not have enough free GPUs (of an
-	// acceptable model, on healthy hosts) for the gang, wherever they are.
+	// acceptable model, on healthy hosts) for the gang, wherever they are;
+	// or (Explanation.Limit ReasonCPU or ReasonMemory) no host the request
+	// may use has the free CPU or memory for one task of some group.
 	VerdictCapacity Verdict = iota
 	// VerdictQuota: it has, but hosts the request may not use (AllowHost)
 	// hold the difference.
@@ -51,7 +53,9 @@ const (
 	VerdictFragmentation
 	// VerdictTooLarge: the gang needs more GPUs than any domain at the
 	// required level has at all, even empty (a 4,096-GPU gang in one
-	// 256-GPU ToR, or more GPUs than the cluster).
+	// 256-GPU ToR, or more GPUs than the cluster); or one task needs more
+	// GPUs, CPU or memory (Explanation.Limit) than any host it may run on
+	// has at all (a task is always on one host).
 	VerdictTooLarge
 )
 
@@ -119,6 +123,19 @@ type Explanation struct {
 	// FilterLabel is the request's FilterLabel ("quota" when it set
 	// none): what ReasonQuota and VerdictQuota stand for in String.
 	FilterLabel string
+	// Limit is the resource the verdict is about: ReasonGPU, or for
+	// VerdictTooLarge and VerdictCapacity caused by one task group,
+	// ReasonCPU or ReasonMemory.
+	Limit Reason
+	// Group is the index of the task group whose one task makes the
+	// verdict (a task larger than any host; a task no host has the free
+	// CPU or memory for), or -1 when the gang as a whole does. TaskNeeds
+	// is what one task of it needs of Limit, and HostHas the most that any
+	// host it may run on has (for VerdictTooLarge: in all; for
+	// VerdictCapacity: free, among the hosts with enough of the other
+	// resource when there are any), in GPUs, milli-CPU or MiB.
+	Group              int
+	TaskNeeds, HostHas int64
 }
 
 // filterLabel returns FilterLabel, or "quota".
@@ -154,12 +171,13 @@ func (x *Explanation) String() string {
 	if x.LevelName != "" && x.LevelName != "cluster" {
 		b.WriteString(" in one " + x.LevelName)
 	}
-	if x.Verdict == VerdictTooLarge && (x.LevelName == "cluster" || x.LevelName == "") {
+	if x.Group >= 0 && (x.Verdict == VerdictTooLarge || x.Verdict == VerdictCapacity) {
+		b.WriteString("; " + x.taskClause())
+	} else if x.Verdict == VerdictTooLarge && (x.LevelName == "cluster" || x.LevelName == "") {
 		// Larger than the whole cluster: nothing more to say.
 		b.WriteString("; the cluster has " + plural(x.TotalGPUs, "GPU") + ": " + x.Verdict.String())
 		return b.String()
-	}
-	if x.Verdict == VerdictTooLarge && x.Largest > 0 {
+	} else if x.Verdict == VerdictTooLarge && x.Largest > 0 {
 		b.WriteString("; the largest " + x.LevelName + " has " + plural(x.Largest, "GPU"))
 	} else if x.Best.Domain != topology.NoDomain && x.LevelName != "cluster" {
 		b.WriteString("; best " + x.Best.Name + " has " + strconv.Itoa(x.Best.FreeGPUs) + " free")
@@ -205,6 +223,28 @@ func (x *Explanation) String() string {
 	return b.String()
 }
 
+// taskClause says what one task of x.Group needs and what the hosts have:
+// "a task needs 9 GPUs, the largest host has 8", "no host has 60 cores
+// free for a task (most: 57)".
+func (x *Explanation) taskClause() string {
+	need, have := x.amount(x.TaskNeeds), x.amount(x.HostHas)
+	if x.Verdict == VerdictTooLarge {
+		return "a task needs " + need + ", the largest host has " + have
+	}
+	return "no host has " + need + " free for a task (most: " + have + ")"
+}
+
+// amount renders n units of x.Limit.
+func (x *Explanation) amount(n int64) string {
+	switch x.Limit {
+	case ReasonCPU:
+		return milliGPUs(n) + " cores"
+	case ReasonMemory:
+		return strconv.FormatInt(n, 10) + " MiB memory"
+	}
+	return plural(int(n), "GPU")
+}
+
 func plural(n int, unit string) string {
 	s := strconv.Itoa(n) + " " + unit
 	if n != 1 {
@@ -233,6 +273,7 @@ func (pl *policy) explain() *Explanation {
 		FreeGPUs: l.FreeGPUs(root), TotalGPUs: c.NumGPUs(),
 		Best:        Candidate{Domain: topology.NoDomain, Tasks: -1},
 		FilterLabel: r.FilterLabel,
+		Limit:       ReasonGPU, Group: -1,
 	}
 	x.Usable, x.Allowed = x.FreeGPUs, x.FreeGPUs
 	x.Tried = pl.tried
@@ -244,11 +285,15 @@ func (pl *policy) explain() *Explanation {
 	// proven infeasible by sizes alone: no host census is needed to say so,
 	// and none is taken, so the proof costs O(1) however large the cluster.
 	tooLarge := need > 0 && x.Largest > 0 && need > x.Largest || need > c.NumGPUs()
+	// So is a task larger than every host it may run on: O(groups × models).
+	taskTooLarge := !tooLarge && pl.taskTooLarge(x)
+	scanned := false
 	if full && !tooLarge {
-		if pl.censusFits(r) {
+		if !taskTooLarge && pl.censusFits(r) {
 			pl.fromCensus(x)
 		} else {
 			pl.scanHosts(x, d)
+			scanned = true
 		}
 		pl.countTooSmall(x, lv, need)
 	}
@@ -269,21 +314,127 @@ func (pl *policy) explain() *Explanation {
 		x.Best.Short = max(0, need-x.Best.FreeGPUs)
 	}
 	switch {
-	case tooLarge:
+	case tooLarge, taskTooLarge:
 		x.Verdict = VerdictTooLarge
 	case d.GPUs > 0 && x.Usable < need, d.GPUs == 0 && l.FreeMilli(root) < d.Milli:
 		x.Verdict = VerdictCapacity
 	case d.GPUs > 0 && x.Allowed < need:
 		x.Verdict = VerdictQuota
+	case scanned && pl.resourceShort(x):
+		x.Verdict = VerdictCapacity
 	default:
 		x.Verdict = VerdictFragmentation
 	}
 	return x
 }
 
+// taskTooLarge reports whether one task of some group (with Min > 0)
+// needs more GPUs, CPU or memory than any host of an acceptable model has
+// in all, and if so fills x's Limit, Group, TaskNeeds and HostHas: GPUs
+// before CPU before memory, then the first group in the request's order,
+// so that the Limit does not depend on the order of the groups. Groups no
+// host's model accepts are left to the host counts (ReasonModel).
+func (pl *policy) taskTooLarge(x *Explanation) bool {
+	e := &pl.e
+	for _, lim := range [...]Reason{ReasonGPU, ReasonCPU, ReasonMemory} {
+		for i := range e.r.Groups {
+			g := &e.r.Groups[i]
+			if g.Min == 0 {
+				continue
+			}
+			most := e.largestHost(g)
+			var need, have int64
+			switch lim {
+			case ReasonGPU:
+				if g.Kind != TaskWhole {
+					continue
+				}
+				need, have = int64(g.GPUs), int64(most.gpus)
+			case ReasonCPU:
+				need, have = g.CPUMilli, most.cpu
+			case ReasonMemory:
+				need, have = g.MemoryMiB, most.mem
+			}
+			if most.hosts > 0 && need > have {
+				x.Limit, x.Group, x.TaskNeeds, x.HostHas = lim, i, need, have
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// largestHost returns the most GPUs, CPU and memory one host that may
+// take a task of g has (each on its own), and how many such hosts there
+// are: hosts of an accepted model, or every host for CPU-only tasks.
+func (e *engine) largestHost(g *Group) hostMax {
+	var most hostMax
+	for m := range e.hostMax {
+		hm := &e.hostMax[m]
+		if hm.hosts == 0 || g.Kind != TaskCPU && (m == len(e.hostMax)-1 || !g.Accepts(topology.ModelID(m))) {
+			continue
+		}
+		most.hosts += hm.hosts
+		most.gpus = max(most.gpus, hm.gpus)
+		most.cpu = max(most.cpu, hm.cpu)
+		most.mem = max(most.mem, hm.mem)
+	}
+	return most
+}
+
+// resourceShort reports whether some group (with Min > 0) has no host
+// that can take one of its tasks because every host the request may use
+// for it (acceptable model, healthy, allowed) lacks the free CPU or
+// memory for one task, and fills x's Limit, Group, TaskNeeds and HostHas:
+// the limit is CPU when no such host has the cores free, memory when none
+// has the memory, and CPU when each lacks one or the other (HostHas is
+// then the most free CPU among the hosts with the memory). Groups limited
+// by CPU come before those limited by memory, then the request's order,
+// so the Limit does not depend on the order of the groups. It reads the
+// per-group counts scanHosts left.
+func (pl *policy) resourceShort(x *Explanation) bool {
+	r := pl.e.r
+	for _, lim := range [...]Reason{ReasonCPU, ReasonMemory} {
+		for i := range r.Groups {
+			g := &r.Groups[i]
+			st := &pl.gstat[i]
+			if g.Min == 0 || st.fits || st.short[ReasonGPU] > 0 || st.short[ReasonCPU]+st.short[ReasonMemory] == 0 {
+				continue
+			}
+			gl, need, have := ReasonCPU, g.CPUMilli, st.mostCPU
+			switch {
+			case st.mostCPU < g.CPUMilli:
+			case st.mostMem < g.MemoryMiB:
+				gl, need, have = ReasonMemory, g.MemoryMiB, st.mostMem
+			default:
+				have = st.mostCPUWithMem
+			}
+			if gl == lim {
+				x.Limit, x.Group, x.TaskNeeds, x.HostHas = lim, i, need, have
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// groupStat is what scanHosts finds for one task group: whether some host
+// can take one of its tasks, how many hosts the request may use for it
+// fall short by CPU, memory or GPUs, the most free CPU and memory among
+// those hosts, and the most free CPU among those with the task's memory.
+type groupStat struct {
+	fits             bool
+	short            [NumReasons]int
+	mostCPU, mostMem int64
+	mostCPUWithMem   int64
+}
+
 // scanHosts counts, per reason, the hosts that cannot take any task of the
-// request, and the free GPUs it could use. O(hosts × groups), plus the
-// GPUs of hosts checked for shares and MIG slots.
+// request, and the free GPUs it could use; and per group, what keeps each
+// host from taking one of its tasks (pl.gstat). Every group is looked at
+// on every host, so the counts do not depend on the order of the groups.
+// O(hosts × groups), plus the GPUs of hosts checked for shares and MIG
+// slots.
 func (pl *policy) scanHosts(x *Explanation, d Demand) {
 	e := &pl.e
 	c, l, r := e.c, e.l, e.r
@@ -292,6 +443,10 @@ func (pl *policy) scanHosts(x *Explanation, d Demand) {
 	x.Hosts = c.NumHosts()
 	x.Usable, x.Allowed = 0, 0
 	gpuTasks := d.Milli > 0
+	pl.gstat = pl.gstat[:0]
+	for range r.Groups {
+		pl.gstat = append(pl.gstat, groupStat{})
+	}
 	for h := topology.HostID(0); int(h) < c.NumHosts(); h++ {
 		free := l.HostFreeGPUs(h)
 		worst := reasonNone // the reason of the group that got furthest
@@ -299,19 +454,33 @@ func (pl *policy) scanHosts(x *Explanation, d Demand) {
 		usable, allowed := false, false
 		for i := range r.Groups {
 			g := &r.Groups[i]
+			st := &pl.gstat[i]
 			why := e.hostReason(h, g)
 			if why > ReasonHealth || why == reasonNone {
 				usable = usable || g.Kind != TaskCPU
 				if why != ReasonQuota {
 					allowed = allowed || g.Kind != TaskCPU
+					cpu, mem := l.CPUFree(h), l.MemoryFree(h)
+					st.mostCPU = max(st.mostCPU, cpu)
+					st.mostMem = max(st.mostMem, mem)
+					if mem >= g.MemoryMiB {
+						st.mostCPUWithMem = max(st.mostCPUWithMem, cpu)
+					}
 				}
 			}
 			if why == reasonNone {
+				if fits && st.fits {
+					continue // nothing left to learn from this group here
+				}
 				if e.gpuFits(h, g) {
 					fits = true
-					break
+					st.fits = true
+					continue
 				}
 				why = ReasonGPU
+			}
+			if why > ReasonQuota {
+				st.short[why]++
 			}
 			if worst == reasonNone || why > worst {
 				worst = why
@@ -337,7 +506,13 @@ func (pl *policy) scanHosts(x *Explanation, d Demand) {
 func (e *engine) gpuFits(h topology.HostID, g *Group) bool {
 	switch g.Kind {
 	case TaskWhole:
-		return e.l.HostFreeGPUs(h) >= g.GPUs && e.wholeAvail(h).count() >= g.GPUs
+		if e.l.HostFreeGPUs(h) < g.GPUs {
+			return false
+		}
+		if e.r.AllowGPU == nil && e.s.fabric == topology.NoDomain && !e.isTouched(h) {
+			return true // every free GPU of h is usable: the ledger's count says it
+		}
+		return e.wholeAvail(h).count() >= g.GPUs
 	case TaskShare:
 		first, n := e.c.HostGPUs(h)
 		for i := 0; i < n; i++ {

@@ -425,6 +425,13 @@ type domOrder struct {
 	ho   hostOrder
 	last hostKey // last domain (h holds the DomainID)
 	done bool
+	// bare walks the hosts without GPUs, which the ledger's indexes do not
+	// hold, at LevelHost for gangs of no whole GPU (CPU-only tasks): before
+	// the indexed hosts for best fit (they have the fewest free GPUs),
+	// after them for worst fit. -1 when not walking them.
+	bare    int
+	hoDone  bool
+	barePre bool
 
 	pos, start int
 }
@@ -436,11 +443,24 @@ func (o *domOrder) begin(e *engine, lv topology.Level, need int, g *Group) {
 	if o.kind == ordWorst {
 		o.last = hostKey{h: -1, free: e.c.NumGPUs() + 1}
 	}
+	o.bare, o.hoDone = -1, false
 	if lv == topology.LevelHost {
 		o.root = scope{lv: e.c.LevelCluster(), dom: e.c.Root(), fabric: topology.NoDomain, lo: 0, hi: topology.HostID(e.c.NumHosts())}
 		o.ho.kind = o.kind
 		o.ho.begin(e, &o.root, g, need, false)
+		if need == 0 && len(e.bare) > 0 && (o.kind == ordBest || o.kind == ordWorst) {
+			o.bare, o.barePre = 0, o.kind == ordBest
+		}
 	}
+}
+
+// nextBare returns the next host without GPUs, if the order walks them.
+func (o *domOrder) nextBare() (topology.HostID, bool) {
+	if o.bare < 0 || o.bare >= len(o.e.bare) {
+		return topology.NoHost, false
+	}
+	o.bare++
+	return o.e.bare[o.bare-1], true
 }
 
 func (o *domOrder) next() (topology.DomainID, bool) {
@@ -449,12 +469,22 @@ func (o *domOrder) next() (topology.DomainID, bool) {
 	}
 	c, l := o.e.c, o.e.l
 	if o.lv == topology.LevelHost {
-		h, ok := o.ho.next()
-		if !ok {
-			o.done = true
-			return topology.NoDomain, false
+		if o.barePre {
+			if h, ok := o.nextBare(); ok {
+				return c.HostDomain(h), true
+			}
 		}
-		return c.HostDomain(h), true
+		if !o.hoDone {
+			if h, ok := o.ho.next(); ok {
+				return c.HostDomain(h), true
+			}
+			o.hoDone = true
+		}
+		if h, ok := o.nextBare(); ok {
+			return c.HostDomain(h), true
+		}
+		o.done = true
+		return topology.NoDomain, false
 	}
 	switch o.kind {
 	case ordBest, ordWorst:

@@ -166,6 +166,14 @@ type policy struct {
 	want []int
 
 	census census
+	gstat  []groupStat // per group, from scanHosts
+
+	// backtracking search (search.go)
+	budget int          // host checks left to this Place call
+	seq    []int32      // group of each task, in search order
+	plain  []bool       // per task: it and every later one are whole-GPU or CPU-only
+	at     []int32      // per task: the scope index of its host
+	cand   []searchCand // candidate hosts, a stack of one run per depth
 
 	// best candidate seen at the outermost level tried, for explanations
 	best      topology.DomainID
@@ -189,6 +197,7 @@ func (pl *policy) Place(l *topology.Ledger, r *Request, p *Placement) *Explanati
 	pl.grp.kind = pl.order
 	pl.dom.kind = pl.order
 	pl.best, pl.bestTasks, pl.tried = topology.NoDomain, -1, 0
+	pl.budget = searchBudget
 	if pl.plan() {
 		if e.trial {
 			pl.release()
@@ -328,10 +337,12 @@ func (pl *policy) placeAt(lv topology.Level, d Demand, grow bool) bool {
 // mayFit checks a necessary condition before an attempt: for every
 // whole-GPU group with more than one GPU per task, or with CPU or memory,
 // the hosts of s offer at least the wanted number of tasks, counting
-// ⌊free GPUs/GPUs⌋ per host bounded by its CPU and memory. It walks the
-// hosts of s with at least that many free GPUs once through the ledger's
-// index (no seeks), and returns the tasks counted for the first group that
-// falls short.
+// ⌊free GPUs/GPUs⌋ per host bounded by its CPU and memory; and for every
+// CPU-only group with CPU or memory, the hosts' free CPU and memory hold
+// the wanted tasks. It walks the hosts of s with at least that many free
+// GPUs once through the ledger's index (no seeks), the hosts of s in
+// order for CPU-only groups (until enough are counted), and returns the
+// tasks counted for the first group that falls short.
 func (pl *policy) mayFit(s *scope) (int, bool) {
 	e := &pl.e
 	r := e.r
@@ -339,11 +350,14 @@ func (pl *policy) mayFit(s *scope) (int, bool) {
 	e.newEpoch()
 	for _, gi := range r.order {
 		g := &r.Groups[gi]
-		if g.Kind != TaskWhole {
-			break
-		}
 		want := pl.want[gi]
-		if want == 0 || g.GPUs == 1 && g.CPUMilli == 0 && g.MemoryMiB == 0 {
+		if g.Kind == TaskCPU && want > 0 && (g.CPUMilli > 0 || g.MemoryMiB > 0) {
+			if n, ok := e.cpuSlots(s, g, want); !ok {
+				return n, false
+			}
+			continue
+		}
+		if g.Kind != TaskWhole || want == 0 || g.GPUs == 1 && g.CPUMilli == 0 && g.MemoryMiB == 0 {
 			continue
 		}
 		e.cntGroup, e.cnt, e.cntWant = g, 0, want
@@ -365,6 +379,20 @@ func (pl *policy) mayFit(s *scope) (int, bool) {
 		}
 	}
 	return 0, true
+}
+
+// cpuSlots counts, for a CPU-only group, the tasks the hosts of s could
+// take by their CPU and memory, until want are found.
+func (e *engine) cpuSlots(s *scope, g *Group, want int) (int, bool) {
+	n := 0
+	for i, size := 0, s.size(); i < size && n < want; i++ {
+		h := s.hostAt(i)
+		if e.hostReason(h, g) != reasonNone {
+			continue
+		}
+		n += hostTaskCap(e, h, g)
+	}
+	return n, n >= want
 }
 
 // countSlots adds the tasks of e.cntGroup host h could take to e.cnt and
@@ -414,14 +442,64 @@ func (e *engine) makeScope(lv topology.Level, d topology.DomainID) (scope, bool)
 
 // attempt places pl.want tasks of every group inside s (then grows elastic
 // groups towards Count when grow is set). On failure it rolls back and
-// returns how many tasks it had placed.
+// returns how many tasks the first try had placed.
+//
+// Groups are placed one after the other, each task where the policy's
+// order puts it, without going back on a choice. For a gang of several
+// groups that can leave a domain looking full when it is not (the
+// workers take the cores a launcher needed), so when that first try
+// fails, attempt tries the request's other group orders (altOrders), and
+// then a bounded backtracking search over task → host assignments
+// (search). A single group needs neither: its tasks are alike, and the
+// hosts' capacities add up.
 func (pl *policy) attempt(s *scope, grow bool) (int, bool) {
+	r := pl.e.r
+	placed, ok := pl.attemptOrder(s, r.order, grow)
+	if ok || !pl.several() {
+		return placed, ok
+	}
+	if !pl.jointFits(s) {
+		return placed, false
+	}
+	// On one host, whole-GPU and CPU-only tasks fit in any order when they
+	// fit at all: there is nothing to retry.
+	oneHost := s.size() <= 1
+	if !oneHost || !r.simple {
+		for _, o := range r.alts {
+			if n, ok := pl.attemptOrder(s, o, grow); ok {
+				return n, true
+			}
+		}
+	}
+	if !oneHost && pl.search(s) {
+		if grow {
+			for _, gi := range r.order {
+				pl.placeGroup(gi, r.Groups[gi].Count-pl.want[gi])
+			}
+		}
+		return len(pl.e.p.Claims), true
+	}
+	return placed, false
+}
+
+// several reports whether more than one group has tasks to place.
+func (pl *policy) several() bool {
+	n := 0
+	for _, w := range pl.want {
+		if w > 0 {
+			n++
+		}
+	}
+	return n > 1
+}
+
+// attemptOrder is attempt's greedy try with the groups in the given order.
+func (pl *policy) attemptOrder(s *scope, order []int, grow bool) (int, bool) {
 	e := &pl.e
-	r := e.r
 	e.s = *s
 	e.newEpoch()
 	mark := len(e.p.Claims)
-	for _, gi := range r.order {
+	for _, gi := range order {
 		if n := pl.placeGroup(gi, pl.want[gi]); n < pl.want[gi] {
 			placed := len(e.p.Claims) - mark
 			pl.rollback(mark)
@@ -429,8 +507,8 @@ func (pl *policy) attempt(s *scope, grow bool) (int, bool) {
 		}
 	}
 	if grow {
-		for _, gi := range r.order {
-			pl.placeGroup(gi, r.Groups[gi].Count-pl.want[gi])
+		for _, gi := range order {
+			pl.placeGroup(gi, e.r.Groups[gi].Count-pl.want[gi])
 		}
 	}
 	return len(e.p.Claims) - mark, true

@@ -141,8 +141,18 @@ func checkExplanation(t *rapid.T, l *topology.Ledger, r *Request, x *Explanation
 	if x.Usable > x.FreeGPUs || x.Allowed > x.Usable {
 		t.Fatalf("usable %d / allowed %d / free %d out of order", x.Usable, x.Allowed, x.FreeGPUs)
 	}
-	if x.Verdict == VerdictCapacity && d.GPUs > 0 && x.Usable >= d.GPUs {
+	if x.Verdict == VerdictCapacity && x.Limit == ReasonGPU && d.GPUs > 0 && x.Usable >= d.GPUs {
 		t.Fatalf("capacity verdict with %d usable GPUs for %d", x.Usable, d.GPUs)
+	}
+	switch {
+	case x.Limit != ReasonGPU && x.Limit != ReasonCPU && x.Limit != ReasonMemory:
+		t.Fatalf("limit %v", x.Limit)
+	case x.Group < -1 || x.Group >= len(r.Groups):
+		t.Fatalf("group %d of %d", x.Group, len(r.Groups))
+	case x.Group >= 0 && (x.Verdict != VerdictTooLarge && x.Verdict != VerdictCapacity || x.TaskNeeds <= x.HostHas):
+		t.Fatalf("group %d: %v, needs %d, has %d", x.Group, x.Verdict, x.TaskNeeds, x.HostHas)
+	case x.Limit != ReasonGPU && x.Group < 0:
+		t.Fatalf("limit %v without a group", x.Limit)
 	}
 	if x.Verdict == VerdictFragmentation && d.GPUs > x.Allowed {
 		t.Fatalf("fragmentation verdict with %d allowed GPUs for %d", x.Allowed, d.GPUs)

@@ -1,6 +1,7 @@
 package gang
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -109,6 +110,8 @@ type Request struct {
 	within   topology.Level // innermost required tree level (LevelHost and up), or the cluster level
 	fabric   bool           // LevelFabric is required
 	order    []int          // group placement order: whole GPUs descending, MIG, shares, CPU-only
+	alts     [][]int        // other orders tried when order fails (several groups): see altOrders
+	simple   bool           // every group is whole-GPU or CPU-only
 	tasks    int            // total Count
 	minTasks int            // total Min
 }
@@ -306,7 +309,55 @@ func NewRequest(c *topology.Cluster, job *workload.Job) (*Request, error) {
 		}
 		return gb.GPUs - ga.GPUs
 	})
+	r.simple = true
+	for i := range r.Groups {
+		if k := r.Groups[i].Kind; k != TaskWhole && k != TaskCPU {
+			r.simple = false
+		}
+	}
+	r.alts = altOrders(r.Groups, r.order)
 	return r, nil
+}
+
+// altOrders returns the group orders a placer tries, after order, when a
+// gang of several groups does not fit in a domain the greedy way: the
+// groups hungriest for CPU first, then for memory first (a launcher that
+// needs most of a host's cores must choose its host before the workers
+// take those cores), then order reversed (small and CPU-only tasks
+// first). Orders equal to one already listed are dropped; nil for a
+// single group.
+func altOrders(groups []Group, order []int) [][]int {
+	if len(groups) < 2 {
+		return nil
+	}
+	var alts [][]int
+	add := func(o []int) {
+		if slices.Equal(o, order) {
+			return
+		}
+		for _, a := range alts {
+			if slices.Equal(a, o) {
+				return
+			}
+		}
+		alts = append(alts, o)
+	}
+	byCPU := slices.Clone(order)
+	slices.SortStableFunc(byCPU, func(a, b int) int {
+		ga, gb := &groups[a], &groups[b]
+		return cmp.Or(cmp.Compare(gb.CPUMilli, ga.CPUMilli), cmp.Compare(gb.MemoryMiB, ga.MemoryMiB))
+	})
+	add(byCPU)
+	byMem := slices.Clone(order)
+	slices.SortStableFunc(byMem, func(a, b int) int {
+		ga, gb := &groups[a], &groups[b]
+		return cmp.Or(cmp.Compare(gb.MemoryMiB, ga.MemoryMiB), cmp.Compare(gb.CPUMilli, ga.CPUMilli))
+	})
+	add(byMem)
+	rev := slices.Clone(order)
+	slices.Reverse(rev)
+	add(rev)
+	return alts
 }
 
 // kindRank orders groups for placement: whole GPUs first (largest first),
