@@ -57,6 +57,11 @@ of that level (nvlink, host, tor, spine, cluster…); --prefer LEVEL tries to.
 --fill FRACTION first takes each GPU of the cluster with that probability
 (seeded by --seed), so the cluster is fragmented the way a busy one is.
 
+A placement is listed under the tightest domain that holds every task (a
+host, an NVLink domain, a ToR…). When the gang does not fit, the explanation
+goes to standard output and the command exits with status 1, as it does for
+a bad request (whose error goes to standard error).
+
 Examples:
 
   gpusched place --preset h100-1k --gpus 64 --require tor
@@ -73,7 +78,7 @@ fragmentation against a workload of this gang's own tasks.`,
 	fs := cmd.Flags()
 	fs.StringVar(&f.policy, "policy", "topology", "placement policy: "+strings.Join(gang.PolicyNames(), ", "))
 	fs.IntVar(&f.gpus, "gpus", 0, "whole GPUs in total (split into tasks of up to a host's GPUs)")
-	fs.IntVar(&f.tasks, "tasks", 0, "number of tasks")
+	fs.IntVar(&f.tasks, "tasks", 1, "number of tasks")
 	fs.IntVar(&f.gpusPerTask, "gpus-per-task", 0, "whole GPUs per task")
 	fs.IntVar(&f.minTasks, "min-tasks", 0, "elastic gang: place at least this many tasks (default: all)")
 	fs.IntVar(&f.share, "share", 0, "GPU share per task in milli-GPU (1..999)")
@@ -123,7 +128,13 @@ func runPlace(cmd *cobra.Command, f *placeFlags) error {
 	why := placer.Place(l, r, &p)
 	out := cmd.OutOrStdout()
 	if f.format == "json" {
-		return writePlaceJSON(out, c, l, f, taken, &p, why)
+		if err := writePlaceJSON(out, c, l, f, taken, &p, why); err != nil {
+			return err
+		}
+		if why != nil {
+			return noFit(why)
+		}
+		return nil
 	}
 	fmt.Fprintf(out, "cluster %s: %s, %s", c.Name(), plural(c.NumHosts(), "host"), plural(c.NumGPUs(), "GPU"))
 	if f.fill > 0 {
@@ -132,10 +143,16 @@ func runPlace(cmd *cobra.Command, f *placeFlags) error {
 	fmt.Fprintf(out, "; %d free\n", l.FreeGPUs(c.Root()))
 	if why != nil {
 		fmt.Fprintln(out, "does not fit:", why)
-		return nil
+		return noFit(why)
 	}
 	writePlaceText(out, c, f.policy, &p)
 	return nil
+}
+
+// noFit is the error of a gang that does not fit, after its explanation
+// has been printed: the command exits with status 1.
+func noFit(why *gang.Explanation) error {
+	return fmt.Errorf("job %s does not fit (%s)", why.Job, why.Verdict)
 }
 
 // job builds the one-group job the flags describe.
@@ -154,19 +171,26 @@ func (f *placeFlags) job(cmd *cobra.Command, c *topology.Cluster) (*workload.Job
 	if kinds > 1 {
 		return nil, fmt.Errorf("use one of --gpus/--gpus-per-task, --share and --mig")
 	}
+	// Zero or negative counts and shares are bad requests, not defaults.
+	if fs.Changed("tasks") && f.tasks < 1 {
+		return nil, fmt.Errorf("--tasks %d: groups[0].count must be at least 1", f.tasks)
+	}
+	if fs.Changed("share") && (f.share < 1 || f.share >= topology.MilliPerGPU) {
+		return nil, fmt.Errorf("--share %d: groups[0].gpuMilli must be 1..%d milli-GPU (a whole GPU is --gpus-per-task 1)", f.share, topology.MilliPerGPU-1)
+	}
+	if fs.Changed("mig") && f.mig == "" {
+		return nil, fmt.Errorf("--mig: groups[0].migProfile must name a MIG profile, e.g. 1g.10gb")
+	}
 	switch {
 	case f.gpusPerTask > 0:
 		g.GPUs = f.gpusPerTask
 		g.Count = f.tasks
-		if g.Count == 0 {
-			g.Count = 1
-		}
 		if f.gpus > 0 && f.gpus != g.Count*g.GPUs {
 			return nil, fmt.Errorf("--gpus %d is not --tasks %d × --gpus-per-task %d", f.gpus, g.Count, g.GPUs)
 		}
 	case f.gpus > 0:
 		per := splitGPUs(f.gpus, maxHostGPUs(c))
-		if f.tasks > 0 {
+		if fs.Changed("tasks") {
 			if f.gpus%f.tasks != 0 {
 				return nil, fmt.Errorf("--gpus %d does not split into --tasks %d", f.gpus, f.tasks)
 			}
@@ -177,9 +201,6 @@ func (f *placeFlags) job(cmd *cobra.Command, c *topology.Cluster) (*workload.Job
 		return nil, fmt.Errorf("--gpus and --gpus-per-task must be positive")
 	default:
 		g.Count = f.tasks
-		if g.Count == 0 {
-			g.Count = 1
-		}
 		if f.share == 0 && f.mig == "" && !fs.Changed("tasks") {
 			return nil, fmt.Errorf("say what to place: --gpus, --tasks with --gpus-per-task, --share or --mig")
 		}
@@ -256,9 +277,50 @@ func groupDomain(c *topology.Cluster, p *gang.Placement, cl topology.Claim) topo
 	return c.Host(cl.Host).Parent
 }
 
+// tightest returns the innermost domain that holds every task of p: the
+// innermost tree domain (host, ToR, …, the cluster) that holds every
+// task's host, or the accelerator fabric domain that holds every task's
+// GPUs when that one is smaller (an NVLink domain of a GB200 rack, an
+// HCCS group inside a host).
+func tightest(c *topology.Cluster, p *gang.Placement) (topology.Level, topology.DomainID) {
+	lv, d := c.LevelCluster(), c.Root()
+	if p.Len() == 0 {
+		return lv, d
+	}
+	for at := topology.LevelHost; at < c.LevelCluster(); at++ {
+		first := c.HostAt(p.Claims[0].Host, at)
+		same := true
+		for _, cl := range p.Claims[1:] {
+			same = same && c.HostAt(cl.Host, at) == first
+		}
+		if same {
+			lv, d = at, first
+			break
+		}
+	}
+	f := topology.NoDomain
+	for _, cl := range p.Claims {
+		if len(cl.GPUs) == 0 {
+			return lv, d // a CPU-only task is in no fabric domain
+		}
+		for _, gc := range cl.GPUs {
+			x := c.GPUFabric(gc.GPU)
+			if x == topology.NoDomain || f != topology.NoDomain && x != f {
+				return lv, d
+			}
+			f = x
+		}
+	}
+	if len(c.DomainGPUs(f)) < len(c.DomainGPUs(d)) {
+		return topology.LevelFabric, f
+	}
+	return lv, d
+}
+
 func writePlaceText(out io.Writer, c *topology.Cluster, policy string, p *gang.Placement) {
+	lv, d := tightest(c, p)
 	fmt.Fprintf(out, "placed job %s with %s: %s on %s of %s, all in %s %s\n",
-		p.Job, policy, plural(p.Len(), "task"), plural(p.GPUs(), "GPU"), plural(len(p.Hosts()), "host"), c.LevelName(p.Level), c.DomainName(p.Domain))
+		p.Job, policy, plural(p.Len(), "task"), plural(p.GPUs(), "GPU"), plural(len(p.Hosts()), "host"), c.LevelName(lv), c.DomainName(d))
 	if len(p.Relaxed) > 0 {
 		var names []string
 		for _, lv := range p.Relaxed {
@@ -332,8 +394,8 @@ type placeJSON struct {
 	Taken       int              `json:"takenByFill"`
 	Free        int              `json:"freeGPUs"`
 	Placed      bool             `json:"placed"`
-	Level       string           `json:"level,omitempty"`
-	Domain      string           `json:"domain,omitempty"`
+	Level       string           `json:"level,omitempty"`  // of the tightest domain holding every task
+	Domain      string           `json:"domain,omitempty"` // that domain
 	Relaxed     []string         `json:"relaxed,omitempty"`
 	Tasks       []placeTaskJSON  `json:"tasks,omitempty"`
 	Message     string           `json:"message,omitempty"`
@@ -368,6 +430,10 @@ type explanationJSON struct {
 	BestShort int            `json:"bestShort"`
 	BestTasks int            `json:"bestTasks"`
 	Excluded  map[string]int `json:"excludedHosts,omitempty"`
+	Limit     string         `json:"limit"`               // gpu, cpu or memory
+	Group     int            `json:"group"`               // the task group a per-task verdict is about, or -1
+	TaskNeeds int64          `json:"taskNeeds,omitempty"` // of limit, per task: GPUs, milli-CPU or MiB
+	HostHas   int64          `json:"hostHas,omitempty"`   // the most a host has (too large: in all; capacity: free)
 	Free      int            `json:"freeGPUs"`
 	Usable    int            `json:"usableGPUs"`
 	Allowed   int            `json:"allowedGPUs"`
@@ -382,6 +448,7 @@ func writePlaceJSON(out io.Writer, c *topology.Cluster, l *topology.Ledger, f *p
 			Verdict: why.Verdict.String(), Tasks: why.Tasks, GPUs: why.GPUs, Milli: why.Milli, Level: why.LevelName,
 			Domains: why.Domains, TooSmall: why.TooSmall, Tried: why.Tried, Largest: why.Largest,
 			Best: why.Best.Name, BestFree: why.Best.FreeGPUs, BestShort: why.Best.Short, BestTasks: why.Best.Tasks,
+			Limit: why.Limit.String(), Group: why.Group, TaskNeeds: why.TaskNeeds, HostHas: why.HostHas,
 			Free: why.FreeGPUs, Usable: why.Usable, Allowed: why.Allowed,
 		}
 		for i, n := range why.Excluded {
@@ -394,7 +461,8 @@ func writePlaceJSON(out io.Writer, c *topology.Cluster, l *topology.Ledger, f *p
 		}
 		doc.Explanation = x
 	} else {
-		doc.Level, doc.Domain = c.LevelName(p.Level), c.DomainName(p.Domain)
+		lv, d := tightest(c, p)
+		doc.Level, doc.Domain = c.LevelName(lv), c.DomainName(d)
 		for _, lv := range p.Relaxed {
 			doc.Relaxed = append(doc.Relaxed, c.LevelName(lv))
 		}
