@@ -117,6 +117,15 @@ func (s *Scheduler) try(d *Decision, leaf *queue.Leaf, j *job, now time.Time) {
 	lid := leaf.ID()
 	st := &s.ls[lid]
 	cur := st.cur
+	if j.pre.nominated != nil {
+		// Nominated: it binds at the start of a cycle, once its victims
+		// (and the stops its quota waits for) are gone.
+		if v := s.victimStillHolding(j); v != "" {
+			s.jobReason(j, &Reason{Code: WaitPreemption, Blocker: v})
+		}
+		cur.Advance()
+		return
+	}
 	if len(j.waitingFor) > 0 {
 		if v := s.victimStillHolding(j); v != "" {
 			s.jobReason(j, &Reason{Code: WaitPreemption, Blocker: v})
@@ -132,7 +141,7 @@ func (s *Scheduler) try(d *Decision, leaf *queue.Leaf, j *job, now time.Time) {
 		return
 	}
 	if b := s.tree.Check(lid, j.demand); b != nil {
-		r := &Reason{Code: WaitQuota, Quota: b}
+		r := &Reason{Code: WaitQuota, Quota: b, Detail: s.heldDetail(b)}
 		s.classFail(cur, j, r)
 		s.maybePreempt(d, leaf, j, nil, now)
 		s.afterBlock(st, leaf, j, r, b, now)
@@ -140,7 +149,7 @@ func (s *Scheduler) try(d *Decision, leaf *queue.Leaf, j *job, now time.Time) {
 	}
 	allow, mkey, guar, gkey, b := s.modelFilter(lid, j)
 	if b != nil {
-		r := &Reason{Code: WaitQuota, Quota: b}
+		r := &Reason{Code: WaitQuota, Quota: b, Detail: s.heldDetail(b)}
 		s.classFail(cur, j, r)
 		s.afterBlock(st, leaf, j, r, b, now)
 		return

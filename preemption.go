@@ -2,6 +2,7 @@ package gpusched
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,11 +19,15 @@ import (
 
 // PlacingPreemptor is a Preemptor that also says where the pending job
 // goes once its victims are gone. The Scheduler then nominates the job to
-// that placement: it keeps other jobs off the placement's free parts while
-// the victims stop, and binds the job to it at the start of the first
-// cycle in which every victim has released (after checking its quota
-// again), before any other job is considered. So a job is not preempted
-// for only to find its room taken. PlanPreemptor implements it.
+// that placement: while the victims stop it keeps other jobs off the
+// placement's free parts (GPUs, and the CPU and memory of its hosts) and
+// counts the job's demand against its queue's quotas, and it binds the job
+// to the placement at the start of the first cycle in which every victim
+// has released, before any other job is considered. (If the plan also
+// counted on another stop in progress for quota, as it counts every stop
+// in progress as done, the job waits for that one too.) So a job is not
+// preempted for only to find its room or its quota taken. PlanPreemptor
+// implements it.
 type PlacingPreemptor interface {
 	Preemptor
 	// PreemptPlan is Preempt with the placement the job gets once the
@@ -153,7 +158,7 @@ type noPlanMemo struct {
 // only while the tree's usage does not change.
 func (p *PlanPreemptor) noPlan(s *Scheduler, j *job, why *preempt.NoPlan, quota bool) {
 	m := &j.pre.noPlan
-	*m = noPlanMemo{ok: why.Err == nil, gen: s.ledger.Generation(), eligSeq: s.pre.eligSeq, epoch: s.tree.Epoch(), drops: s.pre.drops, commits: s.pre.commits,
+	*m = noPlanMemo{ok: why.Err == nil, gen: s.ledger.Generation(), eligSeq: s.pre.eligSeq, epoch: s.quotaEpoch(), drops: s.pre.drops, commits: s.pre.commits,
 		until: why.Until, prio: j.spec.Priority, queues: quota || why.Verdict == preempt.VerdictQuota || p.governed(s.tree),
 		exact: why.Verdict == preempt.VerdictBudget}
 }
@@ -178,7 +183,9 @@ func (p *PlanPreemptor) governed(t *queue.Tree) bool {
 // monotone in free capacity and place a gang in one domain, and the
 // search found no victim set even with every possible victim gone; so a
 // change on a host that could not take a task of j either way leaves that
-// true. When it holds, the memo is fast-forwarded. O(changes since).
+// true. When the verdict depends on the quotas, a job that became a
+// possible victim anywhere matters (its stop frees quota wherever it
+// runs). When it holds, the memo is fast-forwarded. O(changes since).
 func (p *PlanPreemptor) stillNoPlan(s *Scheduler, j *job, now time.Time) bool {
 	m := &j.pre.noPlan
 	if !m.ok || !m.until.IsZero() && !now.Before(m.until) || j.spec.Priority > m.prio || m.drops != s.pre.drops {
@@ -186,7 +193,7 @@ func (p *PlanPreemptor) stillNoPlan(s *Scheduler, j *job, now time.Time) bool {
 	}
 	gen := s.ledger.Generation()
 	if m.exact || m.queues {
-		if m.epoch != s.tree.Epoch() || m.commits != s.pre.commits {
+		if m.epoch != s.quotaEpoch() || m.commits != s.pre.commits {
 			return false
 		}
 		if m.exact {
@@ -209,7 +216,7 @@ func (p *PlanPreemptor) stillNoPlan(s *Scheduler, j *job, now time.Time) bool {
 		}
 		el := s.pre.elig
 		for i := len(el) - 1; i >= 0 && el[i].seq > m.eligSeq; i-- {
-			if p.hostCouldMatter(s, el[i].host, j, m.queues) {
+			if m.queues && p.hostHasVictim(s, el[i].host, j) || p.hostCouldMatter(s, el[i].host, j, m.queues) {
 				return false
 			}
 		}
@@ -270,6 +277,17 @@ func (p *PlanPreemptor) hostCouldMatter(s *Scheduler, h topology.HostID, j *job,
 					return true
 				}
 			}
+		}
+	}
+	return false
+}
+
+// hostHasVictim reports whether a job on host h may be a victim of
+// waiting job j, with the quotas (mayBeVictim).
+func (p *PlanPreemptor) hostHasVictim(s *Scheduler, h topology.HostID, j *job) bool {
+	for _, v := range s.onHost[h] {
+		if p.mayBeVictim(v, j, true) {
+			return true
 		}
 	}
 	return false
@@ -363,7 +381,9 @@ func (x schedSnapshot) Commitments(fn func(q string, v queue.Vector, release boo
 	clear(s.pre.stopping[len(keep):])
 	s.pre.stopping = keep
 	for _, n := range s.pre.noms {
-		fn(n.job.leaf.Name(), n.job.demand, false)
+		if !n.charged { // (else the tree has it: see hold)
+			fn(n.job.leaf.Name(), n.charge, false)
+		}
 	}
 }
 
@@ -524,6 +544,9 @@ type schedPreempt struct {
 	// commits counts changes to the commitments (stops in progress,
 	// nominations) the planner's quota view includes.
 	commits uint64
+	// holdEpochs counts the tree epochs spent on the nominations' quota
+	// holds (see quotaEpoch).
+	holdEpochs uint64
 }
 
 // eligChange is an entry of schedPreempt.elig.
@@ -554,6 +577,10 @@ type nomination struct {
 	p       *gang.Placement
 	victims []*job
 	held    []topology.Claim // trial-held in the current cycle
+	// charge is what p charges to the job's queue; charged whether it is
+	// charged in the current cycle (see hold).
+	charge  queue.Vector
+	charged bool
 }
 
 // Recovery is what the host should do with a job hit by a fault (see
@@ -647,6 +674,10 @@ func (s *Scheduler) startPreemption(d *Decision, now time.Time) {
 	if len(s.pre.faults) > 0 {
 		s.recover(d, now)
 	}
+	// Bind first, then hold what the others need: a bind is checked
+	// against the quotas as they are, not with the demands of other
+	// nominations added (their victims still hold their charges; the plan
+	// that nominated each job counted the others).
 	noms := s.pre.noms[:0]
 	for _, n := range s.pre.noms {
 		j := n.job
@@ -655,15 +686,29 @@ func (s *Scheduler) startPreemption(d *Decision, now time.Time) {
 			continue
 		}
 		if s.victimStillHolding(j) != "" {
-			s.hold(n)
 			noms = append(noms, n)
 			continue
 		}
-		// Every victim is gone: bind the job to its placement now.
+		// Every victim is gone: bind the job to its placement now. The
+		// plan counted every stop in progress as done; if a quota still
+		// binds while a job stopping below it holds, wait for that one.
+		lid := j.leaf.ID()
+		b := s.tree.Check(lid, j.demand)
+		if b == nil && !slices.Equal(n.charge, j.demand) {
+			b = s.tree.Check(lid, n.charge)
+		}
+		if b != nil {
+			if w := s.stoppingUnder(b); w != nil {
+				s.jobReason(j, &Reason{Code: WaitPreemption, Blocker: w.spec.ID, Quota: b,
+					Detail: fmt.Sprintf("(its victims are gone; queue %s's %s quota comes free when %s stops)", b.Queue, b.Resource, w.spec.ID)})
+				noms = append(noms, n)
+				continue
+			}
+		}
 		j.waitingFor = nil
 		j.pre.nominated = nil
 		s.pre.commits++
-		if b := s.tree.Check(j.leaf.ID(), j.demand); b != nil {
+		if b != nil {
 			s.dropNomination(n)
 			continue
 		}
@@ -674,37 +719,115 @@ func (s *Scheduler) startPreemption(d *Decision, now time.Time) {
 	}
 	clear(s.pre.noms[len(noms):])
 	s.pre.noms = noms
-}
-
-// endPreemption gives back what the nominations held in the cycle.
-func (s *Scheduler) endPreemption() {
-	for i := len(s.pre.noms) - 1; i >= 0; i-- {
-		n := s.pre.noms[i]
-		if len(n.held) > 0 {
-			if err := s.ledger.TrialRelease(n.held...); err != nil {
-				panic("gpusched: releasing a nomination's hold failed: " + err.Error())
-			}
-			n.held = n.held[:0]
-		}
+	for _, n := range noms {
+		s.hold(n)
 	}
 }
 
-// hold trial-allocates the parts of n's placement that are free now, so
-// that no other job of the cycle takes them: whole claims where they are
-// free, else each GPU of the claim that is.
+// endPreemption gives back what the nominations held in the cycle: their
+// free parts of the ledger and their charges to the quotas.
+func (s *Scheduler) endPreemption() {
+	for i := len(s.pre.noms) - 1; i >= 0; i-- {
+		s.unhold(s.pre.noms[i])
+	}
+}
+
+// hold keeps what n's job will take off limits to the other jobs of the
+// cycle while its victims stop. It trial-allocates the parts of n's
+// placement that are free now: whole claims where they are free, else
+// each GPU of the claim that is, and of the host's CPU and memory as much
+// of the claim's as is free (a victim still holds the rest, which it
+// releases to n). And it charges n's demand to its queue, as if admitted:
+// no job admitted meanwhile takes the quota n's victims free, so n's bind
+// passes the quota check when they are gone. A victim's charge stays
+// until it stops, so the quotas on n's path count both meanwhile (a
+// conservative hold, for a grace period). endPreemption undoes both.
 func (s *Scheduler) hold(n *nomination) {
+	l := s.ledger
 	for _, cl := range n.p.Claims {
-		if s.ledger.TrialAllocate(cl) == nil {
+		if l.TrialAllocate(cl) == nil {
 			n.held = append(n.held, cl)
 			continue
 		}
 		for _, g := range cl.GPUs {
 			part := topology.Claim{Host: cl.Host, GPUs: []topology.GPUClaim{g}}
-			if s.ledger.TrialAllocate(part) == nil {
+			if l.TrialAllocate(part) == nil {
 				n.held = append(n.held, part)
 			}
 		}
+		part := topology.Claim{Host: cl.Host, CPUMilli: min(cl.CPUMilli, l.CPUFree(cl.Host)), MemoryMiB: min(cl.MemoryMiB, l.MemoryFree(cl.Host))}
+		if (part.CPUMilli > 0 || part.MemoryMiB > 0) && l.TrialAllocate(part) == nil {
+			n.held = append(n.held, part)
+		}
 	}
+	if !n.charged && s.governs() {
+		s.tree.Admit(n.job.leaf.ID(), n.charge, s.now)
+		n.charged = true
+		s.pre.holdEpochs++
+	}
+}
+
+// unhold gives back what hold took.
+func (s *Scheduler) unhold(n *nomination) {
+	if len(n.held) > 0 {
+		if err := s.ledger.TrialRelease(n.held...); err != nil {
+			panic("gpusched: releasing a nomination's hold failed: " + err.Error())
+		}
+		clear(n.held)
+		n.held = n.held[:0]
+	}
+	if n.charged {
+		s.tree.Release(n.job.leaf.ID(), n.charge, false, s.now)
+		n.charged = false
+		s.pre.holdEpochs++
+	}
+}
+
+// governs reports whether some quota limits some resource (else a
+// nomination's quota hold would change nothing but the fair-share order).
+func (s *Scheduler) governs() bool {
+	t := s.tree
+	for r := 0; r < t.Dimensions().Len(); r++ {
+		if t.Governed(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// heldDetail notes, for a quota block b met in a cycle, the nominated
+// jobs whose held demand b's usage counts ("" when none).
+func (s *Scheduler) heldDetail(b *queue.Block) string {
+	if len(s.pre.noms) == 0 {
+		return ""
+	}
+	node, ok := s.tree.Lookup(b.Queue)
+	if !ok {
+		return ""
+	}
+	var ids []string
+	for _, n := range s.pre.noms {
+		if !n.charged {
+			continue
+		}
+		for id := n.job.leaf.ID(); id >= 0; id = s.tree.Parent(id) {
+			if id == node {
+				ids = append(ids, n.job.spec.ID)
+				break
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("(in use counts what is held for %s while its victims stop)", strings.Join(ids, ", "))
+}
+
+// quotaEpoch is the tree's usage epoch less the changes of the
+// nominations' quota holds, which are taken and given back every cycle
+// (the commitment counter follows the nominations themselves).
+func (s *Scheduler) quotaEpoch() uint64 {
+	return s.tree.Epoch() - s.pre.holdEpochs
 }
 
 // dropNomination forgets a nomination whose job will not take it; what it
@@ -755,11 +878,34 @@ func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.
 	s.jobReason(j, &Reason{Code: WaitPreemption, Blocker: asked[0], Placement: x, Victims: asked})
 	if p != nil && len(asked) == len(vs) {
 		n := &nomination{job: j, p: p.Clone(), victims: victims}
+		n.charge = s.chargeVector(n.p)
 		j.pre.nominated = n
 		s.pre.noms = append(s.pre.noms, n)
 		s.pre.commits++
 		s.hold(n)
 	}
+}
+
+// stoppingUnder returns a job being preempted or recovered that still
+// holds a charge of b's resource below b's queue (its stop lowers the
+// usage that binds), or nil.
+func (s *Scheduler) stoppingUnder(b *queue.Block) *job {
+	node, ok := s.tree.Lookup(b.Queue)
+	if !ok {
+		return nil
+	}
+	r := s.dimOf(b.Resource)
+	for _, w := range s.pre.stopping {
+		if !w.state.Holding() || !w.preempting && !w.pre.recovering || w.charged[r] <= 0 {
+			continue
+		}
+		for id := w.leaf.ID(); id >= 0; id = s.tree.Parent(id) {
+			if id == node {
+				return w
+			}
+		}
+	}
+	return nil
 }
 
 func (s *Scheduler) victimStillHolding(j *job) string {

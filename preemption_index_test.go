@@ -191,9 +191,16 @@ func TestPropertyNoPlanMemo(t *testing.T) {
 		qs := queue.Config{Root: queue.Node{Children: []queue.Node{{Name: "a"}, {Name: "b"}}}}
 		if rapid.Bool().Draw(rt, "quotas") {
 			// Guarantees: verdicts then follow the quotas' usage too.
-			na := rapid.Int64Range(0, int64(c.NumGPUs())).Draw(rt, "nominalA")
+			// The root's quota is the capacity or less (then nominated
+			// jobs' held demand binds at the root too).
+			total := int64(c.NumGPUs())
+			if rapid.Bool().Draw(rt, "rootQuota") {
+				total = rapid.Int64Range(total/2, total).Draw(rt, "root")
+				qs.Root.Quotas = []queue.Quota{{Resource: "gpu", Nominal: total}}
+			}
+			na := rapid.Int64Range(0, total).Draw(rt, "nominalA")
 			qs.Root.Children[0].Quotas = []queue.Quota{{Resource: "gpu", Nominal: na}}
-			qs.Root.Children[1].Quotas = []queue.Quota{{Resource: "gpu", Nominal: int64(c.NumGPUs()) - na}}
+			qs.Root.Children[1].Quotas = []queue.Quota{{Resource: "gpu", Nominal: total - na}}
 			pcfg.FairSharing = rapid.Bool().Draw(rt, "fs")
 		}
 		p, err := NewPlanPreemptor(pcfg, rapid.IntRange(1, 8).Draw(rt, "plans"))

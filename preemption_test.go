@@ -14,29 +14,30 @@ import (
 )
 
 // TestPropertyPreemption drives a Scheduler with a PlanPreemptor through
-// random streams: jobs of random shapes, priorities and protections in two
-// queues with guarantees, checkpoints, finishes, and the host carrying out
-// every preemption and recovery one step later (sometimes slower), with
-// random GPU and host faults. After every step the invariants hold
-// (ledger, quotas, holdings). And:
+// random streams: jobs of random shapes (GPUs with CPU and memory, and
+// CPU-only jobs), priorities and protections in queues with guarantees
+// (flat or nested, the root's and a parent's quotas often below the
+// cluster's capacity, sometimes a borrowing limit and a CPU quota),
+// checkpoints, finishes, and the host carrying out every preemption and
+// recovery one step later (sometimes slower), with random GPU and host
+// faults. After every step the invariants hold (ledger, quotas,
+// holdings). And:
 //   - a job is never preempted for while a preemption for it is pending,
 //     nor chosen twice, nor chosen when protected (non-preemptible, inside
 //     its minimum run time, at its cap);
 //   - a preempting job binds in the first cycle after all its victims
 //     released (unless a fault took part of its placement meanwhile):
-//     the Scheduler never preempts for a job that then cannot be placed;
+//     no job admitted while they stopped took the quota, GPUs, CPU or
+//     memory it was promised; the Scheduler never preempts for a job that
+//     then cannot be placed;
 //   - every job the faults hit gets exactly one recovery action, and no
 //     job is lost: every submitted job is live or ended by an event.
 func TestPropertyPreemption(t *testing.T) {
-	var preemptions, nominatedBinds, recoveries int
+	var preemptions, nominatedBinds, deferred, recoveries int
 	rapid.Check(t, func(rt *rapid.T) {
 		c := testCluster(t, rapid.IntRange(2, 4).Draw(rt, "hosts"), 2)
-		total := int64(c.NumGPUs())
-		na := rapid.Int64Range(0, total).Draw(rt, "nominalA")
-		cfg := Config{Cluster: c, DefaultRuntime: time.Hour, Queues: queue.Config{Root: queue.Node{Children: []queue.Node{
-			{Name: "a", Quotas: []queue.Quota{{Resource: "gpu", Nominal: na}}},
-			{Name: "b", Quotas: []queue.Quota{{Resource: "gpu", Nominal: total - na}}},
-		}}}}
+		qc, queues := preemptionQueues(rt, c)
+		cfg := Config{Cluster: c, DefaultRuntime: time.Hour, Queues: qc}
 		pcfg := preempt.Config{LowerPriority: preempt.Scope(rapid.IntRange(0, 1).Draw(rt, "scope")), FairSharing: rapid.Bool().Draw(rt, "fs")}
 		p, err := NewPlanPreemptor(pcfg, 0)
 		if err != nil {
@@ -55,7 +56,7 @@ func TestPropertyPreemption(t *testing.T) {
 		stopKind := map[string]string{}
 		waitingFor := map[string][]string{} // preempting job → victims
 		faultedSince := map[string]bool{}   // a fault happened while it waited
-		for step := 0; step < 40; step++ {
+		for step := 0; step < 100; step++ {
 			now = now.Add(time.Duration(rapid.IntRange(1, 30).Draw(rt, "dt")) * time.Minute)
 			// The host carries out due stops.
 			var due []string
@@ -88,8 +89,13 @@ func TestPropertyPreemption(t *testing.T) {
 			switch k := rapid.IntRange(0, 9).Draw(rt, "event"); {
 			case k < 4:
 				id := fmt.Sprintf("j%d", len(submitted))
-				g := workload.TaskGroup{Count: rapid.IntRange(1, 2).Draw(rt, "count"), GPUs: rapid.SampledFrom([]int{2, 4, 8}).Draw(rt, "gpus")}
-				j := workload.Job{ID: id, Queue: rapid.SampledFrom([]string{"a", "b"}).Draw(rt, "queue"), Priority: int32(rapid.IntRange(0, 3).Draw(rt, "prio")),
+				g := workload.TaskGroup{Count: rapid.IntRange(1, 2).Draw(rt, "count"), GPUs: rapid.SampledFrom([]int{0, 2, 4, 8}).Draw(rt, "gpus"),
+					CPUMilli:  1000 * rapid.SampledFrom([]int64{0, 8, 56, 120, 180}).Draw(rt, "cores"),
+					MemoryMiB: 1024 * rapid.SampledFrom([]int64{0, 64, 512, 1536}).Draw(rt, "memGiB")}
+				if g.GPUs == 0 && g.CPUMilli == 0 {
+					g.CPUMilli = 1000
+				}
+				j := workload.Job{ID: id, Queue: rapid.SampledFrom(queues).Draw(rt, "queue"), Priority: int32(rapid.IntRange(0, 3).Draw(rt, "prio")),
 					Groups: []workload.TaskGroup{g}, Runtime: time.Duration(rapid.IntRange(1, 6).Draw(rt, "rt")) * time.Hour,
 					CheckpointInterval: time.Duration(rapid.IntRange(0, 2).Draw(rt, "cpi")) * 30 * time.Minute}
 				switch rapid.IntRange(0, 6).Draw(rt, "protect") {
@@ -165,11 +171,21 @@ func TestPropertyPreemption(t *testing.T) {
 				}
 			}
 			for _, id := range ready {
-				if !bound[id] && !faultedSince[id] {
-					rt.Fatalf("%v: %s waited for victims now gone, but did not bind:\n%s", now, id, d.Format(c))
-				}
-				if bound[id] {
+				switch {
+				case bound[id]:
 					nominatedBinds++
+				case faultedSince[id]:
+				default:
+					// Its plan counted on another stop in progress (a
+					// victim of another plan, a recovery) for quota: it
+					// may wait for that one, which must be stopping.
+					w := deferredBy(d, id)
+					if st, ok := s.Job(w); w == "" || !ok || !st.State.Holding() || pendingStops[w].IsZero() {
+						rt.Fatalf("%v: %s waited for victims now gone, but did not bind:\n%s", now, id, d.Format(c))
+					}
+					waitingFor[id] = []string{w}
+					deferred++
+					continue
 				}
 				delete(faultedSince, id)
 			}
@@ -218,10 +234,69 @@ func TestPropertyPreemption(t *testing.T) {
 			}
 		}
 	})
-	t.Logf("%d preemptions, %d preempting jobs bound after their victims, %d recoveries", preemptions, nominatedBinds, recoveries)
+	t.Logf("%d preemptions, %d preempting jobs bound after their victims (%d waited for other stops first), %d recoveries", preemptions, nominatedBinds, deferred, recoveries)
 	if preemptions == 0 || nominatedBinds == 0 || recoveries == 0 {
 		t.Error("the property was not exercised")
 	}
+}
+
+// deferredBy returns the stopping job a nominated job waits for after its
+// own victims are gone (its plan counted on that stop too), or "".
+func deferredBy(d Decision, id string) string {
+	for _, p := range d.Pending {
+		if p.Job == id && p.Reason != nil && p.Reason.Code == WaitPreemption && len(p.Reason.Victims) == 0 {
+			return p.Reason.Blocker
+		}
+	}
+	return ""
+}
+
+// preemptionQueues draws a quota tree for TestPropertyPreemption: leaves a
+// and b under the root, or under a parent "org" beside a leaf c; the
+// root's GPU quota is the cluster's capacity or less, and every level's
+// nominal quotas fit in their parent's; sometimes org or a has a
+// borrowing limit, and the root a CPU quota below the cluster's cores.
+func preemptionQueues(rt *rapid.T, c *topology.Cluster) (queue.Config, []string) {
+	total := int64(c.NumGPUs())
+	root := total
+	var rootQ []queue.Quota
+	if rapid.Bool().Draw(rt, "rootQuota") {
+		root = rapid.Int64Range(total/2, total).Draw(rt, "root")
+		rootQ = append(rootQ, queue.Quota{Resource: "gpu", Nominal: root})
+	}
+	if rapid.IntRange(0, 3).Draw(rt, "cpuQuota") == 0 {
+		cores := int64(c.NumHosts()) * c.CPUMilli(0) / 1000
+		rootQ = append(rootQ, queue.Quota{Resource: "cpu", Nominal: rapid.Int64Range(cores/2, cores).Draw(rt, "rootCores")})
+	}
+	limit := func(name string) *int64 {
+		if rapid.IntRange(0, 3).Draw(rt, name) != 0 {
+			return nil
+		}
+		v := rapid.Int64Range(0, total).Draw(rt, name+"Limit")
+		return &v
+	}
+	gpu := func(n int64, lim *int64) []queue.Quota {
+		return []queue.Quota{{Resource: "gpu", Nominal: n, BorrowingLimit: lim}}
+	}
+	if !rapid.Bool().Draw(rt, "nested") {
+		na := rapid.Int64Range(0, root).Draw(rt, "nominalA")
+		nb := rapid.Int64Range(0, root-na).Draw(rt, "nominalB")
+		return queue.Config{Root: queue.Node{Quotas: rootQ, Children: []queue.Node{
+			{Name: "a", Quotas: gpu(na, limit("borrowA"))},
+			{Name: "b", Quotas: gpu(nb, nil)},
+		}}}, []string{"a", "b"}
+	}
+	org := rapid.Int64Range(0, root).Draw(rt, "nominalOrg")
+	na := rapid.Int64Range(0, org).Draw(rt, "nominalA")
+	nb := rapid.Int64Range(0, org-na).Draw(rt, "nominalB")
+	nc := rapid.Int64Range(0, root-org).Draw(rt, "nominalC")
+	return queue.Config{Root: queue.Node{Quotas: rootQ, Children: []queue.Node{
+		{Name: "org", Quotas: gpu(org, limit("borrowOrg")), Children: []queue.Node{
+			{Name: "a", Quotas: gpu(na, limit("borrowA"))},
+			{Name: "b", Quotas: gpu(nb, nil)},
+		}},
+		{Name: "c", Quotas: gpu(nc, nil)},
+	}}}, []string{"a", "b", "c"}
 }
 
 // TestCheckpointedErrors: checkpoints only for running jobs, inside the
