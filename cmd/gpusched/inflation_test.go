@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,15 +18,16 @@ p3,88000,327680,8,1000
 p4,4000,8192,1,230
 `
 
+// runInflationCmd runs `gpusched place inflation ARGS…` (simcli's
+// InflationCommand, mounted in main.go) and returns its output and, for a
+// non-zero exit, the error it printed.
 func runInflationCmd(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
-	cmd := newInflationCmd()
-	var out, errb bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&errb)
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	return out.String(), errb.String(), err
+	code, out, errOut := gpusched(t, "", append([]string{"place", "inflation", "--quiet"}, args...)...)
+	if code != 0 {
+		return out, errOut, errors.New(strings.TrimSpace(errOut))
+	}
+	return out, errOut, nil
 }
 
 func TestInflationCommand(t *testing.T) {
@@ -124,11 +126,18 @@ func TestInflationCommandErrors(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("name,cpu_milli,memory_mib,num_gpu,gpu_milli\nx,1,1,2,500\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	huge := filepath.Join(dir, "huge.csv")
+	if err := os.WriteFile(huge, []byte(inflationTestPods+"p5,8000,16384,16,1000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"--trace", "philly:x.csv"}, "openb pod lists"},
+		// simcli's input checks: a task no host could hold names its row
+		// and column, and --skip-bad.
+		{[]string{"--trace", huge}, "huge.csv:7: field num_gpu: 16 GPUs on one host, but the largest host of cluster openb-gpu with such GPUs has 8 (--skip-bad leaves such tasks out)"},
 		{[]string{"--trace", pods, "--policies", "tetris"}, "unknown policy"},
 		{[]string{"--trace", pods, "--seeds", "9-1"}, "--seeds"},
 		{[]string{"--trace", pods, "--max-load", "0"}, "--max-load"},
@@ -145,13 +154,40 @@ func TestInflationCommandErrors(t *testing.T) {
 	}
 }
 
+// place inflation is simcli's experiment: unknown columns are reported
+// (and rejected with --strict), and --skip-bad leaves out tasks that fit no
+// host.
+func TestInflationInputChecks(t *testing.T) {
+	dir := t.TempDir()
+	pods := filepath.Join(dir, "pods.csv")
+	// gpu_sepc is a misspelt gpu_spec; p5 asks for 16 GPUs on one host.
+	body := "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_sepc\n" +
+		"p0,12000,16384,1,1000,G2\np1,6000,12288,1,460,\np2,8000,30517,0,0,\np3,88000,327680,8,1000,\np4,4000,8192,1,230,\np5,8000,16384,16,1000,\n"
+	if err := os.WriteFile(pods, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--trace", "openb:" + pods, "--policies", "best-fit", "--seeds", "1", "--max-load", "50"}
+	out, _, err := runInflationCmd(t, append(args, "--skip-bad")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"(5 tasks)", "skipped 1 (num_gpu fits no host: 1)", `warning: ignored 1 column the reader does not know: "gpu_sepc"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, _, err := runInflationCmd(t, append(args, "--skip-bad", "--strict")...); err == nil || !strings.Contains(err.Error(), "gpu_sepc") {
+		t.Errorf("--strict: %v", err)
+	}
+}
+
 // The --preset help names the experiment's own default cluster.
 func TestInflationPresetHelp(t *testing.T) {
 	out, _, err := runInflationCmd(t, "--help")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "(default "+inflationPreset+",") || strings.Contains(out, "(default "+defaultPreset+")") {
-		t.Errorf("--preset help does not name %s as the default:\n%s", inflationPreset, out)
+	if !strings.Contains(out, "(default openb-gpu,") || strings.Contains(out, "(default "+defaultPreset+")") || strings.Contains(out, "(default openb)") {
+		t.Errorf("--preset help does not name openb-gpu as the default:\n%s", out)
 	}
 }

@@ -42,7 +42,7 @@ Start with a built-in cluster:
 	})
 	root.AddCommand(newTopologyCmd())
 	place := newPlaceCmd()
-	place.AddCommand(newInflationCmd())
+	place.AddCommand(newPlaceInflationCmd())
 	root.AddCommand(place)
 	root.AddCommand(newExplainCmd())
 	root.AddCommand(newSimCmd())

@@ -11,10 +11,18 @@ import (
 
 // newSimCmd builds "sim": replay traces through the Scheduler (run,
 // compare, sweep; see package sim/simcli), with the shared cluster flags.
-// `sim compare --inflation` runs the FGD paper's experiment through the
-// same code as `place inflation`.
+// `sim compare --inflation` runs the FGD paper's experiment, the same
+// command as `place inflation`.
 func newSimCmd() *cobra.Command {
-	return simcli.Command(simcli.Options{Inflation: simInflation, ClusterFlags: simClusterFlags})
+	return simcli.Command(simcli.Options{ClusterFlags: simClusterFlags})
+}
+
+// newPlaceInflationCmd builds "place inflation": the FGD paper's
+// workload-inflation experiment, simcli's InflationCommand (the code
+// `sim compare --inflation` runs) with the shared cluster flags; its
+// default cluster is openb-gpu and its default trace openb:builtin.
+func newPlaceInflationCmd() *cobra.Command {
+	return simcli.InflationCommand(simcli.Options{ClusterFlags: simClusterFlags})
 }
 
 // simClusterFlags registers the shared cluster flags on a sim command; the
@@ -23,16 +31,4 @@ func simClusterFlags(cmd *cobra.Command) simcli.ClusterLoader {
 	f := addClusterFlags(cmd)
 	cmd.Flags().Lookup("preset").Usage = "built-in cluster (default openb); philly (352 hosts × 8 GPUs) or one of: " + strings.Join(topology.PresetNames(), ", ")
 	return f.cluster
-}
-
-// simInflation serves `sim compare --inflation` with the `place inflation`
-// command, given the remaining arguments.
-func simInflation(parent *cobra.Command, args []string) error {
-	c := newInflationCmd()
-	c.SetArgs(args)
-	c.SetIn(parent.InOrStdin())
-	c.SetOut(parent.OutOrStdout())
-	c.SetErr(parent.ErrOrStderr())
-	c.SilenceUsage, c.SilenceErrors = true, true
-	return c.Execute()
 }

@@ -24,18 +24,8 @@ import (
 	"github.com/gpusched/gpusched/topology"
 )
 
-// InflationFunc was the hook through which a caller served `gpusched sim
-// compare --inflation`; see Options.Inflation.
-type InflationFunc func(cmd *cobra.Command, args []string) error
-
-// Options configure Command.
+// Options configure Command and InflationCommand.
 type Options struct {
-	// Inflation is not used: `sim compare --inflation` and the bare
-	// command's paper replay run simcli's own experiment, the command
-	// InflationCommand returns (mount that as `place inflation` so the two
-	// share one implementation, with its input checks). The field stays
-	// so that callers that set it still build.
-	Inflation InflationFunc
 	// ClusterFlags, if set, registers cluster selection flags on a command
 	// and returns the function that loads the cluster they select:
 	// cmd/gpusched passes its shared --preset/--file/--machine flags. When
