@@ -1,0 +1,250 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/gpusched/gpusched"
+	"github.com/gpusched/gpusched/frag"
+	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
+)
+
+// CaptureOptions say what Capture cannot read from the Scheduler itself.
+type CaptureOptions struct {
+	// Config is the configuration the Scheduler was built with: its
+	// Queues, Seed, DefaultRuntime and MaxReservations are saved (Queues
+	// shallowly: the State shares its slices). Cluster and Placer are not
+	// read (see Placer); a Preemptor cannot be saved, and a note says so.
+	Config gpusched.Config
+	// Placer names the placer Config.Placer is (gang.New's name; empty
+	// means topology), and Workload is the target workload it was built
+	// with, which fgd needs.
+	Placer   string
+	Workload *frag.Distribution
+	// Cluster, when not zero, is how the state names the cluster; it must
+	// name the Scheduler's. The zero value names it as a preset when it is
+	// one (the same spec as the preset of its name), and otherwise writes
+	// it inline (Spec).
+	Cluster Cluster
+	// Order lists job IDs in the order they were submitted to the
+	// Scheduler. Jobs submitted at the same time keep this order in the
+	// state, and so the order among themselves that the Scheduler breaks
+	// ties with; jobs it does not list follow those it does, by ID.
+	Order []string
+}
+
+// Capture returns the state of s at now: its cluster, the queue tree and
+// configuration in opt, the health of every GPU and host that is not
+// healthy, and every live job (waiting, admitted, running) with its spec
+// as submitted (priority as last set), state, submission and start times,
+// progress and placement, in order of submission. now must not be before
+// any job's submission or start; it is the time a cycle on the loaded
+// Scheduler runs at. Notes lists the package's limits that apply to
+// this state.
+//
+// Capture only reads s. Cost: O(jobs × tasks + GPUs), and for a cluster
+// named as a preset, building the preset once to compare.
+func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, error) {
+	if now.IsZero() {
+		return nil, errors.New("snapshot: Capture: zero now")
+	}
+	c := s.Cluster()
+	st := &State{Version: Version, Now: now, Placer: opt.Placer, Seed: opt.Config.Seed, DefaultRuntime: opt.Config.DefaultRuntime,
+		MaxReservations: opt.Config.MaxReservations, Queues: opt.Config.Queues}
+	if st.Placer == "topology" {
+		st.Placer = ""
+	}
+	if opt.Placer != "" && !slices.Contains(gang.PolicyNames(), opt.Placer) {
+		return nil, fmt.Errorf("snapshot: Capture: unknown placer %q", opt.Placer)
+	}
+	switch {
+	case opt.Placer == "fgd" && opt.Workload == nil:
+		return nil, errors.New("snapshot: Capture: placer fgd needs its Workload")
+	case opt.Placer == "fgd":
+		for _, cl := range opt.Workload.Classes {
+			wc := WorkloadClass{GPUs: cl.Task.GPUs, GPUMilli: cl.Task.GPUMilli, CPUMilli: cl.Task.CPUMilli, MemoryMiB: cl.Task.MemoryMiB, Weight: cl.Weight}
+			for _, m := range cl.Task.Models {
+				if m < 0 || int(m) >= len(c.Models()) {
+					return nil, fmt.Errorf("snapshot: Capture: workload model %d is not one of cluster %s", m, c.Name())
+				}
+				wc.Models = append(wc.Models, c.Model(m).Model)
+			}
+			st.Workload = append(st.Workload, wc)
+		}
+	}
+	st.Cluster = opt.Cluster
+	if reflect.ValueOf(st.Cluster).IsZero() {
+		st.Cluster = clusterRef(c)
+	}
+
+	// Every live job: the waiting ones from the queues, the others from
+	// the holding index.
+	var ids []string
+	tree := s.Tree()
+	for _, leaf := range tree.Leaves() {
+		tree.LeafOf(leaf).Ascend(func(e *queue.Entry) bool {
+			ids = append(ids, e.ID)
+			return true
+		})
+	}
+	s.Holding(func(id string, _ gpusched.JobStatus) bool {
+		ids = append(ids, id)
+		return true
+	})
+	rank := make(map[string]int, len(opt.Order))
+	for i, id := range opt.Order {
+		if _, dup := rank[id]; !dup {
+			rank[id] = i
+		}
+	}
+	rankOf := func(id string) int {
+		if r, ok := rank[id]; ok {
+			return r
+		}
+		return len(opt.Order)
+	}
+	var progressing []string // waiting jobs with progress and an estimate
+	st.Jobs = make([]Job, 0, len(ids))
+	for _, id := range ids {
+		js, ok := s.Job(id)
+		if !ok {
+			continue
+		}
+		j, err := captureJob(s, c, id, js)
+		if err != nil {
+			return nil, err
+		}
+		at := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+		if j.Submitted.After(now) || j.Started.After(now) {
+			return nil, fmt.Errorf("snapshot: Capture at %s: job %s was submitted at %s and started at %s, after it", at(now), id, at(j.Submitted), at(j.Started))
+		}
+		if js.State.Waiting() && j.Progress > 0 && (j.Runtime > 0 || st.DefaultRuntime > 0) {
+			progressing = append(progressing, id)
+		}
+		st.Jobs = append(st.Jobs, j)
+	}
+	slices.SortFunc(st.Jobs, func(a, b Job) int {
+		if c := a.Submitted.Compare(b.Submitted); c != 0 {
+			return c
+		}
+		if ra, rb := rankOf(a.ID), rankOf(b.ID); ra != rb {
+			return ra - rb
+		}
+		if a.ID < b.ID {
+			return -1
+		}
+		if a.ID > b.ID {
+			return 1
+		}
+		return 0
+	})
+
+	l := s.Ledger()
+	for h := 0; h < c.NumHosts(); h++ {
+		if hh := l.HostHealth(topology.HostID(h)); hh != topology.Healthy {
+			st.Health = append(st.Health, Health{Host: c.HostName(topology.HostID(h)), State: healthName(hh)})
+		}
+	}
+	for g := 0; g < c.NumGPUs(); g++ {
+		if gh := l.GPU(topology.GPUID(g)).Health; gh != topology.Healthy {
+			st.Health = append(st.Health, Health{GPU: c.GPUName(topology.GPUID(g)), State: healthName(gh)})
+		}
+	}
+
+	if opt.Config.Preemptor != nil {
+		st.Notes = append(st.Notes, "the Scheduler preempts (Config.Preemptor), which a state does not carry: a loaded Scheduler does not preempt, and does not reproduce jobs waiting for their victims")
+	}
+	if opt.Placer == "random" {
+		st.Notes = append(st.Notes, "placer random seeds each job from its submission sequence number, which a loaded Scheduler numbers afresh: its placements differ")
+	}
+	if opt.Config.Queues.Fairness.Policy == queue.FairTree {
+		st.Notes = append(st.Notes, "fairness fairtree orders queues by decayed past usage, which a state does not carry: a loaded Scheduler counts the usage of the jobs that hold resources now")
+	}
+	if n := len(progressing); n > 0 {
+		st.Notes = append(st.Notes, fmt.Sprintf("%d waiting %s work saved by checkpoints (progress; first: %s), which a loaded Scheduler cannot restore: one that starts in its first cycle is estimated to run its whole runtime estimate",
+			n, plural(n, "job has", "jobs have"), progressing[0]))
+	}
+	return st, nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// captureJob turns one job's status into the state's job.
+func captureJob(s *gpusched.Scheduler, c *topology.Cluster, id string, js gpusched.JobStatus) (Job, error) {
+	j := Job{Job: copyJob(js.Spec), Submitted: js.Submitted}
+	if js.State != queue.Pending {
+		j.State = js.State.String()
+	}
+	if js.State == queue.Running {
+		j.Started = js.Started
+	}
+	if _, saved, ok := s.Progress(id); ok {
+		j.Progress = saved
+	}
+	if !js.State.Holding() {
+		return j, nil
+	}
+	p := js.Placement
+	if p == nil {
+		return j, fmt.Errorf("snapshot: Capture: job %s is %s without a placement", id, js.State)
+	}
+	for i, cl := range p.Claims {
+		t := Task{Host: c.HostName(cl.Host)}
+		if len(j.Groups) > 1 && i < len(p.Tasks) {
+			g := int(p.Tasks[i].Group)
+			t.Group = strconv.Itoa(g)
+			if g >= 0 && g < len(j.Groups) && j.Groups[g].Name != "" {
+				t.Group = j.Groups[g].Name
+			}
+		}
+		first, _ := c.HostGPUs(cl.Host)
+		for _, gc := range cl.GPUs {
+			idx := int(gc.GPU - first)
+			switch gc.Kind {
+			case topology.ClaimWhole:
+				t.GPUs = append(t.GPUs, idx)
+			case topology.ClaimShare:
+				t.GPU, t.Milli = &idx, int(gc.Milli)
+			case topology.ClaimMIG:
+				m := c.Model(c.GPU(gc.GPU).Model)
+				t.GPU, t.MIG, t.Start = &idx, m.MIGProfiles[gc.Profile].Name, int(gc.Start)
+			}
+		}
+		j.Placement = append(j.Placement, t)
+	}
+	return j, nil
+}
+
+// copyJob copies a job spec's slices, which JobStatus shares with the
+// Scheduler.
+func copyJob(j workload.Job) workload.Job {
+	j.Groups = slices.Clone(j.Groups)
+	for i := range j.Groups {
+		j.Groups[i].Models = slices.Clone(j.Groups[i].Models)
+	}
+	j.Topology = slices.Clone(j.Topology)
+	return j
+}
+
+// clusterRef names c as a preset when it is one, else holds it inline.
+func clusterRef(c *topology.Cluster) Cluster {
+	if slices.Contains(topology.PresetNames(), c.Name()) {
+		if p, err := topology.LoadPreset(c.Name()); err == nil && reflect.DeepEqual(p.Spec(), c.Spec()) {
+			return Cluster{Preset: c.Name()}
+		}
+	}
+	sp := c.Spec()
+	return Cluster{Spec: &sp}
+}

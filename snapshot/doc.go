@@ -1,0 +1,84 @@
+// Package snapshot saves a Scheduler's state as a file and loads it back:
+// the cluster, the queue tree, health, and every live job with its state,
+// times and placement — the file `gpusched explain` reads to say why each
+// waiting job waits, and `gpusched sim run --save-state` writes.
+//
+// Capture reads a running gpusched.Scheduler through its public API (Job,
+// Holding, Tree, Ledger, Progress) into a State; Encode writes it as YAML;
+// Load (or Decode, then State.Restore) reads a file back into a fresh
+// Scheduler, with Submit for waiting jobs and Restore for jobs that hold
+// resources, in order of submission, then the health of GPUs and hosts.
+// A cycle run on the loaded Scheduler at State.Now decides what the
+// captured one would decide at that time, within the limits below.
+//
+// # The file
+//
+// YAML (or JSON, which is YAML too). Times are RFC 3339, durations Go
+// durations ("90m", "1h30m"). Field by field:
+//
+//	version: 1                  # the format's version; 0 or absent means 1
+//	now: 2025-01-01T10:00:00Z   # the time of the state (required)
+//	cluster:                    # exactly one of preset, file, machine, spec
+//	  preset: h100-1k           #   a built-in cluster (topology.PresetNames)
+//	  file: cluster.yaml        #   a cluster file, relative to the state file
+//	  machine: dgx-h100         #   generated: with hosts, hostsPerToR,
+//	  hosts: 8                  #   torsPerSpine; host names MACHINE-1 …
+//	  spec: {…}                 #   the cluster inline, as a cluster file
+//	placer: topology            # gang placer by name (gang.PolicyNames)
+//	workload: [{gpus: 1, cpuMilli: 8000, weight: 0.4}, …]
+//	                            # fgd's target workload (required with fgd)
+//	seed: 42                    # gpusched.Config.Seed
+//	defaultRuntime: 1h          # gpusched.Config.DefaultRuntime
+//	maxReservations: 4          # gpusched.Config.MaxReservations
+//	queues: {root: {…}}         # the queue tree (queue.Config)
+//	health:                     # parts that are not healthy
+//	- {host: dgx-h100-3, state: failed}       # draining or failed
+//	- {gpu: dgx-h100-4/gpu2, state: draining}
+//	jobs:                       # workload.Job fields, plus:
+//	- id: train-1
+//	  queue: research
+//	  groups: [{count: 2, gpus: 8}]
+//	  submitted: 2025-01-01T09:00:00Z   # required, not after now
+//	  state: running            # pending (default), requeued, preempted,
+//	                            # admitted or running
+//	  started: 2025-01-01T09:05:00Z     # running jobs: not before
+//	                            # submitted, not after now
+//	  progress: 2h              # work saved by checkpoints of earlier runs
+//	  placement:                # admitted and running jobs: one entry per
+//	  - {host: dgx-h100-1, gpus: [0, 1, 2, 3, 4, 5, 6, 7]}   # task
+//	  - {host: dgx-h100-2, gpus: [0, 1, 2, 3, 4, 5, 6, 7]}
+//	  # a share: {host: H, gpu: 2, milli: 500}
+//	  # a MIG instance: {host: H, gpu: 0, mig: 3g.40gb, start: 4}
+//	  # several groups: {group: NAME or index, host: …}; without group,
+//	  # entries fill the groups in order, each up to its count
+//	notes: [...]                # what the state could not carry (Capture)
+//
+// A bad file gets an *Error naming the file, the line and the field path
+// (jobs[3].placement[1].host): a job started after now or before it was
+// submitted, a placement that collides with another job's or breaks a
+// quota, a host the cluster lacks.
+//
+// # Limits
+//
+// The public API the state is captured through and restored with bounds
+// what a loaded Scheduler reproduces:
+//
+//   - Requeued and preempted jobs are submitted again as pending
+//     (Loaded.States keeps what the file says), and the progress of a
+//     waiting job cannot be restored: if it starts in the first cycle, its
+//     estimated end is its whole runtime estimate rather than what is
+//     left. The progress of a running job is restored, as a runtime
+//     estimate shortened by it.
+//   - What the Scheduler carries from cycle to cycle is rebuilt, not
+//     restored: reservations are computed afresh (the captured Scheduler
+//     never moves one later), cached placement failures too (whose
+//     explanations counted the free GPUs of the cycle that cached them),
+//     and Fair Tree's decayed usage starts from the jobs that run.
+//   - Preemption is not saved: a loaded Scheduler has no Preemptor, so
+//     jobs waiting for victims, and nominations, are not reproduced.
+//   - The "random" placer seeds each job from its submission sequence
+//     number, which a loaded Scheduler numbers afresh.
+//
+// Capture lists in State.Notes the limits that apply to the state it
+// captures.
+package snapshot

@@ -1,0 +1,116 @@
+package snapshot
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gpusched/gpusched/topology"
+)
+
+// Encode writes st as YAML, the form the package documentation shows:
+// short items (task groups, placements, quotas, health) on one line each,
+// durations as Go writes them without zero units ("1h30m"), an inline
+// cluster as a cluster file writes it. comment, if not empty, heads the
+// file as YAML comment lines. Decode reads what Encode writes back into an
+// equal State.
+func Encode(w io.Writer, st *State, comment string) error {
+	c := *st
+	spec := c.Cluster.Spec
+	c.Cluster.Spec = nil
+	var doc yaml.Node
+	if err := doc.Encode(&c); err != nil {
+		return fmt.Errorf("snapshot: Encode: %w", err)
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
+		root = root.Content[0]
+	}
+	if spec != nil {
+		data, err := topology.Marshal(*spec, topology.FormatYAML)
+		if err != nil {
+			return fmt.Errorf("snapshot: Encode: cluster: %w", err)
+		}
+		var sn yaml.Node
+		if err := yaml.Unmarshal(data, &sn); err != nil {
+			return fmt.Errorf("snapshot: Encode: cluster: %w", err)
+		}
+		if cl := mapValue(root, "cluster"); cl != nil && len(sn.Content) > 0 {
+			cl.Style = 0
+			cl.Content = append(cl.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "spec"}, sn.Content[0])
+		}
+	}
+	style(root, "")
+	if comment != "" {
+		root.HeadComment = comment
+	}
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(root); err != nil {
+		return fmt.Errorf("snapshot: Encode: %w", err)
+	}
+	return enc.Close()
+}
+
+// flowItems are the keys whose list items are written on one line each;
+// flowLists the keys whose whole list is.
+var (
+	flowItems = map[string]bool{"health": true, "placement": true, "quotas": true, "workload": true, "priorityClasses": true}
+	flowLists = map[string]bool{"groups": true, "topology": true, "gpus": true, "models": true}
+	flowMaps  = map[string]bool{"policy": true, "fairness": true}
+	// durations are the keys whose values are time.Durations.
+	durations = map[string]bool{"defaultRuntime": true, "runtime": true, "minRunTime": true, "checkpointInterval": true,
+		"progress": true, "agingInterval": true, "halfLife": true}
+)
+
+// style sets the flow styles and shortens the durations of the state's
+// nodes (not of an inline cluster, which has its own).
+func style(n *yaml.Node, key string) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		if flowMaps[key] {
+			n.Style = yaml.FlowStyle
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i].Value, n.Content[i+1]
+			if k == "spec" && key == "cluster" {
+				continue
+			}
+			if k == "root" && v.Kind == yaml.MappingNode && len(v.Content) >= 2 && v.Content[0].Value == "name" && v.Content[1].Value == "" {
+				v.Content = v.Content[2:] // the root's default name
+			}
+			if durations[k] && v.Kind == yaml.ScalarNode {
+				if d, err := time.ParseDuration(v.Value); err == nil {
+					v.Value = shortDuration(d)
+				}
+			}
+			style(v, k)
+		}
+	case yaml.SequenceNode:
+		if flowLists[key] {
+			n.Style = yaml.FlowStyle
+		}
+		for _, item := range n.Content {
+			if flowItems[key] {
+				item.Style = yaml.FlowStyle
+			}
+			style(item, "")
+		}
+	}
+}
+
+// shortDuration is d as Go writes it, without zero minutes and seconds:
+// 1h, 1h30m, 90s, 1h0m0.5s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

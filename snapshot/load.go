@@ -1,0 +1,561 @@
+package snapshot
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gpusched/gpusched"
+	"github.com/gpusched/gpusched/frag"
+	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/topology"
+)
+
+// MaxBytes bounds a state file, so that a wrong path (a trace, a disk
+// image) is an error rather than an out-of-memory.
+const MaxBytes = 256 << 20
+
+// Options restrict what a state may ask for when it is loaded.
+type Options struct {
+	// Dir is the directory a cluster file (cluster.file) is read from
+	// when its path is relative; empty forbids cluster files.
+	Dir string
+	// MaxHosts, when positive, bounds the cluster: a generated cluster of
+	// more hosts, an inline one that declares more hosts (or more switches
+	// and fabric domains), and presets other than machine presets are
+	// refused before they are built (for untrusted or fuzzed input). Zero allows any preset and up to 100,000 generated
+	// hosts.
+	MaxHosts int
+}
+
+// Loaded is a state turned into a Scheduler.
+type Loaded struct {
+	// State is the state as decoded.
+	State *State
+	// Cluster is the state's cluster and Scheduler a Scheduler on it
+	// holding the state's jobs and health, ready for Schedule(State.Now).
+	Cluster   *topology.Cluster
+	Scheduler *gpusched.Scheduler
+	// States is each job's state as the file gives it. A requeued or
+	// preempted job waits in the Scheduler as pending (the public API
+	// restores no other waiting state); this says what it was.
+	States map[string]queue.State
+}
+
+// Decode reads a state file's data (YAML or JSON) into a State, rejecting
+// fields the format does not have. name names the data in errors, which
+// are *Error with the line. It does not check what Restore checks.
+func Decode(data []byte, name string) (*State, error) {
+	st, _, err := decode(data, name)
+	return st, err
+}
+
+func decode(data []byte, name string) (*State, *yaml.Node, error) {
+	if len(data) > MaxBytes {
+		return nil, nil, &Error{File: name, Err: fmt.Errorf("larger than %d MiB", MaxBytes>>20)}
+	}
+	var st State
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&st); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil, &Error{File: name, Err: errors.New("empty state file")}
+		}
+		return nil, nil, &Error{File: name, Err: err}
+	}
+	var doc yaml.Node
+	_ = yaml.Unmarshal(data, &doc)
+	return &st, &doc, nil
+}
+
+// Load decodes a state file's data and restores it (Decode, then
+// State.Restore), with errors that name the line of the field at fault.
+func Load(data []byte, name string, opt Options) (*Loaded, error) {
+	st, doc, err := decode(data, name)
+	if err != nil {
+		return nil, err
+	}
+	return st.restore(name, doc, opt)
+}
+
+// Restore builds the state's cluster and a Scheduler on it, and puts the
+// state's jobs into it in order of submission — waiting jobs with Submit,
+// admitted and running ones with Restore, on their placements — then sets
+// the health of the GPUs and hosts listed. Errors are *Error naming the
+// field (without a line: Load knows the lines). A state the Scheduler
+// could not have been in is an error: a job submitted or started after
+// Now, or started before it was submitted; placements that collide or
+// break a quota; a pending job with a placement.
+func (st *State) Restore(opt Options) (*Loaded, error) {
+	return st.restore("state", nil, opt)
+}
+
+func (st *State) restore(name string, doc *yaml.Node, opt Options) (*Loaded, error) {
+	bad := func(field string, err error) error {
+		return &Error{File: name, Line: lineOf(doc, field), Field: field, Err: err}
+	}
+	if st.Version != 0 && st.Version != Version {
+		return nil, bad("version", fmt.Errorf("version %d; this gpusched reads version %d", st.Version, Version))
+	}
+	if st.Now.IsZero() {
+		return nil, bad("now", errors.New("missing: the time of the state"))
+	}
+	c, field, err := st.Cluster.build(opt)
+	if err != nil {
+		return nil, bad(field, err)
+	}
+	placer, field, err := st.placer(c)
+	if err != nil {
+		return nil, bad(field, err)
+	}
+	cfg := gpusched.Config{Cluster: c, Queues: st.Queues, Placer: placer, Seed: st.Seed, DefaultRuntime: st.DefaultRuntime, MaxReservations: st.MaxReservations}
+	s, err := gpusched.New(cfg)
+	if err != nil {
+		var ce *queue.ConfigError
+		if errors.As(err, &ce) {
+			return nil, bad("queues."+ce.Field, errors.New(ce.Msg))
+		}
+		return nil, bad("", err)
+	}
+	states := make(map[string]queue.State, len(st.Jobs))
+	// Jobs in order of submission (stable), holding jobs restored before
+	// health is applied (their GPUs may have failed since).
+	order := make([]int, len(st.Jobs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return st.Jobs[a].Submitted.Compare(st.Jobs[b].Submitted) })
+	for _, i := range order {
+		j := &st.Jobs[i]
+		f := fmt.Sprintf("jobs[%d]", i)
+		js, field, err := j.check(st.Now, f)
+		if err != nil {
+			return nil, bad(field, err)
+		}
+		if !js.Holding() {
+			if err := s.Submit(j.Job, j.Submitted); err != nil {
+				return nil, bad(f, err)
+			}
+			states[j.ID] = js
+			continue
+		}
+		tasks, fe := j.claims(c, f)
+		if fe != nil {
+			return nil, bad(fe.field, fe.err)
+		}
+		spec := j.Job
+		if rt := spec.Runtime; j.Progress > 0 {
+			// The Scheduler estimates a restarted job's end from what is
+			// left of its estimate; Restore knows no progress, so it gets
+			// the estimate less the progress (as the Scheduler does, only
+			// when some is left).
+			if rt == 0 {
+				rt = st.DefaultRuntime
+			}
+			if j.Progress < rt {
+				spec.Runtime = rt - j.Progress
+			}
+		}
+		if err := s.Restore(spec, tasks, js, j.Submitted, j.Started); err != nil {
+			return nil, bad(f, err)
+		}
+		states[j.ID] = js
+	}
+	for i, h := range st.Health {
+		f := fmt.Sprintf("health[%d]", i)
+		hh, ok := healthStates[h.State]
+		if !ok {
+			return nil, bad(f+".state", fmt.Errorf("unknown health %q (want healthy, draining or failed)", h.State))
+		}
+		switch {
+		case h.Host != "" && h.GPU == "":
+			id, ok := c.HostByName(h.Host)
+			if !ok {
+				return nil, bad(f+".host", fmt.Errorf("unknown host %q", h.Host))
+			}
+			if _, err := s.SetHostHealth(id, hh); err != nil {
+				return nil, bad(f, err)
+			}
+		case h.GPU != "" && h.Host == "":
+			g, err := gpuByName(c, h.GPU)
+			if err != nil {
+				return nil, bad(f+".gpu", err)
+			}
+			if _, err := s.SetGPUHealth(g, hh); err != nil {
+				return nil, bad(f, err)
+			}
+		default:
+			return nil, bad(f, errors.New("give exactly one of host and gpu"))
+		}
+	}
+	return &Loaded{State: st, Cluster: c, Scheduler: s, States: states}, nil
+}
+
+// check checks a job's state and times against now; it returns the
+// job's state, or the field at fault and why.
+func (j *Job) check(now time.Time, f string) (queue.State, string, error) {
+	js, ok := jobStates[j.State]
+	if !ok {
+		return 0, f + ".state", fmt.Errorf("unknown state %q (want pending, requeued, preempted, admitted or running)", j.State)
+	}
+	at := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+	switch {
+	case j.Submitted.IsZero():
+		return 0, f + ".submitted", errors.New("missing submission time")
+	case j.Submitted.After(now):
+		return 0, f + ".submitted", fmt.Errorf("%s is after now (%s): the job was not submitted yet", at(j.Submitted), at(now))
+	case j.Progress < 0:
+		return 0, f + ".progress", fmt.Errorf("negative progress %v", j.Progress)
+	}
+	if js == queue.Running {
+		switch {
+		case j.Started.IsZero():
+			return 0, f + ".started", errors.New("a running job needs its start time")
+		case j.Started.After(now):
+			return 0, f + ".started", fmt.Errorf("%s is after now (%s): the job has not started yet", at(j.Started), at(now))
+		case j.Started.Before(j.Submitted):
+			return 0, f + ".started", fmt.Errorf("%s is before the job was submitted (%s)", at(j.Started), at(j.Submitted))
+		}
+	} else if !j.Started.IsZero() {
+		return 0, f + ".started", fmt.Errorf("a %s job has no start time (only running jobs have one)", js)
+	}
+	if !js.Holding() && len(j.Placement) > 0 {
+		return 0, f + ".placement", fmt.Errorf("a %s job has no placement", js)
+	}
+	return js, "", nil
+}
+
+// placer builds the state's placer, fgd with the state's workload.
+func (st *State) placer(c *topology.Cluster) (gang.Placer, string, error) {
+	name := st.Placer
+	if name == "" {
+		name = "topology"
+	}
+	var opt gang.Options
+	if name == "fgd" {
+		if len(st.Workload) == 0 {
+			return nil, "workload", errors.New("placer fgd needs its target workload (task classes and weights)")
+		}
+		d, field, err := distribution(c, st.Workload)
+		if err != nil {
+			return nil, field, err
+		}
+		opt.Frag.Distribution = d
+	} else if len(st.Workload) > 0 {
+		return nil, "workload", fmt.Errorf("only placer fgd takes a workload, not %s", name)
+	}
+	p, err := gang.New(name, opt)
+	if err != nil {
+		return nil, "placer", err
+	}
+	return p, "", nil
+}
+
+// distribution turns the workload's classes into a frag.Distribution on c.
+func distribution(c *topology.Cluster, w []WorkloadClass) (frag.Distribution, string, error) {
+	var d frag.Distribution
+	for i, wc := range w {
+		f := fmt.Sprintf("workload[%d]", i)
+		t := frag.Task{GPUs: wc.GPUs, GPUMilli: wc.GPUMilli, CPUMilli: wc.CPUMilli, MemoryMiB: wc.MemoryMiB}
+		for k, m := range wc.Models {
+			id, ok := c.ModelByName(m)
+			if !ok {
+				return d, fmt.Sprintf("%s.models[%d]", f, k), fmt.Errorf("cluster %s has no GPU model %q", c.Name(), m)
+			}
+			t.Models = append(t.Models, id)
+		}
+		if err := t.Validate(); err != nil {
+			return d, f, err
+		}
+		if !(wc.Weight > 0) || wc.Weight > 1e300 {
+			return d, f + ".weight", fmt.Errorf("weight %g: want a positive number", wc.Weight)
+		}
+		d.Classes = append(d.Classes, frag.Class{Task: t, Weight: wc.Weight})
+	}
+	if err := d.Validate(); err != nil {
+		return d, "workload", err
+	}
+	return d, "", nil
+}
+
+// maxGenerated bounds the hosts of a generated cluster.
+const maxGenerated = 100000
+
+// build builds the cluster; on error it also returns the field at fault.
+func (sc *Cluster) build(opt Options) (*topology.Cluster, string, error) {
+	n := 0
+	for _, set := range []bool{sc.Preset != "", sc.File != "", sc.Machine != "", sc.Spec != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return nil, "cluster", errors.New("give exactly one of preset, file, machine and spec")
+	}
+	if sc.Machine == "" && (sc.Hosts != 0 || sc.HostsPerToR != 0 || sc.TorsPerSpine != 0) {
+		return nil, "cluster", errors.New("hosts, hostsPerToR and torsPerSpine go with machine")
+	}
+	switch {
+	case sc.Preset != "":
+		if opt.MaxHosts > 0 && !slices.Contains(topology.MachineNames(), sc.Preset) {
+			return nil, "cluster.preset", errors.New("only machine presets here")
+		}
+		c, err := topology.LoadPreset(sc.Preset)
+		return c, "cluster.preset", err
+	case sc.File != "":
+		if opt.Dir == "" {
+			return nil, "cluster.file", errors.New("cluster files are not allowed here")
+		}
+		p := sc.File
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(opt.Dir, p)
+		}
+		c, err := topology.LoadFile(p)
+		return c, "cluster.file", err
+	case sc.Spec != nil:
+		return sc.buildSpec(opt)
+	}
+	hosts := sc.Hosts
+	if hosts == 0 {
+		hosts = 1
+	}
+	most := maxGenerated
+	if opt.MaxHosts > 0 {
+		most = min(most, opt.MaxHosts)
+	}
+	if hosts < 0 || hosts > most {
+		return nil, "cluster.hosts", fmt.Errorf("%d hosts: want 1 to %d", hosts, most)
+	}
+	spec, err := topology.Generator{Name: sc.Machine, Machine: sc.Machine, Hosts: hosts, HostsPerToR: sc.HostsPerToR, ToRsPerSpine: sc.TorsPerSpine}.Spec()
+	if err != nil {
+		return nil, "cluster", err
+	}
+	c, err := topology.Build(spec)
+	return c, "cluster", err
+}
+
+// buildSpec builds an inline cluster, within a cluster file's limits.
+func (sc *Cluster) buildSpec(opt Options) (*topology.Cluster, string, error) {
+	if opt.MaxHosts > 0 {
+		count := func(patterns []string) int {
+			n := 0
+			for _, p := range patterns {
+				names, err := topology.ExpandNames(p)
+				if err != nil {
+					continue // Build says what is wrong
+				}
+				n += len(names)
+			}
+			return n
+		}
+		var hosts, switches []string
+		for _, g := range sc.Spec.Hosts {
+			hosts = append(hosts, g.Name)
+		}
+		for _, g := range sc.Spec.Switches {
+			switches = append(switches, g.Name)
+		}
+		for _, g := range sc.Spec.Fabrics {
+			switches = append(switches, g.Name)
+		}
+		if n := count(hosts); n > opt.MaxHosts {
+			return nil, "cluster.spec.hosts", fmt.Errorf("%d hosts: want at most %d", n, opt.MaxHosts)
+		}
+		if n := count(switches); n > opt.MaxHosts {
+			return nil, "cluster.spec.switches", fmt.Errorf("%d switches and fabric domains: want at most %d", n, opt.MaxHosts)
+		}
+	}
+	// A cluster file's size limits (topology.MaxFileHosts …) hold for an
+	// inline one too: check them on its encoding before building.
+	data, err := topology.Marshal(*sc.Spec, topology.FormatYAML)
+	if err != nil {
+		return nil, "cluster.spec", err
+	}
+	if _, err := topology.ParseSpec(data, "cluster.spec", topology.FormatYAML); err != nil {
+		var fe *topology.FileError
+		if errors.As(err, &fe) {
+			field := "cluster.spec"
+			if fe.Path != "" {
+				field += "." + fe.Path
+			}
+			return nil, field, errors.New(fe.Msg)
+		}
+		return nil, "cluster.spec", err
+	}
+	c, err := topology.Build(*sc.Spec)
+	if err != nil {
+		var se *topology.SpecError
+		if errors.As(err, &se) && se.Path != "" {
+			return nil, "cluster.spec." + se.Path, errors.New(se.Msg)
+		}
+		return nil, "cluster.spec", err
+	}
+	return c, "", nil
+}
+
+type fieldErr struct {
+	field string
+	err   error
+}
+
+// claims turns a job's placement entries into claims per task group.
+func (j *Job) claims(c *topology.Cluster, f string) ([][]topology.Claim, *fieldErr) {
+	if len(j.Groups) == 0 {
+		return nil, &fieldErr{f + ".groups", errors.New("a job needs at least one task group")}
+	}
+	out := make([][]topology.Claim, len(j.Groups))
+	next := 0
+	for i, t := range j.Placement {
+		tf := fmt.Sprintf("%s.placement[%d]", f, i)
+		g := next
+		if t.Group != "" {
+			g = -1
+			for k := range j.Groups {
+				if j.Groups[k].Name == t.Group || strconv.Itoa(k) == t.Group {
+					g = k
+				}
+			}
+			if g < 0 {
+				return nil, &fieldErr{tf + ".group", fmt.Errorf("no task group %q", t.Group)}
+			}
+		} else {
+			for g < len(j.Groups) && len(out[g]) >= j.Groups[g].Count {
+				g++
+			}
+			if g >= len(j.Groups) {
+				return nil, &fieldErr{tf, errors.New("more tasks placed than the job has")}
+			}
+			next = g
+		}
+		tg := &j.Groups[g]
+		h, ok := c.HostByName(t.Host)
+		if !ok {
+			return nil, &fieldErr{tf + ".host", fmt.Errorf("unknown host %q", t.Host)}
+		}
+		first, n := c.HostGPUs(h)
+		gpu := func(idx int, field string) (topology.GPUID, *fieldErr) {
+			if idx < 0 || idx >= n {
+				return 0, &fieldErr{field, fmt.Errorf("GPU %d outside 0..%d of host %s", idx, n-1, t.Host)}
+			}
+			return first + topology.GPUID(idx), nil
+		}
+		cl := topology.Claim{Host: h, CPUMilli: tg.CPUMilli, MemoryMiB: tg.MemoryMiB}
+		switch {
+		case t.MIG != "":
+			if t.GPU == nil {
+				return nil, &fieldErr{tf + ".gpu", errors.New("a MIG instance needs its gpu")}
+			}
+			id, fe := gpu(*t.GPU, tf+".gpu")
+			if fe != nil {
+				return nil, fe
+			}
+			m := c.Model(c.GPU(id).Model)
+			p, ok := m.MIGProfileByName(t.MIG)
+			if !ok {
+				return nil, &fieldErr{tf + ".mig", fmt.Errorf("model %s has no MIG profile %q", m.Model, t.MIG)}
+			}
+			if t.Start < 0 || t.Start > 127 {
+				return nil, &fieldErr{tf + ".start", fmt.Errorf("start slot %d out of range", t.Start)}
+			}
+			cl.GPUs = []topology.GPUClaim{{GPU: id, Kind: topology.ClaimMIG, Profile: p, Start: int8(t.Start)}}
+		case t.Milli != 0:
+			if t.GPU == nil {
+				return nil, &fieldErr{tf + ".gpu", errors.New("a share needs its gpu")}
+			}
+			if t.Milli < 1 || t.Milli > 1000 {
+				return nil, &fieldErr{tf + ".milli", fmt.Errorf("share %d outside 1..1000", t.Milli)}
+			}
+			id, fe := gpu(*t.GPU, tf+".gpu")
+			if fe != nil {
+				return nil, fe
+			}
+			cl.GPUs = []topology.GPUClaim{{GPU: id, Kind: topology.ClaimShare, Milli: int32(t.Milli)}}
+		default:
+			if t.GPU != nil {
+				return nil, &fieldErr{tf + ".gpu", errors.New("whole GPUs go in gpus: [...]; gpu is for a share or MIG instance")}
+			}
+			for k, idx := range t.GPUs {
+				id, fe := gpu(idx, fmt.Sprintf("%s.gpus[%d]", tf, k))
+				if fe != nil {
+					return nil, fe
+				}
+				cl.GPUs = append(cl.GPUs, topology.GPUClaim{GPU: id, Kind: topology.ClaimWhole})
+			}
+		}
+		out[g] = append(out[g], cl)
+	}
+	return out, nil
+}
+
+func gpuByName(c *topology.Cluster, name string) (topology.GPUID, error) {
+	host, idx, ok := strings.Cut(name, "/gpu")
+	if ok {
+		if h, found := c.HostByName(host); found {
+			first, n := c.HostGPUs(h)
+			if k, err := strconv.Atoi(idx); err == nil && k >= 0 && k < n {
+				return first + topology.GPUID(k), nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("unknown GPU %q (want HOST/gpuN)", name)
+}
+
+// lineOf finds the line of a field path such as "jobs[3].placement[1].host"
+// in a YAML document; 0 when doc is nil, or the line of the deepest part
+// of the path it finds.
+func lineOf(doc *yaml.Node, path string) int {
+	if doc == nil {
+		return 0
+	}
+	n := doc
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	line := n.Line
+	for _, part := range strings.Split(path, ".") {
+		if part == "" {
+			continue
+		}
+		key, rest, _ := strings.Cut(part, "[")
+		if key != "" {
+			n = mapValue(n, key)
+			if n == nil {
+				return line
+			}
+			line = n.Line
+		}
+		for rest != "" {
+			idx, after, _ := strings.Cut(rest, "]")
+			k, err := strconv.Atoi(idx)
+			if err != nil || n.Kind != yaml.SequenceNode || k < 0 || k >= len(n.Content) {
+				return line
+			}
+			n = n.Content[k]
+			line = n.Line
+			rest = strings.TrimPrefix(after, "[")
+		}
+	}
+	return line
+}
+
+// mapValue returns the value of key in mapping node n, or nil.
+func mapValue(n *yaml.Node, key string) *yaml.Node {
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}

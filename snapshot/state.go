@@ -1,0 +1,168 @@
+package snapshot
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
+)
+
+// Version is the version of the file format this package writes and
+// reads.
+const Version = 1
+
+// State is a saved Scheduler state, as the file holds it (see the package
+// documentation for the format). It is plain data: Capture fills it,
+// Decode reads it, Encode writes it and Restore turns it into a
+// Scheduler.
+type State struct {
+	// Version is the format's version; 0 means Version.
+	Version int `yaml:"version" json:"version"`
+	// Now is the time of the state: the time a cycle on the loaded
+	// Scheduler runs at.
+	Now time.Time `yaml:"now" json:"now"`
+	// Cluster names the cluster or holds it inline.
+	Cluster Cluster `yaml:"cluster" json:"cluster"`
+	// Placer is the gang placer's name (gang.New); empty means topology.
+	Placer string `yaml:"placer,omitempty" json:"placer,omitempty"`
+	// Workload is the target workload of the fgd placer, which needs one.
+	Workload []WorkloadClass `yaml:"workload,omitempty" json:"workload,omitempty"`
+	// Seed, DefaultRuntime and MaxReservations are those of
+	// gpusched.Config.
+	Seed            uint64        `yaml:"seed,omitempty" json:"seed,omitempty"`
+	DefaultRuntime  time.Duration `yaml:"defaultRuntime,omitempty" json:"defaultRuntime,omitempty"`
+	MaxReservations int           `yaml:"maxReservations,omitempty" json:"maxReservations,omitempty"`
+	// Queues is the queue tree.
+	Queues queue.Config `yaml:"queues" json:"queues"`
+	// Health lists the GPUs and hosts that are not healthy.
+	Health []Health `yaml:"health,omitempty" json:"health,omitempty"`
+	// Jobs are the live jobs, in order of submission.
+	Jobs []Job `yaml:"jobs" json:"jobs"`
+	// Notes say what the state could not carry of the Scheduler it was
+	// captured from (see Capture); informational.
+	Notes []string `yaml:"notes,omitempty" json:"notes,omitempty"`
+}
+
+// Cluster is the state's cluster: exactly one of Preset, File, Machine
+// (with the generator's fan-outs) and Spec.
+type Cluster struct {
+	// Preset names a built-in cluster (topology.PresetNames).
+	Preset string `yaml:"preset,omitempty" json:"preset,omitempty"`
+	// File is a cluster file, relative to the state file's directory.
+	File string `yaml:"file,omitempty" json:"file,omitempty"`
+	// Machine generates a cluster of Hosts machines of this preset (default
+	// one), HostsPerToR to a ToR and TorsPerSpine ToRs to a spine; its
+	// hosts are named MACHINE-1, MACHINE-2, … (topology.Generator with the
+	// machine as its Name).
+	Machine      string `yaml:"machine,omitempty" json:"machine,omitempty"`
+	Hosts        int    `yaml:"hosts,omitempty" json:"hosts,omitempty"`
+	HostsPerToR  int    `yaml:"hostsPerToR,omitempty" json:"hostsPerToR,omitempty"`
+	TorsPerSpine int    `yaml:"torsPerSpine,omitempty" json:"torsPerSpine,omitempty"`
+	// Spec is the cluster inline, as a cluster file holds it.
+	Spec *topology.Spec `yaml:"spec,omitempty" json:"spec,omitempty"`
+}
+
+// Health is the health of one host or one GPU (named HOST/gpuN): exactly
+// one of Host and GPU.
+type Health struct {
+	Host string `yaml:"host,omitempty" json:"host,omitempty"`
+	GPU  string `yaml:"gpu,omitempty" json:"gpu,omitempty"`
+	// State is healthy, draining or failed.
+	State string `yaml:"state" json:"state"`
+}
+
+// Job is one live job: its spec (as submitted, priority as last set),
+// its state and times, and where it runs.
+type Job struct {
+	workload.Job `yaml:",inline"`
+	// Submitted is when it entered its queue; required, not after Now.
+	Submitted time.Time `yaml:"submitted" json:"submitted"`
+	// State is pending (the default), requeued, preempted, admitted or
+	// running.
+	State string `yaml:"state,omitempty" json:"state,omitempty"`
+	// Started is when a running job last started: required for running
+	// jobs, between Submitted and Now, and only for them.
+	Started time.Time `yaml:"started,omitempty" json:"started,omitzero"`
+	// Progress is the work saved by checkpoints of the job's earlier runs
+	// (gpusched.Scheduler.Progress); not negative.
+	Progress time.Duration `yaml:"progress,omitempty" json:"progress,omitempty"`
+	// Placement is where an admitted or running job's tasks are, one
+	// entry per task.
+	Placement []Task `yaml:"placement,omitempty" json:"placement,omitempty"`
+}
+
+// Task is where one task of a job runs: a host and, for a task with GPUs,
+// its whole GPUs (GPUs, indexes within the host), or one GPU (GPU) with a
+// share (Milli) or a MIG instance (MIG, Start).
+type Task struct {
+	// Group names the task's group (its name, or its index); empty fills
+	// the groups in order, each up to its count.
+	Group string `yaml:"group,omitempty" json:"group,omitempty"`
+	Host  string `yaml:"host" json:"host"`
+	GPUs  []int  `yaml:"gpus,omitempty" json:"gpus,omitempty"`
+	GPU   *int   `yaml:"gpu,omitempty" json:"gpu,omitempty"`
+	Milli int    `yaml:"milli,omitempty" json:"milli,omitempty"`
+	MIG   string `yaml:"mig,omitempty" json:"mig,omitempty"`
+	Start int    `yaml:"start,omitempty" json:"start,omitempty"`
+}
+
+// WorkloadClass is one task class of fgd's target workload
+// (frag.Distribution), with models by name.
+type WorkloadClass struct {
+	GPUs      int      `yaml:"gpus,omitempty" json:"gpus,omitempty"`
+	GPUMilli  int      `yaml:"gpuMilli,omitempty" json:"gpuMilli,omitempty"`
+	CPUMilli  int64    `yaml:"cpuMilli,omitempty" json:"cpuMilli,omitempty"`
+	MemoryMiB int64    `yaml:"memoryMiB,omitempty" json:"memoryMiB,omitempty"`
+	Models    []string `yaml:"models,omitempty" json:"models,omitempty"`
+	Weight    float64  `yaml:"weight" json:"weight"`
+}
+
+// Job states as the file names them.
+var jobStates = map[string]queue.State{
+	"": queue.Pending, "pending": queue.Pending, "requeued": queue.Requeued, "preempted": queue.Preempted,
+	"admitted": queue.Admitted, "running": queue.Running,
+}
+
+// healthStates maps the file's health names.
+var healthStates = map[string]topology.Health{"healthy": topology.Healthy, "draining": topology.Draining, "failed": topology.Failed}
+
+func healthName(h topology.Health) string {
+	switch h {
+	case topology.Draining:
+		return "draining"
+	case topology.Failed:
+		return "failed"
+	}
+	return "healthy"
+}
+
+// Error is a bad state: the file (the name given to Decode or Load), the
+// line (0 when unknown) and the field path, such as
+// "jobs[3].placement[1].host", of what is wrong.
+type Error struct {
+	File  string
+	Line  int
+	Field string
+	Err   error
+}
+
+// Error returns "FILE:LINE: FIELD: ERR".
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		b.WriteString(":" + strconv.Itoa(e.Line))
+	}
+	b.WriteString(": ")
+	if e.Field != "" {
+		b.WriteString(e.Field + ": ")
+	}
+	b.WriteString(e.Err.Error())
+	return b.String()
+}
+
+// Unwrap returns Err.
+func (e *Error) Unwrap() error { return e.Err }
