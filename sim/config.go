@@ -77,6 +77,24 @@ type Config struct {
 	// Audit checks the simulator's ledger and time accounting against a
 	// naive recount after every event: slow, for tests.
 	Audit bool
+
+	// Snapshots are times of the run (offsets from the first arrival, as
+	// every time of a run) at which Snapshot is called, in increasing
+	// order (duplicates once); none may be negative or, when a Horizon is
+	// set, after it.
+	Snapshots []time.Duration
+	// Snapshot, if set, is called once for each time in Snapshots, with
+	// that time, when the run reaches it: after every event due before
+	// it, and after the arrivals, completions, stops, checkpoints and
+	// health changes due at it, but before the scheduling cycle due at it
+	// — so the Scheduler is in the state its cycle at that time sees (or,
+	// when no cycle runs then, the state a cycle then would see). A time
+	// after the run ended (every job ended, or nothing more could change)
+	// sees the final state. Snapshot may read the Scheduler (package
+	// snapshot captures a gpusched.Scheduler's state) but must not change
+	// it, or the run would differ; an error stops the run, and Run
+	// returns it.
+	Snapshot func(at time.Duration) error
 }
 
 // CheckpointModel says how often jobs checkpoint and what it costs. A
@@ -238,6 +256,11 @@ func (c *Config) validate() error {
 		}
 		if err := def(&c.Speed.PerLevel, 0.9, "PerLevel"); err != nil {
 			return err
+		}
+	}
+	for i, at := range c.Snapshots {
+		if at < 0 || c.Horizon > 0 && at > c.Horizon {
+			return cfgErr(fmt.Sprintf("Snapshots[%d]", i), "%v is outside the run (0 to the Horizon %v)", at, c.Horizon)
 		}
 	}
 	seen := map[string]bool{}

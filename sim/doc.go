@@ -34,6 +34,11 @@
 //     on a failed part that the next Decision does not recover is an
 //     ErrInvariant.
 //
+// Config.Snapshot reads the Scheduler at chosen times (Config.Snapshots),
+// as the cycle due then would see it, without changing the run: `gpusched
+// sim run --save-state` saves the root Scheduler's state there (package
+// snapshot) for `gpusched explain`.
+//
 // Package sim/rootsched adapts the root gpusched.Scheduler to the
 // Scheduler interface, so what is simulated is what ships.
 //

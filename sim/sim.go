@@ -124,6 +124,7 @@ type Simulation struct {
 	rngFail, rngDrain *rand.Rand
 	outages           []outage
 	m                 metrics
+	snaps             []time.Duration // Config.Snapshots not taken yet, sorted
 }
 
 // New validates cfg and prepares a simulation of jobs (which it sorts by
@@ -150,6 +151,9 @@ func New(cfg Config, jobs []trace.Job) (*Simulation, error) {
 		rngFail:   rand.New(rand.NewPCG(cfg.Seed, 1)),
 		rngDrain:  rand.New(rand.NewPCG(cfg.Seed, 2)),
 		outages:   outages,
+	}
+	if cfg.Snapshot != nil {
+		s.snaps = slices.Compact(slices.Sorted(slices.Values(cfg.Snapshots)))
 	}
 	for i := range jobs {
 		tj := &jobs[i]
@@ -237,15 +241,34 @@ func (s *Simulation) Run() (*Result, error) {
 			s.eng.RunUntil(s.cfg.Horizon)
 			break
 		}
+		if s.snapshots(at - 1); s.err != nil {
+			break
+		}
 		s.eng.Step()
 		if s.cfg.Audit && s.err == nil {
 			s.err = s.audit()
 		}
 	}
+	if s.err == nil && len(s.snaps) > 0 {
+		// Due after the run ended: nothing changes any more.
+		s.snapshots(s.snaps[len(s.snaps)-1])
+	}
 	if s.err != nil {
 		return nil, s.err
 	}
 	return s.finish(), nil
+}
+
+// snapshots calls Config.Snapshot for the snapshot times up to upTo, in
+// order.
+func (s *Simulation) snapshots(upTo time.Duration) {
+	for len(s.snaps) > 0 && s.snaps[0] <= upTo && s.err == nil {
+		at := s.snaps[0]
+		s.snaps = s.snaps[1:]
+		if err := s.cfg.Snapshot(at); err != nil {
+			s.err = fmt.Errorf("sim: snapshot at %v: %w", at, err)
+		}
+	}
 }
 
 // done reports whether nothing more can happen: every job arrived, none
@@ -372,6 +395,9 @@ func (s *Simulation) urgentCycle(now time.Duration) {
 }
 
 func (s *Simulation) cycle(now time.Duration) {
+	if s.snapshots(now); s.err != nil {
+		return
+	}
 	s.schedSet = false
 	s.lastCycle = now
 	s.account(now)

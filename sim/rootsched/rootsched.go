@@ -203,24 +203,12 @@ func (a *Scheduler) SetHostHealth(_ time.Duration, h topology.HostID, hh topolog
 
 // Placer builds the named gang placement policy (see gang.PolicyNames).
 // "fgd" needs the target workload, which it learns from jobs (the trace
-// to be replayed, as the FGD paper does); the other policies ignore jobs.
+// to be replayed, as the FGD paper does; see Workload); the other policies
+// ignore jobs.
 func Placer(c *topology.Cluster, name string, jobs []trace.Job) (gang.Placer, error) {
 	var opt gang.Options
 	if name == "fgd" {
-		var tasks []frag.Task
-		for i := range jobs {
-			for gi := range jobs[i].Spec.Groups {
-				t, err := frag.TaskFor(c, &jobs[i].Spec.Groups[gi])
-				if err != nil {
-					continue // a task the cluster cannot express: the Scheduler will say so
-				}
-				tasks = append(tasks, t)
-			}
-		}
-		if len(tasks) == 0 {
-			return nil, errors.New("rootsched: fgd needs a workload to learn from; the trace has no placeable task")
-		}
-		d, err := frag.Learn(tasks, frag.LearnOptions{})
+		d, err := Workload(c, jobs)
 		if err != nil {
 			return nil, err
 		}
@@ -231,6 +219,26 @@ func Placer(c *topology.Cluster, name string, jobs []trace.Job) (gang.Placer, er
 		return nil, fmt.Errorf("rootsched: policy %q: %w", name, err)
 	}
 	return p, nil
+}
+
+// Workload is the target workload Placer gives "fgd": the task classes of
+// jobs on c (frag.Learn with its defaults), tasks the cluster cannot
+// express left out.
+func Workload(c *topology.Cluster, jobs []trace.Job) (frag.Distribution, error) {
+	var tasks []frag.Task
+	for i := range jobs {
+		for gi := range jobs[i].Spec.Groups {
+			t, err := frag.TaskFor(c, &jobs[i].Spec.Groups[gi])
+			if err != nil {
+				continue // a task the cluster cannot express: the Scheduler will say so
+			}
+			tasks = append(tasks, t)
+		}
+	}
+	if len(tasks) == 0 {
+		return frag.Distribution{}, errors.New("rootsched: fgd needs a workload to learn from; the trace has no placeable task")
+	}
+	return frag.Learn(tasks, frag.LearnOptions{})
 }
 
 // PreemptModes are the modes Preemptor accepts, in increasing reach.

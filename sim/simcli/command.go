@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/gpusched/gpusched/frag"
 	"github.com/gpusched/gpusched/sim"
 	"github.com/gpusched/gpusched/sim/report"
 	"github.com/gpusched/gpusched/sim/rootsched"
@@ -201,6 +202,7 @@ func (o *outFlags) bind(fs interface {
 func runCmd(opt Options) *cobra.Command {
 	rc := defaultRun()
 	var out outFlags
+	var saveState []string
 	var cluster func(runConfig) (*topology.Cluster, error)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -219,17 +221,27 @@ drain within --drain-grace, or end a job stopped by failures more than
 (--gpu-mtbf, --host-mtbf, --tor-mtbf, --outage) and drains (--drain-*);
 speed (--speed). Priorities come from the trace: --qos-priority maps the
 openb QoS classes, --high-priority-share gives synthetic traces a share of
-high-priority jobs.`,
+high-priority jobs.
+
+--save-state AT saves the Scheduler's state at AT since the trace start
+(the first arrival) as OUT/state-AT.yaml: the cluster, the queues, health
+and every job with its state, times and placement, as the Scheduler's
+cycle at AT sees it, after what happens at AT and before that cycle.
+"gpusched explain OUT/state-AT.yaml" then says why each job waits. Give
+it several times (repeated, or AT1,AT2). The state's notes say what it
+cannot carry (preemptions in progress, …; see gpusched explain --help).`,
 		Example: `  gpusched sim run
   gpusched sim run --preset h100-1k --trace philly:../shared/data/philly/philly.csv --queues vc:philly_vc.csv --policy best-fit
   gpusched sim run --trace synthetic:20000 --load 1.2 --gpu-mtbf 5000h --ckpt-interval 30m --ckpt-overhead 1m
   gpusched sim run --qos-priority default --preempt --repeat 2 --arrival-span 20m --horizon 1h
-  gpusched sim run --trace synthetic:5000 --load 1.3 --high-priority-share 0.2 --preempt=cluster --ckpt-interval 30m --host-mtbf 2000h --max-restarts 3`,
+  gpusched sim run --trace synthetic:5000 --load 1.3 --high-priority-share 0.2 --preempt=cluster --ckpt-interval 30m --host-mtbf 2000h --max-restarts 3
+  gpusched sim run --trace synthetic:2000 --load 1.2 --save-state 2h,6h --out out/ && gpusched explain out/state-2h.yaml`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runOne(cmd, rc, out, cluster) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runOne(cmd, rc, out, saveState, cluster) },
 	}
 	cluster = bindRun(cmd, &rc, opt)
 	out.bind(cmd.Flags(), "sim-out")
+	cmd.Flags().StringArrayVar(&saveState, "save-state", nil, "save the Scheduler's state `AT` (a duration since the trace start, e.g. 2h) to OUT/state-AT.yaml, for gpusched explain; repeatable, or AT1,AT2,…")
 	return cmd
 }
 
@@ -284,9 +296,12 @@ func prepare(rc runConfig, cluster func(runConfig) (*topology.Cluster, error)) (
 	return &prepared{c: c, lt: lt}, nil
 }
 
+// testWrap, when set (by tests), wraps the Scheduler of every run.
+var testWrap func(*rootsched.Scheduler) sim.Scheduler
+
 // execute runs one simulation of p under rc. It is safe to call from
 // several goroutines: everything mutable is its own.
-func execute(rc runConfig, p *prepared, progress func(done, total int)) (*sim.Result, error) {
+func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stateSaver) (*sim.Result, error) {
 	jobs := slices.Clone(p.lt.jobs)
 	qcfg, tenants, qmap, err := rc.queueSetup(jobs)
 	if err != nil {
@@ -310,6 +325,20 @@ func execute(rc runConfig, p *prepared, progress func(done, total int)) (*sim.Re
 		return nil, err
 	}
 	cfg.Cluster, cfg.Scheduler, cfg.Tenants, cfg.QueueMap, cfg.Progress = p.c, s, tenants, qmap, progress
+	if testWrap != nil {
+		cfg.Scheduler = testWrap(s)
+	}
+	if ss != nil {
+		var w *frag.Distribution
+		if rc.policy == "fgd" {
+			d, err := rootsched.Workload(p.c, jobs) // what Placer learned
+			if err != nil {
+				return nil, err
+			}
+			w = &d
+		}
+		cfg.Snapshots, cfg.Snapshot = ss.ats, ss.hook(s.S, scfg, rc.policy, w, jobs)
+	}
 	sm, err := sim.New(cfg, jobs)
 	if err != nil {
 		return nil, err
@@ -369,14 +398,25 @@ func reasons(m map[string]int) string {
 	return "(" + strings.Join(parts, ", ") + ")"
 }
 
-func runOne(cmd *cobra.Command, rc runConfig, out outFlags, cluster func(runConfig) (*topology.Cluster, error)) error {
+func runOne(cmd *cobra.Command, rc runConfig, out outFlags, saveState []string, cluster func(runConfig) (*topology.Cluster, error)) error {
 	start := time.Now()
 	if err := rc.check(nil); err != nil {
 		return err
 	}
+	var ss *stateSaver
+	if len(saveState) > 0 {
+		ats, err := parseSaveState(saveState, rc.horizon)
+		if err != nil {
+			return err
+		}
+		ss = &stateSaver{dir: out.dir, ats: ats}
+	}
 	p, err := prepare(rc, cluster)
 	if err != nil {
 		return err
+	}
+	if ss != nil {
+		ss.header = fmt.Sprintf("of gpusched sim run: cluster %s, trace %s, policy %s, seed %d", p.c.Name(), p.lt.name, rc.policy, rc.seed)
 	}
 	reportInput(cmd.OutOrStdout(), p.lt)
 	b := bar(cmd, len(p.lt.jobs), "simulating", out.quiet)
@@ -384,7 +424,7 @@ func runOne(cmd *cobra.Command, rc runConfig, out outFlags, cluster func(runConf
 		if done%256 == 0 || done == len(p.lt.jobs) {
 			b.Set(done)
 		}
-	})
+	}, ss)
 	b.Finish()
 	if err != nil {
 		return err
@@ -401,6 +441,12 @@ func runOne(cmd *cobra.Command, rc runConfig, out outFlags, cluster func(runConf
 	fmt.Fprintf(cmd.OutOrStdout(), "cluster %s (%d GPUs), trace %s, policy %s, seed %d\n\n", p.c.Name(), p.c.NumGPUs(), p.lt.name, rc.policy, rc.seed)
 	if err := report.WriteTable(cmd.OutOrStdout(), runs...); err != nil {
 		return err
+	}
+	if ss != nil {
+		fmt.Fprintln(cmd.OutOrStdout())
+		for _, name := range ss.wrote {
+			fmt.Fprintf(cmd.OutOrStdout(), "saved the Scheduler's state: %s (gpusched explain %s)\n", name, name)
+		}
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s (%.1fs)\n", out.dir, time.Since(start).Seconds())
 	return nil
@@ -527,7 +573,7 @@ func compare(cmd *cobra.Command, rc runConfig, out outFlags, policies []string, 
 	err = parallel(len(policies), workers(out.par), b, func(i int) error {
 		r := rc
 		r.policy = policies[i]
-		res, err := execute(r, p, nil)
+		res, err := execute(r, p, nil, nil)
 		if err != nil {
 			return fmt.Errorf("policy %s: %w", policies[i], err)
 		}
@@ -759,7 +805,7 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 	b := bar(cmd, len(mine), fmt.Sprintf("sweep shard %d/%d", si, sn), out.quiet)
 	err = parallel(len(mine), workers(out.par), b, func(k int) error {
 		i := mine[k]
-		res, err := execute(configs[i], loaded[k], nil)
+		res, err := execute(configs[i], loaded[k], nil, nil)
 		if err != nil {
 			return fmt.Errorf("run %d (%s): %w", i, strings.Join(points[i], ","), err)
 		}
