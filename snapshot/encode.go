@@ -1,6 +1,8 @@
 package snapshot
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -17,17 +19,23 @@ import (
 // cluster as a cluster file writes it. comment, if not empty, heads the
 // file as YAML comment lines. Decode reads what Encode writes back into an
 // equal State.
+//
+// The jobs are encoded a few at a time (a YAML encoder slows down on one
+// large document): O(jobs × tasks).
 func Encode(w io.Writer, st *State, comment string) error {
 	c := *st
-	spec := c.Cluster.Spec
-	c.Cluster.Spec = nil
-	var doc yaml.Node
-	if err := doc.Encode(&c); err != nil {
-		return fmt.Errorf("snapshot: Encode: %w", err)
+	spec, jobs, notes := c.Cluster.Spec, c.Jobs, c.Notes
+	c.Cluster.Spec, c.Jobs, c.Notes = nil, nil, nil
+	root, err := node(&c)
+	if err != nil {
+		return err
 	}
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
-		root = root.Content[0]
+	// Jobs and notes are written after the rest; drop their keys here.
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "jobs" {
+			root.Content = append(root.Content[:i], root.Content[i+2:]...)
+			break
+		}
 	}
 	if spec != nil {
 		data, err := topology.Marshal(*spec, topology.FormatYAML)
@@ -43,16 +51,81 @@ func Encode(w io.Writer, st *State, comment string) error {
 			cl.Content = append(cl.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "spec"}, sn.Content[0])
 		}
 	}
-	style(root, "")
 	if comment != "" {
 		root.HeadComment = comment
 	}
-	enc := yaml.NewEncoder(w)
-	enc.SetIndent(2)
-	if err := enc.Encode(root); err != nil {
+	bw := bufio.NewWriter(w)
+	if err := emit(bw, root); err != nil {
+		return err
+	}
+	if len(jobs) == 0 {
+		bw.WriteString("jobs: []\n")
+	} else {
+		bw.WriteString("jobs:\n")
+	}
+	var buf bytes.Buffer
+	for from := 0; from < len(jobs); from += jobBatch {
+		n, err := node(jobs[from:min(from+jobBatch, len(jobs))])
+		if err != nil {
+			return err
+		}
+		buf.Reset()
+		if err := emit(&buf, n); err != nil {
+			return err
+		}
+		// The batch's items as items of the jobs list.
+		for _, line := range bytes.SplitAfter(buf.Bytes(), []byte("\n")) {
+			if len(line) > 0 {
+				bw.WriteString("  ")
+				bw.Write(line)
+			}
+		}
+	}
+	if len(notes) > 0 {
+		n, err := node(&struct {
+			Notes []string `yaml:"notes"`
+		}{notes})
+		if err != nil {
+			return err
+		}
+		if err := emit(bw, n); err != nil {
+			return err
+		}
+	}
+	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("snapshot: Encode: %w", err)
 	}
-	return enc.Close()
+	return nil
+}
+
+// jobBatch is how many jobs Encode encodes as one YAML document.
+const jobBatch = 64
+
+// node encodes v as a YAML node, styled (see style).
+func node(v any) (*yaml.Node, error) {
+	var doc yaml.Node
+	if err := doc.Encode(v); err != nil {
+		return nil, fmt.Errorf("snapshot: Encode: %w", err)
+	}
+	n := &doc
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	style(n, "")
+	return n, nil
+}
+
+// emit writes n as YAML, with two-space indentation.
+func emit(w io.Writer, n *yaml.Node) error {
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(n); err != nil {
+		return fmt.Errorf("snapshot: Encode: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return fmt.Errorf("snapshot: Encode: %w", err)
+	}
+	return nil
 }
 
 // flowItems are the keys whose list items are written on one line each;
