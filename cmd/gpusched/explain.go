@@ -228,9 +228,16 @@ func writeExplainText(w io.Writer, st *loadedState, d core.Decision, only []stri
 	if !quota {
 		return
 	}
+	views := st.sched.Queues()
+	if !slices.ContainsFunc(views, func(v queue.View) bool {
+		return slices.ContainsFunc(v.Resources, func(r queue.ResourceView) bool { return r.Governed })
+	}) {
+		fmt.Fprintln(w, "\nquota: none (no queue has a quota)")
+		return
+	}
 	fmt.Fprintln(w, "\nquota (GPUs, cores, GiB):")
 	fmt.Fprintf(tw, "  queue\tresource\tnominal\tused\treserved\tfree\tborrowed\tlent\tlimits\n")
-	for _, v := range st.sched.Queues() {
+	for _, v := range views {
 		for _, r := range v.Resources {
 			if !r.Governed {
 				continue
