@@ -155,7 +155,7 @@ func (s *Scheduler) try(d *Decision, leaf *queue.Leaf, j *job, now time.Time) {
 		return
 	}
 	st.mkey = mkey
-	if guar != nil && s.placeWith(j, guar, j.shape+gkey) {
+	if guar != nil && s.placeWith(j, guar, j.shape+gkey, now) {
 		s.bindPlaced(d, leaf, j, cur, now)
 		return
 	}
@@ -168,7 +168,7 @@ func (s *Scheduler) try(d *Decision, leaf *queue.Leaf, j *job, now time.Time) {
 	}
 	j.req.AllowHost = allow
 	if x := s.placer.Place(s.ledger, j.req, &s.scratch); x != nil && !s.reservationDue(j, now) {
-		r := placementReason(x, s.c)
+		r := placementReason(x, s.c, now)
 		s.fails[key] = &failure{gen: s.ledger.Generation(), reason: r, req: j.req}
 		s.classFail(cur, j, r)
 		s.maybePreempt(d, leaf, j, x, now)
@@ -181,13 +181,13 @@ func (s *Scheduler) try(d *Decision, leaf *queue.Leaf, j *job, now time.Time) {
 
 // placeWith tries to place j with a host filter, using and feeding the
 // failure cache under key; on success the placement is in s.scratch.
-func (s *Scheduler) placeWith(j *job, allow func(topology.HostID) bool, key string) bool {
+func (s *Scheduler) placeWith(j *job, allow func(topology.HostID) bool, key string, now time.Time) bool {
 	if f := s.fails[key]; f != nil && s.stillFails(f, allow) {
 		return false
 	}
 	j.req.AllowHost = allow
 	if x := s.placer.Place(s.ledger, j.req, &s.scratch); x != nil {
-		s.fails[key] = &failure{gen: s.ledger.Generation(), reason: placementReason(x, s.c), req: j.req}
+		s.fails[key] = &failure{gen: s.ledger.Generation(), reason: placementReason(x, s.c, now), req: j.req}
 		return false
 	}
 	delete(s.fails, key)

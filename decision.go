@@ -154,6 +154,19 @@ type Reason struct {
 	HoldsQuota      bool // the quota it waits for is held for it
 	// Detail is extra text for rare cases.
 	Detail string
+	// ExplainedAt is when Placement was computed. The Scheduler does not
+	// place a job again while nothing that could let it fit has changed
+	// (no capacity returned where it could use it), and repeats the
+	// explanation of that earlier cycle: then ExplainedAt is before
+	// Decision.Now, and the free counts Placement quotes are those of
+	// ExplainedAt (capacity taken since only makes the job fit less).
+	ExplainedAt time.Time
+}
+
+// Stale reports whether r carries a placer explanation computed before
+// now (see ExplainedAt).
+func (r *Reason) Stale(now time.Time) bool {
+	return r != nil && r.Placement != nil && !r.ExplainedAt.IsZero() && r.ExplainedAt.Before(now)
 }
 
 // String renders the reason on one line: "CODE: WHAT".
@@ -207,8 +220,8 @@ func (r *Reason) String() string {
 	return b.String()
 }
 
-func placementReason(x *gang.Explanation, c *topology.Cluster) *Reason {
-	r := &Reason{Placement: x}
+func placementReason(x *gang.Explanation, c *topology.Cluster, now time.Time) *Reason {
+	r := &Reason{Placement: x, ExplainedAt: now}
 	switch x.Verdict {
 	case gang.VerdictCapacity:
 		r.Code = WaitCapacity
@@ -263,7 +276,11 @@ func (d *Decision) Format(c *topology.Cluster) string {
 		if p.State != queue.Pending {
 			b.WriteString(", " + p.State.String())
 		}
-		fmt.Fprintf(&b, ") %s\n", p.Reason)
+		fmt.Fprintf(&b, ") %s", p.Reason)
+		if p.Reason.Stale(d.Now) {
+			fmt.Fprintf(&b, " [as explained at %s]", p.Reason.ExplainedAt.UTC().Format(time.RFC3339))
+		}
+		b.WriteByte('\n')
 	}
 	return b.String()
 }

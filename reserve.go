@@ -373,7 +373,7 @@ func (s *Scheduler) backfillShort(d *Decision, leaf *queue.Leaf, j *job, conflic
 		if !placed {
 			cj.req.AllowHost = allow
 			if x := s.placer.Place(s.ledger, cj.req, &s.scratch); x != nil {
-				s.jobReason(cj, placementReason(x, s.c))
+				s.jobReason(cj, placementReason(x, s.c, now))
 				continue
 			}
 		}
