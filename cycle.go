@@ -121,7 +121,11 @@ func (s *Scheduler) try(d *Decision, leaf *queue.Leaf, j *job, now time.Time) {
 		// Nominated: it binds at the start of a cycle, once its victims
 		// (and the stops its quota waits for) are gone.
 		if v := s.victimStillHolding(j); v != "" {
-			s.jobReason(j, &Reason{Code: WaitPreemption, Blocker: v})
+			r := &Reason{Code: WaitPreemption, Blocker: v}
+			if n := j.pre.nominated; n.overdue(now) {
+				r.Detail = fmt.Sprintf("(overdue: not reported stopped by %s; only the GPUs are held for %s now)", n.due.UTC().Format(time.RFC3339), j.spec.ID)
+			}
+			s.jobReason(j, r)
 		}
 		cur.Advance()
 		return

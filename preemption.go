@@ -581,7 +581,17 @@ type nomination struct {
 	// charged in the current cycle (see hold).
 	charge  queue.Vector
 	charged bool
+	// due is when every victim should have stopped (the latest grace
+	// period, twice over, at least a minute past the plan); a host that
+	// has not reported them by then lost a stop, and the nomination no
+	// longer holds quota, CPU or memory for its job (only the GPUs, as
+	// victims still hold theirs), so a lost stop cannot block the other
+	// jobs of its queue path for ever.
+	due time.Time
 }
+
+// overdue reports whether n's victims should have stopped by now.
+func (n *nomination) overdue(now time.Time) bool { return now.After(n.due) }
 
 // Recovery is what the host should do with a job hit by a fault (see
 // Decision.Recoveries).
@@ -755,12 +765,15 @@ func (s *Scheduler) hold(n *nomination) {
 				n.held = append(n.held, part)
 			}
 		}
+		if n.overdue(s.now) {
+			continue
+		}
 		part := topology.Claim{Host: cl.Host, CPUMilli: min(cl.CPUMilli, l.CPUFree(cl.Host)), MemoryMiB: min(cl.MemoryMiB, l.MemoryFree(cl.Host))}
 		if (part.CPUMilli > 0 || part.MemoryMiB > 0) && l.TrialAllocate(part) == nil {
 			n.held = append(n.held, part)
 		}
 	}
-	if !n.charged && s.governs() {
+	if !n.charged && !n.overdue(s.now) && s.governs() {
 		s.tree.Admit(n.job.leaf.ID(), n.charge, s.now)
 		n.charged = true
 		s.pre.holdEpochs++
@@ -877,7 +890,11 @@ func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.
 	j.waitingFor = asked
 	s.jobReason(j, &Reason{Code: WaitPreemption, Blocker: asked[0], Placement: x, Victims: asked})
 	if p != nil && len(asked) == len(vs) {
-		n := &nomination{job: j, p: p.Clone(), victims: victims}
+		var grace time.Duration
+		for _, v := range vs {
+			grace = max(grace, v.Grace)
+		}
+		n := &nomination{job: j, p: p.Clone(), victims: victims, due: now.Add(grace + max(grace, time.Minute))}
 		n.charge = s.chargeVector(n.p)
 		j.pre.nominated = n
 		s.pre.noms = append(s.pre.noms, n)

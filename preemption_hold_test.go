@@ -2,6 +2,7 @@ package gpusched
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -229,5 +230,70 @@ func TestNominationWaitsForCountedStop(t *testing.T) {
 	d = holdCycle(t, s, now)
 	if b := bindings(d); len(b) == 0 || b[0] != "high" {
 		t.Fatalf("w gone: high must bind first:\n%s", d.Format(c))
+	}
+}
+
+// TestNominationOverdueStopsHolding: a host that never reports a victim
+// stopped must not block the nominated job's queue path for ever. Until
+// the victims are due (their grace, twice over) the nomination holds its
+// quota; after that only its GPUs, and other jobs may use the quota the
+// stopped victims freed.
+func TestNominationOverdueStopsHolding(t *testing.T) {
+	c := holdCluster(t, 5, 0)
+	qc := queue.Config{Root: queue.Node{Quotas: []queue.Quota{{Resource: "gpu", Nominal: 24}}, Children: []queue.Node{
+		{Name: "a", Quotas: []queue.Quota{{Resource: "gpu", Nominal: 16}}},
+		{Name: "b", Quotas: []queue.Quota{{Resource: "gpu", Nominal: 8}}},
+	}}}
+	pp, err := NewPlanPreemptor(preempt.Config{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Cluster: c, Queues: qc, Preemptor: pp, DefaultRuntime: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := func(id, q string, prio int32, tasks int) workload.Job {
+		return workload.Job{ID: id, Queue: q, Priority: prio, Runtime: 10 * time.Hour, Groups: []workload.TaskGroup{{Count: tasks, GPUs: 8}}}
+	}
+	now := t0
+	for _, j := range []workload.Job{job("low1", "a", 0, 1), job("low2", "a", 0, 1), job("b1", "b", 0, 1)} {
+		if err := s.Submit(j, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holdCycle(t, s, now)
+	now = now.Add(3 * time.Hour)
+	if err := s.Submit(job("high", "a", 10, 2), now); err != nil {
+		t.Fatal(err)
+	}
+	d := holdCycle(t, s, now)
+	var grace time.Duration
+	for _, p := range d.Preemptions {
+		grace = max(grace, p.Grace)
+	}
+	if len(d.Preemptions) != 2 {
+		t.Fatalf("high arrives: want two victims:\n%s", d.Format(c))
+	}
+	due := now.Add(grace + max(grace, time.Minute))
+	// low1 stops; low2 never does. b2 arrives.
+	now = now.Add(time.Minute)
+	if err := s.Preempted("low1", now); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Submit(job("b2", "b", 0, 1), now); err != nil {
+		t.Fatal(err)
+	}
+	if d = holdCycle(t, s, now); len(d.Bindings) != 0 {
+		t.Fatalf("before the victims are due, high's quota is held:\n%s", d.Format(c))
+	}
+	now = due.Add(time.Second)
+	d = holdCycle(t, s, now)
+	if len(d.Bindings) == 0 {
+		t.Fatalf("after the victims are due, the quota low1 freed is no longer held:\n%s", d.Format(c))
+	}
+	for _, p := range d.Pending {
+		if p.Job == "high" && !strings.Contains(p.Reason.String(), "overdue") {
+			t.Errorf("high's reason should say the stop is overdue: %s", p.Reason)
+		}
 	}
 }
