@@ -68,7 +68,8 @@
 //     waiting job cannot be restored: if it starts in the first cycle, its
 //     estimated end is its whole runtime estimate rather than what is
 //     left. The progress of a running job is restored, as a runtime
-//     estimate shortened by it.
+//     estimate shortened by it (so a state captured from a loaded
+//     Scheduler shows the shortened runtime and no progress).
 //   - What the Scheduler carries from cycle to cycle is rebuilt, not
 //     restored: reservations are computed afresh (the captured Scheduler
 //     never moves one later), cached placement failures too (whose
@@ -78,6 +79,14 @@
 //     jobs waiting for victims, and nominations, are not reproduced.
 //   - The "random" placer seeds each job from its submission sequence
 //     number, which a loaded Scheduler numbers afresh.
+//   - Not saved: the Scheduler's MaxRestarts, DrainGrace, DrainKeep and
+//     OmitPending settings (a loaded one has the defaults), each job's
+//     count of preemptions and restarts, and a running job's last
+//     checkpoint.
+//   - Health is applied after the jobs are restored, so the first cycle of
+//     a loaded Scheduler lists Recoveries for jobs on failed or draining
+//     parts that the captured one may already have handled (`gpusched
+//     explain` does not print them).
 //
 // Capture lists in State.Notes the limits that apply to the state it
 // captures.
