@@ -42,7 +42,9 @@ const (
 	// VerdictCapacity: the cluster does not have enough free GPUs (of an
 	// acceptable model, on healthy hosts) for the gang, wherever they are;
 	// or (Explanation.Limit ReasonCPU or ReasonMemory) no host the request
-	// may use has the free CPU or memory for one task of some group.
+	// may use has the free CPU or memory for one task of some group, or
+	// the free CPU or memory of those hosts, counted in whole tasks host
+	// by host, holds fewer tasks than the gang needs (Explanation.Room).
 	VerdictCapacity Verdict = iota
 	// VerdictQuota: it has, but hosts the request may not use (AllowHost)
 	// hold the difference.
@@ -136,6 +138,15 @@ type Explanation struct {
 	// resource when there are any), in GPUs, milli-CPU or MiB.
 	Group              int
 	TaskNeeds, HostHas int64
+	// Room is, for VerdictCapacity by CPU or memory found by counting,
+	// how many tasks the free CPU and memory of the hosts the request may
+	// use hold, host by host: of Group (whose Min tasks it needs), or,
+	// when Group is -1, of the gang at its smallest per-task CPU and
+	// memory (TaskNeeds is then that smallest demand of Limit): fewer than
+	// RoomNeeds, the group's Min or the gang's Tasks. HostHas is then the
+	// most of Limit one such host has free. Room and RoomNeeds are -1 for
+	// every other explanation.
+	Room, RoomNeeds int
 }
 
 // filterLabel returns FilterLabel, or "quota".
@@ -171,7 +182,9 @@ func (x *Explanation) String() string {
 	if x.LevelName != "" && x.LevelName != "cluster" {
 		b.WriteString(" in one " + x.LevelName)
 	}
-	if x.Group >= 0 && (x.Verdict == VerdictTooLarge || x.Verdict == VerdictCapacity) {
+	if x.Room >= 0 && x.Verdict == VerdictCapacity {
+		b.WriteString("; " + x.roomClause())
+	} else if x.Group >= 0 && (x.Verdict == VerdictTooLarge || x.Verdict == VerdictCapacity) {
 		b.WriteString("; " + x.taskClause())
 	} else if x.Verdict == VerdictTooLarge && (x.LevelName == "cluster" || x.LevelName == "") {
 		// Larger than the whole cluster: nothing more to say.
@@ -234,6 +247,23 @@ func (x *Explanation) taskClause() string {
 	return "no host has " + need + " free for a task (most: " + have + ")"
 }
 
+// roomClause says how many tasks the hosts' free CPU or memory holds:
+// "free cores hold 2 of the 3 tasks of group 0, 60 cores each (most free
+// on a host: 62 cores)".
+func (x *Explanation) roomClause() string {
+	what := "free cores"
+	if x.Limit == ReasonMemory {
+		what = "free memory"
+	}
+	s := what + " hold " + strconv.Itoa(x.Room) + " of the " + plural(x.RoomNeeds, "task")
+	if x.Group >= 0 {
+		s += " of group " + strconv.Itoa(x.Group) + ", "
+	} else {
+		s += ", at least "
+	}
+	return s + x.amount(x.TaskNeeds) + " each (most free on a host: " + x.amount(x.HostHas) + ")"
+}
+
 // amount renders n units of x.Limit.
 func (x *Explanation) amount(n int64) string {
 	switch x.Limit {
@@ -273,7 +303,7 @@ func (pl *policy) explain() *Explanation {
 		FreeGPUs: l.FreeGPUs(root), TotalGPUs: c.NumGPUs(),
 		Best:        Candidate{Domain: topology.NoDomain, Tasks: -1},
 		FilterLabel: r.FilterLabel,
-		Limit:       ReasonGPU, Group: -1,
+		Limit:       ReasonGPU, Group: -1, Room: -1, RoomNeeds: -1,
 	}
 	x.Usable, x.Allowed = x.FreeGPUs, x.FreeGPUs
 	x.Tried = pl.tried
@@ -321,6 +351,8 @@ func (pl *policy) explain() *Explanation {
 	case d.GPUs > 0 && x.Allowed < need:
 		x.Verdict = VerdictQuota
 	case scanned && pl.resourceShort(x):
+		x.Verdict = VerdictCapacity
+	case scanned && pl.roomShort(x, d):
 		x.Verdict = VerdictCapacity
 	default:
 		x.Verdict = VerdictFragmentation
@@ -418,15 +450,88 @@ func (pl *policy) resourceShort(x *Explanation) bool {
 	return false
 }
 
+// roomShort reports whether the free CPU and memory of the hosts the
+// request may use, counted in whole tasks host by host, hold fewer tasks
+// than the gang needs: for some group (with Min > 0 and a CPU or memory
+// demand), Σ min(⌊free CPU / task CPU⌋, ⌊free memory / task memory⌋)
+// over the hosts it may use (acceptable model, healthy, allowed) below
+// its Min; or, over the hosts some group may use, the same sum at the
+// gang's smallest per-task CPU and memory below its Min tasks. The limit
+// is CPU when the CPU count alone falls short, else memory when the
+// memory count does, else CPU; groups limited by CPU come before those
+// by memory, then the request's order, then the gang as a whole. It reads
+// the counts scanHosts left, and fills x's Limit, Group, TaskNeeds,
+// HostHas and Room.
+func (pl *policy) roomShort(x *Explanation, d Demand) bool {
+	r := pl.e.r
+	for _, lim := range [...]Reason{ReasonCPU, ReasonMemory} {
+		for i := range r.Groups {
+			g := &r.Groups[i]
+			st := &pl.gstat[i]
+			if g.Min == 0 || g.CPUMilli == 0 && g.MemoryMiB == 0 || st.room.hosts == 0 || st.room.both >= g.Min {
+				continue
+			}
+			gl, need, have := ReasonCPU, g.CPUMilli, st.mostCPU
+			if st.room.cpu >= g.Min && st.room.mem < g.Min {
+				gl, need, have = ReasonMemory, g.MemoryMiB, st.mostMem
+			}
+			if gl == lim {
+				x.Limit, x.Group, x.TaskNeeds, x.HostHas, x.Room, x.RoomNeeds = lim, i, need, have, st.room.both, g.Min
+				return true
+			}
+		}
+	}
+	j := &pl.joint
+	if j.minCPU == 0 && j.minMem == 0 || j.room.hosts == 0 || j.room.both >= d.Tasks {
+		return false
+	}
+	x.Limit, x.TaskNeeds, x.HostHas = ReasonCPU, j.minCPU, j.mostCPU
+	if j.room.cpu >= d.Tasks && j.room.mem < d.Tasks {
+		x.Limit, x.TaskNeeds, x.HostHas = ReasonMemory, j.minMem, j.mostMem
+	}
+	x.Room, x.RoomNeeds = j.room.both, d.Tasks
+	return true
+}
+
+// room counts tasks the free CPU and memory of some hosts hold, host by
+// host: by CPU alone, by memory alone, and by both; and how many hosts.
+type room struct{ hosts, cpu, mem, both int }
+
+// add adds host h's room for tasks of cpu milli-CPU and mem MiB, each host
+// counting at most most tasks (a missing demand counts as most).
+func (rm *room) add(l *topology.Ledger, h topology.HostID, cpu, mem int64, most int) {
+	kc, km := most, most
+	if cpu > 0 {
+		kc = int(min(l.CPUFree(h)/cpu, int64(most)))
+	}
+	if mem > 0 {
+		km = int(min(l.MemoryFree(h)/mem, int64(most)))
+	}
+	rm.hosts++
+	rm.cpu += kc
+	rm.mem += km
+	rm.both += min(kc, km)
+}
+
+// jointRoom is scanHosts' count at the gang's smallest per-task CPU and
+// memory over the hosts some group may use, for roomShort.
+type jointRoom struct {
+	minCPU, minMem   int64
+	mostCPU, mostMem int64
+	room             room
+}
+
 // groupStat is what scanHosts finds for one task group: whether some host
 // can take one of its tasks, how many hosts the request may use for it
 // fall short by CPU, memory or GPUs, the most free CPU and memory among
-// those hosts, and the most free CPU among those with the task's memory.
+// those hosts, the most free CPU among those with the task's memory, and
+// the room their free CPU and memory have for its tasks.
 type groupStat struct {
 	fits             bool
 	short            [NumReasons]int
 	mostCPU, mostMem int64
 	mostCPUWithMem   int64
+	room             room
 }
 
 // scanHosts counts, per reason, the hosts that cannot take any task of the
@@ -444,14 +549,23 @@ func (pl *policy) scanHosts(x *Explanation, d Demand) {
 	x.Usable, x.Allowed = 0, 0
 	gpuTasks := d.Milli > 0
 	pl.gstat = pl.gstat[:0]
-	for range r.Groups {
+	const huge = int64(1) << 62
+	j := &pl.joint
+	*j = jointRoom{minCPU: huge, minMem: huge}
+	for i := range r.Groups {
 		pl.gstat = append(pl.gstat, groupStat{})
+		if g := &r.Groups[i]; g.Min > 0 {
+			j.minCPU, j.minMem = min(j.minCPU, g.CPUMilli), min(j.minMem, g.MemoryMiB)
+		}
+	}
+	if j.minCPU == huge {
+		j.minCPU, j.minMem = 0, 0
 	}
 	for h := topology.HostID(0); int(h) < c.NumHosts(); h++ {
 		free := l.HostFreeGPUs(h)
 		worst := reasonNone // the reason of the group that got furthest
 		fits := false
-		usable, allowed := false, false
+		usable, allowed, mayUse := false, false, false
 		for i := range r.Groups {
 			g := &r.Groups[i]
 			st := &pl.gstat[i]
@@ -465,6 +579,10 @@ func (pl *policy) scanHosts(x *Explanation, d Demand) {
 					st.mostMem = max(st.mostMem, mem)
 					if mem >= g.MemoryMiB {
 						st.mostCPUWithMem = max(st.mostCPUWithMem, cpu)
+					}
+					if g.Min > 0 {
+						mayUse = true
+						st.room.add(l, h, g.CPUMilli, g.MemoryMiB, g.Min)
 					}
 				}
 			}
@@ -485,6 +603,11 @@ func (pl *policy) scanHosts(x *Explanation, d Demand) {
 			if worst == reasonNone || why > worst {
 				worst = why
 			}
+		}
+		if mayUse {
+			j.mostCPU = max(j.mostCPU, l.CPUFree(h))
+			j.mostMem = max(j.mostMem, l.MemoryFree(h))
+			j.room.add(l, h, j.minCPU, j.minMem, d.Tasks)
 		}
 		if usable && gpuTasks {
 			x.Usable += free

@@ -19,6 +19,7 @@ type recount struct {
 	verdict         Verdict
 	limit           Reason
 	group           int
+	room            int
 	scanned         bool // host counts are meaningful (not a gang too large by domain sizes)
 }
 
@@ -68,7 +69,7 @@ func plainReason(l *topology.Ledger, r *Request, h topology.HostID, g *Group) Re
 func plainRecount(l *topology.Ledger, r *Request) recount {
 	c := l.Cluster()
 	d := r.MinDemand()
-	rc := recount{limit: ReasonGPU, group: -1}
+	rc := recount{limit: ReasonGPU, group: -1, room: -1}
 	largest := 0
 	for _, dm := range c.DomainsAt(r.Within()) {
 		largest = max(largest, len(c.DomainGPUs(dm)))
@@ -177,16 +178,109 @@ func plainRecount(l *topology.Ledger, r *Request) recount {
 				}
 			}
 		}
+		if rc.verdict == VerdictFragmentation {
+			plainRoom(l, r, &rc)
+		}
 	}
 	return rc
+}
+
+// plainRoom counts, host by host, how many tasks the free CPU and memory
+// of the hosts the request may use hold: per group (with Min > 0 and a CPU
+// or memory demand), then for the gang at its smallest per-task demand
+// over the hosts some such group may use; the first count short of what
+// is needed makes the verdict capacity (cpu, or memory when only the
+// memory count is short), groups short of CPU before groups short of
+// memory, then the gang.
+func plainRoom(l *topology.Ledger, r *Request, rc *recount) {
+	c := l.Cluster()
+	count := func(h topology.HostID, cpu, mem int64) (kc, km int) {
+		kc, km = 1<<20, 1<<20
+		if cpu > 0 {
+			kc = int(l.CPUFree(h) / cpu)
+		}
+		if mem > 0 {
+			km = int(l.MemoryFree(h) / mem)
+		}
+		return kc, km
+	}
+	mayUse := func(h topology.HostID, g *Group) bool {
+		why := plainReason(l, r, h, g)
+		return why != ReasonModel && why != ReasonHealth && why != ReasonQuota
+	}
+	type short struct {
+		group int
+		limit Reason
+		room  int
+	}
+	var found []short
+	for i := range r.Groups {
+		g := &r.Groups[i]
+		if g.Min == 0 || g.CPUMilli == 0 && g.MemoryMiB == 0 {
+			continue
+		}
+		hosts, sc, sm, sb := 0, 0, 0, 0
+		for h := topology.HostID(0); int(h) < c.NumHosts(); h++ {
+			if !mayUse(h, g) {
+				continue
+			}
+			kc, km := count(h, g.CPUMilli, g.MemoryMiB)
+			hosts, sc, sm, sb = hosts+1, sc+kc, sm+km, sb+min(kc, km)
+		}
+		if hosts > 0 && sb < g.Min {
+			lim := ReasonCPU
+			if sc >= g.Min && sm < g.Min {
+				lim = ReasonMemory
+			}
+			found = append(found, short{i, lim, sb})
+		}
+	}
+	for _, lim := range []Reason{ReasonCPU, ReasonMemory} {
+		for _, f := range found {
+			if f.limit == lim {
+				rc.verdict, rc.group, rc.limit, rc.room = VerdictCapacity, f.group, lim, f.room
+				return
+			}
+		}
+	}
+	var minCPU, minMem int64 = 1 << 62, 1 << 62
+	total := 0
+	for i := range r.Groups {
+		if g := &r.Groups[i]; g.Min > 0 {
+			minCPU, minMem, total = min(minCPU, g.CPUMilli), min(minMem, g.MemoryMiB), total+g.Min
+		}
+	}
+	if total == 0 || minCPU == 0 && minMem == 0 {
+		return
+	}
+	hosts, sc, sm, sb := 0, 0, 0, 0
+	for h := topology.HostID(0); int(h) < c.NumHosts(); h++ {
+		use := false
+		for i := range r.Groups {
+			if g := &r.Groups[i]; g.Min > 0 && mayUse(h, g) {
+				use = true
+			}
+		}
+		if !use {
+			continue
+		}
+		kc, km := count(h, minCPU, minMem)
+		hosts, sc, sm, sb = hosts+1, sc+kc, sm+km, sb+min(kc, km)
+	}
+	if hosts > 0 && sb < total {
+		rc.verdict, rc.limit, rc.room = VerdictCapacity, ReasonCPU, sb
+		if sc >= total && sm < total {
+			rc.limit = ReasonMemory
+		}
+	}
 }
 
 // checkRecount compares an explanation with the plain recount.
 func checkRecount(t rapid.TB, l *topology.Ledger, r *Request, x *Explanation) {
 	t.Helper()
 	rc := plainRecount(l, r)
-	if x.Verdict != rc.verdict || x.Limit != rc.limit || x.Group != rc.group {
-		t.Fatalf("verdict %v/%v/group %d, recount %v/%v/group %d: %s", x.Verdict, x.Limit, x.Group, rc.verdict, rc.limit, rc.group, x)
+	if x.Verdict != rc.verdict || x.Limit != rc.limit || x.Group != rc.group || x.Room != rc.room {
+		t.Fatalf("verdict %v/%v/group %d/room %d, recount %v/%v/group %d/room %d: %s", x.Verdict, x.Limit, x.Group, x.Room, rc.verdict, rc.limit, rc.group, rc.room, x)
 	}
 	if !rc.scanned {
 		return
@@ -377,5 +471,55 @@ func TestTaskTooLarge(t *testing.T) {
 		if s := x.String(); !strings.Contains(s, "no host has 16 cores free for a task (most: 10 cores)") || !strings.Contains(s, ": capacity") {
 			t.Fatalf("%s: %s", policy, s)
 		}
+	}
+}
+
+// TestExplanationRoom is the review's case: on two idle dgx-h100 hosts
+// with 62 free cores each, gangs of three 60-core tasks (whole GPUs,
+// elastic, shares, MIG, CPU-only, launchers beside an 8-GPU worker) are
+// short of cores in the cluster as a whole, though every host has the
+// cores for one task: capacity (cpu), not fragmentation, whatever the
+// free GPUs.
+func TestExplanationRoom(t *testing.T) {
+	l := hostsWithCores(t, "dgx-h100", 62, 62)
+	for _, tc := range []struct {
+		j    *workload.Job
+		text string
+	}{
+		{&workload.Job{ID: "gpus", Groups: []workload.TaskGroup{{Name: "w", Count: 4, GPUs: 1, CPUMilli: 60000}}},
+			"free cores hold 2 of the 4 tasks of group 0, 60 cores each (most free on a host: 62 cores)"},
+		{&workload.Job{ID: "launchers", Groups: []workload.TaskGroup{{Name: "l", Count: 3, CPUMilli: 60000}, {Name: "w", Count: 1, GPUs: 8, CPUMilli: 1000}}},
+			"free cores hold 2 of the 3 tasks of group 0"},
+		{&workload.Job{ID: "elastic", Groups: []workload.TaskGroup{{Name: "w", Count: 8, MinCount: 3, GPUs: 1, CPUMilli: 60000}}},
+			"free cores hold 2 of the 3 tasks of group 0"},
+		{&workload.Job{ID: "share", Groups: []workload.TaskGroup{{Name: "w", Count: 3, GPUMilli: 500, CPUMilli: 60000}}},
+			"free cores hold 2 of the 3 tasks"},
+		{&workload.Job{ID: "mig", Groups: []workload.TaskGroup{{Name: "w", Count: 3, MIGProfile: "1g.10gb", CPUMilli: 60000}}},
+			"free cores hold 2 of the 3 tasks"},
+		{&workload.Job{ID: "cpu", Groups: []workload.TaskGroup{{Name: "w", Count: 3, CPUMilli: 60000}}},
+			"free cores hold 2 of the 3 tasks"},
+		// Each group alone fits (two 40-core and two 35-core tasks), the
+		// gang does not: four tasks of at least 35 cores, two per host.
+		{&workload.Job{ID: "joint", Groups: []workload.TaskGroup{{Name: "a", Count: 2, GPUs: 1, CPUMilli: 40000}, {Name: "b", Count: 2, CPUMilli: 35000}}},
+			"free cores hold 2 of the 4 tasks, at least 35 cores each (most free on a host: 62 cores)"},
+	} {
+		for _, policy := range PolicyNames() {
+			_, x := place(t, policy, l, tc.j)
+			if x == nil {
+				t.Fatalf("%s %s: placed", policy, tc.j.ID)
+			}
+			if x.Verdict != VerdictCapacity || x.Limit != ReasonCPU || x.Room != 2 {
+				t.Fatalf("%s: %s", policy, x)
+			}
+			if s := x.String(); !strings.Contains(s, tc.text) || !strings.HasSuffix(s, ": capacity") {
+				t.Fatalf("%s: %s", policy, s)
+			}
+		}
+	}
+	// Memory: 3 tasks of 1.5 TiB on hosts with 2 TiB each.
+	mem := l.Cluster().Host(0).MemoryMiB
+	_, x := place(t, "best-fit", l, &workload.Job{ID: "mem", Groups: []workload.TaskGroup{{Name: "w", Count: 3, GPUs: 1, MemoryMiB: mem * 3 / 4}}})
+	if x == nil || x.Verdict != VerdictCapacity || x.Limit != ReasonMemory || x.Room != 2 || x.RoomNeeds != 3 {
+		t.Fatalf("memory: %v", x)
 	}
 }

@@ -149,9 +149,11 @@ func checkExplanation(t *rapid.T, l *topology.Ledger, r *Request, x *Explanation
 		t.Fatalf("limit %v", x.Limit)
 	case x.Group < -1 || x.Group >= len(r.Groups):
 		t.Fatalf("group %d of %d", x.Group, len(r.Groups))
-	case x.Group >= 0 && (x.Verdict != VerdictTooLarge && x.Verdict != VerdictCapacity || x.TaskNeeds <= x.HostHas):
+	case x.Room >= 0 && (x.Verdict != VerdictCapacity || x.Limit == ReasonGPU || x.Room >= x.RoomNeeds):
+		t.Fatalf("room %d of %d: %v, %v", x.Room, x.RoomNeeds, x.Verdict, x.Limit)
+	case x.Room < 0 && x.Group >= 0 && (x.Verdict != VerdictTooLarge && x.Verdict != VerdictCapacity || x.TaskNeeds <= x.HostHas):
 		t.Fatalf("group %d: %v, needs %d, has %d", x.Group, x.Verdict, x.TaskNeeds, x.HostHas)
-	case x.Limit != ReasonGPU && x.Group < 0:
+	case x.Room < 0 && x.Limit != ReasonGPU && x.Group < 0:
 		t.Fatalf("limit %v without a group", x.Limit)
 	}
 	if x.Verdict == VerdictFragmentation && d.GPUs > x.Allowed {
