@@ -244,7 +244,10 @@ func BenchmarkStranded(b *testing.B) {
 // ToR, which fits no ToR: only the ToR with 21 idle hosts passes the
 // counting checks, and there the greedy orders and the bounded search
 // (searchBudget host checks) fail before the explanation scans the
-// hosts (CPU demand: no census).
+// hosts (CPU demand: no census); and twelve 8-GPU workers with sixteen
+// 1-GPU, 150-core workers in one ToR, which fits none though some 300
+// ToRs have the free GPUs and cores for each group: no host can take
+// two of its tasks, which the joint count sees before any attempt.
 func BenchmarkPlaceMultiGroup(b *testing.B) {
 	c, l := benchFixture()
 	tor := []workload.Constraint{{Level: "tor", Required: true}}
@@ -261,6 +264,10 @@ func BenchmarkPlaceMultiGroup(b *testing.B) {
 			{Name: "a", Count: 21, GPUs: 8},
 			{Name: "b", Count: 4, GPUs: 1, CPUMilli: 200000},
 		}, Topology: tor}, false},
+		{"2group-tor-many", &workload.Job{ID: "many", Groups: []workload.TaskGroup{
+			{Name: "a", Count: 12, GPUs: 8, CPUMilli: 10000},
+			{Name: "b", Count: 16, GPUs: 1, CPUMilli: 150000},
+		}, Topology: tor}, false},
 	} {
 		for _, name := range []string{"topology", "best-fit"} {
 			b.Run(name+"/"+tc.name, func(b *testing.B) {
@@ -274,7 +281,7 @@ func BenchmarkPlaceMultiGroup(b *testing.B) {
 				}
 				var p Placement
 				pl.Place(l, r, &p)
-				if !tc.fits && pl.(*policy).budget > 0 {
+				if tc.name == "2group-tor-infeasible" && pl.(*policy).budget > 0 {
 					b.Fatalf("the search did not spend its budget (%d left)", pl.(*policy).budget)
 				}
 				b.ReportAllocs()

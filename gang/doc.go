@@ -84,16 +84,22 @@
 // Groups are placed one after the other (whole GPUs largest first, then
 // MIG, shares, CPU-only tasks), each task where the policy puts it. That
 // greedy order can miss a fit: an MPI job's 8-GPU worker takes the host
-// whose cores its 60-core launcher needed. So when a gang of several
-// groups does not fit a domain that way, the policy checks that the
-// domain's hosts could hold all the tasks together (by counting at the
-// gang's smallest demand), tries the groups in other orders (hungriest for
-// CPU first, for memory first, reversed), and then searches task → host
-// assignments depth first, taking back tentative tasks on the overlay,
-// with the tasks of one group on hosts in ascending order and hosts in the
-// same state tried once. The search is bounded: 2,048 host checks per
-// Place call in all (a few hundred microseconds), at most 8 hosts per
-// task. It is complete on small domains (a tiny-cluster property test
+// whose cores its 60-core launcher needed. So for a gang of several
+// groups the policy first checks that the domain's hosts could hold all
+// the tasks together (counting each host for the most tasks of the gang
+// it could take at once, at most as many as it holds at the gang's
+// smallest demand), which turns most hopeless domains away at the cost of
+// one count; and when the greedy order then fails, it tries the groups in
+// other orders (hungriest for CPU first, for memory first, reversed), and
+// then searches task → host assignments depth first, taking back
+// tentative tasks on the overlay, with the tasks of one group on hosts in
+// ascending order and hosts in the same state tried once. The search is
+// bounded: 2,048 host checks per domain (a few hundred microseconds), at
+// most 8 hosts per task. Each domain gets the whole budget, so whether a
+// gang fits a domain depends on that domain's state alone: taking
+// capacity from one domain cannot hand another the budget to find a fit
+// (the root Scheduler's failure cache assumes losses never make a failed
+// gang fit). It is complete on small domains (a tiny-cluster property test
 // checks every policy against a brute-force oracle over task → host
 // assignments; buddy is exempt, its free-cell rule being stricter than
 // capacity), and a feasibility rescue on large ones, where the policy's

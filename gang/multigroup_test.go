@@ -220,3 +220,92 @@ func TestUnrecordRestoresOverlay(t *testing.T) {
 		}
 	})
 }
+
+// twoToRs is a cluster of 8 dgx-h100 hosts, 4 to a ToR.
+func twoToRs(t testing.TB) *topology.Cluster {
+	s, err := topology.Generator{Name: "two-tors", Machine: "dgx-h100", Hosts: 8, HostsPerToR: 4}.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := topology.Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestDomainsIndependent checks that whether a gang fits in a domain
+// depends on that domain alone, with the search budget binding: a gang
+// required in one ToR (of two, four dgx-h100 hosts each, with drawn free
+// cores and GPUs) fits the cluster exactly when it fits with the hosts of
+// some one ToR allowed (AllowHost). A search budget shared by
+// the domains broke this (a domain that spent it left none to the next),
+// and with it the monotonicity the root Scheduler's failure cache relies
+// on.
+func TestDomainsIndependent(t *testing.T) {
+	defer func(b int) { searchBudget = b }(searchBudget)
+	c := twoToRs(t)
+	tor := topology.LevelHost + 1
+	// The case a shared budget failed: the first ToR spends 21 host
+	// checks in vain, the second needs its own to find the fit.
+	searchBudget = 21
+	l := topology.NewLedger(c)
+	for h, cores := range []int64{8, 8, 64, 16, 8, 16, 64, 64} {
+		cl := topology.Claim{Host: topology.HostID(h), CPUMilli: l.CPUFree(topology.HostID(h)) - cores*1000}
+		if h == 3 || h == 7 {
+			first, _ := c.HostGPUs(topology.HostID(h))
+			cl.GPUs = []topology.GPUClaim{{GPU: first}}
+		}
+		if err := l.Allocate(cl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mpi := &workload.Job{ID: "mpi", Topology: []workload.Constraint{req(c.LevelName(tor))}, Groups: []workload.TaskGroup{
+		{Name: "small", Count: 1, CPUMilli: 4000},
+		{Name: "launcher", Count: 1, CPUMilli: 60000},
+		{Name: "worker", Count: 3, GPUs: 4, CPUMilli: 16000},
+	}}
+	if _, x := place(t, "best-fit", l, mpi); x != nil {
+		t.Fatalf("best-fit: %s", x)
+	}
+	for _, name := range []string{"best-fit", "first-fit", "worst-fit", "topology"} {
+		t.Run(name, func(t *testing.T) {
+			rapid.Check(t, func(t *rapid.T) {
+				searchBudget = rapid.IntRange(1, 400).Draw(t, "budget")
+				l := topology.NewLedger(c)
+				for h := topology.HostID(0); int(h) < c.NumHosts(); h++ {
+					first, _ := c.HostGPUs(h)
+					cl := topology.Claim{Host: h, CPUMilli: l.CPUFree(h) - rapid.SampledFrom([]int64{8, 16, 40, 64, 100}).Draw(t, "cores")*1000}
+					for k := rapid.IntRange(0, 8).Draw(t, "busy"); k > 0; k-- {
+						cl.GPUs = append(cl.GPUs, topology.GPUClaim{GPU: first + topology.GPUID(k-1)})
+					}
+					if err := l.Allocate(cl); err != nil {
+						t.Fatal(err)
+					}
+				}
+				j := &workload.Job{ID: "j", Topology: []workload.Constraint{req(c.LevelName(tor))}}
+				for i, n := 0, rapid.IntRange(2, 3).Draw(t, "groups"); i < n; i++ {
+					j.Groups = append(j.Groups, workload.TaskGroup{
+						Name:     fmt.Sprintf("g%d", i),
+						Count:    rapid.IntRange(1, 3).Draw(t, "count"),
+						GPUs:     rapid.SampledFrom([]int{0, 1, 2, 4, 8}).Draw(t, "gpus"),
+						CPUMilli: rapid.SampledFrom([]int64{4, 8, 16, 30, 60}).Draw(t, "taskCores") * 1000,
+					})
+				}
+				pl := newPolicy(t, name, c)
+				var p Placement
+				fits := pl.Place(l, mustRequest(t, c, j), &p) == nil
+				some := false
+				for _, d := range c.DomainsAt(tor) {
+					lo, hi := c.DomainHosts(d)
+					r := mustRequest(t, c, j)
+					r.AllowHost = func(h topology.HostID) bool { return h >= lo && h < hi }
+					some = some || pl.Place(l, r, &p) == nil
+				}
+				if fits != some {
+					t.Fatalf("fits the cluster %v, fits one ToR alone %v", fits, some)
+				}
+			})
+		})
+	}
+}

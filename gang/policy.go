@@ -170,7 +170,7 @@ type policy struct {
 	joint  jointRoom   // the gang at its smallest demand, from scanHosts
 
 	// backtracking search (search.go)
-	budget int          // host checks left to this Place call
+	budget int          // host checks left to the search in this domain
 	seq    []int32      // group of each task, in search order
 	plain  []bool       // per task: it and every later one are whole-GPU or CPU-only
 	at     []int32      // per task: the scope index of its host
@@ -198,7 +198,6 @@ func (pl *policy) Place(l *topology.Ledger, r *Request, p *Placement) *Explanati
 	pl.grp.kind = pl.order
 	pl.dom.kind = pl.order
 	pl.best, pl.bestTasks, pl.tried = topology.NoDomain, -1, 0
-	pl.budget = searchBudget
 	if pl.plan() {
 		if e.trial {
 			pl.release()
@@ -315,6 +314,11 @@ func (pl *policy) placeAt(lv topology.Level, d Demand, grow bool) bool {
 			continue
 		}
 		placed, ok := pl.mayFit(&s)
+		if ok && pl.several() {
+			// Before any attempt: a domain whose hosts cannot hold the
+			// tasks together is rejected at the cost of one count.
+			placed, ok = pl.jointFits(&s)
+		}
 		if ok {
 			placed, ok = pl.attempt(&s, grow)
 		}
@@ -451,16 +455,14 @@ func (e *engine) makeScope(lv topology.Level, d topology.DomainID) (scope, bool)
 // workers take the cores a launcher needed), so when that first try
 // fails, attempt tries the request's other group orders (altOrders), and
 // then a bounded backtracking search over task → host assignments
-// (search). A single group needs neither: its tasks are alike, and the
+// (search), in a domain placeAt has found the hosts could hold the tasks
+// together (jointFits). A single group needs neither: its tasks are alike, and the
 // hosts' capacities add up.
 func (pl *policy) attempt(s *scope, grow bool) (int, bool) {
 	r := pl.e.r
 	placed, ok := pl.attemptOrder(s, r.order, grow)
 	if ok || !pl.several() {
 		return placed, ok
-	}
-	if !pl.jointFits(s) {
-		return placed, false
 	}
 	// On one host, whole-GPU and CPU-only tasks fit in any order when they
 	// fit at all: there is nothing to retry.
@@ -472,6 +474,7 @@ func (pl *policy) attempt(s *scope, grow bool) (int, bool) {
 			}
 		}
 	}
+	pl.budget = searchBudget // every domain its own: see searchBudget
 	if !oneHost && pl.search(s) {
 		if grow {
 			for _, gi := range r.order {

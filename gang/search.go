@@ -5,11 +5,21 @@ import (
 	"github.com/gpusched/gpusched/topology"
 )
 
-// searchBudget bounds the backtracking search of one Place call, in host
+// searchBudget bounds the backtracking search in one domain, in host
 // checks (deciding whether a host can take a task, or placing it there):
 // a few hundred microseconds at most, spent only on gangs of several
-// groups that the greedy orders could not place. It is shared by every
-// domain and level the call tries. Tests change it.
+// groups that the greedy orders could not place, in domains that pass the
+// counting checks (mayFit, jointFits). Tests change it.
+//
+// Each domain a Place call tries gets the whole budget afresh, never what
+// other domains left of it: whether a gang fits in a domain depends on
+// that domain's state alone. The root Scheduler's failure cache relies on
+// that: it assumes that losses (allocations, hosts failing) never make a
+// failed shape fit. With a budget shared across domains, a loss in a
+// domain that used to spend the budget (then failing the counting checks
+// instead) would leave it to a later domain, where the search could find
+// a fit. The counting checks and searchWidth are per domain too; only
+// Options.MaxDomains makes the outcome depend on other domains.
 var searchBudget = 1 << 11
 
 // searchWidth is the most candidate hosts the search tries for one task.
@@ -116,14 +126,18 @@ func (pl *policy) search(s *scope) bool {
 // jointFits checks a necessary condition for the gang's wanted tasks to
 // fit in s together, which mayFit checks group by group: the hosts of s
 // that could take a task of some group, each counted for as many tasks as
-// its free GPUs, CPU and memory hold at the gang's smallest demand of
-// each, hold all the tasks. Gangs with share or MIG tasks pass. One pass
-// over the hosts of s, stopping once enough are counted.
-func (pl *policy) jointFits(s *scope) bool {
+// its free GPUs, CPU and memory hold, hold all the tasks. A host's count
+// is the most tasks of the gang it could take together (hostMaxTasks: an
+// 8-GPU worker and a 150-core launcher do not share a host of 8 GPUs and
+// 224 cores, though each fits); at most, the tasks its free GPUs, CPU and
+// memory hold at the gang's smallest demand of each. Gangs with share or
+// MIG tasks pass. One pass over the hosts of s, stopping once enough are
+// counted; it returns the tasks counted.
+func (pl *policy) jointFits(s *scope) (int, bool) {
 	e := &pl.e
 	r := e.r
 	if !r.simple {
-		return true
+		return 0, true
 	}
 	const huge = 1 << 62
 	total, minGPUs := 0, huge
@@ -166,10 +180,72 @@ func (pl *policy) jointFits(s *scope) bool {
 		if minMem > 0 {
 			k = min(k, int(e.l.MemoryFree(h)/minMem))
 		}
+		if k > 1 {
+			k = pl.hostMaxTasks(h, k)
+		}
 		n += k
 	}
-	return n >= total
+	return min(n, total), n >= total
 }
+
+// hostMaxTasks returns the most wanted tasks of the gang (whole-GPU and
+// CPU-only groups) host h could take together by its free GPUs, CPU and
+// memory, or at most k (an upper bound the caller knows): a depth-first
+// count over how many tasks of each group, which returns k when it takes
+// more than maxTaskMixSteps steps (still an upper bound).
+func (pl *policy) hostMaxTasks(h topology.HostID, k int) int {
+	e := &pl.e
+	steps := 0
+	best := 0
+	var rec func(gi int, gpus int, cpu, mem int64, n int) bool
+	rec = func(gi int, gpus int, cpu, mem int64, n int) bool {
+		steps++
+		if steps > maxTaskMixSteps {
+			return false
+		}
+		best = max(best, n)
+		if best >= k {
+			return true
+		}
+		for ; gi < len(pl.want); gi++ {
+			w := pl.want[gi]
+			g := &e.r.Groups[gi]
+			if w <= 0 || e.hostReason(h, g) != reasonNone {
+				continue
+			}
+			m := w
+			if g.Kind == TaskWhole {
+				m = min(m, gpus/g.GPUs)
+			}
+			if g.CPUMilli > 0 {
+				m = min(m, int(cpu/g.CPUMilli))
+			}
+			if g.MemoryMiB > 0 {
+				m = min(m, int(mem/g.MemoryMiB))
+			}
+			for c := m; c >= 1; c-- {
+				used := 0
+				if g.Kind == TaskWhole {
+					used = c * g.GPUs
+				}
+				if !rec(gi+1, gpus-used, cpu-int64(c)*g.CPUMilli, mem-int64(c)*g.MemoryMiB, n+c) {
+					return false
+				}
+				if best >= k {
+					return true
+				}
+			}
+		}
+		return true
+	}
+	if !rec(0, e.l.HostFreeGPUs(h), e.l.CPUFree(h), e.l.MemoryFree(h), 0) {
+		return k
+	}
+	return min(best, k)
+}
+
+// maxTaskMixSteps bounds hostMaxTasks' count on one host.
+const maxTaskMixSteps = 64
 
 func (pl *policy) inSeq(gi int) bool {
 	for _, x := range pl.seq {
