@@ -523,3 +523,42 @@ func TestExplanationRoom(t *testing.T) {
 		t.Fatalf("memory: %v", x)
 	}
 }
+
+// TestElasticExplanationCountsOnePass: an elastic gang that fits at
+// neither Count nor Min is explained by its Min pass alone: the domains
+// tried and the best candidate's tasks are those of the same gang asked
+// at Min, not the two passes added up or mixed.
+func TestElasticExplanationCountsOnePass(t *testing.T) {
+	c := mustPreset(t, "h100-1k")
+	l := topology.NewLedger(c)
+	// 27 idle hosts in every ToR of 32 (the last has fewer): no host
+	// takes two of the gang's tasks, 28 are needed.
+	for h := topology.HostID(0); int(h) < c.NumHosts(); h++ {
+		if h%32 < 5 {
+			first, n := c.HostGPUs(h)
+			for g := first; g < first+topology.GPUID(n); g++ {
+				takeGPUs(t, l, g)
+			}
+		}
+	}
+	tor := []workload.Constraint{req("tor")}
+	at := func(count, min int) *workload.Job {
+		return &workload.Job{ID: "x", Topology: tor, Groups: []workload.TaskGroup{
+			{Name: "a", Count: count, MinCount: min, GPUs: 8, CPUMilli: 10000},
+			{Name: "b", Count: 16, GPUs: 1, CPUMilli: 150000},
+		}}
+	}
+	for _, policy := range []string{"best-fit", "first-fit", "topology"} {
+		_, x := place(t, policy, l, at(14, 12))
+		_, y := place(t, policy, l, at(12, 0))
+		if x == nil || y == nil {
+			t.Fatalf("%s: placed", policy)
+		}
+		if x.Tried != y.Tried || x.Best != y.Best || x.Tasks != 28 {
+			t.Fatalf("%s: elastic %+v\nat Min %+v", policy, x, y)
+		}
+		if x.Tried > x.Domains || x.Best.Tasks > x.Tasks {
+			t.Fatalf("%s: %s", policy, x)
+		}
+	}
+}

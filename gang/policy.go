@@ -225,6 +225,9 @@ func (pl *policy) plan() bool {
 			pl.want = append(pl.want, n)
 		}
 		d := r.demand(pass == 1)
+		// The explanation is of the last pass (Min tasks for an elastic
+		// request): count its domains only.
+		pl.best, pl.bestTasks, pl.tried = topology.NoDomain, -1, 0
 		if pl.tryLevels(d, pass == 1) {
 			return true
 		}
