@@ -23,7 +23,7 @@ type tagCount struct {
 
 type clusterTags struct {
 	tags     [][]tagCount // per host: kinds with running tasks
-	reported []bool       // per host: a task was ever reported
+	reported []bool       // per host: a reported task runs there
 }
 
 func (ct *clusterTags) init(nh int) {
@@ -60,6 +60,12 @@ func (p *policy) Released(c topology.Claim, t Task) {
 			ts[i].n--
 			if ts[i].n <= 0 {
 				p.tags.tags[c.Host] = append(ts[:i], ts[i+1:]...)
+				if len(p.tags.tags[c.Host]) == 0 {
+					// Nothing reported runs here any more: read the host
+					// from the ledger again, as before the first report,
+					// so a trial placement taken back leaves no trace.
+					p.tags.reported[c.Host] = false
+				}
 			}
 			return
 		}
@@ -67,7 +73,8 @@ func (p *policy) Released(c topology.Claim, t Task) {
 }
 
 // lookup reports whether host h runs tasks of kind tag and how many kinds
-// it runs. Hosts without reports are read from the view of the ledger
+// it runs. Hosts where no reported task runs are read from the view of
+// the ledger
 // (refreshed for h): a shared GPU means a share task, and whole GPUs one
 // task of that many GPUs.
 func (ct *clusterTags) lookup(v *view, h topology.HostID, tag int16) (same bool, kinds int) {

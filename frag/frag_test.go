@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/gpusched/gpusched/topology"
@@ -445,5 +446,42 @@ func TestClusteringTracker(t *testing.T) {
 	p.(Resetter).Reset()
 	if cl2, _ := p.Pick(l, one, Scope{}); cl2.Host != 1 {
 		t.Errorf("after reset: %+v", cl2)
+	}
+}
+
+// TestClusteringTrialLeavesNoTrace: a task reported allocated and then
+// released (a trial placement taken back) on a host whose other tasks
+// were never reported leaves gpu-clustering reading that host from the
+// ledger again, as a fresh policy does.
+func TestClusteringTrialLeavesNoTrace(t *testing.T) {
+	c := smallCluster(t)
+	l := topology.NewLedger(c)
+	// Unreported 2-GPU tasks on every host.
+	for h := topology.HostID(0); int(h) < c.NumHosts(); h++ {
+		first, _ := c.HostGPUs(h)
+		if err := l.Allocate(topology.Claim{Host: h, GPUs: []topology.GPUClaim{{GPU: first}, {GPU: first + 1}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fresh := mustPolicy(t, GPUClustering)
+	want, ok := fresh.Pick(l, Task{GPUs: 2}, Scope{})
+	if !ok {
+		t.Fatal("no host for 2 GPUs")
+	}
+	// A 1-GPU trial on the host a fresh policy picks for the next 2-GPU
+	// task, taken back.
+	used := mustPolicy(t, GPUClustering)
+	one := Task{GPUs: 1}
+	used.Pick(l, one, Scope{}) // it sees the cluster
+	first, _ := c.HostGPUs(want.Host)
+	cl := topology.Claim{Host: want.Host, GPUs: []topology.GPUClaim{{GPU: first + 2}}}
+	used.(Tracker).Allocated(cl, one)
+	used.(Tracker).Released(cl, one)
+	for _, task := range []Task{{GPUs: 2}, one, {GPUMilli: 300}, {GPUs: 4}} {
+		a, okA := used.Pick(l, task, Scope{})
+		b, okB := fresh.Pick(l, task, Scope{})
+		if okA != okB || !reflect.DeepEqual(a, b) {
+			t.Errorf("%+v: used %+v, fresh %+v", task, a, b)
+		}
 	}
 }
