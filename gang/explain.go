@@ -467,16 +467,16 @@ func (pl *policy) roomShort(x *Explanation, d Demand) bool {
 	for _, lim := range [...]Reason{ReasonCPU, ReasonMemory} {
 		for i := range r.Groups {
 			g := &r.Groups[i]
-			st := &pl.gstat[i]
-			if g.Min == 0 || g.CPUMilli == 0 && g.MemoryMiB == 0 || st.room.hosts == 0 || st.room.both >= g.Min {
+			st, rm := &pl.gstat[i], &pl.rooms[i]
+			if g.Min == 0 || g.CPUMilli == 0 && g.MemoryMiB == 0 || rm.hosts == 0 || rm.both >= g.Min {
 				continue
 			}
 			gl, need, have := ReasonCPU, g.CPUMilli, st.mostCPU
-			if st.room.cpu >= g.Min && st.room.mem < g.Min {
+			if rm.cpu >= g.Min && rm.mem < g.Min {
 				gl, need, have = ReasonMemory, g.MemoryMiB, st.mostMem
 			}
 			if gl == lim {
-				x.Limit, x.Group, x.TaskNeeds, x.HostHas, x.Room, x.RoomNeeds = lim, i, need, have, st.room.both, g.Min
+				x.Limit, x.Group, x.TaskNeeds, x.HostHas, x.Room, x.RoomNeeds = lim, i, need, have, rm.both, g.Min
 				return true
 			}
 		}
@@ -524,14 +524,14 @@ type jointRoom struct {
 // groupStat is what scanHosts finds for one task group: whether some host
 // can take one of its tasks, how many hosts the request may use for it
 // fall short by CPU, memory or GPUs, the most free CPU and memory among
-// those hosts, the most free CPU among those with the task's memory, and
-// the room their free CPU and memory have for its tasks.
+// those hosts, and the most free CPU among those with the task's memory.
+// (The room their free CPU and memory have for its tasks is in
+// policy.rooms.)
 type groupStat struct {
 	fits             bool
 	short            [NumReasons]int
 	mostCPU, mostMem int64
 	mostCPUWithMem   int64
-	room             room
 }
 
 // scanHosts counts, per reason, the hosts that cannot take any task of the
@@ -549,11 +549,13 @@ func (pl *policy) scanHosts(x *Explanation, d Demand) {
 	x.Usable, x.Allowed = 0, 0
 	gpuTasks := d.Milli > 0
 	pl.gstat = pl.gstat[:0]
+	pl.rooms = pl.rooms[:0]
 	const huge = int64(1) << 62
 	j := &pl.joint
 	*j = jointRoom{minCPU: huge, minMem: huge}
 	for i := range r.Groups {
 		pl.gstat = append(pl.gstat, groupStat{})
+		pl.rooms = append(pl.rooms, room{})
 		if g := &r.Groups[i]; g.Min > 0 {
 			j.minCPU, j.minMem = min(j.minCPU, g.CPUMilli), min(j.minMem, g.MemoryMiB)
 		}
@@ -582,7 +584,9 @@ func (pl *policy) scanHosts(x *Explanation, d Demand) {
 					}
 					if g.Min > 0 {
 						mayUse = true
-						st.room.add(l, h, g.CPUMilli, g.MemoryMiB, g.Min)
+						if rm := &pl.rooms[i]; rm.both < g.Min { // else it is not short
+							rm.add(l, h, g.CPUMilli, g.MemoryMiB, g.Min)
+						}
 					}
 				}
 			}
@@ -604,7 +608,7 @@ func (pl *policy) scanHosts(x *Explanation, d Demand) {
 				worst = why
 			}
 		}
-		if mayUse {
+		if mayUse && j.room.both < d.Tasks { // else it is not short
 			j.mostCPU = max(j.mostCPU, l.CPUFree(h))
 			j.mostMem = max(j.mostMem, l.MemoryFree(h))
 			j.room.add(l, h, j.minCPU, j.minMem, d.Tasks)

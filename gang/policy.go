@@ -167,6 +167,7 @@ type policy struct {
 
 	census census
 	gstat  []groupStat // per group, from scanHosts
+	rooms  []room      // per group, from scanHosts
 	joint  jointRoom   // the gang at its smallest demand, from scanHosts
 
 	// backtracking search (search.go)
