@@ -434,6 +434,8 @@ type explanationJSON struct {
 	Group     int            `json:"group"`               // the task group a per-task verdict is about, or -1
 	TaskNeeds int64          `json:"taskNeeds,omitempty"` // of limit, per task: GPUs, milli-CPU or MiB
 	HostHas   int64          `json:"hostHas,omitempty"`   // the most a host has (too large: in all; capacity: free)
+	Room      *int           `json:"room,omitempty"`      // capacity by CPU/memory: tasks the free CPU/memory holds
+	RoomNeeds *int           `json:"roomNeeds,omitempty"` // ... of the tasks it needs
 	Free      int            `json:"freeGPUs"`
 	Usable    int            `json:"usableGPUs"`
 	Allowed   int            `json:"allowedGPUs"`
@@ -450,6 +452,9 @@ func writePlaceJSON(out io.Writer, c *topology.Cluster, l *topology.Ledger, f *p
 			Best: why.Best.Name, BestFree: why.Best.FreeGPUs, BestShort: why.Best.Short, BestTasks: why.Best.Tasks,
 			Limit: why.Limit.String(), Group: why.Group, TaskNeeds: why.TaskNeeds, HostHas: why.HostHas,
 			Free: why.FreeGPUs, Usable: why.Usable, Allowed: why.Allowed,
+		}
+		if why.Room >= 0 {
+			x.Room, x.RoomNeeds = &why.Room, &why.RoomNeeds
 		}
 		for i, n := range why.Excluded {
 			if n > 0 {

@@ -103,6 +103,15 @@ func TestPlaceJSON(t *testing.T) {
 	if x := doc.Explanation; x == nil || x.Verdict != "too large" || x.Limit != "cpu" || x.Group != 0 || x.TaskNeeds != 999999999 || x.HostHas <= 0 {
 		t.Fatalf("%+v", x)
 	}
+	// Free cores for 2 of 3 tasks: capacity by cpu, with the room counted.
+	code, out, _ = gpusched(t, "", "place", "--machine", "dgx-h100", "--hosts", "2", "--tasks", "3", "--gpus-per-task", "1", "--cpu", "150000", "-o", "json")
+	doc = placeJSON{}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 1 {
+		t.Fatal(code, err)
+	}
+	if x := doc.Explanation; x == nil || x.Verdict != "capacity" || x.Limit != "cpu" || x.Room == nil || *x.Room != 2 || x.RoomNeeds == nil || *x.RoomNeeds != 3 {
+		t.Fatalf("%+v", x)
+	}
 	// A placement reports the tightest domain that holds it.
 	code, out, _ = gpusched(t, "", "place", "--preset", "h100-1k", "--gpus", "1", "-o", "json")
 	doc = placeJSON{}
