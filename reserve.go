@@ -32,6 +32,11 @@ type reservation struct {
 	// cycles while they are unchanged and the reserved time is ahead.
 	health uint64
 	mkey   string
+	// commits is the Scheduler's count of changes to the nominations
+	// (and stops in progress) when the shadow was built: the shadow
+	// models each nomination as its job running on its placement, so a
+	// change of the nominations means building it again.
+	commits uint64
 	// shadow is the ledger as it will be at `at`: jobs ending by then
 	// released, the reservation and every later-ending backfilled job
 	// allocated.
@@ -120,14 +125,16 @@ func (s *Scheduler) estimatedEnd(j *job, t time.Time) (time.Time, bool) {
 // (after 1, 2, 4, … distinct end times since the last failed attempt) and
 // skipped while fewer GPUs are free than j needs; after a success,
 // bisection over the end times skipped since the last failure finds the
-// earliest one that fits. The previous cycle's reservation is reused
-// (its shadow synced with this cycle's admissions) while valid, and
+// earliest one that fits. Nominated jobs count as started now on their
+// placements, their victims' claims theirs (shadowNominations). The
+// previous cycle's reservation is reused (its shadow synced with this
+// cycle's admissions) while valid and the nominations are unchanged, and
 // otherwise kept if it is still free at its time, so a reservation never
 // moves later because of jobs that backfilled behind it. Returns nil when
 // j cannot fit even when everything has ended.
 func (s *Scheduler) reserve(j *job, now time.Time, mkey string) *reservation {
 	if prev := s.reservedFor[j]; prev != nil && prev.shadow != nil {
-		if prev.health == s.healthEpoch && prev.mkey == mkey && (prev.forever || now.Before(prev.at)) && s.syncShadow(prev) {
+		if prev.health == s.healthEpoch && prev.mkey == mkey && prev.commits == s.pre.commits && (prev.forever || now.Before(prev.at)) && s.syncShadow(prev) {
 			return prev
 		}
 		s.shadowPool = append(s.shadowPool, prev.shadow)
@@ -135,6 +142,7 @@ func (s *Scheduler) reserve(j *job, now time.Time, mkey string) *reservation {
 	}
 	sh := s.shadowLedger()
 	sh.CopyFrom(s.ledger)
+	noms, victims := s.shadowNominations(sh, now)
 	prev := s.reservedFor[j]
 	need := j.req.MinDemand().Milli
 	root := s.c.Root()
@@ -152,7 +160,7 @@ func (s *Scheduler) reserve(j *job, now time.Time, mkey string) *reservation {
 		forever        bool
 		claims         []topology.Claim
 		groups         []group
-		window         []*job
+		window         [][]topology.Claim // the claims released, in order
 		stride         = 1
 		prevChecked    = prev == nil
 		placedByPlacer bool
@@ -176,8 +184,8 @@ func (s *Scheduler) reserve(j *job, now time.Time, mkey string) *reservation {
 		lo, hi, cur := 0, len(groups)-1, len(groups)-1
 		moveTo := func(k int) {
 			for cur > k { // put group cur back
-				for _, h := range window[groups[cur].from:] {
-					_ = sh.Allocate(h.placement.Claims...)
+				for _, cl := range window[groups[cur].from:] {
+					_ = sh.Allocate(cl...)
 				}
 				window = window[:groups[cur].from]
 				cur--
@@ -187,7 +195,7 @@ func (s *Scheduler) reserve(j *job, now time.Time, mkey string) *reservation {
 			mid := (lo + hi) / 2
 			// Only moving back is possible without re-releasing: test mid
 			// from a copy of the window.
-			saved := append([]*job(nil), window...)
+			saved := append([][]topology.Claim(nil), window...)
 			savedCur := cur
 			moveTo(mid)
 			if fits() {
@@ -196,8 +204,8 @@ func (s *Scheduler) reserve(j *job, now time.Time, mkey string) *reservation {
 				continue
 			}
 			// Release again up to savedCur and search the upper half.
-			for _, h := range saved[len(window):] {
-				_ = sh.Release(h.placement.Claims...)
+			for _, cl := range saved[len(window):] {
+				_ = sh.Release(cl...)
 			}
 			window, cur = saved, savedCur
 			lo = mid + 1
@@ -217,8 +225,9 @@ func (s *Scheduler) reserve(j *job, now time.Time, mkey string) *reservation {
 		}
 		return false
 	}
-	s.ends.Ascend(func(h *job) bool {
-		hEnd, hKnown := h.end, h.endKnown
+	// release releases claims ending at hEnd (known) in order of end; it
+	// reports false once the reservation is found.
+	release := func(hEnd time.Time, hKnown bool, cl []topology.Claim) bool {
 		if hKnown && hEnd.Before(now) {
 			hEnd = now
 		}
@@ -236,15 +245,35 @@ func (s *Scheduler) reserve(j *job, now time.Time, mkey string) *reservation {
 				return false
 			}
 		}
-		if err := sh.Release(h.placement.Claims...); err != nil {
+		if err := sh.Release(cl...); err != nil {
 			return true
 		}
 		if n := len(groups); n == 0 || hKnown != groups[n-1].known || !hEnd.Equal(groups[n-1].end) {
 			groups = append(groups, group{end: hEnd, known: hKnown, from: len(window)})
 		}
-		window = append(window, h)
+		window = append(window, cl)
 		return true
+	}
+	s.ends.Ascend(func(h *job) bool {
+		// The nominated jobs ending by h's end first (their victims'
+		// claims are theirs: see shadowNominations).
+		for len(noms) > 0 && noms[0].known && (!h.endKnown || !noms[0].end.After(h.end)) {
+			n := noms[0]
+			noms = noms[1:]
+			if !release(n.end, true, n.claims) {
+				return false
+			}
+		}
+		if h.preempting && slices.Contains(victims, h) {
+			return true
+		}
+		return release(h.end, h.endKnown, h.placement.Claims)
 	})
+	for _, n := range noms {
+		if found || !release(n.end, n.known, n.claims) {
+			break
+		}
+	}
 	if !found && len(groups) > 0 {
 		stride = 0 // last chance: everything has ended
 		found = tryHere()
@@ -267,7 +296,84 @@ func (s *Scheduler) reserve(j *job, now time.Time, mkey string) *reservation {
 	if !forever && at.Before(now) {
 		at = now
 	}
-	return &reservation{at: at, forever: forever, claims: claims, p: rp, shadow: sh, health: s.healthEpoch, mkey: mkey}
+	return &reservation{at: at, forever: forever, claims: claims, p: rp, shadow: sh, health: s.healthEpoch, mkey: mkey, commits: s.pre.commits}
+}
+
+// nomRelease is a nominated job in a reservation's shadow: it holds
+// claims until end (known) or for ever.
+type nomRelease struct {
+	end    time.Time
+	known  bool
+	claims []topology.Claim
+}
+
+// shadowNominations models the nominations in shadow sh, a copy of the
+// ledger while they hold their placements' free parts (hold): as though
+// each nominated job started now on its placement and its victims were
+// gone (the victims are stopping; what they hold is the nominated job's
+// or free once they stop). It gives back the trial holds and the claims
+// of the victims still holding, and allocates each placement whole. It
+// returns when the nominated jobs release their placements, in order of
+// estimated end (now plus the remaining runtime estimate; unknown last),
+// and the victims whose claims it released, which the caller no longer
+// releases at their own ends. A nomination whose placement does not fit
+// so (not expected) is left as it was: its holds never released, its
+// victims released at their ends.
+func (s *Scheduler) shadowNominations(sh *topology.Ledger, now time.Time) ([]nomRelease, []*job) {
+	if len(s.pre.noms) == 0 {
+		return nil, nil
+	}
+	var (
+		rels    []nomRelease
+		victims []*job
+	)
+	for _, n := range s.pre.noms {
+		if sh.Release(n.held...) != nil {
+			continue
+		}
+		k := len(victims)
+		ok := true
+		for _, v := range n.victims {
+			if !v.state.Holding() || v.placement == nil || slices.Contains(victims, v) {
+				continue
+			}
+			if sh.Release(v.placement.Claims...) != nil {
+				ok = false
+				break
+			}
+			victims = append(victims, v)
+		}
+		if ok && sh.Allocate(n.p.Claims...) == nil {
+			r := nomRelease{claims: n.p.Claims}
+			rt := n.job.spec.Runtime
+			if rt == 0 {
+				rt = s.cfg.DefaultRuntime
+			}
+			if rt > 0 {
+				r.end, r.known = now.Add(n.job.remaining(rt)), true
+			}
+			rels = append(rels, r)
+			continue
+		}
+		// Put back what was released (health unchecked: a victim keeps
+		// what it holds on parts that failed).
+		for _, v := range victims[k:] {
+			_ = sh.TrialRestore(v.placement.Claims...)
+		}
+		clear(victims[k:])
+		victims = victims[:k]
+		_ = sh.TrialRestore(n.held...)
+	}
+	slices.SortStableFunc(rels, func(a, b nomRelease) int {
+		if a.known != b.known {
+			if a.known {
+				return -1
+			}
+			return 1
+		}
+		return a.end.Compare(b.end)
+	})
+	return rels, victims
 }
 
 // checkHolds checks claims of j (starting now) against every capacity
