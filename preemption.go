@@ -57,10 +57,8 @@ type PlanPreemptor struct {
 	placer  gang.Placer
 	maxPlan int
 
-	cycle   uint64
-	plans   int
-	govTree *queue.Tree
-	gov     bool
+	cycle uint64
+	plans int
 	// testMemo, if set, is called with a fresh plan whenever a no-plan
 	// memo held (tests: the plan must have no victims).
 	testMemo func(job string, p *preempt.Plan)
@@ -159,20 +157,8 @@ type noPlanMemo struct {
 func (p *PlanPreemptor) noPlan(s *Scheduler, j *job, why *preempt.NoPlan, quota bool) {
 	m := &j.pre.noPlan
 	*m = noPlanMemo{ok: why.Err == nil, gen: s.ledger.Generation(), eligSeq: s.pre.eligSeq, epoch: s.quotaEpoch(), drops: s.pre.drops, commits: s.pre.commits,
-		until: why.Until, prio: j.spec.Priority, queues: quota || why.Verdict == preempt.VerdictQuota || p.governed(s.tree),
+		until: why.Until, prio: j.spec.Priority, queues: quota || why.Verdict == preempt.VerdictQuota || s.tree.GovernsAny(),
 		exact: why.Verdict == preempt.VerdictBudget}
-}
-
-// governed reports whether the tree has a quota on some resource (then
-// reclaim and fair-share grounds, which follow the usage, may apply).
-func (p *PlanPreemptor) governed(t *queue.Tree) bool {
-	if p.govTree != t {
-		p.govTree, p.gov = t, false
-		for r := 0; r < t.Dimensions().Len(); r++ {
-			p.gov = p.gov || t.Governed(r)
-		}
-	}
-	return p.gov
 }
 
 // stillNoPlan reports whether j's last "no plan" still holds: no minimum
@@ -773,7 +759,7 @@ func (s *Scheduler) hold(n *nomination) {
 			n.held = append(n.held, part)
 		}
 	}
-	if !n.charged && !n.overdue(s.now) && s.governs() {
+	if !n.charged && !n.overdue(s.now) && s.tree.GovernsAny() {
 		s.tree.Admit(n.job.leaf.ID(), n.charge, s.now)
 		n.charged = true
 		s.pre.holdEpochs++
@@ -794,18 +780,6 @@ func (s *Scheduler) unhold(n *nomination) {
 		n.charged = false
 		s.pre.holdEpochs++
 	}
-}
-
-// governs reports whether some quota limits some resource (else a
-// nomination's quota hold would change nothing but the fair-share order).
-func (s *Scheduler) governs() bool {
-	t := s.tree
-	for r := 0; r < t.Dimensions().Len(); r++ {
-		if t.Governed(r) {
-			return true
-		}
-	}
-	return false
 }
 
 // heldDetail notes, for a quota block b met in a cycle, the nominated

@@ -79,9 +79,6 @@ type Search struct {
 	hostIn   []bool       // counting: host in counter.hosts
 
 	r run
-
-	govTree *queue.Tree
-	gov     bool
 }
 
 // levelIndex maps hosts (and, at LevelFabric, GPUs) to the index of
@@ -438,17 +435,6 @@ func (r *run) end() {
 	}
 }
 
-// governs reports whether tree t has a quota on some resource (cached).
-func (s *Search) governs(t *queue.Tree) bool {
-	if s.govTree != t {
-		s.govTree, s.gov = t, false
-		for r := 0; r < t.Dimensions().Len(); r++ {
-			s.gov = s.gov || t.Governed(r)
-		}
-	}
-	return s.gov
-}
-
 // prepare sizes the per-cluster scratch and returns the index of level
 // lv, building it on first use: O(hosts) (O(GPUs) at LevelFabric) once per
 // cluster and level.
@@ -504,7 +490,7 @@ func (r *run) setupQueues() {
 		r.withinStamp = make([]uint64, n)
 	}
 	r.base = r.base[:0]
-	if !r.s.governs(t) {
+	if !t.GovernsAny() {
 		// No quota anywhere: nobody borrows and no quota binds, so the
 		// what-if usage decides nothing; skip the commitments.
 		r.resetW()

@@ -336,6 +336,17 @@ func (t *Tree) Capacity() Vector { return t.capacity }
 // Governed reports whether dimension r is limited by some quota.
 func (t *Tree) Governed(r int) bool { return t.governed[r] }
 
+// GovernsAny reports whether some quota limits some dimension (else no
+// queue borrows and no quota binds).
+func (t *Tree) GovernsAny() bool {
+	for _, g := range t.governed {
+		if g {
+			return true
+		}
+	}
+	return false
+}
+
 // Epoch returns a counter that grows with every usage change.
 func (t *Tree) Epoch() uint64 { return t.epoch }
 
