@@ -157,7 +157,7 @@ func style(n *yaml.Node, key string) {
 			}
 			if durations[k] && v.Kind == yaml.ScalarNode {
 				if d, err := time.ParseDuration(v.Value); err == nil {
-					v.Value = shortDuration(d)
+					v.Value = FormatDuration(d)
 				}
 			}
 			style(v, k)
@@ -175,9 +175,10 @@ func style(n *yaml.Node, key string) {
 	}
 }
 
-// shortDuration is d as Go writes it, without zero minutes and seconds:
-// 1h, 1h30m, 90s, 1h0m0.5s.
-func shortDuration(d time.Duration) string {
+// FormatDuration writes d as a state file does: as Go writes durations,
+// without zero minutes and seconds (1h, 1h30m, 45s, 1h0m0.5s). Decode
+// reads it back with time.ParseDuration.
+func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")

@@ -60,14 +60,7 @@ func parseSaveState(vals []string, horizon time.Duration) ([]time.Duration, erro
 // Go writes durations less zero minutes and seconds (state-1h.yaml,
 // state-1h30m.yaml, state-45s.yaml).
 func stateFileName(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return "state-" + s + ".yaml"
+	return "state-" + snapshot.FormatDuration(d) + ".yaml"
 }
 
 // hook returns the simulator's snapshot function for one run: at each
@@ -91,7 +84,7 @@ func (ss *stateSaver) hook(s *gpusched.Scheduler, cfg gpusched.Config, policy st
 		}
 		name := filepath.Join(ss.dir, stateFileName(at))
 		var buf bytes.Buffer
-		when := strings.TrimSuffix(strings.TrimPrefix(stateFileName(at), "state-"), ".yaml")
+		when := snapshot.FormatDuration(at)
 		header := fmt.Sprintf("The simulated Scheduler %s after the trace start, as its cycle then saw it,\n%s.\nExplain it: gpusched explain %s", when, ss.header, name)
 		if err := snapshot.Encode(&buf, st, header); err != nil {
 			return err
