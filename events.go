@@ -35,7 +35,7 @@ func (s *Scheduler) Submit(spec workload.Job, now time.Time) error {
 	if _, dup := s.jobs[spec.ID]; dup {
 		return jobErr(spec.ID, ErrDuplicateJob)
 	}
-	spec = copyJob(spec)
+	spec = spec.Clone()
 	leaf, ok := s.tree.Leaf(spec.Queue)
 	if !ok {
 		msg := "no leaf queue named " + fmt.Sprintf("%q", spec.Queue)
@@ -63,15 +63,6 @@ func (s *Scheduler) Submit(spec workload.Job, now time.Time) error {
 	leaf.Add(&j.entry)
 	s.jobs[spec.ID] = j
 	return nil
-}
-
-func copyJob(j workload.Job) workload.Job {
-	j.Groups = slices.Clone(j.Groups)
-	for i := range j.Groups {
-		j.Groups[i].Models = slices.Clone(j.Groups[i].Models)
-	}
-	j.Topology = slices.Clone(j.Topology)
-	return j
 }
 
 // neverFits checks a job against its queue's ceiling and the idle
@@ -422,7 +413,7 @@ func (s *Scheduler) Restore(spec workload.Job, tasks [][]topology.Claim, st queu
 	if _, dup := s.jobs[spec.ID]; dup {
 		return jobErr(spec.ID, ErrDuplicateJob)
 	}
-	spec = copyJob(spec)
+	spec = spec.Clone()
 	leaf, ok := s.tree.Leaf(spec.Queue)
 	if !ok {
 		return jobErr(spec.ID, fmt.Errorf("%w: no leaf queue named %q", ErrUnknownQueue, spec.Queue))

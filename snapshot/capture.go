@@ -13,7 +13,6 @@ import (
 	"github.com/gpusched/gpusched/gang"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/topology"
-	"github.com/gpusched/gpusched/workload"
 )
 
 // CaptureOptions say what Capture cannot read from the Scheduler itself.
@@ -183,7 +182,7 @@ func plural(n int, one, many string) string {
 
 // captureJob turns one job's status into the state's job.
 func captureJob(s *gpusched.Scheduler, c *topology.Cluster, id string, js gpusched.JobStatus) (Job, error) {
-	j := Job{Job: copyJob(js.Spec), Submitted: js.Submitted}
+	j := Job{Job: js.Spec.Clone(), Submitted: js.Submitted}
 	if js.State != queue.Pending {
 		j.State = js.State.String()
 	}
@@ -225,17 +224,6 @@ func captureJob(s *gpusched.Scheduler, c *topology.Cluster, id string, js gpusch
 		j.Placement = append(j.Placement, t)
 	}
 	return j, nil
-}
-
-// copyJob copies a job spec's slices, which JobStatus shares with the
-// Scheduler.
-func copyJob(j workload.Job) workload.Job {
-	j.Groups = slices.Clone(j.Groups)
-	for i := range j.Groups {
-		j.Groups[i].Models = slices.Clone(j.Groups[i].Models)
-	}
-	j.Topology = slices.Clone(j.Topology)
-	return j
 }
 
 // clusterRef names c as a preset when it is one, else holds it inline.

@@ -6,6 +6,7 @@ package workload
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -133,6 +134,18 @@ type Job struct {
 	// CheckpointInterval says how often the job checkpoints; zero means it
 	// does not (a preemption loses its whole run).
 	CheckpointInterval time.Duration `json:"checkpointInterval,omitempty" yaml:"checkpointInterval,omitempty"`
+}
+
+// Clone returns a copy of j that shares no slice with it (Groups, each
+// group's Models, Topology).
+func (j *Job) Clone() Job {
+	c := *j
+	c.Groups = slices.Clone(j.Groups)
+	for i := range c.Groups {
+		c.Groups[i].Models = slices.Clone(c.Groups[i].Models)
+	}
+	c.Topology = slices.Clone(j.Topology)
+	return c
 }
 
 // Tasks returns the total number of tasks.
