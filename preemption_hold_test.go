@@ -57,13 +57,12 @@ func bindings(d Decision) []string {
 	return out
 }
 
-// TestNominationHoldsQuota: a job nominated to a placement keeps the quota
-// its victims free for itself while they stop one by one; neither the
-// victims (requeued) nor anyone else takes it, and the job binds once they
-// are all gone. (Regression: the quota freed by the first victim was
-// taken back by that victim, the bind failed the quota check, and a new
-// plan preempted again, forever.)
-func TestNominationHoldsQuota(t *testing.T) {
+// quotaHoldStart builds 5 DGX H100 hosts under a root GPU quota of 24,
+// queue a with 16 and b with 8, starts low1 and low2 (a) and b1 (b), of 8
+// GPUs each, at t0, and returns the Scheduler with a maker of 8-GPU-task
+// jobs.
+func quotaHoldStart(t *testing.T) (*Scheduler, *topology.Cluster, func(id, q string, prio int32, tasks int) workload.Job) {
+	t.Helper()
 	c := holdCluster(t, 5, 0)
 	qc := queue.Config{Root: queue.Node{Quotas: []queue.Quota{{Resource: "gpu", Nominal: 24}}, Children: []queue.Node{
 		{Name: "a", Quotas: []queue.Quota{{Resource: "gpu", Nominal: 16}}},
@@ -80,15 +79,26 @@ func TestNominationHoldsQuota(t *testing.T) {
 	job := func(id, q string, prio int32, tasks int) workload.Job {
 		return workload.Job{ID: id, Queue: q, Priority: prio, Runtime: 10 * time.Hour, Groups: []workload.TaskGroup{{Count: tasks, GPUs: 8}}}
 	}
-	now := t0
 	for _, j := range []workload.Job{job("low1", "a", 0, 1), job("low2", "a", 0, 1), job("b1", "b", 0, 1)} {
-		if err := s.Submit(j, now); err != nil {
+		if err := s.Submit(j, t0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if d := holdCycle(t, s, now); len(d.Bindings) != 3 {
+	if d := holdCycle(t, s, t0); len(d.Bindings) != 3 {
 		t.Fatalf("start:\n%s", d.Format(c))
 	}
+	return s, c, job
+}
+
+// TestNominationHoldsQuota: a job nominated to a placement keeps the quota
+// its victims free for itself while they stop one by one; neither the
+// victims (requeued) nor anyone else takes it, and the job binds once they
+// are all gone. (Regression: the quota freed by the first victim was
+// taken back by that victim, the bind failed the quota check, and a new
+// plan preempted again, forever.)
+func TestNominationHoldsQuota(t *testing.T) {
+	s, c, job := quotaHoldStart(t)
+	now := t0
 	now = now.Add(3 * time.Hour)
 	if err := s.Submit(job("high", "a", 10, 2), now); err != nil {
 		t.Fatal(err)
@@ -239,29 +249,8 @@ func TestNominationWaitsForCountedStop(t *testing.T) {
 // quota; after that only its GPUs, and other jobs may use the quota the
 // stopped victims freed.
 func TestNominationOverdueStopsHolding(t *testing.T) {
-	c := holdCluster(t, 5, 0)
-	qc := queue.Config{Root: queue.Node{Quotas: []queue.Quota{{Resource: "gpu", Nominal: 24}}, Children: []queue.Node{
-		{Name: "a", Quotas: []queue.Quota{{Resource: "gpu", Nominal: 16}}},
-		{Name: "b", Quotas: []queue.Quota{{Resource: "gpu", Nominal: 8}}},
-	}}}
-	pp, err := NewPlanPreemptor(preempt.Config{}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(Config{Cluster: c, Queues: qc, Preemptor: pp, DefaultRuntime: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	job := func(id, q string, prio int32, tasks int) workload.Job {
-		return workload.Job{ID: id, Queue: q, Priority: prio, Runtime: 10 * time.Hour, Groups: []workload.TaskGroup{{Count: tasks, GPUs: 8}}}
-	}
+	s, c, job := quotaHoldStart(t)
 	now := t0
-	for _, j := range []workload.Job{job("low1", "a", 0, 1), job("low2", "a", 0, 1), job("b1", "b", 0, 1)} {
-		if err := s.Submit(j, now); err != nil {
-			t.Fatal(err)
-		}
-	}
-	holdCycle(t, s, now)
 	now = now.Add(3 * time.Hour)
 	if err := s.Submit(job("high", "a", 10, 2), now); err != nil {
 		t.Fatal(err)
