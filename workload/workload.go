@@ -134,10 +134,17 @@ type Job struct {
 	// CheckpointInterval says how often the job checkpoints; zero means it
 	// does not (a preemption loses its whole run).
 	CheckpointInterval time.Duration `json:"checkpointInterval,omitempty" yaml:"checkpointInterval,omitempty"`
+	// Grace is how long the job gets between the signal to stop (a
+	// preemption, or a drain of the GPUs it runs on) and the release of
+	// its resources, to write a checkpoint: a 70B model's checkpoint needs
+	// minutes, a notebook seconds. Zero means the scheduler's default; a
+	// scheduler bounds it (gpusched.Config.MaxGrace) and refuses a job
+	// that asks for more.
+	Grace time.Duration `json:"grace,omitempty" yaml:"grace,omitempty"`
 }
 
-// Clone returns a copy of j that shares no slice with it (Groups, each
-// group's Models, Topology).
+// Clone returns a deep copy of j: it shares no slice with j (Groups, each
+// group's Models, Topology), so changing one never changes the other.
 func (j *Job) Clone() Job {
 	c := *j
 	c.Groups = slices.Clone(j.Groups)
@@ -307,6 +314,9 @@ func (j *Job) Validate() error {
 	}
 	if j.CheckpointInterval < 0 {
 		return bad("checkpointInterval", "negative interval %v", j.CheckpointInterval)
+	}
+	if j.Grace < 0 {
+		return bad("grace", "negative grace period %v", j.Grace)
 	}
 	return nil
 }

@@ -40,6 +40,8 @@ func TestValidate(t *testing.T) {
 		{"negative min run time", Job{ID: "j", Groups: []TaskGroup{{Count: 1}}, MinRunTime: -1}, "minRunTime"},
 		{"negative cap", Job{ID: "j", Groups: []TaskGroup{{Count: 1}}, MaxPreemptions: -1}, "maxPreemptions"},
 		{"negative checkpoint", Job{ID: "j", Groups: []TaskGroup{{Count: 1}}, CheckpointInterval: -1}, "checkpointInterval"},
+		{"grace", Job{ID: "j", Groups: []TaskGroup{{Count: 1}}, Grace: 10 * time.Minute}, ""},
+		{"negative grace", Job{ID: "j", Groups: []TaskGroup{{Count: 1}}, Grace: -time.Second}, "grace"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
