@@ -10,6 +10,12 @@ import (
 // typo like "h[0-999999999]" is an error instead of an out-of-memory.
 const MaxExpandedNames = 1 << 20
 
+// CountNames returns how many names ExpandNames would make of pattern,
+// without making them: O(length of the pattern), whatever it expands to.
+// More than MaxExpandedNames is reported as MaxExpandedNames+1, and a
+// pattern ExpandNames rejects as 0.
+func CountNames(pattern string) int { return countNames(pattern) }
+
 // ExpandNames expands a host-list pattern into names, in order.
 //
 // A pattern is a comma-separated list of parts, as in Slurm host lists
