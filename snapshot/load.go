@@ -55,36 +55,29 @@ type Loaded struct {
 // fields the format does not have. name names the data in errors, which
 // are *Error with the line. It does not check what Restore checks.
 func Decode(data []byte, name string) (*State, error) {
-	st, _, err := decode(data, name)
-	return st, err
-}
-
-func decode(data []byte, name string) (*State, *yaml.Node, error) {
 	if len(data) > MaxBytes {
-		return nil, nil, &Error{File: name, Err: fmt.Errorf("larger than %d MiB", MaxBytes>>20)}
+		return nil, &Error{File: name, Err: fmt.Errorf("larger than %d MiB", MaxBytes>>20)}
 	}
 	var st State
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&st); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, nil, &Error{File: name, Err: errors.New("empty state file")}
+			return nil, &Error{File: name, Err: errors.New("empty state file")}
 		}
-		return nil, nil, &Error{File: name, Err: err}
+		return nil, &Error{File: name, Err: err}
 	}
-	var doc yaml.Node
-	_ = yaml.Unmarshal(data, &doc)
-	return &st, &doc, nil
+	return &st, nil
 }
 
 // Load decodes a state file's data and restores it (Decode, then
 // State.Restore), with errors that name the line of the field at fault.
 func Load(data []byte, name string, opt Options) (*Loaded, error) {
-	st, doc, err := decode(data, name)
+	st, err := Decode(data, name)
 	if err != nil {
 		return nil, err
 	}
-	return st.restore(name, doc, opt)
+	return st.restore(name, data, opt)
 }
 
 // Restore builds the state's cluster and a Scheduler on it, and puts the
@@ -99,9 +92,18 @@ func (st *State) Restore(opt Options) (*Loaded, error) {
 	return st.restore("state", nil, opt)
 }
 
-func (st *State) restore(name string, doc *yaml.Node, opt Options) (*Loaded, error) {
+// restore restores the state; data, when not nil, is the file it was
+// decoded from, parsed again only to find the line of an error.
+func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error) {
 	bad := func(field string, err error) error {
-		return &Error{File: name, Line: lineOf(doc, field), Field: field, Err: err}
+		line := 0
+		if data != nil {
+			var doc yaml.Node
+			if yaml.Unmarshal(data, &doc) == nil {
+				line = lineOf(&doc, field)
+			}
+		}
+		return &Error{File: name, Line: line, Field: field, Err: err}
 	}
 	if st.Version != 0 && st.Version != Version {
 		return nil, bad("version", fmt.Errorf("version %d; this gpusched reads version %d", st.Version, Version))
@@ -349,11 +351,7 @@ func (sc *Cluster) buildSpec(opt Options) (*topology.Cluster, string, error) {
 		count := func(patterns []string) int {
 			n := 0
 			for _, p := range patterns {
-				names, err := topology.ExpandNames(p)
-				if err != nil {
-					continue // Build says what is wrong
-				}
-				n += len(names)
+				n += topology.CountNames(p) // 0 if malformed: Build says what is wrong
 			}
 			return n
 		}

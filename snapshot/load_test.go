@@ -221,41 +221,6 @@ func TestCaptureErrors(t *testing.T) {
 	}
 }
 
-// FuzzLoad feeds arbitrary bytes to the loader: it must return a state or
-// an *Error, never panic; a loaded state must schedule.
-func FuzzLoad(f *testing.F) {
-	f.Add(readSample(f))
-	f.Add([]byte("now: 2025-01-01T00:00:00Z\ncluster: {preset: dgx-h100}\nqueues: {root: {children: [{name: a}]}}\njobs: []\n"))
-	f.Add([]byte(`{"now": "2025-01-01T00:00:00Z", "cluster": {"machine": "dgx-a100", "hosts": 2}, "queues": {"root": {"children": [{"name": "q"}]}}, "jobs": [{"id": "j", "queue": "q", "groups": [{"count": 1, "gpus": 2}], "submitted": "2025-01-01T00:00:00Z", "state": "running", "started": "2025-01-01T00:00:00Z", "placement": [{"host": "dgx-a100-1", "gpus": [0, 1]}]}]}`))
-	f.Add([]byte("jobs:\n- {id: x, placement: [{host: h, gpu: -1, mig: 1g.10gb, start: 99}]}\n"))
-	// Bad times: started after now, submitted after now, started before
-	// submitted.
-	f.Add([]byte("now: 2025-01-01T00:00:00Z\ncluster: {machine: dgx-h100}\nqueues: {root: {children: [{name: q}]}}\njobs:\n- {id: a, queue: q, groups: [{count: 1, gpus: 1}], submitted: 2025-01-01T00:00:00Z, state: running, started: 2025-01-01T01:00:00Z, placement: [{host: dgx-h100-1, gpus: [0]}]}\n"))
-	f.Add([]byte("now: 2025-01-01T00:00:00Z\ncluster: {machine: dgx-h100}\nqueues: {root: {children: [{name: q}]}}\njobs:\n- {id: a, queue: q, groups: [{count: 1, gpus: 1}], submitted: 2025-01-02T00:00:00Z}\n"))
-	f.Add([]byte("now: 2025-01-02T00:00:00Z\ncluster: {machine: dgx-h100}\nqueues: {root: {children: [{name: q}]}}\njobs:\n- {id: a, queue: q, groups: [{count: 1, gpus: 1}], submitted: 2025-01-01T12:00:00Z, state: running, started: 2025-01-01T11:00:00Z, placement: [{host: dgx-h100-1, gpus: [0]}]}\n"))
-	// fgd with a workload, a requeued job with progress.
-	f.Add([]byte("now: 2025-01-01T00:00:00Z\ncluster: {machine: dgx-h100, hosts: 2}\nplacer: fgd\nworkload: [{gpus: 1, weight: 0.5}, {gpuMilli: 500, weight: 0.5}]\nqueues: {root: {children: [{name: q}]}}\njobs:\n- {id: a, queue: q, groups: [{count: 1, gpuMilli: 500}], submitted: 2024-12-31T00:00:00Z, state: requeued, progress: 1h}\n"))
-	var inline bytes.Buffer
-	if l, err := Load(readSample(f), sampleState, Options{}); err == nil {
-		st := *l.State
-		spec := l.Cluster.Spec()
-		st.Cluster = Cluster{Spec: &spec}
-		_ = Encode(&inline, &st, "")
-		f.Add(inline.Bytes())
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		l, err := Load(data, "fuzz", Options{MaxHosts: 64})
-		if err != nil {
-			var se *Error
-			if !errors.As(err, &se) {
-				t.Fatalf("%T %v", err, err)
-			}
-			return
-		}
-		l.Scheduler.Schedule(l.State.Now)
-	})
-}
-
 func preemptConfig() preempt.Config {
 	return preempt.Config{LowerPriority: preempt.WithinQueue}
 }
