@@ -27,6 +27,9 @@ func scheduleCases() []Case {
 				full = []Figure{fig("ms/op", 10, 8)}
 				incr = []Figure{fig("ms/op", 1, 8)}
 			}
+			if sz.name == "100k" && pending == 10000 {
+				full = []Figure{fig("ms/op", 10, 14)}
+			}
 			cs = append(cs,
 				Case{
 					Name: fmt.Sprintf("Schedule/full-%d-pending/%s", pending, sz.name), Size: sz.name, BenchTime: "20x", Figures: full,
@@ -41,6 +44,7 @@ func scheduleCases() []Case {
 			)
 		}
 	}
+	cs = append(cs, kaiCases()...)
 	for _, sz := range sizes {
 		cs = append(cs, Case{
 			Name: "Schedule/preempt-256gpu-tor/" + sz.name, Size: sz.name, BenchTime: "20x",
@@ -190,60 +194,67 @@ func buildWorld(b testing.TB, presetName string, full bool) *schedWorld {
 		key = "world-full/" + presetName
 	}
 	return cached(b, key, func() (*schedWorld, error) {
-		c := preset(b, presetName)
-		w := &schedWorld{c: c, t0: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
-		w.queues, w.leaves = schedQueues(c.NumGPUs())
-		l := topology.NewLedger(c)
-		pl, err := gang.New("topology", gang.Options{Explain: gang.DetailBrief})
-		if err != nil {
-			return nil, err
-		}
-		r := rand.New(rand.NewPCG(1, 2))
-		target := int64(c.NumGPUs()) * 1000 / 10
-		for i := 0; l.FreeMilli(c.Root()) > target; i++ {
-			j := schedJob(r, "run"+strconv.Itoa(i), w.leaves[r.IntN(len(w.leaves))])
-			j.Runtime = time.Duration(1+r.IntN(48)) * 30 * time.Minute
-			req, err := gang.NewRequest(c, &j)
-			if err != nil {
-				return nil, err
-			}
-			p := new(gang.Placement) // a committed placement is kept
-			if pl.Place(l, req, p) != nil {
-				if i > 100*c.NumHosts() {
-					return nil, fmt.Errorf("could not fill %s", c.Name())
-				}
-				continue
-			}
-			if _, err := gang.Commit(l, p); err != nil {
-				return nil, err
-			}
-			tasks := make([][]topology.Claim, len(j.Groups))
-			for k, cl := range p.Claims {
-				tasks[p.Tasks[k].Group] = append(tasks[p.Tasks[k].Group], cloneClaim(cl))
-			}
-			start := w.t0.Add(-time.Duration(r.IntN(int(j.Runtime/time.Second))) * time.Second)
-			w.running = append(w.running, running{spec: j, tasks: tasks, start: start})
-		}
-		// For a full world, single GPUs take what is left.
-		for k := 0; full && l.FreeGPUs(c.Root()) > 0; k++ {
-			one := workload.Job{ID: "fill" + strconv.Itoa(k), Queue: w.leaves[k%len(w.leaves)], Priority: int32(r.IntN(4)),
-				Runtime: time.Duration(1+r.IntN(48)) * 30 * time.Minute, Groups: []workload.TaskGroup{schedMix[0].group}}
-			req, err := gang.NewRequest(c, &one)
-			if err != nil {
-				return nil, err
-			}
-			p := new(gang.Placement)
-			if x := pl.Place(l, req, p); x != nil {
-				return nil, fmt.Errorf("top-up: %v", x)
-			}
-			if _, err := gang.Commit(l, p); err != nil {
-				return nil, err
-			}
-			start := w.t0.Add(-time.Duration(r.IntN(int(one.Runtime/time.Second))) * time.Second)
-			w.running = append(w.running, running{spec: one, tasks: [][]topology.Claim{{cloneClaim(p.Claims[0])}}, start: start})
-		}
-		return w, nil
+		w, _, _, err := newWorld(preset(b, presetName), full)
+		return w, err
 	})
+}
+
+// newWorld builds the world of cluster c (see world and fullWorld); it
+// also returns the ledger holding the running jobs, and the random source
+// that drew them, for fixtures that add more.
+func newWorld(c *topology.Cluster, full bool) (*schedWorld, *topology.Ledger, *rand.Rand, error) {
+	w := &schedWorld{c: c, t0: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+	w.queues, w.leaves = schedQueues(c.NumGPUs())
+	l := topology.NewLedger(c)
+	pl, err := gang.New("topology", gang.Options{Explain: gang.DetailBrief})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	target := int64(c.NumGPUs()) * 1000 / 10
+	for i := 0; l.FreeMilli(c.Root()) > target; i++ {
+		j := schedJob(r, "run"+strconv.Itoa(i), w.leaves[r.IntN(len(w.leaves))])
+		j.Runtime = time.Duration(1+r.IntN(48)) * 30 * time.Minute
+		req, err := gang.NewRequest(c, &j)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		p := new(gang.Placement) // a committed placement is kept
+		if pl.Place(l, req, p) != nil {
+			if i > 100*c.NumHosts() {
+				return nil, nil, nil, fmt.Errorf("could not fill %s", c.Name())
+			}
+			continue
+		}
+		if _, err := gang.Commit(l, p); err != nil {
+			return nil, nil, nil, err
+		}
+		tasks := make([][]topology.Claim, len(j.Groups))
+		for k, cl := range p.Claims {
+			tasks[p.Tasks[k].Group] = append(tasks[p.Tasks[k].Group], cloneClaim(cl))
+		}
+		start := w.t0.Add(-time.Duration(r.IntN(int(j.Runtime/time.Second))) * time.Second)
+		w.running = append(w.running, running{spec: j, tasks: tasks, start: start})
+	}
+	// For a full world, single GPUs take what is left.
+	for k := 0; full && l.FreeGPUs(c.Root()) > 0; k++ {
+		one := workload.Job{ID: "fill" + strconv.Itoa(k), Queue: w.leaves[k%len(w.leaves)], Priority: int32(r.IntN(4)),
+			Runtime: time.Duration(1+r.IntN(48)) * 30 * time.Minute, Groups: []workload.TaskGroup{schedMix[0].group}}
+		req, err := gang.NewRequest(c, &one)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		p := new(gang.Placement)
+		if x := pl.Place(l, req, p); x != nil {
+			return nil, nil, nil, fmt.Errorf("top-up: %v", x)
+		}
+		if _, err := gang.Commit(l, p); err != nil {
+			return nil, nil, nil, err
+		}
+		start := w.t0.Add(-time.Duration(r.IntN(int(one.Runtime/time.Second))) * time.Second)
+		w.running = append(w.running, running{spec: one, tasks: [][]topology.Claim{{cloneClaim(p.Claims[0])}}, start: start})
+	}
+	return w, l, r, nil
 }
 
 func cloneClaim(cl topology.Claim) topology.Claim {
@@ -289,7 +300,11 @@ func (w *schedWorld) schedulerWith(b testing.TB, pending int, p gpusched.Preempt
 }
 
 func benchFull(b *testing.B, presetName string, pending int) {
-	w := world(b, presetName)
+	benchFullOf(b, world(b, presetName), pending)
+}
+
+// benchFullOf times one cycle over pending jobs on a fresh Scheduler of w.
+func benchFullOf(b *testing.B, w *schedWorld, pending int) {
 	b.ReportAllocs()
 	var bound, waiting int
 	for i := 0; i < b.N; i++ {
@@ -310,7 +325,12 @@ func benchFull(b *testing.B, presetName string, pending int) {
 }
 
 func benchIncremental(b *testing.B, presetName string, pending int) {
-	w := world(b, presetName)
+	benchIncrementalOf(b, world(b, presetName), pending)
+}
+
+// benchIncrementalOf times the cycle after a running job of w finishes,
+// with pending jobs waiting.
+func benchIncrementalOf(b *testing.B, w *schedWorld, pending int) {
 	s, now, r := w.scheduler(b, pending)
 	d := s.Schedule(now)
 	next := pending
