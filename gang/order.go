@@ -432,11 +432,21 @@ type domOrder struct {
 	bare    int
 	hoDone  bool
 	barePre bool
+	// band holds, for a best-fit walk of hosts for a gang of no whole GPU
+	// that needs GPU capacity (shares, MIG), the hosts without a free
+	// GPU whose partly used GPUs hold that capacity, in ID order (see
+	// partBand); bandAt is the next to yield. The host order then starts
+	// at one free GPU.
+	band   []topology.HostID
+	bandAt int
 
 	pos, start int
 }
 
-func (o *domOrder) begin(e *engine, lv topology.Level, need int, g *Group) {
+// begin starts the walk of level lv for a demand of need free whole GPUs
+// and milli milli-GPU in all (Demand.GPUs and Demand.Milli); g is the
+// first group in placement order (its models filter hosts).
+func (o *domOrder) begin(e *engine, lv topology.Level, need int, milli int64, g *Group) {
 	o.e, o.lv, o.need, o.done = e, lv, need, false
 	o.pos, o.start = 0, -1
 	o.last = hostKey{h: -1, free: need}
@@ -444,12 +454,46 @@ func (o *domOrder) begin(e *engine, lv topology.Level, need int, g *Group) {
 		o.last = hostKey{h: -1, free: e.c.NumGPUs() + 1}
 	}
 	o.bare, o.hoDone = -1, false
+	o.band, o.bandAt = o.band[:0], 0
 	if lv == topology.LevelHost {
 		o.root = scope{lv: e.c.LevelCluster(), dom: e.c.Root(), fabric: topology.NoDomain, lo: 0, hi: topology.HostID(e.c.NumHosts())}
 		o.ho.kind = o.kind
-		o.ho.begin(e, &o.root, g, need, false)
+		if o.kind == ordBest && need == 0 && milli > 0 {
+			o.ho.begin(e, &o.root, g, 1, false)
+			o.partBand(milli)
+		} else {
+			o.ho.begin(e, &o.root, g, need, false)
+		}
 		if need == 0 && len(e.bare) > 0 && (o.kind == ordBest || o.kind == ordWorst) {
 			o.bare, o.barePre = 0, o.kind == ordBest
+		}
+	}
+}
+
+// partBand gathers the hosts with no free GPU whose partly used GPUs
+// (shares, MIG instances) have milli milli-GPU free in all, with an
+// accepted model, in ID order: the only hosts of the band of zero free
+// GPUs that placeAt does not skip (it skips hosts with less free
+// milli-GPU than the gang needs). Walking the band through the index
+// would seek once per host of the whole cluster — on a busy cluster most
+// of them — to find a few; here a leaf network domain whose partly used
+// GPUs hold less than milli is passed over in O(1) (its free milli-GPU
+// less a thousand per free GPU), and the hosts of the others are read
+// from the ledger's counters without a seek. The hosts yielded, and their
+// order, are those of the index walk that placeAt keeps.
+func (o *domOrder) partBand(milli int64) {
+	c, l := o.e.c, o.e.l
+	part := func(d topology.DomainID) int64 { return l.FreeMilli(d) - int64(l.FreeGPUs(d))*topology.MilliPerGPU }
+	for _, d := range c.DomainsAt(topology.LevelHost + 1) {
+		if part(d) < milli {
+			continue
+		}
+		lo, hi := c.DomainHosts(d)
+		for h := lo; h < hi; h++ {
+			hd := c.HostDomain(h)
+			if l.FreeGPUs(hd) == 0 && l.FreeMilli(hd) >= milli && o.ho.modelOK(h) {
+				o.band = append(o.band, h)
+			}
 		}
 	}
 }
@@ -473,6 +517,10 @@ func (o *domOrder) next() (topology.DomainID, bool) {
 			if h, ok := o.nextBare(); ok {
 				return c.HostDomain(h), true
 			}
+		}
+		if o.bandAt < len(o.band) {
+			o.bandAt++
+			return c.HostDomain(o.band[o.bandAt-1]), true
 		}
 		if !o.hoDone {
 			if h, ok := o.ho.next(); ok {

@@ -302,7 +302,7 @@ func (pl *policy) placeAt(lv topology.Level, d Demand, grow bool) bool {
 	if len(pl.e.r.order) > 0 {
 		g0 = &pl.e.r.Groups[pl.e.r.order[0]]
 	}
-	pl.dom.begin(&pl.e, lv, d.GPUs, g0)
+	pl.dom.begin(&pl.e, lv, d.GPUs, d.Milli, g0)
 	outer := lv == pl.e.r.Within()
 	tried := 0
 	for {
