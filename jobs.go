@@ -23,9 +23,11 @@ type job struct {
 	demand queue.Vector
 
 	// Written by the job transitions (events.go: take, start, release,
-	// back, end). Invariant: placement, txn, charged and hosts are set
-	// exactly while state.Holding(); end/endKnown are its estimated end
-	// then (the jobTable's ends order).
+	// back, end), hosts by jobTable.index. Invariant: placement, txn,
+	// charged and hosts are set exactly while state.Holding(); end and
+	// endKnown are then its estimated end (the jobTable's ends order).
+	// req.AllowHost is the model filter of its last evaluation (cycle.go),
+	// req.Seed and entry.Seq are set once by jobTable.add.
 	state       queue.State
 	placement   *gang.Placement
 	txn         gang.Txn
