@@ -472,7 +472,7 @@ func (s *Scheduler) admit(d *Decision, leaf *queue.Leaf, j *job, placed *gang.Pl
 	s.take(j, holding{p: p, txn: txn, charged: charged, admitted: now}, now)
 	leaf.Remove(&j.entry)
 	s.cyc.admitted(j)
-	d.Bindings = append(d.Bindings, Binding{Job: j.spec.ID, Queue: leaf.Name(), Placement: p, Borrowing: borrowing, Backfill: s.res.any()})
+	d.Bindings = append(d.Bindings, Binding{Job: j.spec.ID, Queue: leaf.Name(), Placement: p.Clone(), Borrowing: borrowing, Backfill: s.res.any()})
 	return true
 }
 

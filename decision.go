@@ -2,6 +2,7 @@ package gpusched
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,8 +45,7 @@ type Binding struct {
 	Job   string // the admitted job
 	Queue string // its leaf queue
 	// Placement holds one topology.Claim per task (host, CPU, memory and
-	// the exact GPUs, share or MIG slot). It is owned by the Scheduler until
-	// the job ends; read it, do not modify it.
+	// the exact GPUs, share or MIG slot). It is the host's copy.
 	Placement *gang.Placement
 	// Borrowing is true when the job took its queue beyond its nominal
 	// quota, using quota lent by other queues.
@@ -161,6 +161,24 @@ type Reason struct {
 	// Decision.Now, and the free counts Placement quotes are those of
 	// ExplainedAt (capacity taken since only makes the job fit less).
 	ExplainedAt time.Time
+}
+
+// clone returns a deep copy of r (nil for nil): what Job hands out.
+func (r *Reason) clone() *Reason {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	if r.Quota != nil {
+		q := *r.Quota
+		c.Quota = &q
+	}
+	if r.Placement != nil {
+		x := *r.Placement
+		c.Placement = &x
+	}
+	c.Victims = slices.Clone(r.Victims)
+	return &c
 }
 
 // Stale reports whether r carries a placer explanation computed before

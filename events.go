@@ -362,18 +362,31 @@ func usesGPU(p *gang.Placement, g topology.GPUID) bool {
 // tasks holds, per task group of the job, one claim per placed task
 // (between the group's MinCount and Count); each claim must match its
 // group's demand (CPU, memory and whole GPUs, share or MIG instance). st
-// is queue.Admitted or queue.Running; started is ignored for Admitted.
-// Like Submit, Restore takes its time from submitted: restore and submit
-// jobs in order of submission.
+// is queue.Admitted or queue.Running; started is ignored for Admitted,
+// and for a running job may not be zero or before submitted (a
+// *workload.FieldError naming the job and the field). Like Submit,
+// Restore takes its time from submitted: restore and submit jobs in order
+// of submission. RestoreJob restores everything else a job carries (its
+// counts, progress, admission time, a waiting state), and checks its
+// times against the time of the records.
 //
 // The job is checked as Submit checks it, the claims against the ledger
 // (all or nothing) and the charge against the quotas: a state the queue
 // tree could not have produced is an error, and nothing changes.
 func (s *Scheduler) Restore(spec workload.Job, tasks [][]topology.Claim, st queue.State, submitted, started time.Time) error {
-	now := s.advance(submitted)
 	if st != queue.Admitted && st != queue.Running {
 		return jobErr(spec.ID, fmt.Errorf("%w: Restore needs state admitted or running, not %s", ErrState, st))
 	}
+	if err := checkTimes(spec.ID, st, submitted, submitted, started, time.Time{}); err != nil {
+		return err
+	}
+	return s.restoreHolding(spec, tasks, st, submitted, submitted, started, nil)
+}
+
+// restoreHolding restores a job that holds resources (Restore and
+// RestoreJob); after, if set, runs on the job once it holds.
+func (s *Scheduler) restoreHolding(spec workload.Job, tasks [][]topology.Claim, st queue.State, submitted, admitted, started time.Time, after func(*job)) error {
+	now := s.advance(submitted)
 	j, err := s.newJob(spec, submitted)
 	if err != nil {
 		return err
@@ -406,7 +419,10 @@ func (s *Scheduler) Restore(spec workload.Job, tasks [][]topology.Claim, st queu
 		return jobErr(id, fmt.Errorf("claims do not fit the ledger: %w", err))
 	}
 	s.jobs.add(j)
-	s.take(j, holding{p: p, txn: txn, charged: charged, admitted: submitted, running: st == queue.Running, started: started}, now)
+	if after != nil {
+		after(j)
+	}
+	s.take(j, holding{p: p, txn: txn, charged: charged, admitted: admitted, running: st == queue.Running, started: started}, now)
 	return nil
 }
 
@@ -450,7 +466,7 @@ func (s *Scheduler) checkClaim(g *gang.Group, cl topology.Claim) error {
 			return fmt.Errorf("the group needs one %s MIG instance", g.MIGProfile)
 		}
 		m := s.c.Model(s.c.GPU(cl.GPUs[0].GPU).Model)
-		if int(cl.GPUs[0].Profile) >= len(m.MIGProfiles) || m.MIGProfiles[cl.GPUs[0].Profile].Name != g.MIGProfile {
+		if pr := cl.GPUs[0].Profile; pr < 0 || int(pr) >= len(m.MIGProfiles) || m.MIGProfiles[pr].Name != g.MIGProfile {
 			return fmt.Errorf("the group needs one %s MIG instance", g.MIGProfile)
 		}
 	}

@@ -68,6 +68,11 @@ func (r *recovery) begin(j *job, action preempt.Action) {
 	j.rec.recovering, j.rec.action = true, action
 }
 
+// restored sets the progress and restarts of a job restored from records.
+func (r *recovery) restored(j *job, progress time.Duration, restarts int) {
+	j.rec.progress, j.rec.restarts = progress, restarts
+}
+
 // checkpointed records j's checkpoint at at, if later than the last.
 func (r *recovery) checkpointed(j *job, at time.Time) bool {
 	if !at.After(j.rec.checkpoint) {

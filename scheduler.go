@@ -172,19 +172,23 @@ func New(cfg Config) (*Scheduler, error) {
 // Cluster returns the cluster.
 func (s *Scheduler) Cluster() *topology.Cluster { return s.c }
 
-// Ledger returns the Scheduler's ledger: what every GPU runs, as the
-// Scheduler sees it (admitted and running jobs). Read it only; changing it
-// breaks the Scheduler.
-func (s *Scheduler) Ledger() *topology.Ledger { return s.ledger }
+// Ledger returns a read-only view of the Scheduler's ledger: what every
+// GPU runs, as the Scheduler sees it (admitted and running jobs), always
+// current. It has no method that changes the ledger; Clone gives a
+// private copy for what-ifs.
+func (s *Scheduler) Ledger() topology.LedgerReader { return s.ledger.ReadOnly() }
 
-// Tree returns the queue tree (quota accounting and pending indexes). Read
-// it only.
-func (s *Scheduler) Tree() *queue.Tree { return s.tree }
+// Tree returns a read-only view of the queue tree (quotas, usage, Fair
+// Tree history, the pending jobs of each leaf), always current; every
+// slice it returns is a copy.
+func (s *Scheduler) Tree() queue.TreeReader { return s.tree.ReadOnly() }
 
 // Queues returns the quota view of every queue, root first.
 func (s *Scheduler) Queues() []queue.View { return s.tree.View() }
 
-// JobStatus is what the Scheduler knows about one live job.
+// JobStatus is what the Scheduler knows about one live job. It is the
+// caller's: Job and Holding return deep copies, which the caller may
+// change without changing the Scheduler.
 type JobStatus struct {
 	Spec  workload.Job // as submitted (priority as last set)
 	State queue.State  // see queue.State
@@ -195,8 +199,9 @@ type JobStatus struct {
 	Submitted time.Time // when it entered its queue
 	Admitted  time.Time // when it was last bound (zero while waiting)
 	Started   time.Time // when it last started running (zero if not)
-	// Preemptions counts how often it was preempted.
-	Preemptions int
+	// Preemptions counts how often it was preempted; Restarts how often
+	// failures stopped it.
+	Preemptions, Restarts int
 }
 
 // Job returns the status of a live job (terminal jobs are forgotten once
@@ -206,12 +211,12 @@ func (s *Scheduler) Job(id string) (JobStatus, bool) {
 	if !ok {
 		return JobStatus{}, false
 	}
-	st := JobStatus{Spec: j.spec, State: j.state, Submitted: j.entry.Submitted, Admitted: j.admitted, Started: j.started, Preemptions: j.preemptions}
+	st := JobStatus{Spec: j.spec.Clone(), State: j.state, Submitted: j.entry.Submitted, Admitted: j.admitted, Started: j.started, Preemptions: j.preemptions, Restarts: j.rec.restarts}
 	if j.state.Waiting() && s.cyc.leaves != nil {
-		st.Reason = s.cyc.reason(j)
+		st.Reason = s.cyc.reason(j).clone()
 	}
 	if j.state.Holding() {
-		st.Placement = j.placement
+		st.Placement = j.placement.Clone()
 	}
 	return st, true
 }

@@ -278,6 +278,9 @@ func (w *schedWorld) schedulerWith(b testing.TB, pending int, p gpusched.Preempt
 	}
 	for i, rj := range w.running {
 		sub := w.t0.Add(time.Duration(i-len(w.running)) * time.Millisecond)
+		if rj.start.Before(sub) {
+			sub = rj.start // a job is not started before it is submitted
+		}
 		if err := s.Restore(rj.spec, rj.tasks, queue.Running, sub, rj.start); err != nil {
 			fatal(b, err)
 		}

@@ -87,11 +87,13 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 	// the holding index.
 	var ids []string
 	tree := s.Tree()
-	for _, leaf := range tree.Leaves() {
-		tree.LeafOf(leaf).Ascend(func(e *queue.Entry) bool {
-			ids = append(ids, e.ID)
-			return true
-		})
+	for _, id := range tree.Leaves() {
+		if leaf, ok := tree.LeafOf(id); ok {
+			leaf.Ascend(func(e queue.PendingJob) bool {
+				ids = append(ids, e.ID)
+				return true
+			})
+		}
 	}
 	s.Holding(func(id string, _ gpusched.JobStatus) bool {
 		ids = append(ids, id)

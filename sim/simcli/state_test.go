@@ -33,7 +33,7 @@ type decided struct {
 
 // ledgerText renders what a ledger holds: every GPU's use and health,
 // every host's free CPU and memory and health.
-func ledgerText(c *topology.Cluster, l *topology.Ledger) string {
+func ledgerText(c *topology.Cluster, l topology.LedgerReader) string {
 	var b strings.Builder
 	for g := 0; g < c.NumGPUs(); g++ {
 		fmt.Fprintf(&b, "%+v ", l.GPU(topology.GPUID(g)))

@@ -1,0 +1,145 @@
+package gpusched
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gpusched/gpusched/fairshare"
+	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
+)
+
+// RestoredJob is one live job as a host's records, or a saved state
+// (package snapshot), hold it: everything a Scheduler carries about it
+// from cycle to cycle.
+type RestoredJob struct {
+	Spec workload.Job
+	// State is Pending, Requeued or Preempted for a waiting job, Admitted
+	// or Running for one that holds Tasks.
+	State queue.State
+	// Tasks are, for a holding job, the claims of each task per task group
+	// (see Restore); nil for a waiting job.
+	Tasks [][]topology.Claim
+	// Submitted is when it entered its queue; Admitted when it was bound
+	// (holding jobs; zero means Submitted), the start of its admission
+	// clock (Config.AdmitTimeout); Started when it last started (running
+	// jobs only).
+	Submitted, Admitted, Started time.Time
+	// Now is the time of the records: no time above may be after it.
+	// Required.
+	Now time.Time
+	// Preemptions and Restarts count how often it was preempted, and
+	// stopped by failures (JobStatus); Progress is the work its earlier
+	// runs saved by checkpoints (Scheduler.Progress).
+	Preemptions, Restarts int
+	Progress              time.Duration
+}
+
+// RestoreJob records a live job from a host's records: a waiting job
+// queued as Submit would (in its state, with its counts and progress), or
+// a holding job on its claims as Restore does, with its admission time.
+// Its times are checked against r.Now — a start or admission in the
+// future, or before its submission, is a *workload.FieldError naming the
+// job and the field — and so are its counts; the rest is checked as
+// Submit and Restore check it. Nothing changes on error. Restore jobs in
+// order of submission.
+func (s *Scheduler) RestoreJob(r RestoredJob) error {
+	id := r.Spec.ID
+	bad := func(field, format string, args ...any) error {
+		return &workload.FieldError{Job: id, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case r.Now.IsZero():
+		return bad("now", "missing: the time of the records")
+	case r.Preemptions < 0:
+		return bad("preemptions", "negative count %d", r.Preemptions)
+	case r.Restarts < 0:
+		return bad("restarts", "negative count %d", r.Restarts)
+	case r.Progress < 0:
+		return bad("progress", "negative progress %v", r.Progress)
+	}
+	admitted := r.Admitted
+	if admitted.IsZero() {
+		admitted = r.Submitted
+	}
+	if err := checkTimes(id, r.State, r.Submitted, admitted, r.Started, r.Now); err != nil {
+		return err
+	}
+	set := func(j *job) {
+		j.preemptions = r.Preemptions
+		s.rec.restored(j, r.Progress, r.Restarts)
+	}
+	switch r.State {
+	case queue.Admitted, queue.Running:
+		return s.restoreHolding(r.Spec, r.Tasks, r.State, r.Submitted, admitted, r.Started, set)
+	case queue.Pending, queue.Requeued, queue.Preempted:
+		if len(r.Tasks) > 0 {
+			return bad("tasks", "a %s job holds no claims", r.State)
+		}
+		s.advance(r.Submitted)
+		j, err := s.newJob(r.Spec, r.Submitted)
+		if err != nil {
+			return err
+		}
+		if err := s.adm.neverFits(j, s.placer); err != nil {
+			return jobErr(id, err)
+		}
+		s.jobs.add(j)
+		j.state = r.State
+		set(j)
+		j.leaf.Add(&j.entry)
+		return nil
+	}
+	return bad("state", "unknown state %s", r.State)
+}
+
+// checkTimes checks a restored job's times: submitted set, a running
+// job's start set and not before submitted, an admission not before
+// submitted; with now set, none of them after now.
+func checkTimes(id string, st queue.State, submitted, admitted, started, now time.Time) error {
+	at := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+	bad := func(field, format string, args ...any) error {
+		return &workload.FieldError{Job: id, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case submitted.IsZero():
+		return bad("submitted", "missing submission time")
+	case !now.IsZero() && submitted.After(now):
+		return bad("submitted", "%s is after now (%s): the job was not submitted yet", at(submitted), at(now))
+	}
+	if st.Holding() {
+		switch {
+		case admitted.Before(submitted):
+			return bad("admitted", "%s is before the job was submitted (%s)", at(admitted), at(submitted))
+		case !now.IsZero() && admitted.After(now):
+			return bad("admitted", "%s is after now (%s): the job was not admitted yet", at(admitted), at(now))
+		}
+	}
+	if st == queue.Running {
+		switch {
+		case started.IsZero():
+			return bad("started", "a running job needs its start time")
+		case started.Before(submitted):
+			return bad("started", "%s is before the job was submitted (%s)", at(started), at(submitted))
+		case !now.IsZero() && started.After(now):
+			return bad("started", "%s is after now (%s): the job has not started yet", at(started), at(now))
+		}
+	}
+	return nil
+}
+
+// RestoreQueueUsage sets the decayed Fair Tree usage of a queue (by name;
+// "" is the root) from a host's records or a saved state: the history its
+// queue order depends on (queue.TreeReader's FairTreeUsage reads it).
+// Call it after restoring the jobs.
+func (s *Scheduler) RestoreQueueUsage(name string, u fairshare.Usage) error {
+	id := queue.NodeID(0)
+	if name != "" {
+		var ok bool
+		if id, ok = s.tree.Lookup(name); !ok {
+			return fmt.Errorf("%w: no queue named %q", ErrUnknownQueue, name)
+		}
+	}
+	return s.tree.RestoreUsage(id, u)
+}
