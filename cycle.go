@@ -164,6 +164,7 @@ func (s *Scheduler) Schedule(now time.Time) Decision {
 	}
 	d := Decision{Now: now}
 	s.beginCycle(now)                       // a new cycle context, caches bounded, no holds yet
+	s.expireAdmissions(&d, now)             // admitted jobs never reported started are released (AdmitTimeout)
 	s.victims.refreshFresh(now)             // jobs admitted in earlier cycles may be victims now
 	s.recoverFaults(&d, now)                // recovery actions for the faults since the last cycle
 	s.bindNominated(&d, now)                // nominated jobs whose victims are gone bind; the others hold their room

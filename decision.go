@@ -33,6 +33,10 @@ type Decision struct {
 	// checkpoint), or stop and report Failed when they exhausted
 	// Config.MaxRestarts.
 	Recoveries []Recovery
+	// Expired are the jobs admitted more than Config.AdmitTimeout ago and
+	// never reported started, released at the start of this cycle (they
+	// wait again and may be bound again below).
+	Expired []Expiry
 	// Pending lists every job still waiting, queue by queue (depth-first
 	// order of the queue tree) and in queue order within each, with the
 	// reason it waits. Its backing array is reused by the next Schedule
@@ -288,6 +292,9 @@ func (d *Decision) Format(c *topology.Cluster) string {
 	}
 	for i := range d.Recoveries {
 		formatRecovery(&b, &d.Recoveries[i])
+	}
+	for _, x := range d.Expired {
+		fmt.Fprintf(&b, "expire %s: %s\n", x.Job, x.Reason)
 	}
 	for _, p := range d.Pending {
 		fmt.Fprintf(&b, "wait %s (%s", p.Job, p.Queue)

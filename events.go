@@ -63,6 +63,9 @@ func (s *Scheduler) newJob(spec workload.Job, submitted time.Time) (*job, error)
 	if err := s.tree.CheckPriority(spec.Priority); err != nil {
 		return nil, &workload.FieldError{Job: spec.ID, Field: "priority", Msg: err.Error()}
 	}
+	if spec.Grace > s.cfg.MaxGrace {
+		return nil, &workload.FieldError{Job: spec.ID, Field: "grace", Msg: fmt.Sprintf("grace period %v above the Scheduler's maximum %v (Config.MaxGrace)", spec.Grace, s.cfg.MaxGrace)}
+	}
 	req, err := gang.NewRequest(s.c, &spec)
 	if err != nil {
 		return nil, err
@@ -221,11 +224,15 @@ func (s *Scheduler) take(j *job, h holding, now time.Time) {
 		s.tracker.Committed(j.req, j.placement)
 	}
 	s.victims.index(j, now)
+	if !h.running {
+		s.admits.admitted(j)
+	}
 }
 
 // start records that admitted job j runs since started (at now): the
 // quota tree counts it running, its estimated end runs from started.
 func (s *Scheduler) start(j *job, started, now time.Time) {
+	s.admits.done(j)
 	s.tree.Start(j.leaf.ID(), j.charged, now)
 	j.leaf.Count(-1, 1)
 	j.state = queue.Running
@@ -244,6 +251,9 @@ func (s *Scheduler) release(j *job, now time.Time) error {
 		s.tracker.Undone(j.req, j.placement)
 	}
 	running := j.state == queue.Running
+	if !running {
+		s.admits.done(j)
+	}
 	s.tree.Release(j.leaf.ID(), j.charged, running, now)
 	if running {
 		j.leaf.Count(0, -1)

@@ -47,6 +47,14 @@ type Config struct {
 	// Seed seeds randomised placers; each job's request gets Seed mixed
 	// with its submission sequence number.
 	Seed uint64
+	// AdmitTimeout releases a job Admitted and not reported Started
+	// within it (a lost bind or Started event), so that its GPUs and quota
+	// come back; it waits again and Decision.Expired says so. 0 means
+	// never.
+	AdmitTimeout time.Duration
+	// MaxGrace bounds the grace period a job may ask for
+	// (workload.Job.Grace): Submit and Restore refuse more. 0 means 1 hour.
+	MaxGrace time.Duration
 	// OmitPending leaves Decision.Pending empty, saving O(waiting jobs)
 	// per cycle for hosts that do not show reasons every cycle (a
 	// simulator); Job(id).Reason still answers for any waiting job.
@@ -110,6 +118,7 @@ type Scheduler struct {
 	victims victimIndex  // what the preemption planner sees (victims.go)
 	rec     recovery     // faults, checkpoints, restarts (recovery.go)
 	cyc     cycleState   // the last cycle's context (cycle.go)
+	admits  admitClock   // admitted jobs not yet started, by admission (admittimeout.go)
 
 	// testBeforeCycle, if set, runs at the start of Schedule (tests).
 	testBeforeCycle func()
@@ -150,6 +159,12 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.DrainGrace < 0 || cfg.DrainKeep < 0 {
 		return nil, fmt.Errorf("gpusched: Config.DrainGrace %v, DrainKeep %v: negative", cfg.DrainGrace, cfg.DrainKeep)
 	}
+	if cfg.AdmitTimeout < 0 || cfg.MaxGrace < 0 {
+		return nil, fmt.Errorf("gpusched: Config.AdmitTimeout %v, MaxGrace %v: negative", cfg.AdmitTimeout, cfg.MaxGrace)
+	}
+	if cfg.MaxGrace == 0 {
+		cfg.MaxGrace = time.Hour
+	}
 	if cfg.MaxReservations == 0 {
 		cfg.MaxReservations = 4
 	}
@@ -163,7 +178,8 @@ func New(cfg Config) (*Scheduler, error) {
 	s := &Scheduler{
 		cfg: cfg, c: c, tree: tree, ledger: topology.NewLedger(c), placer: cfg.Placer,
 		jobs: newJobTable(c, cfg.Seed), adm: newAdmission(c, tree), fit: newFailureCache(),
-		res: newReservations(c, cfg.Placer, cfg.DefaultRuntime, cfg.MaxReservations),
+		res:    newReservations(c, cfg.Placer, cfg.DefaultRuntime, cfg.MaxReservations),
+		admits: newAdmitClock(cfg.AdmitTimeout),
 	}
 	s.tracker, _ = cfg.Placer.(gang.Tracker)
 	return s, nil

@@ -49,6 +49,7 @@ func (x *victimIndex) view(j *job, now time.Time) *preempt.Job {
 	pj.Spec, pj.Placement, pj.Started = &j.spec, j.placement, j.started
 	pj.Checkpoint, pj.CheckpointInterval = j.rec.checkpoint, j.spec.CheckpointInterval
 	pj.Preemptions, pj.Restarts, pj.Charge = j.preemptions, j.rec.restarts, j.charged
+	pj.Grace = j.spec.Grace // its own grace period (bounded by Config.MaxGrace), 0: the planner's
 	pj.Stopping = j.vic.preempting || j.rec.recovering || j.fresh(now)
 	pj.End = time.Time{}
 	if j.endKnown {
