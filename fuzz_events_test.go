@@ -1,0 +1,246 @@
+package gpusched
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/gpusched/gpusched/fairshare"
+	"github.com/gpusched/gpusched/preempt"
+	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
+)
+
+// eventTape reads a fuzz input as a stream of small numbers; past its end
+// it reads zeros.
+type eventTape struct {
+	b []byte
+	i int
+}
+
+func (t *eventTape) byte() byte {
+	if t.i >= len(t.b) {
+		return 0
+	}
+	t.i++
+	return t.b[t.i-1]
+}
+
+func (t *eventTape) done() bool { return t.i >= len(t.b) }
+
+// pick returns one of vals.
+func pick[T any](t *eventTape, vals ...T) T { return vals[int(t.byte())%len(vals)] }
+
+// FuzzEvents drives a Scheduler (2 DGX H100 hosts in one ToR, two queues
+// with quotas, a PlanPreemptor, AdmitTimeout) through random sequences of
+// every public call — events, health changes, Restore and RestoreJob,
+// cycles — with hostile values: negative, huge and out-of-range numbers,
+// unknown IDs and queues, bad MIG profiles and claims, times going
+// backwards, starts in the future. After every step nothing has
+// panicked, the ledger's counters and indexes agree with its GPUs
+// (Ledger.Check), no quota is exceeded (Tree.Over) and the holding jobs
+// are exactly those the ledger's claims are for. Copies handed out by Job
+// are scribbled on to prove they are copies.
+//
+//	go test -run '^$' -fuzz FuzzEvents -fuzztime 60s .
+func FuzzEvents(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17})
+	f.Add([]byte{0, 0, 0, 0, 0, 9, 1, 0, 9, 2, 0, 9, 10, 200, 9, 3, 3, 9})
+	f.Add([]byte{11, 1, 4, 250, 11, 0, 1, 255, 9, 12, 3, 1, 9, 5, 2, 9})
+	f.Add([]byte{13, 255, 255, 13, 3, 7, 0, 0, 9, 0, 5, 1, 9, 14, 3, 9, 15, 0, 9})
+	c := testClusterTB(f, 2, 2)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 512 {
+			return
+		}
+		pp, err := NewPlanPreemptor(preempt.Config{LowerPriority: preempt.WithinQueue, Reclaim: preempt.ReclaimAny}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(Config{Cluster: c, Preemptor: pp, AdmitTimeout: 10 * time.Minute, MaxRestarts: 2, DefaultRuntime: time.Hour,
+			Queues: queue.Config{Fairness: queue.Fairness{Policy: queue.FairTree}, Root: queue.Node{Children: []queue.Node{
+				{Name: "a", Quotas: []queue.Quota{{Resource: "gpu", Nominal: 8}}, Policy: queue.Policy{Backfill: true}},
+				{Name: "b", Quotas: []queue.Quota{{Resource: "gpu", Nominal: 8}}},
+			}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp := &eventTape{b: data}
+		now := t0
+		ids := []string{"j0", "j1", "j2", "j3", "j4", "j5", "nope", ""}
+		id := func() string { return pick(tp, ids...) }
+		when := func() time.Time {
+			return now.Add(pick(tp, time.Duration(0), time.Minute, 11*time.Minute, -time.Hour, 100*time.Hour, math.MinInt64/2, time.Nanosecond))
+		}
+		num := func() int { return pick(tp, 0, 1, 2, 8, -1, -1000, math.MaxInt32, math.MinInt32) }
+		group := func() workload.TaskGroup {
+			g := workload.TaskGroup{Count: pick(tp, 1, 1, 2, 0, -1, 1<<21), CPUMilli: pick(tp, int64(0), 1000, -5, math.MaxInt64)}
+			switch tp.byte() % 5 {
+			case 0:
+				g.GPUs = pick(tp, 1, 2, 8, 16, -3, 300)
+			case 1:
+				g.GPUMilli = pick(tp, 250, 500, 999, 1000, -1, 0)
+			case 2:
+				g.MIGProfile = pick(tp, "1g.10gb", "3g.40gb", "7g.80gb", "9g.1tb", "")
+			case 3:
+				g.MinCount = pick(tp, 0, 1, 3, -2)
+				g.GPUs = 1
+			}
+			return g
+		}
+		spec := func() workload.Job {
+			j := workload.Job{ID: id(), Queue: pick(tp, "a", "b", "root", "zz", ""), Priority: int32(num()),
+				Groups:  []workload.TaskGroup{group()},
+				Runtime: pick(tp, time.Duration(0), time.Hour, -time.Second), Grace: pick(tp, time.Duration(0), time.Minute, -time.Minute, 1000*time.Hour),
+				MaxPreemptions: pick(tp, 0, 1, -1), CheckpointInterval: pick(tp, time.Duration(0), 10*time.Minute, -1)}
+			if tp.byte()%3 == 0 {
+				j.Groups = append(j.Groups, group())
+			}
+			if tp.byte()%3 == 0 {
+				j.Topology = []workload.Constraint{{Level: pick(tp, "host", "tor", "nvlink", "rack", ""), Required: tp.byte()%2 == 0}}
+			}
+			return j
+		}
+		claim := func() topology.Claim {
+			cl := topology.Claim{Host: topology.HostID(pick(tp, 0, 1, -1, 2, 1000)), CPUMilli: pick(tp, int64(0), 1000, -1)}
+			for n := int(tp.byte() % 3); n > 0; n-- {
+				gc := topology.GPUClaim{GPU: topology.GPUID(pick(tp, 0, 1, 7, 8, 15, -1, 16, math.MaxInt32)),
+					Kind: pick(tp, topology.ClaimWhole, topology.ClaimShare, topology.ClaimMIG, topology.ClaimKind(9))}
+				gc.Milli = int32(pick(tp, 250, 500, 0, -250, 5000))
+				gc.Profile = topology.MIGProfileID(pick(tp, 0, 1, -1, -128, 127))
+				gc.Start = int8(pick(tp, 0, 4, -1, 127))
+				cl.GPUs = append(cl.GPUs, gc)
+			}
+			return cl
+		}
+		tasks := func() [][]topology.Claim {
+			var out [][]topology.Claim
+			for g := int(tp.byte() % 3); g > 0; g-- {
+				var cls []topology.Claim
+				for n := int(tp.byte() % 3); n > 0; n-- {
+					cls = append(cls, claim())
+				}
+				out = append(out, cls)
+			}
+			return out
+		}
+		state := func() queue.State {
+			return pick(tp, queue.Pending, queue.Requeued, queue.Preempted, queue.Admitted, queue.Running, queue.State(200))
+		}
+		health := func() topology.Health {
+			return pick(tp, topology.Healthy, topology.Draining, topology.Failed, topology.Health(7))
+		}
+		for step := 0; !tp.done() && step < 200; step++ {
+			op := tp.byte() % 18
+			what := fmt.Sprintf("step %d op %d", step, op)
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("%s panicked: %v", what, r)
+					}
+				}()
+				switch op {
+				case 0, 1:
+					_ = s.Submit(spec(), when())
+				case 2:
+					_ = s.Started(id(), when())
+				case 3:
+					_ = s.Finished(id(), when())
+				case 4:
+					_ = s.Failed(id(), when())
+				case 5:
+					_ = s.Cancel(id(), when())
+				case 6:
+					_ = s.Requeue(id(), when())
+				case 7:
+					_ = s.Preempted(id(), when())
+				case 8:
+					_ = s.SetPriority(id(), int32(num()))
+				case 9, 10:
+					if tp.byte()%4 != 0 {
+						now = now.Add(time.Duration(tp.byte()) * time.Minute)
+					}
+					d := s.Schedule(when())
+					for _, b := range d.Bindings {
+						if tp.byte()%3 != 0 {
+							_ = s.Started(b.Job, now)
+						}
+					}
+					for _, p := range d.Preemptions {
+						_ = s.Preempted(p.Job, now)
+					}
+					for _, r := range d.Recoveries {
+						_ = s.Requeue(r.Job, now)
+					}
+				case 11:
+					_, _ = s.SetGPUHealth(topology.GPUID(num()%20), health())
+				case 12:
+					_, _ = s.SetHostHealth(topology.HostID(num()%3), health())
+				case 13:
+					_ = s.Restore(spec(), tasks(), state(), when(), when())
+				case 14:
+					_ = s.RestoreJob(RestoredJob{Spec: spec(), State: state(), Tasks: tasks(), Submitted: when(), Admitted: when(), Started: when(), Now: when(),
+						Preemptions: num(), Restarts: num(), Progress: pick(tp, time.Duration(0), time.Hour, -time.Hour)})
+				case 15:
+					_ = s.Checkpointed(id(), when(), when())
+				case 16:
+					_ = s.RestoreQueueUsage(pick(tp, "a", "b", "", "zz"), fairshare.Usage{Value: pick(tp, 0, 1e6, -1, math.Inf(1), math.NaN()), At: when()})
+				case 17:
+					if st, ok := s.Job(id()); ok {
+						if len(st.Spec.Groups) > 0 {
+							st.Spec.Groups[0].Count = 0
+							st.Spec.Groups[0].GPUs = -1
+						}
+						if st.Placement != nil && len(st.Placement.Claims) > 0 {
+							st.Placement.Claims[0].Host = -1
+						}
+					}
+					s.Progress(id())
+					s.Holding(func(string, JobStatus) bool { return true })
+				}
+			}()
+			if err := s.ledger.Check(); err != nil {
+				t.Fatalf("%s: ledger: %v", what, err)
+			}
+			if _, b := s.tree.Over(); b != nil {
+				t.Fatalf("%s: quota exceeded: %v", what, b)
+			}
+			checkHolders(t, s, what)
+		}
+	})
+}
+
+// checkHolders: the GPUs the ledger has in use are exactly those the
+// holding jobs' placements claim.
+func checkHolders(t *testing.T, s *Scheduler, what string) {
+	milli := make([]int, s.c.NumGPUs())
+	s.jobs.ends.Ascend(func(j *job) bool {
+		if !j.state.Holding() || j.placement == nil {
+			t.Fatalf("%s: job %s filed as holding in state %s", what, j.spec.ID, j.state)
+		}
+		for _, cl := range j.placement.Claims {
+			for _, g := range cl.GPUs {
+				switch g.Kind {
+				case topology.ClaimWhole:
+					milli[g.GPU] += topology.MilliPerGPU
+				case topology.ClaimShare:
+					milli[g.GPU] += int(g.Milli)
+				default:
+					milli[g.GPU] = -1 // MIG: checked by Ledger.Check
+				}
+			}
+		}
+		return true
+	})
+	for g := range milli {
+		st := s.ledger.GPU(topology.GPUID(g))
+		if milli[g] >= 0 && st.Mode != topology.ModeMIG && st.UsedMilli != milli[g] {
+			t.Fatalf("%s: GPU %d: ledger uses %d milli, the holding jobs claim %d", what, g, st.UsedMilli, milli[g])
+		}
+	}
+}
+
+// testClusterTB is testCluster for a fuzz target.
+func testClusterTB(tb testing.TB, hosts, perToR int) *topology.Cluster { return testCluster(tb, hosts, perToR) }
