@@ -55,8 +55,10 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 		return nil, errors.New("snapshot: Capture: zero now")
 	}
 	c := s.Cluster()
-	st := &State{Version: Version, Now: now, Placer: opt.Placer, Seed: opt.Config.Seed, DefaultRuntime: opt.Config.DefaultRuntime,
-		MaxReservations: opt.Config.MaxReservations, Queues: opt.Config.Queues}
+	cfg := &opt.Config
+	st := &State{Version: Version, Now: now, Placer: opt.Placer, Seed: cfg.Seed, DefaultRuntime: cfg.DefaultRuntime,
+		MaxReservations: cfg.MaxReservations, MaxRestarts: cfg.MaxRestarts, DrainGrace: cfg.DrainGrace, DrainKeep: cfg.DrainKeep,
+		AdmitTimeout: cfg.AdmitTimeout, MaxGrace: cfg.MaxGrace, Queues: cfg.Queues}
 	if st.Placer == "topology" {
 		st.Placer = ""
 	}
@@ -111,7 +113,6 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 		}
 		return len(opt.Order)
 	}
-	var progressing []string // waiting jobs with progress and an estimate
 	st.Jobs = make([]Job, 0, len(ids))
 	for _, id := range ids {
 		js, ok := s.Job(id)
@@ -125,9 +126,6 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 		at := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 		if j.Submitted.After(now) || j.Started.After(now) {
 			return nil, fmt.Errorf("snapshot: Capture at %s: job %s was submitted at %s and started at %s, after it", at(now), id, at(j.Submitted), at(j.Started))
-		}
-		if js.State.Waiting() && j.Progress > 0 && (j.Runtime > 0 || st.DefaultRuntime > 0) {
-			progressing = append(progressing, id)
 		}
 		st.Jobs = append(st.Jobs, j)
 	}
@@ -147,6 +145,18 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 		return 0
 	})
 
+	// Fair Tree history: every queue's decayed usage, which orders the
+	// queues under FairTree only.
+	for id := queue.NodeID(0); tree.Fairness().Policy == queue.FairTree && int(id) < tree.NumNodes(); id++ {
+		if u := tree.FairTreeUsage(id); u.Value != 0 || !u.At.IsZero() {
+			name := tree.Name(id)
+			if id == 0 {
+				name = "" // the root
+			}
+			st.Usage = append(st.Usage, QueueUsage{Queue: name, Value: u.Value, At: u.At})
+		}
+	}
+
 	l := s.Ledger()
 	for h := 0; h < c.NumHosts(); h++ {
 		if hh := l.HostHealth(topology.HostID(h)); hh != topology.Healthy {
@@ -165,13 +175,6 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 	if opt.Placer == "random" {
 		st.Notes = append(st.Notes, "placer random seeds each job from its submission sequence number, which a loaded Scheduler numbers afresh: its placements differ")
 	}
-	if opt.Config.Queues.Fairness.Policy == queue.FairTree {
-		st.Notes = append(st.Notes, "fairness fairtree orders queues by decayed past usage, which a state does not carry: a loaded Scheduler counts the usage of the jobs that hold resources now")
-	}
-	if n := len(progressing); n > 0 {
-		st.Notes = append(st.Notes, fmt.Sprintf("%d waiting %s work saved by checkpoints (progress; first: %s), which a loaded Scheduler cannot restore: one that starts in its first cycle is estimated to run its whole runtime estimate",
-			n, plural(n, "job has", "jobs have"), progressing[0]))
-	}
 	return st, nil
 }
 
@@ -184,9 +187,12 @@ func plural(n int, one, many string) string {
 
 // captureJob turns one job's status into the state's job.
 func captureJob(s *gpusched.Scheduler, c *topology.Cluster, id string, js gpusched.JobStatus) (Job, error) {
-	j := Job{Job: js.Spec.Clone(), Submitted: js.Submitted}
+	j := Job{Job: js.Spec.Clone(), Submitted: js.Submitted, Preemptions: js.Preemptions, Restarts: js.Restarts}
 	if js.State != queue.Pending {
 		j.State = js.State.String()
+	}
+	if js.State.Holding() && !js.Admitted.Equal(js.Submitted) {
+		j.Admitted = js.Admitted
 	}
 	if js.State == queue.Running {
 		j.Started = js.Started

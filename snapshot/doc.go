@@ -16,7 +16,7 @@
 // YAML (or JSON, which is YAML too). Times are RFC 3339, durations Go
 // durations ("90m", "1h30m"). Field by field:
 //
-//	version: 1                  # the format's version; 0 or absent means 1
+//	version: 2                  # the format's version; 1 and 2 are read
 //	now: 2025-01-01T10:00:00Z   # the time of the state (required)
 //	cluster:                    # exactly one of preset, file, machine, spec
 //	  preset: h100-1k           #   a built-in cluster (topology.PresetNames)
@@ -30,7 +30,12 @@
 //	seed: 42                    # gpusched.Config.Seed
 //	defaultRuntime: 1h          # gpusched.Config.DefaultRuntime
 //	maxReservations: 4          # gpusched.Config.MaxReservations
+//	maxRestarts: 3              # gpusched.Config's MaxRestarts, DrainGrace,
+//	drainGrace: 5m              #   DrainKeep, AdmitTimeout, MaxGrace
+//	admitTimeout: 10m           #   (version 2)
 //	queues: {root: {…}}         # the queue tree (queue.Config)
+//	usage:                      # Fair Tree's decayed usage per queue
+//	- {queue: research, value: 5.2e6, at: 2025-01-01T09:55:00Z}
 //	health:                     # parts that are not healthy
 //	- {host: dgx-h100-3, state: failed}       # draining or failed
 //	- {gpu: dgx-h100-4/gpu2, state: draining}
@@ -44,6 +49,9 @@
 //	  started: 2025-01-01T09:05:00Z     # running jobs: not before
 //	                            # submitted, not after now
 //	  progress: 2h              # work saved by checkpoints of earlier runs
+//	  admitted: 2025-01-01T09:04:00Z    # when bound (admission clock)
+//	  preemptions: 1            # times preempted, times stopped by
+//	  restarts: 0               #   failures (version 2)
 //	  placement:                # admitted and running jobs: one entry per
 //	  - {host: dgx-h100-1, gpus: [0, 1, 2, 3, 4, 5, 6, 7]}   # task
 //	  - {host: dgx-h100-2, gpus: [0, 1, 2, 3, 4, 5, 6, 7]}
@@ -60,29 +68,25 @@
 //
 // # Limits
 //
-// The public API the state is captured through and restored with bounds
-// what a loaded Scheduler reproduces:
+// A loaded Scheduler holds everything the state carries (version 2):
+// jobs in their states (requeued and preempted ones too), with their
+// admission times, preemption and restart counts and saved progress;
+// the queues' Fair Tree usage; the settings (Seed, DefaultRuntime,
+// MaxReservations, MaxRestarts, DrainGrace, DrainKeep, AdmitTimeout,
+// MaxGrace). Fed the same events, it decides as the captured one does
+// (TestLoadedDecidesAsOriginal), within these limits:
 //
-//   - Requeued and preempted jobs are submitted again as pending
-//     (Loaded.States keeps what the file says), and the progress of a
-//     waiting job cannot be restored: if it starts in the first cycle, its
-//     estimated end is its whole runtime estimate rather than what is
-//     left. The progress of a running job is restored, as a runtime
-//     estimate shortened by it (so a state captured from a loaded
-//     Scheduler shows the shortened runtime and no progress).
 //   - What the Scheduler carries from cycle to cycle is rebuilt, not
 //     restored: reservations are computed afresh (the captured Scheduler
-//     never moves one later), cached placement failures too (whose
-//     explanations counted the free GPUs of the cycle that cached them),
-//     and Fair Tree's decayed usage starts from the jobs that run.
+//     never moves one later, so with backfill queues a loaded one may
+//     backfill where it would not), and cached placement failures too
+//     (whose explanations counted the free GPUs of the cycle that cached
+//     them).
 //   - Preemption is not saved: a loaded Scheduler has no Preemptor, so
 //     jobs waiting for victims, and nominations, are not reproduced.
 //   - The "random" placer seeds each job from its submission sequence
 //     number, which a loaded Scheduler numbers afresh.
-//   - Not saved: the Scheduler's MaxRestarts, DrainGrace, DrainKeep and
-//     OmitPending settings (a loaded one has the defaults), each job's
-//     count of preemptions and restarts, and a running job's last
-//     checkpoint.
+//   - Not saved: OmitPending, and a running job's last checkpoint.
 //   - Health is applied after the jobs are restored, so the first cycle of
 //     a loaded Scheduler lists Recoveries for jobs on failed or draining
 //     parts that the captured one may already have handled (`gpusched

@@ -46,7 +46,7 @@ func Example() {
 		fmt.Println(p.Job, "waits:", p.Reason)
 	}
 	// Output:
-	// version: 1
+	// version: 2
 	// now: 2025-01-01T09:10:00Z
 	// cluster:
 	//   preset: dgx-h100
@@ -61,6 +61,7 @@ func Example() {
 	//     submitted: 2025-01-01T09:00:00Z
 	//     state: running
 	//     started: 2025-01-01T09:01:00Z
+	//     admitted: 2025-01-01T09:01:00Z
 	//     placement:
 	//       - {host: dgx-h100-1, gpus: [0, 1, 2, 3, 4, 5]}
 	//   - id: next

@@ -14,11 +14,17 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gpusched/gpusched"
+	"github.com/gpusched/gpusched/fairshare"
 	"github.com/gpusched/gpusched/frag"
 	"github.com/gpusched/gpusched/gang"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
 )
+
+// restoredFields are the fields of a job RestoreJob names in errors that
+// are fields of the state's job too.
+var restoredFields = map[string]bool{"submitted": true, "admitted": true, "started": true, "preemptions": true, "restarts": true, "progress": true}
 
 // MaxBytes bounds a state file, so that a wrong path (a trace, a disk
 // image) is an error rather than an out-of-memory.
@@ -45,9 +51,8 @@ type Loaded struct {
 	// holding the state's jobs and health, ready for Schedule(State.Now).
 	Cluster   *topology.Cluster
 	Scheduler *gpusched.Scheduler
-	// States is each job's state as the file gives it. A requeued or
-	// preempted job waits in the Scheduler as pending (the public API
-	// restores no other waiting state); this says what it was.
+	// States is each job's state as the file gives it (the Scheduler
+	// holds each job in it).
 	States map[string]queue.State
 }
 
@@ -105,8 +110,8 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 		}
 		return &Error{File: name, Line: line, Field: field, Err: err}
 	}
-	if st.Version != 0 && st.Version != Version {
-		return nil, bad("version", fmt.Errorf("version %d; this gpusched reads version %d", st.Version, Version))
+	if st.Version < 0 || st.Version > Version {
+		return nil, bad("version", fmt.Errorf("version %d; this gpusched reads versions 1 to %d", st.Version, Version))
 	}
 	if st.Now.IsZero() {
 		return nil, bad("now", errors.New("missing: the time of the state"))
@@ -119,7 +124,8 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 	if err != nil {
 		return nil, bad(field, err)
 	}
-	cfg := gpusched.Config{Cluster: c, Queues: st.Queues, Placer: placer, Seed: st.Seed, DefaultRuntime: st.DefaultRuntime, MaxReservations: st.MaxReservations}
+	cfg := gpusched.Config{Cluster: c, Queues: st.Queues, Placer: placer, Seed: st.Seed, DefaultRuntime: st.DefaultRuntime, MaxReservations: st.MaxReservations,
+		MaxRestarts: st.MaxRestarts, DrainGrace: st.DrainGrace, DrainKeep: st.DrainKeep, AdmitTimeout: st.AdmitTimeout, MaxGrace: st.MaxGrace}
 	s, err := gpusched.New(cfg)
 	if err != nil {
 		var ce *queue.ConfigError
@@ -143,34 +149,29 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 		if err != nil {
 			return nil, bad(field, err)
 		}
-		if !js.Holding() {
-			if err := s.Submit(j.Job, j.Submitted); err != nil {
-				return nil, bad(f, err)
-			}
-			states[j.ID] = js
-			continue
-		}
-		tasks, fe := j.claims(c, f)
-		if fe != nil {
-			return nil, bad(fe.field, fe.err)
-		}
-		spec := j.Job
-		if rt := spec.Runtime; j.Progress > 0 {
-			// The Scheduler estimates a restarted job's end from what is
-			// left of its estimate; Restore knows no progress, so it gets
-			// the estimate less the progress (as the Scheduler does, only
-			// when some is left).
-			if rt == 0 {
-				rt = st.DefaultRuntime
-			}
-			if j.Progress < rt {
-				spec.Runtime = rt - j.Progress
+		var tasks [][]topology.Claim
+		if js.Holding() {
+			var fe *fieldErr
+			if tasks, fe = j.claims(c, f); fe != nil {
+				return nil, bad(fe.field, fe.err)
 			}
 		}
-		if err := s.Restore(spec, tasks, js, j.Submitted, j.Started); err != nil {
+		r := gpusched.RestoredJob{Spec: j.Job, State: js, Tasks: tasks, Submitted: j.Submitted, Admitted: j.Admitted, Started: j.Started,
+			Now: st.Now, Preemptions: j.Preemptions, Restarts: j.Restarts, Progress: j.Progress}
+		if err := s.RestoreJob(r); err != nil {
+			var we *workload.FieldError
+			if errors.As(err, &we) && restoredFields[we.Field] {
+				return nil, bad(f+"."+we.Field, errors.New(we.Msg))
+			}
 			return nil, bad(f, err)
 		}
 		states[j.ID] = js
+	}
+	for i, u := range st.Usage {
+		f := fmt.Sprintf("usage[%d]", i)
+		if err := s.RestoreQueueUsage(u.Queue, fairshare.Usage{Value: u.Value, At: u.At}); err != nil {
+			return nil, bad(f, err)
+		}
 	}
 	for i, h := range st.Health {
 		f := fmt.Sprintf("health[%d]", i)

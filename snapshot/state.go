@@ -10,9 +10,10 @@ import (
 	"github.com/gpusched/gpusched/workload"
 )
 
-// Version is the version of the file format this package writes and
-// reads.
-const Version = 1
+// Version is the version of the file format this package writes. It
+// reads every version from 1 (which lacks the settings, queue usage and
+// per-job counts version 2 added; a version 1 file loads with them zero).
+const Version = 2
 
 // State is a saved Scheduler state, as the file holds it (see the package
 // documentation for the format). It is plain data: Capture fills it,
@@ -35,8 +36,18 @@ type State struct {
 	Seed            uint64        `yaml:"seed,omitempty" json:"seed,omitempty"`
 	DefaultRuntime  time.Duration `yaml:"defaultRuntime,omitempty" json:"defaultRuntime,omitempty"`
 	MaxReservations int           `yaml:"maxReservations,omitempty" json:"maxReservations,omitempty"`
+	// MaxRestarts, DrainGrace, DrainKeep, AdmitTimeout and MaxGrace are
+	// those of gpusched.Config (version 2).
+	MaxRestarts  int           `yaml:"maxRestarts,omitempty" json:"maxRestarts,omitempty"`
+	DrainGrace   time.Duration `yaml:"drainGrace,omitempty" json:"drainGrace,omitempty"`
+	DrainKeep    time.Duration `yaml:"drainKeep,omitempty" json:"drainKeep,omitempty"`
+	AdmitTimeout time.Duration `yaml:"admitTimeout,omitempty" json:"admitTimeout,omitempty"`
+	MaxGrace     time.Duration `yaml:"maxGrace,omitempty" json:"maxGrace,omitempty"`
 	// Queues is the queue tree.
 	Queues queue.Config `yaml:"queues" json:"queues"`
+	// Usage is the decayed Fair Tree usage of the queues that have any
+	// (version 2): the history their order depends on.
+	Usage []QueueUsage `yaml:"usage,omitempty" json:"usage,omitempty"`
 	// Health lists the GPUs and hosts that are not healthy.
 	Health []Health `yaml:"health,omitempty" json:"health,omitempty"`
 	// Jobs are the live jobs, in order of submission.
@@ -65,6 +76,14 @@ type Cluster struct {
 	Spec *topology.Spec `yaml:"spec,omitempty" json:"spec,omitempty"`
 }
 
+// QueueUsage is one queue's decayed Fair Tree usage (fairshare.Usage):
+// Value resource-seconds as of At. Queue "" is the root.
+type QueueUsage struct {
+	Queue string    `yaml:"queue" json:"queue"`
+	Value float64   `yaml:"value" json:"value"`
+	At    time.Time `yaml:"at" json:"at"`
+}
+
 // Health is the health of one host or one GPU (named HOST/gpuN): exactly
 // one of Host and GPU.
 type Health struct {
@@ -86,9 +105,18 @@ type Job struct {
 	// Started is when a running job last started: required for running
 	// jobs, between Submitted and Now, and only for them.
 	Started time.Time `yaml:"started,omitempty" json:"started,omitzero"`
+	// Admitted is when an admitted or running job was bound (its
+	// admission clock; version 2): not before Submitted, not after Now;
+	// zero means Submitted.
+	Admitted time.Time `yaml:"admitted,omitempty" json:"admitted,omitzero"`
 	// Progress is the work saved by checkpoints of the job's earlier runs
 	// (gpusched.Scheduler.Progress); not negative.
 	Progress time.Duration `yaml:"progress,omitempty" json:"progress,omitempty"`
+	// Preemptions and Restarts count how often the job was preempted and
+	// stopped by failures (version 2): what Job.MaxPreemptions and
+	// Config.MaxRestarts cap.
+	Preemptions int `yaml:"preemptions,omitempty" json:"preemptions,omitempty"`
+	Restarts    int `yaml:"restarts,omitempty" json:"restarts,omitempty"`
 	// Placement is where an admitted or running job's tasks are, one
 	// entry per task.
 	Placement []Task `yaml:"placement,omitempty" json:"placement,omitempty"`
