@@ -243,4 +243,6 @@ func checkHolders(t *testing.T, s *Scheduler, what string) {
 }
 
 // testClusterTB is testCluster for a fuzz target.
-func testClusterTB(tb testing.TB, hosts, perToR int) *topology.Cluster { return testCluster(tb, hosts, perToR) }
+func testClusterTB(tb testing.TB, hosts, perToR int) *topology.Cluster {
+	return testCluster(tb, hosts, perToR)
+}
