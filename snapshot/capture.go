@@ -170,7 +170,7 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 	}
 
 	if opt.Config.Preemptor != nil {
-		st.Notes = append(st.Notes, "the Scheduler preempts (Config.Preemptor), which a state does not carry: a loaded Scheduler does not preempt, and does not reproduce jobs waiting for their victims")
+		st.Notes = append(st.Notes, "the Scheduler preempts (Config.Preemptor), which a state does not carry: a loaded Scheduler preempts only with Options.Preemptor, and does not reproduce nominations (jobs waiting for their victims)")
 	}
 	if opt.Placer == "random" {
 		st.Notes = append(st.Notes, "placer random seeds each job from its submission sequence number, which a loaded Scheduler numbers afresh: its placements differ")

@@ -41,6 +41,9 @@ type Options struct {
 	// refused before they are built (for untrusted or fuzzed input). Zero allows any preset and up to 100,000 generated
 	// hosts.
 	MaxHosts int
+	// Preemptor is the loaded Scheduler's Config.Preemptor (a state does
+	// not carry one); nil means none.
+	Preemptor gpusched.Preemptor
 }
 
 // Loaded is a state turned into a Scheduler.
@@ -125,7 +128,8 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 		return nil, bad(field, err)
 	}
 	cfg := gpusched.Config{Cluster: c, Queues: st.Queues, Placer: placer, Seed: st.Seed, DefaultRuntime: st.DefaultRuntime, MaxReservations: st.MaxReservations,
-		MaxRestarts: st.MaxRestarts, DrainGrace: st.DrainGrace, DrainKeep: st.DrainKeep, AdmitTimeout: st.AdmitTimeout, MaxGrace: st.MaxGrace}
+		MaxRestarts: st.MaxRestarts, DrainGrace: st.DrainGrace, DrainKeep: st.DrainKeep, AdmitTimeout: st.AdmitTimeout, MaxGrace: st.MaxGrace,
+		Preemptor: opt.Preemptor}
 	s, err := gpusched.New(cfg)
 	if err != nil {
 		var ce *queue.ConfigError

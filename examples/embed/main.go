@@ -18,6 +18,9 @@
 //	       checkpoint within their grace period and stop (Preempted); the
 //	       urgent job binds to the room they left; the victims wait in their
 //	       queue with their progress kept and resume when it ends.
+//	13:30  the host process restarts: it saves the Scheduler's state
+//	       (package snapshot) and loads it into a fresh Scheduler, which
+//	       carries on with the day exactly as the old one would have.
 //
 //	go run ./examples/embed
 //
@@ -28,6 +31,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -38,6 +42,7 @@ import (
 	"github.com/gpusched/gpusched"
 	"github.com/gpusched/gpusched/preempt"
 	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/snapshot"
 	"github.com/gpusched/gpusched/topology"
 	"github.com/gpusched/gpusched/workload"
 )
@@ -66,6 +71,30 @@ type job struct {
 // remaining is the work left once the current run's checkpoints are kept.
 func (j *job) remaining() time.Duration { return j.work - j.saved - j.ckpt.Sub(j.started) }
 
+// restart is what a host does across a restart of its process: it saves
+// the Scheduler's state (snapshot.Capture, then Encode: the bytes a real
+// host writes to disk after its cycles), and the new process loads it
+// into a fresh Scheduler (snapshot.Load, with the host's Preemptor) and
+// carries on; the events after the save would be replayed. The rest of
+// the day goes as it would have without the restart.
+func (h *host) restart() error {
+	st, err := snapshot.Capture(h.s, h.now, snapshot.CaptureOptions{Config: h.cfg, Order: h.order})
+	if err != nil {
+		return err
+	}
+	var file bytes.Buffer
+	if err := snapshot.Encode(&file, st, "state.yaml"); err != nil {
+		return err
+	}
+	l, err := snapshot.Load(file.Bytes(), "state.yaml", snapshot.Options{Preemptor: h.cfg.Preemptor})
+	if err != nil {
+		return err
+	}
+	h.logf("RESTART  the host restarts: state saved (%d bytes, %d jobs) and loaded into a fresh Scheduler", file.Len(), l.Scheduler.Len())
+	h.s = l.Scheduler
+	return nil
+}
+
 // event is a scripted thing that happens to the cluster.
 type event struct {
 	at time.Time
@@ -74,12 +103,14 @@ type event struct {
 
 // host is the program's side of the embedding loop.
 type host struct {
-	w    io.Writer
-	s    *gpusched.Scheduler
-	c    *topology.Cluster
-	now  time.Time
-	jobs map[string]*job
-	said map[string]string // last pending reason printed per job
+	w     io.Writer
+	s     *gpusched.Scheduler
+	c     *topology.Cluster
+	cfg   gpusched.Config // what s was built with (for its saved state)
+	order []string        // job IDs in order of submission
+	now   time.Time
+	jobs  map[string]*job
+	said  map[string]string // last pending reason printed per job
 }
 
 func (h *host) logf(format string, args ...any) {
@@ -101,6 +132,7 @@ func (h *host) submit(spec workload.Job) error {
 	if err := h.s.Submit(spec, h.now); err != nil {
 		return err
 	}
+	h.order = append(h.order, spec.ID)
 	h.jobs[spec.ID] = &job{spec: spec, work: spec.Runtime}
 	var shape []string
 	for _, g := range spec.Groups {
@@ -318,7 +350,10 @@ func short(d time.Duration) string {
 	return s
 }
 
-func run(w io.Writer) error {
+func run(w io.Writer) error { return day(w, true) }
+
+// day is the working day, with or without the 13:30 restart.
+func day(w io.Writer, restart bool) error {
 	// The cluster: 4 DGX H100 hosts, 2 per ToR switch.
 	spec, err := topology.Generator{Name: "lab", Machine: "dgx-h100", Hosts: 4, HostsPerToR: 2}.Spec()
 	if err != nil {
@@ -334,16 +369,17 @@ func run(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s, err := gpusched.New(gpusched.Config{
+	cfg := gpusched.Config{
 		Cluster:   c,
 		Queues:    queue.Config{Root: queue.Node{Children: []queue.Node{{Name: "ml", Policy: queue.Policy{Ordering: queue.BestEffortFIFO}}}}},
 		Preemptor: p,
-	})
+	}
+	s, err := gpusched.New(cfg)
 	if err != nil {
 		return err
 	}
 	t0 := time.Date(2025, 6, 2, 9, 0, 0, 0, time.UTC)
-	h := &host{w: w, s: s, c: c, now: t0, jobs: map[string]*job{}, said: map[string]string{}}
+	h := &host{w: w, s: s, c: c, cfg: cfg, now: t0, jobs: map[string]*job{}, said: map[string]string{}}
 	fmt.Fprintf(w, "cluster %s: %d DGX H100 hosts in 2 ToRs, %d GPUs; one queue; preemption by gpusched.PlanPreemptor\n\n", c.Name(), c.NumHosts(), c.NumGPUs())
 
 	gpus := func(id string, prio int32, count, n int, work, ckpt time.Duration) workload.Job {
@@ -398,6 +434,9 @@ func run(w io.Writer) error {
 		{t0.Add(185 * time.Minute), func(h *host) error {
 			return h.submit(gpus("urgent", 10, 1, 8, time.Hour, 10*time.Minute))
 		}},
+	}
+	if restart { // 13:30: the host process restarts, from the state it saved
+		script = append(script, event{t0.Add(270 * time.Minute), (*host).restart})
 	}
 	if err := h.loop(script); err != nil {
 		return err

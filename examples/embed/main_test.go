@@ -31,6 +31,8 @@ func TestEmbed(t *testing.T) {
 		"12:06  start    urgent    on dgx-h100-4[0-7]",
 		"13:06  start    sweep-1   on dgx-h100-4[0-1], resuming with 3h6m of work done",
 		"16:30  finish   pretrain",
+		// a restart from the saved state
+		"13:30  RESTART  the host restarts: state saved",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("log lacks %q:\n%s", want, s)
@@ -44,5 +46,27 @@ func TestEmbed(t *testing.T) {
 	var again bytes.Buffer
 	if err := run(&again); err != nil || again.String() != s {
 		t.Errorf("a second run differs (%v)", err)
+	}
+}
+
+// TestRestartChangesNothing: the day with the host's restart at 13:30
+// (state saved, loaded into a fresh Scheduler) logs exactly the day
+// without it, but for the restart's own line.
+func TestRestartChangesNothing(t *testing.T) {
+	var with, without bytes.Buffer
+	if err := day(&with, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := day(&without, false); err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, line := range strings.SplitAfter(with.String(), "\n") {
+		if !strings.Contains(line, "RESTART") {
+			kept = append(kept, line)
+		}
+	}
+	if got := strings.Join(kept, ""); got != without.String() {
+		t.Fatalf("the day with a restart differs:\n%s\nwithout:\n%s", with.String(), without.String())
 	}
 }
