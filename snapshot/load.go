@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -149,7 +148,7 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 	for _, i := range order {
 		j := &st.Jobs[i]
 		f := fmt.Sprintf("jobs[%d]", i)
-		js, field, err := j.check(st.Now, f)
+		js, field, err := j.check(f)
 		if err != nil {
 			return nil, bad(field, err)
 		}
@@ -207,32 +206,16 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 	return &Loaded{State: st, Cluster: c, Scheduler: s, States: states}, nil
 }
 
-// check checks a job's state and times against now; it returns the
-// job's state, or the field at fault and why.
-func (j *Job) check(now time.Time, f string) (queue.State, string, error) {
+// check checks what of a job's state RestoreJob cannot see: its state's
+// name, a start time only for running jobs, a placement only for holding
+// ones. Its times and counts RestoreJob checks against now, with errors
+// naming the job's field.
+func (j *Job) check(f string) (queue.State, string, error) {
 	js, ok := jobStates[j.State]
 	if !ok {
 		return 0, f + ".state", fmt.Errorf("unknown state %q (want pending, requeued, preempted, admitted or running)", j.State)
 	}
-	at := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-	switch {
-	case j.Submitted.IsZero():
-		return 0, f + ".submitted", errors.New("missing submission time")
-	case j.Submitted.After(now):
-		return 0, f + ".submitted", fmt.Errorf("%s is after now (%s): the job was not submitted yet", at(j.Submitted), at(now))
-	case j.Progress < 0:
-		return 0, f + ".progress", fmt.Errorf("negative progress %v", j.Progress)
-	}
-	if js == queue.Running {
-		switch {
-		case j.Started.IsZero():
-			return 0, f + ".started", errors.New("a running job needs its start time")
-		case j.Started.After(now):
-			return 0, f + ".started", fmt.Errorf("%s is after now (%s): the job has not started yet", at(j.Started), at(now))
-		case j.Started.Before(j.Submitted):
-			return 0, f + ".started", fmt.Errorf("%s is before the job was submitted (%s)", at(j.Started), at(j.Submitted))
-		}
-	} else if !j.Started.IsZero() {
+	if js != queue.Running && !j.Started.IsZero() {
 		return 0, f + ".started", fmt.Errorf("a %s job has no start time (only running jobs have one)", js)
 	}
 	if !js.Holding() && len(j.Placement) > 0 {
