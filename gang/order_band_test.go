@@ -1,7 +1,6 @@
 package gang
 
 import (
-	"fmt"
 	"slices"
 	"testing"
 
@@ -63,7 +62,7 @@ func TestPartBandKeepsTheOrder(t *testing.T) {
 func names(c *topology.Cluster, ds []topology.DomainID) []string {
 	var out []string
 	for _, d := range ds {
-		out = append(out, fmt.Sprintf("%s", c.DomainName(d)))
+		out = append(out, c.DomainName(d))
 	}
 	return out
 }

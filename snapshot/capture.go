@@ -178,13 +178,6 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 	return st, nil
 }
 
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
 // captureJob turns one job's status into the state's job.
 func captureJob(s *gpusched.Scheduler, c *topology.Cluster, id string, js gpusched.JobStatus) (Job, error) {
 	j := Job{Job: js.Spec.Clone(), Submitted: js.Submitted, Preemptions: js.Preemptions, Restarts: js.Restarts}
