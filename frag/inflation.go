@@ -28,10 +28,11 @@ import (
 //     (tuneUpPods: it stops at the first draw that would exceed it). A
 //     trace asking for more than the target (the multigpu40 list, 152%)
 //     instead loses pods drawn uniformly until it asks for no more than
-//     the target (tuneDownPods). SamplePaper does exactly this; the
-//     artifact compares a multi-GPU pod's per-GPU milli rather than its
-//     total against the target when appending, which can overshoot by
-//     seven GPUs — we compare totals.
+//     the target (tuneDownPods). SamplePaper does this with its own
+//     random stream; the artifact compares a multi-GPU pod's per-GPU milli
+//     rather than its total against the target when appending, which can
+//     overshoot by seven GPUs — SamplePaper compares totals.
+//     SampleArtifact makes the artifact's very draws (artifactDraws).
 //   - Every pod counts as arrived when it is submitted, whether or not it
 //     is placed (SchedulePods adds its GPU milli before scheduling).
 //     CPU-only pods arrive with zero GPU demand and still take CPU and
