@@ -64,6 +64,11 @@ type Config struct {
 	// whenever the series would pass 5,000 rows (every other row kept), so
 	// a long tail after a short arrival span stays a few thousand rows.
 	SampleEvery time.Duration
+	// FairnessWindow is the window of Fairness.WindowJain: the run is cut
+	// into windows of this length from time zero and tenants' allocations
+	// are compared with their demand-capped fair shares in each; 0 means
+	// 10 minutes.
+	FairnessWindow time.Duration
 	// Horizon stops the simulation at this time; zero runs until every
 	// job has ended or nothing can change any more.
 	Horizon time.Duration
@@ -219,7 +224,7 @@ func (c *Config) validate() error {
 		{"Failures.HostMTBF", c.Failures.HostMTBF}, {"Failures.ToRMTBF", c.Failures.ToRMTBF},
 		{"Failures.RepairTime", c.Failures.RepairTime}, {"Drain.MeanInterval", c.Drain.MeanInterval},
 		{"Drain.Duration", c.Drain.Duration}, {"Preemption.Grace", c.Preemption.Grace},
-		{"ScheduleEvery", c.ScheduleEvery}, {"SampleEvery", c.SampleEvery}, {"Horizon", c.Horizon},
+		{"ScheduleEvery", c.ScheduleEvery}, {"SampleEvery", c.SampleEvery}, {"FairnessWindow", c.FairnessWindow}, {"Horizon", c.Horizon},
 		{"MinCycleInterval", c.MinCycleInterval},
 	} {
 		if d.v < 0 {

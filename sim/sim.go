@@ -86,6 +86,11 @@ type job struct {
 	level     topology.Level // spread of the current placement (-1: no GPUs)
 	req       *gang.Request  // while pending, for StrandedByLevel; built on demand
 	reqErr    bool           // the job cannot be expressed as a gang request
+	demMilli  int64          // GPU milli it demands while waiting
+	tk        int32          // its tenant's index in the load tracker
+	actAt     float64        // ∫ jobs in the system dt at its submission (finish-time fairness)
+	rho       float64        // finish-time fairness ρ once completed (0: not computed)
+	segBusy   float64        // the load tracker's busy time at segStart
 }
 
 // reasonBits fails to compile when job.reasons has no bit for a Reason.
@@ -171,6 +176,7 @@ func New(cfg Config, jobs []trace.Job) (*Simulation, error) {
 		j.tenant = j.spec.Queue
 		j.submit, j.duration = tj.Submit, tj.Duration
 		j.work = tj.Duration.Seconds()
+		j.demMilli = j.spec.Demand().GPUMilli
 		j.pendIdx = -1
 		j.level = -1
 		j.ckpt = j.spec.CheckpointInterval
@@ -298,7 +304,7 @@ func (s *Simulation) arrive(now time.Duration) {
 		s.eng.Schedule(s.jobs[s.next].submit, s.arrive)
 	} else {
 		s.account(now)
-		s.m.arrivalEnd, s.m.arrivalUsed = now, s.m.used
+		s.m.markArrivalEnd(now)
 	}
 	s.requestCycle(now)
 }
@@ -327,6 +333,7 @@ func (s *Simulation) submit(now time.Duration, i int32) {
 	}
 	j.state = StatePending
 	s.addPending(i)
+	j.actAt = s.m.load.activeInt
 }
 
 // neverFits reports why a job cannot run on the cluster even when empty:
@@ -346,12 +353,15 @@ func (s *Simulation) neverFits(j *workload.Job) string {
 }
 
 func (s *Simulation) addPending(i int32) {
+	j := &s.jobs[i]
+	s.m.load.wait(s.eng.Now(), int(j.tk), j.demMilli, +1)
 	s.jobs[i].pendIdx = int32(len(s.pending))
 	s.pending = append(s.pending, i)
 }
 
 func (s *Simulation) removePending(i int32) {
 	k := s.jobs[i].pendIdx
+	s.m.load.wait(s.eng.Now(), int(s.jobs[i].tk), s.jobs[i].demMilli, -1)
 	last := s.pending[len(s.pending)-1]
 	s.pending[k] = last
 	s.jobs[last].pendIdx = k
@@ -475,6 +485,8 @@ func (s *Simulation) bind(now time.Duration, b Binding) error {
 	j.claims = slices.Clone(b.Claims)
 	j.gpuMilli = claimMilli(s.c, j.claims)
 	s.m.usedMilli += j.gpuMilli
+	s.m.load.run(now, int(j.tk), j.gpuMilli, +1)
+	j.segBusy = s.m.load.busyTime
 	s.running++
 	j.level = s.spread(j.claims)
 	j.speed = s.speedFor(j.level)
@@ -663,6 +675,7 @@ func (s *Simulation) complete(now time.Duration, i int32) {
 	j.state = StateCompleted
 	j.end = now
 	s.m.completed(j)
+	j.rho = s.m.finishTimeFairness(j)
 	s.jobEnded()
 	if err := s.cfg.Scheduler.Finished(now, j.spec.ID); err != nil {
 		s.err = fmt.Errorf("sim: Finished(%s): %w", j.spec.ID, err)
@@ -693,6 +706,7 @@ func (s *Simulation) release(i int32) {
 		}
 	}
 	s.m.usedMilli -= j.gpuMilli
+	s.m.load.run(s.eng.Now(), int(j.tk), j.gpuMilli, -1)
 	s.running--
 	j.claims = nil
 	j.gpuMilli = 0
@@ -859,7 +873,7 @@ func (s *Simulation) finish() *Result {
 	s.account(now)
 	if s.next < len(s.jobs) {
 		// Cut off by the Horizon while jobs were still arriving.
-		s.m.arrivalEnd, s.m.arrivalUsed = now, s.m.used
+		s.m.markArrivalEnd(now)
 	}
 	s.m.finalSample(now)
 	for i := range s.jobs {

@@ -127,19 +127,24 @@ var actions = map[preempt.Action]sim.RecoveryAction{
 // classes: quota and quota-held are quota, too-large is topology, the
 // others map to the class of the same name (preempting to
 // waiting-for-victims). A capacity shortfall of a job that restricts the
-// GPU model counts as a model failure.
+// GPU model counts as a model failure. A quota block at the root whose
+// limit is the cluster's own capacity (no root quota configured:
+// queue.Block.Capacity) is capacity, not quota: the cluster is full, no
+// queue's quota binds.
 func (a *Scheduler) reason(p gpusched.Pending) sim.Reason {
 	if p.Reason == nil {
 		return sim.ReasonOther
 	}
 	switch p.Reason.Code {
-	case gpusched.WaitQuota, gpusched.WaitQuotaHeld:
+	case gpusched.WaitQuota:
+		if b := p.Reason.Quota; b != nil && b.Capacity {
+			return a.capacity(p.Job)
+		}
+		return sim.ReasonQuota
+	case gpusched.WaitQuotaHeld:
 		return sim.ReasonQuota
 	case gpusched.WaitCapacity:
-		if a.models[p.Job] {
-			return sim.ReasonModel
-		}
-		return sim.ReasonCapacity
+		return a.capacity(p.Job)
 	case gpusched.WaitTopology, gpusched.WaitTooLarge:
 		return sim.ReasonTopology
 	case gpusched.WaitFragmentation:
@@ -152,6 +157,15 @@ func (a *Scheduler) reason(p gpusched.Pending) sim.Reason {
 		return sim.ReasonVictims
 	}
 	return sim.ReasonOther
+}
+
+// capacity is the class of a capacity shortfall of job: a model failure
+// when the job restricts the GPU model.
+func (a *Scheduler) capacity(job string) sim.Reason {
+	if a.models[job] {
+		return sim.ReasonModel
+	}
+	return sim.ReasonCapacity
 }
 
 // Started reports the job running.
