@@ -25,8 +25,8 @@ type loadTracker struct {
 	weights []float64 // per tenant: its entitlement weight (0: none)
 
 	last      time.Duration
-	allocM    int64 // allocated milli-GPUs, all tenants
-	pendM     int64 // milli-GPUs demanded by waiting jobs
+	allocM    int64   // allocated milli-GPUs, all tenants
+	pendM     int64   // milli-GPUs demanded by waiting jobs
 	pendJobs  int     // jobs waiting
 	running   int     // jobs running
 	activeInt float64 // ∫ active dt, job-seconds
