@@ -116,6 +116,7 @@ type Simulation struct {
 	crashed   []int32 // jobs hit by failures, awaiting their recovery
 	lastCycle time.Duration
 	schedSet  bool
+	wakeEv    EventID // the last Decision's Wake, when pending
 	bound     bool // the last cycle bound or preempted something
 	ended     int
 	ran       bool
@@ -441,6 +442,16 @@ func (s *Simulation) cycle(now time.Duration) {
 			s.err = err
 			return
 		}
+	}
+	if s.wakeEv != 0 {
+		s.eng.Cancel(s.wakeEv)
+		s.wakeEv = 0
+	}
+	if d.Wake > now {
+		s.wakeEv = s.eng.Schedule(d.Wake, func(t time.Duration) {
+			s.wakeEv = 0
+			s.requestCycle(t)
+		})
 	}
 	for _, p := range d.Pending {
 		if i, ok := s.byID[p.Job]; ok && s.jobs[i].state == StatePending {

@@ -320,6 +320,11 @@ func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stat
 	if err != nil {
 		return nil, err
 	}
+	if d, err := parseDemote(rc.demote); err != nil {
+		return nil, err
+	} else if d != nil {
+		s.Demote(d)
+	}
 	cfg, err := rc.simConfig()
 	if err != nil {
 		return nil, err

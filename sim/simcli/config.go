@@ -74,6 +74,7 @@ type runConfig struct {
 	outages      []string
 	defaultQueue string
 	fragLevels   bool
+	demote       string
 }
 
 func defaultRun() runConfig {
@@ -105,6 +106,7 @@ func (r *runConfig) bind(fs *pflag.FlagSet, cluster bool) {
 	fs.StringVar(&r.defaultQueue, "default-queue", r.defaultQueue, "with --queues config:PATH, the leaf for trace tenants that name no leaf (empty: such jobs are rejected)")
 	fs.IntVar(&r.gpusPerNode, "gpus-per-node", r.gpusPerNode, "GPUs per node in a VC file")
 	fs.StringVar(&r.ordering, "ordering", r.ordering, "queue ordering (best-effort-fifo, strict-fifo, priority-aging, …; empty: the queue package's default)")
+	fs.StringVar(&r.demote, "demote", r.demote, "lower jobs' priority as they attain service, needing no durations: las:H1,H2,… (Tiresias' 2D-LAS, thresholds in GPU-hours) or slice:LEASE (Gandiva-style time slicing, e.g. slice:10m); with --preempt a job of a higher level preempts one of a lower level")
 	fs.BoolVar(&r.backfill, "backfill", r.backfill, "EASY backfill in every queue (runtime estimates: see --runtime-estimate)")
 	fs.Uint64Var(&r.seed, "seed", r.seed, "seed of the random models and placers")
 	fs.DurationVar(&r.ckptInterval, "ckpt-interval", r.ckptInterval, "checkpoint interval of jobs (0: they do not checkpoint)")
