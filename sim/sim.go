@@ -117,7 +117,7 @@ type Simulation struct {
 	lastCycle time.Duration
 	schedSet  bool
 	wakeEv    EventID // the last Decision's Wake, when pending
-	bound     bool // the last cycle bound or preempted something
+	bound     bool    // the last cycle bound or preempted something
 	ended     int
 	ran       bool
 	err       error

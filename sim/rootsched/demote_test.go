@@ -50,7 +50,9 @@ func TestDemoteLAS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs := func() []trace.Job { return []trace.Job{job8("long", 0, 10*time.Hour), job8("short", time.Hour, 30*time.Minute)} }
+	jobs := func() []trace.Job {
+		return []trace.Job{job8("long", 0, 10*time.Hour), job8("short", time.Hour, 30*time.Minute)}
+	}
 	las := demoted(t, c, queue.LAS{Thresholds: []float64{14400}}, jobs())
 	got := byRecord(las)
 	if s := got["short"]; s.State != sim.StateCompleted || s.End-s.Submit != 1830 {
