@@ -248,12 +248,17 @@ cannot carry (preemptions in progress, …; see gpusched explain --help).`,
 // prepared is a cluster and trace loaded once and shared (read-only) by
 // the runs of a command.
 type prepared struct {
-	c  *topology.Cluster
-	lt *loadedTrace
+	c    *topology.Cluster
+	lt   *loadedTrace
+	part *sim.Partition // hard VCs (--queues vc-hard:PATH), else nil
 }
 
 func prepare(rc runConfig, cluster func(runConfig) (*topology.Cluster, error)) (*prepared, error) {
 	c, err := cluster(rc)
+	if err != nil {
+		return nil, err
+	}
+	c, part, err := rc.partition(c)
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +298,7 @@ func prepare(rc runConfig, cluster func(runConfig) (*topology.Cluster, error)) (
 		}
 		lt.name += fmt.Sprintf("@load=%g(x%.4g)", rc.synLoad, f)
 	}
-	return &prepared{c: c, lt: lt}, nil
+	return &prepared{c: c, lt: lt, part: part}, nil
 }
 
 // testWrap, when set (by tests), wraps the Scheduler of every run.
@@ -304,6 +309,9 @@ var testWrap func(*rootsched.Scheduler) sim.Scheduler
 func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stateSaver) (*sim.Result, error) {
 	jobs := slices.Clone(p.lt.jobs)
 	qcfg, tenants, qmap, err := rc.queueSetup(jobs)
+	if p.part != nil {
+		qcfg, tenants, qmap, err = rc.hardVCQueues(p.part, jobs)
+	}
 	if err != nil {
 		return nil, err
 	}

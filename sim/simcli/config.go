@@ -102,7 +102,7 @@ func (r *runConfig) bind(fs *pflag.FlagSet, cluster bool) {
 	fs.IntVar(&r.repeat, "repeat", r.repeat, "replay k out-of-phase copies of a recorded trace at once (k times its load; 0 or 1: one)")
 	fs.DurationVar(&r.arrivalSpan, "arrival-span", r.arrivalSpan, "scale a recorded trace's arrival times so they span this long (0: as recorded; see also --load)")
 	fs.StringVar(&r.policy, "policy", r.policy, "placement policy (gang placers: topology, best-fit, first-fit, worst-fit, random, buddy, fgd, dot-product, gpu-packing, gpu-clustering)")
-	fs.StringVar(&r.queues, "queues", r.queues, "queue setup: flat (one queue per tenant, no quota), single (one queue), vc:PATH (one queue per VC of a philly_vc.csv-style file, guaranteed nodes × --gpus-per-node GPUs), or config:PATH (a queue tree in YAML or JSON, the queue package's Config)")
+	fs.StringVar(&r.queues, "queues", r.queues, "queue setup: flat (one queue per tenant, no quota), single (one queue), vc:PATH (one queue per VC of a philly_vc.csv-style file, guaranteed nodes × --gpus-per-node GPUs, idle GPUs lent to other VCs), vc-hard:PATH (the same VCs as hard partitions: each owns its nodes, in the file's order, and its jobs run only there, as on Philly), or config:PATH (a queue tree in YAML or JSON, the queue package's Config)")
 	fs.StringVar(&r.defaultQueue, "default-queue", r.defaultQueue, "with --queues config:PATH, the leaf for trace tenants that name no leaf (empty: such jobs are rejected)")
 	fs.IntVar(&r.gpusPerNode, "gpus-per-node", r.gpusPerNode, "GPUs per node in a VC file")
 	fs.StringVar(&r.ordering, "ordering", r.ordering, "queue ordering (best-effort-fifo, strict-fifo, priority-aging, …; empty: the queue package's default)")
@@ -380,6 +380,8 @@ func (r *runConfig) queueSetup(jobs []trace.Job) (queue.Config, []sim.Tenant, ma
 			qm[t] = "default"
 		}
 		return rootsched.FlatQueues([]string{"default"}, p), nil, qm, nil
+	case strings.HasPrefix(r.queues, hardVCPrefix):
+		return queue.Config{}, nil, nil, nil // hardVCQueues, with the partitioned cluster
 	case strings.HasPrefix(r.queues, "vc:"):
 		path := strings.TrimPrefix(r.queues, "vc:")
 		f, err := os.Open(path)
