@@ -480,7 +480,7 @@ func writeRun(out outFlags, dir string, res *sim.Result) error {
 func compareCmd(opt Options) *cobra.Command {
 	rc := defaultRun()
 	var out outFlags
-	var policies string
+	var policies, seeds string
 	var cluster func(runConfig) (*topology.Cluster, error)
 	cmd := &cobra.Command{
 		Use:   "compare",
@@ -516,6 +516,9 @@ own, listed by "sim compare --inflation --help": the cluster flags, --trace
 			if cmd.Flags().NArg() > 0 {
 				return fmt.Errorf("unexpected arguments %q", cmd.Flags().Args())
 			}
+			if seeds != "" {
+				return compareSeeds(cmd, rc, out, splitList(policies), seeds, cluster)
+			}
 			return compare(cmd, rc, out, splitList(policies), cluster)
 		},
 	}
@@ -523,6 +526,7 @@ own, listed by "sim compare --inflation --help": the cluster flags, --trace
 	out.bind(cmd.Flags(), "sim-compare")
 	cmd.Flags().IntVar(&out.par, "parallel", 0, "runs at once (0: GOMAXPROCS)")
 	cmd.Flags().StringVar(&policies, "policies", "topology,best-fit,fgd", "comma-separated placement policies")
+	cmd.Flags().StringVar(&seeds, "seeds", "", "replicate: run every policy at each of these seeds (e.g. 1-10) and print medians with 95% intervals; the policies of a seed share its trace and random draws")
 	cmd.Flags().Bool("inflation", false, "run the FGD paper's inflation experiment instead of a time-based replay, with that experiment's flags (see --inflation --help)")
 	cmd.Flags().BoolP("help", "h", false, "help for compare")
 	return cmd
