@@ -693,18 +693,21 @@ func sweepCmd(opt Options) *cobra.Command {
 	var out outFlags
 	var params []string
 	var shard string
+	var independent bool
 	var cluster func(runConfig) (*topology.Cluster, error)
 	cmd := &cobra.Command{
 		Use:   "sweep",
 		Short: "Run a grid of parameters in parallel, optionally one shard of it",
 		Long: `Run one simulation per point of a grid of parameters (the cartesian product of
-the --param lists, the last varying fastest), in parallel goroutines. Each run
-gets seed = --seed + its index in the grid for its random models unless seed is
-a parameter, so a run has the same result whichever shard or machine runs it;
-a synthetic or replicated trace is drawn from --seed (or the swept seed), so
-runs that differ in other parameters replay the same jobs. For example
---param preempt=off,queue compares preemption off and on, one row each (add
---param seed=42 to give both the same failure draws too). With --shard i/n
+the --param lists, the last varying fastest), in parallel goroutines. Runs use
+common random numbers: every run of the grid gets --seed (or the swept seed)
+for its trace and its random models, so runs that differ in other parameters
+replay the same jobs with the same failure and drain draws, and a difference
+between two rows is the parameters'. For example --param preempt=off,queue
+compares preemption off and on, one row each; --param seed=1,2,3 replicates
+the comparison. --independent-seeds gives each run seed = --seed + its index
+in the grid for its random models instead. A run has the same result
+whichever shard or machine runs it. With --shard i/n
 only the points whose index is i modulo n run, so Slurm job arrays or
 Kubernetes Indexed Jobs can split a large sweep; each shard writes
 sweep-i-of-n.csv.`,
@@ -712,13 +715,16 @@ sweep-i-of-n.csv.`,
   gpusched sim sweep --param load=0.8,1.0,1.2 --param policy=fgd,best-fit --shard 0/4
   gpusched sim sweep --trace synthetic:5000 --load 1.3 --high-priority-share 0.2 --param preempt=off,queue,cluster`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return sweep(cmd, rc, out, params, shard, cluster) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return sweep(cmd, rc, out, params, shard, independent, cluster)
+		},
 	}
 	cluster = bindRun(cmd, &rc, opt)
 	out.bind(cmd.Flags(), "sim-sweep")
 	cmd.Flags().IntVar(&out.par, "parallel", 0, "runs at once (0: GOMAXPROCS)")
 	cmd.Flags().StringArrayVar(&params, "param", nil, "a swept parameter `NAME=V1,V2,…`, where NAME is a flag of sim run (e.g. policy, load, gpu-mtbf, seed); repeatable")
 	cmd.Flags().StringVar(&shard, "shard", "", "run only shard i of n (i/n)")
+	cmd.Flags().BoolVar(&independent, "independent-seeds", false, "give each run seed = --seed + its grid index for its random models, instead of common random numbers (the same seed for every run)")
 	return cmd
 }
 
@@ -730,7 +736,7 @@ type sweepRow struct {
 	sum    sim.Summary
 }
 
-func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string, shard string, cluster func(runConfig) (*topology.Cluster, error)) error {
+func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string, shard string, independent bool, cluster func(runConfig) (*topology.Cluster, error)) error {
 	if len(rawParams) == 0 {
 		return errors.New("give at least one --param NAME=V1,V2,…")
 	}
@@ -769,7 +775,7 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 			return fmt.Errorf("run %d (%s): %w", i, strings.Join(pt, ","), err)
 		}
 		r.traceSeed, r.hasTraceSeed = r.seed, true // one trace for every run of a seed
-		if !seedSwept {
+		if !seedSwept && independent {
 			r.seed = base.seed + uint64(i)
 		}
 		configs[i] = r
