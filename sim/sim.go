@@ -161,6 +161,7 @@ func New(cfg Config, jobs []trace.Job) (*Simulation, error) {
 	if cfg.Snapshot != nil {
 		s.snaps = slices.Compact(slices.Sorted(slices.Values(cfg.Snapshots)))
 	}
+	rngEst := rand.New(rand.NewPCG(cfg.Seed, 3)) // one draw per job, in trace order
 	for i := range jobs {
 		tj := &jobs[i]
 		if _, dup := s.byID[tj.Spec.ID]; dup {
@@ -189,7 +190,7 @@ func New(cfg Config, jobs []trace.Job) (*Simulation, error) {
 		// reload and checkpoint pauses of the model.
 		j.spec.CheckpointInterval = 0
 		if cfg.RuntimeEstimate > 0 && j.spec.Runtime == 0 {
-			j.spec.Runtime = time.Duration(float64(tj.Duration) * cfg.RuntimeEstimate)
+			j.spec.Runtime = cfg.EstimateError.apply(time.Duration(float64(tj.Duration)*cfg.RuntimeEstimate), rngEst)
 		}
 		j.minGPUs, j.models = s.smallestTask(&j.spec)
 	}

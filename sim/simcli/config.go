@@ -75,6 +75,8 @@ type runConfig struct {
 	defaultQueue string
 	fragLevels   bool
 	demote       string
+	estSigma     float64
+	estRound     []time.Duration
 }
 
 func defaultRun() runConfig {
@@ -134,6 +136,8 @@ func (r *runConfig) bind(fs *pflag.FlagSet, cluster bool) {
 	fs.Float64Var(&r.highShare, "high-priority-share", r.highShare, "synthetic traces: the share (0..1) of jobs with priority --high-priority, the rest 0")
 	fs.Int32Var(&r.highPriority, "high-priority", r.highPriority, "the priority of --high-priority-share jobs")
 	fs.Float64Var(&r.runtimeEst, "runtime-estimate", r.runtimeEst, "give jobs runtime estimates of this factor × their true duration (0: none)")
+	fs.Float64Var(&r.estSigma, "estimate-sigma", r.estSigma, "with --runtime-estimate, multiply each estimate by a log-normal factor exp(σ·Z) of this σ (0: none)")
+	fs.DurationSliceVar(&r.estRound, "estimate-round", r.estRound, "with --runtime-estimate, round estimates up to the first of these values at or above them, as users pick round limits (e.g. 1h,4h,24h,48h)")
 	fs.DurationVar(&r.scheduleEvery, "schedule-every", r.scheduleEvery, "also run a scheduling cycle at this period (0: only on events)")
 	fs.DurationVar(&r.sampleEvery, "sample-every", r.sampleEvery, "time-series period (0: span of arrivals / 500)")
 	fs.DurationVar(&r.horizon, "horizon", r.horizon, "stop at this simulated time (0: when every job has ended)")
@@ -556,6 +560,7 @@ func (r *runConfig) simConfig() (sim.Config, error) {
 		Speed:            sim.SpeedModel{Enabled: r.speed, SameHost: r.speedHost, SameSwitch: r.speedSwitch, PerLevel: r.speedLevel},
 		Preemption:       sim.PreemptionModel{Grace: r.grace},
 		RuntimeEstimate:  r.runtimeEst,
+		EstimateError:    sim.EstimateError{Sigma: r.estSigma, RoundUp: r.estRound},
 		ScheduleEvery:    r.scheduleEvery,
 		SampleEvery:      r.sampleEvery,
 		Horizon:          r.horizon,
