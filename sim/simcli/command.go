@@ -451,6 +451,9 @@ func runOne(cmd *cobra.Command, rc runConfig, out outFlags, saveState []string, 
 			return err
 		}
 	}
+	if err := report.WriteHTML(out.dir, fmt.Sprintf("gpusched sim run: cluster %s, trace %s, policy %s, seed %d", p.c.Name(), p.lt.name, rc.policy, rc.seed), runs...); err != nil {
+		return err
+	}
 	fmt.Fprintf(cmd.OutOrStdout(), "cluster %s (%d GPUs), trace %s, policy %s, seed %d\n\n", p.c.Name(), p.c.NumGPUs(), p.lt.name, rc.policy, rc.seed)
 	if err := report.WriteTable(cmd.OutOrStdout(), runs...); err != nil {
 		return err
@@ -616,6 +619,9 @@ func compare(cmd *cobra.Command, rc runConfig, out outFlags, policies []string, 
 		if err := report.WritePlots(out.dir, runs...); err != nil {
 			return err
 		}
+	}
+	if err := report.WriteHTML(out.dir, fmt.Sprintf("gpusched sim compare: cluster %s, trace %s, seed %d", p.c.Name(), p.lt.name, rc.seed), runs...); err != nil {
+		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "cluster %s (%d GPUs), trace %s, seed %d\n\n", p.c.Name(), p.c.NumGPUs(), p.lt.name, rc.seed)
 	if err := report.WriteTable(cmd.OutOrStdout(), runs...); err != nil {
