@@ -130,6 +130,7 @@ type Simulation struct {
 	rngFail, rngDrain *rand.Rand
 	outages           []outage
 	m                 metrics
+	modelFactor       []float64 // Config.GPUSpeeds by ModelID; nil: all 1
 	snaps             []time.Duration // Config.Snapshots not taken yet, sorted
 }
 
@@ -195,7 +196,28 @@ func New(cfg Config, jobs []trace.Job) (*Simulation, error) {
 		j.minGPUs, j.models = s.smallestTask(&j.spec)
 	}
 	s.m.init(s)
+	if cfg.GPUSpeeds != nil {
+		s.modelFactor = cfg.GPUSpeeds.modelFactors(c.Models())
+	}
 	return s, nil
+}
+
+// modelSpeed is the speed factor of the slowest GPU model among claims
+// (1 without Config.GPUSpeeds, or for claims without GPUs).
+func (s *Simulation) modelSpeed(claims []topology.Claim) float64 {
+	if s.modelFactor == nil {
+		return 1
+	}
+	f := math.Inf(1)
+	for _, c := range claims {
+		if m := s.c.HostModel(c.Host); len(c.GPUs) > 0 && m >= 0 && int(m) < len(s.modelFactor) {
+			f = min(f, s.modelFactor[m])
+		}
+	}
+	if math.IsInf(f, 1) {
+		return 1
+	}
+	return f
 }
 
 // smallestTask finds the task with the fewest whole GPUs (a share counts
@@ -501,7 +523,7 @@ func (s *Simulation) bind(now time.Duration, b Binding) error {
 	j.segBusy = s.m.load.busyTime
 	s.running++
 	j.level = s.spread(j.claims)
-	j.speed = s.speedFor(j.level)
+	j.speed = s.speedFor(j.level) * s.modelSpeed(j.claims)
 	j.segStart = now
 	j.restart = 0
 	if j.started {

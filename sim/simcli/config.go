@@ -77,6 +77,7 @@ type runConfig struct {
 	demote       string
 	estSigma     float64
 	estRound     []time.Duration
+	gpuSpeeds    string
 }
 
 func defaultRun() runConfig {
@@ -108,6 +109,7 @@ func (r *runConfig) bind(fs *pflag.FlagSet, cluster bool) {
 	fs.StringVar(&r.defaultQueue, "default-queue", r.defaultQueue, "with --queues config:PATH, the leaf for trace tenants that name no leaf (empty: such jobs are rejected)")
 	fs.IntVar(&r.gpusPerNode, "gpus-per-node", r.gpusPerNode, "GPUs per node in a VC file")
 	fs.StringVar(&r.ordering, "ordering", r.ordering, "queue ordering (best-effort-fifo, strict-fifo, priority-aging, …; empty: the queue package's default)")
+	fs.StringVar(&r.gpuSpeeds, "gpu-speeds", r.gpuSpeeds, "per-GPU-model speed factors: a table file (sim.ReadSpeedTable's YAML) or gavel (the embedded table from Gavel's published K80/P100/V100 throughputs); a job runs at its slowest GPU's factor")
 	fs.StringVar(&r.demote, "demote", r.demote, "lower jobs' priority as they attain service, needing no durations: las:H1,H2,… (Tiresias' 2D-LAS, thresholds in GPU-hours) or slice:LEASE (Gandiva-style time slicing, e.g. slice:10m); with --preempt a job of a higher level preempts one of a lower level")
 	fs.BoolVar(&r.backfill, "backfill", r.backfill, "EASY backfill in every queue (runtime estimates: see --runtime-estimate)")
 	fs.Uint64Var(&r.seed, "seed", r.seed, "seed of the random models and placers")
@@ -543,6 +545,10 @@ func parseOutage(s string) (sim.Outage, error) {
 // simConfig turns the model flags into a sim.Config (without cluster and
 // scheduler).
 func (r *runConfig) simConfig() (sim.Config, error) {
+	speeds, err := readGPUSpeeds(r.gpuSpeeds)
+	if err != nil {
+		return sim.Config{}, err
+	}
 	var outs []sim.Outage
 	for _, s := range r.outages {
 		o, err := parseOutage(s)
@@ -567,6 +573,7 @@ func (r *runConfig) simConfig() (sim.Config, error) {
 		RejectErrors:     r.rejectErrors,
 		MinCycleInterval: r.minCycle,
 		StrandedByLevel:  r.fragLevels,
+		GPUSpeeds:        speeds,
 	}, nil
 }
 

@@ -2,11 +2,14 @@ package simcli
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/sim"
+	"github.com/gpusched/gpusched/sim/data"
 )
 
 // parseDemote reads --demote: "" (none), "las:H1,H2,…" (Tiresias'
@@ -43,4 +46,21 @@ func parseDemote(v string) (queue.Demotion, error) {
 		return s, nil
 	}
 	return nil, fmt.Errorf("--demote %q: want las:GPU-HOURS,… (Tiresias 2D-LAS) or slice:LEASE (time slicing)", v)
+}
+
+// readGPUSpeeds reads --gpu-speeds: "" (none), "gavel" (the embedded
+// table, sim/data) or a table file.
+func readGPUSpeeds(v string) (*sim.SpeedTable, error) {
+	switch v {
+	case "":
+		return nil, nil
+	case "gavel":
+		return sim.ReadSpeedTable(data.GPUSpeedsGavel(), data.GPUSpeedsGavelName)
+	}
+	f, err := os.Open(v)
+	if err != nil {
+		return nil, fmt.Errorf("--gpu-speeds: %w", err)
+	}
+	defer f.Close()
+	return sim.ReadSpeedTable(f, v)
 }
