@@ -27,14 +27,14 @@ type Config struct {
 	Failures   FailureModel
 	// Outages are scheduled failures ("lose a ToR every week"), on top
 	// of the random ones of Failures.
-	Outages    []Outage
-	Drain      DrainModel
-	Speed      SpeedModel
+	Outages []Outage
+	Drain   DrainModel
+	Speed   SpeedModel
 	// GPUSpeeds, when set, slows or speeds jobs by the GPU models they
 	// run on: a job runs at the factor of the slowest model among its
 	// GPUs (SpeedTable.Factor, default class) times the Speed model's
 	// factor. Nil: every model at 1.
-	GPUSpeeds *SpeedTable
+	GPUSpeeds  *SpeedTable
 	Preemption PreemptionModel
 	// Tenants are the entitlements fairness is measured against; jobs
 	// name their tenant in Spec.Queue. Nil means equal entitlements among

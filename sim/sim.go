@@ -130,7 +130,7 @@ type Simulation struct {
 	rngFail, rngDrain *rand.Rand
 	outages           []outage
 	m                 metrics
-	modelFactor       []float64 // Config.GPUSpeeds by ModelID; nil: all 1
+	modelFactor       []float64       // Config.GPUSpeeds by ModelID; nil: all 1
 	snaps             []time.Duration // Config.Snapshots not taken yet, sorted
 }
 
