@@ -102,14 +102,7 @@ func TestTiresiasBeatsFIFO(t *testing.T) {
 			Sizes: []trace.Weighted[int]{{Value: 1, Weight: 60}, {Value: 2, Weight: 15}, {Value: 4, Weight: 15}, {Value: 8, Weight: 10}}}
 		syn.MeanInterarrival = syn.InterarrivalFor(c.NumGPUs(), 1.5)
 		read := func() []trace.Job {
-			r, err := trace.NewSynthetic(syn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			jobs, err := trace.Collect(r)
-			if err != nil {
-				t.Fatal(err)
-			}
+			jobs := simtest.Jobs(t, syn)
 			for i := range jobs {
 				jobs[i].Spec.Queue = "q"
 			}
