@@ -93,6 +93,19 @@ const (
 	// do not block others; with Backfill the first blocked job holds a
 	// reservation that later jobs may not delay.
 	PriorityAging Ordering = "priority-aging"
+	// ShortestFirst orders by runtime estimate (Entry.Runtime), shortest
+	// first, then submission; jobs without an estimate go after those with
+	// one. It is shortest-job-first (SJF) with the user's estimates or
+	// true durations; with the remaining time as the estimate
+	// (Entry.Runtime minus the work a preempted job kept) it is
+	// shortest-remaining-time-first (SRTF). Blocked jobs do not block
+	// others. Across queues with no fairness policy the shorter head goes
+	// first when both queues order this way. Source: the SJF baseline of
+	// Hu et al., "Characterization and Prediction of Deep Learning
+	// Workloads in Large-Scale GPU Datacenters" (Helios), SC'21, which
+	// reports it cutting Philly's mean JCT from FIFO's 86,072 s to
+	// 34,272 s.
+	ShortestFirst Ordering = "shortest-first"
 )
 
 // Policy is the ordering policy of a leaf queue.
@@ -301,13 +314,13 @@ func (q *Quota) check(f string) error {
 
 func (p *Policy) check(f string) error {
 	switch p.Ordering {
-	case "", BestEffortFIFO, StrictFIFO:
+	case "", BestEffortFIFO, StrictFIFO, ShortestFirst:
 	case PriorityAging:
 		if p.AgingInterval <= 0 {
 			return cfgErr(f+".agingInterval", "priority-aging needs an aging interval > 0, got %v", p.AgingInterval)
 		}
 	default:
-		return cfgErr(f+".ordering", "unknown ordering %q (want best-effort-fifo, strict-fifo or priority-aging)", p.Ordering)
+		return cfgErr(f+".ordering", "unknown ordering %q (want best-effort-fifo, strict-fifo, priority-aging or shortest-first)", p.Ordering)
 	}
 	if p.AgingInterval < 0 {
 		return cfgErr(f+".agingInterval", "negative aging interval %v", p.AgingInterval)

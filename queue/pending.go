@@ -210,11 +210,32 @@ func (l *Leaf) less(a, b *Entry) bool {
 		if a.Priority != b.Priority {
 			return a.Priority > b.Priority
 		}
+		if l.policy.Ordering == ShortestFirst {
+			if c := runtimeCompare(a.Runtime, b.Runtime); c != 0 {
+				return c < 0
+			}
+		}
 		if !a.Submitted.Equal(b.Submitted) {
 			return a.Submitted.Before(b.Submitted)
 		}
 	}
 	return a.Seq < b.Seq
+}
+
+// runtimeCompare orders runtime estimates shortest first, unknown (0 or
+// negative) last.
+func runtimeCompare(a, b time.Duration) int {
+	switch {
+	case a == b, a <= 0 && b <= 0:
+		return 0
+	case a <= 0:
+		return 1
+	case b <= 0:
+		return -1
+	case a < b:
+		return -1
+	}
+	return 1
 }
 
 func byRuntime(less func(a, b *Entry) bool) func(a, b *Entry) bool {

@@ -17,8 +17,9 @@ type pick struct {
 //  2. the lower fair-share key (Tree.Key: weighted dominant share, Fair
 //     Tree usage over weight, or borrowed share, per the Fairness policy),
 //     then the lower TieKey;
-//  3. the earlier job: higher priority, then earlier submission, then
-//     lower Seq;
+//  3. the earlier job: higher priority, then (when both leaves order
+//     ShortestFirst) the shorter runtime estimate, then earlier
+//     submission, then lower Seq;
 //  4. the lower node ID.
 //
 // Answers are memoised per node and recomputed only on the path of a leaf
@@ -82,6 +83,11 @@ func (t *Tree) better(a NodeID, pa pick, b NodeID, pb pick) bool {
 	ea, eb := pa.head, pb.head
 	if ea.Priority != eb.Priority {
 		return ea.Priority > eb.Priority
+	}
+	if pa.leaf.policy.Ordering == ShortestFirst && pb.leaf.policy.Ordering == ShortestFirst {
+		if c := runtimeCompare(ea.Runtime, eb.Runtime); c != 0 {
+			return c < 0
+		}
 	}
 	if !ea.Submitted.Equal(eb.Submitted) {
 		return ea.Submitted.Before(eb.Submitted)

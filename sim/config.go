@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"time"
 
 	"github.com/gpusched/gpusched/topology"
@@ -26,9 +27,14 @@ type Config struct {
 	Failures   FailureModel
 	// Outages are scheduled failures ("lose a ToR every week"), on top
 	// of the random ones of Failures.
-	Outages    []Outage
-	Drain      DrainModel
-	Speed      SpeedModel
+	Outages []Outage
+	Drain   DrainModel
+	Speed   SpeedModel
+	// GPUSpeeds, when set, slows or speeds jobs by the GPU models they
+	// run on: a job runs at the factor of the slowest model among its
+	// GPUs (SpeedTable.Factor, default class) times the Speed model's
+	// factor. Nil: every model at 1.
+	GPUSpeeds  *SpeedTable
 	Preemption PreemptionModel
 	// Tenants are the entitlements fairness is measured against; jobs
 	// name their tenant in Spec.Queue. Nil means equal entitlements among
@@ -45,6 +51,12 @@ type Config struct {
 	// true duration times this factor (1 = perfect estimates, for
 	// backfill), unless the trace gave one.
 	RuntimeEstimate float64
+	// EstimateError models users' estimates: with RuntimeEstimate, each
+	// estimate is further multiplied by exp(σ·Z), Z standard normal (a
+	// log-normal error, median unchanged), and rounded up to the first
+	// of RoundUp at or above it (the round walltime limits users pick;
+	// past the last, unrounded).
+	EstimateError EstimateError
 	// ScheduleEvery, when positive, also runs a scheduling cycle at this
 	// period; cycles always run after every arrival, completion, stop and
 	// health change.
@@ -64,6 +76,11 @@ type Config struct {
 	// whenever the series would pass 5,000 rows (every other row kept), so
 	// a long tail after a short arrival span stays a few thousand rows.
 	SampleEvery time.Duration
+	// FairnessWindow is the window of Fairness.WindowJain: the run is cut
+	// into windows of this length from time zero and tenants' allocations
+	// are compared with their demand-capped fair shares in each; 0 means
+	// 10 minutes.
+	FairnessWindow time.Duration
 	// Horizon stops the simulation at this time; zero runs until every
 	// job has ended or nothing can change any more.
 	Horizon time.Duration
@@ -187,6 +204,20 @@ type PreemptionModel struct {
 	Grace time.Duration
 }
 
+// EstimateError is the error model of runtime estimates (see
+// Config.EstimateError). Published traces show estimates that are mostly
+// over-estimates and cluster on round values — Tsafrir, Etsion and
+// Feitelson, "Modeling User Runtime Estimates" (JSSPP 2005) and
+// Mu'alem and Feitelson (IEEE TPDS 2001): a RuntimeEstimate factor above
+// 1 with RoundUp such as 1h, 4h, 12h, 24h, 48h reproduces both; Sigma
+// adds the scatter.
+type EstimateError struct {
+	// Sigma is the standard deviation of the log-normal factor; 0: none.
+	Sigma float64
+	// RoundUp are the values estimates are rounded up to, ascending.
+	RoundUp []time.Duration
+}
+
 // Tenant is an entitlement for fairness metrics.
 type Tenant struct {
 	// Name is the queue (after Config.QueueMap).
@@ -219,7 +250,7 @@ func (c *Config) validate() error {
 		{"Failures.HostMTBF", c.Failures.HostMTBF}, {"Failures.ToRMTBF", c.Failures.ToRMTBF},
 		{"Failures.RepairTime", c.Failures.RepairTime}, {"Drain.MeanInterval", c.Drain.MeanInterval},
 		{"Drain.Duration", c.Drain.Duration}, {"Preemption.Grace", c.Preemption.Grace},
-		{"ScheduleEvery", c.ScheduleEvery}, {"SampleEvery", c.SampleEvery}, {"Horizon", c.Horizon},
+		{"ScheduleEvery", c.ScheduleEvery}, {"SampleEvery", c.SampleEvery}, {"FairnessWindow", c.FairnessWindow}, {"Horizon", c.Horizon},
 		{"MinCycleInterval", c.MinCycleInterval},
 	} {
 		if d.v < 0 {
@@ -237,6 +268,14 @@ func (c *Config) validate() error {
 	}
 	if c.RuntimeEstimate < 0 || math.IsNaN(c.RuntimeEstimate) || math.IsInf(c.RuntimeEstimate, 0) {
 		return cfgErr("RuntimeEstimate", "factor %g; want ≥ 0", c.RuntimeEstimate)
+	}
+	if e := c.EstimateError.Sigma; e < 0 || math.IsNaN(e) || math.IsInf(e, 0) {
+		return cfgErr("EstimateError.Sigma", "%g; want ≥ 0", e)
+	}
+	for i, d := range c.EstimateError.RoundUp {
+		if d <= 0 || (i > 0 && d <= c.EstimateError.RoundUp[i-1]) {
+			return cfgErr(fmt.Sprintf("EstimateError.RoundUp[%d]", i), "%v: want positive and ascending", d)
+		}
 	}
 	if c.Speed.Enabled {
 		def := func(p *float64, v float64, name string) error {
@@ -280,3 +319,18 @@ func (c *Config) validate() error {
 // simulator models it: 352 hosts of 8 GPUs (2,816 GPUs), here 8-GPU PCIe
 // boxes, 16 to a ToR. Build it with topology.Build(PhillyCluster.Spec()).
 var PhillyCluster = topology.Generator{Name: "philly", Machine: "pcie-8gpu", Hosts: 352, HostsPerToR: 16}
+
+// apply returns estimate with the error model applied, drawing from rng
+// only when Sigma is set.
+func (e EstimateError) apply(estimate time.Duration, rng *rand.Rand) time.Duration {
+	if e.Sigma > 0 {
+		f := math.Exp(e.Sigma * rng.NormFloat64())
+		estimate = time.Duration(min(float64(estimate)*f, float64(math.MaxInt64/2)))
+	}
+	for _, r := range e.RoundUp {
+		if estimate <= r {
+			return r
+		}
+	}
+	return max(estimate, 1)
+}

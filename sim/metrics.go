@@ -68,6 +68,29 @@ type Summary struct {
 	// Horizon while jobs were still due counts up to the Horizon.
 	ArrivalSpan       float64 `json:"arrivalSpanSeconds"`
 	ArrivalAllocation float64 `json:"arrivalAllocation"`
+	// OfferedLoad is the GPU time the jobs that arrived ask for (GPUs ×
+	// full-speed duration) over the capacity of the arrival span: what a
+	// trace's --load sets. AchievedLoad is the pressure the scheduler
+	// actually saw: the mean over the arrival span of (allocated GPUs +
+	// GPUs demanded by waiting jobs) over capacity. Above 1 jobs queue;
+	// far below the offered load the trace's GPU time lies mostly after
+	// its arrivals (a few long jobs), and no policy can make a difference.
+	OfferedLoad  float64 `json:"offeredLoad"`
+	AchievedLoad float64 `json:"achievedLoad"`
+	// BusyTime is the time some job was waiting; BusyAllocation the
+	// allocation over it (allocated GPU time / capacity while jobs
+	// waited) and BusyUtilisation the useful utilisation over it (each
+	// run segment's useful work counted in proportion to the part of the
+	// segment during which a job waited). Whole-run figures
+	// measure the trace (how much work it has, how long its longest job
+	// runs); these measure the scheduler, when it had a choice to make.
+	BusyTime        float64 `json:"busySeconds"`
+	BusyAllocation  float64 `json:"busyAllocation"`
+	BusyUtilisation float64 `json:"busyUtilisation"`
+	// FinishTimeFairness is the distribution of the completed jobs' ρ
+	// (JobRecord.Rho): above 1 a job finished later than it would have
+	// with its fair share of the cluster.
+	FinishTimeFairness Dist `json:"finishTimeFairness"`
 
 	Fragmentation Fragmentation     `json:"fragmentation"`
 	Failures      []ReasonCount     `json:"schedulingFailures"`
@@ -149,6 +172,9 @@ type QueueSummary struct {
 	GPUSeconds  float64 `json:"gpuSeconds"`
 	Share       float64 `json:"share"`
 	Entitlement float64 `json:"entitlement"`
+	// Rho is the finish-time fairness ρ of its completed jobs
+	// (JobRecord.Rho).
+	Rho Dist `json:"rho"`
 }
 
 // PrioritySummary is the figures of the jobs of one priority.
@@ -254,12 +280,32 @@ type RecoveryCounts struct {
 	End     int `json:"end"`
 }
 
-// Fairness compares tenants' GPU time with their entitlements: Jain's
-// index over share/entitlement of the tenants that submitted work (1 =
-// everyone got exactly their entitlement).
+// Fairness compares tenants' GPU time with their entitlements.
+//
+// JainIndex is Jain's index over share/entitlement of the whole run's GPU
+// time, of the tenants that submitted work (1 = everyone got exactly
+// their entitlement): it mostly measures the trace (what each tenant
+// asked for), not the scheduler.
+//
+// WindowJain measures the scheduler: the run is cut into windows of
+// WindowSeconds (Config.FairnessWindow); in each window in which some job
+// waited, each tenant with demand gets a fair share of the GPUs by
+// weighted max-min capped by its demand (FairShares: its mean allocated
+// plus waiting GPUs in the window, weighted by its entitlement), and
+// Jain's index is taken over allocation / fair share. WindowJain is the
+// mean over those Windows, WindowJainMin the lowest.
+//
+// MaxQueueRho is Themis' objective: the largest mean finish-time
+// fairness ρ over the queues (QueueSummary.Rho.Mean); 1 or less means no
+// queue's jobs finished later, on average, than with their fair share.
 type Fairness struct {
-	Tenants   int     `json:"tenants"`
-	JainIndex float64 `json:"jainIndex"`
+	Tenants       int     `json:"tenants"`
+	JainIndex     float64 `json:"jainIndex"`
+	WindowSeconds float64 `json:"windowSeconds"`
+	Windows       int     `json:"windows"`
+	WindowJain    float64 `json:"windowJain"`
+	WindowJainMin float64 `json:"windowJainMin"`
+	MaxQueueRho   float64 `json:"maxQueueRho"`
 }
 
 // Locality counts placements of jobs on more than one GPU and the share
@@ -313,6 +359,12 @@ type JobRecord struct {
 	Preemptions int
 	FaultStops  int
 	DrainStops  int
+	// Rho is its finish-time fairness (Mahajan et al., "Themis", NSDI'20)
+	// for a completed job, else 0: its completion time over the time it
+	// would take with its fair share of the cluster alone, Duration ×
+	// max(1, GPUs × N / cluster GPUs), N the mean number of jobs in the
+	// system (waiting or running) over its life.
+	Rho float64
 	// LastReason is the last reason it waited; EndReason why it was
 	// rejected or ended as failed.
 	LastReason string
@@ -354,6 +406,10 @@ type metrics struct {
 	arrivalUsed float64
 	levelNames  []string
 	reqs        []*gang.Request
+	load        loadTracker
+	arrivalDem  float64 // load.demandInt at arrivalEnd
+	busyUseful  float64 // useful GPU-seconds done while a job waited
+	tenantNames []string
 }
 
 func (m *metrics) init(s *Simulation) {
@@ -365,6 +421,60 @@ func (m *metrics) init(s *Simulation) {
 	}
 	m.tenantUsed = map[string]float64{}
 	m.minByModel = make([]int, len(s.c.Models()))
+	// Tenants: those of the jobs and of Config.Tenants, sorted; weights
+	// their entitled GPUs, or equal when none are configured.
+	idx := map[string]int32{}
+	for i := range s.jobs {
+		idx[s.jobs[i].tenant] = 0
+	}
+	for _, t := range s.cfg.Tenants {
+		idx[t.Name] = 0
+	}
+	for n := range idx {
+		m.tenantNames = append(m.tenantNames, n)
+	}
+	slices.Sort(m.tenantNames)
+	weights := make([]float64, len(m.tenantNames))
+	for k, n := range m.tenantNames {
+		idx[n] = int32(k)
+		if len(s.cfg.Tenants) == 0 {
+			weights[k] = 1
+		}
+	}
+	for _, t := range s.cfg.Tenants {
+		weights[idx[t.Name]] = float64(t.GPUs)
+	}
+	for i := range s.jobs {
+		s.jobs[i].tk = idx[s.jobs[i].tenant]
+	}
+	win := s.cfg.FairnessWindow
+	if win == 0 {
+		win = defaultFairnessWindow
+	}
+	m.load.init(s.c.NumGPUs(), win, weights)
+}
+
+// markArrivalEnd records the end of the arrival span at now.
+func (m *metrics) markArrivalEnd(now time.Duration) {
+	m.load.advance(now)
+	m.arrivalEnd, m.arrivalUsed, m.arrivalDem = now, m.used, m.load.demandInt
+}
+
+// finishTimeFairness returns a job's ρ as it completes (see
+// JobRecord.Rho); 0 for a job of no duration.
+func (m *metrics) finishTimeFairness(j *job) float64 {
+	life := (j.end - j.submit).Seconds()
+	d := j.duration.Seconds()
+	if d <= 0 {
+		return 0
+	}
+	n := 1.0
+	if life > 0 {
+		n = max(1, (m.load.activeInt-j.actAt)/life)
+	}
+	gpus := float64(j.spec.Demand().GPUMilli) / topology.MilliPerGPU
+	ideal := d * max(1, gpus*n/float64(m.s.c.NumGPUs()))
+	return life / ideal
 }
 
 func (m *metrics) account(now time.Duration) {
@@ -385,6 +495,10 @@ func (m *metrics) segment(j *job, now, keptBy time.Duration, done float64, stopp
 	kept := done * gpus
 	m.tenantUsed[j.tenant] += held
 	m.useful += kept
+	m.load.advance(now)
+	if span := (now - j.segStart).Seconds(); span > 0 {
+		m.busyUseful += kept * (m.load.busyTime - j.segBusy) / span
+	}
 	m.spreadUseful(min(j.segStart+j.restart, keptBy), keptBy, kept)
 	if stopped {
 		lost := (now - max(j.segStart, j.lastCkpt)).Seconds() * gpus
@@ -695,7 +809,7 @@ func (m *metrics) result(now time.Duration) *Result {
 
 	type tenantAcc struct {
 		jobs, completed int
-		wait, jct       []float64
+		wait, jct, rho  []float64
 		still           censoredAcc
 	}
 	tenants := map[string]*tenantAcc{}
@@ -706,7 +820,7 @@ func (m *metrics) result(now time.Duration) *Result {
 	}
 	var still censoredAcc
 	prios := map[int32]*prioAcc{}
-	var wait, jct, slow []float64
+	var wait, jct, slow, rhos []float64
 	var jobsWith [numReasons]int
 	pre := &sum.Preemption
 	for i := range s.jobs {
@@ -726,7 +840,7 @@ func (m *metrics) result(now time.Duration) *Result {
 		pa.preempted += j.preempted
 		rec := JobRecord{ID: j.spec.ID, Queue: j.tenant, Priority: j.spec.Priority, GPUs: float64(j.spec.Demand().GPUMilli) / topology.MilliPerGPU, State: j.state,
 			Submit: j.submit.Seconds(), Start: -1, End: j.end.Seconds(), Duration: j.duration.Seconds(), Preemptions: j.preempted, FaultStops: j.faults,
-			DrainStops: j.drained, EndReason: j.endReason}
+			DrainStops: j.drained, EndReason: j.endReason, Rho: j.rho}
 		if j.reasons != 0 {
 			rec.LastReason = j.lastWhy.String()
 		}
@@ -768,6 +882,10 @@ func (m *metrics) result(now time.Duration) *Result {
 			if d := j.duration.Seconds(); d > 0 {
 				slow = append(slow, c/d)
 			}
+			if j.rho > 0 {
+				rhos = append(rhos, j.rho)
+				ta.rho = append(ta.rho, j.rho)
+			}
 		case StateRejected:
 			sum.Jobs.Rejected++
 		case StateFailed:
@@ -792,7 +910,7 @@ func (m *metrics) result(now time.Duration) *Result {
 				Preemptions: pa.preempted, Wait: dist(pa.wait), StillWaiting: pa.still.summary(), JCT: dist(pa.jct)})
 		}
 	}
-	sum.Wait, sum.JCT, sum.Slowdown = dist(wait), dist(jct), dist(slow)
+	sum.Wait, sum.JCT, sum.Slowdown, sum.FinishTimeFairness = dist(wait), dist(jct), dist(slow), dist(rhos)
 	sum.StillWaiting = still.summary()
 	pre.Faults, pre.Drains = m.faults, m.drains
 	pre.RecoveryRate = ratio(float64(pre.Recovered), float64(pre.JobsStopped))
@@ -835,13 +953,23 @@ func (m *metrics) result(now time.Duration) *Result {
 	for _, n := range names {
 		ta := tenants[n]
 		q := QueueSummary{Name: n, Jobs: ta.jobs, Completed: ta.completed, Wait: dist(ta.wait), StillWaiting: ta.still.summary(), JCT: dist(ta.jct),
-			GPUSeconds: m.tenantUsed[n], Share: ratio(m.tenantUsed[n], totalUsed), Entitlement: ent[n]}
+			GPUSeconds: m.tenantUsed[n], Share: ratio(m.tenantUsed[n], totalUsed), Entitlement: ent[n], Rho: dist(ta.rho)}
 		sum.Queues = append(sum.Queues, q)
 		if ta.jobs > 0 && q.Entitlement > 0 {
 			xs = append(xs, q.Share/q.Entitlement)
 		}
 	}
 	sum.Fairness = Fairness{Tenants: len(xs), JainIndex: jain(xs)}
+	for _, q := range sum.Queues {
+		sum.Fairness.MaxQueueRho = max(sum.Fairness.MaxQueueRho, q.Rho.Mean)
+	}
+	m.load.finish(now)
+	lt := &m.load
+	sum.Fairness.WindowSeconds = lt.every.Seconds()
+	sum.Fairness.Windows = lt.windows
+	if lt.windows > 0 {
+		sum.Fairness.WindowJain, sum.Fairness.WindowJainMin = lt.jainSum/float64(lt.windows), lt.jainMin
+	}
 
 	capacity := float64(s.c.NumGPUs()) * now.Seconds()
 	sum.GPUTime = GPUTime{Capacity: capacity, Used: m.used, Failed: m.failed, Idle: capacity - m.used - m.failed,
@@ -851,6 +979,19 @@ func (m *metrics) result(now time.Duration) *Result {
 	sum.ArrivalSpan = m.arrivalEnd.Seconds()
 	sum.ArrivalAllocation = ratio(m.arrivalUsed, float64(s.c.NumGPUs())*m.arrivalEnd.Seconds())
 	sum.Utilisation = ratio(m.useful, capacity)
+	span := m.arrivalEnd.Seconds()
+	gpus := float64(s.c.NumGPUs())
+	var offered float64
+	for i := range s.jobs {
+		if j := &s.jobs[i]; j.state != StateNotArrived && j.state != StateRejected {
+			offered += float64(j.demMilli) / topology.MilliPerGPU * j.duration.Seconds()
+		}
+	}
+	sum.OfferedLoad = ratio(offered, gpus*span)
+	sum.AchievedLoad = ratio(m.arrivalDem, gpus*span)
+	sum.BusyTime = lt.busyTime
+	sum.BusyAllocation = ratio(lt.busyUsed, gpus*lt.busyTime)
+	sum.BusyUtilisation = ratio(m.busyUseful, gpus*lt.busyTime)
 
 	sum.Fragmentation = m.fragmentation()
 	for r := range numReasons {

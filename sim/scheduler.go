@@ -106,6 +106,11 @@ type Decision struct {
 	Recoveries []Recovery
 	// Pending explains, for jobs still waiting, why.
 	Pending []Pending
+	// Wake, when later than the cycle, asks for another cycle then even
+	// if no event comes before (a running job's priority drops at that
+	// time, say, under queue.Demotion); each Decision's Wake replaces the
+	// last. Zero: none.
+	Wake time.Duration
 }
 
 // Binding places a pending job.

@@ -86,6 +86,11 @@ type job struct {
 	level     topology.Level // spread of the current placement (-1: no GPUs)
 	req       *gang.Request  // while pending, for StrandedByLevel; built on demand
 	reqErr    bool           // the job cannot be expressed as a gang request
+	demMilli  int64          // GPU milli it demands while waiting
+	tk        int32          // its tenant's index in the load tracker
+	actAt     float64        // ∫ jobs in the system dt at its submission (finish-time fairness)
+	rho       float64        // finish-time fairness ρ once completed (0: not computed)
+	segBusy   float64        // the load tracker's busy time at segStart
 }
 
 // reasonBits fails to compile when job.reasons has no bit for a Reason.
@@ -111,7 +116,8 @@ type Simulation struct {
 	crashed   []int32 // jobs hit by failures, awaiting their recovery
 	lastCycle time.Duration
 	schedSet  bool
-	bound     bool // the last cycle bound or preempted something
+	wakeEv    EventID // the last Decision's Wake, when pending
+	bound     bool    // the last cycle bound or preempted something
 	ended     int
 	ran       bool
 	err       error
@@ -124,6 +130,7 @@ type Simulation struct {
 	rngFail, rngDrain *rand.Rand
 	outages           []outage
 	m                 metrics
+	modelFactor       []float64       // Config.GPUSpeeds by ModelID; nil: all 1
 	snaps             []time.Duration // Config.Snapshots not taken yet, sorted
 }
 
@@ -155,6 +162,7 @@ func New(cfg Config, jobs []trace.Job) (*Simulation, error) {
 	if cfg.Snapshot != nil {
 		s.snaps = slices.Compact(slices.Sorted(slices.Values(cfg.Snapshots)))
 	}
+	rngEst := rand.New(rand.NewPCG(cfg.Seed, 3)) // one draw per job, in trace order
 	for i := range jobs {
 		tj := &jobs[i]
 		if _, dup := s.byID[tj.Spec.ID]; dup {
@@ -171,6 +179,7 @@ func New(cfg Config, jobs []trace.Job) (*Simulation, error) {
 		j.tenant = j.spec.Queue
 		j.submit, j.duration = tj.Submit, tj.Duration
 		j.work = tj.Duration.Seconds()
+		j.demMilli = j.spec.Demand().GPUMilli
 		j.pendIdx = -1
 		j.level = -1
 		j.ckpt = j.spec.CheckpointInterval
@@ -182,12 +191,33 @@ func New(cfg Config, jobs []trace.Job) (*Simulation, error) {
 		// reload and checkpoint pauses of the model.
 		j.spec.CheckpointInterval = 0
 		if cfg.RuntimeEstimate > 0 && j.spec.Runtime == 0 {
-			j.spec.Runtime = time.Duration(float64(tj.Duration) * cfg.RuntimeEstimate)
+			j.spec.Runtime = cfg.EstimateError.apply(time.Duration(float64(tj.Duration)*cfg.RuntimeEstimate), rngEst)
 		}
 		j.minGPUs, j.models = s.smallestTask(&j.spec)
 	}
 	s.m.init(s)
+	if cfg.GPUSpeeds != nil {
+		s.modelFactor = cfg.GPUSpeeds.modelFactors(c.Models())
+	}
 	return s, nil
+}
+
+// modelSpeed is the speed factor of the slowest GPU model among claims
+// (1 without Config.GPUSpeeds, or for claims without GPUs).
+func (s *Simulation) modelSpeed(claims []topology.Claim) float64 {
+	if s.modelFactor == nil {
+		return 1
+	}
+	f := math.Inf(1)
+	for _, c := range claims {
+		if m := s.c.HostModel(c.Host); len(c.GPUs) > 0 && m >= 0 && int(m) < len(s.modelFactor) {
+			f = min(f, s.modelFactor[m])
+		}
+	}
+	if math.IsInf(f, 1) {
+		return 1
+	}
+	return f
 }
 
 // smallestTask finds the task with the fewest whole GPUs (a share counts
@@ -298,7 +328,7 @@ func (s *Simulation) arrive(now time.Duration) {
 		s.eng.Schedule(s.jobs[s.next].submit, s.arrive)
 	} else {
 		s.account(now)
-		s.m.arrivalEnd, s.m.arrivalUsed = now, s.m.used
+		s.m.markArrivalEnd(now)
 	}
 	s.requestCycle(now)
 }
@@ -327,6 +357,7 @@ func (s *Simulation) submit(now time.Duration, i int32) {
 	}
 	j.state = StatePending
 	s.addPending(i)
+	j.actAt = s.m.load.activeInt
 }
 
 // neverFits reports why a job cannot run on the cluster even when empty:
@@ -346,12 +377,15 @@ func (s *Simulation) neverFits(j *workload.Job) string {
 }
 
 func (s *Simulation) addPending(i int32) {
+	j := &s.jobs[i]
+	s.m.load.wait(s.eng.Now(), int(j.tk), j.demMilli, +1)
 	s.jobs[i].pendIdx = int32(len(s.pending))
 	s.pending = append(s.pending, i)
 }
 
 func (s *Simulation) removePending(i int32) {
 	k := s.jobs[i].pendIdx
+	s.m.load.wait(s.eng.Now(), int(s.jobs[i].tk), s.jobs[i].demMilli, -1)
 	last := s.pending[len(s.pending)-1]
 	s.pending[k] = last
 	s.jobs[last].pendIdx = k
@@ -432,6 +466,16 @@ func (s *Simulation) cycle(now time.Duration) {
 			return
 		}
 	}
+	if s.wakeEv != 0 {
+		s.eng.Cancel(s.wakeEv)
+		s.wakeEv = 0
+	}
+	if d.Wake > now {
+		s.wakeEv = s.eng.Schedule(d.Wake, func(t time.Duration) {
+			s.wakeEv = 0
+			s.requestCycle(t)
+		})
+	}
 	for _, p := range d.Pending {
 		if i, ok := s.byID[p.Job]; ok && s.jobs[i].state == StatePending {
 			j := &s.jobs[i]
@@ -475,9 +519,11 @@ func (s *Simulation) bind(now time.Duration, b Binding) error {
 	j.claims = slices.Clone(b.Claims)
 	j.gpuMilli = claimMilli(s.c, j.claims)
 	s.m.usedMilli += j.gpuMilli
+	s.m.load.run(now, int(j.tk), j.gpuMilli, +1)
+	j.segBusy = s.m.load.busyTime
 	s.running++
 	j.level = s.spread(j.claims)
-	j.speed = s.speedFor(j.level)
+	j.speed = s.speedFor(j.level) * s.modelSpeed(j.claims)
 	j.segStart = now
 	j.restart = 0
 	if j.started {
@@ -663,6 +709,7 @@ func (s *Simulation) complete(now time.Duration, i int32) {
 	j.state = StateCompleted
 	j.end = now
 	s.m.completed(j)
+	j.rho = s.m.finishTimeFairness(j)
 	s.jobEnded()
 	if err := s.cfg.Scheduler.Finished(now, j.spec.ID); err != nil {
 		s.err = fmt.Errorf("sim: Finished(%s): %w", j.spec.ID, err)
@@ -693,6 +740,7 @@ func (s *Simulation) release(i int32) {
 		}
 	}
 	s.m.usedMilli -= j.gpuMilli
+	s.m.load.run(s.eng.Now(), int(j.tk), j.gpuMilli, -1)
 	s.running--
 	j.claims = nil
 	j.gpuMilli = 0
@@ -859,7 +907,7 @@ func (s *Simulation) finish() *Result {
 	s.account(now)
 	if s.next < len(s.jobs) {
 		// Cut off by the Horizon while jobs were still arriving.
-		s.m.arrivalEnd, s.m.arrivalUsed = now, s.m.used
+		s.m.markArrivalEnd(now)
 	}
 	s.m.finalSample(now)
 	for i := range s.jobs {

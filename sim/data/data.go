@@ -28,3 +28,15 @@ func OpenBDefault() io.Reader {
 	}
 	return zr
 }
+
+//go:embed gpu-speeds-gavel.yaml
+var gpuSpeedsGavel []byte
+
+// GPUSpeedsGavelName is the file name of the embedded GPU speed table.
+const GPUSpeedsGavelName = "gpu-speeds-gavel.yaml"
+
+// GPUSpeedsGavel returns the embedded GPU speed table (read it with
+// sim.ReadSpeedTable): per-model training throughput relative to the V100
+// from Gavel's published single-GPU measurements (Narayanan et al.,
+// OSDI'20; the file names its source), by default and per job class.
+func GPUSpeedsGavel() io.Reader { return bytes.NewReader(gpuSpeedsGavel) }

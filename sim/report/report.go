@@ -82,10 +82,11 @@ func WriteSamples(w io.Writer, samples []sim.Sample) error {
 }
 
 // JobHeader is the header row of the per-job CSV.
-var JobHeader = []string{"id", "queue", "priority", "gpus", "state", "submit", "start", "end", "duration", "wait", "jct", "preemptions", "fault_stops", "drain_stops", "last_reason", "end_reason"}
+var JobHeader = []string{"id", "queue", "priority", "gpus", "state", "submit", "start", "end", "duration", "wait", "jct", "preemptions", "fault_stops", "drain_stops", "last_reason", "end_reason", "rho"}
 
-// WriteJobs writes one row per job as CSV; wait and jct are empty for
-// jobs that never started or did not complete.
+// WriteJobs writes one row per job as CSV; wait, jct and rho (finish-time
+// fairness, sim.JobRecord.Rho) are empty for jobs that never started or
+// did not complete.
 func WriteJobs(w io.Writer, jobs []sim.JobRecord) error {
 	cw := csv.NewWriter(w)
 	cw.Write(JobHeader)
@@ -94,18 +95,22 @@ func WriteJobs(w io.Writer, jobs []sim.JobRecord) error {
 		if j.Start >= 0 {
 			wait = ff(j.Start - j.Submit)
 		}
+		rho := ""
 		if j.State == sim.StateCompleted {
 			jct = ff(j.End - j.Submit)
+			if j.Rho > 0 {
+				rho = ff(j.Rho)
+			}
 		}
 		cw.Write([]string{j.ID, j.Queue, strconv.Itoa(int(j.Priority)), ff(j.GPUs), j.State.String(), ff(j.Submit), ff(j.Start), ff(j.End), ff(j.Duration),
-			wait, jct, strconv.Itoa(j.Preemptions), strconv.Itoa(j.FaultStops), strconv.Itoa(j.DrainStops), j.LastReason, j.EndReason})
+			wait, jct, strconv.Itoa(j.Preemptions), strconv.Itoa(j.FaultStops), strconv.Itoa(j.DrainStops), j.LastReason, j.EndReason, rho})
 	}
 	cw.Flush()
 	return cw.Error()
 }
 
 // QueueHeader is the header row of the per-queue CSV.
-var QueueHeader = []string{"queue", "jobs", "completed", "wait_mean", "wait_p50", "wait_p95", "wait_p99", "jct_mean", "jct_p95", "gpu_seconds", "share", "entitlement"}
+var QueueHeader = []string{"queue", "jobs", "completed", "wait_mean", "wait_p50", "wait_p95", "wait_p99", "jct_mean", "jct_p95", "gpu_seconds", "share", "entitlement", "rho_mean", "rho_max"}
 
 // WriteQueues writes the per-queue summary as CSV.
 func WriteQueues(w io.Writer, qs []sim.QueueSummary) error {
@@ -113,7 +118,7 @@ func WriteQueues(w io.Writer, qs []sim.QueueSummary) error {
 	cw.Write(QueueHeader)
 	for _, q := range qs {
 		cw.Write([]string{q.Name, strconv.Itoa(q.Jobs), strconv.Itoa(q.Completed), ff(q.Wait.Mean), ff(q.Wait.P50), ff(q.Wait.P95), ff(q.Wait.P99),
-			ff(q.JCT.Mean), ff(q.JCT.P95), ff(q.GPUSeconds), ff(q.Share), ff(q.Entitlement)})
+			ff(q.JCT.Mean), ff(q.JCT.P95), ff(q.GPUSeconds), ff(q.Share), ff(q.Entitlement), ff(q.Rho.Mean), ff(q.Rho.Max)})
 	}
 	cw.Flush()
 	return cw.Error()
@@ -197,6 +202,13 @@ var rows = []row{
 		return pct(s.ArrivalAllocation) + " over " + secs(s.ArrivalSpan)
 	}},
 	{"GPU utilisation (useful)", func(s *sim.Summary) string { return pct(s.Utilisation) }},
+	{"load offered / achieved", func(s *sim.Summary) string { return num(s.OfferedLoad) + " / " + num(s.AchievedLoad) }},
+	{"allocation / useful while jobs wait", func(s *sim.Summary) string {
+		if s.BusyTime == 0 {
+			return "- (no job waited)"
+		}
+		return pct(s.BusyAllocation) + " / " + pct(s.BusyUtilisation) + " over " + secs(s.BusyTime)
+	}},
 	{"free GPUs unusable (frag.)", func(s *sim.Summary) string {
 		return pct(s.Fragmentation.UnusableShareFree) + " of " + num(s.Fragmentation.MeanFreeGPUs)
 	}},
@@ -227,6 +239,15 @@ var rows = []row{
 		return num(s.Preemption.GPUHoursLostPreemption) + " / " + num(s.Preemption.GPUHoursLostFailure) + " / " + num(s.Preemption.GPUHoursLostDrain)
 	}},
 	{"fairness (Jain)", func(s *sim.Summary) string { return num(s.Fairness.JainIndex) }},
+	{"fairness per window (Jain mean / min)", func(s *sim.Summary) string {
+		if s.Fairness.Windows == 0 {
+			return "-"
+		}
+		return num(s.Fairness.WindowJain) + " / " + num(s.Fairness.WindowJainMin) + " in " + strconv.Itoa(s.Fairness.Windows) + " × " + secs(s.Fairness.WindowSeconds)
+	}},
+	{"finish-time fairness ρ p50 / p95 / worst queue", func(s *sim.Summary) string {
+		return num(s.FinishTimeFairness.P50) + " / " + num(s.FinishTimeFairness.P95) + " / " + num(s.Fairness.MaxQueueRho)
+	}},
 	{"multi-GPU in NVLink / host / switch", func(s *sim.Summary) string {
 		return pct(s.Locality.InFabric) + " / " + pct(s.Locality.InHost) + " / " + pct(s.Locality.InSwitch)
 	}},

@@ -64,3 +64,42 @@ func TestRootWaitReasons(t *testing.T) {
 		t.Errorf("preemption: %v", got)
 	}
 }
+
+// TestCapacityNotQuota: a job that waits because the cluster is full is
+// counted as capacity even when its queue tree governs GPUs (the root's
+// limit is then the cluster's capacity); quota only when a queue's limit
+// binds.
+func TestCapacityNotQuota(t *testing.T) {
+	c, err := topology.LoadPreset("dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(qc queue.Config, jobs []trace.Job) map[string]int {
+		s, err := rootsched.New(gpusched.Config{Cluster: c, Queues: qc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := simtest.Run(t, sim.Config{Cluster: c, Scheduler: s, Audit: true}, jobs)
+		out := map[string]int{}
+		for _, f := range r.Summary.Failures {
+			out[f.Reason] = f.Jobs
+		}
+		return out
+	}
+	vj := func(id, q string, submit time.Duration, g int) trace.Job {
+		j := rj(id, 0, submit, time.Hour, g)
+		j.Spec.Queue = q
+		return j
+	}
+	// Two VCs of 4 GPUs each (guarantees, free borrowing): a borrows the
+	// whole host; b, within its VC's guarantee, waits for capacity.
+	vcs := rootsched.VCQueues([]trace.VC{{Name: "v1", GPUs: 4}, {Name: "v2", GPUs: 4}}, nil, queue.Policy{})
+	if got := run(vcs, []trace.Job{vj("a", "v1", 0, 8), vj("b", "v2", time.Second, 4)}); got["capacity"] != 1 || got["quota"] != 0 {
+		t.Errorf("full cluster: %v, want capacity 1, quota 0", got)
+	}
+	// v1 may not borrow: a2 waits for quota although 4 GPUs are free.
+	vcs.Root.Children[0].Quotas[0].BorrowingLimit = queue.Limit(0)
+	if got := run(vcs, []trace.Job{vj("a1", "v1", 0, 4), vj("a2", "v1", time.Second, 4)}); got["quota"] != 1 || got["capacity"] != 0 {
+		t.Errorf("borrowing limit: %v, want quota 1, capacity 0", got)
+	}
+}

@@ -48,6 +48,7 @@ var Epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 type Scheduler struct {
 	S      *gpusched.Scheduler
 	models map[string]bool // jobs that restrict the GPU model
+	demote *demoter        // nil: priorities stay as submitted (see Demote)
 }
 
 var (
@@ -76,6 +77,9 @@ func (a *Scheduler) Submit(now time.Duration, j workload.Job) error {
 	if err := a.S.Submit(j, at(now)); err != nil {
 		return err
 	}
+	if a.demote != nil {
+		a.demote.submit(&j)
+	}
 	for _, g := range j.Groups {
 		if len(g.Models) > 0 {
 			a.models[j.ID] = true
@@ -87,6 +91,9 @@ func (a *Scheduler) Submit(now time.Duration, j workload.Job) error {
 
 // Schedule runs one cycle and translates its Decision.
 func (a *Scheduler) Schedule(now time.Duration) sim.Decision {
+	if a.demote != nil {
+		a.demote.update(a, now)
+	}
 	d := a.S.Schedule(at(now))
 	out := sim.Decision{
 		Bindings:    make([]sim.Binding, len(d.Bindings)),
@@ -110,6 +117,9 @@ func (a *Scheduler) Schedule(now time.Duration) sim.Decision {
 		// cycle would cost more than the metrics need.
 		out.Pending[i] = sim.Pending{Job: p.Job, Reason: a.reason(p)}
 	}
+	if a.demote != nil {
+		out.Wake = a.demote.wake(now, &out)
+	}
 	return out
 }
 
@@ -127,19 +137,24 @@ var actions = map[preempt.Action]sim.RecoveryAction{
 // classes: quota and quota-held are quota, too-large is topology, the
 // others map to the class of the same name (preempting to
 // waiting-for-victims). A capacity shortfall of a job that restricts the
-// GPU model counts as a model failure.
+// GPU model counts as a model failure. A quota block at the root whose
+// limit is the cluster's own capacity (no root quota configured:
+// queue.Block.Capacity) is capacity, not quota: the cluster is full, no
+// queue's quota binds.
 func (a *Scheduler) reason(p gpusched.Pending) sim.Reason {
 	if p.Reason == nil {
 		return sim.ReasonOther
 	}
 	switch p.Reason.Code {
-	case gpusched.WaitQuota, gpusched.WaitQuotaHeld:
+	case gpusched.WaitQuota:
+		if b := p.Reason.Quota; b != nil && b.Capacity {
+			return a.capacity(p.Job)
+		}
+		return sim.ReasonQuota
+	case gpusched.WaitQuotaHeld:
 		return sim.ReasonQuota
 	case gpusched.WaitCapacity:
-		if a.models[p.Job] {
-			return sim.ReasonModel
-		}
-		return sim.ReasonCapacity
+		return a.capacity(p.Job)
 	case gpusched.WaitTopology, gpusched.WaitTooLarge:
 		return sim.ReasonTopology
 	case gpusched.WaitFragmentation:
@@ -154,8 +169,22 @@ func (a *Scheduler) reason(p gpusched.Pending) sim.Reason {
 	return sim.ReasonOther
 }
 
+// capacity is the class of a capacity shortfall of job: a model failure
+// when the job restricts the GPU model.
+func (a *Scheduler) capacity(job string) sim.Reason {
+	if a.models[job] {
+		return sim.ReasonModel
+	}
+	return sim.ReasonCapacity
+}
+
 // Started reports the job running.
-func (a *Scheduler) Started(now time.Duration, id string) error { return a.S.Started(id, at(now)) }
+func (a *Scheduler) Started(now time.Duration, id string) error {
+	if a.demote != nil {
+		a.demote.started(now, id)
+	}
+	return a.S.Started(id, at(now))
+}
 
 // Checkpointed reports a completed checkpoint.
 func (a *Scheduler) Checkpointed(now time.Duration, id string, ckpt time.Duration) error {
@@ -171,12 +200,18 @@ func (a *Scheduler) Saved(id string) (time.Duration, bool) {
 // Finished reports the job done.
 func (a *Scheduler) Finished(now time.Duration, id string) error {
 	delete(a.models, id)
+	if a.demote != nil {
+		a.demote.stopped(now, id, true)
+	}
 	return a.S.Finished(id, at(now))
 }
 
 // Stopped reports a preempted job as Preempted and a job stopped by a
 // recovery (failure or drain) as Requeue.
 func (a *Scheduler) Stopped(now time.Duration, id string, cause sim.StopCause) error {
+	if a.demote != nil {
+		a.demote.stopped(now, id, false)
+	}
 	if cause == sim.StopPreempted {
 		return a.S.Preempted(id, at(now))
 	}
@@ -186,6 +221,9 @@ func (a *Scheduler) Stopped(now time.Duration, id string, cause sim.StopCause) e
 // Removed reports a job ended by its recovery as Failed.
 func (a *Scheduler) Removed(now time.Duration, id string) error {
 	delete(a.models, id)
+	if a.demote != nil {
+		a.demote.stopped(now, id, true)
+	}
 	return a.S.Failed(id, at(now))
 }
 

@@ -248,12 +248,17 @@ cannot carry (preemptions in progress, …; see gpusched explain --help).`,
 // prepared is a cluster and trace loaded once and shared (read-only) by
 // the runs of a command.
 type prepared struct {
-	c  *topology.Cluster
-	lt *loadedTrace
+	c    *topology.Cluster
+	lt   *loadedTrace
+	part *sim.Partition // hard VCs (--queues vc-hard:PATH), else nil
 }
 
 func prepare(rc runConfig, cluster func(runConfig) (*topology.Cluster, error)) (*prepared, error) {
 	c, err := cluster(rc)
+	if err != nil {
+		return nil, err
+	}
+	c, part, err := rc.partition(c)
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +298,7 @@ func prepare(rc runConfig, cluster func(runConfig) (*topology.Cluster, error)) (
 		}
 		lt.name += fmt.Sprintf("@load=%g(x%.4g)", rc.synLoad, f)
 	}
-	return &prepared{c: c, lt: lt}, nil
+	return &prepared{c: c, lt: lt, part: part}, nil
 }
 
 // testWrap, when set (by tests), wraps the Scheduler of every run.
@@ -304,6 +309,9 @@ var testWrap func(*rootsched.Scheduler) sim.Scheduler
 func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stateSaver) (*sim.Result, error) {
 	jobs := slices.Clone(p.lt.jobs)
 	qcfg, tenants, qmap, err := rc.queueSetup(jobs)
+	if p.part != nil {
+		qcfg, tenants, qmap, err = rc.hardVCQueues(p.part, jobs)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -319,6 +327,11 @@ func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stat
 	s, err := rootsched.New(scfg)
 	if err != nil {
 		return nil, err
+	}
+	if d, err := parseDemote(rc.demote); err != nil {
+		return nil, err
+	} else if d != nil {
+		s.Demote(d)
 	}
 	cfg, err := rc.simConfig()
 	if err != nil {
@@ -438,6 +451,9 @@ func runOne(cmd *cobra.Command, rc runConfig, out outFlags, saveState []string, 
 			return err
 		}
 	}
+	if err := report.WriteHTML(out.dir, fmt.Sprintf("gpusched sim run: cluster %s, trace %s, policy %s, seed %d", p.c.Name(), p.lt.name, rc.policy, rc.seed), runs...); err != nil {
+		return err
+	}
 	fmt.Fprintf(cmd.OutOrStdout(), "cluster %s (%d GPUs), trace %s, policy %s, seed %d\n\n", p.c.Name(), p.c.NumGPUs(), p.lt.name, rc.policy, rc.seed)
 	if err := report.WriteTable(cmd.OutOrStdout(), runs...); err != nil {
 		return err
@@ -467,7 +483,7 @@ func writeRun(out outFlags, dir string, res *sim.Result) error {
 func compareCmd(opt Options) *cobra.Command {
 	rc := defaultRun()
 	var out outFlags
-	var policies string
+	var policies, seeds string
 	var cluster func(runConfig) (*topology.Cluster, error)
 	cmd := &cobra.Command{
 		Use:   "compare",
@@ -503,6 +519,9 @@ own, listed by "sim compare --inflation --help": the cluster flags, --trace
 			if cmd.Flags().NArg() > 0 {
 				return fmt.Errorf("unexpected arguments %q", cmd.Flags().Args())
 			}
+			if seeds != "" {
+				return compareSeeds(cmd, rc, out, splitList(policies), seeds, cluster)
+			}
 			return compare(cmd, rc, out, splitList(policies), cluster)
 		},
 	}
@@ -510,6 +529,7 @@ own, listed by "sim compare --inflation --help": the cluster flags, --trace
 	out.bind(cmd.Flags(), "sim-compare")
 	cmd.Flags().IntVar(&out.par, "parallel", 0, "runs at once (0: GOMAXPROCS)")
 	cmd.Flags().StringVar(&policies, "policies", "topology,best-fit,fgd", "comma-separated placement policies")
+	cmd.Flags().StringVar(&seeds, "seeds", "", "replicate: run every policy at each of these seeds (e.g. 1-10) and print medians with 95% intervals; the policies of a seed share its trace and random draws")
 	cmd.Flags().Bool("inflation", false, "run the FGD paper's inflation experiment instead of a time-based replay, with that experiment's flags (see --inflation --help)")
 	cmd.Flags().BoolP("help", "h", false, "help for compare")
 	return cmd
@@ -600,6 +620,9 @@ func compare(cmd *cobra.Command, rc runConfig, out outFlags, policies []string, 
 			return err
 		}
 	}
+	if err := report.WriteHTML(out.dir, fmt.Sprintf("gpusched sim compare: cluster %s, trace %s, seed %d", p.c.Name(), p.lt.name, rc.seed), runs...); err != nil {
+		return err
+	}
 	fmt.Fprintf(cmd.OutOrStdout(), "cluster %s (%d GPUs), trace %s, seed %d\n\n", p.c.Name(), p.c.NumGPUs(), p.lt.name, rc.seed)
 	if err := report.WriteTable(cmd.OutOrStdout(), runs...); err != nil {
 		return err
@@ -676,18 +699,21 @@ func sweepCmd(opt Options) *cobra.Command {
 	var out outFlags
 	var params []string
 	var shard string
+	var independent bool
 	var cluster func(runConfig) (*topology.Cluster, error)
 	cmd := &cobra.Command{
 		Use:   "sweep",
 		Short: "Run a grid of parameters in parallel, optionally one shard of it",
 		Long: `Run one simulation per point of a grid of parameters (the cartesian product of
-the --param lists, the last varying fastest), in parallel goroutines. Each run
-gets seed = --seed + its index in the grid for its random models unless seed is
-a parameter, so a run has the same result whichever shard or machine runs it;
-a synthetic or replicated trace is drawn from --seed (or the swept seed), so
-runs that differ in other parameters replay the same jobs. For example
---param preempt=off,queue compares preemption off and on, one row each (add
---param seed=42 to give both the same failure draws too). With --shard i/n
+the --param lists, the last varying fastest), in parallel goroutines. Runs use
+common random numbers: every run of the grid gets --seed (or the swept seed)
+for its trace and its random models, so runs that differ in other parameters
+replay the same jobs with the same failure and drain draws, and a difference
+between two rows is the parameters'. For example --param preempt=off,queue
+compares preemption off and on, one row each; --param seed=1,2,3 replicates
+the comparison. --independent-seeds gives each run seed = --seed + its index
+in the grid for its random models instead. A run has the same result
+whichever shard or machine runs it. With --shard i/n
 only the points whose index is i modulo n run, so Slurm job arrays or
 Kubernetes Indexed Jobs can split a large sweep; each shard writes
 sweep-i-of-n.csv.`,
@@ -695,13 +721,16 @@ sweep-i-of-n.csv.`,
   gpusched sim sweep --param load=0.8,1.0,1.2 --param policy=fgd,best-fit --shard 0/4
   gpusched sim sweep --trace synthetic:5000 --load 1.3 --high-priority-share 0.2 --param preempt=off,queue,cluster`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return sweep(cmd, rc, out, params, shard, cluster) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return sweep(cmd, rc, out, params, shard, independent, cluster)
+		},
 	}
 	cluster = bindRun(cmd, &rc, opt)
 	out.bind(cmd.Flags(), "sim-sweep")
 	cmd.Flags().IntVar(&out.par, "parallel", 0, "runs at once (0: GOMAXPROCS)")
 	cmd.Flags().StringArrayVar(&params, "param", nil, "a swept parameter `NAME=V1,V2,…`, where NAME is a flag of sim run (e.g. policy, load, gpu-mtbf, seed); repeatable")
 	cmd.Flags().StringVar(&shard, "shard", "", "run only shard i of n (i/n)")
+	cmd.Flags().BoolVar(&independent, "independent-seeds", false, "give each run seed = --seed + its grid index for its random models, instead of common random numbers (the same seed for every run)")
 	return cmd
 }
 
@@ -713,7 +742,7 @@ type sweepRow struct {
 	sum    sim.Summary
 }
 
-func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string, shard string, cluster func(runConfig) (*topology.Cluster, error)) error {
+func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string, shard string, independent bool, cluster func(runConfig) (*topology.Cluster, error)) error {
 	if len(rawParams) == 0 {
 		return errors.New("give at least one --param NAME=V1,V2,…")
 	}
@@ -752,7 +781,7 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 			return fmt.Errorf("run %d (%s): %w", i, strings.Join(pt, ","), err)
 		}
 		r.traceSeed, r.hasTraceSeed = r.seed, true // one trace for every run of a seed
-		if !seedSwept {
+		if !seedSwept && independent {
 			r.seed = base.seed + uint64(i)
 		}
 		configs[i] = r

@@ -180,22 +180,28 @@ func readCSV(t *testing.T, p string) [][]string {
 	return rows
 }
 
-// TestSweepSharesTrace: runs of a sweep get their own seeds, but replay
-// the same synthetic trace, so two runs differing only in seed-free
-// parameters agree.
+// TestSweepSharesTrace: runs of a sweep use common random numbers — the
+// same seed and the same synthetic trace — so two runs differing only in
+// seed-free parameters agree; --independent-seeds gives each run its own
+// seed for its random models, on the same trace.
 func TestSweepSharesTrace(t *testing.T) {
-	dir := t.TempDir()
-	_, _, err := execCmd(t, Options{}, "sweep", "--preset", "h100-1k", "--trace", "synthetic:300", "--load", "1.2", "--quiet",
-		"--param", "policy=topology,topology", "--out", dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := readCSV(t, filepath.Join(dir, "sweep.csv"))
-	if len(rows) != 3 || rows[1][2] == rows[2][2] {
-		t.Fatalf("want two runs with different seeds: %v", rows)
-	}
-	if strings.Join(rows[1][3:], ",") != strings.Join(rows[2][3:], ",") {
-		t.Errorf("same trace and policy, different results:\n%v\n%v", rows[1], rows[2])
+	for _, independent := range []bool{false, true} {
+		dir := t.TempDir()
+		args := []string{"sweep", "--preset", "h100-1k", "--trace", "synthetic:300", "--load", "1.2", "--quiet",
+			"--param", "policy=topology,topology", "--out", dir}
+		if independent {
+			args = append(args, "--independent-seeds")
+		}
+		if _, _, err := execCmd(t, Options{}, args...); err != nil {
+			t.Fatal(err)
+		}
+		rows := readCSV(t, filepath.Join(dir, "sweep.csv"))
+		if len(rows) != 3 || (rows[1][2] == rows[2][2]) == independent {
+			t.Fatalf("independent seeds %v: seeds %v", independent, rows)
+		}
+		if strings.Join(rows[1][3:], ",") != strings.Join(rows[2][3:], ",") {
+			t.Errorf("same trace and policy, different results:\n%v\n%v", rows[1], rows[2])
+		}
 	}
 }
 

@@ -74,6 +74,10 @@ type runConfig struct {
 	outages      []string
 	defaultQueue string
 	fragLevels   bool
+	demote       string
+	estSigma     float64
+	estRound     []time.Duration
+	gpuSpeeds    string
 }
 
 func defaultRun() runConfig {
@@ -101,10 +105,12 @@ func (r *runConfig) bind(fs *pflag.FlagSet, cluster bool) {
 	fs.IntVar(&r.repeat, "repeat", r.repeat, "replay k out-of-phase copies of a recorded trace at once (k times its load; 0 or 1: one)")
 	fs.DurationVar(&r.arrivalSpan, "arrival-span", r.arrivalSpan, "scale a recorded trace's arrival times so they span this long (0: as recorded; see also --load)")
 	fs.StringVar(&r.policy, "policy", r.policy, "placement policy (gang placers: topology, best-fit, first-fit, worst-fit, random, buddy, fgd, dot-product, gpu-packing, gpu-clustering)")
-	fs.StringVar(&r.queues, "queues", r.queues, "queue setup: flat (one queue per tenant, no quota), single (one queue), vc:PATH (one queue per VC of a philly_vc.csv-style file, guaranteed nodes × --gpus-per-node GPUs), or config:PATH (a queue tree in YAML or JSON, the queue package's Config)")
+	fs.StringVar(&r.queues, "queues", r.queues, "queue setup: flat (one queue per tenant, no quota), single (one queue), vc:PATH (one queue per VC of a philly_vc.csv-style file, guaranteed nodes × --gpus-per-node GPUs, idle GPUs lent to other VCs), vc-hard:PATH (the same VCs as hard partitions: each owns its nodes, in the file's order, and its jobs run only there, as on Philly), or config:PATH (a queue tree in YAML or JSON, the queue package's Config)")
 	fs.StringVar(&r.defaultQueue, "default-queue", r.defaultQueue, "with --queues config:PATH, the leaf for trace tenants that name no leaf (empty: such jobs are rejected)")
 	fs.IntVar(&r.gpusPerNode, "gpus-per-node", r.gpusPerNode, "GPUs per node in a VC file")
 	fs.StringVar(&r.ordering, "ordering", r.ordering, "queue ordering (best-effort-fifo, strict-fifo, priority-aging, …; empty: the queue package's default)")
+	fs.StringVar(&r.gpuSpeeds, "gpu-speeds", r.gpuSpeeds, "per-GPU-model speed factors: a table file (sim.ReadSpeedTable's YAML) or gavel (the embedded table from Gavel's published K80/P100/V100 throughputs); a job runs at its slowest GPU's factor")
+	fs.StringVar(&r.demote, "demote", r.demote, "lower jobs' priority as they attain service, needing no durations: las:H1,H2,… (Tiresias' 2D-LAS, thresholds in GPU-hours) or slice:LEASE (Gandiva-style time slicing, e.g. slice:10m); with --preempt a job of a higher level preempts one of a lower level")
 	fs.BoolVar(&r.backfill, "backfill", r.backfill, "EASY backfill in every queue (runtime estimates: see --runtime-estimate)")
 	fs.Uint64Var(&r.seed, "seed", r.seed, "seed of the random models and placers")
 	fs.DurationVar(&r.ckptInterval, "ckpt-interval", r.ckptInterval, "checkpoint interval of jobs (0: they do not checkpoint)")
@@ -132,6 +138,8 @@ func (r *runConfig) bind(fs *pflag.FlagSet, cluster bool) {
 	fs.Float64Var(&r.highShare, "high-priority-share", r.highShare, "synthetic traces: the share (0..1) of jobs with priority --high-priority, the rest 0")
 	fs.Int32Var(&r.highPriority, "high-priority", r.highPriority, "the priority of --high-priority-share jobs")
 	fs.Float64Var(&r.runtimeEst, "runtime-estimate", r.runtimeEst, "give jobs runtime estimates of this factor × their true duration (0: none)")
+	fs.Float64Var(&r.estSigma, "estimate-sigma", r.estSigma, "with --runtime-estimate, multiply each estimate by a log-normal factor exp(σ·Z) of this σ (0: none)")
+	fs.DurationSliceVar(&r.estRound, "estimate-round", r.estRound, "with --runtime-estimate, round estimates up to the first of these values at or above them, as users pick round limits (e.g. 1h,4h,24h,48h)")
 	fs.DurationVar(&r.scheduleEvery, "schedule-every", r.scheduleEvery, "also run a scheduling cycle at this period (0: only on events)")
 	fs.DurationVar(&r.sampleEvery, "sample-every", r.sampleEvery, "time-series period (0: span of arrivals / 500)")
 	fs.DurationVar(&r.horizon, "horizon", r.horizon, "stop at this simulated time (0: when every job has ended)")
@@ -378,6 +386,8 @@ func (r *runConfig) queueSetup(jobs []trace.Job) (queue.Config, []sim.Tenant, ma
 			qm[t] = "default"
 		}
 		return rootsched.FlatQueues([]string{"default"}, p), nil, qm, nil
+	case strings.HasPrefix(r.queues, hardVCPrefix):
+		return queue.Config{}, nil, nil, nil // hardVCQueues, with the partitioned cluster
 	case strings.HasPrefix(r.queues, "vc:"):
 		path := strings.TrimPrefix(r.queues, "vc:")
 		f, err := os.Open(path)
@@ -535,6 +545,10 @@ func parseOutage(s string) (sim.Outage, error) {
 // simConfig turns the model flags into a sim.Config (without cluster and
 // scheduler).
 func (r *runConfig) simConfig() (sim.Config, error) {
+	speeds, err := readGPUSpeeds(r.gpuSpeeds)
+	if err != nil {
+		return sim.Config{}, err
+	}
 	var outs []sim.Outage
 	for _, s := range r.outages {
 		o, err := parseOutage(s)
@@ -552,12 +566,14 @@ func (r *runConfig) simConfig() (sim.Config, error) {
 		Speed:            sim.SpeedModel{Enabled: r.speed, SameHost: r.speedHost, SameSwitch: r.speedSwitch, PerLevel: r.speedLevel},
 		Preemption:       sim.PreemptionModel{Grace: r.grace},
 		RuntimeEstimate:  r.runtimeEst,
+		EstimateError:    sim.EstimateError{Sigma: r.estSigma, RoundUp: r.estRound},
 		ScheduleEvery:    r.scheduleEvery,
 		SampleEvery:      r.sampleEvery,
 		Horizon:          r.horizon,
 		RejectErrors:     r.rejectErrors,
 		MinCycleInterval: r.minCycle,
 		StrandedByLevel:  r.fragLevels,
+		GPUSpeeds:        speeds,
 	}, nil
 }
 

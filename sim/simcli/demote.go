@@ -1,0 +1,66 @@
+package simcli
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/sim"
+	"github.com/gpusched/gpusched/sim/data"
+)
+
+// parseDemote reads --demote: "" (none), "las:H1,H2,…" (Tiresias'
+// 2D-LAS with thresholds in GPU-hours) or "slice:LEASE" (Gandiva-style
+// time slicing with a lease such as 10m).
+func parseDemote(v string) (queue.Demotion, error) {
+	if v == "" {
+		return nil, nil
+	}
+	kind, arg, _ := strings.Cut(v, ":")
+	switch kind {
+	case "las":
+		var l queue.LAS
+		for _, f := range strings.Split(arg, ",") {
+			h, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil {
+				return nil, fmt.Errorf("--demote %q: threshold %q: want GPU-hours such as 1 or 0.5", v, f)
+			}
+			l.Thresholds = append(l.Thresholds, h*3600)
+		}
+		if err := l.Validate(); err != nil {
+			return nil, fmt.Errorf("--demote %q: %w", v, err)
+		}
+		return l, nil
+	case "slice":
+		d, err := time.ParseDuration(arg)
+		if err != nil {
+			return nil, fmt.Errorf("--demote %q: lease %q: want a duration such as 10m", v, arg)
+		}
+		s := queue.TimeSlice{Lease: d}
+		if err := s.Validate(); err != nil {
+			return nil, fmt.Errorf("--demote %q: %w", v, err)
+		}
+		return s, nil
+	}
+	return nil, fmt.Errorf("--demote %q: want las:GPU-HOURS,… (Tiresias 2D-LAS) or slice:LEASE (time slicing)", v)
+}
+
+// readGPUSpeeds reads --gpu-speeds: "" (none), "gavel" (the embedded
+// table, sim/data) or a table file.
+func readGPUSpeeds(v string) (*sim.SpeedTable, error) {
+	switch v {
+	case "":
+		return nil, nil
+	case "gavel":
+		return sim.ReadSpeedTable(data.GPUSpeedsGavel(), data.GPUSpeedsGavelName)
+	}
+	f, err := os.Open(v)
+	if err != nil {
+		return nil, fmt.Errorf("--gpu-speeds: %w", err)
+	}
+	defer f.Close()
+	return sim.ReadSpeedTable(f, v)
+}
