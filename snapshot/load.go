@@ -35,6 +35,9 @@ type Options struct {
 	// refused before they are built (for untrusted or fuzzed input). Zero allows any preset and up to 100,000 generated
 	// hosts.
 	MaxHosts int
+	// Preemptor, if set, is the loaded Scheduler's preemptor (a state
+	// carries no preemption settings; nil means no preemption).
+	Preemptor gpusched.Preemptor
 }
 
 // Loaded is a state turned into a Scheduler.
@@ -117,7 +120,7 @@ func (st *State) restore(name string, doc *yaml.Node, opt Options) (*Loaded, err
 	if err != nil {
 		return nil, bad(field, err)
 	}
-	cfg := gpusched.Config{Cluster: c, Queues: st.Queues, Placer: placer, Seed: st.Seed, DefaultRuntime: st.DefaultRuntime, MaxReservations: st.MaxReservations}
+	cfg := gpusched.Config{Cluster: c, Queues: st.Queues, Placer: placer, Preemptor: opt.Preemptor, Seed: st.Seed, DefaultRuntime: st.DefaultRuntime, MaxReservations: st.MaxReservations}
 	s, err := gpusched.New(cfg)
 	if err != nil {
 		var ce *queue.ConfigError
