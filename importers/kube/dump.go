@@ -188,7 +188,6 @@ type dumpReader struct {
 	wls       []*dumpWorkload
 	notes     []Note
 	latest    time.Time
-	jobs      []snapshot.Job
 	kinds     map[string]bool
 	// placeholders are the failed hosts that hold quota beyond capacity.
 	placeholders []string
@@ -274,7 +273,7 @@ func (d *dumpReader) node(o *object) error {
 		return o.errAt(o.node, "metadata.name", errors.New("missing"))
 	}
 	if _, dup := d.nodes[o.meta.Name]; dup {
-		return o.errAt(o.fieldNode("metadata.name"), "metadata.name", fmt.Errorf("Node %q listed twice", o.meta.Name))
+		return o.errAt(o.fieldNode("metadata.name"), "metadata.name", fmt.Errorf("node %q listed twice", o.meta.Name))
 	}
 	var spec nodeSpecK
 	var st nodeStatus

@@ -97,7 +97,7 @@ func (k *kaiConfig) build(im *Import) error {
 	byName := map[string]*kaiQueue{}
 	for _, q := range k.queues {
 		if _, dup := byName[q.name]; dup {
-			return q.o.errAt(q.o.fieldNode("metadata.name"), "metadata.name", fmt.Errorf("Queue %q defined twice", q.name))
+			return q.o.errAt(q.o.fieldNode("metadata.name"), "metadata.name", fmt.Errorf("a queue named %q is defined twice", q.name))
 		}
 		byName[q.name] = q
 	}

@@ -187,7 +187,7 @@ func (k *kueueConfig) add(o *object, im *Import) error {
 			k.flavors = map[string]*Flavor{}
 		}
 		if _, dup := k.flavors[f.Name]; dup {
-			return o.errAt(o.fieldNode("metadata.name"), "metadata.name", fmt.Errorf("ResourceFlavor %q defined twice", f.Name))
+			return o.errAt(o.fieldNode("metadata.name"), "metadata.name", fmt.Errorf("a ResourceFlavor named %q is defined twice", f.Name))
 		}
 		k.flavors[f.Name] = f
 		im.Flavors = append(im.Flavors, *f)
@@ -442,7 +442,7 @@ func (k *kueueConfig) build(im *Import) error {
 	var order []*kueueNode
 	for _, n := range k.cqs {
 		if _, dup := nodes[n.name]; dup {
-			return n.o.errAt(n.o.fieldNode("metadata.name"), "metadata.name", fmt.Errorf("ClusterQueue %q defined twice", n.name))
+			return n.o.errAt(n.o.fieldNode("metadata.name"), "metadata.name", fmt.Errorf("a ClusterQueue named %q is defined twice", n.name))
 		}
 		n.nodeName = n.name
 		nodes[n.name] = n
@@ -451,7 +451,7 @@ func (k *kueueConfig) build(im *Import) error {
 	cohorts := map[string]*kueueNode{}
 	for _, c := range k.cohorts {
 		if _, dup := cohorts[c.name]; dup {
-			return c.o.errAt(c.o.fieldNode("metadata.name"), "metadata.name", fmt.Errorf("Cohort %q defined twice", c.name))
+			return c.o.errAt(c.o.fieldNode("metadata.name"), "metadata.name", fmt.Errorf("a Cohort named %q is defined twice", c.name))
 		}
 		cohorts[c.name] = c
 	}

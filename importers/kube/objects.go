@@ -64,6 +64,7 @@ const (
 	Approximated
 )
 
+// String returns "ignored" or "approximated".
 func (k NoteKind) String() string {
 	switch k {
 	case Ignored:

@@ -223,7 +223,7 @@ func (v *volcanoConfig) build(im *Import) error {
 	byName := map[string]*volcanoQueue{}
 	for _, q := range v.queues {
 		if _, dup := byName[q.name]; dup {
-			return q.o.errAt(q.o.fieldNode("metadata.name"), "metadata.name", fmt.Errorf("Queue %q defined twice", q.name))
+			return q.o.errAt(q.o.fieldNode("metadata.name"), "metadata.name", fmt.Errorf("a queue named %q is defined twice", q.name))
 		}
 		byName[q.name] = q
 	}
