@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 
 	"github.com/gpusched/gpusched/preempt"
@@ -66,23 +65,14 @@ func (k *kaiConfig) add(o *object, im *Import) error {
 		}
 		k.queues = append(k.queues, q)
 	case "Topology":
-		var s topologySpec
-		if err := o.decode("spec", &s, &im.Notes); err != nil {
+		levels, err := readTopology(o, im)
+		if err != nil {
 			return err
-		}
-		o.topKeys(&im.Notes, "spec", "status")
-		var labels []string
-		for i, l := range s.Levels {
-			if l.NodeLabel == "" {
-				f := fmt.Sprintf("spec.levels[%d].nodeLabel", i)
-				return o.errAt(o.fieldNode(f), f, errors.New("missing"))
-			}
-			labels = append(labels, l.NodeLabel)
 		}
 		if len(k.topoObjs) > 0 {
 			im.Notes = append(im.Notes, o.note(Approximated, nil, "", "only the first Topology is modelled"))
 		} else {
-			k.topologies = topologyLevels(o, labels, im, "spec.levels")
+			k.topologies = levels
 		}
 		k.topoObjs = append(k.topoObjs, o)
 	default:
@@ -94,32 +84,12 @@ func (k *kaiConfig) add(o *object, im *Import) error {
 func (k *kaiConfig) levels(im *Import) { im.Levels = k.topologies }
 
 func (k *kaiConfig) build(im *Import) error {
-	byName := map[string]*kaiQueue{}
-	for _, q := range k.queues {
-		if _, dup := byName[q.name]; dup {
-			return q.o.errAt(q.o.fieldNode("metadata.name"), "metadata.name", fmt.Errorf("a queue named %q is defined twice", q.name))
-		}
-		byName[q.name] = q
+	qs := make([]namedQueue, len(k.queues))
+	for i, q := range k.queues {
+		qs[i] = namedQueue{o: q.o, name: q.name, parent: q.spec.ParentQueue, parentField: "spec.parentQueue"}
 	}
-	children := map[string][]*kaiQueue{}
-	for _, q := range k.queues {
-		p := q.spec.ParentQueue
-		if p != "" && byName[p] == nil {
-			return q.o.errAt(q.o.fieldNode("spec.parentQueue"), "spec.parentQueue", fmt.Errorf("parent queue %q not given", p))
-		}
-		children[p] = append(children[p], q)
-	}
-	for _, q := range k.queues {
-		seen := map[string]bool{}
-		for p := q; p != nil && p.spec.ParentQueue != ""; p = byName[p.spec.ParentQueue] {
-			if seen[p.name] {
-				return q.o.errAt(q.o.fieldNode("spec.parentQueue"), "spec.parentQueue", fmt.Errorf("queue %q is its own ancestor", q.name))
-			}
-			seen[p.name] = true
-		}
-	}
-	var emit func(q *kaiQueue) (queue.Node, error)
-	emit = func(q *kaiQueue) (queue.Node, error) {
+	node := func(i int) (queue.Node, error) {
+		q := k.queues[i]
 		n := queue.Node{Name: q.name}
 		for _, r := range []struct {
 			name string
@@ -172,27 +142,13 @@ func (k *kaiConfig) build(im *Import) error {
 		if q.spec.Resources.CPU != nil && q.spec.Resources.CPU.OverQuotaWeight != nil || q.spec.Resources.Memory != nil && q.spec.Resources.Memory.OverQuotaWeight != nil {
 			im.Notes = append(im.Notes, q.o.note(Approximated, q.o.fieldNode("spec.resources"), "spec.resources", "one weight per queue: the gpu overQuotaWeight"))
 		}
-		kids := children[q.name]
-		sort.Slice(kids, func(i, j int) bool { return kids[i].name < kids[j].name })
-		for _, c := range kids {
-			cn, err := emit(c)
-			if err != nil {
-				return n, err
-			}
-			n.Children = append(n.Children, cn)
-		}
 		return n, nil
 	}
-	root := queue.Node{Name: "cluster"}
-	tops := children[""]
-	sort.Slice(tops, func(i, j int) bool { return tops[i].name < tops[j].name })
-	for _, q := range tops {
-		n, err := emit(q)
-		if err != nil {
-			return err
-		}
-		root.Children = append(root.Children, n)
+	tops, err := queueForest(qs, "", node)
+	if err != nil {
+		return err
 	}
+	root := queue.Node{Name: "cluster", Children: tops}
 	// KAI's department queues are usually the only top-level queue;
 	// jobs go to leaves.
 	im.Queues.Root = root

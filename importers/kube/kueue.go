@@ -192,23 +192,14 @@ func (k *kueueConfig) add(o *object, im *Import) error {
 		k.flavors[f.Name] = f
 		im.Flavors = append(im.Flavors, *f)
 	case "Topology":
-		var s topologySpec
-		if err := o.decode("spec", &s, &im.Notes); err != nil {
+		levels, err := readTopology(o, im)
+		if err != nil {
 			return err
-		}
-		o.topKeys(&im.Notes, "spec", "status")
-		var labels []string
-		for i, l := range s.Levels {
-			if l.NodeLabel == "" {
-				f := fmt.Sprintf("spec.levels[%d].nodeLabel", i)
-				return o.errAt(o.fieldNode(f), f, errors.New("missing"))
-			}
-			labels = append(labels, l.NodeLabel)
 		}
 		if k.topologies == nil {
 			k.topologies, k.topoObjs = map[string][]Level{}, map[string]*object{}
 		}
-		k.topologies[o.meta.Name] = topologyLevels(o, labels, im, "spec.levels")
+		k.topologies[o.meta.Name] = levels
 		k.topoObjs[o.meta.Name] = o
 	case "LocalQueue":
 		var s kueueLocalQueueSpec

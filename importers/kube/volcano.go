@@ -220,38 +220,18 @@ func volcanoResources(o *object, field string, rl map[string]string, im *Import)
 }
 
 func (v *volcanoConfig) build(im *Import) error {
-	byName := map[string]*volcanoQueue{}
+	var qs []namedQueue
+	var vqs []*volcanoQueue
 	for _, q := range v.queues {
-		if _, dup := byName[q.name]; dup {
-			return q.o.errAt(q.o.fieldNode("metadata.name"), "metadata.name", fmt.Errorf("a queue named %q is defined twice", q.name))
-		}
-		byName[q.name] = q
-	}
-	children := map[string][]*volcanoQueue{}
-	for _, q := range v.queues {
-		p := q.spec.Parent
 		if q.name == "root" {
+			im.Notes = append(im.Notes, q.o.note(Approximated, nil, "", "the root queue is gpusched's root (\"cluster\"); its own quotas are left out"))
 			continue
 		}
-		if p == "" {
-			p = "root"
-		}
-		if p != "root" && byName[p] == nil {
-			return q.o.errAt(q.o.fieldNode("spec.parent"), "spec.parent", fmt.Errorf("parent queue %q not given", p))
-		}
-		children[p] = append(children[p], q)
+		qs = append(qs, namedQueue{o: q.o, name: q.name, parent: q.spec.Parent, parentField: "spec.parent"})
+		vqs = append(vqs, q)
 	}
-	for _, q := range v.queues {
-		seen := map[string]bool{}
-		for p := q; p != nil && p.spec.Parent != "" && p.spec.Parent != "root"; p = byName[p.spec.Parent] {
-			if seen[p.name] {
-				return q.o.errAt(q.o.fieldNode("spec.parent"), "spec.parent", fmt.Errorf("queue %q is its own ancestor", q.name))
-			}
-			seen[p.name] = true
-		}
-	}
-	var emit func(q *volcanoQueue) (queue.Node, error)
-	emit = func(q *volcanoQueue) (queue.Node, error) {
+	node := func(i int) (queue.Node, error) {
+		q := vqs[i]
 		n := queue.Node{Name: q.name}
 		if q.spec.Weight != nil {
 			n.Weight = float64(*q.spec.Weight)
@@ -296,36 +276,19 @@ func (v *volcanoConfig) build(im *Import) error {
 			}
 			n.Quotas = append(n.Quotas, qq)
 		}
-		kids := children[q.name]
-		sort.Slice(kids, func(i, j int) bool { return kids[i].name < kids[j].name })
-		for _, c := range kids {
-			cn, err := emit(c)
-			if err != nil {
-				return n, err
-			}
-			n.Children = append(n.Children, cn)
-		}
 		return n, nil
 	}
-	root := queue.Node{Name: "cluster"}
-	tops := children["root"]
-	sort.Slice(tops, func(i, j int) bool { return tops[i].name < tops[j].name })
-	for _, q := range tops {
-		n, err := emit(q)
-		if err != nil {
-			return err
-		}
-		root.Children = append(root.Children, n)
+	tops, err := queueForest(qs, "root", node)
+	if err != nil {
+		return err
 	}
-	if rq := byName["root"]; rq != nil {
-		im.Notes = append(im.Notes, rq.o.note(Approximated, nil, "", "the root queue is gpusched's root (\"cluster\"); its own quotas are left out"))
-	}
+	root := queue.Node{Name: "cluster", Children: tops}
 	// Parents must hold their children's nominal quotas: a parent with
 	// less gets the sum, noted.
-	var fix func(n *queue.Node, path string)
-	fix = func(n *queue.Node, path string) {
+	var fix func(n *queue.Node)
+	fix = func(n *queue.Node) {
 		for i := range n.Children {
-			fix(&n.Children[i], path+"/"+n.Children[i].Name)
+			fix(&n.Children[i])
 		}
 		for qi := range n.Quotas {
 			q := &n.Quotas[qi]
@@ -347,7 +310,7 @@ func (v *volcanoConfig) build(im *Import) error {
 			}
 		}
 	}
-	fix(&root, "")
+	fix(&root)
 	if len(root.Children) == 0 {
 		return errors.New("volcano: no queue below root")
 	}
