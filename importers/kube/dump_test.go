@@ -157,3 +157,92 @@ func TestHyperNodeCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDumpAdmittedWorkload: a Workload Kueue admitted on the a100 flavor
+// whose Job's pods run takes its pods' nodes; an evicted one waits; a
+// finished one is gone.
+func TestDumpAdmittedWorkload(t *testing.T) {
+	im, err := ReadDir("testdata/kueue/gpu-cohorts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := `
+apiVersion: v1
+kind: Node
+metadata: {name: a1, labels: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}}
+status: {allocatable: {cpu: "64", memory: 512Gi, nvidia.com/gpu: "8"}}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train-abc
+  namespace: team-a
+  creationTimestamp: "2025-03-01T08:00:00Z"
+  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: train, uid: job-uid-1, controller: true}]
+spec:
+  nodeName: a1
+  containers: [{name: c, resources: {requests: {cpu: "4", memory: 16Gi, nvidia.com/gpu: "4"}}}]
+status: {phase: Running, startTime: "2025-03-01T08:00:10Z"}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata:
+  name: job-train-1
+  namespace: team-a
+  creationTimestamp: "2025-03-01T07:59:59Z"
+  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: train, uid: job-uid-1, controller: true}]
+spec:
+  queueName: main
+  priorityClassRef: {name: high}
+  maximumExecutionTimeSeconds: 7200
+  podSets:
+  - name: main
+    count: 1
+    template: {spec: {containers: [{name: c, resources: {requests: {cpu: "4", memory: 16Gi, nvidia.com/gpu: "4"}}}]}}
+status:
+  admission:
+    clusterQueue: team-a
+    podSetAssignments: [{name: main, flavors: {nvidia.com/gpu: a100, cpu: a100}, count: 1}]
+  conditions:
+  - {type: QuotaReserved, status: "True", reason: QuotaReserved, lastTransitionTime: "2025-03-01T08:00:00Z"}
+  - {type: Admitted, status: "True", reason: Admitted, lastTransitionTime: "2025-03-01T08:00:00Z"}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: job-evicted-1, namespace: team-a, creationTimestamp: "2025-03-01T08:30:00Z"}
+spec:
+  queueName: main
+  podSets: [{name: main, count: 2, template: {spec: {containers: [{name: c, resources: {requests: {nvidia.com/gpu: "1"}}}]}}}]
+status:
+  conditions:
+  - {type: QuotaReserved, status: "False", reason: Pending, lastTransitionTime: "2025-03-01T09:00:00Z"}
+  - {type: Evicted, status: "True", reason: Preempted, lastTransitionTime: "2025-03-01T09:00:00Z"}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: job-done-1, namespace: team-a, creationTimestamp: "2025-03-01T06:00:00Z"}
+spec:
+  queueName: main
+  podSets: [{name: main, count: 1, template: {spec: {containers: [{name: c}]}}}]
+status:
+  conditions: [{type: Finished, status: "True", reason: Succeeded, lastTransitionTime: "2025-03-01T07:00:00Z"}]
+`
+	st, _, err := ReadDump([]File{{Name: "d.yaml", Data: []byte(data)}}, im, DumpOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Jobs) != 2 {
+		t.Fatalf("%d jobs, want 2 (the finished workload left out): %+v", len(st.Jobs), st.Jobs)
+	}
+	tr := st.Jobs[0]
+	if tr.ID != "team-a/job-train-1" || tr.State != "running" || tr.Priority != 1000 || tr.Runtime != 2*time.Hour ||
+		len(tr.Placement) != 1 || tr.Placement[0].Host != "a1" || tr.Groups[0].Models[0] != "NVIDIA-A100-SXM4-80GB" {
+		t.Errorf("admitted workload %+v", tr)
+	}
+	if ev := st.Jobs[1]; ev.ID != "team-a/job-evicted-1" || ev.State != "" || ev.Groups[0].Count != 2 {
+		t.Errorf("evicted workload %+v", ev)
+	}
+	if _, _, err := Load(st, loadOptions()); err != nil {
+		t.Fatal(err)
+	}
+}
