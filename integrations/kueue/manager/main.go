@@ -113,6 +113,7 @@ func run(fairSharing bool) error {
 	if name, err := core.SetupControllers(mgr, queues, cache, cfg, nil, expectations, nil); err != nil {
 		return fmt.Errorf("controller %s: %w", name, err)
 	}
+	//lint:ignore SA1019 Kueue v0.17's scheduler.New takes the old events API's recorder.
 	sched := scheduler.New(queues, cache, mgr.GetClient(), mgr.GetEventRecorderFor(constants.AdmissionName),
 		scheduler.WithFairSharing(cfg.FairSharing),
 		scheduler.WithPreemptionExpectations(expectations))
