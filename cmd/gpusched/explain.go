@@ -24,6 +24,7 @@ import (
 func newExplainCmd() *cobra.Command {
 	var jsonOut, noQuota bool
 	var only []string
+	var kf kubeFlags
 	cmd := &cobra.Command{
 		Use:   "explain STATE",
 		Short: "Say why each pending job of a saved state waits",
@@ -91,11 +92,18 @@ as it stands (cmd/gpusched/testdata/explain/state.yaml is a larger one):
     queue: train
     groups: [{count: 5, gpus: 8}]
     submitted: 2025-01-01T09:00:00Z`,
-		Example: `  gpusched explain state.yaml
+		Example: `  gpusched explain --kube dump.yaml --config kueue/
+  gpusched explain state.yaml
   gpusched explain --job pretrain-9 state.yaml
   gpusched explain --json state.json`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.RangeArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if kf.dump != "" {
+				return explainKube(cmd, &kf, args, jsonOut, only, !noQuota)
+			}
+			if len(args) != 1 {
+				return fmt.Errorf("want a state file (or --kube DUMP)")
+			}
 			st, err := loadState(cmd, args[0])
 			if err != nil {
 				return err
@@ -115,6 +123,7 @@ as it stands (cmd/gpusched/testdata/explain/state.yaml is a larger one):
 	fs.BoolVar(&jsonOut, "json", false, "write JSON instead of text")
 	fs.BoolVar(&noQuota, "no-quota", false, "leave out the quota view")
 	fs.StringSliceVar(&only, "job", nil, "explain only these jobs (repeat or comma-separate)")
+	kf.bind(cmd)
 	return cmd
 }
 

@@ -203,6 +203,7 @@ func runCmd(opt Options) *cobra.Command {
 	rc := defaultRun()
 	var out outFlags
 	var saveState []string
+	var kr kubeRun
 	var cluster func(runConfig) (*topology.Cluster, error)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -235,10 +236,17 @@ cannot carry (preemptions in progress, …; see gpusched explain --help).`,
   gpusched sim run --trace synthetic:20000 --load 1.2 --gpu-mtbf 5000h --ckpt-interval 30m --ckpt-overhead 1m
   gpusched sim run --qos-priority default --preempt --repeat 2 --arrival-span 20m --horizon 1h
   gpusched sim run --trace synthetic:5000 --load 1.3 --high-priority-share 0.2 --preempt=cluster --ckpt-interval 30m --host-mtbf 2000h --max-restarts 3
-  gpusched sim run --trace synthetic:2000 --load 1.2 --save-state 2h,6h --out out/ && gpusched explain out/state-2h.yaml`,
+  gpusched sim run --trace synthetic:2000 --load 1.2 --save-state 2h,6h --out out/ && gpusched explain out/state-2h.yaml
+  gpusched sim run --kube dump.yaml --baseline kueue/ --config kueue-changed/ --horizon 48h`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runOne(cmd, rc, out, saveState, cluster) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if kr.dump != "" {
+				return kr.run(cmd, rc.horizon)
+			}
+			return runOne(cmd, rc, out, saveState, cluster)
+		},
 	}
+	kr.bind(cmd)
 	cluster = bindRun(cmd, &rc, opt)
 	out.bind(cmd.Flags(), "sim-out")
 	cmd.Flags().StringArrayVar(&saveState, "save-state", nil, "save the Scheduler's state `AT` (a duration since the trace start, e.g. 2h) to OUT/state-AT.yaml, for gpusched explain; repeatable, or AT1,AT2,…")
