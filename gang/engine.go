@@ -71,38 +71,26 @@ type gpuOverlay struct {
 	mig   uint16
 }
 
-// scope is where one attempt may place tasks: the hosts of a tree domain
-// (a contiguous HostID range), or the GPUs of a fabric domain.
+// scope is where one attempt may place tasks: the hosts of a tree domain,
+// or the GPUs of a fabric domain.
 type scope struct {
 	lv     topology.Level
 	dom    topology.DomainID
 	fabric topology.DomainID // NoDomain, or the fabric domain every GPU must be in
-	lo, hi topology.HostID   // tree scopes
-	hosts  []topology.HostID // fabric scopes: member hosts, ascending
+	// hosts are the hosts in scope, ascending: a tree domain's
+	// (Cluster.DomainHostList, shared, read only) or a fabric's members.
+	hosts []topology.HostID
 }
 
 func (s *scope) contains(h topology.HostID) bool {
-	if s.fabric == topology.NoDomain {
-		return h >= s.lo && h < s.hi
-	}
 	_, ok := slices.BinarySearch(s.hosts, h)
 	return ok
 }
 
 // size returns the number of hosts in scope and hostAt the i-th.
-func (s *scope) size() int {
-	if s.fabric == topology.NoDomain {
-		return int(s.hi - s.lo)
-	}
-	return len(s.hosts)
-}
+func (s *scope) size() int { return len(s.hosts) }
 
-func (s *scope) hostAt(i int) topology.HostID {
-	if s.fabric == topology.NoDomain {
-		return s.lo + topology.HostID(i)
-	}
-	return s.hosts[i]
-}
+func (s *scope) hostAt(i int) topology.HostID { return s.hosts[i] }
 
 // bind prepares e for a call on ledger l.
 func (e *engine) bind(l *topology.Ledger, r *Request, p *Placement) {

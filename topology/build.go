@@ -84,10 +84,20 @@ type tfabric struct {
 // retain s. Complexity O(hosts × GPUs per host).
 func Build(s Spec) (*Cluster, error) {
 	b := &builder{s: cloneSpec(s)}
+	live := b.s.Live
+	b.s.Live = nil
 	if err := b.build(); err != nil {
 		return nil, err
 	}
-	return b.c, nil
+	b.c.initLive()
+	c := b.c
+	for i := range live {
+		var err error
+		if c, err = c.apply(live[i], fmt.Sprintf("live[%d].", i)); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 type builder struct {

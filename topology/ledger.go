@@ -110,11 +110,24 @@ func NewLedger(c *Cluster) *Ledger {
 		l.cpuFree[h] = c.hosts[h].cpuMilli
 		l.memFree[h] = c.hosts[h].memMiB
 	}
-	for d := range c.domains {
-		n := int32(c.domains[d].gpuHi - c.domains[d].gpuLo)
-		l.freeWhole[d] = n
-		l.healthy[d] = n
-		l.freeMilli[d] = int64(n) * MilliPerGPU
+	if c.nRemoved == 0 {
+		for d := range c.domains {
+			n := int32(len(c.DomainGPUs(DomainID(d))))
+			l.freeWhole[d] = n
+			l.healthy[d] = n
+			l.freeMilli[d] = int64(n) * MilliPerGPU
+		}
+	} else {
+		// Removed hosts are out of service for good: count GPU by GPU.
+		for h := range c.hosts {
+			if c.Removed(HostID(h)) {
+				l.hostHealth[h] = Failed
+			}
+		}
+		for g := range c.gpus {
+			f, m, o := l.contrib(GPUID(g))
+			l.adjust(GPUID(g), f, m, o)
+		}
 	}
 	l.idx.init(l)
 	l.newStampID()
@@ -699,6 +712,9 @@ func (l *Ledger) SetHostHealth(h HostID, hh Health) error {
 	}
 	if hh > Failed {
 		return fmt.Errorf("topology: bad health %d", hh)
+	}
+	if l.c.Removed(h) {
+		return fmt.Errorf("topology: host %s was removed", l.c.hosts[h].name)
 	}
 	if l.hostHealth[h] == hh {
 		return nil
