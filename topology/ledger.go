@@ -126,7 +126,7 @@ func NewLedger(c *Cluster) *Ledger {
 		}
 		for g := range c.gpus {
 			f, m, o := l.contrib(GPUID(g))
-			l.adjust(GPUID(g), f, m, o)
+			l.count(GPUID(g), f, m, o)
 		}
 	}
 	l.idx.init(l)
@@ -262,6 +262,14 @@ func (l *Ledger) contrib(g GPUID) (free int32, milli int64, ok int32) {
 // adjust adds deltas to every domain containing g (its tree ancestors and
 // fabric domain) and marks changed index entries.
 func (l *Ledger) adjust(g GPUID, dFree int32, dMilli int64, dOK int32) {
+	l.count(g, dFree, dMilli, dOK)
+	if dFree != 0 {
+		l.touchGPU(g)
+	}
+}
+
+// count adds deltas to the counters of every domain containing g.
+func (l *Ledger) count(g GPUID, dFree int32, dMilli int64, dOK int32) {
 	c := l.c
 	x := &c.gpus[g]
 	anc := c.anc[x.ancLo : x.ancLo+x.ancN]
@@ -274,9 +282,6 @@ func (l *Ledger) adjust(g GPUID, dFree int32, dMilli int64, dOK int32) {
 		l.freeWhole[x.fabric] += dFree
 		l.freeMilli[x.fabric] += dMilli
 		l.healthy[x.fabric] += dOK
-	}
-	if dFree != 0 {
-		l.touchGPU(g)
 	}
 }
 
