@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -535,3 +536,73 @@ func levelWalk(l *Ledger, lv Level) string {
 }
 
 func errorsAs(err error, target any) bool { return err != nil && errors.As(err, target) }
+
+// liveFile is a cluster file with live changes, the seed of FuzzLoadLive.
+const liveFile = `version: 1
+name: c
+levels: [{name: spine}, {name: tor}]
+accelerators: [{model: H100}]
+templates:
+  - {name: dgx, cpuMilli: 1000, memoryMiB: 1000, accelerator: H100, gpus: 2, fabrics: [{kind: nvswitch, gpus: [0, 1]}]}
+switches:
+  - {name: s1, level: spine}
+  - {name: "t[1-2]", level: tor, parent: s1}
+hosts:
+  - {name: "h[1-4]", template: dgx, parent: "t[1-2]"}
+live:
+  - hosts: [{name: h5, template: dgx, parent: t1}]
+  - remove: [h2]
+    templates: [{name: box, cpuMilli: 8, memoryMiB: 8, accelerator: H100, gpus: 1}]
+    switches: [{name: t3, level: tor, parent: s1}]
+    hosts: [{name: h2, template: box, parent: t3}, {name: "n[1-2]", template: box, parent: t1}]
+    fabrics: [{name: rack1, kind: mnnvl, hosts: "h2,n[1-2]"}]
+`
+
+// FuzzLoadLive loads mutated cluster files with live changes: a file
+// either fails with an error naming its place, or builds a cluster whose
+// lists agree with a naive recomputation and whose spec rebuilds it.
+func FuzzLoadLive(f *testing.F) {
+	f.Add([]byte(liveFile))
+	f.Add([]byte(strings.Replace(liveFile, "remove: [h2]", "remove: [h9]", 1)))
+	f.Add([]byte(strings.Replace(liveFile, "parent: t3", "parent: s1", 1)))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Load(b, "fuzz.yaml", FormatYAML)
+		if err != nil {
+			var fe *FileError
+			if !errors.As(err, &fe) {
+				t.Fatalf("error %v (%T) is no *FileError", err, err)
+			}
+			return
+		}
+		checkLiveStructure(t, c)
+		fresh, err := Build(c.Spec())
+		if err != nil {
+			t.Fatalf("rebuilding: %v", err)
+		}
+		sameCluster(t, c, fresh)
+		if err := NewLedger(c).Check(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestLiveFile(t *testing.T) {
+	c, err := Load([]byte(liveFile), "live.yaml", FormatYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLiveStructure(t, c)
+	h2, _ := c.HostByName("h2")
+	t1, _ := c.DomainByName("t1")
+	// h1..h4 are 0..3, h5 is 4, h2 joins again as 5, n1 and n2 are 6, 7.
+	if h2 != 5 || !c.Removed(1) || !slices.Equal(c.DomainHostList(t1), []HostID{0, 4, 6, 7}) {
+		t.Fatalf("h2 = %d, hosts of t1 %v", h2, c.DomainHostList(t1))
+	}
+	if lo, hi := c.DomainHosts(t1); lo != 0 || hi != 8 {
+		t.Fatalf("range of t1 [%d, %d)", lo, hi)
+	}
+	_, err = Load([]byte(strings.Replace(liveFile, "parent: t3", "parent: s1", 1)), "live.yaml", FormatYAML)
+	if err == nil || !strings.Contains(err.Error(), "live[1].hosts[0].parent") || !strings.Contains(err.Error(), "live.yaml:") {
+		t.Fatalf("error %v does not name the file, line and field", err)
+	}
+}
