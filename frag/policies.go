@@ -354,7 +354,7 @@ func (ch *chooser) offer(h topology.HostID, cost float64, gpu int) bool {
 
 // quick checks what needs no GPU state: health, model, CPU and memory.
 func (p *policy) quick(l *topology.Ledger, h topology.HostID, t *Task) bool {
-	return l.HostHealth(h) == topology.Healthy && p.okModel[p.v.model[h]] &&
+	return l.HostUsable(h) && p.okModel[p.v.model[h]] &&
 		l.CPUFree(h) >= t.CPUMilli && l.MemoryFree(h) >= t.MemoryMiB
 }
 

@@ -205,7 +205,7 @@ func (e *engine) hostReason(h topology.HostID, g *Group) Reason {
 	if g.Kind != TaskCPU && !g.Accepts(e.c.HostModel(h)) {
 		return ReasonModel
 	}
-	if e.l.HostHealth(h) != topology.Healthy {
+	if !e.l.HostUsable(h) {
 		return ReasonHealth
 	}
 	if e.r.AllowHost != nil && !e.r.AllowHost(h) {
@@ -502,7 +502,7 @@ func (e *engine) shareFree(x topology.GPUID) (free int, partly bool) {
 	if st.Health != topology.Healthy || st.Mode == topology.ModeWhole || st.Mode == topology.ModeMIG || !e.gpuOK(x) {
 		return 0, false
 	}
-	if e.l.HostHealth(e.c.GPUHost(x)) != topology.Healthy {
+	if !e.l.HostUsable(e.c.GPUHost(x)) {
 		return 0, false
 	}
 	o := e.ovGPU(x)

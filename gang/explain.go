@@ -735,7 +735,7 @@ func (cs *census) refresh(l *topology.Ledger) {
 			m = nm - 1
 		}
 		cs.hosts[m]++
-		if l.HostHealth(h) != topology.Healthy {
+		if !l.HostUsable(h) {
 			cs.sick[m]++
 			continue
 		}

@@ -65,7 +65,8 @@ type gpuState struct {
 // much CPU and memory each host has left, the health of GPUs and hosts, and
 // per-domain counters of free capacity kept up to date on every change.
 //
-// Counters count only allocatable GPUs: a Healthy GPU on a Healthy host.
+// Counters count only allocatable GPUs: a Healthy GPU on a usable host
+// (Healthy and not cordoned, see HostUsable).
 // "Free" GPUs are allocatable GPUs with nothing allocated.
 //
 // The ordered indexes behind BestHost, AscendHosts, BestDomain and
@@ -78,6 +79,7 @@ type Ledger struct {
 
 	gpu        []gpuState
 	hostHealth []Health
+	cordoned   []bool // per host: cordoned (ledger_cordon.go)
 	cpuFree    []int64
 	memFree    []int64
 
@@ -99,6 +101,7 @@ func NewLedger(c *Cluster) *Ledger {
 		c:          c,
 		gpu:        make([]gpuState, len(c.gpus)),
 		hostHealth: make([]Health, len(c.hosts)),
+		cordoned:   make([]bool, len(c.hosts)),
 		cpuFree:    make([]int64, len(c.hosts)),
 		memFree:    make([]int64, len(c.hosts)),
 		freeWhole:  make([]int32, len(c.domains)),
@@ -149,6 +152,7 @@ func (l *Ledger) Clone() *Ledger {
 		c:          l.c,
 		gpu:        append([]gpuState(nil), l.gpu...),
 		hostHealth: append([]Health(nil), l.hostHealth...),
+		cordoned:   append([]bool(nil), l.cordoned...),
 		cpuFree:    append([]int64(nil), l.cpuFree...),
 		memFree:    append([]int64(nil), l.memFree...),
 		freeWhole:  append([]int32(nil), l.freeWhole...),
@@ -173,6 +177,7 @@ func (l *Ledger) CopyFrom(src *Ledger) {
 	}
 	copy(l.gpu, src.gpu)
 	copy(l.hostHealth, src.hostHealth)
+	copy(l.cordoned, src.cordoned)
 	copy(l.cpuFree, src.cpuFree)
 	copy(l.memFree, src.memFree)
 	copy(l.freeWhole, src.freeWhole)
@@ -244,7 +249,7 @@ func (l *Ledger) GPUIsFree(g GPUID) bool {
 func (l *Ledger) HostHealth(h HostID) Health { return l.hostHealth[h] }
 
 func (l *Ledger) allocatable(g GPUID) bool {
-	return l.gpu[g].health == Healthy && l.hostHealth[l.c.gpus[g].host] == Healthy
+	return l.gpu[g].health == Healthy && l.HostUsable(l.c.gpus[g].host)
 }
 
 // contrib is what one GPU adds to the counters of its domains.
@@ -297,6 +302,7 @@ var (
 	ErrMIGSlotBusy    = errors.New("MIG slots busy")
 	ErrBadClaim       = errors.New("malformed claim")
 	ErrNotAllocated   = errors.New("not allocated")
+	ErrCordoned       = errors.New("host cordoned")
 )
 
 // AllocError says which claim failed, on which host and GPU, and why. Err
@@ -436,6 +442,9 @@ func (l *Ledger) applyClaim(ci int, cl *Claim, health bool) error {
 	if health && l.hostHealth[h] != Healthy {
 		return l.fail("allocate", ci, h, NoGPU, ErrUnhealthy, "host is %s", l.hostHealth[h])
 	}
+	if health && l.cordoned[h] {
+		return l.fail("allocate", ci, h, NoGPU, ErrCordoned, "")
+	}
 	if cl.CPUMilli > l.cpuFree[h] {
 		return l.fail("allocate", ci, h, NoGPU, ErrNoCPU, "needs %d milli-cores, %d free", cl.CPUMilli, l.cpuFree[h])
 	}
@@ -535,6 +544,9 @@ func (l *Ledger) takeGPU(ci int, gc GPUClaim, health bool) error {
 		h := l.c.gpus[g].host
 		if l.gpu[g].health != Healthy {
 			return l.fail("allocate", ci, h, g, ErrUnhealthy, "GPU is %s", l.gpu[g].health)
+		}
+		if l.hostHealth[h] == Healthy {
+			return l.fail("allocate", ci, h, g, ErrCordoned, "")
 		}
 		return l.fail("allocate", ci, h, g, ErrUnhealthy, "host is %s", l.hostHealth[h])
 	}
@@ -724,13 +736,20 @@ func (l *Ledger) SetHostHealth(h HostID, hh Health) error {
 	if l.hostHealth[h] == hh {
 		return nil
 	}
+	l.flipHost(h, func() { l.hostHealth[h] = hh })
+	return nil
+}
+
+// flipHost applies a change of host h's state that may change which of
+// its GPUs are allocatable: it takes the host's GPUs out of the counters,
+// flips, and puts them back. O(GPUs of the host × tree depth).
+func (l *Ledger) flipHost(h HostID, flip func()) {
 	x := &l.c.hosts[h]
-	// Remove the host's GPUs from the counters, flip, add them back.
 	for g := x.gpuLo; g < x.gpuLo+GPUID(x.nGPU); g++ {
 		f, m, o := l.contrib(g)
 		l.adjust(g, -f, -m, -o)
 	}
-	l.hostHealth[h] = hh
+	flip()
 	for g := x.gpuLo; g < x.gpuLo+GPUID(x.nGPU); g++ {
 		f, m, o := l.contrib(g)
 		l.adjust(g, f, m, o)
@@ -739,7 +758,6 @@ func (l *Ledger) SetHostHealth(h HostID, hh Health) error {
 	l.idx.touchHost(h)
 	l.bumpHost(h)
 	l.gen++
-	return nil
 }
 
 // Check recomputes every counter and index from the per-GPU state and

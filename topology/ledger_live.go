@@ -41,6 +41,7 @@ func (l *Ledger) Follow(next *Cluster) error {
 	// Grow the arrays; the new entries start free, healthy and unindexed.
 	l.gpu = append(l.gpu, make([]gpuState, len(next.gpus)-ng)...)
 	l.hostHealth = append(l.hostHealth, make([]Health, len(next.hosts)-nh)...)
+	l.cordoned = append(l.cordoned, make([]bool, len(next.hosts)-nh)...)
 	l.hostGen = append(l.hostGen, make([]uint64, len(next.hosts)-nh)...)
 	for h := nh; h < len(next.hosts); h++ {
 		l.cpuFree = append(l.cpuFree, next.hosts[h].cpuMilli)
@@ -70,7 +71,7 @@ func (l *Ledger) Follow(next *Cluster) error {
 			l.adjust(g, -f, -m, -o)
 			x.touchShared(g)
 		}
-		l.hostHealth[h] = Failed
+		l.hostHealth[h], l.cordoned[h] = Failed, false
 		x.touchHost(h)
 		l.bumpHost(h)
 		for g := hx.gpuLo; g < hx.gpuLo+GPUID(hx.nGPU); g++ {

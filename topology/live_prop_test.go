@@ -161,6 +161,12 @@ func TestApplyRejects(t *testing.T) {
 type liveWork struct {
 	claims []Claim
 	health []hostHealth
+	cordon []hostCordon
+}
+
+type hostCordon struct {
+	h  HostID
+	on bool
 }
 
 type hostHealth struct {
@@ -208,6 +214,16 @@ func (w *liveWork) churn(t *rapid.T, l *Ledger) {
 			w.health = append(w.health, hostHealth{h, hh})
 		}
 	}
+	if rapid.Bool().Draw(t, "cordon?") {
+		h := HostID(rapid.IntRange(0, c.NumHosts()-1).Draw(t, "cordoned host"))
+		on := rapid.Bool().Draw(t, "cordon")
+		if !c.Removed(h) {
+			if err := l.SetHostCordoned(h, on); err != nil {
+				t.Fatalf("SetHostCordoned: %v", err)
+			}
+			w.cordon = append(w.cordon, hostCordon{h, on})
+		}
+	}
 }
 
 // holdsOn reports whether any claim is on a host named in names.
@@ -232,12 +248,18 @@ func (w *liveWork) releaseOn(t *rapid.T, l *Ledger, c *Cluster, names []string) 
 		return true
 	})
 	w.health = slices.DeleteFunc(w.health, func(x hostHealth) bool { return slices.Contains(names, c.HostName(x.h)) })
+	w.cordon = slices.DeleteFunc(w.cordon, func(x hostCordon) bool { return slices.Contains(names, c.HostName(x.h)) })
 }
 
 func (w *liveWork) replay(t *rapid.T, l *Ledger) {
 	for _, x := range w.health {
 		if err := l.SetHostHealth(x.h, x.hh); err != nil {
 			t.Fatalf("replaying health: %v", err)
+		}
+	}
+	for _, x := range w.cordon {
+		if err := l.SetHostCordoned(x.h, x.on); err != nil {
+			t.Fatalf("replaying cordons: %v", err)
 		}
 	}
 	// Health first would refuse claims on unhealthy hosts: replay them as
@@ -604,5 +626,50 @@ func TestLiveFile(t *testing.T) {
 	_, err = Load([]byte(strings.Replace(liveFile, "parent: t3", "parent: s1", 1)), "live.yaml", FormatYAML)
 	if err == nil || !strings.Contains(err.Error(), "live[1].hosts[0].parent") || !strings.Contains(err.Error(), "live.yaml:") {
 		t.Fatalf("error %v does not name the file, line and field", err)
+	}
+}
+
+func TestCordon(t *testing.T) {
+	c, err := Load([]byte(liveFile), "live.yaml", FormatYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := NewLedger(c)
+	h, _ := c.HostByName("h1")
+	first, _ := c.HostGPUs(h)
+	hold := Claim{Host: h, CPUMilli: 1, GPUs: []GPUClaim{{GPU: first}}}
+	if err := l.Allocate(hold); err != nil {
+		t.Fatal(err)
+	}
+	root := c.Root()
+	free, healthy := l.FreeGPUs(root), l.HealthyGPUs(root)
+	if err := l.SetHostCordoned(h, true); err != nil {
+		t.Fatal(err)
+	}
+	// h1 has 2 GPUs, one held: the free count loses 1, the healthy 2.
+	if l.FreeGPUs(root) != free-1 || l.HealthyGPUs(root) != healthy-2 || l.HostUsable(h) || l.HostHealth(h) != Healthy {
+		t.Fatalf("cordoned: free %d healthy %d", l.FreeGPUs(root), l.HealthyGPUs(root))
+	}
+	err = l.Allocate(Claim{Host: h, GPUs: []GPUClaim{{GPU: first + 1}}})
+	if !errors.Is(err, ErrCordoned) {
+		t.Fatalf("allocating on a cordoned host: %v", err)
+	}
+	if b, ok := l.BestHost(root, 1, NoModel); ok && b == h {
+		t.Fatal("BestHost returned a cordoned host")
+	}
+	if err := l.Release(hold); err != nil { // running work ends normally
+		t.Fatal(err)
+	}
+	if err := l.SetHostHealth(h, Failed); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SetHostCordoned(h, false); err != nil {
+		t.Fatal(err)
+	}
+	if l.HostUsable(h) || l.HealthyGPUs(root) != healthy-2 {
+		t.Fatal("uncordoning made a failed host usable")
+	}
+	if err := l.Check(); err != nil {
+		t.Fatal(err)
 	}
 }
