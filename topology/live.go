@@ -45,17 +45,63 @@ type arena struct {
 	vers uint64   // versions made so far
 }
 
-// nameLayer holds the names added (or removed: NoHost, NoDomain) since the
-// maps of Build. Intra-host domains of hosts added live are not in it:
-// DomainByName finds them through their host.
+// nameLayer holds the names one change added (or removed: NoHost,
+// NoDomain), over its parent layer, and the layers over the maps of Build.
+// Intra-host domains of hosts added live are not in it: DomainByName finds
+// them through their host. Layers are never modified once published.
 type nameLayer struct {
 	hosts   map[string]HostID
 	domains map[string]DomainID
+	parent  *nameLayer
+	depth   int // layers in the chain, this one included
+	size    int // entries in the chain
 }
 
-// foldNames is the layer size at which Apply folds it into new maps, so a
-// lookup stays two map probes and a change costs amortised O(1) names.
-const foldNames = 4096
+// Bounds on the name layers: a chain deeper than maxLayers is merged into
+// one layer (O(its entries)), and one with foldNames entries is folded into
+// new maps (O(names)), so lookups take at most maxLayers+1 probes and a
+// change costs amortised O(1) names.
+const (
+	maxLayers = 8
+	foldNames = 4096
+)
+
+func (nl *nameLayer) host(name string) (HostID, bool) {
+	for ; nl != nil; nl = nl.parent {
+		if h, ok := nl.hosts[name]; ok {
+			return h, true
+		}
+	}
+	return NoHost, false
+}
+
+func (nl *nameLayer) domain(name string) (DomainID, bool) {
+	for ; nl != nil; nl = nl.parent {
+		if d, ok := nl.domains[name]; ok {
+			return d, true
+		}
+	}
+	return NoDomain, false
+}
+
+// flatten returns the chain merged into one layer, newest entries winning.
+func (nl *nameLayer) flatten() *nameLayer {
+	var chain []*nameLayer
+	for x := nl; x != nil; x = x.parent {
+		chain = append(chain, x)
+	}
+	out := &nameLayer{hosts: map[string]HostID{}, domains: map[string]DomainID{}, depth: 1}
+	for i := len(chain) - 1; i >= 0; i-- {
+		for k, v := range chain[i].hosts { // merging maps: order does not matter
+			out.hosts[k] = v
+		}
+		for k, v := range chain[i].domains {
+			out.domains[k] = v
+		}
+	}
+	out.size = len(out.hosts) + len(out.domains)
+	return out
+}
 
 // initLive sets up what live changes need, at the end of Build.
 func (c *Cluster) initLive() {
@@ -68,16 +114,18 @@ func (c *Cluster) initLive() {
 		x.net = -1
 		switch {
 		case x.kind == KindCluster || x.kind == KindNetwork:
-			nd := netDom{children: c.children[x.childLo:x.childHi], hosts: c.seq[x.hostLo:x.hostHi],
-				gpus: c.members[x.gpuLo:x.gpuHi], hostLo: x.hostLo, hostHi: x.hostHi}
+			// Lists alias the shared arrays; clipped, so that growing one
+			// copies it.
+			nd := netDom{children: c.children[x.childLo:x.childHi:x.childHi], hosts: c.seq[x.hostLo:x.hostHi:x.hostHi],
+				gpus: c.members[x.gpuLo:x.gpuHi:x.gpuHi], hostLo: x.hostLo, hostHi: x.hostHi}
 			if len(c.netLvls) > 0 {
-				nd.leaves = c.levelDomains[LevelHost+1][x.leafLo:x.leafHi]
+				nd.leaves = slices.Clip(c.levelDomains[LevelHost+1][x.leafLo:x.leafHi])
 			}
 			x.net = int32(len(c.net))
 			c.net = append(c.net, nd)
 		case x.kind == KindFabric && x.host == NoHost:
 			x.net = int32(len(c.net))
-			c.net = append(c.net, netDom{gpus: c.members[x.gpuLo:x.gpuHi]})
+			c.net = append(c.net, netDom{gpus: c.members[x.gpuLo:x.gpuHi:x.gpuHi]})
 		}
 	}
 	c.arena = &arena{head: c}
@@ -92,20 +140,16 @@ func (c *Cluster) Removed(h HostID) bool {
 func (c *Cluster) NumRemoved() int { return c.nRemoved }
 
 func (c *Cluster) lookupHost(name string) (HostID, bool) {
-	if c.names != nil {
-		if h, ok := c.names.hosts[name]; ok {
-			return h, h != NoHost
-		}
+	if h, ok := c.names.host(name); ok {
+		return h, h != NoHost
 	}
 	h, ok := c.hostByName[name]
 	return h, ok && !c.Removed(h)
 }
 
 func (c *Cluster) lookupDomain(name string) (DomainID, bool) {
-	if c.names != nil {
-		if d, ok := c.names.domains[name]; ok && d != NoDomain {
-			return d, true
-		}
+	if d, ok := c.names.domain(name); ok && d != NoDomain {
+		return d, true
 	}
 	if d, ok := c.domainByName[name]; ok {
 		if x := &c.domains[d]; x.host == NoHost || !c.Removed(x.host) {
@@ -151,7 +195,8 @@ type liveChange struct {
 	p       string // path prefix for errors
 	touched map[int32]*netEdit
 	order   []int32 // touched net entries, in first-touch order
-	levels  []bool  // per level: levelDomains copied
+	levels  []bool  // per level: levelDomains[lv] is this change's own copy
+	inPlace bool    // the old version is the newest: lists may grow in place
 	added   map[HostID]bool
 	newName map[string]bool
 	uuids   map[string]bool
@@ -183,16 +228,11 @@ func (c *Cluster) apply(ch Change, p string) (*Cluster, error) {
 	}
 	n.net = slices.Clone(c.net)
 	n.levelDomains = slices.Clone(c.levelDomains)
-	n.names = &nameLayer{hosts: map[string]HostID{}, domains: map[string]DomainID{}}
+	n.names = &nameLayer{hosts: map[string]HostID{}, domains: map[string]DomainID{}, parent: c.names, depth: 1}
 	if c.names != nil {
-		for k, v := range c.names.hosts { // copying a map: order does not matter
-			n.names.hosts[k] = v
-		}
-		for k, v := range c.names.domains {
-			n.names.domains[k] = v
-		}
+		n.names.depth, n.names.size = c.names.depth+1, c.names.size
 	}
-	lc := &liveChange{n: n, p: p, touched: map[int32]*netEdit{}, levels: make([]bool, len(n.levelDomains)),
+	lc := &liveChange{n: n, p: p, touched: map[int32]*netEdit{}, levels: make([]bool, len(n.levelDomains)), inPlace: c.arena.head == c,
 		added: map[HostID]bool{}, newName: map[string]bool{}}
 	if err := lc.remove(ch.Remove); err != nil {
 		return nil, err
@@ -228,13 +268,28 @@ func (lc *liveChange) edit(d DomainID) *netEdit {
 	return e
 }
 
-// level returns the domain list of level lv, copied once per change.
-func (lc *liveChange) level(lv Level) *[]DomainID {
-	if !lc.levels[lv] {
-		lc.n.levelDomains[lv] = slices.Clone(lc.n.levelDomains[lv])
+// levelAppend adds d at the end of the domain list of level lv: in place
+// when n is the newest version (older versions read only up to their own
+// length), else on a copy.
+func (lc *liveChange) levelAppend(lv Level, d DomainID) {
+	l := &lc.n.levelDomains[lv]
+	if !lc.inPlace && !lc.levels[lv] {
+		*l = slices.Clip(*l)
 		lc.levels[lv] = true
 	}
-	return &lc.n.levelDomains[lv]
+	*l = append(*l, d)
+}
+
+// levelDelete takes d out of the domain list of level lv, on a copy.
+func (lc *liveChange) levelDelete(lv Level, d DomainID) {
+	l := &lc.n.levelDomains[lv]
+	i, found := slices.BinarySearch(*l, d)
+	if !found {
+		return
+	}
+	out := make([]DomainID, 0, len(*l)-1+16)
+	*l = append(append(out, (*l)[:i]...), (*l)[i+1:]...)
+	lc.levels[lv] = true // a private copy now
 }
 
 // taken reports whether name is used by a host, domain or the cluster.
@@ -279,8 +334,7 @@ func (lc *liveChange) remove(names []string) error {
 			}
 		}
 		// Its multi-host fabric domains and its domains in the level lists.
-		hl := lc.level(LevelHost)
-		*hl = slices.DeleteFunc(*hl, func(d DomainID) bool { return d == x.domain })
+		lc.levelDelete(LevelHost, x.domain)
 		for g := first; g < first+cnt; g++ {
 			f := n.gpus[g].fabric
 			if f == NoDomain {
@@ -290,8 +344,7 @@ func (lc *liveChange) remove(names []string) error {
 				e := lc.edit(f)
 				e.dropGPUs = append(e.dropGPUs, g)
 			} else if g == first || n.gpus[g-1].fabric != f {
-				fl := lc.level(LevelFabric)
-				*fl = slices.DeleteFunc(*fl, func(d DomainID) bool { return d == f })
+				lc.levelDelete(LevelFabric, f)
 			}
 		}
 	}
@@ -399,8 +452,7 @@ func (lc *liveChange) switches(groups []SwitchGroup) error {
 			}
 			n.net = append(n.net, nd)
 			n.names.domains[name] = d
-			l := lc.level(lv)
-			*l = append(*l, d)
+			lc.levelAppend(lv, d)
 			lc.edit(par).addKids = append(lc.edit(par).addKids, d)
 			if lv == LevelHost+1 {
 				for a := par; a != NoDomain; a = n.domains[a].parent {
@@ -591,8 +643,7 @@ func (lc *liveChange) addHost(name string, ti int, par DomainID, ids []GPUIdenti
 		}
 		n.domains = append(n.domains, domain{kind: KindFabric, level: LevelFabric, name: name + "/" + f.name,
 			parent: NoDomain, host: hid, gpuLo: lo, gpuHi: int32(len(n.members)), fabricKind: f.kind, bandwidth: f.bw, net: -1})
-		fl := lc.level(LevelFabric)
-		*fl = append(*fl, d)
+		lc.levelAppend(LevelFabric, d)
 	}
 	// GPUs with their ancestors, innermost first.
 	for lg := range t.nGPU {
@@ -621,8 +672,7 @@ func (lc *liveChange) addHost(name string, ti int, par DomainID, ids []GPUIdenti
 		x.uuid, x.busID = id.UUID, id.BusID
 	}
 	// Lists of the ancestors and of the level.
-	hl := lc.level(LevelHost)
-	*hl = append(*hl, hd)
+	lc.levelAppend(LevelHost, hd)
 	for d := par; d != NoDomain; d = n.domains[d].parent {
 		e := lc.edit(d)
 		e.addHosts = append(e.addHosts, hid)
@@ -705,8 +755,7 @@ func (lc *liveChange) fabrics(groups []FabricGroup) error {
 				net: int32(len(n.net))})
 			n.net = append(n.net, netDom{gpus: m})
 			n.names.domains[name] = d
-			fl := lc.level(LevelFabric)
-			*fl = append(*fl, d)
+			lc.levelAppend(LevelFabric, d)
 		}
 	}
 	return nil
@@ -720,33 +769,39 @@ func (lc *liveChange) finish() {
 		e := lc.touched[i]
 		old := n.net[i]
 		nd := netDom{
-			children: merge(old.children, e.dropKids, e.addKids),
-			hosts:    merge(old.hosts, e.dropHosts, e.addHosts),
-			gpus:     merge(old.gpus, e.dropGPUs, e.addGPUs),
-			leaves:   merge(old.leaves, nil, e.addLeaves),
+			children: merge(old.children, e.dropKids, e.addKids, lc.inPlace),
+			hosts:    merge(old.hosts, e.dropHosts, e.addHosts, lc.inPlace),
+			gpus:     merge(old.gpus, e.dropGPUs, e.addGPUs, lc.inPlace),
+			leaves:   merge(old.leaves, nil, e.addLeaves, lc.inPlace),
 		}
 		if len(nd.hosts) > 0 {
 			nd.hostLo, nd.hostHi = nd.hosts[0], nd.hosts[len(nd.hosts)-1]+1
 		}
 		n.net[i] = nd
 	}
-	if len(n.names.hosts)+len(n.names.domains) >= foldNames {
-		hosts := make(map[string]HostID, len(n.hostByName)+len(n.names.hosts))
+	nl := n.names
+	nl.size += len(nl.hosts) + len(nl.domains)
+	if nl.depth > maxLayers || nl.size >= foldNames {
+		nl = nl.flatten()
+		n.names = nl
+	}
+	if nl.size >= foldNames {
+		hosts := make(map[string]HostID, len(n.hostByName)+len(nl.hosts))
 		for k, v := range n.hostByName {
 			hosts[k] = v
 		}
-		doms := make(map[string]DomainID, len(n.domainByName)+len(n.names.domains))
+		doms := make(map[string]DomainID, len(n.domainByName)+len(nl.domains))
 		for k, v := range n.domainByName {
 			doms[k] = v
 		}
-		for k, v := range n.names.hosts {
+		for k, v := range nl.hosts {
 			if v == NoHost {
 				delete(hosts, k)
 			} else {
 				hosts[k] = v
 			}
 		}
-		for k, v := range n.names.domains {
+		for k, v := range nl.domains {
 			if v == NoDomain {
 				delete(doms, k)
 			} else {
@@ -757,23 +812,31 @@ func (lc *liveChange) finish() {
 	}
 }
 
-// merge returns old without drop, followed by add; old is not modified.
-// IDs added are larger than every ID in old, so an ascending list stays
-// ascending.
-func merge[T ~int32](old, drop, add []T) []T {
-	if len(drop) == 0 && len(add) == 0 {
-		return old
-	}
-	out := make([]T, 0, len(old)+len(add))
+// merge returns old without drop, followed by add; old's elements are not
+// modified. IDs added are larger than every ID in old, so an ascending list
+// stays ascending. Without drops and with inPlace (the newest version) it
+// appends in old's spare capacity, which no older version reads; lists
+// from Build alias shared arrays and have none (initLive clips them).
+func merge[T ~int32](old, drop, add []T, inPlace bool) []T {
 	if len(drop) == 0 {
-		out = append(out, old...)
-	} else {
-		slices.Sort(drop)
-		for _, v := range old {
-			if _, found := slices.BinarySearch(drop, v); !found {
-				out = append(out, v)
-			}
+		if len(add) == 0 {
+			return old
 		}
+		if !inPlace {
+			old = slices.Clip(old)
+		}
+		return append(old, add...)
 	}
+	slices.Sort(drop)
+	out := make([]T, 0, len(old)+len(add)+len(old)/8)
+	for _, v := range drop {
+		i, found := slices.BinarySearch(old, v)
+		if !found {
+			continue
+		}
+		out = append(out, old[:i]...)
+		old = old[i+1:]
+	}
+	out = append(out, old...)
 	return append(out, add...)
 }
