@@ -3,8 +3,11 @@ package benchmarks
 import (
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
 )
 
 // liveCases: live changes of a running cluster (issue 14): a host joining
@@ -28,6 +31,12 @@ func liveCases() []Case {
 		Size: "100k", BenchTime: "300x",
 		Figures: []Figure{fig("ms/op", 1, 14)},
 		F:       benchLiveRemove,
+	}, {
+		Name: "Live/reconfigure-queues/100k",
+		Doc:  "reconfigure a 50-leaf queue tree over 100k GPUs holding 10,000 jobs (5,000 running, 5,000 pending): every quota and weight, one leaf's policy, one leaf added or removed",
+		Size: "100k", BenchTime: "300x",
+		Figures: []Figure{fig("ms/op", 1, 14)},
+		F:       benchLiveReconfigure,
 	}}
 }
 
@@ -96,5 +105,72 @@ func benchLiveRemove(b *testing.B) {
 	}
 	if c.NumRemoved() != i {
 		fatalf(b, "%d removed after %d removals", c.NumRemoved(), i)
+	}
+}
+
+// liveQueueConfig is a queue tree of 10 organisations × 5 leaves over
+// 100k GPUs; odd flips the quotas, weights, one leaf's policy and whether
+// the extra leaf "spare" exists.
+func liveQueueConfig(odd bool) queue.Config {
+	var root queue.Node
+	for o := range 10 {
+		org := queue.Node{Name: fmt.Sprintf("org%d", o), Quotas: []queue.Quota{{Resource: "gpu", Nominal: 9000}}}
+		for q := range 5 {
+			n := queue.Node{Name: fmt.Sprintf("org%d-q%d", o, q), Quotas: []queue.Quota{{Resource: "gpu", Nominal: 1600, BorrowingLimit: queue.Limit(2000)}}}
+			if odd {
+				n.Quotas[0].Nominal, n.Weight = 1500, 2
+			}
+			if odd && o == 0 && q == 0 {
+				n.Policy = queue.Policy{Ordering: queue.StrictFIFO}
+			}
+			org.Children = append(org.Children, n)
+		}
+		root.Children = append(root.Children, org)
+	}
+	if odd {
+		root.Children = append(root.Children, queue.Node{Name: "spare", Quotas: []queue.Quota{{Resource: "gpu", Nominal: 100}}})
+	}
+	return queue.Config{Root: root}
+}
+
+// benchLiveReconfigure reconfigures a queue tree holding 10,000 jobs (100
+// running and 100 pending per leaf) back and forth between two configs
+// that differ in every leaf's quota and weight, one leaf's ordering policy
+// (its 100 pending jobs re-queued) and one leaf added or removed.
+func benchLiveReconfigure(b *testing.B) {
+	capacity := queue.Capacity{Resources: workload.Resources{GPUMilli: 100000 * 1000, CPUMilli: 1 << 40, MemoryMiB: 1 << 40}}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tr, err := queue.Build(liveQueueConfig(false), capacity)
+	if err != nil {
+		fatal(b, err)
+	}
+	seq := uint64(0)
+	for _, id := range tr.Leaves() {
+		lf := tr.LeafOf(id)
+		for range 100 {
+			tr.Admit(id, queue.Vector{8000, 0, 0}, t0)
+			tr.Start(id, queue.Vector{8000, 0, 0}, t0)
+			lf.Count(0, 1)
+			seq++
+			lf.Add(&queue.Entry{ID: fmt.Sprintf("p%d", seq), Seq: seq, Submitted: t0.Add(time.Duration(seq)), Class: "8gpu", Demand: queue.Vector{8000, 0, 0}})
+		}
+	}
+	cfgs := [2]queue.Config{liveQueueConfig(false), liveQueueConfig(true)}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		next, _, err := tr.Reconfigure(cfgs[i%2], capacity, nil, t0.Add(time.Duration(i)*time.Second))
+		if err != nil {
+			fatal(b, err)
+		}
+		tr = next
+	}
+	pending := 0
+	for _, id := range tr.Leaves() {
+		pending += tr.LeafOf(id).Len()
+	}
+	if used, _ := tr.Usage(0); pending != 5000 || used[0] != 5000*8000 {
+		fatalf(b, "%d pending, %d milli-GPU used after %d reconfigurations", pending, used[0], i)
 	}
 }
