@@ -540,5 +540,8 @@ func (c *Cluster) MemoryMiB(h HostID) int64 { return c.hosts[h].memMiB }
 
 // String returns a one-line summary.
 func (c *Cluster) String() string {
+	if c.nRemoved > 0 {
+		return fmt.Sprintf("cluster %s: %d hosts (%d removed), %d GPUs, %d domains", c.name, len(c.hosts), c.nRemoved, len(c.gpus), len(c.domains))
+	}
 	return fmt.Sprintf("cluster %s: %d hosts, %d GPUs, %d domains", c.name, len(c.hosts), len(c.gpus), len(c.domains))
 }
