@@ -95,7 +95,7 @@ func (s *scope) hostAt(i int) topology.HostID { return s.hosts[i] }
 // bind prepares e for a call on ledger l.
 func (e *engine) bind(l *topology.Ledger, r *Request, p *Placement) {
 	c := l.Cluster()
-	if r.c != c {
+	if !r.c.SameLineage(c) {
 		panic("gang: request resolved against another cluster than the ledger's")
 	}
 	if e.c != c {

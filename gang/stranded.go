@@ -66,7 +66,7 @@ func Stranded(l *topology.Ledger, pending []*Request) []LevelFragmentation {
 	}
 	var reqs []keyed
 	for _, r := range pending {
-		if r == nil || r.c != c {
+		if r == nil || !r.c.SameLineage(c) {
 			continue
 		}
 		reqs = append(reqs, keyed{demandKey(r), r})

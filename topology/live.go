@@ -131,6 +131,14 @@ func (c *Cluster) initLive() {
 	c.arena = &arena{head: c}
 }
 
+// SameLineage reports whether c and o are versions of one cluster: one
+// built by Build and the versions Apply made from it, in any order. They
+// have the same levels and accelerator models, and the same IDs for
+// everything of the version one was made from (directly or not), so what
+// is resolved against an older one (a placement request, a claim) holds
+// for a newer one.
+func (c *Cluster) SameLineage(o *Cluster) bool { return c == o || c.arena == o.arena }
+
 // Removed reports whether host h was taken out by a live change.
 func (c *Cluster) Removed(h HostID) bool {
 	return int(h) < len(c.removed) && c.removed[h]

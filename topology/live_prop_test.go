@@ -130,6 +130,9 @@ func TestApplyRejects(t *testing.T) {
 	}
 	fresh, _ := Build(base)
 	sameCluster(t, c, fresh)
+	if fresh.SameLineage(c) || !c.SameLineage(c) {
+		t.Error("SameLineage of two builds")
+	}
 	// A ledger follows only the version made from its own.
 	next, err := c.Apply(Change{Remove: []string{"h1"}})
 	if err != nil {
@@ -146,6 +149,9 @@ func TestApplyRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	later, _ := next.Apply(Change{Remove: []string{"h2"}})
+	if !later.SameLineage(c) || !c.SameLineage(later) {
+		t.Error("versions of one cluster are not of one lineage")
+	}
 	if err := l.Follow(later); err == nil {
 		t.Error("Follow skipped a version")
 	}
