@@ -120,3 +120,15 @@ func (t *jobTable) refile(j *job, fn func()) {
 	fn()
 	t.ends.ReplaceOrInsert(j)
 }
+
+// follow grows the per-host index for a new version of the cluster (live
+// changes: hosts only ever get new IDs).
+func (t *jobTable) follow(c *topology.Cluster) {
+	for len(t.onHost) < c.NumHosts() {
+		t.onHost = append(t.onHost, nil)
+	}
+}
+
+// moveLeaf files j under leaf, its queue's leaf in a reconfigured tree
+// (its pending entry is already there).
+func (t *jobTable) moveLeaf(j *job, leaf *queue.Leaf) { j.leaf = leaf }

@@ -199,3 +199,8 @@ func formatRecovery(b *strings.Builder, r *Recovery) {
 	}
 	fmt.Fprintf(b, ": %s\n", r.Reason)
 }
+
+// noteDomain records the health change of a whole domain (its hosts or
+// its fabric's GPUs, already set in the ledger) for the next cycle's
+// recovery plan, as one fault.
+func (r *recovery) noteDomain(f preempt.Fault) { r.faults = append(r.faults, f) }

@@ -463,3 +463,25 @@ func (rs *reservations) reserve(j *job, now time.Time, mkey string, in reserveIn
 	}
 	return &reservation{at: at, forever: forever, claims: claims, p: rp, shadow: sh, health: rs.healthEpoch, mkey: mkey, commits: in.commits}
 }
+
+// follow switches to a new version of the cluster (live changes): the
+// reservations and their shadows, ledgers of the old version, go.
+func (rs *reservations) follow(c *topology.Cluster) {
+	rs.c = c
+	rs.dropAll()
+	rs.shadowPool = nil
+}
+
+// dropAll forgets the reservations kept from the last cycle (the cluster
+// or the queue tree changed under them); the next cycle makes new ones.
+func (rs *reservations) dropAll() {
+	clear(rs.byJob)
+	for _, r := range rs.kept {
+		if r.shadow != nil && r.shadow.Cluster() == rs.c {
+			rs.shadowPool = append(rs.shadowPool, r.shadow)
+		}
+		r.shadow = nil
+	}
+	rs.kept = rs.kept[:0]
+	rs.healthEpoch++
+}

@@ -33,7 +33,15 @@ type Reconfigured struct {
 	// Rejected are the pending entries of removed leaves moved nowhere
 	// (Move.To ""), no longer queued; the owner ends them with a reason.
 	Rejected []*Entry
+
+	leaves map[*Leaf]*Leaf
 }
+
+// NewLeaf returns the leaf of the new tree that took the jobs of old, a
+// leaf of the old tree (nil when they were rejected or old was empty and
+// removed). Owners that keep *Leaf handles map them through it: a leaf
+// that kept its name and policy is the same *Leaf, now in the new tree.
+func (rc *Reconfigured) NewLeaf(old *Leaf) *Leaf { return rc.leaves[old] }
 
 // Reconfigure builds the tree of cfg for the cluster capacity and moves
 // into it everything t holds: the pending entries of every leaf (to the
@@ -117,7 +125,7 @@ func (t *Tree) Reconfigure(cfg Config, capacity Capacity, moves []Move, now time
 			nn.usage = od.usage.Advance(now, od.rate, t.fair.HalfLife)
 		}
 	}
-	rc := &Reconfigured{Leaf: target}
+	rc := &Reconfigured{Leaf: target, leaves: make(map[*Leaf]*Leaf, len(t.leaves))}
 	// A leaf that stays with the same ordering keeps its pending jobs as
 	// they are: its Leaf moves into the new tree whole, in O(1).
 	kept := make([]bool, len(t.nodes))
@@ -127,6 +135,11 @@ func (t *Tree) Reconfigure(cfg Config, capacity Capacity, moves []Move, now time
 			ol.tree, ol.id = nt, to
 			nt.nodes[to].leaf = ol
 			kept[id] = true
+		}
+	}
+	for _, id := range t.leaves {
+		if to := target[id]; to >= 0 {
+			rc.leaves[t.nodes[id].leaf] = nt.nodes[to].leaf // after kept leaves moved in
 		}
 	}
 	for _, id := range t.leaves {

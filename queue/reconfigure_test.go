@@ -140,6 +140,10 @@ func TestReconfigure(t *testing.T) {
 			id := NodeID(i)
 			old[tr.Name(id)] = tr.History(id).Advance(t1, tr.nodes[id].rate, tr.Fairness().HalfLife).Value
 		}
+		oldLeaves := map[string]*Leaf{}
+		for _, n := range names {
+			oldLeaves[n], _ = tr.Leaf(n)
+		}
 		nt, rc, err := tr.Reconfigure(b, capacity64, moves, t1)
 		if err != nil {
 			t.Fatalf("valid reconfiguration rejected: %v", err)
@@ -229,6 +233,9 @@ func TestReconfigure(t *testing.T) {
 			}
 			if rc.Leaf[id] != want {
 				t.Fatalf("leaf %s maps to %d, want %d", n, rc.Leaf[id], want)
+			}
+			if nl := rc.NewLeaf(oldLeaves[n]); want >= 0 && nl != nt.LeafOf(want) || want < 0 && nl != nil {
+				t.Fatalf("leaf %s: NewLeaf is not the new tree's leaf %d", n, want)
 			}
 		}
 		if nt.Epoch() == tr.Epoch() {

@@ -93,7 +93,7 @@ func Build(s Spec) (*Cluster, error) {
 	c := b.c
 	for i := range live {
 		var err error
-		if c, err = c.apply(live[i], fmt.Sprintf("live[%d].", i)); err != nil {
+		if c, err = c.apply(live[i], fmt.Sprintf("live[%d].", i), true); err != nil {
 			return nil, err
 		}
 	}

@@ -194,7 +194,15 @@ func (c *Cluster) lookupDomain(name string) (DomainID, bool) {
 // version of its cluster, a copy of the shared arrays. Apply may be called
 // from several goroutines.
 func (c *Cluster) Apply(ch Change) (*Cluster, error) {
-	return c.apply(cloneChange(ch), "")
+	return c.apply(cloneChange(ch), "", true)
+}
+
+// CheckChange reports the error Apply would return for ch, without making
+// a version: a dry run at the cost of Apply, after which c is still the
+// version that appends in place.
+func (c *Cluster) CheckChange(ch Change) error {
+	_, err := c.apply(cloneChange(ch), "", false)
+	return err
 }
 
 // liveChange is one Apply under way: the new version n and what it touched.
@@ -221,7 +229,10 @@ type netEdit struct {
 	addLeaves []DomainID
 }
 
-func (c *Cluster) apply(ch Change, p string) (*Cluster, error) {
+// apply makes the new version; unless publish, it is a dry run: what it
+// appended in place lies beyond every published version's lengths and is
+// overwritten by the next change.
+func (c *Cluster) apply(ch Change, p string, publish bool) (*Cluster, error) {
 	c.arena.mu.Lock()
 	defer c.arena.mu.Unlock()
 	n := new(Cluster)
@@ -258,6 +269,9 @@ func (c *Cluster) apply(ch Change, p string) (*Cluster, error) {
 		return nil, err
 	}
 	lc.finish()
+	if !publish {
+		return nil, nil
+	}
 	n.spec.Live = append(n.spec.Live, ch)
 	c.arena.vers++
 	n.ver, n.prevVer = c.arena.vers, c.ver
