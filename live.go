@@ -55,7 +55,8 @@ func (s *Scheduler) AddHosts(ch topology.Change, now time.Time) error {
 }
 
 // RemoveHosts takes hosts out of the cluster. A host that runs nothing
-// goes at once. A host with jobs is set Draining: the next cycles recover
+// goes at once. A host with jobs is set Draining and cordoned (it takes no
+// new work, whatever its health does meanwhile): the next cycles recover
 // its jobs by the drain rules (Config.DrainGrace, DrainKeep; Decision.
 // Recoveries), and it goes at the start of the first cycle after its last
 // job released what it held. It returns, sorted, the jobs that must leave
@@ -124,6 +125,11 @@ func (s *Scheduler) drainHosts(names []string, back *topology.HostGroup, now tim
 				return nil, err
 			}
 		}
+		// Cordoned too, so that its health coming back (SetDomainHealth)
+		// does not give it new work while it waits to leave.
+		if err := s.cordon(names[i], true); err != nil {
+			return nil, err
+		}
 		for _, j := range s.jobs.onHost[h] {
 			jobs = append(jobs, j.spec.ID)
 		}
@@ -163,11 +169,13 @@ func (s *Scheduler) removeDrained(now time.Time) {
 
 // checkCapacityWithout reports whether the guarantees of the queue config
 // cfg still fit in the cluster without hosts and without the hosts already
-// waiting to leave. O(hosts of the cluster).
+// waiting to leave or to change shape. O(hosts of the cluster).
 func (s *Scheduler) checkCapacityWithout(cfg queue.Config, hosts []topology.HostID) error {
 	capacity := capacityOf(s.c)
 	for _, d := range s.live.draining {
-		if h, ok := s.c.HostByName(d.name); ok && d.back == nil && !slices.Contains(hosts, h) {
+		// A host changing shape counts as gone (its new shape is not
+		// counted): conservative, and simple.
+		if h, ok := s.c.HostByName(d.name); ok && !slices.Contains(hosts, h) {
 			hosts = append(slices.Clip(hosts), h)
 		}
 	}
@@ -275,8 +283,10 @@ func (s *Scheduler) switchTree(tree *queue.Tree, rc *queue.Reconfigured) []strin
 		s.forget(j)
 		rejected = append(rejected, e.ID)
 	}
-	for _, j := range s.jobs.byID { // each job on its own: order does not matter
-		s.jobs.moveLeaf(j, rc.NewLeaf(j.leaf))
+	if !rc.Kept() {
+		for _, j := range s.jobs.byID { // each job on its own: order does not matter
+			s.jobs.moveLeaf(j, rc.NewLeaf(j.leaf))
+		}
 	}
 	s.tree = tree
 	s.adm.followTree(tree)
@@ -296,6 +306,9 @@ func (s *Scheduler) cordon(name string, on bool) error {
 	h, ok := s.c.HostByName(name)
 	if !ok {
 		return liveErr("unknown host %q", name)
+	}
+	if !on && s.live.going(name) {
+		return liveErr("host %q is leaving the cluster", name)
 	}
 	if s.ledger.HostCordoned(h) == on {
 		return nil

@@ -35,6 +35,7 @@ type Reconfigured struct {
 	Rejected []*Entry
 
 	leaves map[*Leaf]*Leaf
+	nOld   int // leaves of the old tree
 }
 
 // NewLeaf returns the leaf of the new tree that took the jobs of old, a
@@ -42,6 +43,18 @@ type Reconfigured struct {
 // removed). Owners that keep *Leaf handles map them through it: a leaf
 // that kept its name and policy is the same *Leaf, now in the new tree.
 func (rc *Reconfigured) NewLeaf(old *Leaf) *Leaf { return rc.leaves[old] }
+
+// Kept reports whether every leaf of the old tree is a leaf of the new
+// one, the same *Leaf (its name and policy stayed): then no owner's leaf
+// handle needs mapping.
+func (rc *Reconfigured) Kept() bool {
+	for old, nl := range rc.leaves { // a yes/no over all: order does not matter
+		if old != nl {
+			return false
+		}
+	}
+	return len(rc.Rejected) == 0 && len(rc.leaves) == rc.nOld
+}
 
 // Reconfigure builds the tree of cfg for the cluster capacity and moves
 // into it everything t holds: the pending entries of every leaf (to the
@@ -125,7 +138,7 @@ func (t *Tree) Reconfigure(cfg Config, capacity Capacity, moves []Move, now time
 			nn.usage = od.usage.Advance(now, od.rate, t.fair.HalfLife)
 		}
 	}
-	rc := &Reconfigured{Leaf: target, leaves: make(map[*Leaf]*Leaf, len(t.leaves))}
+	rc := &Reconfigured{Leaf: target, leaves: make(map[*Leaf]*Leaf, len(t.leaves)), nOld: len(t.leaves)}
 	// A leaf that stays with the same ordering keeps its pending jobs as
 	// they are: its Leaf moves into the new tree whole, in O(1).
 	kept := make([]bool, len(t.nodes))

@@ -238,6 +238,16 @@ func TestReconfigure(t *testing.T) {
 				t.Fatalf("leaf %s: NewLeaf is not the new tree's leaf %d", n, want)
 			}
 		}
+		if rc.Kept() != (len(kept) == len(names) && len(rc.Moved) == 0 && func() bool {
+			for _, n := range names {
+				if nt.LeafOf(rc.Leaf[mustLookup(tr, n)]) != oldLeaves[n] {
+					return false
+				}
+			}
+			return true
+		}()) {
+			t.Fatalf("Kept %v", rc.Kept())
+		}
 		if nt.Epoch() == tr.Epoch() {
 			t.Fatal("the epoch did not change")
 		}
@@ -297,4 +307,9 @@ func TestReconfigureRejects(t *testing.T) {
 	if _, ok := nt.Leaf("pretraining"); ok {
 		t.Fatal("removed queue still there")
 	}
+}
+
+func mustLookup(t *Tree, name string) NodeID {
+	id, _ := t.Lookup(name)
+	return id
 }
