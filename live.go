@@ -229,16 +229,16 @@ func (s *Scheduler) applyCluster(ch topology.Change, now time.Time) error {
 func capacityOf(c *topology.Cluster) queue.Capacity {
 	capacity := queue.Capacity{}
 	perModel := make([]int64, len(c.Models()))
-	for h := 0; h < c.NumHosts(); h++ {
-		if c.Removed(topology.HostID(h)) {
+	for h := topology.HostID(0); int(h) < c.NumHosts(); h++ {
+		if c.Removed(h) {
 			continue
 		}
-		hi := c.Host(topology.HostID(h))
-		capacity.Resources.CPUMilli += hi.CPUMilli
-		capacity.Resources.MemoryMiB += hi.MemoryMiB
-		capacity.Resources.GPUMilli += int64(hi.NumGPUs) * topology.MilliPerGPU
-		if hi.Model != topology.NoModel {
-			perModel[hi.Model] += int64(hi.NumGPUs) * topology.MilliPerGPU
+		_, n := c.HostGPUs(h)
+		capacity.Resources.CPUMilli += c.CPUMilli(h)
+		capacity.Resources.MemoryMiB += c.MemoryMiB(h)
+		capacity.Resources.GPUMilli += int64(n) * topology.MilliPerGPU
+		if m := c.HostModel(h); m != topology.NoModel {
+			perModel[m] += int64(n) * topology.MilliPerGPU
 		}
 	}
 	for m, a := range c.Models() {

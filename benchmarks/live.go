@@ -2,9 +2,11 @@ package benchmarks
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/gpusched/gpusched"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/topology"
 	"github.com/gpusched/gpusched/workload"
@@ -37,6 +39,24 @@ func liveCases() []Case {
 		Size: "100k", BenchTime: "300x",
 		Figures: []Figure{fig("ms/op", 1, 14)},
 		F:       benchLiveReconfigure,
+	}, {
+		Name: "Live/scheduler-add-host/100k",
+		Doc:  "Scheduler.AddHosts: a dgx-h100 host joins a middle ToR of h100-100k, 90% held by running jobs, 10,000 pending; every concern follows",
+		Size: "100k", BenchTime: "100x",
+		Figures: []Figure{fig("ms/op", 1, 14)},
+		F:       benchSchedulerAddHost,
+	}, {
+		Name: "Live/scheduler-remove-host/100k",
+		Doc:  "Scheduler.RemoveHosts of an idle host, same world",
+		Size: "100k", BenchTime: "100x",
+		Figures: []Figure{fig("ms/op", 1, 14)},
+		F:       benchSchedulerRemoveHost,
+	}, {
+		Name: "Live/scheduler-reconfigure/100k",
+		Doc:  "Scheduler.Reconfigure: every quota of the world's 20 queues edited, same world",
+		Size: "100k", BenchTime: "100x",
+		Figures: []Figure{fig("ms/op", 1, 14)},
+		F:       benchSchedulerReconfigure,
 	}}
 }
 
@@ -173,4 +193,108 @@ func benchLiveReconfigure(b *testing.B) {
 	if used, _ := tr.Usage(0); pending != 5000 || used[0] != 5000*8000 {
 		fatalf(b, "%d pending, %d milli-GPU used after %d reconfigurations", pending, used[0], i)
 	}
+}
+
+// liveScheduler is the 100k-GPU scheduling world (about 90% of h100-100k
+// held by running jobs) with 10,000 pending jobs, its cycle run.
+func liveScheduler(b *testing.B) (*gpusched.Scheduler, *schedWorld, time.Time) {
+	w := world(b, "h100-100k")
+	s, now, _ := w.scheduler(b, 10000)
+	d := s.Schedule(now)
+	for _, x := range d.Bindings {
+		if err := s.Started(x.Job, now); err != nil {
+			fatal(b, err)
+		}
+	}
+	return s, w, now
+}
+
+// benchSchedulerAddHost: Scheduler.AddHosts, one host into a middle ToR
+// per op, with every concern following (ledger, jobs, admission,
+// reservations, the queue tree's capacity).
+func benchSchedulerAddHost(b *testing.B) {
+	s, w, now := liveScheduler(b)
+	c := w.c
+	tors := c.DomainsAt(topology.LevelHost + 1)
+	mid := c.DomainName(tors[len(tors)/2])
+	tmpl := c.Host(0).Template
+	// A first join outside the timer: the fixture's cluster is shared by
+	// the runs of this benchmark, so the first change from it copies.
+	if err := s.AddHosts(topology.Change{Hosts: []topology.HostGroup{{Name: "warm", Template: tmpl, Parent: mid}}}, now); err != nil {
+		fatal(b, err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := s.AddHosts(topology.Change{Hosts: []topology.HostGroup{{Name: fmt.Sprintf("join%d", i), Template: tmpl, Parent: mid}}}, now); err != nil {
+			fatal(b, err)
+		}
+	}
+	b.StopTimer()
+	if s.Cluster().NumHosts() != c.NumHosts()+b.N+1 {
+		fatalf(b, "%d hosts after %d joins", s.Cluster().NumHosts(), b.N)
+	}
+	b.ReportMetric(float64(s.Len()), "jobs")
+}
+
+// benchSchedulerRemoveHost: Scheduler.RemoveHosts of an idle host per op
+// (hosts added outside the timer).
+func benchSchedulerRemoveHost(b *testing.B) {
+	s, w, now := liveScheduler(b)
+	c := w.c
+	tors := c.DomainsAt(topology.LevelHost + 1)
+	tmpl := c.Host(0).Template
+	for i := 0; i < b.N; i++ {
+		tor := c.DomainName(tors[i%len(tors)])
+		if err := s.AddHosts(topology.Change{Hosts: []topology.HostGroup{{Name: fmt.Sprintf("idle%d", i), Template: tmpl, Parent: tor}}}, now); err != nil {
+			fatal(b, err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if jobs, err := s.RemoveHosts([]string{fmt.Sprintf("idle%d", i)}, now); err != nil || len(jobs) > 0 {
+			fatalf(b, "RemoveHosts: %v, %v", jobs, err)
+		}
+	}
+	b.StopTimer()
+	if s.Cluster().NumRemoved() != b.N {
+		fatalf(b, "%d removed after %d removals", s.Cluster().NumRemoved(), b.N)
+	}
+	b.ReportMetric(float64(s.Len()), "jobs")
+}
+
+// benchSchedulerReconfigure: Scheduler.Reconfigure toggling every queue's
+// quota (the 20 queues of the world, nominal ±10%).
+func benchSchedulerReconfigure(b *testing.B) {
+	s, w, now := liveScheduler(b)
+	cfgs := [2]queue.Config{w.queues, scaledQueues(w.queues, 9, 10)}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := s.Reconfigure(cfgs[(i+1)%2], nil, now); err != nil {
+			fatal(b, err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(s.Len()), "jobs")
+}
+
+// scaledQueues returns cfg with every nominal quota scaled by num/den.
+func scaledQueues(cfg queue.Config, num, den int64) queue.Config {
+	var scale func(n queue.Node) queue.Node
+	scale = func(n queue.Node) queue.Node {
+		out := n
+		out.Quotas = slices.Clone(n.Quotas)
+		for i := range out.Quotas {
+			out.Quotas[i].Nominal = out.Quotas[i].Nominal * num / den
+		}
+		out.Children = nil
+		for _, ch := range n.Children {
+			out.Children = append(out.Children, scale(ch))
+		}
+		return out
+	}
+	cfg.Root = scale(cfg.Root)
+	return cfg
 }

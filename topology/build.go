@@ -759,11 +759,13 @@ func (b *builder) assemble() {
 		nHostFab += len(t.fabric)
 	}
 	nDomains := 1 + len(netOrder) + len(order) + nIntra
-	c.domains = make([]domain, 0, nDomains+nHostFab)
-	c.hosts = make([]host, len(order))
-	c.gpus = make([]gpu, nGPU)
-	c.anc = make([]DomainID, 0, nAnc)
-	c.members = make([]GPUID, nGPU, nGPU+nIntraMembers+nGPU)
+	// Room to grow: hosts joining live (Apply) append to these arrays, and
+	// a first join should not copy all of them.
+	c.domains = make([]domain, 0, slack(nDomains+nHostFab))
+	c.hosts = make([]host, len(order), slack(len(order)))
+	c.gpus = make([]gpu, nGPU, slack(nGPU))
+	c.anc = make([]DomainID, 0, slack(nAnc))
+	c.members = make([]GPUID, nGPU, slack(nGPU+nIntraMembers+nGPU))
 	for i := range nGPU {
 		c.members[i] = GPUID(i)
 	}
@@ -987,7 +989,7 @@ func (b *builder) finish() {
 	for i := 1; i < len(counts); i++ {
 		counts[i] += counts[i-1]
 	}
-	c.children = make([]DomainID, counts[len(counts)-1])
+	c.children = make([]DomainID, counts[len(counts)-1], slack(int(counts[len(counts)-1])))
 	fill := slices.Clone(counts)
 	for i := range c.domains {
 		if p := c.domains[i].parent; p != NoDomain {
@@ -1030,3 +1032,7 @@ func (b *builder) finish() {
 		c.domainByName[x.name] = DomainID(i)
 	}
 }
+
+// slack is the capacity Build gives an array of n: a sixteenth more, so
+// that the first hosts to join live do not copy the cluster.
+func slack(n int) int { return n + n/16 + 16 }

@@ -99,15 +99,16 @@ type Ledger struct {
 func NewLedger(c *Cluster) *Ledger {
 	l := &Ledger{
 		c:          c,
-		gpu:        make([]gpuState, len(c.gpus)),
-		hostHealth: make([]Health, len(c.hosts)),
-		cordoned:   make([]bool, len(c.hosts)),
-		cpuFree:    make([]int64, len(c.hosts)),
-		memFree:    make([]int64, len(c.hosts)),
-		freeWhole:  make([]int32, len(c.domains)),
-		freeMilli:  make([]int64, len(c.domains)),
-		healthy:    make([]int32, len(c.domains)),
-		hostGen:    make([]uint64, len(c.hosts)),
+		// With room for hosts joining live (Follow), like the cluster's.
+		gpu:        make([]gpuState, len(c.gpus), slack(len(c.gpus))),
+		hostHealth: make([]Health, len(c.hosts), slack(len(c.hosts))),
+		cordoned:   make([]bool, len(c.hosts), slack(len(c.hosts))),
+		cpuFree:    make([]int64, len(c.hosts), slack(len(c.hosts))),
+		memFree:    make([]int64, len(c.hosts), slack(len(c.hosts))),
+		freeWhole:  make([]int32, len(c.domains), slack(len(c.domains))),
+		freeMilli:  make([]int64, len(c.domains), slack(len(c.domains))),
+		healthy:    make([]int32, len(c.domains), slack(len(c.domains))),
+		hostGen:    make([]uint64, len(c.hosts), slack(len(c.hosts))),
 	}
 	for h := range c.hosts {
 		l.cpuFree[h] = c.hosts[h].cpuMilli

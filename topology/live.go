@@ -105,7 +105,7 @@ func (nl *nameLayer) flatten() *nameLayer {
 
 // initLive sets up what live changes need, at the end of Build.
 func (c *Cluster) initLive() {
-	c.seq = make([]HostID, len(c.hosts))
+	c.seq = make([]HostID, len(c.hosts), slack(len(c.hosts)))
 	for i := range c.seq {
 		c.seq[i] = HostID(i)
 	}
