@@ -902,37 +902,9 @@ func (b *builder) fabricGroups() error {
 	seen := map[string]bool{}
 	for gi, g := range b.s.Fabrics {
 		p := fmt.Sprintf("fabrics[%d]", gi)
-		names, err := ExpandNames(g.Name)
+		names, hostNames, domOf, bw, err := checkFabricGroup(&g, p)
 		if err != nil {
-			return specErr(p+".name", "%v", err)
-		}
-		if strings.ContainsRune(g.Name, '/') {
-			return specErr(p+".name", "fabric domain names may not contain '/'")
-		}
-		if g.Kind == "" {
-			return specErr(p+".kind", "empty fabric kind")
-		}
-		if err := checkBandwidth(g.BandwidthGBps); err != nil {
-			return specErr(p+".bandwidthGBps", "%v", err)
-		}
-		hostNames, err := ExpandNames(g.Hosts)
-		if err != nil {
-			return specErr(p+".hosts", "%v", err)
-		}
-		if g.PerDomain < 0 {
-			return specErr(p+".perDomain", "negative count %d", g.PerDomain)
-		}
-		domOf, err := assign(len(hostNames), len(names), g.PerDomain, p, "hosts")
-		if err != nil {
-			var se *SpecError
-			if errors.As(err, &se) {
-				se.Path = p + ".perDomain"
-			}
 			return err
-		}
-		bw := g.BandwidthGBps
-		if bw == 0 {
-			bw = defaultFabricBW(g.Kind)
 		}
 		members := make([][]GPUID, len(names))
 		for i, hn := range hostNames {
@@ -1036,3 +1008,40 @@ func (b *builder) finish() {
 // slack is the capacity Build gives an array of n: a sixteenth more, so
 // that the first hosts to join live do not copy the cluster.
 func slack(n int) int { return n + n/16 + 16 }
+
+// checkFabricGroup checks a multi-host fabric group (at path p) and
+// expands it: the domain names, the host names, the domain of each host,
+// and the bandwidth with its default filled in. Build and live changes
+// (Apply) share it.
+func checkFabricGroup(g *FabricGroup, p string) (names, hostNames []string, domOf []int, bw float64, err error) {
+	if names, err = ExpandNames(g.Name); err != nil {
+		return nil, nil, nil, 0, specErr(p+".name", "%v", err)
+	}
+	if strings.ContainsRune(g.Name, '/') {
+		return nil, nil, nil, 0, specErr(p+".name", "fabric domain names may not contain '/'")
+	}
+	if g.Kind == "" {
+		return nil, nil, nil, 0, specErr(p+".kind", "empty fabric kind")
+	}
+	if err := checkBandwidth(g.BandwidthGBps); err != nil {
+		return nil, nil, nil, 0, specErr(p+".bandwidthGBps", "%v", err)
+	}
+	if hostNames, err = ExpandNames(g.Hosts); err != nil {
+		return nil, nil, nil, 0, specErr(p+".hosts", "%v", err)
+	}
+	if g.PerDomain < 0 {
+		return nil, nil, nil, 0, specErr(p+".perDomain", "negative count %d", g.PerDomain)
+	}
+	if domOf, err = assign(len(hostNames), len(names), g.PerDomain, p, "hosts"); err != nil {
+		var se *SpecError
+		if errors.As(err, &se) {
+			se.Path = p + ".perDomain"
+		}
+		return nil, nil, nil, 0, err
+	}
+	bw = g.BandwidthGBps
+	if bw == 0 {
+		bw = defaultFabricBW(g.Kind)
+	}
+	return names, hostNames, domOf, bw, nil
+}

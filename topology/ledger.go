@@ -709,6 +709,9 @@ func (l *Ledger) SetGPUHealth(g GPUID, h Health) error {
 	if h > Failed {
 		return fmt.Errorf("topology: bad health %d", h)
 	}
+	if host := l.c.gpus[g].host; l.c.Removed(host) {
+		return fmt.Errorf("topology: GPU %s: host %s was removed", l.c.GPUName(g), l.c.hosts[host].name)
+	}
 	if l.gpu[g].health == h {
 		return nil
 	}

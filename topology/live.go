@@ -713,36 +713,9 @@ func (lc *liveChange) fabrics(groups []FabricGroup) error {
 	n := lc.n
 	for gi, g := range groups {
 		path := fmt.Sprintf("%sfabrics[%d]", lc.p, gi)
-		names, err := ExpandNames(g.Name)
+		names, hostNames, domOf, bw, err := checkFabricGroup(&g, path)
 		if err != nil {
-			return specErr(path+".name", "%v", err)
-		}
-		if strings.ContainsRune(g.Name, '/') {
-			return specErr(path+".name", "fabric domain names may not contain '/'")
-		}
-		if g.Kind == "" {
-			return specErr(path+".kind", "empty fabric kind")
-		}
-		if err := checkBandwidth(g.BandwidthGBps); err != nil {
-			return specErr(path+".bandwidthGBps", "%v", err)
-		}
-		hostNames, err := ExpandNames(g.Hosts)
-		if err != nil {
-			return specErr(path+".hosts", "%v", err)
-		}
-		if g.PerDomain < 0 {
-			return specErr(path+".perDomain", "negative count %d", g.PerDomain)
-		}
-		domOf, err := assign(len(hostNames), len(names), g.PerDomain, path, "hosts")
-		if err != nil {
-			if se, ok := err.(*SpecError); ok {
-				se.Path = path + ".perDomain"
-			}
 			return err
-		}
-		bw := g.BandwidthGBps
-		if bw == 0 {
-			bw = defaultFabricBW(g.Kind)
 		}
 		members := make([][]GPUID, len(names))
 		for i, hn := range hostNames {
