@@ -98,7 +98,7 @@ type Ledger struct {
 // NewLedger returns an empty ledger for c: everything healthy and free.
 func NewLedger(c *Cluster) *Ledger {
 	l := &Ledger{
-		c:          c,
+		c: c,
 		// With room for hosts joining live (Follow), like the cluster's.
 		gpu:        make([]gpuState, len(c.gpus), slack(len(c.gpus))),
 		hostHealth: make([]Health, len(c.hosts), slack(len(c.hosts))),
