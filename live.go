@@ -222,6 +222,11 @@ func (s *Scheduler) applyCluster(ch topology.Change, now time.Time) error {
 	s.res.follow(next)
 	s.switchTree(tree, rc)
 	s.fit.invalidateAll() // new hosts may take what failed
+	// A network domain whose hosts all left has nothing to recover (and
+	// the recovery plan refuses a domain without hosts).
+	s.rec.keepFaults(func(f preempt.Fault) bool {
+		return f.Domain == topology.NoDomain || next.DomainKindOf(f.Domain) == topology.KindFabric || len(next.DomainHostList(f.Domain)) > 0
+	})
 	return nil
 }
 
@@ -355,6 +360,9 @@ func (s *Scheduler) SetDomainHealth(domain string, h topology.Health) ([]string,
 			}
 		}
 	case topology.KindCluster, topology.KindNetwork:
+		if len(s.c.DomainHostList(d)) == 0 {
+			return nil, liveErr("SetDomainHealth: %s holds no host", domain)
+		}
 		for _, host := range s.c.DomainHostList(d) {
 			old := s.ledger.HostHealth(host)
 			if err := s.ledger.SetHostHealth(host, h); err != nil {
