@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	mrand "math/rand"
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/gpusched/gpusched/topology"
 )
@@ -26,10 +28,11 @@ import (
 //     (tuneUpPods: it stops at the first draw that would exceed it). A
 //     trace asking for more than the target (the multigpu40 list, 152%)
 //     instead loses pods drawn uniformly until it asks for no more than
-//     the target (tuneDownPods). SamplePaper does exactly this; the
-//     artifact compares a multi-GPU pod's per-GPU milli rather than its
-//     total against the target when appending, which can overshoot by
-//     seven GPUs — we compare totals.
+//     the target (tuneDownPods). SamplePaper does this with its own
+//     random stream; the artifact compares a multi-GPU pod's per-GPU milli
+//     rather than its total against the target when appending, which can
+//     overshoot by seven GPUs — SamplePaper compares totals.
+//     SampleArtifact makes the artifact's very draws (artifactDraws).
 //   - Every pod counts as arrived when it is submitted, whether or not it
 //     is placed (SchedulePods adds its GPU milli before scheduling).
 //     CPU-only pods arrive with zero GPU demand and still take CPU and
@@ -63,6 +66,31 @@ const (
 	// SampleIID draws every arrival uniformly with replacement from the
 	// trace until the next would take demand past the target.
 	SampleIID
+	// SampleArtifact makes, for each seed, exactly the draws the
+	// artifact's simulator makes with that seed, so that a run sees the
+	// same arrivals in the same order and the same host order as the
+	// authors' run with that seed (see artifactDraws). The tasks must be
+	// in the order of their names, as the openb lists are. With
+	// TieShuffled the host order is the artifact's, not one drawn from
+	// the policy's source.
+	SampleArtifact
+)
+
+// Reading says how RunInflation reads u_k off a run.
+type Reading uint8
+
+// Readings.
+const (
+	// ReadFirst takes u_k at the first arrival at which arrived demand
+	// reaches k% of capacity.
+	ReadFirst Reading = iota
+	// ReadArtifact reads as the artifact's analysis
+	// (experiments/analysis/merge_alloc_discrete.py): after each arrival
+	// (and once before the first) the allocated share in percent,
+	// rounded to 0.01, is filed under the arrived share in percent
+	// rounded half to even; u_k is 100 minus the mean of the values filed
+	// under k (under k−1..k+1 when none is), rounded to 0.01.
+	ReadArtifact
 )
 
 // InflationOptions configure RunInflation. The zero value runs the paper's
@@ -75,6 +103,8 @@ type InflationOptions struct {
 	MaxLoad int
 	// Sampling builds the arrival sequence.
 	Sampling Sampling
+	// Reading says how u_k is read off the run.
+	Reading Reading
 	// TieBreak is passed to the policy (random always draws); nil means
 	// TieShuffled, the paper simulator's rule.
 	TieBreak *TieBreak
@@ -118,8 +148,11 @@ func RunInflation(c *topology.Cluster, tasks []Task, policy string, seed uint64,
 	if maxLoad < 0 || maxLoad > 100000 {
 		return nil, fmt.Errorf("frag: max load %d%% outside 1..100000", maxLoad)
 	}
-	if opt.Sampling > SampleIID {
+	if opt.Sampling > SampleArtifact {
 		return nil, fmt.Errorf("frag: unknown sampling %d", opt.Sampling)
+	}
+	if opt.Reading > ReadArtifact {
+		return nil, fmt.Errorf("frag: unknown reading %d", opt.Reading)
 	}
 	capMilli := int64(c.NumGPUs()) * topology.MilliPerGPU
 	if capMilli == 0 {
@@ -156,13 +189,26 @@ func RunInflation(c *topology.Cluster, tasks []Task, policy string, seed uint64,
 	if err != nil {
 		return nil, err
 	}
-	seq := Arrivals(tasks, seed, int64(maxLoad)*capMilli/100, opt.Sampling)
+	target := int64(maxLoad) * capMilli / 100
+	var seq []int
+	l := topology.NewLedger(c)
+	if opt.Sampling == SampleArtifact {
+		var order []int
+		seq, order = artifactDraws(tasks, c, seed, target)
+		useHostOrder(p, l, order)
+	} else {
+		seq = Arrivals(tasks, seed, target, opt.Sampling)
+	}
 
 	run := &InflationRun{Policy: policy, Seed: seed, Unallocated: make([]float64, maxLoad+1), CapacityMilli: capMilli}
-	l := topology.NewLedger(c)
 	tr, _ := p.(Tracker)
 	next := 0
+	var filed artifactReading
 	record := func() {
+		if opt.Reading == ReadArtifact {
+			filed.file(run.ArrivedMilli, run.AllocatedMilli, capMilli, maxLoad)
+			return
+		}
 		for next <= maxLoad && run.ArrivedMilli*100 >= int64(next)*capMilli {
 			run.Unallocated[next] = 100 - float64(run.AllocatedMilli)*100/float64(capMilli)
 			next++
@@ -185,20 +231,159 @@ func RunInflation(c *topology.Cluster, tasks []Task, policy string, seed uint64,
 		}
 		record()
 	}
+	last := 100 - float64(run.AllocatedMilli)*100/float64(capMilli)
+	if opt.Reading == ReadArtifact {
+		filed.read(run.Unallocated, last)
+		return run, nil
+	}
 	for ; next <= maxLoad; next++ {
-		run.Unallocated[next] = 100 - float64(run.AllocatedMilli)*100/float64(capMilli)
+		run.Unallocated[next] = last
 	}
 	return run, nil
+}
+
+// useHostOrder makes p, if it is one of this package's policies breaking
+// ties by TieShuffled, use order (HostIDs, the first wins ties) on l's
+// cluster instead of an order of its own.
+func useHostOrder(p Policy, l *topology.Ledger, order []int) {
+	pp, ok := p.(*policy)
+	if !ok || pp.tie != TieShuffled {
+		return
+	}
+	pp.bind(l)
+	for i, h := range order {
+		pp.rank[h] = int32(i)
+	}
+}
+
+// artifactReading files allocated shares by arrived share, as ReadArtifact
+// describes: sum[k] and n[k] over the samples whose arrived % rounds to k.
+type artifactReading struct {
+	sum []float64
+	n   []int
+}
+
+func (a *artifactReading) file(arrived, allocated, capMilli int64, maxLoad int) {
+	if a.sum == nil {
+		a.sum, a.n = make([]float64, maxLoad+2), make([]int, maxLoad+2)
+	}
+	k := int(math.RoundToEven(float64(arrived) / float64(capMilli) * 100))
+	if k < 0 || k >= len(a.sum) {
+		return
+	}
+	a.sum[k] += math.RoundToEven(float64(allocated)/float64(capMilli)*1e4) / 100
+	a.n[k]++
+}
+
+// read sets u[k] for every k; last (the final state) where nothing was
+// filed within one point of k.
+func (a *artifactReading) read(u []float64, last float64) {
+	for k := range u {
+		s, n := a.sum[k], a.n[k]
+		if n == 0 {
+			for j := max(k-1, 0); j <= k+1 && j < len(a.sum); j++ {
+				s, n = s+a.sum[j], n+a.n[j]
+			}
+		}
+		if n == 0 {
+			u[k] = last
+			continue
+		}
+		u[k] = 100 - math.RoundToEven(s/float64(n)*100)/100
+	}
+}
+
+// artifactInformerDraws is how many values the artifact's simulator draws
+// from its seeded source between tuning the workload and permuting the
+// nodes: the scheduler's informers start then, each drawing a random watch
+// timeout. Found by matching the node-name prefixes in a log of the
+// artifact (seed 42, multigpu20; all 133 nodes it used) and confirmed by
+// reproducing its published per-seed results exactly.
+const artifactInformerDraws = 10
+
+// artifactDraws returns the arrival sequence (indices into tasks) and the
+// host order (HostIDs, first the host that wins ties) that the artifact's
+// simulator draws for seed: Go's math/rand (v1) source seeded with seed
+// (rand.Seed of the tuning seed), then, in its order,
+//
+//   - one Int (a debug log line's argument);
+//   - a Shuffle of the tasks sorted by name (SortClusterPods);
+//   - tuning to target milli-GPU: while the trace asks for more, uniform
+//     removals (tuneDownPods); while it asks for less, uniform draws from
+//     the trace, appended until the first whose per-GPU milli would take
+//     the demand past the target (tuneUpPods compares a multi-GPU task's
+//     per-GPU milli, not its total);
+//   - artifactInformerDraws values taken by the scheduler's informers;
+//   - a Perm of the hosts sorted by name: host i gets the prefix perm[i]
+//     of its node name, and the Kubernetes fork gives ties to the
+//     smallest name.
+//
+// tasks must be sorted by name. Cost: O(tasks + hosts + draws).
+func artifactDraws(tasks []Task, c *topology.Cluster, seed uint64, target int64) (seq, order []int) {
+	rng := mrand.New(mrand.NewSource(int64(seed)))
+	seq = artifactSequence(rng, tasks, target)
+	for range artifactInformerDraws {
+		rng.Int63()
+	}
+	nh := c.NumHosts()
+	byName := make([]int, nh)
+	for i := range byName {
+		byName[i] = i
+	}
+	slices.SortStableFunc(byName, func(a, b int) int {
+		return strings.Compare(c.HostName(topology.HostID(a)), c.HostName(topology.HostID(b)))
+	})
+	order = make([]int, nh)
+	for i, p := range rng.Perm(nh) {
+		order[p] = byName[i]
+	}
+	return seq, order
+}
+
+// artifactSequence makes artifactDraws' draws up to the tuning and returns
+// the arrival sequence.
+func artifactSequence(rng *mrand.Rand, tasks []Task, target int64) []int {
+	rng.Int()
+	n := len(tasks)
+	seq := make([]int, n)
+	var total int64
+	for i := range seq {
+		seq[i] = i
+		total += tasks[i].milli()
+	}
+	rng.Shuffle(n, func(i, j int) { seq[i], seq[j] = seq[j], seq[i] })
+	switch {
+	case total > target:
+		for total > target && len(seq) > 0 {
+			k := rng.Intn(len(seq))
+			total -= tasks[seq[k]].milli()
+			seq = slices.Delete(seq, k, k+1)
+		}
+	case total < target && n > 0:
+		for draws := 0; draws < 1<<26; draws++ {
+			i := rng.Intn(n)
+			per, _ := tasks[i].perGPU()
+			if total+int64(per) > target {
+				break
+			}
+			seq = append(seq, i)
+			total += tasks[i].milli()
+		}
+	}
+	return seq
 }
 
 // Arrivals returns the arrival sequence, as indices into tasks, for a
 // target GPU demand in milli-GPU (see Sampling). Deterministic in seed.
 func Arrivals(tasks []Task, seed uint64, target int64, s Sampling) []int {
-	rng := rand.New(rand.NewPCG(seed, 0x6a09e667f3bcc909))
 	n := len(tasks)
 	if n == 0 {
 		return nil
 	}
+	if s == SampleArtifact {
+		return artifactSequence(mrand.New(mrand.NewSource(int64(seed))), tasks, target)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x6a09e667f3bcc909))
 	var seq []int
 	var total int64
 	if s == SamplePaper {

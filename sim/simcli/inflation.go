@@ -115,7 +115,7 @@ drop every GPU-model constraint.`,
 	fs.StringVar(&f.policies, "policies", strings.Join(frag.PaperPolicies(), ","), "comma-separated policies; known: "+strings.Join(frag.PolicyNames(), ", "))
 	fs.StringVar(&f.seeds, "seeds", "42-51", "seeds: a list and ranges, e.g. 42-51 or 1,5,9")
 	fs.IntVar(&f.maxLoad, "max-load", 130, "target arrived GPU demand, percent of capacity")
-	fs.StringVar(&f.sampling, "sampling", "paper", "arrival sequence: paper (the trace shuffled, topped up by draws) or iid")
+	fs.StringVar(&f.sampling, "sampling", "paper", "arrival sequence: paper (the trace shuffled, topped up by draws), iid, or artifact (the authors' simulator's own draws for each seed, its host order and its reading of the curve: reproduces their per-seed results)")
 	fs.StringVar(&f.tie, "tie", "shuffled", "tie-break among equal scores: shuffled (a seeded host order, as the paper's simulator), lowest (HostID) or random")
 	fs.StringVar(&f.scoring, "scoring", "paper", "scores: paper (the artifact's 0-100 integers) or exact")
 	fs.Float64Var(&f.coverage, "coverage", 0.95, "FGD's workload: keep the most frequent task classes covering this share of tasks")
@@ -239,8 +239,10 @@ func runInflation(cmd *cobra.Command, f *inflationFlags, loadCluster ClusterLoad
 	case "paper":
 	case "iid":
 		opt.Sampling = frag.SampleIID
+	case "artifact":
+		opt.Sampling, opt.Reading = frag.SampleArtifact, frag.ReadArtifact
 	default:
-		return fmt.Errorf("--sampling %q: want paper or iid", f.sampling)
+		return fmt.Errorf("--sampling %q: want paper, iid or artifact", f.sampling)
 	}
 	tie := frag.TieShuffled
 	switch f.tie {
