@@ -215,13 +215,19 @@ func (s *Scheduler) applyCluster(ch topology.Change, now time.Time) error {
 	if err := s.ledger.Follow(next); err != nil {
 		panic("gpusched: ledger cannot follow the cluster: " + err.Error()) // checked above
 	}
+	old := s.c
 	s.c = next
 	s.cfg.Cluster = next
 	s.jobs.follow(next)
 	s.adm.follow(next)
 	s.res.follow(next)
 	s.switchTree(tree, rc)
-	s.fit.invalidateAll() // new hosts may take what failed
+	// New hosts are capacity gained: the failure cache retries only the
+	// shapes they could take a task of, as after a release.
+	gen := s.ledger.Generation()
+	for h := topology.HostID(old.NumHosts()); int(h) < next.NumHosts(); h++ {
+		s.fit.gained(gen, h)
+	}
 	// A network domain whose hosts all left has nothing to recover (and
 	// the recovery plan refuses a domain without hosts).
 	s.rec.keepFaults(func(f preempt.Fault) bool {

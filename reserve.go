@@ -465,11 +465,18 @@ func (rs *reservations) reserve(j *job, now time.Time, mkey string, in reserveIn
 }
 
 // follow switches to a new version of the cluster (live changes): the
-// reservations and their shadows, ledgers of the old version, go.
+// reservations go; their shadows and the pooled ones, ledgers of the old
+// version, follow the new one (O(change) each) to be reused.
 func (rs *reservations) follow(c *topology.Cluster) {
-	rs.c = c
 	rs.dropAll()
-	rs.shadowPool = nil
+	pool := rs.shadowPool[:0]
+	for _, l := range rs.shadowPool {
+		if l.Follow(c) == nil {
+			pool = append(pool, l)
+		}
+	}
+	rs.shadowPool = pool
+	rs.c = c
 }
 
 // dropAll forgets the reservations kept from the last cycle (the cluster
@@ -477,7 +484,7 @@ func (rs *reservations) follow(c *topology.Cluster) {
 func (rs *reservations) dropAll() {
 	clear(rs.byJob)
 	for _, r := range rs.kept {
-		if r.shadow != nil && r.shadow.Cluster() == rs.c {
+		if r.shadow != nil {
 			rs.shadowPool = append(rs.shadowPool, r.shadow)
 		}
 		r.shadow = nil

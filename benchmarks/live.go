@@ -57,6 +57,11 @@ func liveCases() []Case {
 		Size: "100k", BenchTime: "100x",
 		Figures: []Figure{fig("ms/op", 1, 14)},
 		F:       benchSchedulerReconfigure,
+	}, {
+		Name: "Live/scheduler-join-then-cycle/100k",
+		Doc:  "Scheduler.AddHosts and the Schedule after it (which re-initialises the placer's per-cluster scratch), same world; no target: what a join costs the next cycle",
+		Size: "100k", BenchTime: "20x",
+		F:    benchSchedulerJoinCycle,
 	}}
 }
 
@@ -297,4 +302,32 @@ func scaledQueues(cfg queue.Config, num, den int64) queue.Config {
 	}
 	cfg.Root = scale(cfg.Root)
 	return cfg
+}
+
+// benchSchedulerJoinCycle: a host joins, then a cycle runs (the placers
+// see a new cluster version for the first time).
+func benchSchedulerJoinCycle(b *testing.B) {
+	s, w, now := liveScheduler(b)
+	c := w.c
+	tors := c.DomainsAt(topology.LevelHost + 1)
+	mid := c.DomainName(tors[len(tors)/2])
+	tmpl := c.Host(0).Template
+	if err := s.AddHosts(topology.Change{Hosts: []topology.HostGroup{{Name: "warm", Template: tmpl, Parent: mid}}}, now); err != nil {
+		fatal(b, err)
+	}
+	s.Schedule(now)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		now = now.Add(time.Second)
+		if err := s.AddHosts(topology.Change{Hosts: []topology.HostGroup{{Name: fmt.Sprintf("join%d", i), Template: tmpl, Parent: mid}}}, now); err != nil {
+			fatal(b, err)
+		}
+		d := s.Schedule(now)
+		for _, x := range d.Bindings {
+			if err := s.Started(x.Job, now); err != nil {
+				fatal(b, err)
+			}
+		}
+	}
 }
