@@ -826,21 +826,7 @@ func (b *builder) assemble() {
 			x.host = HostID(hid)
 			x.index = int32(lg)
 			x.fabric = NoDomain
-			x.ancLo = int32(len(c.anc))
-			for _, ln := range t.gpuAnc[lg] {
-				d := base + DomainID(ln)
-				c.anc = append(c.anc, d)
-				switch t.nodes[ln].kind {
-				case KindNUMA:
-					x.numa = d
-				case KindHostBridge:
-					x.bridge = d
-				}
-			}
-			for d := hd; d != NoDomain; d = c.domains[d].parent {
-				c.anc = append(c.anc, d)
-			}
-			x.ancN = int32(len(c.anc)) - x.ancLo
+			c.appendAncestors(x, t, lg, base, hd)
 		}
 		for _, id := range bh.ids {
 			x := &c.gpus[gpuNext+GPUID(id.Index)]
@@ -1044,4 +1030,27 @@ func checkFabricGroup(g *FabricGroup, p string) (names, hostNames []string, domO
 		bw = defaultFabricBW(g.Kind)
 	}
 	return names, hostNames, domOf, bw, nil
+}
+
+// appendAncestors files the ancestors of x, GPU lg of a host of template
+// t whose host domain is hd and intra-host domains start at base: its
+// PCIe switches, host bridge and NUMA node, then hd and its parents up to
+// the root, innermost first; and notes its NUMA node and bridge. Build and
+// live changes (Apply) share it.
+func (c *Cluster) appendAncestors(x *gpu, t *compiledTemplate, lg int, base, hd DomainID) {
+	x.ancLo = int32(len(c.anc))
+	for _, ln := range t.gpuAnc[lg] {
+		d := base + DomainID(ln)
+		c.anc = append(c.anc, d)
+		switch t.nodes[ln].kind {
+		case KindNUMA:
+			x.numa = d
+		case KindHostBridge:
+			x.bridge = d
+		}
+	}
+	for d := hd; d != NoDomain; d = c.domains[d].parent {
+		c.anc = append(c.anc, d)
+	}
+	x.ancN = int32(len(c.anc)) - x.ancLo
 }

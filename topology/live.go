@@ -669,21 +669,8 @@ func (lc *liveChange) addHost(name string, ti int, par DomainID, ids []GPUIdenti
 	}
 	// GPUs with their ancestors, innermost first.
 	for lg := range t.nGPU {
-		x := gpu{host: hid, index: int32(lg), fabric: NoDomain, ancLo: int32(len(n.anc))}
-		for _, ln := range t.gpuAnc[lg] {
-			d := base + DomainID(ln)
-			n.anc = append(n.anc, d)
-			switch t.nodes[ln].kind {
-			case KindNUMA:
-				x.numa = d
-			case KindHostBridge:
-				x.bridge = d
-			}
-		}
-		for d := hd; d != NoDomain; d = n.domains[d].parent {
-			n.anc = append(n.anc, d)
-		}
-		x.ancN = int32(len(n.anc)) - x.ancLo
+		x := gpu{host: hid, index: int32(lg), fabric: NoDomain}
+		n.appendAncestors(&x, t, lg, base, hd)
 		if f := t.gpuFab[lg]; f >= 0 {
 			x.fabric = fabBase + DomainID(f)
 		}
