@@ -61,7 +61,7 @@ func liveCases() []Case {
 		Name: "Live/scheduler-join-then-cycle/100k",
 		Doc:  "Scheduler.AddHosts and the Schedule after it (which re-initialises the placer's per-cluster scratch), same world; no target: what a join costs the next cycle",
 		Size: "100k", BenchTime: "20x",
-		F:    benchSchedulerJoinCycle,
+		F: benchSchedulerJoinCycle,
 	}}
 }
 
