@@ -23,7 +23,8 @@ type job struct {
 	demand queue.Vector
 
 	// Written by the job transitions (events.go: take, start, release,
-	// back, end), hosts by jobTable.index. Invariant: placement, txn,
+	// back, end, rejected), hosts by jobTable.index, leaf (after newJob) by
+	// jobTable.moveLeaf. Invariant: placement, txn,
 	// charged and hosts are set exactly while state.Holding(); end and
 	// endKnown are then its estimated end (the jobTable's ends order).
 	// req.AllowHost is the model filter of its last evaluation (cycle.go),

@@ -289,9 +289,7 @@ func (s *Scheduler) Reconfigure(cfg queue.Config, moves []queue.Move, now time.T
 func (s *Scheduler) switchTree(tree *queue.Tree, rc *queue.Reconfigured) []string {
 	var rejected []string
 	for _, e := range rc.Rejected {
-		j := s.jobs.byID[e.ID]
-		j.state = queue.Cancelled // rejected: its queue was removed
-		s.forget(j)
+		s.rejected(s.jobs.byID[e.ID])
 		rejected = append(rejected, e.ID)
 	}
 	if !rc.Kept() {
