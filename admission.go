@@ -271,3 +271,23 @@ func amount(r int, v int64) string {
 	}
 	return fmt.Sprintf("%g GPUs", float64(v)/1000)
 }
+
+// follow switches admission to a new version of the cluster (live
+// changes): the idle ledger follows it, and what fit or not on the idle
+// cluster is asked again.
+func (a *admission) follow(c *topology.Cluster) {
+	if a.empty != nil && a.empty.Follow(c) != nil {
+		a.empty = nil // several versions behind: made again when needed
+	}
+	a.c = c
+	clear(a.checked)
+	clear(a.idleFail)
+}
+
+// followTree switches admission to a reconfigured queue tree; the
+// never-fits answers depend on its quotas.
+func (a *admission) followTree(tree *queue.Tree) {
+	a.tree = tree
+	clear(a.checked)
+	clear(a.idleFail)
+}

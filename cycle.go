@@ -163,6 +163,7 @@ func (s *Scheduler) Schedule(now time.Time) Decision {
 		s.testBeforeCycle()
 	}
 	d := Decision{Now: now}
+	s.removeDrained(now)                    // hosts whose jobs are gone leave the cluster (live.go)
 	s.beginCycle(now)                       // a new cycle context, caches bounded, no holds yet
 	s.expireAdmissions(&d, now)             // admitted jobs never reported started are released (AdmitTimeout)
 	s.victims.refreshFresh(now)             // jobs admitted in earlier cycles may be victims now
@@ -522,3 +523,8 @@ func (s *Scheduler) afterBlock(st *leafState, leaf *queue.Leaf, j *job, r *Reaso
 		st.stopBehind(leaf, j, r)
 	}
 }
+
+// forgetLeaves drops the last cycle's per-leaf states when the queue tree
+// is reconfigured (its node IDs changed); waiting jobs' reasons are
+// listed again by the next cycle.
+func (cs *cycleState) forgetLeaves() { cs.leaves = nil }

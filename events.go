@@ -151,6 +151,13 @@ func (s *Scheduler) end(id string, now time.Time, st queue.State) error {
 	return nil
 }
 
+// rejected ends a waiting job whose queue a reconfiguration removed (its
+// entry already out of the queue tree): it is Cancelled and forgotten.
+func (s *Scheduler) rejected(j *job) {
+	j.state = queue.Cancelled
+	s.forget(j)
+}
+
 // forget drops an ended job (it holds nothing and waits in no queue)
 // from every concern that keeps it.
 func (s *Scheduler) forget(j *job) {

@@ -23,7 +23,8 @@ type job struct {
 	demand queue.Vector
 
 	// Written by the job transitions (events.go: take, start, release,
-	// back, end), hosts by jobTable.index. Invariant: placement, txn,
+	// back, end, rejected), hosts by jobTable.index, leaf (after newJob) by
+	// jobTable.moveLeaf. Invariant: placement, txn,
 	// charged and hosts are set exactly while state.Holding(); end and
 	// endKnown are then its estimated end (the jobTable's ends order).
 	// req.AllowHost is the model filter of its last evaluation (cycle.go),
@@ -120,3 +121,15 @@ func (t *jobTable) refile(j *job, fn func()) {
 	fn()
 	t.ends.ReplaceOrInsert(j)
 }
+
+// follow grows the per-host index for a new version of the cluster (live
+// changes: hosts only ever get new IDs).
+func (t *jobTable) follow(c *topology.Cluster) {
+	for len(t.onHost) < c.NumHosts() {
+		t.onHost = append(t.onHost, nil)
+	}
+}
+
+// moveLeaf files j under leaf, its queue's leaf in a reconfigured tree
+// (its pending entry is already there).
+func (t *jobTable) moveLeaf(j *job, leaf *queue.Leaf) { j.leaf = leaf }

@@ -2,6 +2,7 @@ package gpusched
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -203,4 +204,15 @@ func formatRecovery(b *strings.Builder, r *Recovery) {
 		fmt.Fprintf(b, ", restarts from %s", r.RestartFrom.UTC().Format(time.RFC3339))
 	}
 	fmt.Fprintf(b, ": %s\n", r.Reason)
+}
+
+// noteDomain records the health change of a whole domain (its hosts or
+// its fabric's GPUs, already set in the ledger) for the next cycle's
+// recovery plan, as one fault.
+func (r *recovery) noteDomain(f preempt.Fault) { r.faults = append(r.faults, f) }
+
+// keepFaults drops the faults noted since the last cycle that ok rejects
+// (live changes: a domain whose hosts all left holds nothing to recover).
+func (r *recovery) keepFaults(ok func(preempt.Fault) bool) {
+	r.faults = slices.DeleteFunc(r.faults, func(f preempt.Fault) bool { return !ok(f) })
 }

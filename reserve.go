@@ -467,3 +467,32 @@ func (rs *reservations) reserve(j *job, now time.Time, mkey string, in reserveIn
 	}
 	return &reservation{at: at, forever: forever, claims: claims, p: rp, shadow: sh, health: rs.healthEpoch, mkey: mkey, commits: in.commits}
 }
+
+// follow switches to a new version of the cluster (live changes): the
+// reservations go; their shadows and the pooled ones, ledgers of the old
+// version, follow the new one (O(change) each) to be reused.
+func (rs *reservations) follow(c *topology.Cluster) {
+	rs.dropAll()
+	pool := rs.shadowPool[:0]
+	for _, l := range rs.shadowPool {
+		if l.Follow(c) == nil {
+			pool = append(pool, l)
+		}
+	}
+	rs.shadowPool = pool
+	rs.c = c
+}
+
+// dropAll forgets the reservations kept from the last cycle (the cluster
+// or the queue tree changed under them); the next cycle makes new ones.
+func (rs *reservations) dropAll() {
+	clear(rs.byJob)
+	for _, r := range rs.kept {
+		if r.shadow != nil {
+			rs.shadowPool = append(rs.shadowPool, r.shadow)
+		}
+		r.shadow = nil
+	}
+	rs.kept = rs.kept[:0]
+	rs.healthEpoch++
+}

@@ -119,6 +119,7 @@ type Scheduler struct {
 	rec     recovery     // faults, checkpoints, restarts (recovery.go)
 	cyc     cycleState   // the last cycle's context (cycle.go)
 	admits  admitClock   // admitted jobs not yet started, by admission (admittimeout.go)
+	live    liveChanges  // hosts waiting to leave the cluster (live.go)
 
 	// testBeforeCycle, if set, runs at the start of Schedule (tests).
 	testBeforeCycle func()
@@ -132,21 +133,7 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, errors.New("gpusched: Config.Cluster is nil")
 	}
 	c := cfg.Cluster
-	capacity := queue.Capacity{}
-	var perModel = make([]int64, len(c.Models()))
-	for h := 0; h < c.NumHosts(); h++ {
-		hi := c.Host(topology.HostID(h))
-		capacity.Resources.CPUMilli += hi.CPUMilli
-		capacity.Resources.MemoryMiB += hi.MemoryMiB
-		capacity.Resources.GPUMilli += int64(hi.NumGPUs) * topology.MilliPerGPU
-		if hi.Model != topology.NoModel {
-			perModel[hi.Model] += int64(hi.NumGPUs) * topology.MilliPerGPU
-		}
-	}
-	for m, a := range c.Models() {
-		capacity.Models = append(capacity.Models, queue.ModelCapacity{Name: a.Model, GPUMilli: perModel[m]})
-	}
-	tree, err := queue.Build(cfg.Queues, capacity)
+	tree, err := queue.Build(cfg.Queues, capacityOf(c)) // live.go
 	if err != nil {
 		return nil, err
 	}

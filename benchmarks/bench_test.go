@@ -19,6 +19,7 @@ func BenchmarkPlace(b *testing.B)    { runGroup(b, "Place") }
 func BenchmarkPreempt(b *testing.B)  { runGroup(b, "Preempt") }
 func BenchmarkSchedule(b *testing.B) { runGroup(b, "Schedule") }
 func BenchmarkSim(b *testing.B)      { runGroup(b, "Sim") }
+func BenchmarkLive(b *testing.B)     { runGroup(b, "Live") }
 
 func runGroup(b *testing.B, group string) {
 	for _, c := range Cases() {

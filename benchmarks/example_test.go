@@ -42,4 +42,10 @@ func ExampleCases() {
 	// Sim/synthetic-1m/100k                            ≤ 60 s/op (issue 6)
 	// Sim/synthetic-1m/100k                            ≤ 4096 peak-MiB (issue 6)
 	// Sim/default-command                              ≤ 60 s/op (issue 7)
+	// Live/add-host-tor/100k                           ≤ 1 ms/op (issue 14)
+	// Live/remove-host/100k                            ≤ 1 ms/op (issue 14)
+	// Live/reconfigure-queues/100k                     ≤ 1 ms/op (issue 14)
+	// Live/scheduler-add-host/100k                     ≤ 1 ms/op (issue 14)
+	// Live/scheduler-remove-host/100k                  ≤ 1 ms/op (issue 14)
+	// Live/scheduler-reconfigure/100k                  ≤ 1 ms/op (issue 14)
 }

@@ -14,7 +14,7 @@ import (
 // them): unique, each in a group that has a Benchmark function, sizes and
 // units valid.
 func TestCases(t *testing.T) {
-	groups := []string{"Topology", "Ledger", "Place", "Preempt", "Schedule", "Sim"} // the Benchmark functions of bench_test.go
+	groups := []string{"Topology", "Ledger", "Place", "Preempt", "Schedule", "Sim", "Live"} // the Benchmark functions of bench_test.go
 	if got := Groups(); !slices.Equal(got, groups) {
 		t.Errorf("groups %v, want %v (add a Benchmark function for a new group)", got, groups)
 	}

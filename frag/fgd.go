@@ -89,7 +89,7 @@ func (f *fgdCache) slot(t Task) *fgdSlot {
 // fgdBase returns the fragmentation of refreshed host h at generation gen.
 func (p *policy) fgdBase(l *topology.Ledger, h topology.HostID, gen uint64, hs *hostState) int64 {
 	if p.fgd.fgen[h] != gen+1 {
-		p.fgd.fval[h] = p.meas.frag(hs.model, hs.cpu, hs.mem, l.HostHealth(h) == topology.Healthy, hs.free)
+		p.fgd.fval[h] = p.meas.frag(hs.model, hs.cpu, hs.mem, l.HostUsable(h), hs.free)
 		p.fgd.fgen[h] = gen + 1
 	}
 	return p.fgd.fval[h]

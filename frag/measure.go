@@ -96,7 +96,7 @@ func (m *Measure) Node(l *topology.Ledger, h topology.HostID) float64 {
 	m.check(l)
 	var buf [16]int16
 	free := hostFree(l, h, buf[:0])
-	return float64(m.frag(l.Cluster().HostModel(h), l.CPUFree(h), l.MemoryFree(h), l.HostHealth(h) == topology.Healthy, free)) / float64(m.wsum)
+	return float64(m.frag(l.Cluster().HostModel(h), l.CPUFree(h), l.MemoryFree(h), l.HostUsable(h), free)) / float64(m.wsum)
 }
 
 // Fragmentation is the fragmentation of a set of hosts in milli-GPU,
@@ -130,7 +130,7 @@ func (m *Measure) Cluster(l *topology.Ledger) Fragmentation {
 		for _, f := range fs {
 			free += int64(f)
 		}
-		frag += m.frag(c.HostModel(h), l.CPUFree(h), l.MemoryFree(h), l.HostHealth(h) == topology.Healthy, fs)
+		frag += m.frag(c.HostModel(h), l.CPUFree(h), l.MemoryFree(h), l.HostUsable(h), fs)
 	}
 	return Fragmentation{Frag: float64(frag) / float64(m.wsum), Free: float64(free)}
 }

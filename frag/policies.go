@@ -302,8 +302,7 @@ func (p *policy) Pick(l *topology.Ledger, t Task, s Scope) (topology.Claim, bool
 	}
 	switch c.DomainKindOf(d) {
 	case topology.KindCluster, topology.KindNetwork, topology.KindHost:
-		lo, hi := c.DomainHosts(d)
-		p.scan(l, t, lo, hi, &ch)
+		p.scan(l, t, c.DomainHostList(d), &ch)
 		if ch.best == topology.NoHost {
 			return topology.Claim{}, false
 		}
@@ -355,18 +354,18 @@ func (ch *chooser) offer(h topology.HostID, cost float64, gpu int) bool {
 
 // quick checks what needs no GPU state: health, model, CPU and memory.
 func (p *policy) quick(l *topology.Ledger, h topology.HostID, t *Task) bool {
-	return l.HostHealth(h) == topology.Healthy && p.okModel[p.v.model[h]] &&
+	return l.HostUsable(h) && p.okModel[p.v.model[h]] &&
 		l.CPUFree(h) >= t.CPUMilli && l.MemoryFree(h) >= t.MemoryMiB
 }
 
-// scan offers every host of [lo, hi) that can take t.
-func (p *policy) scan(l *topology.Ledger, t Task, lo, hi topology.HostID, ch *chooser) {
+// scan offers every host of hosts that can take t.
+func (p *policy) scan(l *topology.Ledger, t Task, hosts []topology.HostID, ch *chooser) {
 	per, n := t.perGPU()
 	var slot *fgdSlot
 	if p.cached() {
 		slot = p.fgd.slot(t)
 	}
-	for h := lo; h < hi; h++ {
+	for _, h := range hosts {
 		if !p.quick(l, h, &t) {
 			continue
 		}

@@ -71,43 +71,31 @@ type gpuOverlay struct {
 	mig   uint16
 }
 
-// scope is where one attempt may place tasks: the hosts of a tree domain
-// (a contiguous HostID range), or the GPUs of a fabric domain.
+// scope is where one attempt may place tasks: the hosts of a tree domain,
+// or the GPUs of a fabric domain.
 type scope struct {
 	lv     topology.Level
 	dom    topology.DomainID
 	fabric topology.DomainID // NoDomain, or the fabric domain every GPU must be in
-	lo, hi topology.HostID   // tree scopes
-	hosts  []topology.HostID // fabric scopes: member hosts, ascending
+	// hosts are the hosts in scope, ascending: a tree domain's
+	// (Cluster.DomainHostList, shared, read only) or a fabric's members.
+	hosts []topology.HostID
 }
 
 func (s *scope) contains(h topology.HostID) bool {
-	if s.fabric == topology.NoDomain {
-		return h >= s.lo && h < s.hi
-	}
 	_, ok := slices.BinarySearch(s.hosts, h)
 	return ok
 }
 
 // size returns the number of hosts in scope and hostAt the i-th.
-func (s *scope) size() int {
-	if s.fabric == topology.NoDomain {
-		return int(s.hi - s.lo)
-	}
-	return len(s.hosts)
-}
+func (s *scope) size() int { return len(s.hosts) }
 
-func (s *scope) hostAt(i int) topology.HostID {
-	if s.fabric == topology.NoDomain {
-		return s.lo + topology.HostID(i)
-	}
-	return s.hosts[i]
-}
+func (s *scope) hostAt(i int) topology.HostID { return s.hosts[i] }
 
 // bind prepares e for a call on ledger l.
 func (e *engine) bind(l *topology.Ledger, r *Request, p *Placement) {
 	c := l.Cluster()
-	if r.c != c {
+	if !r.c.SameLineage(c) {
 		panic("gang: request resolved against another cluster than the ledger's")
 	}
 	if e.c != c {
@@ -217,7 +205,7 @@ func (e *engine) hostReason(h topology.HostID, g *Group) Reason {
 	if g.Kind != TaskCPU && !g.Accepts(e.c.HostModel(h)) {
 		return ReasonModel
 	}
-	if e.l.HostHealth(h) != topology.Healthy {
+	if !e.l.HostUsable(h) {
 		return ReasonHealth
 	}
 	if e.r.AllowHost != nil && !e.r.AllowHost(h) {
@@ -514,7 +502,7 @@ func (e *engine) shareFree(x topology.GPUID) (free int, partly bool) {
 	if st.Health != topology.Healthy || st.Mode == topology.ModeWhole || st.Mode == topology.ModeMIG || !e.gpuOK(x) {
 		return 0, false
 	}
-	if e.l.HostHealth(e.c.GPUHost(x)) != topology.Healthy {
+	if !e.l.HostUsable(e.c.GPUHost(x)) {
 		return 0, false
 	}
 	o := e.ovGPU(x)

@@ -544,8 +544,8 @@ func (pl *policy) scanHosts(x *Explanation, d Demand) {
 	e := &pl.e
 	c, l, r := e.c, e.l, e.r
 	e.newEpoch()
-	e.s = scope{lv: c.LevelCluster(), dom: c.Root(), fabric: topology.NoDomain, hi: topology.HostID(c.NumHosts())}
-	x.Hosts = c.NumHosts()
+	e.s = scope{lv: c.LevelCluster(), dom: c.Root(), fabric: topology.NoDomain, hosts: c.DomainHostList(c.Root())}
+	x.Hosts = len(e.s.hosts)
 	x.Usable, x.Allowed = 0, 0
 	gpuTasks := d.Milli > 0
 	pl.gstat = pl.gstat[:0]
@@ -735,7 +735,7 @@ func (cs *census) refresh(l *topology.Ledger) {
 			m = nm - 1
 		}
 		cs.hosts[m]++
-		if l.HostHealth(h) != topology.Healthy {
+		if !l.HostUsable(h) {
 			cs.sick[m]++
 			continue
 		}
@@ -769,7 +769,7 @@ func (pl *policy) fromCensus(x *Explanation) {
 	c, r := e.c, e.r
 	cs := &pl.census
 	cs.refresh(e.l)
-	x.Hosts = c.NumHosts()
+	x.Hosts = len(c.DomainHostList(c.Root()))
 	x.Usable, x.Allowed = 0, 0
 	for m := range cs.hosts {
 		kmin := 0

@@ -185,7 +185,7 @@ func TestUnrecordRestoresOverlay(t *testing.T) {
 		for range r.Groups {
 			p.Placed = append(p.Placed, 0)
 		}
-		e.s = scope{lv: c.LevelCluster(), dom: c.Root(), fabric: topology.NoDomain, hi: topology.HostID(c.NumHosts())}
+		e.s = scope{lv: c.LevelCluster(), dom: c.Root(), fabric: topology.NoDomain, hosts: c.DomainHostList(c.Root())}
 		e.newEpoch()
 		view := func() string {
 			var b strings.Builder

@@ -126,17 +126,8 @@ func (o *hostOrder) begin(e *engine, s *scope, g *Group, k int, overlay bool) {
 			}
 		}
 	default:
-		leaves := c.DomainsAt(topology.LevelHost + 1)
-		i, _ := slices.BinarySearchFunc(leaves, s.lo, func(d topology.DomainID, h topology.HostID) int {
-			lo, _ := c.DomainHosts(d)
-			return int(lo - h)
-		})
-		for ; i < len(leaves); i++ {
-			lo, _ := c.DomainHosts(leaves[i])
-			if lo >= s.hi {
-				break
-			}
-			o.addCursor(leaves[i], mono)
+		for _, leaf := range c.DomainLeaves(s.dom) {
+			o.addCursor(leaf, mono)
 		}
 	}
 }
@@ -456,7 +447,7 @@ func (o *domOrder) begin(e *engine, lv topology.Level, need int, milli int64, g 
 	o.bare, o.hoDone = -1, false
 	o.band, o.bandAt = o.band[:0], 0
 	if lv == topology.LevelHost {
-		o.root = scope{lv: e.c.LevelCluster(), dom: e.c.Root(), fabric: topology.NoDomain, lo: 0, hi: topology.HostID(e.c.NumHosts())}
+		o.root = scope{lv: e.c.LevelCluster(), dom: e.c.Root(), fabric: topology.NoDomain, hosts: e.c.DomainHostList(e.c.Root())}
 		o.ho.kind = o.kind
 		if o.kind == ordBest && need == 0 && milli > 0 {
 			o.ho.begin(e, &o.root, g, 1, false)

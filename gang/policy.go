@@ -428,7 +428,7 @@ func (e *engine) makeScope(lv topology.Level, d topology.DomainID) (scope, bool)
 	c := e.c
 	s := scope{lv: lv, dom: d, fabric: topology.NoDomain}
 	if lv != topology.LevelFabric {
-		s.lo, s.hi = c.DomainHosts(d)
+		s.hosts = c.DomainHostList(d)
 		return s, true
 	}
 	s.fabric = d

@@ -66,7 +66,7 @@ func Stranded(l *topology.Ledger, pending []*Request) []LevelFragmentation {
 	}
 	var reqs []keyed
 	for _, r := range pending {
-		if r == nil || r.c != c {
+		if r == nil || !r.c.SameLineage(c) {
 			continue
 		}
 		reqs = append(reqs, keyed{demandKey(r), r})
@@ -86,7 +86,7 @@ func Stranded(l *topology.Ledger, pending []*Request) []LevelFragmentation {
 		r := kr.r
 		e.bind(l, r, &p)
 		e.newEpoch()
-		e.s = scope{lv: c.LevelCluster(), dom: c.Root(), fabric: topology.NoDomain, hi: topology.HostID(c.NumHosts())}
+		e.s = scope{lv: c.LevelCluster(), dom: c.Root(), fabric: topology.NoDomain, hosts: c.DomainHostList(c.Root())}
 		st.slots = growSlots(st.slots, len(r.Groups), c.NumDomains())
 		for h := topology.HostID(0); int(h) < c.NumHosts(); h++ {
 			st.fits[h] = false

@@ -433,7 +433,7 @@ func (r *run) allHealthy(h topology.HostID) bool {
 // hostUsable reports whether the pending gang could run on host h: healthy,
 // a model some GPU group accepts, allowed by its filter.
 func (r *run) hostUsable(h topology.HostID) bool {
-	if r.l.HostHealth(h) != topology.Healthy {
+	if !r.l.HostUsable(h) {
 		return false
 	}
 	if r.req.AllowHost != nil && !r.req.AllowHost(h) {

@@ -207,11 +207,11 @@ func Recover(snap Snapshot, faults []Fault, now time.Time, cfg RecoveryConfig) (
 				}
 				break
 			}
-			first, end := c.DomainHosts(d)
-			if first == end {
+			hosts := c.DomainHostList(d)
+			if len(hosts) == 0 {
 				return nil, fmt.Errorf("%w: faults[%d]: domain %s holds no host (use a network, host or fabric domain)", ErrFault, i, c.DomainName(d))
 			}
-			for h := first; h < end; h++ {
+			for _, h := range hosts {
 				hostH[h] = i
 			}
 		}

@@ -176,11 +176,7 @@ func (s *Simulation) failSwitch(now time.Duration, d topology.DomainID) {
 
 // failDomainFor fails every host of a network domain for dur.
 func (s *Simulation) failDomainFor(now time.Duration, d topology.DomainID, dur time.Duration) {
-	first, end := s.c.DomainHosts(d)
-	var hosts []topology.HostID
-	for h := first; h < end; h++ {
-		hosts = append(hosts, h)
-	}
+	hosts := slices.Clone(s.c.DomainHostList(d))
 	s.m.faults++
 	s.downHosts(now, hosts, dur)
 }

@@ -159,11 +159,17 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 
 	l := s.Ledger()
 	for h := 0; h < c.NumHosts(); h++ {
+		if c.Removed(topology.HostID(h)) {
+			continue // gone (a live change); the spec says so
+		}
 		if hh := l.HostHealth(topology.HostID(h)); hh != topology.Healthy {
 			st.Health = append(st.Health, Health{Host: c.HostName(topology.HostID(h)), State: healthName(hh)})
 		}
 	}
 	for g := 0; g < c.NumGPUs(); g++ {
+		if c.Removed(c.GPUHost(topology.GPUID(g))) {
+			continue
+		}
 		if gh := l.GPU(topology.GPUID(g)).Health; gh != topology.Healthy {
 			st.Health = append(st.Health, Health{GPU: c.GPUName(topology.GPUID(g)), State: healthName(gh)})
 		}

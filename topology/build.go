@@ -84,10 +84,20 @@ type tfabric struct {
 // retain s. Complexity O(hosts × GPUs per host).
 func Build(s Spec) (*Cluster, error) {
 	b := &builder{s: cloneSpec(s)}
+	live := b.s.Live
+	b.s.Live = nil
 	if err := b.build(); err != nil {
 		return nil, err
 	}
-	return b.c, nil
+	b.c.initLive()
+	c := b.c
+	for i := range live {
+		var err error
+		if c, err = c.apply(live[i], fmt.Sprintf("live[%d].", i), true); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 type builder struct {
@@ -749,11 +759,13 @@ func (b *builder) assemble() {
 		nHostFab += len(t.fabric)
 	}
 	nDomains := 1 + len(netOrder) + len(order) + nIntra
-	c.domains = make([]domain, 0, nDomains+nHostFab)
-	c.hosts = make([]host, len(order))
-	c.gpus = make([]gpu, nGPU)
-	c.anc = make([]DomainID, 0, nAnc)
-	c.members = make([]GPUID, nGPU, nGPU+nIntraMembers+nGPU)
+	// Room to grow: hosts joining live (Apply) append to these arrays, and
+	// a first join should not copy all of them.
+	c.domains = make([]domain, 0, slack(nDomains+nHostFab))
+	c.hosts = make([]host, len(order), slack(len(order)))
+	c.gpus = make([]gpu, nGPU, slack(nGPU))
+	c.anc = make([]DomainID, 0, slack(nAnc))
+	c.members = make([]GPUID, nGPU, slack(nGPU+nIntraMembers+nGPU))
 	for i := range nGPU {
 		c.members[i] = GPUID(i)
 	}
@@ -814,21 +826,7 @@ func (b *builder) assemble() {
 			x.host = HostID(hid)
 			x.index = int32(lg)
 			x.fabric = NoDomain
-			x.ancLo = int32(len(c.anc))
-			for _, ln := range t.gpuAnc[lg] {
-				d := base + DomainID(ln)
-				c.anc = append(c.anc, d)
-				switch t.nodes[ln].kind {
-				case KindNUMA:
-					x.numa = d
-				case KindHostBridge:
-					x.bridge = d
-				}
-			}
-			for d := hd; d != NoDomain; d = c.domains[d].parent {
-				c.anc = append(c.anc, d)
-			}
-			x.ancN = int32(len(c.anc)) - x.ancLo
+			c.appendAncestors(x, t, lg, base, hd)
 		}
 		for _, id := range bh.ids {
 			x := &c.gpus[gpuNext+GPUID(id.Index)]
@@ -890,37 +888,9 @@ func (b *builder) fabricGroups() error {
 	seen := map[string]bool{}
 	for gi, g := range b.s.Fabrics {
 		p := fmt.Sprintf("fabrics[%d]", gi)
-		names, err := ExpandNames(g.Name)
+		names, hostNames, domOf, bw, err := checkFabricGroup(&g, p)
 		if err != nil {
-			return specErr(p+".name", "%v", err)
-		}
-		if strings.ContainsRune(g.Name, '/') {
-			return specErr(p+".name", "fabric domain names may not contain '/'")
-		}
-		if g.Kind == "" {
-			return specErr(p+".kind", "empty fabric kind")
-		}
-		if err := checkBandwidth(g.BandwidthGBps); err != nil {
-			return specErr(p+".bandwidthGBps", "%v", err)
-		}
-		hostNames, err := ExpandNames(g.Hosts)
-		if err != nil {
-			return specErr(p+".hosts", "%v", err)
-		}
-		if g.PerDomain < 0 {
-			return specErr(p+".perDomain", "negative count %d", g.PerDomain)
-		}
-		domOf, err := assign(len(hostNames), len(names), g.PerDomain, p, "hosts")
-		if err != nil {
-			var se *SpecError
-			if errors.As(err, &se) {
-				se.Path = p + ".perDomain"
-			}
 			return err
-		}
-		bw := g.BandwidthGBps
-		if bw == 0 {
-			bw = defaultFabricBW(g.Kind)
 		}
 		members := make([][]GPUID, len(names))
 		for i, hn := range hostNames {
@@ -977,7 +947,7 @@ func (b *builder) finish() {
 	for i := 1; i < len(counts); i++ {
 		counts[i] += counts[i-1]
 	}
-	c.children = make([]DomainID, counts[len(counts)-1])
+	c.children = make([]DomainID, counts[len(counts)-1], slack(int(counts[len(counts)-1])))
 	fill := slices.Clone(counts)
 	for i := range c.domains {
 		if p := c.domains[i].parent; p != NoDomain {
@@ -1019,4 +989,68 @@ func (b *builder) finish() {
 		}
 		c.domainByName[x.name] = DomainID(i)
 	}
+}
+
+// slack is the capacity Build gives an array of n: a sixteenth more, so
+// that the first hosts to join live do not copy the cluster.
+func slack(n int) int { return n + n/16 + 16 }
+
+// checkFabricGroup checks a multi-host fabric group (at path p) and
+// expands it: the domain names, the host names, the domain of each host,
+// and the bandwidth with its default filled in. Build and live changes
+// (Apply) share it.
+func checkFabricGroup(g *FabricGroup, p string) (names, hostNames []string, domOf []int, bw float64, err error) {
+	if names, err = ExpandNames(g.Name); err != nil {
+		return nil, nil, nil, 0, specErr(p+".name", "%v", err)
+	}
+	if strings.ContainsRune(g.Name, '/') {
+		return nil, nil, nil, 0, specErr(p+".name", "fabric domain names may not contain '/'")
+	}
+	if g.Kind == "" {
+		return nil, nil, nil, 0, specErr(p+".kind", "empty fabric kind")
+	}
+	if err := checkBandwidth(g.BandwidthGBps); err != nil {
+		return nil, nil, nil, 0, specErr(p+".bandwidthGBps", "%v", err)
+	}
+	if hostNames, err = ExpandNames(g.Hosts); err != nil {
+		return nil, nil, nil, 0, specErr(p+".hosts", "%v", err)
+	}
+	if g.PerDomain < 0 {
+		return nil, nil, nil, 0, specErr(p+".perDomain", "negative count %d", g.PerDomain)
+	}
+	if domOf, err = assign(len(hostNames), len(names), g.PerDomain, p, "hosts"); err != nil {
+		var se *SpecError
+		if errors.As(err, &se) {
+			se.Path = p + ".perDomain"
+		}
+		return nil, nil, nil, 0, err
+	}
+	bw = g.BandwidthGBps
+	if bw == 0 {
+		bw = defaultFabricBW(g.Kind)
+	}
+	return names, hostNames, domOf, bw, nil
+}
+
+// appendAncestors files the ancestors of x, GPU lg of a host of template
+// t whose host domain is hd and intra-host domains start at base: its
+// PCIe switches, host bridge and NUMA node, then hd and its parents up to
+// the root, innermost first; and notes its NUMA node and bridge. Build and
+// live changes (Apply) share it.
+func (c *Cluster) appendAncestors(x *gpu, t *compiledTemplate, lg int, base, hd DomainID) {
+	x.ancLo = int32(len(c.anc))
+	for _, ln := range t.gpuAnc[lg] {
+		d := base + DomainID(ln)
+		c.anc = append(c.anc, d)
+		switch t.nodes[ln].kind {
+		case KindNUMA:
+			x.numa = d
+		case KindHostBridge:
+			x.bridge = d
+		}
+	}
+	for d := hd; d != NoDomain; d = c.domains[d].parent {
+		c.anc = append(c.anc, d)
+	}
+	x.ancN = int32(len(c.anc)) - x.ancLo
 }

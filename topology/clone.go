@@ -37,7 +37,17 @@ func cloneSpec(s Spec) Spec {
 		out.Hosts[i].GPUs = cloneSlice(out.Hosts[i].GPUs)
 	}
 	out.Fabrics = cloneSlice(s.Fabrics)
+	out.Live = cloneSlice(s.Live)
+	for i := range out.Live {
+		out.Live[i] = cloneChange(out.Live[i])
+	}
 	return out
+}
+
+// cloneChange returns a deep copy of ch (empty slices become nil).
+func cloneChange(ch Change) Change {
+	s := cloneSpec(Spec{Templates: ch.Templates, Switches: ch.Switches, Hosts: ch.Hosts, Fabrics: ch.Fabrics})
+	return Change{Remove: cloneSlice(ch.Remove), Templates: s.Templates, Switches: s.Switches, Hosts: s.Hosts, Fabrics: s.Fabrics}
 }
 
 // cloneSlice is slices.Clone, except that it returns nil for an empty slice.

@@ -136,6 +136,21 @@ type Cluster struct {
 
 	hostByName   map[string]HostID
 	domainByName map[string]DomainID
+
+	// Live changes (live.go). net holds the lists of the cluster, network
+	// and multi-host fabric domains, which hosts joining or leaving change:
+	// each version has its own net slice, whose lists it never modifies.
+	// removed marks hosts taken out by a live change (nil when none); names
+	// layers the names added and removed live over the two maps above; arena
+	// says which version may append in place to the shared backing arrays.
+	net      []netDom
+	removed  []bool
+	nRemoved int
+	seq      []HostID // 0, 1, 2, …: the backing store of host domains' host lists
+	names    *nameLayer
+	arena    *arena
+	ver      uint64 // this version's number in its arena; 0 for Build's
+	prevVer  uint64 // the version Apply made this one from
 }
 
 type domain struct {
@@ -150,6 +165,7 @@ type domain struct {
 	gpuLo, gpuHi     int32 // into Cluster.members
 	hostLo, hostHi   HostID
 	leafLo, leafHi   int32 // cluster/network: positions in the innermost network level's domain list
+	net              int32 // cluster, network and multi-host fabric domains: index into Cluster.net; else -1
 
 	// fabric only
 	fabricKind  string
@@ -283,6 +299,8 @@ type HostInfo struct {
 	MemoryMiB int64
 	Model     ModelID // NoModel for hosts without accelerators
 	Template  string
+	// Removed is set for a host taken out by a live change (Apply).
+	Removed bool
 }
 
 // Host returns a summary of host h. It panics if h is out of range.
@@ -292,6 +310,7 @@ func (c *Cluster) Host(h HostID) HostInfo {
 		ID: h, Name: x.name, Domain: x.domain, Parent: x.parent,
 		FirstGPU: x.gpuLo, NumGPUs: int(x.nGPU), CPUMilli: x.cpuMilli,
 		MemoryMiB: x.memMiB, Model: x.model, Template: c.templates[x.template].name,
+		Removed: c.Removed(h),
 	}
 }
 
@@ -311,8 +330,7 @@ func (c *Cluster) HostDomain(h HostID) DomainID { return c.hosts[h].domain }
 
 // HostByName finds a host by name.
 func (c *Cluster) HostByName(name string) (HostID, bool) {
-	h, ok := c.hostByName[name]
-	return h, ok
+	return c.lookupHost(name)
 }
 
 // HostAt returns the domain that contains host h at level l (l ≥ LevelHost);
@@ -411,12 +429,15 @@ type DomainInfo struct {
 // Domain returns a summary of domain d. It panics if d is out of range.
 func (c *Cluster) Domain(d DomainID) DomainInfo {
 	x := &c.domains[d]
-	return DomainInfo{
+	info := DomainInfo{
 		ID: d, Kind: x.kind, Name: x.name, Level: x.level, Parent: x.parent,
-		Host: x.host, FirstHost: x.hostLo, EndHost: x.hostHi,
-		FabricKind: x.fabricKind, BandwidthGBps: x.bandwidth,
+		Host: x.host, FabricKind: x.fabricKind, BandwidthGBps: x.bandwidth,
 		ClusterUUID: x.clusterUUID, CliqueID: x.cliqueID,
 	}
+	if x.kind == KindCluster || x.kind == KindNetwork || x.kind == KindHost {
+		info.FirstHost, info.EndHost = c.DomainHosts(d)
+	}
+	return info
 }
 
 // DomainKindOf returns the kind of domain d.
@@ -432,14 +453,16 @@ func (c *Cluster) DomainParent(d DomainID) DomainID { return c.domains[d].parent
 
 // DomainByName finds a domain (of any kind, fabric included) by name.
 func (c *Cluster) DomainByName(name string) (DomainID, bool) {
-	d, ok := c.domainByName[name]
-	return d, ok
+	return c.lookupDomain(name)
 }
 
 // DomainGPUs returns the GPUs of domain d in ascending ID order. The slice
 // is shared.
 func (c *Cluster) DomainGPUs(d DomainID) []GPUID {
 	x := &c.domains[d]
+	if x.net >= 0 {
+		return c.net[x.net].gpus
+	}
 	return c.members[x.gpuLo:x.gpuHi]
 }
 
@@ -448,17 +471,56 @@ func (c *Cluster) DomainGPUs(d DomainID) []GPUID {
 // its switches). Fabric domains have none. The slice is shared.
 func (c *Cluster) DomainChildren(d DomainID) []DomainID {
 	x := &c.domains[d]
+	if x.net >= 0 {
+		return c.net[x.net].children
+	}
 	return c.children[x.childLo:x.childHi]
 }
 
 // DomainHosts returns the host range of a cluster, network or host domain:
 // hosts first <= h < end. For other kinds it returns (0, 0).
+//
+// Built from a Spec without live changes, every domain's hosts are exactly
+// that range. Hosts added by Apply take the next free IDs, so the range of
+// a domain they join also spans hosts of other domains (and removed hosts
+// leave holes): it only bounds the domain's hosts then. Visit the hosts of
+// a domain with DomainHostList, which is exact in every case.
 func (c *Cluster) DomainHosts(d DomainID) (first, end HostID) {
-	return c.domains[d].hostLo, c.domains[d].hostHi
+	x := &c.domains[d]
+	if x.net >= 0 {
+		return c.net[x.net].hostLo, c.net[x.net].hostHi
+	}
+	return x.hostLo, x.hostHi
 }
 
-// Spec returns a copy of the normalised spec the cluster was built from.
-// Building it again yields an identical cluster.
+// DomainHostList returns the hosts of a cluster, network or host domain in
+// ascending ID order, without removed hosts; nil for other kinds. The slice
+// is shared. O(1).
+func (c *Cluster) DomainHostList(d DomainID) []HostID {
+	x := &c.domains[d]
+	switch {
+	case x.net >= 0:
+		return c.net[x.net].hosts
+	case x.kind == KindHost && !c.Removed(x.host):
+		return c.seq[x.host : x.host+1]
+	}
+	return nil
+}
+
+// DomainLeaves returns the domains of the innermost network level under a
+// cluster or network domain (d itself when it is one), in ascending ID
+// order; nil for other kinds and for clusters without network levels. The
+// slice is shared. O(1).
+func (c *Cluster) DomainLeaves(d DomainID) []DomainID {
+	if x := &c.domains[d]; x.net >= 0 && x.kind != KindFabric {
+		return c.net[x.net].leaves
+	}
+	return nil
+}
+
+// Spec returns a copy of the normalised spec the cluster was built from,
+// with the live changes applied since in Spec.Live. Building it again
+// yields an identical cluster, IDs included.
 func (c *Cluster) Spec() Spec { return cloneSpec(c.spec) }
 
 // Templates returns the names of the host templates, in spec order.
@@ -478,5 +540,8 @@ func (c *Cluster) MemoryMiB(h HostID) int64 { return c.hosts[h].memMiB }
 
 // String returns a one-line summary.
 func (c *Cluster) String() string {
+	if c.nRemoved > 0 {
+		return fmt.Sprintf("cluster %s: %d hosts (%d removed), %d GPUs, %d domains", c.name, len(c.hosts), c.nRemoved, len(c.gpus), len(c.domains))
+	}
 	return fmt.Sprintf("cluster %s: %d hosts, %d GPUs, %d domains", c.name, len(c.hosts), len(c.gpus), len(c.domains))
 }

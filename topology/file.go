@@ -506,46 +506,60 @@ func (d *document) checkSize(s *Spec) error {
 		}
 		return nil
 	}
-	for i, g := range s.Switches {
-		p := "switches[" + strconv.Itoa(i) + "]"
-		if err := add(p+".name", g.Name); err != nil {
-			return err
-		}
-		if err := add(p+".parent", g.Parent); err != nil {
-			return err
-		}
-	}
 	gpusOf := make(map[string]int, len(s.Templates))
-	for _, t := range s.Templates {
-		if _, dup := gpusOf[t.Name]; !dup {
-			gpusOf[t.Name] = max(t.GPUs, 0)
-		}
-	}
 	var hosts, gpus int64
-	for i, g := range s.Hosts {
-		p := "hosts[" + strconv.Itoa(i) + "]"
-		if err := add(p+".name", g.Name); err != nil {
-			return err
+	// part checks one part of the file: its top level, or a live change
+	// (prefix "live[i].").
+	part := func(prefix string, templates []HostTemplate, switches []SwitchGroup, hostGroups []HostGroup, fabrics []FabricGroup) error {
+		for i, g := range switches {
+			p := prefix + "switches[" + strconv.Itoa(i) + "]"
+			if err := add(p+".name", g.Name); err != nil {
+				return err
+			}
+			if err := add(p+".parent", g.Parent); err != nil {
+				return err
+			}
 		}
-		if err := add(p+".parent", g.Parent); err != nil {
-			return err
+		for _, t := range templates {
+			if _, dup := gpusOf[t.Name]; !dup {
+				gpusOf[t.Name] = max(t.GPUs, 0)
+			}
 		}
-		n := int64(countNames(g.Name))
-		hosts += n
-		gpus += n * int64(min(gpusOf[g.Template], MaxGPUsPerHost+1))
-		if hosts > MaxFileHosts {
-			return d.errAt(d.locate(p+".name"), p+".name", "more than %d hosts in the file", MaxFileHosts)
+		for i, g := range hostGroups {
+			p := prefix + "hosts[" + strconv.Itoa(i) + "]"
+			if err := add(p+".name", g.Name); err != nil {
+				return err
+			}
+			if err := add(p+".parent", g.Parent); err != nil {
+				return err
+			}
+			n := int64(countNames(g.Name))
+			hosts += n
+			gpus += n * int64(min(gpusOf[g.Template], MaxGPUsPerHost+1))
+			if hosts > MaxFileHosts {
+				return d.errAt(d.locate(p+".name"), p+".name", "more than %d hosts in the file", MaxFileHosts)
+			}
+			if gpus > MaxFileGPUs {
+				return d.errAt(d.locate(p+".name"), p+".name", "more than %d GPUs in the file", MaxFileGPUs)
+			}
 		}
-		if gpus > MaxFileGPUs {
-			return d.errAt(d.locate(p+".name"), p+".name", "more than %d GPUs in the file", MaxFileGPUs)
+		for i, g := range fabrics {
+			p := prefix + "fabrics[" + strconv.Itoa(i) + "]"
+			if err := add(p+".name", g.Name); err != nil {
+				return err
+			}
+			if err := add(p+".hosts", g.Hosts); err != nil {
+				return err
+			}
 		}
+		return nil
 	}
-	for i, g := range s.Fabrics {
-		p := "fabrics[" + strconv.Itoa(i) + "]"
-		if err := add(p+".name", g.Name); err != nil {
-			return err
-		}
-		if err := add(p+".hosts", g.Hosts); err != nil {
+	if err := part("", s.Templates, s.Switches, s.Hosts, s.Fabrics); err != nil {
+		return err
+	}
+	for i := range s.Live {
+		ch := &s.Live[i]
+		if err := part("live["+strconv.Itoa(i)+"].", ch.Templates, ch.Switches, ch.Hosts, ch.Fabrics); err != nil {
 			return err
 		}
 	}

@@ -65,7 +65,8 @@ type gpuState struct {
 // much CPU and memory each host has left, the health of GPUs and hosts, and
 // per-domain counters of free capacity kept up to date on every change.
 //
-// Counters count only allocatable GPUs: a Healthy GPU on a Healthy host.
+// Counters count only allocatable GPUs: a Healthy GPU on a usable host
+// (Healthy and not cordoned, see HostUsable).
 // "Free" GPUs are allocatable GPUs with nothing allocated.
 //
 // The ordered indexes behind BestHost, AscendHosts, BestDomain and
@@ -78,6 +79,7 @@ type Ledger struct {
 
 	gpu        []gpuState
 	hostHealth []Health
+	cordoned   []bool // per host: cordoned (ledger_cordon.go)
 	cpuFree    []int64
 	memFree    []int64
 
@@ -96,25 +98,40 @@ type Ledger struct {
 // NewLedger returns an empty ledger for c: everything healthy and free.
 func NewLedger(c *Cluster) *Ledger {
 	l := &Ledger{
-		c:          c,
-		gpu:        make([]gpuState, len(c.gpus)),
-		hostHealth: make([]Health, len(c.hosts)),
-		cpuFree:    make([]int64, len(c.hosts)),
-		memFree:    make([]int64, len(c.hosts)),
-		freeWhole:  make([]int32, len(c.domains)),
-		freeMilli:  make([]int64, len(c.domains)),
-		healthy:    make([]int32, len(c.domains)),
-		hostGen:    make([]uint64, len(c.hosts)),
+		c: c,
+		// With room for hosts joining live (Follow), like the cluster's.
+		gpu:        make([]gpuState, len(c.gpus), slack(len(c.gpus))),
+		hostHealth: make([]Health, len(c.hosts), slack(len(c.hosts))),
+		cordoned:   make([]bool, len(c.hosts), slack(len(c.hosts))),
+		cpuFree:    make([]int64, len(c.hosts), slack(len(c.hosts))),
+		memFree:    make([]int64, len(c.hosts), slack(len(c.hosts))),
+		freeWhole:  make([]int32, len(c.domains), slack(len(c.domains))),
+		freeMilli:  make([]int64, len(c.domains), slack(len(c.domains))),
+		healthy:    make([]int32, len(c.domains), slack(len(c.domains))),
+		hostGen:    make([]uint64, len(c.hosts), slack(len(c.hosts))),
 	}
 	for h := range c.hosts {
 		l.cpuFree[h] = c.hosts[h].cpuMilli
 		l.memFree[h] = c.hosts[h].memMiB
 	}
-	for d := range c.domains {
-		n := int32(c.domains[d].gpuHi - c.domains[d].gpuLo)
-		l.freeWhole[d] = n
-		l.healthy[d] = n
-		l.freeMilli[d] = int64(n) * MilliPerGPU
+	if c.nRemoved == 0 {
+		for d := range c.domains {
+			n := int32(len(c.DomainGPUs(DomainID(d))))
+			l.freeWhole[d] = n
+			l.healthy[d] = n
+			l.freeMilli[d] = int64(n) * MilliPerGPU
+		}
+	} else {
+		// Removed hosts are out of service for good: count GPU by GPU.
+		for h := range c.hosts {
+			if c.Removed(HostID(h)) {
+				l.hostHealth[h] = Failed
+			}
+		}
+		for g := range c.gpus {
+			f, m, o := l.contrib(GPUID(g))
+			l.count(GPUID(g), f, m, o)
+		}
 	}
 	l.idx.init(l)
 	l.newStampID()
@@ -136,6 +153,7 @@ func (l *Ledger) Clone() *Ledger {
 		c:          l.c,
 		gpu:        append([]gpuState(nil), l.gpu...),
 		hostHealth: append([]Health(nil), l.hostHealth...),
+		cordoned:   append([]bool(nil), l.cordoned...),
 		cpuFree:    append([]int64(nil), l.cpuFree...),
 		memFree:    append([]int64(nil), l.memFree...),
 		freeWhole:  append([]int32(nil), l.freeWhole...),
@@ -160,6 +178,7 @@ func (l *Ledger) CopyFrom(src *Ledger) {
 	}
 	copy(l.gpu, src.gpu)
 	copy(l.hostHealth, src.hostHealth)
+	copy(l.cordoned, src.cordoned)
 	copy(l.cpuFree, src.cpuFree)
 	copy(l.memFree, src.memFree)
 	copy(l.freeWhole, src.freeWhole)
@@ -231,7 +250,7 @@ func (l *Ledger) GPUIsFree(g GPUID) bool {
 func (l *Ledger) HostHealth(h HostID) Health { return l.hostHealth[h] }
 
 func (l *Ledger) allocatable(g GPUID) bool {
-	return l.gpu[g].health == Healthy && l.hostHealth[l.c.gpus[g].host] == Healthy
+	return l.gpu[g].health == Healthy && l.HostUsable(l.c.gpus[g].host)
 }
 
 // contrib is what one GPU adds to the counters of its domains.
@@ -249,6 +268,14 @@ func (l *Ledger) contrib(g GPUID) (free int32, milli int64, ok int32) {
 // adjust adds deltas to every domain containing g (its tree ancestors and
 // fabric domain) and marks changed index entries.
 func (l *Ledger) adjust(g GPUID, dFree int32, dMilli int64, dOK int32) {
+	l.count(g, dFree, dMilli, dOK)
+	if dFree != 0 {
+		l.touchGPU(g)
+	}
+}
+
+// count adds deltas to the counters of every domain containing g.
+func (l *Ledger) count(g GPUID, dFree int32, dMilli int64, dOK int32) {
 	c := l.c
 	x := &c.gpus[g]
 	anc := c.anc[x.ancLo : x.ancLo+x.ancN]
@@ -261,9 +288,6 @@ func (l *Ledger) adjust(g GPUID, dFree int32, dMilli int64, dOK int32) {
 		l.freeWhole[x.fabric] += dFree
 		l.freeMilli[x.fabric] += dMilli
 		l.healthy[x.fabric] += dOK
-	}
-	if dFree != 0 {
-		l.touchGPU(g)
 	}
 }
 
@@ -279,6 +303,7 @@ var (
 	ErrMIGSlotBusy    = errors.New("MIG slots busy")
 	ErrBadClaim       = errors.New("malformed claim")
 	ErrNotAllocated   = errors.New("not allocated")
+	ErrCordoned       = errors.New("host cordoned")
 )
 
 // AllocError says which claim failed, on which host and GPU, and why. Err
@@ -418,6 +443,9 @@ func (l *Ledger) applyClaim(ci int, cl *Claim, health bool) error {
 	if health && l.hostHealth[h] != Healthy {
 		return l.fail("allocate", ci, h, NoGPU, ErrUnhealthy, "host is %s", l.hostHealth[h])
 	}
+	if health && l.cordoned[h] {
+		return l.fail("allocate", ci, h, NoGPU, ErrCordoned, "")
+	}
 	if cl.CPUMilli > l.cpuFree[h] {
 		return l.fail("allocate", ci, h, NoGPU, ErrNoCPU, "needs %d milli-cores, %d free", cl.CPUMilli, l.cpuFree[h])
 	}
@@ -517,6 +545,9 @@ func (l *Ledger) takeGPU(ci int, gc GPUClaim, health bool) error {
 		h := l.c.gpus[g].host
 		if l.gpu[g].health != Healthy {
 			return l.fail("allocate", ci, h, g, ErrUnhealthy, "GPU is %s", l.gpu[g].health)
+		}
+		if l.hostHealth[h] == Healthy {
+			return l.fail("allocate", ci, h, g, ErrCordoned, "")
 		}
 		return l.fail("allocate", ci, h, g, ErrUnhealthy, "host is %s", l.hostHealth[h])
 	}
@@ -678,6 +709,9 @@ func (l *Ledger) SetGPUHealth(g GPUID, h Health) error {
 	if h > Failed {
 		return fmt.Errorf("topology: bad health %d", h)
 	}
+	if host := l.c.gpus[g].host; l.c.Removed(host) {
+		return fmt.Errorf("topology: GPU %s: host %s was removed", l.c.GPUName(g), l.c.hosts[host].name)
+	}
 	if l.gpu[g].health == h {
 		return nil
 	}
@@ -700,16 +734,26 @@ func (l *Ledger) SetHostHealth(h HostID, hh Health) error {
 	if hh > Failed {
 		return fmt.Errorf("topology: bad health %d", hh)
 	}
+	if l.c.Removed(h) {
+		return fmt.Errorf("topology: host %s was removed", l.c.hosts[h].name)
+	}
 	if l.hostHealth[h] == hh {
 		return nil
 	}
+	l.flipHost(h, func() { l.hostHealth[h] = hh })
+	return nil
+}
+
+// flipHost applies a change of host h's state that may change which of
+// its GPUs are allocatable: it takes the host's GPUs out of the counters,
+// flips, and puts them back. O(GPUs of the host × tree depth).
+func (l *Ledger) flipHost(h HostID, flip func()) {
 	x := &l.c.hosts[h]
-	// Remove the host's GPUs from the counters, flip, add them back.
 	for g := x.gpuLo; g < x.gpuLo+GPUID(x.nGPU); g++ {
 		f, m, o := l.contrib(g)
 		l.adjust(g, -f, -m, -o)
 	}
-	l.hostHealth[h] = hh
+	flip()
 	for g := x.gpuLo; g < x.gpuLo+GPUID(x.nGPU); g++ {
 		f, m, o := l.contrib(g)
 		l.adjust(g, f, m, o)
@@ -718,7 +762,6 @@ func (l *Ledger) SetHostHealth(h HostID, hh Health) error {
 	l.idx.touchHost(h)
 	l.bumpHost(h)
 	l.gen++
-	return nil
 }
 
 // Check recomputes every counter and index from the per-GPU state and

@@ -67,7 +67,7 @@ func (l *Ledger) NextHost(d DomainID, m ModelID, free int, after HostID) (HostID
 		return best, bestFree, best != NoHost
 	case dom.kind == KindNetwork:
 		best, bestFree := NoHost, 0
-		for _, leaf := range c.levelDomains[LevelHost+1][dom.leafLo:dom.leafHi] {
+		for _, leaf := range c.DomainLeaves(d) {
 			if h, hf, ok := l.nextInLeaf(leaf, m, free, after); ok && (best == NoHost || !keyAfter(hf, int32(h), bestFree, int32(best))) {
 				best, bestFree = h, hf
 			}
@@ -146,7 +146,7 @@ func (l *Ledger) PrevHost(d DomainID, m ModelID, free int, before HostID) (HostI
 		return best, bestFree, best != NoHost
 	case dom.kind == KindNetwork:
 		best, bestFree := NoHost, 0
-		for _, leaf := range c.levelDomains[LevelHost+1][dom.leafLo:dom.leafHi] {
+		for _, leaf := range c.DomainLeaves(d) {
 			if h, hf, ok := l.prevInLeaf(leaf, m, free, before); ok && (best == NoHost || keyAfter(hf, int32(h), bestFree, int32(best))) {
 				best, bestFree = h, hf
 			}

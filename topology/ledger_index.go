@@ -178,6 +178,14 @@ func (x *ledgerIndex) indexHost(l *Ledger, h HostID) {
 	if hx.nGPU == 0 {
 		return
 	}
+	if c.Removed(h) {
+		if old := x.hostFree[h]; old >= 0 {
+			x.byLeaf.Delete(leafKey(hx.parent, old, h))
+			x.byModel.Delete(modelKey(hx.model, old, int32(h)))
+			x.hostFree[h] = -1
+		}
+		return
+	}
 	free := l.freeWhole[hx.domain]
 	old := x.hostFree[h]
 	if old == free {
@@ -222,6 +230,9 @@ func (l *Ledger) flush() {
 	x.dirtyHosts = x.dirtyHosts[:0]
 	for _, d := range x.dirtyDoms {
 		x.domDirty[d] = false
+		if x.domFree[d] < 0 { // left the index (a removed host's fabric)
+			continue
+		}
 		free := l.freeWhole[d]
 		if old := x.domFree[d]; old != free {
 			t := x.byLevel[l.c.domains[d].level]
@@ -244,7 +255,10 @@ func (x *ledgerIndex) check(l *Ledger) error {
 	nHosts := 0
 	for h := range c.hosts {
 		hx := &c.hosts[h]
-		if hx.nGPU == 0 {
+		if hx.nGPU == 0 || c.Removed(HostID(h)) {
+			if x.hostFree[h] != -1 {
+				return fmt.Errorf("index: host %s without GPUs or removed, but indexed", hx.name)
+			}
 			continue
 		}
 		nHosts++

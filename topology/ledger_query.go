@@ -79,7 +79,7 @@ func (l *Ledger) hostGroups(d DomainID, m ModelID, minFree int, fn func(h HostID
 			}
 		}
 	case dom.kind == KindNetwork:
-		for _, leaf := range c.levelDomains[LevelHost+1][dom.leafLo:dom.leafHi] {
+		for _, leaf := range c.DomainLeaves(d) {
 			if !l.ascendLeaf(leaf, m, minFree, fn) {
 				return
 			}

@@ -40,6 +40,30 @@ type Spec struct {
 	// Fabrics are accelerator fabric domains that span hosts, such as the
 	// multi-node NVLink domain of a GB200 NVL72 rack.
 	Fabrics []FabricGroup `yaml:"fabrics,omitempty" json:"fabrics,omitempty"`
+	// Live are the live changes applied to the cluster the fields above
+	// describe, in order (see Cluster.Apply). Build applies them after
+	// building the rest, so the cluster it returns has the IDs the live
+	// cluster has. Cluster files written by hand leave it empty.
+	Live []Change `yaml:"live,omitempty" json:"live,omitempty"`
+}
+
+// Change is one live change of a cluster (Cluster.Apply): hosts removed,
+// then host templates, switches, hosts and multi-host fabric domains added.
+// A host that changes shape is removed and added again under its name, in
+// one Change. Paths in errors are relative to the change ("hosts[0].name").
+type Change struct {
+	// Remove names hosts to take out. They keep their IDs, which no list
+	// of the cluster returns any more (Cluster.Removed).
+	Remove []string `yaml:"remove,omitempty" json:"remove,omitempty"`
+	// Templates are new host templates (their accelerators must exist).
+	Templates []HostTemplate `yaml:"templates,omitempty" json:"templates,omitempty"`
+	// Switches are new network switches, under existing or new parents.
+	Switches []SwitchGroup `yaml:"switches,omitempty" json:"switches,omitempty"`
+	// Hosts are new hosts, under existing or new innermost switches.
+	Hosts []HostGroup `yaml:"hosts,omitempty" json:"hosts,omitempty"`
+	// Fabrics are new multi-host fabric domains over hosts this change
+	// adds.
+	Fabrics []FabricGroup `yaml:"fabrics,omitempty" json:"fabrics,omitempty"`
 }
 
 // LevelSpec names one network level.

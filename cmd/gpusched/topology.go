@@ -240,8 +240,8 @@ func (m minMax) String() string {
 // domainHosts counts the hosts a domain's GPUs (ascending IDs, so grouped
 // by host) belong to.
 func domainHosts(c *topology.Cluster, d topology.DomainID) int {
-	if first, end := c.DomainHosts(d); end > first {
-		return int(end - first)
+	if hosts := c.DomainHostList(d); len(hosts) > 0 {
+		return len(hosts)
 	}
 	n := 0
 	last := topology.NoHost

@@ -21,6 +21,11 @@
 //	13:30  the host process restarts: it saves the Scheduler's state
 //	       (package snapshot) and loads it into a fresh Scheduler, which
 //	       carries on with the day exactly as the old one would have.
+//	14:00  a fifth host joins the second ToR, live (Scheduler.AddHosts): a
+//	       new cluster version, every existing ID kept, nothing rebuilt.
+//	14:30  a quota edit (Scheduler.Reconfigure): "ml" gets a 32-GPU
+//	       guarantee and a new queue "interactive" 8; the running jobs
+//	       stay, and a notebook submitted to the new queue starts at once.
 //
 //	go run ./examples/embed
 //
@@ -434,9 +439,36 @@ func day(w io.Writer, restart bool) error {
 		{t0.Add(185 * time.Minute), func(h *host) error {
 			return h.submit(gpus("urgent", 10, 1, 8, time.Hour, 10*time.Minute))
 		}},
+		{t0.Add(5 * time.Hour), func(h *host) error {
+			// A node joins the second ToR: a live change, no restart. The
+			// new cluster version keeps every existing ID.
+			tor := h.c.DomainName(h.c.HostAt(topology.HostID(h.c.NumHosts()-1), topology.LevelHost+1))
+			err := h.s.AddHosts(topology.Change{Hosts: []topology.HostGroup{{Name: "dgx-h100-5", Template: h.c.Host(0).Template, Parent: tor}}}, h.now)
+			if err != nil {
+				return err
+			}
+			h.c = h.s.Cluster()
+			h.logf("JOIN     dgx-h100-5 joins %s: %d GPUs now", tor, h.c.NumGPUs())
+			return nil
+		}},
+		{t0.Add(5*time.Hour + 30*time.Minute), func(h *host) error {
+			// A quota edit: "ml" keeps 32 GPUs guaranteed, a new queue
+			// "interactive" gets 8. The jobs stay where they are.
+			cfg := queue.Config{Root: queue.Node{Children: []queue.Node{
+				{Name: "ml", Quotas: []queue.Quota{{Resource: "gpu", Nominal: 32}}, Policy: queue.Policy{Ordering: queue.BestEffortFIFO}},
+				{Name: "interactive", Quotas: []queue.Quota{{Resource: "gpu", Nominal: 8}}},
+			}}}
+			if _, err := h.s.Reconfigure(cfg, nil, h.now); err != nil {
+				return err
+			}
+			h.logf("QUOTA    ml guaranteed 32 GPUs, new queue interactive 8")
+			nb := workload.Job{ID: "notebook", Queue: "interactive", Runtime: time.Hour, Groups: []workload.TaskGroup{{Count: 1, GPUs: 1}}}
+			return h.submit(nb)
+		}},
 	}
 	if restart { // 13:30: the host process restarts, from the state it saved
 		script = append(script, event{t0.Add(270 * time.Minute), (*host).restart})
+		slices.SortStableFunc(script, func(a, b event) int { return a.at.Compare(b.at) })
 	}
 	if err := h.loop(script); err != nil {
 		return err

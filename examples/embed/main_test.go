@@ -33,6 +33,10 @@ func TestEmbed(t *testing.T) {
 		"16:30  finish   pretrain",
 		// a restart from the saved state
 		"13:30  RESTART  the host restarts: state saved",
+		// live changes: a node joins, a quota edit adds a queue
+		"14:00  JOIN     dgx-h100-5 joins tor2: 40 GPUs now",
+		"14:30  QUOTA    ml guaranteed 32 GPUs, new queue interactive 8",
+		"14:30  start    notebook  on dgx-h100-4[0]",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("log lacks %q:\n%s", want, s)

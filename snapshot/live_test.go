@@ -1,0 +1,72 @@
+package snapshot
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/gpusched/gpusched"
+	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
+)
+
+// A state captured after live changes (a host joined, another left, one
+// failed) loads into a Scheduler on the same cluster, IDs included: the
+// cluster's spec carries the changes (Spec.Live), and removed hosts are
+// not reported as failed.
+func TestCaptureAfterLiveChanges(t *testing.T) {
+	sp, err := topology.Generator{Name: "lab", Machine: "dgx-h100", Hosts: 4, HostsPerToR: 2}.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := topology.Build(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := gpusched.Config{Cluster: c, Queues: queue.Config{Root: queue.Node{Children: []queue.Node{{Name: "q"}}}}}
+	s, err := gpusched.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2025, 1, 1, 9, 0, 0, 0, time.UTC)
+	tor := c.DomainName(c.HostAt(0, topology.LevelHost+1))
+	if err := s.AddHosts(topology.Change{Hosts: []topology.HostGroup{{Name: "joined", Template: c.Host(0).Template, Parent: tor}}}, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RemoveHosts([]string{c.HostName(1)}, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetHostHealth(2, topology.Failed); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Submit(workload.Job{ID: "a", Queue: "q", Groups: []workload.TaskGroup{{Count: 2, GPUs: 8}}}, now); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range s.Schedule(now).Bindings {
+		if err := s.Started(b.Job, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg.Cluster = s.Cluster()
+	st, err := Capture(s, now, CaptureOptions{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file bytes.Buffer
+	if err := Encode(&file, st, ""); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Load(file.Bytes(), "state.yaml", Options{})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, file.String())
+	}
+	if got, want := l.Cluster.String(), s.Cluster().String(); got != want {
+		t.Fatalf("loaded %s, captured %s", got, want)
+	}
+	a, _ := s.Job("a")
+	b, _ := l.Scheduler.Job("a")
+	if gpusched.FormatPlacement(s.Cluster(), a.Placement) != gpusched.FormatPlacement(l.Cluster, b.Placement) {
+		t.Fatalf("placement %s, loaded %s", gpusched.FormatPlacement(s.Cluster(), a.Placement), gpusched.FormatPlacement(l.Cluster, b.Placement))
+	}
+}
