@@ -702,6 +702,7 @@ sweep-i-of-n.csv.`,
 	cmd.Flags().IntVar(&out.par, "parallel", 0, "runs at once (0: GOMAXPROCS)")
 	cmd.Flags().StringArrayVar(&params, "param", nil, "a swept parameter `NAME=V1,V2,…`, where NAME is a flag of sim run (e.g. policy, load, gpu-mtbf, seed); repeatable")
 	cmd.Flags().StringVar(&shard, "shard", "", "run only shard i of n (i/n)")
+	cmd.AddCommand(mergeCmd())
 	return cmd
 }
 
