@@ -215,8 +215,7 @@ func (s *Site) template(n Node, w *warnings) (topology.HostTemplate, error) {
 	for i := range root {
 		root[i] = i
 	}
-	var find func(int) int
-	find = func(i int) int {
+	find := func(i int) int {
 		for root[i] != i {
 			root[i] = root[root[i]]
 			i = root[i]
@@ -331,8 +330,7 @@ func (s *Site) network(spec *topology.Spec, w *warnings) (map[string]string, err
 	// A switch at height hh whose parent is more than one level above gets a
 	// chain of pass-through switches; so do roots below the top level.
 	added := map[string]bool{}
-	var emit func(name string, hh int, parent string, parentH int)
-	emit = func(name string, hh int, parent string, parentH int) {
+	emit := func(name string, hh int, parent string, parentH int) {
 		up := parent
 		for lvl := parentH - 1; lvl > hh; lvl-- {
 			pn := name + "~tier" + strconv.Itoa(lvl)
