@@ -404,6 +404,7 @@ func scenarioTrace(ctx context.Context, t *testing.T, c *Cluster, m *Model) *Sce
 	submitDownUp(ctx, t, c, jobs, func(j JobSpec) time.Time { return t0.Add(j.Arrive) })
 	deadline := t0.Add(span + 6*time.Minute)
 	var got []JobInfo
+	slurmWhy := map[string]string{} // the last reason Slurm gave while a job waited
 	for {
 		var err error
 		if got, err = c.Jobs(ctx); err != nil {
@@ -411,6 +412,9 @@ func scenarioTrace(ctx context.Context, t *testing.T, c *Cluster, m *Model) *Sce
 		}
 		done := 0
 		for _, j := range got {
+			if j.State == "PENDING" && j.Reason != "BeginTime" && j.Reason != "None" {
+				slurmWhy[j.Name] = j.Reason
+			}
 			if strings.HasPrefix(j.Name, "d") && (j.State == "COMPLETED" || j.State == "TIMEOUT" || j.State == "FAILED") {
 				done++
 			}
@@ -421,7 +425,7 @@ func scenarioTrace(ctx context.Context, t *testing.T, c *Cluster, m *Model) *Sce
 		if time.Now().After(deadline) {
 			t.Fatalf("mini trace: %d of %d jobs done by the deadline", done, n)
 		}
-		time.Sleep(2 * time.Second)
+		time.Sleep(time.Second)
 	}
 	sj := byName(got)
 	dur := map[string]time.Duration{}
@@ -435,7 +439,7 @@ func scenarioTrace(ctx context.Context, t *testing.T, c *Cluster, m *Model) *Sce
 		saveTrace(t, filepath.Join(dir, "trace-d.json"), replay, dur, sj, t0)
 	}
 	now := time.Unix(1_000_000, 0)
-	gs, _, err := m.Run(replay, dur, now, interval)
+	gs, _, gwhy, err := m.RunWhy(replay, dur, now, interval)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,10 +455,17 @@ func scenarioTrace(ctx context.Context, t *testing.T, c *Cluster, m *Model) *Sce
 			s.Agree++
 			continue
 		}
+		why := ""
 		if b < a {
 			late++
+			why = "Slurm kept it waiting (last reason " + orDash(slurmWhy[j.Name]) + ")"
+			if slurmWhy[j.Name] == "Priority" {
+				why += ": Slurm's backfill plans a start for every waiting job ahead of it and this one would have delayed one of them; gpusched reserves only for the first blocked job"
+			}
+		} else {
+			why = "gpusched kept it waiting: " + reasonAt(gwhy[j.Name], now.Add(a))
 		}
-		s.Disagreements = append(s.Disagreements, fmt.Sprintf("%s (arrived %s s): Slurm started it at %s s, gpusched at %s s.", j.Name, secs(j.Arrive), secs(a), secs(b)))
+		s.Disagreements = append(s.Disagreements, fmt.Sprintf("%s (arrived %s s): Slurm started it at %s s, gpusched at %s s; %s.", j.Name, secs(j.Arrive), secs(a), secs(b), why))
 	}
 	s.Met = s.Percent() >= 90
 	slices.Sort(waits)
@@ -552,4 +563,26 @@ func saveTrace(t *testing.T, path string, jobs []JobSpec, dur map[string]time.Du
 	if err != nil {
 		t.Logf("GPUSCHED_SLURM_KEEP: %v", err)
 	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "none seen"
+	}
+	return s
+}
+
+// reasonAt is gpusched's reason at the last cycle at or before at.
+func reasonAt(ws []Wait, at time.Time) string {
+	r := "no reason recorded"
+	for _, w := range ws {
+		if w.At.After(at) {
+			break
+		}
+		r = w.Reason
+	}
+	if len(r) > 220 {
+		r = r[:220] + "…"
+	}
+	return r
 }

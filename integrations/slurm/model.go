@@ -97,38 +97,55 @@ func (m *Model) Place(jobs []JobSpec, now time.Time) (map[string]Placement, erro
 // events), until every job has started and ended. It returns each job's
 // start time, and the first cycle's placements.
 func (m *Model) Run(jobs []JobSpec, dur map[string]time.Duration, now time.Time, interval time.Duration) (map[string]time.Time, map[string]Placement, error) {
+	st, first, _, err := m.RunWhy(jobs, dur, now, interval)
+	return st, first, err
+}
+
+// Wait is why gpusched kept a job waiting at one cycle.
+type Wait struct {
+	At     time.Time
+	Reason string
+}
+
+// RunWhy is Run that also returns, per job, why it waited at each cycle
+// before it started (the Scheduler's Decision.Pending reasons).
+func (m *Model) RunWhy(jobs []JobSpec, dur map[string]time.Duration, now time.Time, interval time.Duration) (map[string]time.Time, map[string]Placement, map[string][]Wait, error) {
 	s, c, err := m.scheduler()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	order := slices.Clone(jobs)
 	slices.SortStableFunc(order, func(a, b JobSpec) int { return int(a.Arrive - b.Arrive) })
 	starts := map[string]time.Time{}
 	first := map[string]Placement{}
 	ends := map[string]time.Time{}
+	why := map[string][]Wait{}
 	next, t := 0, now
 	for cycles := 0; len(starts) < len(jobs) || len(ends) > 0; cycles++ {
 		if cycles > 1_000_000 {
-			return nil, nil, fmt.Errorf("gpusched replay: no progress (%d of %d jobs started)", len(starts), len(jobs))
+			return nil, nil, nil, fmt.Errorf("gpusched replay: no progress (%d of %d jobs started)", len(starts), len(jobs))
 		}
 		for id, e := range sortedEnds(ends) {
 			if !e.After(t) {
 				if err := s.Finished(id, t); err != nil {
-					return nil, nil, err
+					return nil, nil, nil, err
 				}
 				delete(ends, id)
 			}
 		}
 		for next < len(order) && !now.Add(order[next].Arrive).After(t) {
 			if err := s.Submit(Job(order[next]), t); err != nil {
-				return nil, nil, fmt.Errorf("gpusched: %s: %w", order[next].Name, err)
+				return nil, nil, nil, fmt.Errorf("gpusched: %s: %w", order[next].Name, err)
 			}
 			next++
 		}
 		d := s.Schedule(t)
+		for _, p := range d.Pending {
+			why[p.Job] = append(why[p.Job], Wait{At: t, Reason: p.Reason.String()})
+		}
 		for _, b := range d.Bindings {
 			if err := s.Started(b.Job, t); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			starts[b.Job] = t
 			if t.Equal(now) {
@@ -157,13 +174,13 @@ func (m *Model) Run(jobs []JobSpec, dur map[string]time.Duration, now time.Time,
 		}
 		if nt.IsZero() {
 			if len(starts) < len(jobs) {
-				return nil, nil, fmt.Errorf("gpusched replay: %d jobs can never start", len(jobs)-len(starts))
+				return nil, nil, nil, fmt.Errorf("gpusched replay: %d jobs can never start", len(jobs)-len(starts))
 			}
 			break
 		}
 		t = nt
 	}
-	return starts, first, nil
+	return starts, first, why, nil
 }
 
 func specOf(jobs []JobSpec, name string) JobSpec {

@@ -31,6 +31,7 @@ type JobInfo struct {
 	ID         int
 	Name       string
 	State      string
+	Reason     string // why it waits (Resources, Priority, BeginTime…), or None
 	Submit     time.Time
 	Eligible   time.Time
 	Start, End time.Time // zero when unknown
@@ -70,6 +71,8 @@ func ParseJobs(out string) ([]JobInfo, error) {
 				cur.Name = v
 			case k == "JobState":
 				cur.State = v
+			case k == "Reason":
+				cur.Reason = v
 			case k == "SubmitTime":
 				cur.Submit = parseTime(v)
 			case k == "EligibleTime":
