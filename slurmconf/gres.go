@@ -84,7 +84,7 @@ func ParseGres(data []byte, name string) (*GresConf, []Warning, error) {
 			case strings.EqualFold(p.Key, "Count"):
 				gl.Count, err = countSuffix(p.Value)
 			case strings.EqualFold(p.Key, "Cores"), strings.EqualFold(p.Key, "CPUs"):
-				if _, err = parseCPUList(p.Value); err == nil {
+				if _, err = ParseList(p.Value); err == nil {
 					gl.Cores = p.Value
 				}
 			case strings.EqualFold(p.Key, "Links"):
@@ -165,8 +165,10 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// parseCPUList parses a Linux CPU list ("0-15,32-47") into its CPUs.
-func parseCPUList(s string) ([]int, error) {
+// ParseList parses a list of integers and inclusive ranges as Slurm and
+// Linux write CPU lists and GRES indices ("0-15,32-47"), in order. It
+// allows at most 65,536 values, each at most 65,536.
+func ParseList(s string) ([]int, error) {
 	var out []int
 	for _, part := range strings.Split(s, ",") {
 		a, b, isRange := strings.Cut(part, "-")
@@ -177,10 +179,10 @@ func parseCPUList(s string) ([]int, error) {
 			hi, err2 = strconv.Atoi(b)
 		}
 		if err1 != nil || err2 != nil || lo < 0 || hi < lo || hi > 1<<16 {
-			return nil, errorf("want a CPU list such as 0-15,32-47")
+			return nil, errorf("want a list such as 0-15,32-47")
 		}
 		if len(out)+hi-lo+1 > 1<<16 {
-			return nil, errorf("CPU list too long")
+			return nil, errorf("list too long")
 		}
 		for c := lo; c <= hi; c++ {
 			out = append(out, c)

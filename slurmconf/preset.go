@@ -91,7 +91,7 @@ func (s *Site) Preset() Preset {
 	} else {
 		p.Queues = queue.Config{Root: queue.Node{Name: "root", Children: []queue.Node{{Name: "default"}}}, Fairness: queue.Fairness{Policy: queue.NoFairness}}
 	}
-	setPolicy(&p.Queues.Root, pol)
+	SetLeafPolicy(&p.Queues.Root, pol)
 	for _, part := range c.Partitions {
 		if part.Default || len(c.Partitions) == 1 {
 			p.DefaultRuntime = part.DefaultTime
@@ -106,13 +106,14 @@ func (s *Site) Preset() Preset {
 	return p
 }
 
-func setPolicy(n *queue.Node, p queue.Policy) {
+// SetLeafPolicy sets the ordering policy of every leaf below n to p.
+func SetLeafPolicy(n *queue.Node, p queue.Policy) {
 	if len(n.Children) == 0 {
 		n.Policy = p
 		return
 	}
 	for i := range n.Children {
-		setPolicy(&n.Children[i], p)
+		SetLeafPolicy(&n.Children[i], p)
 	}
 }
 

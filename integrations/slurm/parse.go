@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpusched/gpusched/slurmconf"
 	"github.com/gpusched/gpusched/topology"
 )
 
@@ -121,21 +122,11 @@ func gresIndices(v string) ([]int, error) {
 		if j < 0 {
 			return nil, fmt.Errorf("scontrol: unterminated IDX in %q", v)
 		}
-		for _, part := range strings.Split(v[:j], ",") {
-			a, b, isRange := strings.Cut(part, "-")
-			lo, err1 := strconv.Atoi(a)
-			hi := lo
-			var err2 error
-			if isRange {
-				hi, err2 = strconv.Atoi(b)
-			}
-			if err1 != nil || err2 != nil || hi < lo || hi-lo > 1024 {
-				return nil, fmt.Errorf("scontrol: bad IDX %q", v[:j])
-			}
-			for k := lo; k <= hi; k++ {
-				out = append(out, k)
-			}
+		idx, err := slurmconf.ParseList(v[:j])
+		if err != nil {
+			return nil, fmt.Errorf("scontrol: bad IDX %q: %v", v[:j], err)
 		}
+		out = append(out, idx...)
 		v = v[j:]
 	}
 }

@@ -37,7 +37,7 @@ func (r *runConfig) slurmQueues(jobs []trace.Job) (queue.Config, []sim.Tenant, m
 	}
 	cfg := s.Preset().Queues
 	if r.ordering != "" || r.backfill {
-		setLeafPolicy(&cfg.Root, queue.Policy{Ordering: queue.Ordering(r.ordering), Backfill: r.backfill})
+		slurmconf.SetLeafPolicy(&cfg.Root, queue.Policy{Ordering: queue.Ordering(r.ordering), Backfill: r.backfill})
 	}
 	leaves := slurmconf.Leaves(cfg)
 	def := leaves[0]
@@ -54,14 +54,4 @@ func (r *runConfig) slurmQueues(jobs []trace.Job) (queue.Config, []sim.Tenant, m
 		}
 	}
 	return cfg, nil, qm, nil
-}
-
-func setLeafPolicy(n *queue.Node, p queue.Policy) {
-	if len(n.Children) == 0 {
-		n.Policy = p
-		return
-	}
-	for i := range n.Children {
-		setLeafPolicy(&n.Children[i], p)
-	}
 }
