@@ -63,7 +63,10 @@ func TestConformance(t *testing.T) {
 	rep.Scenarios = append(rep.Scenarios, scenarioPlacement(ctx, t, c, m))
 	rep.Scenarios = append(rep.Scenarios, scenarioBackfill(ctx, t, c, m))
 	rep.Scenarios = append(rep.Scenarios, &Scenario{Key: "(c)", Title: "Fair Tree ranking", Target: "identical ranking",
-		Skipped: "needs slurmdbd with a MariaDB for usage history; not set up by this harness yet (see the report's introduction in docs/slurm.md)."})
+		Skipped: "not implemented in this round. `sshare` and `sprio` read usage from accounting, so it needs slurmdbd with a " +
+			"MariaDB, and a usage history has to be produced by running jobs in real time (PriorityCalcPeriod is at least a minute), " +
+			"which does not fit the Slurm step's 10-minute budget beside (b) and (d). The importer's side is tested: assoc.txt → " +
+			"a Fair Tree queue tree (slurmconf's TestImportRealisticSite, TestAssocTreeIndentation)."})
 	if os.Getenv("GPUSCHED_SLURM_SKIP_TRACE") == "" {
 		rep.Scenarios = append(rep.Scenarios, scenarioTrace(ctx, t, c, m))
 	} else {
@@ -445,6 +448,7 @@ func scenarioTrace(ctx context.Context, t *testing.T, c *Cluster, m *Model) *Sce
 	}
 	var waits []time.Duration
 	late := 0
+	causes := map[string]int{}
 	for _, j := range replay {
 		info := sj[j.Name]
 		a := info.Start.Sub(t0)
@@ -457,6 +461,12 @@ func scenarioTrace(ctx context.Context, t *testing.T, c *Cluster, m *Model) *Sce
 		}
 		why := ""
 		if b < a {
+			causes["Slurm kept it waiting longer ("+orDash(slurmWhy[j.Name])+")"]++
+		} else {
+			r, _, _ := strings.Cut(reasonAt(gwhy[j.Name], now.Add(a)), ":")
+			causes["gpusched kept it waiting longer ("+r+")"]++
+		}
+		if b < a {
 			late++
 			why = "Slurm kept it waiting (last reason " + orDash(slurmWhy[j.Name]) + ")"
 			if slurmWhy[j.Name] == "Priority" {
@@ -468,6 +478,16 @@ func scenarioTrace(ctx context.Context, t *testing.T, c *Cluster, m *Model) *Sce
 		s.Disagreements = append(s.Disagreements, fmt.Sprintf("%s (arrived %s s): Slurm started it at %s s, gpusched at %s s; %s.", j.Name, secs(j.Arrive), secs(a), secs(b), why))
 	}
 	s.Met = s.Percent() >= 90
+	var cs []string
+	for _, k := range slices.Sorted(maps.Keys(causes)) {
+		cs = append(cs, fmt.Sprintf("%s: %d", k, causes[k]))
+	}
+	if len(cs) > 0 {
+		s.Notes = append(s.Notes, "Disagreements by cause — "+strings.Join(cs, "; ")+". `backfill-window` is gpusched's "+
+			"EASY backfill refusing a job whose placement would take resources its one reservation needs; Slurm's backfill "+
+			"places such a job elsewhere when it can (see docs/slurm.md). Once one start differs, the jobs after it see a "+
+			"different cluster, so disagreements come in runs.")
+	}
 	slices.Sort(waits)
 	s.Notes = append(s.Notes, fmt.Sprintf("Slurm's waits: median %s s, p95 %s s, max %s s. Of the disagreeing jobs, gpusched started %d earlier than Slurm.",
 		secs(waits[len(waits)/2]), secs(waits[len(waits)*95/100]), secs(waits[len(waits)-1]), late))

@@ -45,22 +45,22 @@ func PlacementJobs() []JobSpec {
 // fill most of the site; the head jobs (p*) wait for them with
 // reservations; short jobs (b*) fit in the holes before the reservations
 // and backfill, longer ones (w*) would delay a reservation and wait. Every
-// job runs 2 s less than its limit, so the scenario is over in about 3
-// minutes of real time.
+// job runs 2 s less than its limit, so every job has started after about
+// 2 minutes of real time.
 func BackfillJobs() []JobSpec {
 	m := time.Minute
 	jobs := []JobSpec{
-		job("r1-h100-3x8", 3, 8, "h100", 2*m),
-		job("r2-h100-4x8", 4, 8, "h100", 3*m),
+		job("r1-h100-3x8", 3, 8, "h100", 1*m),
+		job("r2-h100-4x8", 4, 8, "h100", 2*m),
 		job("r3-a100-6x4", 6, 4, "a100", 1*m),
-		job("p1-h100-4x8", 4, 8, "h100", 2*m),
+		job("p1-h100-4x8", 4, 8, "h100", 1*m),
 		job("p2-a100-4x4", 4, 4, "a100", 1*m),
 		job("b1-h100-8", 1, 8, "h100", 1*m),
-		job("w1-h100-8", 1, 8, "h100", 3*m),
+		job("w1-h100-8", 1, 8, "h100", 2*m),
 		job("b2-a100-1", 1, 1, "a100", 1*m),
 		job("b3-a100-4", 1, 4, "a100", 2*m),
-		job("p3-a100-3x4", 3, 4, "a100", 2*m),
-		job("w2-h100-2x8", 2, 8, "h100", 2*m),
+		job("p3-a100-3x4", 3, 4, "a100", 1*m),
+		job("w2-h100-2x8", 2, 8, "h100", 1*m),
 	}
 	for i := range jobs {
 		jobs[i].Sleep = jobs[i].Limit - 2*time.Second
