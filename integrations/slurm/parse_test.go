@@ -66,10 +66,11 @@ func TestModelRunBackfill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// r1 and r3 end at 60 s: p1 (r1's nodes and b1's), p2 and p3 (r3's and
-	// b2's); r2 and p1 end at 120 s: w1 and w2. b1, b2, b3 backfill at 0.
+	// r3 ends at 60 s: p2 and p3 (r3's nodes and b2's); r1 and r2 end at
+	// 120 s: p1, w1 and w2 (w1 may not take b1's node at 60 s: p1 needs it
+	// at 120 s). b1, b2, b3 backfill at 0: they end by the reservations.
 	want := map[string]time.Duration{"r1-h100-3x8": 0, "r2-h100-4x8": 0, "r3-a100-6x4": 0, "b1-h100-8": 0, "b2-a100-1": 0, "b3-a100-4": 0,
-		"p1-h100-4x8": time.Minute, "p2-a100-4x4": time.Minute, "p3-a100-3x4": time.Minute, "w1-h100-8": 2 * time.Minute, "w2-h100-2x8": 2 * time.Minute}
+		"p2-a100-4x4": time.Minute, "p3-a100-3x4": time.Minute, "p1-h100-4x8": 2 * time.Minute, "w1-h100-8": 2 * time.Minute, "w2-h100-2x8": 2 * time.Minute}
 	for k, v := range want {
 		if at[k] != v {
 			t.Errorf("%s starts at %v, want %v", k, at[k], v)

@@ -50,7 +50,7 @@ func PlacementJobs() []JobSpec {
 func BackfillJobs() []JobSpec {
 	m := time.Minute
 	jobs := []JobSpec{
-		job("r1-h100-3x8", 3, 8, "h100", 1*m),
+		job("r1-h100-3x8", 3, 8, "h100", 2*m),
 		job("r2-h100-4x8", 4, 8, "h100", 2*m),
 		job("r3-a100-6x4", 6, 4, "a100", 1*m),
 		job("p1-h100-4x8", 4, 8, "h100", 1*m),
