@@ -28,6 +28,7 @@ A cluster comes from a preset (--preset), a cluster file in YAML or JSON
 	cmd.AddCommand(newTopologyShowCmd(), newTopologyMatrixCmd(), newTopologyPresetsCmd())
 	cmd.AddCommand(newDiscoverCmd())
 	cmd.AddCommand(newAssembleCmd())
+	cmd.AddCommand(newTopologyImportCmd())
 	return cmd
 }
 

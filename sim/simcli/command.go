@@ -739,6 +739,7 @@ sweep-i-of-n.csv.`,
 	cmd.Flags().StringArrayVar(&params, "param", nil, "a swept parameter `NAME=V1,V2,…`, where NAME is a flag of sim run (e.g. policy, load, gpu-mtbf, seed); repeatable")
 	cmd.Flags().StringVar(&shard, "shard", "", "run only shard i of n (i/n)")
 	cmd.Flags().BoolVar(&independent, "independent-seeds", false, "give each run seed = --seed + its grid index for its random models, instead of common random numbers (the same seed for every run)")
+	cmd.AddCommand(mergeCmd())
 	return cmd
 }
 

@@ -78,6 +78,7 @@ type runConfig struct {
 	estSigma     float64
 	estRound     []time.Duration
 	gpuSpeeds    string
+	slurm        string // a Slurm site directory (see slurm.go)
 }
 
 func defaultRun() runConfig {
@@ -145,6 +146,7 @@ func (r *runConfig) bind(fs *pflag.FlagSet, cluster bool) {
 	fs.DurationVar(&r.horizon, "horizon", r.horizon, "stop at this simulated time (0: when every job has ended)")
 	fs.DurationVar(&r.minCycle, "min-cycle-interval", r.minCycle, "at most one event-triggered scheduling cycle per this interval (0: one per event time)")
 	fs.BoolVar(&r.fragLevels, "frag-levels", r.fragLevels, "also measure stranded free GPUs per topology level at every sample (slower on large clusters)")
+	fs.StringVar(&r.slurm, "slurm", r.slurm, "a Slurm site directory (slurm.conf, topology.conf or topology.yaml, gres.conf, assoc.txt): its cluster, its associations as queues with Fair Tree, and the Slurm-like preset's ordering and backfill")
 	fs.BoolVar(&r.rejectErrors, "reject-errors", r.rejectErrors, "stop with an error when a job is rejected (too large, bad spec) instead of counting it")
 }
 
@@ -206,6 +208,9 @@ func (r *runConfig) dataSeed() uint64 {
 
 // loadCluster loads the cluster of the run.
 func (r *runConfig) loadCluster() (*topology.Cluster, error) {
+	if r.slurm != "" {
+		return r.slurmCluster()
+	}
 	if r.file != "" {
 		return topology.LoadFile(r.file)
 	}
@@ -375,6 +380,9 @@ func replayable(lt *loadedTrace) {
 
 // queueSetup builds the queue tree and the fairness entitlements.
 func (r *runConfig) queueSetup(jobs []trace.Job) (queue.Config, []sim.Tenant, map[string]string, error) {
+	if r.slurm != "" && (r.queues == "flat" || r.queues == "") {
+		return r.slurmQueues(jobs)
+	}
 	p := queue.Policy{Ordering: queue.Ordering(r.ordering), Backfill: r.backfill}
 	tenants := rootsched.Tenants(jobs)
 	qm := map[string]string{"": "default"} // jobs without a tenant

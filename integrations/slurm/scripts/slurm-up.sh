@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# slurm-up.sh RUNDIR CONFDIR: start munged, slurmctld -D and one slurmd -D -N per node
+# of CONFDIR/slurm.conf (NodeName=node[01-NN]) on this host, all state under RUNDIR.
+# Fake GPUs: character devices (major 195) under RUNDIR/dev, named by gres.conf's File=.
+# slurm-down.sh RUNDIR stops them. Nothing here needs network beyond 127.0.0.1.
+set -euo pipefail
+run=$(realpath -m "$1"); conf=$(realpath "$2")
+mkdir -p "$run"/{etc,state,spool,log,dev,munge}
+chmod 700 "$run/munge"
+# The configuration files, with @RUN@ replaced by the run directory.
+for f in "$conf"/*.conf; do sed "s#@RUN@#$run#g" "$f" >"$run/etc/$(basename "$f")"; done
+# GPU device files named in gres.conf (File=@RUN@/dev/nvidia[0-7] → nvidia0…7).
+for i in $(seq 0 15); do [ -e "$run/dev/nvidia$i" ] || mknod "$run/dev/nvidia$i" c 195 "$i"; done
+# munge: a key of our own, a socket under RUN.
+[ -s "$run/munge/munge.key" ] || dd if=/dev/urandom of="$run/munge/munge.key" bs=1024 count=1 status=none
+chmod 400 "$run/munge/munge.key"
+munged --key-file="$run/munge/munge.key" --socket="$run/munge/munge.socket" \
+	--pid-file="$run/munge/munged.pid" --log-file="$run/munge/munged.log" --seed-file="$run/munge/seed" -f
+export SLURM_CONF="$run/etc/slurm.conf"
+cd "$run" # slurmd and its slurmstepd run here, which is how slurm-down.sh finds them
+slurmctld -D -c -f "$SLURM_CONF" >"$run/log/slurmctld.out" 2>&1 &
+echo $! >"$run/slurmctld.pid"
+nodes=$(scontrol show hostnames "$(sed -n 's/^NodeName=\([^ ]*\).*/\1/p' "$SLURM_CONF" | paste -sd,)")
+for n in $nodes; do
+	slurmd -D -N "$n" -f "$SLURM_CONF" >"$run/log/slurmd-$n.out" 2>&1 &
+	echo $! >"$run/slurmd-$n.pid"
+done
+# Wait until every node has registered (idle), at most 60 s.
+want=$(echo "$nodes" | wc -w)
+for _ in $(seq 1 120); do
+	up=$(sinfo -h -N -o '%N %t' 2>/dev/null | awk '$2 ~ /^(idle|alloc|mix)/' | sort -u | wc -l || true)
+	[ "$up" -ge "$want" ] && { echo "slurm up: $up nodes"; exit 0; }
+	sleep 0.5
+done
+echo "slurm did not come up; last log lines:" >&2; tail -20 "$run/log/slurmctld.out" "$run"/log/slurmctld.log >&2 || true
+exit 1
