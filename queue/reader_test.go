@@ -14,7 +14,7 @@ import (
 // them, or hand out something that does; a reader has none of them.
 var treeWriters = []string{
 	"Admit", "Start", "Release", "Advance", "Next", "WhatIf", "RestoreUsage", "ReadOnly",
-	"Add", "Remove", "SetPriority", "Count", "Begin",
+	"Add", "Remove", "SetPriority", "Count", "Begin", "Reconfigure",
 }
 
 // TestTreeReaderHasNoWriter: the reader types have no writer (compile-time
@@ -48,7 +48,9 @@ func TestTreeReaderHasNoWriter(t *testing.T) {
 	// Read elsewhere: Check, Borrows and Ceiling take vectors the reader
 	// would have to validate (a host reads quotas through View);
 	// CheckPriority is the owner's submission check.
-	leftOut := []string{"Check", "Borrows", "Ceiling", "CheckPriority"}
+	// History is the owner's (snapshots read usage through the tree's own
+	// capture); it takes a NodeID the reader would have to validate.
+	leftOut := []string{"Check", "Borrows", "Ceiling", "CheckPriority", "History"}
 	rt := reflect.TypeFor[TreeReader]()
 	tt := reflect.TypeFor[*Tree]()
 	for i := 0; i < tt.NumMethod(); i++ {

@@ -39,6 +39,10 @@ type LedgerReader interface {
 	GPUIsFree(g GPUID) bool
 	// HostHealth is the health of host h.
 	HostHealth(h HostID) Health
+	// HostCordoned reports whether host h is cordoned (takes no new work).
+	HostCordoned(h HostID) bool
+	// HostUsable reports whether host h takes new work: Healthy and not cordoned.
+	HostUsable(h HostID) bool
 	// BestHost, AscendHosts, BestDomain, AscendDomains, MaxFreeDomain and
 	// AscendSharedGPUs are the ordered queries of the same names.
 	BestHost(d DomainID, k int, m ModelID) (HostID, bool)

@@ -13,6 +13,7 @@ import (
 var ledgerWriters = []string{
 	"Allocate", "Release", "AllocateGPU", "ReleaseGPU", "SetGPUHealth", "SetHostHealth",
 	"TrialAllocate", "TrialRelease", "TrialRestore", "CopyFrom", "ReadOnly",
+	"Follow", "SetHostCordoned",
 }
 
 // TestLedgerReaderHasNoWriter: every exported method of *Ledger is either
