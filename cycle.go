@@ -181,7 +181,7 @@ func (s *Scheduler) beginCycle(now time.Time) {
 	s.cyc.begin()
 	s.fit.bound()
 	s.adm.bound()
-	if s.tree.Fairness().Policy == queue.FairTree {
+	if p := s.tree.Fairness().Policy; p == queue.FairTree || p == queue.FinishTime {
 		s.tree.Advance(now)
 	}
 	s.res.begin()
