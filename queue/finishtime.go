@@ -57,4 +57,3 @@ func (t *Tree) fairGPUs(id NodeID) float64 {
 	}
 	return f
 }
-
