@@ -97,7 +97,8 @@ const (
 	// first, then submission; jobs without an estimate go after those with
 	// one. It is shortest-job-first (SJF) with the user's estimates or
 	// true durations; with the remaining time as the estimate
-	// (Entry.Runtime minus the work a preempted job kept) it is
+	// (Entry.Runtime minus the work a preempted job kept, which the root
+	// Scheduler sets when it requeues a job) it is
 	// shortest-remaining-time-first (SRTF). Blocked jobs do not block
 	// others. Across queues with no fairness policy the shorter head goes
 	// first when both queues order this way. Source: the SJF baseline of
