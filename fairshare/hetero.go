@@ -215,6 +215,9 @@ func HeteroMaxMin(jobs []HeteroJob, c HeteroCluster) (*HeteroAllocation, error) 
 		var eff float64
 		for m := range nm {
 			v := min(max(x[k*nm+m], 0), 1)
+			if tp[j][m] == 0 {
+				v = 0 // time where it cannot run gains nothing; free it
+			}
 			a.Time[j][m] = v
 			eff += v * tp[j][m]
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
+	"pgregory.net/rapid"
 
 	"github.com/gpusched/gpusched/fairshare"
 )
@@ -98,4 +99,59 @@ func TestHeteroMaxMinErrors(t *testing.T) {
 			t.Errorf("got %v, want %q", err, tc.want)
 		}
 	}
+}
+
+// TestHeteroMaxMinProperties: on random clusters and jobs the allocation
+// is feasible (time per job ≤ 1, GPUs per model ≤ capacity) and no job
+// that fits some model does worse than its equal share (the equal share is
+// itself feasible, so the max-min optimum is at least 1).
+func TestHeteroMaxMinProperties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		nm := rapid.IntRange(1, 3).Draw(t, "models")
+		c := fairshare.HeteroCluster{}
+		for m := range nm {
+			c.Models = append(c.Models, fmt.Sprintf("m%d", m))
+			c.GPUs = append(c.GPUs, rapid.IntRange(0, 8).Draw(t, "gpus"))
+		}
+		nj := rapid.IntRange(1, 6).Draw(t, "jobs")
+		var jobs []fairshare.HeteroJob
+		for j := range nj {
+			jb := fairshare.HeteroJob{ID: fmt.Sprint(j), GPUs: rapid.IntRange(1, 4).Draw(t, "g")}
+			for range nm {
+				jb.Throughput = append(jb.Throughput, float64(rapid.IntRange(0, 8).Draw(t, "tp"))/2)
+			}
+			jobs = append(jobs, jb)
+		}
+		a, err := fairshare.HeteroMaxMin(jobs, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		used := make([]float64, nm)
+		for j, jb := range jobs {
+			var time float64
+			fits := false
+			for m := range nm {
+				x := a.Time[j][m]
+				time += x
+				used[m] += x * float64(jb.GPUs)
+				if x > 1e-6 && (jb.GPUs > c.GPUs[m] || jb.Throughput[m] == 0) {
+					t.Fatalf("job %d gets %.3f of model %d where it cannot run", j, x, m)
+				}
+				if jb.GPUs <= c.GPUs[m] && jb.Throughput[m] > 0 {
+					fits = true
+				}
+			}
+			if time > 1+1e-6 {
+				t.Fatalf("job %d: time %.6f > 1", j, time)
+			}
+			if fits && a.Normalised[j] < 1-1e-6 {
+				t.Fatalf("job %d: normalised %.6f below its equal share", j, a.Normalised[j])
+			}
+		}
+		for m := range nm {
+			if used[m] > float64(c.GPUs[m])+1e-6 {
+				t.Fatalf("model %d: %.6f GPUs used of %d", m, used[m], c.GPUs[m])
+			}
+		}
+	})
 }
