@@ -183,7 +183,7 @@ func (s *Scheduler) beginCycle(now time.Time) {
 	s.cyc.begin()
 	s.fit.bound()
 	s.adm.bound()
-	if s.tree.Fairness().Policy == queue.FairTree {
+	if p := s.tree.Fairness().Policy; p == queue.FairTree || p == queue.FinishTime {
 		s.tree.Advance(now)
 	}
 	s.res.begin()
@@ -359,7 +359,18 @@ func (s *Scheduler) evaluate(leaf *queue.Leaf, j *job, now time.Time, ps pass) v
 
 // quotaReason is the reason of a job stopped by quota block b.
 func (s *Scheduler) quotaReason(b *queue.Block) *Reason {
-	return &Reason{Code: WaitQuota, Quota: b, Detail: s.noms.heldDetail(s.tree, b)}
+	return &Reason{Code: blockCode(b), Quota: b, Detail: s.noms.heldDetail(s.tree, b)}
+}
+
+// blockCode is the reason code of quota block b: WaitCapacity when b is
+// the root's quota and that quota is the cluster's own capacity (no root
+// quota configured: the cluster is full, no queue's quota binds),
+// WaitQuota otherwise.
+func blockCode(b *queue.Block) ReasonCode {
+	if b.Kind == queue.BlockCluster && b.Capacity {
+		return WaitCapacity
+	}
+	return WaitQuota
 }
 
 // place places j with host filter allow, using (and, in the first pass,
@@ -466,7 +477,7 @@ func (s *Scheduler) admit(d *Decision, leaf *queue.Leaf, j *job, placed *gang.Pl
 		if b := s.tree.Check(lid, charged); b != nil {
 			_ = txn.Undo()
 			undoShadows(p.Claims)
-			s.cyc.explain(j, &Reason{Code: WaitQuota, Quota: b, Detail: "(as placed)"})
+			s.cyc.explain(j, &Reason{Code: blockCode(b), Quota: b, Detail: "(as placed)"})
 			return false
 		}
 	}

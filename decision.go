@@ -127,7 +127,9 @@ func (c ReasonCode) String() string {
 // *Reason; treat it as read-only.
 type Reason struct {
 	Code ReasonCode // the kind of wait
-	// Quota is the quota that binds, for WaitQuota.
+	// Quota is the quota that binds, for WaitQuota; for WaitCapacity, the
+	// root quota block whose limit is the cluster's capacity, when that is
+	// what stopped the job (queue.Block.Capacity), else nil.
 	Quota *queue.Block
 	// Placement is the placer's explanation, for the capacity, topology,
 	// fragmentation and too-large codes (and WaitPreemption).
@@ -223,6 +225,8 @@ func (r *Reason) String() string {
 	default:
 		if r.Placement != nil {
 			b.WriteString(explanationText(r.Placement))
+		} else if r.Quota != nil {
+			b.WriteString(r.Quota.String())
 		}
 	}
 	if r.Detail != "" {

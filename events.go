@@ -198,8 +198,21 @@ func (s *Scheduler) back(id string, now time.Time, st queue.State, event string)
 	j.state = st
 	s.victims.stopped(j)
 	s.cyc.forget(j)
+	j.entry.Runtime = j.waitingRuntime()
 	j.leaf.Add(&j.entry)
 	return nil
+}
+
+// waitingRuntime is the runtime estimate j waits with after a stop: its
+// Runtime less the work its checkpoints saved, at least a second (so a
+// ShortestFirst queue orders a requeued job by its remaining time: SRTF);
+// 0 when it has no estimate.
+func (j *job) waitingRuntime() time.Duration {
+	rt := j.spec.Runtime
+	if rt <= 0 {
+		return rt
+	}
+	return max(rt-j.rec.progress, time.Second)
 }
 
 // holding is what a job takes when it is admitted or restored.

@@ -332,3 +332,72 @@ func TestOmitPending(t *testing.T) {
 		t.Fatalf("b: %+v", st)
 	}
 }
+
+// TestRequeueRemainingRuntime: a preempted job waits with its remaining
+// time as its runtime estimate, so a shortest-first queue runs it before a
+// fresh job that is shorter than its whole runtime but longer than what is
+// left (SRTF). "long" (3 h, checkpoints hourly) runs 2 h 30 min and is
+// preempted: 2 h saved, 1 h left < "fresh"'s 2 h.
+func TestRequeueRemainingRuntime(t *testing.T) {
+	s := oneQueue(t, 1, queue.Policy{Ordering: queue.ShortestFirst})
+	long := gpuJob("long", 8)
+	long.Runtime, long.CheckpointInterval = 3*time.Hour, time.Hour
+	if err := s.Submit(long, t0); err != nil {
+		t.Fatal(err)
+	}
+	if d := s.Schedule(t0); len(d.Bindings) != 1 {
+		t.Fatalf("bindings %v", d.Bindings)
+	}
+	if err := s.Started("long", t0); err != nil {
+		t.Fatal(err)
+	}
+	fresh := gpuJob("fresh", 8)
+	fresh.Runtime = 2 * time.Hour
+	if err := s.Submit(fresh, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	at := t0.Add(150 * time.Minute)
+	if err := s.Preempted("long", at); err != nil {
+		t.Fatal(err)
+	}
+	d := s.Schedule(at)
+	if len(d.Bindings) != 1 || d.Bindings[0].Job != "long" {
+		t.Fatalf("want long (1 h left) before fresh (2 h): %+v", d.Bindings)
+	}
+	// A job whose checkpoints saved all of its estimate waits with 1 s.
+	j, _ := s.lookup("long")
+	j.rec.progress = 4 * time.Hour
+	if got := j.waitingRuntime(); got != time.Second {
+		t.Fatalf("waitingRuntime = %v, want 1s", got)
+	}
+}
+
+// TestFullClusterIsCapacity: with no root quota configured, a job that
+// the root's quota (the cluster's capacity) stops waits for capacity, not
+// quota; the block stays on the reason for detail.
+func TestFullClusterIsCapacity(t *testing.T) {
+	// q is guaranteed 4 of the 8 GPUs and borrows the rest: gpu is
+	// governed, the root's quota is the cluster's 8 GPUs.
+	s, err := New(Config{Cluster: testCluster(t, 1, 0), Queues: queue.Config{Root: queue.Node{Children: []queue.Node{
+		{Name: "q", Quotas: []queue.Quota{{Resource: queue.ResourceGPU, Nominal: 4}}}, {Name: "other"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b"} {
+		if err := s.Submit(gpuJob(id, 8), t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := s.Schedule(t0)
+	if len(d.Bindings) != 1 || len(d.Pending) != 1 {
+		t.Fatalf("bindings %v pending %v", d.Bindings, d.Pending)
+	}
+	r := d.Pending[0].Reason
+	if r.Code != WaitCapacity || r.Quota == nil || !r.Quota.Capacity {
+		t.Fatalf("reason %v (quota %v), want capacity with the root block", r.Code, r.Quota)
+	}
+	want := "capacity: queue cluster: gpu: 8 GPUs in use + 8 GPUs > cluster capacity 8 GPUs"
+	if got := r.String(); got != want {
+		t.Fatalf("reason %q, want %q", got, want)
+	}
+}

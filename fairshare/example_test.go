@@ -51,3 +51,23 @@ func ExampleUsage() {
 	// Output:
 	// 500
 }
+
+// A heterogeneity-aware max-min allocation (Gavel): the job that gains
+// most from a V100 gets one, the one that gains nothing runs on the K80.
+func ExampleHeteroMaxMin() {
+	c := fairshare.HeteroCluster{Models: []string{"V100", "K80"}, GPUs: []int{1, 1}}
+	jobs := []fairshare.HeteroJob{
+		{ID: "resnet", GPUs: 1, Throughput: []float64{4, 1}},
+		{ID: "lstm", GPUs: 1, Throughput: []float64{1, 1}},
+	}
+	a, err := fairshare.HeteroMaxMin(jobs, c)
+	if err != nil {
+		panic(err)
+	}
+	for j, jb := range jobs {
+		fmt.Printf("%s: %s (normalised throughput %.2f)\n", jb.ID, c.Models[a.Preferred(j)[0]], a.Normalised[j])
+	}
+	// Output:
+	// resnet: V100 (normalised throughput 1.60)
+	// lstm: K80 (normalised throughput 1.00)
+}

@@ -97,7 +97,8 @@ const (
 	// first, then submission; jobs without an estimate go after those with
 	// one. It is shortest-job-first (SJF) with the user's estimates or
 	// true durations; with the remaining time as the estimate
-	// (Entry.Runtime minus the work a preempted job kept) it is
+	// (Entry.Runtime minus the work a preempted job kept, which the root
+	// Scheduler sets when it requeues a job) it is
 	// shortest-remaining-time-first (SRTF). Blocked jobs do not block
 	// others. Across queues with no fairness policy the shorter head goes
 	// first when both queues order this way. Source: the SJF baseline of
@@ -148,6 +149,13 @@ const (
 	// NoFairness serves queues by their next job's priority and submission
 	// time, as if all were one queue.
 	NoFairness FairPolicy = "none"
+	// FinishTime serves siblings in descending finish-time fairness ρ of
+	// their next job (Themis: Mahajan et al., "Themis: Fair and Efficient
+	// GPU Cluster Scheduling", NSDI'20): the queue whose work is furthest
+	// behind what its fair share alone would give it goes first. See
+	// Tree.FinishTimeRho for the estimate. The host must call Tree.Advance
+	// at the start of each cycle (the estimate grows with waiting time).
+	FinishTime FairPolicy = "finish-time"
 )
 
 // Fairness configures the order across queues.
@@ -157,7 +165,14 @@ type Fairness struct {
 	// HalfLife is how fast usage is forgotten under FairTree; 0 means the
 	// default of 7 days (Slurm's PriorityDecayHalfLife default).
 	HalfLife time.Duration `json:"halfLife,omitempty" yaml:"halfLife,omitempty"`
+	// Runtime is, under FinishTime, the runtime assumed for a job without
+	// an estimate (Entry.Runtime 0); 0 means DefaultFinishTimeRuntime.
+	Runtime time.Duration `json:"runtime,omitempty" yaml:"runtime,omitempty"`
 }
+
+// DefaultFinishTimeRuntime is the runtime FinishTime assumes for a job
+// without an estimate when Fairness.Runtime is not set.
+const DefaultFinishTimeRuntime = time.Hour
 
 // DefaultHalfLife is the FairTree usage half-life when none is given.
 const DefaultHalfLife = 7 * 24 * time.Hour
@@ -269,9 +284,12 @@ func (c *Config) validateShape() error {
 		pc[p.Name], pv[p.Value] = true, true
 	}
 	switch c.Fairness.Policy {
-	case "", DRF, FairTree, Borrowed, NoFairness:
+	case "", DRF, FairTree, Borrowed, NoFairness, FinishTime:
 	default:
-		return cfgErr("fairness.policy", "unknown policy %q (want drf, fair-tree, borrowed or none)", c.Fairness.Policy)
+		return cfgErr("fairness.policy", "unknown policy %q (want drf, fair-tree, borrowed, finish-time or none)", c.Fairness.Policy)
+	}
+	if c.Fairness.Runtime < 0 {
+		return cfgErr("fairness.runtime", "negative runtime %v", c.Fairness.Runtime)
 	}
 	if c.Fairness.HalfLife < 0 {
 		return cfgErr("fairness.halfLife", "negative half-life %v", c.Fairness.HalfLife)

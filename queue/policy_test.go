@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/gpusched/gpusched/fairshare"
 	"github.com/gpusched/gpusched/queue"
 )
 
@@ -16,9 +17,12 @@ import (
 // and demotion policies on instances small enough to check by hand.
 // Regenerate with `go test -run TestPolicies -rewrite`.
 //
-//	order [ordering=O] [queues=N]  body: one job a line, "id queue=Q
-//	                       prio=P runtime=DUR at=DUR"; prints the order in
-//	                       which a cycle offers them (Tree.Next)
+//	order [ordering=O] [queues=N] [fairness=F gpus=G now=DUR weights=(W,…)]
+//	                       body: one job a line, "id queue=Q prio=P
+//	                       runtime=DUR at=DUR gpus=N [held]"; a held job is
+//	                       charged to its queue as admitted, not queued;
+//	                       prints the order in which a cycle at now offers
+//	                       the others (Tree.Next) on a cluster of G GPUs
 //	las thresholds=(GPU-SECONDS,…) | slice lease=DUR
 //	level gpus=G ran=DUR   the level of such a job under the last policy,
 //	                       its priority from base 0, and its next change
@@ -96,27 +100,46 @@ func dur(t *testing.T, s string) time.Duration {
 func runOrder(t *testing.T, td *datadriven.TestData) string {
 	ord := queue.Ordering("")
 	queues := 1
+	fair := queue.NoFairness
+	var capGPUs int64
+	var now time.Duration
+	var weights []string
 	for _, a := range td.CmdArgs {
 		switch a.Key {
 		case "ordering":
 			ord = queue.Ordering(a.Vals[0])
 		case "queues":
 			queues, _ = strconv.Atoi(a.Vals[0])
+		case "fairness":
+			fair = queue.FairPolicy(a.Vals[0])
+		case "gpus":
+			capGPUs, _ = strconv.ParseInt(a.Vals[0], 10, 64)
+		case "now":
+			now = dur(t, a.Vals[0])
+		case "weights":
+			weights = a.Vals
 		}
 	}
-	cfg := queue.Config{Root: queue.Node{Name: "cluster"}, Fairness: queue.Fairness{Policy: queue.NoFairness}}
+	cfg := queue.Config{Root: queue.Node{Name: "cluster"}, Fairness: queue.Fairness{Policy: fair}}
 	for k := range queues {
-		cfg.Root.Children = append(cfg.Root.Children, queue.Node{Name: fmt.Sprintf("q%d", k), Policy: queue.Policy{Ordering: ord}})
+		n := queue.Node{Name: fmt.Sprintf("q%d", k), Policy: queue.Policy{Ordering: ord}}
+		if k < len(weights) {
+			n.Weight, _ = strconv.ParseFloat(weights[k], 64)
+		}
+		cfg.Root.Children = append(cfg.Root.Children, n)
 	}
-	tree, err := queue.Build(cfg, queue.Capacity{})
+	var capacity queue.Capacity
+	capacity.Resources.GPUMilli = capGPUs * 1000
+	tree, err := queue.Build(cfg, capacity)
 	if err != nil {
 		return err.Error()
 	}
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i, line := range strings.Split(strings.TrimSpace(td.Input), "\n") {
 		f := strings.Fields(line)
-		e := &queue.Entry{ID: f[0], Seq: uint64(i + 1), Class: f[0]}
+		e := &queue.Entry{ID: f[0], Seq: uint64(i + 1), Class: f[0], Demand: make(queue.Vector, tree.Dimensions().Len()), Submitted: t0}
 		q := "q0"
+		held := false
 		for _, kv := range f[1:] {
 			k, v, _ := strings.Cut(kv, "=")
 			switch k {
@@ -129,14 +152,24 @@ func runOrder(t *testing.T, td *datadriven.TestData) string {
 				e.Runtime = dur(t, v)
 			case "at":
 				e.Submitted = t0.Add(dur(t, v))
+			case "gpus":
+				g, _ := strconv.ParseInt(v, 10, 64)
+				e.Demand[fairshare.DimGPU] = g * 1000
+			case "held":
+				held = true
 			}
 		}
 		l, ok := tree.Leaf(q)
 		if !ok {
 			t.Fatalf("%s: no queue %s", td.Pos, q)
 		}
+		if held {
+			tree.Admit(l.ID(), e.Demand, t0)
+			continue
+		}
 		l.Add(e)
 	}
+	tree.Advance(t0.Add(now))
 	curs := map[*queue.Leaf]*queue.Cursor{}
 	for _, id := range tree.Leaves() {
 		l := tree.LeafOf(id)

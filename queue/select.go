@@ -14,9 +14,10 @@ type pick struct {
 //
 //  1. the lower tier: a job that fits in its leaf's nominal quota comes
 //     before one that would borrow;
-//  2. the lower fair-share key (Tree.Key: weighted dominant share, Fair
-//     Tree usage over weight, or borrowed share, per the Fairness policy),
-//     then the lower TieKey;
+//  2. under FinishTime, the higher finish-time fairness ρ
+//     (Tree.FinishTimeRho); otherwise the lower fair-share key (Tree.Key:
+//     weighted dominant share, Fair Tree usage over weight, or borrowed
+//     share, per the Fairness policy), then the lower TieKey;
 //  3. the earlier job: higher priority, then (when both leaves order
 //     ShortestFirst) the shorter runtime estimate, then earlier
 //     submission, then lower Seq;
@@ -73,6 +74,11 @@ func (t *Tree) best(id NodeID) (pick, bool) {
 func (t *Tree) better(a NodeID, pa pick, b NodeID, pb pick) bool {
 	if pa.tier != pb.tier {
 		return pa.tier < pb.tier
+	}
+	if t.fair.Policy == FinishTime {
+		if ra, rb := t.FinishTimeRho(a, pa.head), t.FinishTimeRho(b, pb.head); ra != rb {
+			return ra > rb
+		}
 	}
 	if ka, kb := t.Key(a), t.Key(b); ka != kb {
 		return ka < kb

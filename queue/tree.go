@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gpusched/gpusched/fairshare"
 	"github.com/gpusched/gpusched/workload"
@@ -51,6 +52,9 @@ type Tree struct {
 	// rootDefault marks dimensions whose root quota is the cluster's
 	// capacity (none configured).
 	rootDefault []bool
+	// now is the time of the last Advance: the cycle's time, for
+	// FinishTime's waiting times.
+	now time.Time
 }
 
 type node struct {
@@ -93,6 +97,9 @@ func Build(cfg Config, capacity Capacity) (*Tree, error) {
 	}
 	if t.fair.HalfLife == 0 {
 		t.fair.HalfLife = DefaultHalfLife
+	}
+	if t.fair.Runtime == 0 {
+		t.fair.Runtime = DefaultFinishTimeRuntime
 	}
 	t.dims.Models = cfg.models()
 	n := t.dims.Len()

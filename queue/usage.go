@@ -227,9 +227,11 @@ func (t *Tree) advance(id NodeID, now time.Time) {
 	nd.usage = nd.usage.Advance(now, nd.rate, t.fair.HalfLife)
 }
 
-// Advance brings every node's decayed usage up to now. Call it at the
-// start of a scheduling cycle under the FairTree policy.
+// Advance brings every node's decayed usage up to now and makes now the
+// time at which FinishTime measures waiting. Call it at the start of a
+// scheduling cycle under the FairTree and FinishTime policies.
 func (t *Tree) Advance(now time.Time) {
+	t.now = now
 	for i := range t.nodes {
 		t.advance(NodeID(i), now)
 		t.nodes[i].bestValid = false

@@ -145,3 +145,15 @@ func (t *SpeedTable) modelFactors(models []topology.Accelerator) []float64 {
 	}
 	return out
 }
+
+// Throughputs returns class's factor on each of models, in order: the
+// per-model throughputs fairshare.HeteroMaxMin takes for a job of that
+// class (Gavel's allocator on the same table the simulator runs durations
+// by).
+func (t *SpeedTable) Throughputs(class string, models []string) []float64 {
+	out := make([]float64, len(models))
+	for i, m := range models {
+		out[i] = t.Factor(m, class)
+	}
+	return out
+}

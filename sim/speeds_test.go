@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpusched/gpusched/fairshare"
 	"github.com/gpusched/gpusched/sim"
 	"github.com/gpusched/gpusched/sim/data"
 	"github.com/gpusched/gpusched/sim/internal/simtest"
@@ -101,4 +102,33 @@ func FuzzReadSpeedTable(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSpeedTableHetero: the embedded Gavel table drives the Gavel-style
+// allocator. One V100 and one K80; a resnet50 job runs at 0.141 on a K80,
+// a recommendation job at 1.398: max-min gives resnet50 the V100 and the
+// recommendation job the K80, each better than an equal split.
+func TestSpeedTableHetero(t *testing.T) {
+	tab, err := sim.ReadSpeedTable(data.GPUSpeedsGavel(), "gavel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fairshare.HeteroCluster{Models: []string{"V100", "K80"}, GPUs: []int{1, 1}}
+	jobs := []fairshare.HeteroJob{
+		{ID: "resnet", GPUs: 1, Throughput: tab.Throughputs("resnet50-bs64", c.Models)},
+		{ID: "rec", GPUs: 1, Throughput: tab.Throughputs("recommendation-bs2048", c.Models)},
+	}
+	a, err := fairshare.HeteroMaxMin(jobs, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := a.Preferred(0); len(p) != 1 || p[0] != 0 {
+		t.Errorf("resnet50 prefers %v, want the V100 only", p)
+	}
+	if p := a.Preferred(1); len(p) != 1 || p[0] != 1 {
+		t.Errorf("recommendation prefers %v, want the K80 only", p)
+	}
+	if a.MinNormalised <= 1 {
+		t.Errorf("min normalised %.3f, want above an equal split's 1", a.MinNormalised)
+	}
 }

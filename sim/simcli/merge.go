@@ -41,7 +41,12 @@ and line.`,
 				_, err := cmd.OutOrStdout().Write(buf.Bytes())
 				return err
 			}
-			return os.WriteFile(out, buf.Bytes(), 0o644)
+			if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+				return err
+			}
+			runs := bytes.Count(buf.Bytes(), []byte("\n")) - 1 // less the header
+			fmt.Fprintf(cmd.ErrOrStderr(), "sweep merge: %d runs from %d files written to %s\n", runs, len(args), out)
+			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write the merged CSV here (default: standard output)")
