@@ -111,6 +111,9 @@ type podSpec struct {
 	Labels        map[string]string
 	Annotations   map[string]string
 	NodeSelector  map[string]string
+	// PriorityClassName names a PriorityClass; the apiserver's Priority
+	// admission sets the pod's priority from it.
+	PriorityClassName string
 }
 
 func createPod(ctx context.Context, t *testing.T, c kubernetes.Interface, s podSpec) *v1.Pod {
@@ -132,8 +135,9 @@ func createPod(ctx context.Context, t *testing.T, c kubernetes.Interface, s podS
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: ns, Labels: s.Labels, Annotations: s.Annotations},
 		Spec: v1.PodSpec{
-			SchedulerName: s.SchedulerName,
-			NodeSelector:  s.NodeSelector,
+			SchedulerName:     s.SchedulerName,
+			NodeSelector:      s.NodeSelector,
+			PriorityClassName: s.PriorityClassName,
 			Containers: []v1.Container{{
 				Name: "main", Image: "registry.k8s.io/pause:3.10",
 				Resources: v1.ResourceRequirements{Requests: req, Limits: lim},

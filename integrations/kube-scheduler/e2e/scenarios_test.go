@@ -89,6 +89,7 @@ var scenarios = []scenario{
 	{"GangInOneToR", testGangInOneToR},
 	{"FGDStrandsFewerGPUsThanDefault", testFGDStrandsFewer},
 	{"UnfitPodGetsExplanation", testUnfitPodExplained},
+	{"PriorityOnFullCluster", testPriorityOnFullCluster},
 }
 
 // TestEndToEnd runs every scenario against a fresh etcd and kube-apiserver,
