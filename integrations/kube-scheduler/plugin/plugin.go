@@ -35,6 +35,19 @@ const (
 	ReasonUnschedulable = "GPUSchedUnschedulable"
 	// ReasonGangPlaced: gpusched placed a gang; the message says where.
 	ReasonGangPlaced = "GPUSchedGangPlaced"
+	// ReasonPending (scheduler mode): why the pod's job waits, gpusched's
+	// Decision.Pending reason; repeated at most once per eventInterval.
+	ReasonPending = "GPUSchedPending"
+	// ReasonInvalid (scheduler mode, Warning): the pod's labels or
+	// annotations (or the queue tree) are malformed; the message names the
+	// pod and the field.
+	ReasonInvalid = "GPUSchedInvalid"
+	// ReasonPreempted (scheduler mode): gpusched evicts the pod to make
+	// room for another job, or its eviction was refused.
+	ReasonPreempted = "GPUSchedPreempted"
+	// ReasonRecovery (scheduler mode, Warning): the pod's node or GPUs
+	// failed and gpusched requeues its job.
+	ReasonRecovery = "GPUSchedRecovery"
 )
 
 // cycleKey is the plugin's entry in a scheduling cycle's state.
@@ -82,11 +95,15 @@ var (
 
 // New is the plugin's factory, for app.WithPlugin(plugin.Name, plugin.New).
 // It decodes and validates the args and subscribes to the Node and Pod
-// informers of h.
+// informers of h. It returns a *Plugin in placement mode (the default) and
+// a *SchedulerPlugin in scheduler mode.
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	args, err := DecodeArgs(obj)
 	if err != nil {
 		return nil, err
+	}
+	if args.Mode == ModeScheduler {
+		return newSchedulerPlugin(ctx, args, h)
 	}
 	log := klog.FromContext(ctx).WithValues("plugin", Name)
 	p := &Plugin{handle: h, args: args, st: newState(args, log), now: time.Now}
