@@ -387,12 +387,27 @@ func (h *host) reconcile(jobs []*podJob, now time.Time, fx *effects) {
 			delete(h.jobs, id)
 			continue
 		}
-		bound, total := 0, 0
+		bound, held := 0, 0
 		for _, p := range j.all() {
-			total++
+			_, assigned := h.assign[p.UID]
 			if p.Spec.NodeName != "" {
 				bound++
+				if assigned && st.State == queue.Running {
+					delete(h.assign, p.UID) // a completed gang's member, bound
+					assigned = false
+				}
 			}
+			if p.Spec.NodeName != "" || assigned {
+				held++
+			}
+		}
+		if st.State == queue.Running && held != h.placedPods(st.Placement) && !rec.evicting {
+			// Pods of a running job were bound or lost outside this
+			// scheduler's bindings (a binding that landed after a restart,
+			// a pod bound by hand): the Scheduler's view is wrong; rebuild
+			// it from the pods next cycle.
+			h.log.Info("Bound pods of a job changed outside gpusched's bindings; rebuilding", "job", id, "pods", held, "held", h.placedPods(st.Placement))
+			h.shape = ""
 		}
 		switch {
 		case st.State == queue.Admitted && bound > 0 && bound >= h.placedPods(st.Placement):
@@ -445,70 +460,102 @@ func (h *host) add(j *podJob, now time.Time, fx *effects) {
 	}
 	// Bound pods hold the GPUs their annotation names. A gang only part of
 	// whose pods are bound (the scheduler stopped while binding it) is
-	// restored with its bound members only; the others wait (see
-	// README, Restart).
+	// completed when its unbound members carry the GPU indices annotation
+	// and a nominated node (PreBind ran for them: the gang had passed
+	// Permit whole): they are restored on those GPUs and let through.
+	// Otherwise it is restored with its bound members only, and the others
+	// wait (README, Restart).
+	if h.restore(j, true, now, fx) || h.restore(j, false, now, fx) {
+		return
+	}
+}
+
+// restore restores a job from its bound pods (and, with complete, its
+// unbound pods that PreBind had annotated); it reports whether it did.
+func (h *host) restore(j *podJob, complete bool, now time.Time, fx *effects) bool {
+	id := j.spec.ID
 	spec := j.spec.Clone()
-	tasks := make([][]topology.Claim, len(spec.Groups))
 	c := h.topo.Cluster
+	var rs = spec.Clone()
+	rs.Groups = rs.Groups[:0]
+	var tasks [][]topology.Claim
+	var finish []*v1.Pod
+	var finishAt []assignment
+	bound, total := 0, 0
 	for gi, pods := range j.pods {
-		n := 0
+		g := spec.Groups[gi]
+		var claims []topology.Claim
 		for _, p := range pods {
-			if p.Spec.NodeName == "" {
+			total++
+			node := p.Spec.NodeName
+			if node != "" {
+				bound++
+			} else if complete {
+				node = p.Status.NominatedNodeName
+			}
+			if node == "" {
 				continue
 			}
-			hid, ok := c.HostByName(p.Spec.NodeName)
+			hid, ok := c.HostByName(node)
 			if !ok {
-				h.bad(fx, j, fmt.Sprintf("%s=%q: not a GPU node gpusched knows", podField(p, "spec.nodeName"), p.Spec.NodeName), now)
-				return
+				if p.Spec.NodeName == "" {
+					continue
+				}
+				h.bad(fx, j, fmt.Sprintf("%s=%q: not a GPU node gpusched knows", podField(p, "spec.nodeName"), node), now)
+				return true
 			}
 			first, count := c.HostGPUs(hid)
-			g := &spec.Groups[gi]
 			idx := parseIndices(p.Annotations[h.args.GPUIndicesAnnotation], count)
 			if len(idx) != g.GPUs {
+				if p.Spec.NodeName == "" {
+					continue
+				}
 				h.bad(fx, j, fmt.Sprintf("%s=%q: want %d distinct GPU indices below %d", podField(p, "annotation "+h.args.GPUIndicesAnnotation), p.Annotations[h.args.GPUIndicesAnnotation], g.GPUs, count), now)
-				return
+				return true
 			}
 			cl := topology.Claim{Host: hid, CPUMilli: g.CPUMilli, MemoryMiB: g.MemoryMiB}
 			for _, i := range idx {
 				cl.GPUs = append(cl.GPUs, topology.GPUClaim{GPU: first + topology.GPUID(i), Kind: topology.ClaimWhole})
 			}
-			tasks[gi] = append(tasks[gi], cl)
-			n++
+			claims = append(claims, cl)
+			if p.Spec.NodeName == "" {
+				finish = append(finish, p)
+				finishAt = append(finishAt, assignment{job: id, node: node, gpus: idx})
+			}
 		}
-		spec.Groups[gi].Count, spec.Groups[gi].MinCount = max(n, 1), 0
-		if n == 0 {
-			spec.Groups[gi].Count = 0
-		}
-	}
-	// Groups with no bound member are dropped from the restored job.
-	var groups []int
-	for gi := range spec.Groups {
-		if len(tasks[gi]) > 0 {
-			groups = append(groups, gi)
+		if len(claims) > 0 {
+			g.Count, g.MinCount = len(claims), 0
+			rs.Groups = append(rs.Groups, g)
+			tasks = append(tasks, claims)
 		}
 	}
-	rs := spec.Clone()
-	rs.Groups = rs.Groups[:0]
-	var rt [][]topology.Claim
-	for _, gi := range groups {
-		rs.Groups = append(rs.Groups, spec.Groups[gi])
-		rt = append(rt, tasks[gi])
+	if complete && len(finish) == 0 {
+		return false // nothing to complete: the plain restore follows
 	}
-	if err := h.s.Restore(rs, rt, queue.Running, j.created, now); err != nil {
+	if err := h.s.Restore(rs, tasks, queue.Running, j.created, now); err != nil {
+		if complete {
+			return false
+		}
 		h.bad(fx, j, fmt.Sprintf("restoring its bound pods: %v", err), now)
-		return
+		return true
 	}
-	rec := &jobRec{job: j, partial: bound < len(j.all())}
+	rec := &jobRec{job: j, partial: bound+len(finish) < total}
 	h.jobs[id] = rec
+	for k, p := range finish {
+		a := finishAt[k]
+		h.assign[p.UID] = &a
+		fx.activate = append(fx.activate, p)
+	}
 	if rec.partial {
 		var waiting []*v1.Pod
 		for _, p := range j.all() {
-			if p.Spec.NodeName == "" {
+			if p.Spec.NodeName == "" && !slices.Contains(finish, p) {
 				waiting = append(waiting, p)
 			}
 		}
-		h.note(fx, waiting, fmt.Sprintf("gpusched: gang %s was partly bound (%d of %d pods) when the scheduler restarted; its bound pods keep their GPUs and this pod is not placed: delete the gang's pods to place it again", id, bound, len(j.all())), now)
+		h.note(fx, waiting, fmt.Sprintf("gpusched: gang %s was partly bound (%d of %d pods) when the scheduler restarted; its bound pods keep their GPUs and this pod is not placed: delete the gang's pods to place it again", id, bound+len(finish), total), now)
 	}
+	return true
 }
 
 // submitError words a Submit error for an event, naming the field.

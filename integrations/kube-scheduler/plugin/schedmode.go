@@ -39,6 +39,8 @@ import (
 //	            and in its PodScheduled condition)
 //	PreFilter   the pod is narrowed to its planned node
 //	Filter      every other node is unresolvable
+//	PostFilter  a pod whose planned node failed other filters withdraws its
+//	            job's binding (the job is placed again)
 //	Reserve     the pod takes its planned slot (Unreserve: the job's
 //	            binding is withdrawn and the job requeued)
 //	Permit      a job's pods wait until all have reserved
@@ -210,6 +212,24 @@ func (p *SchedulerPlugin) Filter(_ context.Context, _ fwk.CycleState, pod *v1.Po
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gpusched: job %s is bound to %s", a.job, a.node))
 	}
 	return nil
+}
+
+// PostFilter withdraws the binding of a pod whose planned node failed
+// another plugin's filter (kube-scheduler's view of the node disagrees with
+// gpusched's): the job is requeued and placed again, instead of its pod
+// waiting for ever.
+func (p *SchedulerPlugin) PostFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	a, ok := p.h.assignmentOf(pod.UID)
+	if !ok {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	for _, uid := range p.h.unreserve(pod.UID) {
+		if wp := p.handle.GetWaitingPod(uid); wp != nil {
+			wp.Reject(Name, fmt.Sprintf("gpusched: pod %s/%s of the same job did not fit its planned node", pod.Namespace, pod.Name))
+		}
+	}
+	p.h.poke()
+	return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gpusched: planned node %s failed; job %s is placed again", a.node, a.job))
 }
 
 // Reserve takes the pod's planned slot.
