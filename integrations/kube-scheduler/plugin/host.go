@@ -49,6 +49,7 @@ type host struct {
 	buildErr error
 	jobs     map[string]*jobRec
 	assign   map[types.UID]*assignment
+	byJob    map[string][]types.UID // assign's pods per job, in assignment order
 	requeue  []string
 	notes    map[types.UID]*podNote
 }
@@ -102,7 +103,8 @@ type podNote struct {
 
 func newHost(args *Args, profile string, io hostIO, log klog.Logger) *host {
 	return &host{args: args, profile: profile, io: io, log: log, kick: make(chan struct{}, 1),
-		jobs: map[string]*jobRec{}, assign: map[types.UID]*assignment{}, notes: map[types.UID]*podNote{}}
+		jobs: map[string]*jobRec{}, assign: map[types.UID]*assignment{}, byJob: map[string][]types.UID{},
+		notes: map[types.UID]*podNote{}}
 }
 
 // poke asks for a cycle; calls coalesce until the cycle runs.
@@ -244,7 +246,7 @@ func (h *host) rebuild(nodes []*v1.Node, shape string, fx *effects) {
 		fx.reject = append(fx.reject, uid)
 	}
 	h.s, h.topo, h.shape, h.buildErr = nil, nil, shape, nil
-	h.jobs, h.assign = map[string]*jobRec{}, map[types.UID]*assignment{}
+	h.jobs, h.assign, h.byJob = map[string]*jobRec{}, map[types.UID]*assignment{}, map[string][]types.UID{}
 	if h.queuesErr != nil {
 		return
 	}
@@ -393,7 +395,7 @@ func (h *host) reconcile(jobs []*podJob, now time.Time, fx *effects) {
 			if p.Spec.NodeName != "" {
 				bound++
 				if assigned && st.State == queue.Running {
-					delete(h.assign, p.UID) // a completed gang's member, bound
+					h.unassign(p.UID) // a completed gang's member, bound
 					assigned = false
 				}
 			}
@@ -543,7 +545,7 @@ func (h *host) restore(j *podJob, complete bool, now time.Time, fx *effects) boo
 	h.jobs[id] = rec
 	for k, p := range finish {
 		a := finishAt[k]
-		h.assign[p.UID] = &a
+		h.setAssign(p.UID, &a)
 		fx.activate = append(fx.activate, p)
 	}
 	if rec.partial {
@@ -588,11 +590,41 @@ func (h *host) bad(fx *effects, j *podJob, msg string, now time.Time) {
 // dropAssignments forgets the assignments of a job and rejects its pods
 // waiting at Permit.
 func (h *host) dropAssignments(id string, fx *effects) {
-	for _, uid := range sortedKeys(h.assign) {
-		if h.assign[uid].job == id {
-			delete(h.assign, uid)
-			fx.reject = append(fx.reject, uid)
+	for _, uid := range h.byJob[id] {
+		delete(h.assign, uid)
+		fx.reject = append(fx.reject, uid)
+	}
+	delete(h.byJob, id)
+}
+
+// setAssign records a pod's assignment.
+func (h *host) setAssign(uid types.UID, a *assignment) {
+	if old, ok := h.assign[uid]; ok {
+		if old.job == a.job {
+			h.assign[uid] = a
+			return
 		}
+		h.unassign(uid)
+	}
+	h.assign[uid] = a
+	h.byJob[a.job] = append(h.byJob[a.job], uid)
+}
+
+// unassign forgets one pod's assignment.
+func (h *host) unassign(uid types.UID) {
+	a, ok := h.assign[uid]
+	if !ok {
+		return
+	}
+	delete(h.assign, uid)
+	l := h.byJob[a.job]
+	if k := slices.Index(l, uid); k >= 0 {
+		l = slices.Delete(l, k, k+1)
+	}
+	if len(l) == 0 {
+		delete(h.byJob, a.job)
+	} else {
+		h.byJob[a.job] = l
 	}
 }
 
@@ -618,7 +650,7 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 			for _, x := range cl.GPUs {
 				a.gpus = append(a.gpus, int(x.GPU-first))
 			}
-			h.assign[p.UID] = a
+			h.setAssign(p.UID, a)
 			fx.activate = append(fx.activate, p)
 			delete(h.notes, p.UID)
 		}
@@ -773,11 +805,9 @@ func (h *host) reserve(uid types.UID, node string) (all bool, members []types.UI
 	}
 	a.reserved = true
 	all = true
-	for _, u := range sortedKeys(h.assign) {
-		if b := h.assign[u]; b.job == a.job {
-			members = append(members, u)
-			all = all && b.reserved
-		}
+	for _, u := range h.byJob[a.job] {
+		members = append(members, u)
+		all = all && h.assign[u].reserved
 	}
 	return all, members, nil
 }
