@@ -50,8 +50,8 @@ func startSchedulerProcess(t *testing.T, bin string, cp *controlPlane, config st
 	sp := &schedulerProcess{cmd: cmd, exited: make(chan error, 1), log: logFile}
 	go func() { sp.exited <- cmd.Wait(); out.Close() }()
 	t.Cleanup(func() {
-		sp.kill()
-		if t.Failed() {
+		sp.stop()
+		if t.Failed() || testing.Verbose() {
 			if b, err := os.ReadFile(logFile); err == nil {
 				t.Logf("kube-scheduler log (tail):\n%s", tail(b, 6000))
 			}
@@ -60,6 +60,12 @@ func startSchedulerProcess(t *testing.T, bin string, cp *controlPlane, config st
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: insecureTLS()}}
 	healthz := fmt.Sprintf("https://127.0.0.1:%d/healthz", port[0])
 	if err := waitFor(context.Background(), 60*time.Second, func(context.Context) (bool, error) {
+		select {
+		case err := <-sp.exited:
+			b, _ := os.ReadFile(logFile)
+			return false, fmt.Errorf("kube-scheduler exited: %v\n%s", err, tail(b, 8000))
+		default:
+		}
 		resp, err := client.Get(healthz)
 		if err != nil {
 			return false, nil
@@ -70,6 +76,19 @@ func startSchedulerProcess(t *testing.T, bin string, cp *controlPlane, config st
 		t.Fatalf("kube-scheduler binary not healthy: %v", err)
 	}
 	return sp
+}
+
+// stop asks the process to stop (SIGINT), and kills it after 20 s.
+func (sp *schedulerProcess) stop() {
+	if sp.cmd.ProcessState != nil {
+		return
+	}
+	_ = sp.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-sp.exited:
+	case <-time.After(20 * time.Second):
+		sp.kill()
+	}
 }
 
 // kill stops the process at once (SIGKILL: no cleanup of any kind).

@@ -3,15 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/component-base/configz"
-	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"github.com/gpusched/gpusched/integrations/kube-scheduler/plugin"
 )
@@ -64,34 +61,10 @@ var schedModeScenarios = []scenario{
 // TestSchedulerMode runs the scheduler-mode scenarios against a fresh etcd
 // and kube-apiserver, with the scheduler in this process and as the binary.
 func TestSchedulerMode(t *testing.T) {
-	runners := []struct {
-		name string
-		run  func(t *testing.T) schedulerRunner
-	}{
-		{"in-process", func(*testing.T) schedulerRunner { return runInProcess(app.WithPlugin(plugin.Name, plugin.New)) }},
-		{"binary", func(t *testing.T) schedulerRunner {
-			if testing.Short() && os.Getenv("GPUSCHED_KUBE_SCHEDULER") == "" {
-				t.Skip("-short: not building the kube-scheduler binary")
-			}
-			return runBinary(schedulerBinary(t))
-		}},
-	}
-	for _, r := range runners {
-		t.Run(r.name, func(t *testing.T) {
-			for _, sc := range schedModeScenarios {
-				t.Run(sc.name, func(t *testing.T) {
-					run := r.run(t)
-					ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-					defer cancel()
-					cp := startControlPlane(t)
-					t.Cleanup(func() { configz.Delete("componentconfig") })
-					createNamespace(ctx, t, cp.Client, systemNS)
-					createQueueConfigMap(ctx, t, cp.Client, queuesYAML)
-					sc.run(ctx, t, cp, func() { run(t, cp, schedModeConfig) })
-				})
-			}
-		})
-	}
+	runScenarios(t, schedModeScenarios, schedModeConfig, func(ctx context.Context, t *testing.T, cp *controlPlane) {
+		createNamespace(ctx, t, cp.Client, systemNS)
+		createQueueConfigMap(ctx, t, cp.Client, queuesYAML)
+	})
 }
 
 func createQueueConfigMap(ctx context.Context, t *testing.T, c kubernetesClient, data string) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,70 +97,12 @@ func startInProcess(t testing.TB, cp *controlPlane, config string, registry ...a
 	})
 }
 
-// runBinary runs the built kube-scheduler binary as a separate process.
+// runBinary runs the built kube-scheduler binary as a separate process (see
+// startSchedulerProcess).
 func runBinary(bin string) schedulerRunner {
 	return func(t *testing.T, cp *controlPlane, config string) {
 		t.Helper()
-		configFile := writeConfig(t, cp, config)
-		logFile := filepath.Join(t.TempDir(), "kube-scheduler.log")
-		out, err := os.Create(logFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		port, err := freePorts(1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(bin,
-			"--config="+configFile,
-			"--authentication-kubeconfig="+cp.Kubeconfig,
-			"--authorization-kubeconfig="+cp.Kubeconfig,
-			"--bind-address=127.0.0.1",
-			"--secure-port="+strconv.Itoa(port[0]),
-			"--cert-dir="+t.TempDir(),
-			"--v=2",
-		)
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start %s: %v", bin, err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(os.Interrupt)
-			select {
-			case <-exited:
-			case <-time.After(20 * time.Second):
-				_ = cmd.Process.Kill()
-				<-exited
-			}
-			out.Close()
-			if t.Failed() || testing.Verbose() {
-				if b, err := os.ReadFile(logFile); err == nil {
-					t.Logf("kube-scheduler log (tail):\n%s", tail(b, 8000))
-				}
-			}
-		})
-		// Ready when /healthz answers (the scheduler serves it without auth).
-		client := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: insecureTLS()}}
-		healthz := fmt.Sprintf("https://127.0.0.1:%d/healthz", port[0])
-		err = waitFor(context.Background(), 60*time.Second, func(context.Context) (bool, error) {
-			select {
-			case err := <-exited:
-				b, _ := os.ReadFile(logFile)
-				return false, fmt.Errorf("kube-scheduler exited: %v\n%s", err, tail(b, 8000))
-			default:
-			}
-			resp, err := client.Get(healthz)
-			if err != nil {
-				return false, nil
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK, nil
-		})
-		if err != nil {
-			t.Fatalf("kube-scheduler binary not healthy: %v", err)
-		}
+		startSchedulerProcess(t, bin, cp, config)
 	}
 }
 

@@ -875,15 +875,21 @@ func (p *Plugin) PreBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ s
 		val = formatIndices(r.gpus)
 	}
 	s.mu.Unlock()
-	if val == "" || pod.Annotations[p.args.GPUIndicesAnnotation] == val {
+	return writeIndices(ctx, p.annotate, p.args.GPUIndicesAnnotation, pod, val)
+}
+
+// writeIndices writes the GPU indices val to pod's annotation key with
+// annotate (a merge patch), unless val is empty or already there.
+func writeIndices(ctx context.Context, annotate func(ctx context.Context, namespace, name string, patch []byte) error, key string, pod *v1.Pod, val string) *fwk.Status {
+	if val == "" || pod.Annotations[key] == val {
 		return nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{p.args.GPUIndicesAnnotation: val}}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: val}}})
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	if err := p.annotate(ctx, pod.Namespace, pod.Name, patch); err != nil {
-		return fwk.AsStatus(fmt.Errorf("writing %s: %w", p.args.GPUIndicesAnnotation, err))
+	if err := annotate(ctx, pod.Namespace, pod.Name, patch); err != nil {
+		return fwk.AsStatus(fmt.Errorf("writing %s: %w", key, err))
 	}
 	return nil
 }

@@ -277,18 +277,7 @@ func (p *SchedulerPlugin) PreBind(ctx context.Context, _ fwk.CycleState, pod *v1
 	if !ok {
 		return fwk.NewStatus(fwk.Unschedulable, "gpusched: the pod's binding was withdrawn")
 	}
-	val := formatIndices(a.gpus)
-	if val == "" || pod.Annotations[p.args.GPUIndicesAnnotation] == val {
-		return nil
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{p.args.GPUIndicesAnnotation: val}}})
-	if err != nil {
-		return fwk.AsStatus(err)
-	}
-	if err := p.annotate(ctx, pod.Namespace, pod.Name, patch); err != nil {
-		return fwk.AsStatus(fmt.Errorf("writing %s: %w", p.args.GPUIndicesAnnotation, err))
-	}
-	return nil
+	return writeIndices(ctx, p.annotate, p.args.GPUIndicesAnnotation, pod, formatIndices(a.gpus))
 }
 
 // kubeIO is hostIO on a running kube-scheduler.
