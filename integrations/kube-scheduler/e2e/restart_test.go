@@ -248,7 +248,7 @@ wait:
 		t.Fatalf("no victim evicted for the high-priority pod: %v\n%s", err, describeEvents(ctx, c, "default"))
 	}
 	sp.kill()
-	sp = startSchedulerProcess(t, bin, cp, schedModeConfig)
+	startSchedulerProcess(t, bin, cp, schedModeConfig)
 	got := waitBound(ctx, t, c, "default", []string{"high"}, 90*time.Second)
 	if len(indices(t, got["high"])) != 8 {
 		t.Errorf("high: %s=%q, want 8 indices", indicesKey, got["high"].Annotations[indicesKey])

@@ -242,9 +242,7 @@ func (h *host) shapeOf(nodes []*v1.Node) string {
 // reconcile that follows restores bound jobs and submits waiting ones, so
 // a rebuild decides as a scheduler started now would.
 func (h *host) rebuild(nodes []*v1.Node, shape string, fx *effects) {
-	for _, uid := range sortedKeys(h.assign) {
-		fx.reject = append(fx.reject, uid)
-	}
+	fx.reject = append(fx.reject, sortedKeys(h.assign)...)
 	h.s, h.topo, h.shape, h.buildErr = nil, nil, shape, nil
 	h.jobs, h.assign, h.byJob = map[string]*jobRec{}, map[types.UID]*assignment{}, map[string][]types.UID{}
 	if h.queuesErr != nil {

@@ -3,7 +3,6 @@ package plugin
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -181,15 +180,4 @@ type errIncomplete struct{ have, size, min int }
 
 func (e errIncomplete) Error() string {
 	return fmt.Sprintf("waiting for the gang's pods: %d of %d exist", e.have, e.size)
-}
-
-// describeJob is a one-line summary of a job for logs.
-func describeJob(j *podJob) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s (queue %s, priority %d", j.spec.ID, j.spec.Queue, j.spec.Priority)
-	for _, g := range j.spec.Groups {
-		fmt.Fprintf(&b, ", %d×%d GPUs", g.Count, g.GPUs)
-	}
-	b.WriteByte(')')
-	return b.String()
 }
