@@ -76,7 +76,8 @@ type jobRec struct {
 	// job is reported Preempted (or Requeued) once none is bound.
 	evicting bool
 	recovery bool
-	// blocked says why eviction is refused (a PodDisruptionBudget).
+	// blocked says why the eviction of a victim planned for this job was
+	// refused (a PodDisruptionBudget).
 	blocked string
 	// partial: restored from a gang only part of which was bound.
 	partial bool
@@ -164,7 +165,8 @@ type podEvent struct {
 }
 
 type eviction struct {
-	job   string
+	job   string // the victim
+	forJ  string // the job the room is for
 	pod   *v1.Pod
 	grace time.Duration
 }
@@ -666,7 +668,7 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 		rec.evicting = true
 		for _, pod := range rec.job.all() {
 			if pod.Spec.NodeName != "" {
-				fx.evict = append(fx.evict, eviction{job: p.Job, pod: pod, grace: p.Grace})
+				fx.evict = append(fx.evict, eviction{job: p.Job, forJ: p.For, pod: pod, grace: p.Grace})
 				fx.events = append(fx.events, podEvent{pod, v1.EventTypeNormal, ReasonPreempted, fmt.Sprintf("gpusched: preempted for %s: %s", p.For, p.Reason)})
 			}
 		}
@@ -699,6 +701,8 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 		}
 		msg := "gpusched: " + p.Reason.String()
 		if rec.blocked != "" {
+			// The eviction of a victim planned for it was refused (a
+			// PodDisruptionBudget) and is not retried: say so.
 			msg += "; " + rec.blocked
 		}
 		h.note(fx, rec.job.all(), msg, now)
@@ -754,10 +758,11 @@ func (h *host) apply(ctx context.Context, fx *effects) {
 		}
 		h.log.Info("Eviction refused", "pod", klog.KObj(e.pod), "err", err)
 		h.mu.Lock()
-		if rec := h.jobs[e.job]; rec != nil {
-			// A PodDisruptionBudget (or anything else) refused: the job
-			// is not preempted again by this plan; its preemptor waits
-			// with the reason, and the next plan may choose others.
+		if rec := h.jobs[e.forJ]; rec != nil {
+			// A PodDisruptionBudget (or anything else) refused: the
+			// victim is not evicted again by this plan (it stays marked
+			// as being preempted); the job the room was for waits with
+			// the refusal in its reason.
 			rec.blocked = fmt.Sprintf("eviction of %s/%s refused: %v", e.pod.Namespace, e.pod.Name, err)
 		}
 		h.mu.Unlock()
