@@ -47,11 +47,14 @@ type host struct {
 	topo     *Topology
 	shape    string
 	buildErr error
-	jobs     map[string]*jobRec
-	assign   map[types.UID]*assignment
-	byJob    map[string][]types.UID // assign's pods per job, in assignment order
-	requeue  []string
-	notes    map[types.UID]*podNote
+	// unhealthy: the GPUs topo.unavailable counts are still to be marked
+	// failed (after the rebuild's restores).
+	unhealthy bool
+	jobs      map[string]*jobRec
+	assign    map[types.UID]*assignment
+	byJob     map[string][]types.UID // assign's pods per job, in assignment order
+	requeue   []string
+	notes     map[types.UID]*podNote
 }
 
 // hostIO is what the host needs of the scheduler and the apiserver; tests
@@ -220,6 +223,17 @@ func (h *host) decide(nodes []*v1.Node, ours []*v1.Pod, now time.Time, fx *effec
 	}
 	h.health(nodes)
 	h.reconcile(jobs, now, fx)
+	if h.unhealthy {
+		h.unhealthy = false
+		for hid, n := range h.topo.unavailable {
+			first, count := h.topo.Cluster.HostGPUs(topology.HostID(hid))
+			for i := count - n; i < count; i++ {
+				if _, err := h.s.SetGPUHealth(first+topology.GPUID(i), topology.Failed); err != nil {
+					h.log.Error(err, "Marking an unavailable GPU failed", "node", h.topo.Cluster.HostName(topology.HostID(hid)))
+				}
+			}
+		}
+	}
 	d := h.s.Schedule(now)
 	h.carryOut(&d, now, fx)
 }
@@ -274,13 +288,9 @@ func (h *host) rebuild(nodes []*v1.Node, shape string, fx *effects) {
 		h.buildErr = err
 		return
 	}
-	for hid, n := range topo.unavailable {
-		first, count := topo.Cluster.HostGPUs(topology.HostID(hid))
-		for i := count - n; i < count; i++ {
-			_, _ = s.SetGPUHealth(first+topology.GPUID(i), topology.Failed)
-		}
-	}
-	h.s, h.topo = s, topo
+	// GPUs the device plugin no longer offers are marked failed after the
+	// jobs are restored (see decide), so that jobs on them are recovered.
+	h.s, h.topo, h.unhealthy = s, topo, true
 	h.log.V(2).Info("Built gpusched scheduler", "hosts", topo.Cluster.NumHosts(), "gpus", topo.Cluster.NumGPUs())
 }
 

@@ -3,11 +3,13 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2/ktesting"
@@ -298,5 +300,39 @@ func TestHostEvictionRefusedIsAReasonNotALoop(t *testing.T) {
 	}
 	if len(io.activated) != 0 {
 		t.Errorf("activated %v", io.activated)
+	}
+}
+
+// TestHostGPUsLostAreRecovered: a node whose allocatable GPUs drop below its
+// GPU count label rebuilds the Scheduler; the pod on a lost GPU is restored
+// (not dropped from the books) and gets a recovery event, and no new pod is
+// placed on the lost GPUs.
+func TestHostGPUsLostAreRecovered(t *testing.T) {
+	n := gpuNode("n1", 8, "NVIDIA-H100-80GB-HBM3", nil)
+	h, io := newTestHost(t, n)
+	ctx := context.Background()
+	run := schedPod("run", 2, nil)
+	run.Spec.NodeName = "n1"
+	run.Annotations = map[string]string{DefaultGPUIndicesAnnotation: "6,7"}
+	io.pods = []*v1.Pod{run}
+	h.cycle(ctx)
+	lost := n.DeepCopy()
+	lost.Status.Allocatable[DefaultGPUResource] = *resource.NewQuantity(6, resource.DecimalSI)
+	io.nodes = []*v1.Node{lost}
+	io.pods = append(io.pods, schedPod("new", 6, nil))
+	io.clock = io.clock.Add(time.Second)
+	h.cycle(ctx)
+	if _, ok := h.s.Job("default/run"); !ok {
+		t.Fatal("the pod on the lost GPUs was dropped from the books")
+	}
+	found := false
+	for _, e := range io.events {
+		found = found || strings.HasPrefix(e, "run "+ReasonRecovery)
+	}
+	if !found {
+		t.Errorf("no %s event on run; events %v", ReasonRecovery, io.events)
+	}
+	if a, ok := h.assignmentOf(io.pods[1].UID); ok && slices.ContainsFunc(a.gpus, func(g int) bool { return g >= 6 }) {
+		t.Errorf("new placed on lost GPUs %v", a.gpus)
 	}
 }
