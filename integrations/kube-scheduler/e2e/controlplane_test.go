@@ -40,7 +40,7 @@ var etcdPortLock sync.Mutex
 
 // startEtcd runs an embedded etcd server (go.etcd.io/etcd/server/v3/embed) in
 // this process, so the tests need no etcd binary. It returns the client URL.
-func startEtcd(t *testing.T) string {
+func startEtcd(t testing.TB) string {
 	t.Helper()
 	etcdPortLock.Lock()
 	defer etcdPortLock.Unlock()
@@ -96,7 +96,7 @@ func freePorts(n int) ([]int, error) {
 
 // startControlPlane starts etcd and kube-apiserver with the apiserver's own
 // test server helper and stops both when the test ends.
-func startControlPlane(t *testing.T) *controlPlane {
+func startControlPlane(t testing.TB) *controlPlane {
 	t.Helper()
 	etcdURL := startEtcd(t)
 

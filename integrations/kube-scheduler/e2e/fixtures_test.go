@@ -40,7 +40,7 @@ type nodeSpec struct {
 // removes the taints the NodeRestriction/TaintNodesByCondition admission adds
 // at creation (node.kubernetes.io/not-ready), which no node controller is
 // running to remove.
-func createNode(ctx context.Context, t *testing.T, c kubernetes.Interface, s nodeSpec) {
+func createNode(ctx context.Context, t testing.TB, c kubernetes.Interface, s nodeSpec) {
 	t.Helper()
 	cpu, mem := s.CPU, s.Memory
 	if cpu == "" {
@@ -111,9 +111,12 @@ type podSpec struct {
 	Labels        map[string]string
 	Annotations   map[string]string
 	NodeSelector  map[string]string
+	// PriorityClassName names a PriorityClass; the apiserver's Priority
+	// admission sets the pod's priority from it.
+	PriorityClassName string
 }
 
-func createPod(ctx context.Context, t *testing.T, c kubernetes.Interface, s podSpec) *v1.Pod {
+func createPod(ctx context.Context, t testing.TB, c kubernetes.Interface, s podSpec) *v1.Pod {
 	t.Helper()
 	cpu := s.CPU
 	if cpu == "" {
@@ -132,8 +135,9 @@ func createPod(ctx context.Context, t *testing.T, c kubernetes.Interface, s podS
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: ns, Labels: s.Labels, Annotations: s.Annotations},
 		Spec: v1.PodSpec{
-			SchedulerName: s.SchedulerName,
-			NodeSelector:  s.NodeSelector,
+			SchedulerName:     s.SchedulerName,
+			NodeSelector:      s.NodeSelector,
+			PriorityClassName: s.PriorityClassName,
 			Containers: []v1.Container{{
 				Name: "main", Image: "registry.k8s.io/pause:3.10",
 				Resources: v1.ResourceRequirements{Requests: req, Limits: lim},
@@ -148,7 +152,7 @@ func createPod(ctx context.Context, t *testing.T, c kubernetes.Interface, s podS
 	return created
 }
 
-func createNamespace(ctx context.Context, t *testing.T, c kubernetes.Interface, name string) {
+func createNamespace(ctx context.Context, t testing.TB, c kubernetes.Interface, name string) {
 	t.Helper()
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace %s: %v", name, err)
@@ -233,7 +237,7 @@ func describeEvents(ctx context.Context, c kubernetes.Interface, ns string) stri
 }
 
 // writeFile writes content to a file in a fresh temp dir and returns its path.
-func writeFile(t *testing.T, name, content string) string {
+func writeFile(t testing.TB, name, content string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {

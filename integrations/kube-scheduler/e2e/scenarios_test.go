@@ -89,11 +89,19 @@ var scenarios = []scenario{
 	{"GangInOneToR", testGangInOneToR},
 	{"FGDStrandsFewerGPUsThanDefault", testFGDStrandsFewer},
 	{"UnfitPodGetsExplanation", testUnfitPodExplained},
+	{"PriorityOnFullCluster", testPriorityOnFullCluster},
 }
 
 // TestEndToEnd runs every scenario against a fresh etcd and kube-apiserver,
 // with the scheduler in this process and as the built binary.
 func TestEndToEnd(t *testing.T) {
+	runScenarios(t, scenarios, schedulerConfig, nil)
+}
+
+// runScenarios runs each scenario against a fresh control plane (prepared
+// by setup, if given) with the scheduler of config in this process and as
+// the built binary.
+func runScenarios(t *testing.T, list []scenario, config string, setup func(ctx context.Context, t *testing.T, cp *controlPlane)) {
 	type runner struct {
 		name string
 		run  func(t *testing.T) schedulerRunner
@@ -111,14 +119,17 @@ func TestEndToEnd(t *testing.T) {
 	}
 	for _, r := range runners {
 		t.Run(r.name, func(t *testing.T) {
-			for _, sc := range scenarios {
+			for _, sc := range list {
 				t.Run(sc.name, func(t *testing.T) {
 					run := r.run(t)
 					ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 					defer cancel()
 					cp := startControlPlane(t)
 					t.Cleanup(func() { configz.Delete("componentconfig") })
-					sc.run(ctx, t, cp, func() { run(t, cp, schedulerConfig) })
+					if setup != nil {
+						setup(ctx, t, cp)
+					}
+					sc.run(ctx, t, cp, func() { run(t, cp, config) })
 					if testing.Verbose() {
 						t.Log(describeEvents(ctx, cp.Client, ""))
 					}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,9 +28,15 @@ import (
 type schedulerRunner func(t *testing.T, cp *controlPlane, config string)
 
 // writeConfig writes a scheduler configuration that talks to cp.
-func writeConfig(t *testing.T, cp *controlPlane, config string) string {
+func writeConfig(t testing.TB, cp *controlPlane, config string) string {
 	t.Helper()
-	config = strings.TrimRight(config, "\n") + "\nclientConnection:\n  kubeconfig: " + strconv.Quote(cp.Kubeconfig) + "\n"
+	kc := "  kubeconfig: " + strconv.Quote(cp.Kubeconfig) + "\n"
+	if strings.Contains(config, "\nclientConnection:\n") {
+		// The configuration sets other client fields (qps, burst).
+		config = strings.Replace(config, "\nclientConnection:\n", "\nclientConnection:\n"+kc, 1)
+	} else {
+		config = strings.TrimRight(config, "\n") + "\nclientConnection:\n" + kc
+	}
 	return writeFile(t, "kube-scheduler.yaml", config)
 }
 
@@ -41,114 +46,63 @@ func writeConfig(t *testing.T, cp *controlPlane, config string) string {
 func runInProcess(registry ...app.Option) schedulerRunner {
 	return func(t *testing.T, cp *controlPlane, config string) {
 		t.Helper()
-		configFile := writeConfig(t, cp, config)
-		// The scheduler logs through the context's logger: into the test's
-		// log, shown when it fails or runs with -v.
-		logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
-		ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
-		opts := options.NewOptions()
-		fs := pflag.NewFlagSet("kube-scheduler", pflag.ContinueOnError)
-		for _, f := range opts.Flags.FlagSets {
-			fs.AddFlagSet(f)
-		}
-		args := []string{
-			"--config=" + configFile,
-			// No serving: nothing scrapes it, and it needs ports and certs.
-			"--secure-port=0",
-		}
-		if err := fs.Parse(args); err != nil {
-			cancel()
-			t.Fatalf("scheduler flags: %v", err)
-		}
-		if err := opts.ComponentGlobalsRegistry.Set(); err != nil {
-			cancel()
-			t.Fatal(err)
-		}
-		cc, sched, err := app.Setup(ctx, opts, registry...)
-		if err != nil {
-			cancel()
-			t.Fatalf("scheduler setup: %v", err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- app.Run(ctx, cc, sched) }()
-		t.Cleanup(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil && !errors.Is(err, context.Canceled) && err.Error() != "finished without leader elect" {
-					t.Logf("scheduler exited: %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Error("scheduler did not stop within 30s")
-			}
-		})
+		startInProcess(t, cp, config, registry...)
 	}
 }
 
-// runBinary runs the built kube-scheduler binary as a separate process.
+// startInProcess runs the scheduler in this process until the test or
+// benchmark ends (see runInProcess).
+func startInProcess(t testing.TB, cp *controlPlane, config string, registry ...app.Option) {
+	t.Helper()
+	configFile := writeConfig(t, cp, config)
+	// The scheduler logs through the context's logger: into the test's
+	// log, shown when it fails or runs with -v.
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
+	opts := options.NewOptions()
+	fs := pflag.NewFlagSet("kube-scheduler", pflag.ContinueOnError)
+	for _, f := range opts.Flags.FlagSets {
+		fs.AddFlagSet(f)
+	}
+	args := []string{
+		"--config=" + configFile,
+		// No serving: nothing scrapes it, and it needs ports and certs.
+		"--secure-port=0",
+	}
+	if err := fs.Parse(args); err != nil {
+		cancel()
+		t.Fatalf("scheduler flags: %v", err)
+	}
+	if err := opts.ComponentGlobalsRegistry.Set(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	cc, sched, err := app.Setup(ctx, opts, registry...)
+	if err != nil {
+		cancel()
+		t.Fatalf("scheduler setup: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx, cc, sched) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, context.Canceled) && err.Error() != "finished without leader elect" {
+				t.Logf("scheduler exited: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("scheduler did not stop within 30s")
+		}
+	})
+}
+
+// runBinary runs the built kube-scheduler binary as a separate process (see
+// startSchedulerProcess).
 func runBinary(bin string) schedulerRunner {
 	return func(t *testing.T, cp *controlPlane, config string) {
 		t.Helper()
-		configFile := writeConfig(t, cp, config)
-		logFile := filepath.Join(t.TempDir(), "kube-scheduler.log")
-		out, err := os.Create(logFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		port, err := freePorts(1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(bin,
-			"--config="+configFile,
-			"--authentication-kubeconfig="+cp.Kubeconfig,
-			"--authorization-kubeconfig="+cp.Kubeconfig,
-			"--bind-address=127.0.0.1",
-			"--secure-port="+strconv.Itoa(port[0]),
-			"--cert-dir="+t.TempDir(),
-			"--v=2",
-		)
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start %s: %v", bin, err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(os.Interrupt)
-			select {
-			case <-exited:
-			case <-time.After(20 * time.Second):
-				_ = cmd.Process.Kill()
-				<-exited
-			}
-			out.Close()
-			if t.Failed() || testing.Verbose() {
-				if b, err := os.ReadFile(logFile); err == nil {
-					t.Logf("kube-scheduler log (tail):\n%s", tail(b, 8000))
-				}
-			}
-		})
-		// Ready when /healthz answers (the scheduler serves it without auth).
-		client := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: insecureTLS()}}
-		healthz := fmt.Sprintf("https://127.0.0.1:%d/healthz", port[0])
-		err = waitFor(context.Background(), 60*time.Second, func(context.Context) (bool, error) {
-			select {
-			case err := <-exited:
-				b, _ := os.ReadFile(logFile)
-				return false, fmt.Errorf("kube-scheduler exited: %v\n%s", err, tail(b, 8000))
-			default:
-			}
-			resp, err := client.Get(healthz)
-			if err != nil {
-				return false, nil
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK, nil
-		})
-		if err != nil {
-			t.Fatalf("kube-scheduler binary not healthy: %v", err)
-		}
+		startSchedulerProcess(t, bin, cp, config)
 	}
 }
 

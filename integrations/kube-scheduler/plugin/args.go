@@ -89,7 +89,58 @@ type Args struct {
 	// ("0,1,2,3"), for device plugins that honour it. Default
 	// "gpusched.io/gpu-indices".
 	GPUIndicesAnnotation string `json:"gpuIndicesAnnotation,omitempty"`
+
+	// Mode is "placement" (the default: gpusched chooses nodes and GPUs
+	// and places gangs whole; queueing, quotas and preemption stay with
+	// kube-scheduler or Kueue) or "scheduler" (the plugin hosts a whole
+	// gpusched Scheduler: queues, quotas, fair share, backfill with
+	// reservations; pods wait until a gpusched cycle binds their job).
+	Mode string `json:"mode,omitempty"`
+
+	// The fields below are read in scheduler mode only.
+
+	// QueueConfigFile names a YAML file holding the queue tree (package
+	// queue's Config). QueueConfigMap ("namespace/name") names a ConfigMap
+	// whose key "queues.yaml" holds it instead. Without either, one leaf
+	// queue "default" with EASY backfill takes every job. The tree is read
+	// at start; an edit takes effect when the scheduler restarts.
+	QueueConfigFile string `json:"queueConfigFile,omitempty"`
+	QueueConfigMap  string `json:"queueConfigMap,omitempty"`
+	// QueueLabel is the pod label naming a pod's leaf queue. Default
+	// "gpusched.io/queue".
+	QueueLabel string `json:"queueLabel,omitempty"`
+	// DefaultQueue is the queue of pods without the label, unless
+	// NamespaceQueues names one for their namespace. Default "default".
+	DefaultQueue    string            `json:"defaultQueue,omitempty"`
+	NamespaceQueues map[string]string `json:"namespaceQueues,omitempty"`
+	// RuntimeKey is the pod annotation giving a job's runtime estimate (a
+	// Go duration, "90m"), used for reservations and backfill. Default
+	// "gpusched.io/runtime".
+	RuntimeKey string `json:"runtimeKey,omitempty"`
+	// CheckpointKey is the pod annotation the workload updates with the
+	// time (RFC 3339) of its last checkpoint; preemption then counts only
+	// the work since as lost. Default "gpusched.io/checkpointed-at".
+	CheckpointKey string `json:"checkpointKey,omitempty"`
+	// CycleIntervalMilliseconds is the least time between two gpusched
+	// cycles: informer events are coalesced into at most one cycle per
+	// interval. Default 200.
+	CycleIntervalMilliseconds int32 `json:"cycleIntervalMilliseconds,omitempty"`
+	// EventIntervalSeconds is the least time between two pending-reason
+	// events about one pod while its reason stays the same. Default 60.
+	EventIntervalSeconds int32 `json:"eventIntervalSeconds,omitempty"`
+	// DeleteOnRecovery deletes the pods of a job that gpusched requeues
+	// after a fault (its node NotReady or tainted NoExecute, its GPUs no
+	// longer allocatable), for their controller to recreate; the job is
+	// then placed again. Default false: the pods are left where they are
+	// (kubelet or the taint manager decide), with a Warning event.
+	DeleteOnRecovery bool `json:"deleteOnRecovery,omitempty"`
 }
+
+// Modes.
+const (
+	ModePlacement = "placement"
+	ModeScheduler = "scheduler"
+)
 
 // TopologyLevel is one network level and the node label that names a node's
 // domain at that level.
@@ -125,6 +176,14 @@ const (
 	DefaultGangPreferredKey     = "gpusched.io/gang-topology-preferred"
 	DefaultGangTimeoutSeconds   = 60
 	DefaultGPUIndicesAnnotation = "gpusched.io/gpu-indices"
+	DefaultQueueLabel           = "gpusched.io/queue"
+	DefaultQueueName            = "default"
+	DefaultRuntimeKey           = "gpusched.io/runtime"
+	DefaultCheckpointKey        = "gpusched.io/checkpointed-at"
+	DefaultCycleIntervalMillis  = 200
+	DefaultEventIntervalSeconds = 60
+	// QueueConfigMapKey is the ConfigMap key holding the queue tree.
+	QueueConfigMapKey = "queues.yaml"
 )
 
 // DefaultMachineTemplates maps GPU feature discovery product names of the
@@ -162,6 +221,17 @@ func (a *Args) SetDefaults() {
 	def(&a.GangTopologyKey, DefaultGangTopologyKey)
 	def(&a.GangPreferredKey, DefaultGangPreferredKey)
 	def(&a.GPUIndicesAnnotation, DefaultGPUIndicesAnnotation)
+	def(&a.Mode, ModePlacement)
+	def(&a.QueueLabel, DefaultQueueLabel)
+	def(&a.DefaultQueue, DefaultQueueName)
+	def(&a.RuntimeKey, DefaultRuntimeKey)
+	def(&a.CheckpointKey, DefaultCheckpointKey)
+	if a.CycleIntervalMilliseconds == 0 {
+		a.CycleIntervalMilliseconds = DefaultCycleIntervalMillis
+	}
+	if a.EventIntervalSeconds == 0 {
+		a.EventIntervalSeconds = DefaultEventIntervalSeconds
+	}
 	if a.GangTimeoutSeconds == 0 {
 		a.GangTimeoutSeconds = DefaultGangTimeoutSeconds
 	}
@@ -176,6 +246,16 @@ func (a *Args) SetDefaults() {
 	if len(a.Workload) == 0 {
 		a.Workload = DefaultWorkload()
 	}
+}
+
+// CycleInterval returns CycleIntervalMilliseconds as a duration.
+func (a *Args) CycleInterval() time.Duration {
+	return time.Duration(a.CycleIntervalMilliseconds) * time.Millisecond
+}
+
+// EventInterval returns EventIntervalSeconds as a duration.
+func (a *Args) EventInterval() time.Duration {
+	return time.Duration(a.EventIntervalSeconds) * time.Second
 }
 
 // GangTimeout returns GangTimeoutSeconds as a duration.
@@ -205,6 +285,7 @@ func (a *Args) Validate() error {
 		{"gangSizeKey", a.GangSizeKey}, {"gangMinKey", a.GangMinKey},
 		{"gangTopologyKey", a.GangTopologyKey}, {"gangPreferredKey", a.GangPreferredKey},
 		{"gpuIndicesAnnotation", a.GPUIndicesAnnotation},
+		{"queueLabel", a.QueueLabel}, {"runtimeKey", a.RuntimeKey}, {"checkpointKey", a.CheckpointKey},
 	} {
 		qualified(field.NewPath(f.name), f.v)
 	}
@@ -253,6 +334,26 @@ func (a *Args) Validate() error {
 			errs = append(errs, field.Invalid(p.Child("weight"), w.Weight, "must be positive"))
 		}
 	}
+	switch a.Mode {
+	case ModePlacement, ModeScheduler:
+	default:
+		errs = append(errs, field.NotSupported(field.NewPath("mode"), a.Mode, []string{ModePlacement, ModeScheduler}))
+	}
+	if a.QueueConfigFile != "" && a.QueueConfigMap != "" {
+		errs = append(errs, field.Invalid(field.NewPath("queueConfigMap"), a.QueueConfigMap, "give queueConfigFile or queueConfigMap, not both"))
+	}
+	if a.QueueConfigMap != "" {
+		ns, name, ok := strings.Cut(a.QueueConfigMap, "/")
+		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+			errs = append(errs, field.Invalid(field.NewPath("queueConfigMap"), a.QueueConfigMap, "want NAMESPACE/NAME"))
+		}
+	}
+	if a.CycleIntervalMilliseconds < 1 || a.CycleIntervalMilliseconds > 60000 {
+		errs = append(errs, field.Invalid(field.NewPath("cycleIntervalMilliseconds"), a.CycleIntervalMilliseconds, "must be between 1 and 60000"))
+	}
+	if a.EventIntervalSeconds < 1 || a.EventIntervalSeconds > 86400 {
+		errs = append(errs, field.Invalid(field.NewPath("eventIntervalSeconds"), a.EventIntervalSeconds, "must be between 1 and 86400"))
+	}
 	if len(errs) == 0 {
 		return nil
 	}
@@ -297,6 +398,12 @@ func (a *Args) DeepCopyObject() runtime.Object {
 	c := *a
 	c.TopologyLevels = slices.Clone(a.TopologyLevels)
 	c.Workload = slices.Clone(a.Workload)
+	if a.NamespaceQueues != nil {
+		c.NamespaceQueues = make(map[string]string, len(a.NamespaceQueues))
+		for k, v := range a.NamespaceQueues {
+			c.NamespaceQueues[k] = v
+		}
+	}
 	if a.MachineTemplates != nil {
 		c.MachineTemplates = make(map[string]string, len(a.MachineTemplates))
 		for k, v := range a.MachineTemplates {

@@ -28,4 +28,14 @@
 // and waits at Permit until every planned member has, so members are bound
 // all together or not at all. A plan whose members do not all reserve within
 // the gang timeout is dropped and its GPUs go back.
+//
+// # Scheduler mode
+//
+// With Args.Mode "scheduler", New returns a *SchedulerPlugin instead: it
+// hosts one gpusched.Scheduler (queues, quotas, fair share, EASY backfill
+// with reservations, preemption planning). The profile's pods become jobs;
+// PreEnqueue holds them until a gpusched cycle, run on informer events off
+// kube-scheduler's per-pod path, binds their job; the extension points then
+// steer each pod to its planned node and GPUs. The Scheduler is rebuilt
+// from the apiserver at start and whenever the GPU nodes change shape.
 package plugin

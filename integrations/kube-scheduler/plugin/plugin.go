@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -33,6 +35,19 @@ const (
 	ReasonUnschedulable = "GPUSchedUnschedulable"
 	// ReasonGangPlaced: gpusched placed a gang; the message says where.
 	ReasonGangPlaced = "GPUSchedGangPlaced"
+	// ReasonPending (scheduler mode): why the pod's job waits, gpusched's
+	// Decision.Pending reason; repeated at most once per eventInterval.
+	ReasonPending = "GPUSchedPending"
+	// ReasonInvalid (scheduler mode, Warning): the pod's labels or
+	// annotations (or the queue tree) are malformed; the message names the
+	// pod and the field.
+	ReasonInvalid = "GPUSchedInvalid"
+	// ReasonPreempted (scheduler mode): gpusched evicts the pod to make
+	// room for another job, or its eviction was refused.
+	ReasonPreempted = "GPUSchedPreempted"
+	// ReasonRecovery (scheduler mode, Warning): the pod's node or GPUs
+	// failed and gpusched requeues its job.
+	ReasonRecovery = "GPUSchedRecovery"
 )
 
 // cycleKey is the plugin's entry in a scheduling cycle's state.
@@ -67,23 +82,28 @@ type Plugin struct {
 }
 
 var (
-	_ fwk.PreFilterPlugin  = (*Plugin)(nil)
-	_ fwk.FilterPlugin     = (*Plugin)(nil)
-	_ fwk.PostFilterPlugin = (*Plugin)(nil)
-	_ fwk.PreScorePlugin   = (*Plugin)(nil)
-	_ fwk.ScorePlugin      = (*Plugin)(nil)
-	_ fwk.ReservePlugin    = (*Plugin)(nil)
-	_ fwk.PermitPlugin     = (*Plugin)(nil)
-	_ fwk.PreBindPlugin    = (*Plugin)(nil)
+	_ fwk.PreFilterPlugin     = (*Plugin)(nil)
+	_ fwk.PreFilterExtensions = (*Plugin)(nil)
+	_ fwk.FilterPlugin        = (*Plugin)(nil)
+	_ fwk.PostFilterPlugin    = (*Plugin)(nil)
+	_ fwk.PreScorePlugin      = (*Plugin)(nil)
+	_ fwk.ScorePlugin         = (*Plugin)(nil)
+	_ fwk.ReservePlugin       = (*Plugin)(nil)
+	_ fwk.PermitPlugin        = (*Plugin)(nil)
+	_ fwk.PreBindPlugin       = (*Plugin)(nil)
 )
 
 // New is the plugin's factory, for app.WithPlugin(plugin.Name, plugin.New).
 // It decodes and validates the args and subscribes to the Node and Pod
-// informers of h.
+// informers of h. It returns a *Plugin in placement mode (the default) and
+// a *SchedulerPlugin in scheduler mode.
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	args, err := DecodeArgs(obj)
 	if err != nil {
 		return nil, err
+	}
+	if args.Mode == ModeScheduler {
+		return newSchedulerPlugin(ctx, args, h)
 	}
 	log := klog.FromContext(ctx).WithValues("plugin", Name)
 	p := &Plugin{handle: h, args: args, st: newState(args, log), now: time.Now}
@@ -149,26 +169,73 @@ func (p *Plugin) onPodDelete(o any) {
 	}
 }
 
-// cycle is what one scheduling cycle of one pod knows.
+// cycle is what one scheduling cycle of one pod knows. PreFilter writes it;
+// every later extension point reads it and must cope with any field left
+// empty by a PreFilter that rejected the pod: kube-scheduler's preemption
+// runs Filter (and AddPod/RemovePod) on the state of a rejected pod.
 type cycle struct {
 	d     demand
 	build int // state.builds when PreFilter ran
-	// A gang member's gang and planned node.
+	// A gang member's gang and planned node ("" when the gang has no plan
+	// this pod takes part in: then no node can be used).
 	gang    *gangSpec
 	planned string
-	// A single pod's request, the per-host fit verdicts for Filter ("" fits;
-	// the cluster is immutable, so Filter may read it in parallel) and the
-	// node and placement PreScore chose.
+	// A single pod's request, the cluster and what each of its hosts had
+	// free when PreFilter ran (immutable: Filter reads them in parallel),
+	// and the node and placement PreScore chose. req and room are nil when
+	// PreFilter could not resolve the pod.
 	req     *gang.Request
 	cluster *topology.Cluster
-	fit     []string
-	chosen  string
-	choice  *gang.Placement
+	room    []hostRoom
+	// delta is what kube-scheduler's simulation added to (negative) or
+	// removed from (positive) each host since PreFilter: AddPod and
+	// RemovePod write it, on a clone of the state when preemption or
+	// nominated pods are evaluated.
+	delta  map[topology.HostID]demand
+	chosen string
+	choice *gang.Placement
 }
 
-// Clone returns c itself: after PreFilter only PreScore writes to it, in the
-// scheduling cycle.
-func (c *cycle) Clone() fwk.StateData { return c }
+// hostRoom is what one host had free for a pod when PreFilter ran; why is
+// set when it takes no pod at all (not healthy).
+type hostRoom struct {
+	free demand
+	all  int // the host's GPUs
+	why  string
+}
+
+// Clone copies the simulation deltas and shares the rest: after PreFilter
+// only AddPod/RemovePod (on clones) and PreScore (in the scheduling cycle)
+// write to a cycle.
+func (c *cycle) Clone() fwk.StateData {
+	x := *c
+	x.delta = maps.Clone(c.delta)
+	return &x
+}
+
+// fits says why one task of c's pod does not fit on host h, with what
+// PreFilter saw and the simulated changes since, or "".
+func (c *cycle) fits(h topology.HostID) string {
+	r := c.room[h]
+	if r.why != "" {
+		return r.why
+	}
+	f := r.free
+	if d, ok := c.delta[h]; ok {
+		f.gpus += d.gpus
+		f.cpuMilli += d.cpuMilli
+		f.memoryMiB += d.memoryMiB
+	}
+	switch {
+	case f.gpus < c.d.gpus:
+		return fmt.Sprintf("gpusched: %d of %d GPUs free, pod needs %d", max(f.gpus, 0), r.all, c.d.gpus)
+	case f.cpuMilli < c.d.cpuMilli:
+		return fmt.Sprintf("gpusched: %dm CPU free, pod needs %dm", max(f.cpuMilli, 0), c.d.cpuMilli)
+	case f.memoryMiB < c.d.memoryMiB:
+		return fmt.Sprintf("gpusched: %dMi memory free, pod needs %dMi", max(f.memoryMiB, 0), c.d.memoryMiB)
+	}
+	return ""
+}
 
 func readCycle(cs fwk.CycleState) *cycle {
 	d, err := cs.Read(cycleKey)
@@ -192,8 +259,10 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if d.gpus > topology.MaxGPUsPerHost {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("pod requests %d GPUs; no host has more than %d", d.gpus, topology.MaxGPUsPerHost))
 	}
+	gone := p.goneFromNominated(pod)
 	s := p.st
 	s.mu.Lock()
+	s.forgetPods(gone)
 	reject := s.ensureTopology()
 	reject = append(reject, s.expirePlansLocked(p.now(), p.args.GangTimeout())...)
 	if s.topo == nil {
@@ -231,8 +300,54 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	return res, st
 }
 
+// goneFromNominated returns the pods gpusched still counts on pod's
+// nominated node that the informer's store no longer has (or has finished).
+// After kube-scheduler's preemption evicts victims, the preemptor comes back
+// as soon as the scheduler's cache has dropped them, possibly before this
+// plugin's informer handler has run: without this, PreFilter would see the
+// victims' GPUs still taken and preemption would evict a second set. The
+// store is updated before any handler runs, so it is never behind.
+func (p *Plugin) goneFromNominated(pod *v1.Pod) []types.UID {
+	name := pod.Status.NominatedNodeName
+	if name == "" || p.pods == nil {
+		return nil
+	}
+	s := p.st
+	s.mu.Lock()
+	var keys []*podRecord
+	for _, uid := range sortedKeys(s.pods) {
+		if r := s.pods[uid]; r.node == name && !r.assumed {
+			keys = append(keys, r)
+		}
+	}
+	s.mu.Unlock()
+	var gone []types.UID
+	for _, r := range keys {
+		ns, n, _ := strings.Cut(r.key, "/")
+		cur, err := p.pods.Pods(ns).Get(n)
+		if err != nil || cur.UID != r.uid || isTerminal(cur) {
+			gone = append(gone, r.uid)
+		}
+	}
+	return gone
+}
+
+// forgetPods releases the records of pods gone from the scheduler's
+// snapshot (see goneFromNominated) whose deletion the informer has not
+// delivered yet; it does so as deletePod will. s.mu is held.
+func (s *state) forgetPods(uids []types.UID) {
+	for _, uid := range uids {
+		if r, ok := s.pods[uid]; ok && !r.assumed {
+			s.releaseLocked(r)
+			delete(s.pods, uid)
+		}
+	}
+}
+
 // singlePreFilter checks that a pod outside any gang fits somewhere and
-// computes the per-node verdicts for Filter. s.mu is held.
+// records what each host has free for Filter. The room is recorded even when
+// the pod fits nowhere: kube-scheduler's preemption then asks Filter whether
+// removing victims makes room. s.mu is held.
 func (p *Plugin) singlePreFilter(pod *v1.Pod, c *cycle) (*fwk.Status, string) {
 	s := p.st
 	req, err := s.singleRequest(pod, c.d)
@@ -240,34 +355,28 @@ func (p *Plugin) singlePreFilter(pod *v1.Pod, c *cycle) (*fwk.Status, string) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error()), ""
 	}
 	c.req = req
+	cl := s.topo.Cluster
+	c.cluster = cl
+	c.room = make([]hostRoom, cl.NumHosts())
+	for h := range c.room {
+		c.room[h] = s.hostRoom(topology.HostID(h))
+	}
 	if _, why := s.place(req, s.eligibility(pod)); why != nil {
 		msg := why.String()
 		return fwk.NewStatus(fwk.Unschedulable, msg), msg
 	}
-	cl := s.topo.Cluster
-	c.cluster = cl
-	c.fit = make([]string, cl.NumHosts())
-	for h := range c.fit {
-		c.fit[h] = s.hostFit(topology.HostID(h), c.d)
-	}
 	return nil, ""
 }
 
-// hostFit says why one task of d does not fit on host h now, or "".
-func (s *state) hostFit(h topology.HostID, d demand) string {
+// hostRoom returns what host h has free now.
+func (s *state) hostRoom(h topology.HostID) hostRoom {
 	l := s.ledger
-	switch {
-	case l.HostHealth(h) != topology.Healthy:
-		return fmt.Sprintf("gpusched: host is %s", l.HostHealth(h))
-	case l.HostFreeGPUs(h) < d.gpus:
-		_, n := s.topo.Cluster.HostGPUs(h)
-		return fmt.Sprintf("gpusched: %d of %d GPUs free, pod needs %d", l.HostFreeGPUs(h), n, d.gpus)
-	case l.CPUFree(h) < d.cpuMilli:
-		return fmt.Sprintf("gpusched: %dm CPU free, pod needs %dm", l.CPUFree(h), d.cpuMilli)
-	case l.MemoryFree(h) < d.memoryMiB:
-		return fmt.Sprintf("gpusched: %dMi memory free, pod needs %dMi", l.MemoryFree(h), d.memoryMiB)
+	_, n := s.topo.Cluster.HostGPUs(h)
+	r := hostRoom{all: n, free: demand{gpus: l.HostFreeGPUs(h), cpuMilli: l.CPUFree(h), memoryMiB: l.MemoryFree(h)}}
+	if hh := l.HostHealth(h); hh != topology.Healthy {
+		r.why = fmt.Sprintf("gpusched: host is %s", hh)
 	}
-	return ""
+	return r
 }
 
 // gangPreFilter finds or makes the plan of pod's gang and narrows the pod to
@@ -488,29 +597,71 @@ func (s *state) expirePlansLocked(now time.Time, timeout time.Duration) []types.
 	return reject
 }
 
-// PreFilterExtensions returns nil: gpusched's view does not change when the
-// scheduler simulates adding or removing pods.
-func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+// PreFilterExtensions returns the plugin: kube-scheduler's simulations
+// (preemption dry runs, nominated pods) add and remove pods through it, so
+// Filter sees the GPUs they would take or free.
+func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return p }
 
-// Filter rejects nodes where the pod's GPUs do not fit now (a gang member:
-// every node but its planned one).
+// AddPod records that the simulation put podInfo's pod on its node: one
+// pod's GPUs, CPU and memory fewer there.
+func (p *Plugin) AddPod(_ context.Context, cs fwk.CycleState, _ *v1.Pod, podInfo fwk.PodInfo, ni fwk.NodeInfo) *fwk.Status {
+	return p.simulate(cs, podInfo, ni, -1)
+}
+
+// RemovePod records that the simulation took podInfo's pod off its node.
+func (p *Plugin) RemovePod(_ context.Context, cs fwk.CycleState, _ *v1.Pod, podInfo fwk.PodInfo, ni fwk.NodeInfo) *fwk.Status {
+	return p.simulate(cs, podInfo, ni, +1)
+}
+
+func (p *Plugin) simulate(cs fwk.CycleState, podInfo fwk.PodInfo, ni fwk.NodeInfo, sign int) *fwk.Status {
+	c := readCycle(cs)
+	if c == nil || c.room == nil || podInfo == nil || podInfo.GetPod() == nil || ni == nil || ni.Node() == nil {
+		return nil // no view to change (a gang member, or PreFilter resolved nothing)
+	}
+	h, ok := c.cluster.HostByName(ni.Node().Name)
+	if !ok {
+		return nil
+	}
+	d := demandOf(podInfo.GetPod(), p.args)
+	if c.delta == nil {
+		c.delta = map[topology.HostID]demand{}
+	}
+	x := c.delta[h]
+	x.gpus += sign * d.gpus
+	x.cpuMilli += int64(sign) * d.cpuMilli
+	x.memoryMiB += int64(sign) * d.memoryMiB
+	c.delta[h] = x
+	return nil
+}
+
+// Filter rejects nodes where the pod's GPUs do not fit, as PreFilter saw
+// them plus what a simulation added or removed since. A gang member can use
+// its planned node only; a member without a plan can use none (evicting
+// pods from any one node does not make room for a gang that gpusched could
+// not place), so every other node is unresolvable.
 func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) *fwk.Status {
 	c := readCycle(cs)
-	if c == nil {
+	if c == nil || ni == nil || ni.Node() == nil {
 		return nil
 	}
 	node := ni.Node().Name
 	if c.gang != nil {
-		if c.planned != "" && node != c.planned {
-			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s: placed on %s", c.gang.key, c.planned))
+		switch {
+		case c.planned == "":
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gang %s: not placed by gpusched", c.gang.key))
+		case node != c.planned:
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gang %s: placed on %s", c.gang.key, c.planned))
 		}
 		return nil
+	}
+	if c.room == nil {
+		return nil // PreFilter resolved nothing: no opinion
 	}
 	h, ok := c.cluster.HostByName(node)
 	if !ok {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "gpusched: not a GPU node")
 	}
-	if msg := c.fit[h]; msg != "" {
+	if msg := c.fits(h); msg != "" {
 		return fwk.NewStatus(fwk.Unschedulable, msg)
 	}
 	return nil
@@ -547,10 +698,13 @@ func (p *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod, nod
 		c.chosen = c.planned
 		return nil
 	}
+	if c.req == nil {
+		return fwk.NewStatus(fwk.Skip)
+	}
 	s := p.st
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c.build != s.builds {
+	if c.build != s.builds || s.topo == nil {
 		return nil // Reserve places again
 	}
 	allow := make([]bool, s.topo.Cluster.NumHosts())
@@ -586,6 +740,9 @@ func (p *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *v1.Pod, node
 	s := p.st
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.topo == nil {
+		return fwk.NewStatus(fwk.Unschedulable, "gpusched: no GPU topology")
+	}
 	cl := s.topo.Cluster
 	if c.gang != nil {
 		pl, ok := s.plans[c.gang.key]
@@ -718,15 +875,21 @@ func (p *Plugin) PreBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ s
 		val = formatIndices(r.gpus)
 	}
 	s.mu.Unlock()
-	if val == "" || pod.Annotations[p.args.GPUIndicesAnnotation] == val {
+	return writeIndices(ctx, p.annotate, p.args.GPUIndicesAnnotation, pod, val)
+}
+
+// writeIndices writes the GPU indices val to pod's annotation key with
+// annotate (a merge patch), unless val is empty or already there.
+func writeIndices(ctx context.Context, annotate func(ctx context.Context, namespace, name string, patch []byte) error, key string, pod *v1.Pod, val string) *fwk.Status {
+	if val == "" || pod.Annotations[key] == val {
 		return nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{p.args.GPUIndicesAnnotation: val}}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: val}}})
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	if err := p.annotate(ctx, pod.Namespace, pod.Name, patch); err != nil {
-		return fwk.AsStatus(fmt.Errorf("writing %s: %w", p.args.GPUIndicesAnnotation, err))
+	if err := annotate(ctx, pod.Namespace, pod.Name, patch); err != nil {
+		return fwk.AsStatus(fmt.Errorf("writing %s: %w", key, err))
 	}
 	return nil
 }

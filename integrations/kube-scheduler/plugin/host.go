@@ -1,0 +1,858 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/gpusched/gpusched"
+	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/preempt"
+	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/topology"
+)
+
+// host is scheduler mode's host of one gpusched.Scheduler: it turns the
+// profile's pods into jobs, runs coalesced Schedule cycles off kube's
+// per-pod path, hands each binding to the extension points as per-pod
+// assignments, and reports back (Started, Requeue, Finished, Checkpointed).
+//
+// Its state is rebuilt from the apiserver (the informers' listers) whenever
+// the GPU nodes change shape, and at start: a restarted scheduler restores
+// bound pods' jobs as running, holding the GPUs their indices annotation
+// names. mu guards every field below it; cycle holds it while it decides
+// and releases it before talking to the apiserver.
+type host struct {
+	args    *Args
+	log     klog.Logger
+	profile string
+	io      hostIO
+	queues  queue.Config
+	// queuesErr says why the queue tree could not be read: every pod then
+	// waits with it as its reason.
+	queuesErr error
+
+	kick chan struct{}
+
+	mu       sync.Mutex
+	s        *gpusched.Scheduler
+	topo     *Topology
+	shape    string
+	buildErr error
+	// unhealthy: the GPUs topo.unavailable counts are still to be marked
+	// failed (after the rebuild's restores).
+	unhealthy bool
+	jobs      map[string]*jobRec
+	assign    map[types.UID]*assignment
+	byJob     map[string][]types.UID // assign's pods per job, in assignment order
+	requeue   []string
+	notes     map[types.UID]*podNote
+}
+
+// hostIO is what the host needs of the scheduler and the apiserver; tests
+// give fakes.
+type hostIO interface {
+	synced() bool
+	listNodes() ([]*v1.Node, error)
+	listPods() ([]*v1.Pod, error)
+	activate(pods []*v1.Pod)
+	rejectWaiting(uid types.UID, why string)
+	event(pod *v1.Pod, typ, reason, msg string)
+	setPending(ctx context.Context, pod *v1.Pod, msg string) error
+	deletePod(ctx context.Context, pod *v1.Pod) error
+	evict(ctx context.Context, pod *v1.Pod, grace time.Duration) error
+	now() time.Time
+}
+
+// jobRec is a job the Scheduler knows.
+type jobRec struct {
+	job *podJob
+	// evicting: a Preemption or a Recovery asked its pods to go; the
+	// job is reported Preempted (or Requeued) once none is bound.
+	evicting bool
+	recovery bool
+	// blocked says why the eviction of a victim planned for this job was
+	// refused (a PodDisruptionBudget).
+	blocked string
+	// partial: restored from a gang only part of which was bound.
+	partial bool
+	// checkpoint reported to the Scheduler.
+	checkpoint time.Time
+}
+
+// assignment is where one pod of a bound job goes.
+type assignment struct {
+	job      string
+	node     string
+	gpus     []int
+	reserved bool
+}
+
+// podNote is what was last said about a waiting pod, to rate-limit events
+// and status patches.
+type podNote struct {
+	msg string // the current reason
+	// What the last event and status patch said, and when.
+	evMsg, patchMsg string
+	event, patched  time.Time
+}
+
+func newHost(args *Args, profile string, io hostIO, log klog.Logger) *host {
+	return &host{args: args, profile: profile, io: io, log: log, kick: make(chan struct{}, 1),
+		jobs: map[string]*jobRec{}, assign: map[types.UID]*assignment{}, byJob: map[string][]types.UID{},
+		notes: map[types.UID]*podNote{}}
+}
+
+// poke asks for a cycle; calls coalesce until the cycle runs.
+func (h *host) poke() {
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+// idleCycle is how often a cycle runs without events: reservations and
+// backfill windows move with time.
+const idleCycle = 5 * time.Second
+
+// run runs cycles until ctx ends: one after each burst of events, at most
+// one per CycleInterval, and one every idleCycle.
+func (h *host) run(ctx context.Context) {
+	for !h.io.synced() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	idle := time.NewTimer(idleCycle)
+	defer idle.Stop()
+	for {
+		h.cycle(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(h.args.CycleInterval()):
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.kick:
+		case <-idle.C:
+		}
+		idle.Reset(idleCycle)
+	}
+}
+
+// effects is what a cycle asks of the apiserver, done after mu is released.
+type effects struct {
+	activate []*v1.Pod
+	reject   []types.UID
+	events   []podEvent
+	pending  []podEvent
+	evict    []eviction
+	del      []*v1.Pod
+}
+
+type podEvent struct {
+	pod            *v1.Pod
+	typ, why, what string
+}
+
+type eviction struct {
+	job   string // the victim
+	forJ  string // the job the room is for
+	pod   *v1.Pod
+	grace time.Duration
+}
+
+// cycle reconciles the Scheduler with the pods, runs Schedule and carries
+// out the Decision.
+func (h *host) cycle(ctx context.Context) {
+	nodes, err := h.io.listNodes()
+	if err != nil {
+		h.log.Error(err, "Listing nodes")
+		return
+	}
+	all, err := h.io.listPods()
+	if err != nil {
+		h.log.Error(err, "Listing pods")
+		return
+	}
+	now := h.io.now()
+	var ours []*v1.Pod
+	for _, p := range all {
+		if p.Spec.SchedulerName == h.profile && !isTerminal(p) && p.DeletionTimestamp == nil {
+			ours = append(ours, p)
+		}
+	}
+	var fx effects
+	h.mu.Lock()
+	h.decide(nodes, ours, now, &fx)
+	h.mu.Unlock()
+	h.apply(ctx, &fx)
+}
+
+// decide is the part of a cycle under mu.
+func (h *host) decide(nodes []*v1.Node, ours []*v1.Pod, now time.Time, fx *effects) {
+	slices.SortFunc(nodes, func(a, b *v1.Node) int { return strings.Compare(a.Name, b.Name) })
+	if k := h.shapeOf(nodes); h.s == nil || k != h.shape {
+		h.rebuild(nodes, k, fx)
+	}
+	jobs := jobsOf(ours, h.args)
+	if h.s == nil {
+		why := "gpusched: no GPU topology"
+		switch {
+		case h.queuesErr != nil:
+			why = "gpusched: " + h.queuesErr.Error()
+		case h.buildErr != nil:
+			why = "gpusched: " + h.buildErr.Error()
+		}
+		for _, j := range jobs {
+			h.note(fx, j.all(), why, now)
+		}
+		return
+	}
+	h.health(nodes)
+	h.reconcile(jobs, now, fx)
+	if h.unhealthy {
+		h.unhealthy = false
+		for hid, n := range h.topo.unavailable {
+			first, count := h.topo.Cluster.HostGPUs(topology.HostID(hid))
+			for i := count - n; i < count; i++ {
+				if _, err := h.s.SetGPUHealth(first+topology.GPUID(i), topology.Failed); err != nil {
+					h.log.Error(err, "Marking an unavailable GPU failed", "node", h.topo.Cluster.HostName(topology.HostID(hid)))
+				}
+			}
+		}
+	}
+	d := h.s.Schedule(now)
+	h.carryOut(&d, now, fx)
+}
+
+// shapeOf is the part of the nodes that makes the cluster: a change
+// rebuilds the Scheduler.
+func (h *host) shapeOf(nodes []*v1.Node) string {
+	var b strings.Builder
+	sk := &state{args: h.args}
+	for _, n := range nodes {
+		if k := sk.shapeKey(n); k != "" {
+			b.WriteString(n.Name)
+			b.WriteByte('=')
+			b.WriteString(k)
+			b.WriteByte(';')
+		}
+	}
+	return b.String()
+}
+
+// rebuild makes a fresh Scheduler for nodes and forgets every job: the
+// reconcile that follows restores bound jobs and submits waiting ones, so
+// a rebuild decides as a scheduler started now would.
+func (h *host) rebuild(nodes []*v1.Node, shape string, fx *effects) {
+	fx.reject = append(fx.reject, sortedKeys(h.assign)...)
+	h.s, h.topo, h.shape, h.buildErr = nil, nil, shape, nil
+	h.jobs, h.assign, h.byJob = map[string]*jobRec{}, map[types.UID]*assignment{}, map[string][]types.UID{}
+	if h.queuesErr != nil {
+		return
+	}
+	topo, err := BuildTopology(nodes, h.args)
+	if err != nil {
+		h.buildErr = err
+		return
+	}
+	opts := gang.Options{Explain: gang.DetailBrief}
+	if h.args.Policy == "fgd" {
+		opts.Frag.Distribution = h.args.Distribution()
+	}
+	placer, err := gang.New(h.args.Policy, opts)
+	if err != nil {
+		h.buildErr = err
+		return
+	}
+	pre, err := gpusched.NewPlanPreemptor(preempt.Config{Placer: placer}, 0)
+	if err != nil {
+		h.buildErr = err
+		return
+	}
+	s, err := gpusched.New(gpusched.Config{Cluster: topo.Cluster, Queues: h.queues, Placer: placer, Preemptor: pre})
+	if err != nil {
+		h.buildErr = err
+		return
+	}
+	// GPUs the device plugin no longer offers are marked failed after the
+	// jobs are restored (see decide), so that jobs on them are recovered.
+	h.s, h.topo, h.unhealthy = s, topo, true
+	h.log.V(2).Info("Built gpusched scheduler", "hosts", topo.Cluster.NumHosts(), "gpus", topo.Cluster.NumGPUs())
+}
+
+// health reports hosts that are not ready, carry a NoExecute taint or are
+// cordoned (draining) to the Scheduler.
+func (h *host) health(nodes []*v1.Node) {
+	c := h.topo.Cluster
+	for _, n := range nodes {
+		hid, ok := c.HostByName(n.Name)
+		if !ok {
+			continue
+		}
+		want := topology.Healthy
+		switch {
+		case !nodeReady(n) || hasNoExecute(n):
+			want = topology.Failed
+		case n.Spec.Unschedulable:
+			want = topology.Draining
+		}
+		if h.s.Ledger().HostHealth(hid) != want {
+			if _, err := h.s.SetHostHealth(hid, want); err != nil {
+				h.log.Error(err, "Setting host health", "node", n.Name)
+			}
+		}
+	}
+}
+
+// nodeReady reports whether n is not known to be unready: a node without
+// a Ready condition (just created) counts as ready.
+func nodeReady(n *v1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return true
+}
+
+func hasNoExecute(n *v1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Effect == v1.TaintEffectNoExecute {
+			return true
+		}
+	}
+	return false
+}
+
+// reconcile brings the Scheduler's jobs in line with the pods.
+func (h *host) reconcile(jobs []*podJob, now time.Time, fx *effects) {
+	current := make(map[string]*podJob, len(jobs))
+	for _, j := range jobs {
+		current[j.spec.ID] = j
+		if j.err != nil {
+			current[j.spec.ID] = nil
+		}
+	}
+	// Jobs whose pods are gone: they finished, were deleted or preempted.
+	for _, id := range sortedKeys(h.jobs) {
+		if current[id] != nil {
+			continue
+		}
+		rec := h.jobs[id]
+		st, ok := h.s.Job(id)
+		switch {
+		case !ok:
+		case rec.evicting && st.State.Holding():
+			_ = h.s.Preempted(id, now)
+			_ = h.s.Cancel(id, now) // its pods are gone; a controller recreates them as a new job
+		case st.State.Holding():
+			_ = h.s.Finished(id, now)
+		default:
+			_ = h.s.Cancel(id, now)
+		}
+		h.dropAssignments(id, fx)
+		delete(h.jobs, id)
+	}
+	// Requeues asked by Unreserve (a binding failed).
+	for _, id := range h.requeue {
+		if st, ok := h.s.Job(id); ok && st.State == queue.Admitted {
+			if err := h.s.Requeue(id, now); err != nil {
+				h.log.Error(err, "Requeue", "job", id)
+			}
+		}
+		h.dropAssignments(id, fx)
+	}
+	h.requeue = h.requeue[:0]
+	for _, j := range jobs {
+		id := j.spec.ID
+		if j.err != nil {
+			var inc errIncomplete
+			if errors.As(j.err, &inc) {
+				h.note(fx, j.all(), "gpusched: "+j.err.Error(), now)
+			} else {
+				h.bad(fx, j, j.err.Error(), now)
+			}
+			continue
+		}
+		rec, known := h.jobs[id]
+		if !known {
+			h.add(j, now, fx)
+			continue
+		}
+		rec.job = j
+		st, ok := h.s.Job(id)
+		if !ok {
+			delete(h.jobs, id)
+			continue
+		}
+		bound, held := 0, 0
+		for _, p := range j.all() {
+			_, assigned := h.assign[p.UID]
+			if p.Spec.NodeName != "" {
+				bound++
+				if assigned && st.State == queue.Running {
+					h.unassign(p.UID) // a completed gang's member, bound
+					assigned = false
+				}
+			}
+			if p.Spec.NodeName != "" || assigned {
+				held++
+			}
+		}
+		if st.State == queue.Running && held != h.placedPods(st.Placement) && !rec.evicting {
+			// Pods of a running job were bound or lost outside this
+			// scheduler's bindings (a binding that landed after a restart,
+			// a pod bound by hand): the Scheduler's view is wrong; rebuild
+			// it from the pods next cycle.
+			h.log.Info("Bound pods of a job changed outside gpusched's bindings; rebuilding", "job", id, "pods", held, "held", h.placedPods(st.Placement))
+			h.shape = ""
+		}
+		switch {
+		case st.State == queue.Admitted && bound > 0 && bound >= h.placedPods(st.Placement):
+			if err := h.s.Started(id, now); err != nil {
+				h.log.Error(err, "Started", "job", id)
+			}
+			h.dropAssignments(id, fx)
+		case st.State.Holding() && rec.evicting && bound == 0:
+			if rec.recovery {
+				_ = h.s.Requeue(id, now)
+			} else {
+				_ = h.s.Preempted(id, now)
+			}
+			rec.evicting, rec.recovery, rec.blocked = false, false, ""
+		}
+		if st.State == queue.Running && j.checkpoint.After(rec.checkpoint) {
+			rec.checkpoint = j.checkpoint
+			if err := h.s.Checkpointed(id, j.checkpoint, now); err != nil {
+				h.bad(fx, j, fmt.Sprintf("%s=%q: %v", podField(j.all()[0], "annotation "+h.args.CheckpointKey), j.checkpoint.Format(time.RFC3339), err), now)
+			}
+		}
+	}
+}
+
+// placedPods is the number of tasks a placement holds.
+func (h *host) placedPods(p *gang.Placement) int {
+	if p == nil {
+		return 0
+	}
+	return len(p.Claims)
+}
+
+// add submits a new job, or restores it when pods of it are bound already
+// (bound before a restart or a rebuild).
+func (h *host) add(j *podJob, now time.Time, fx *effects) {
+	id := j.spec.ID
+	var bound int
+	for _, p := range j.all() {
+		if p.Spec.NodeName != "" {
+			bound++
+		}
+	}
+	if bound == 0 {
+		if err := h.s.Submit(j.spec, j.created); err != nil {
+			h.bad(fx, j, h.submitError(j, err), now)
+			return
+		}
+		h.jobs[id] = &jobRec{job: j}
+		return
+	}
+	// Bound pods hold the GPUs their annotation names. A gang only part of
+	// whose pods are bound (the scheduler stopped while binding it) is
+	// completed when its unbound members carry the GPU indices annotation
+	// and a nominated node (PreBind ran for them: the gang had passed
+	// Permit whole): they are restored on those GPUs and let through.
+	// Otherwise it is restored with its bound members only, and the others
+	// wait (README, Restart).
+	if h.restore(j, true, now, fx) || h.restore(j, false, now, fx) {
+		return
+	}
+}
+
+// restore restores a job from its bound pods (and, with complete, its
+// unbound pods that PreBind had annotated); it reports whether it did.
+func (h *host) restore(j *podJob, complete bool, now time.Time, fx *effects) bool {
+	id := j.spec.ID
+	spec := j.spec.Clone()
+	c := h.topo.Cluster
+	var rs = spec.Clone()
+	rs.Groups = rs.Groups[:0]
+	var tasks [][]topology.Claim
+	var finish []*v1.Pod
+	var finishAt []assignment
+	bound, total := 0, 0
+	for gi, pods := range j.pods {
+		g := spec.Groups[gi]
+		var claims []topology.Claim
+		for _, p := range pods {
+			total++
+			node := p.Spec.NodeName
+			if node != "" {
+				bound++
+			} else if complete {
+				node = p.Status.NominatedNodeName
+			}
+			if node == "" {
+				continue
+			}
+			hid, ok := c.HostByName(node)
+			if !ok {
+				if p.Spec.NodeName == "" {
+					continue
+				}
+				h.bad(fx, j, fmt.Sprintf("%s=%q: not a GPU node gpusched knows", podField(p, "spec.nodeName"), node), now)
+				return true
+			}
+			first, count := c.HostGPUs(hid)
+			idx := parseIndices(p.Annotations[h.args.GPUIndicesAnnotation], count)
+			if len(idx) != g.GPUs {
+				if p.Spec.NodeName == "" {
+					continue
+				}
+				h.bad(fx, j, fmt.Sprintf("%s=%q: want %d distinct GPU indices below %d", podField(p, "annotation "+h.args.GPUIndicesAnnotation), p.Annotations[h.args.GPUIndicesAnnotation], g.GPUs, count), now)
+				return true
+			}
+			cl := topology.Claim{Host: hid, CPUMilli: g.CPUMilli, MemoryMiB: g.MemoryMiB}
+			for _, i := range idx {
+				cl.GPUs = append(cl.GPUs, topology.GPUClaim{GPU: first + topology.GPUID(i), Kind: topology.ClaimWhole})
+			}
+			claims = append(claims, cl)
+			if p.Spec.NodeName == "" {
+				finish = append(finish, p)
+				finishAt = append(finishAt, assignment{job: id, node: node, gpus: idx})
+			}
+		}
+		if len(claims) > 0 {
+			g.Count, g.MinCount = len(claims), 0
+			rs.Groups = append(rs.Groups, g)
+			tasks = append(tasks, claims)
+		}
+	}
+	if complete && len(finish) == 0 {
+		return false // nothing to complete: the plain restore follows
+	}
+	if err := h.s.Restore(rs, tasks, queue.Running, j.created, now); err != nil {
+		if complete {
+			return false
+		}
+		h.bad(fx, j, fmt.Sprintf("restoring its bound pods: %v", err), now)
+		return true
+	}
+	rec := &jobRec{job: j, partial: bound+len(finish) < total}
+	h.jobs[id] = rec
+	for k, p := range finish {
+		a := finishAt[k]
+		h.setAssign(p.UID, &a)
+		fx.activate = append(fx.activate, p)
+	}
+	if rec.partial {
+		var waiting []*v1.Pod
+		for _, p := range j.all() {
+			if p.Spec.NodeName == "" && !slices.Contains(finish, p) {
+				waiting = append(waiting, p)
+			}
+		}
+		h.note(fx, waiting, fmt.Sprintf("gpusched: gang %s was partly bound (%d of %d pods) when the scheduler restarted; its bound pods keep their GPUs and this pod is not placed: delete the gang's pods to place it again", id, bound+len(finish), total), now)
+	}
+	return true
+}
+
+// submitError words a Submit error for an event, naming the field.
+func (h *host) submitError(j *podJob, err error) string {
+	p := j.all()[0]
+	switch {
+	case errors.Is(err, gpusched.ErrUnknownQueue):
+		src := "label " + h.args.QueueLabel
+		if p.Labels[h.args.QueueLabel] == "" {
+			src = "default queue of namespace " + p.Namespace
+		}
+		return fmt.Sprintf("%s=%q: %v", podField(p, src), j.spec.Queue, err)
+	case errors.Is(err, gpusched.ErrNeverFits):
+		return fmt.Sprintf("%s: %v", podField(p, "resources"), err)
+	}
+	return fmt.Sprintf("%s: %v", podField(p, "spec"), err)
+}
+
+// bad reports a job that cannot be scheduled for its input: a Warning event
+// on each pod (rate-limited like pending reasons), and its pods wait.
+func (h *host) bad(fx *effects, j *podJob, msg string, now time.Time) {
+	if _, known := h.jobs[j.spec.ID]; known {
+		_ = h.s.Cancel(j.spec.ID, now)
+		h.dropAssignments(j.spec.ID, fx)
+		delete(h.jobs, j.spec.ID)
+	}
+	h.noteAs(fx, j.all(), "gpusched: "+msg, ReasonInvalid, now)
+}
+
+// dropAssignments forgets the assignments of a job and rejects its pods
+// waiting at Permit.
+func (h *host) dropAssignments(id string, fx *effects) {
+	for _, uid := range h.byJob[id] {
+		delete(h.assign, uid)
+		fx.reject = append(fx.reject, uid)
+	}
+	delete(h.byJob, id)
+}
+
+// setAssign records a pod's assignment.
+func (h *host) setAssign(uid types.UID, a *assignment) {
+	if old, ok := h.assign[uid]; ok {
+		if old.job == a.job {
+			h.assign[uid] = a
+			return
+		}
+		h.unassign(uid)
+	}
+	h.assign[uid] = a
+	h.byJob[a.job] = append(h.byJob[a.job], uid)
+}
+
+// unassign forgets one pod's assignment.
+func (h *host) unassign(uid types.UID) {
+	a, ok := h.assign[uid]
+	if !ok {
+		return
+	}
+	delete(h.assign, uid)
+	l := h.byJob[a.job]
+	if k := slices.Index(l, uid); k >= 0 {
+		l = slices.Delete(l, k, k+1)
+	}
+	if len(l) == 0 {
+		delete(h.byJob, a.job)
+	} else {
+		h.byJob[a.job] = l
+	}
+}
+
+// carryOut turns a Decision into assignments, evictions and notes.
+func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
+	c := h.topo.Cluster
+	for _, b := range d.Bindings {
+		rec := h.jobs[b.Job]
+		if rec == nil {
+			continue
+		}
+		placed := make([]int, len(rec.job.pods))
+		for i, t := range b.Placement.Tasks {
+			g := int(t.Group)
+			if g >= len(rec.job.pods) || placed[g] >= len(rec.job.pods[g]) {
+				continue
+			}
+			p := rec.job.pods[g][placed[g]]
+			placed[g]++
+			cl := b.Placement.Claims[i]
+			first, _ := c.HostGPUs(cl.Host)
+			a := &assignment{job: b.Job, node: c.HostName(cl.Host)}
+			for _, x := range cl.GPUs {
+				a.gpus = append(a.gpus, int(x.GPU-first))
+			}
+			h.setAssign(p.UID, a)
+			fx.activate = append(fx.activate, p)
+			delete(h.notes, p.UID)
+		}
+		for g, pods := range rec.job.pods {
+			for _, p := range pods[placed[g]:] {
+				h.note(fx, []*v1.Pod{p}, fmt.Sprintf("gpusched: job %s runs with %d pods, above its minimum; this one is not placed", b.Job, len(b.Placement.Claims)), now)
+			}
+		}
+	}
+	for _, p := range d.Preemptions {
+		rec := h.jobs[p.Job]
+		if rec == nil || rec.evicting {
+			continue
+		}
+		rec.evicting = true
+		for _, pod := range rec.job.all() {
+			if pod.Spec.NodeName != "" {
+				fx.evict = append(fx.evict, eviction{job: p.Job, forJ: p.For, pod: pod, grace: p.Grace})
+				fx.events = append(fx.events, podEvent{pod, v1.EventTypeNormal, ReasonPreempted, fmt.Sprintf("gpusched: preempted for %s: %s", p.For, p.Reason)})
+			}
+		}
+	}
+	for _, r := range d.Recoveries {
+		rec := h.jobs[r.Job]
+		if rec == nil || rec.evicting {
+			continue
+		}
+		if r.Action == preempt.ActionKeep {
+			continue
+		}
+		for _, pod := range rec.job.all() {
+			fx.events = append(fx.events, podEvent{pod, v1.EventTypeWarning, ReasonRecovery, "gpusched: " + r.Reason})
+		}
+		if !h.args.DeleteOnRecovery {
+			continue // left running: its controller or an operator decides
+		}
+		rec.evicting, rec.recovery = true, true
+		for _, pod := range rec.job.all() {
+			if pod.Spec.NodeName != "" {
+				fx.del = append(fx.del, pod)
+			}
+		}
+	}
+	for _, p := range d.Pending {
+		rec := h.jobs[p.Job]
+		if rec == nil {
+			continue
+		}
+		msg := "gpusched: " + p.Reason.String()
+		if rec.blocked != "" {
+			// The eviction of a victim planned for it was refused (a
+			// PodDisruptionBudget) and is not retried: say so.
+			msg += "; " + rec.blocked
+		}
+		h.note(fx, rec.job.all(), msg, now)
+	}
+}
+
+// note records a pending reason for pods: an event and a PodScheduled
+// condition when the message is new, then at most one of each per
+// EventInterval.
+func (h *host) note(fx *effects, pods []*v1.Pod, msg string, now time.Time) {
+	h.noteAs(fx, pods, msg, ReasonPending, now)
+}
+
+func (h *host) noteAs(fx *effects, pods []*v1.Pod, msg, reason string, now time.Time) {
+	iv := h.args.EventInterval()
+	for _, p := range pods {
+		n := h.notes[p.UID]
+		if n == nil {
+			n = &podNote{}
+			h.notes[p.UID] = n
+		}
+		n.msg = msg
+		typ := v1.EventTypeNormal
+		if reason == ReasonInvalid {
+			typ = v1.EventTypeWarning
+		}
+		if (n.evMsg != msg && now.Sub(n.event) >= time.Second) || now.Sub(n.event) >= iv {
+			n.event, n.evMsg = now, msg
+			fx.events = append(fx.events, podEvent{p, typ, reason, msg})
+		}
+		// The condition follows a new reason at once the first time, then
+		// at most once per interval (a reason that changes every cycle
+		// does not patch every cycle).
+		if n.patchMsg != msg && (n.patched.IsZero() || now.Sub(n.patched) >= min(iv, 5*time.Second)) {
+			n.patched, n.patchMsg = now, msg
+			fx.pending = append(fx.pending, podEvent{pod: p, what: msg})
+		}
+	}
+}
+
+// apply does what a cycle decided, outside mu.
+func (h *host) apply(ctx context.Context, fx *effects) {
+	for _, uid := range fx.reject {
+		h.io.rejectWaiting(uid, "gpusched: the job's binding was withdrawn")
+	}
+	if len(fx.activate) > 0 {
+		h.io.activate(fx.activate)
+	}
+	for _, e := range fx.evict {
+		err := h.io.evict(ctx, e.pod, e.grace)
+		if err == nil {
+			continue
+		}
+		h.log.Info("Eviction refused", "pod", klog.KObj(e.pod), "err", err)
+		h.mu.Lock()
+		if rec := h.jobs[e.forJ]; rec != nil {
+			// A PodDisruptionBudget (or anything else) refused: the
+			// victim is not evicted again by this plan (it stays marked
+			// as being preempted); the job the room was for waits with
+			// the refusal in its reason.
+			rec.blocked = fmt.Sprintf("eviction of %s/%s refused: %v", e.pod.Namespace, e.pod.Name, err)
+		}
+		h.mu.Unlock()
+		h.io.event(e.pod, v1.EventTypeWarning, ReasonPreempted, fmt.Sprintf("gpusched: eviction refused: %v", err))
+	}
+	for _, p := range fx.del {
+		if err := h.io.deletePod(ctx, p); err != nil {
+			h.log.Error(err, "Deleting a pod to requeue its job", "pod", klog.KObj(p))
+		}
+	}
+	for _, e := range fx.events {
+		h.io.event(e.pod, e.typ, e.why, e.what)
+	}
+	for _, e := range fx.pending {
+		if err := h.io.setPending(ctx, e.pod, e.what); err != nil {
+			h.log.V(3).Info("Setting the PodScheduled condition", "pod", klog.KObj(e.pod), "err", err)
+		}
+	}
+}
+
+// assignment returns a copy of pod's assignment, if it has one.
+func (h *host) assignmentOf(uid types.UID) (assignment, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	a, ok := h.assign[uid]
+	if !ok {
+		return assignment{}, false
+	}
+	return *a, true
+}
+
+// reserve marks pod's assignment reserved and reports whether every pod of
+// its job has reserved, with their UIDs.
+func (h *host) reserve(uid types.UID, node string) (all bool, members []types.UID, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	a, ok := h.assign[uid]
+	if !ok {
+		return false, nil, fmt.Errorf("gpusched: the pod's binding was withdrawn")
+	}
+	if a.node != node {
+		return false, nil, fmt.Errorf("gpusched: the pod is bound to %s, not %s", a.node, node)
+	}
+	a.reserved = true
+	all = true
+	for _, u := range h.byJob[a.job] {
+		members = append(members, u)
+		all = all && h.assign[u].reserved
+	}
+	return all, members, nil
+}
+
+// unreserve withdraws the binding of pod's job (a member could not be bound)
+// and asks the next cycle to requeue the job.
+func (h *host) unreserve(uid types.UID) []types.UID {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	a, ok := h.assign[uid]
+	if !ok {
+		return nil
+	}
+	var fx effects
+	h.dropAssignments(a.job, &fx)
+	h.requeue = append(h.requeue, a.job)
+	return fx.reject
+}
+
+// waitingReason is the last reason noted for a pod.
+func (h *host) waitingReason(uid types.UID) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n := h.notes[uid]; n != nil {
+		return n.msg
+	}
+	return "gpusched: waiting for a gpusched cycle to bind its job"
+}
+
+// forget drops what the host noted about a deleted pod.
+func (h *host) forget(uid types.UID) {
+	h.mu.Lock()
+	delete(h.notes, uid)
+	h.mu.Unlock()
+}

@@ -1,0 +1,183 @@
+package plugin
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/gpusched/gpusched/workload"
+)
+
+// podJob is one gpusched job made of pods (scheduler mode): a single pod, or
+// the live members of a gang.
+type podJob struct {
+	spec workload.Job
+	// pods are the job's pods, per task group in name order: task k of
+	// group g is pods[g][k].
+	pods [][]*v1.Pod
+	// checkpoint is the latest gpusched.io/checkpointed-at of its pods.
+	checkpoint time.Time
+	// created is the earliest creation time of its pods: jobs are
+	// submitted (and restored) in this order.
+	created time.Time
+	// err says why the job cannot be submitted (bad labels or annotations);
+	// problem names the pod and field for the event.
+	err error
+}
+
+// all returns the job's pods in group and name order.
+func (j *podJob) all() []*v1.Pod {
+	var out []*v1.Pod
+	for _, g := range j.pods {
+		out = append(out, g...)
+	}
+	return out
+}
+
+// jobID returns the gpusched job ID of a pod: "NAMESPACE/gang/NAME" for a
+// gang member (pod names cannot contain "/", so it never collides with a
+// single pod's), "NAMESPACE/POD" otherwise.
+func jobID(p *v1.Pod, a *Args) string {
+	if g := p.Labels[a.GangLabel]; g != "" {
+		return p.Namespace + "/gang/" + g
+	}
+	return p.Namespace + "/" + p.Name
+}
+
+// jobsOf groups pods (the live, not terminal pods of one profile) into jobs,
+// sorted by ID. A job whose pods' labels or annotations are malformed or
+// disagree carries err and an empty spec.
+func jobsOf(pods []*v1.Pod, a *Args) []*podJob {
+	byID := map[string][]*v1.Pod{}
+	for _, p := range pods {
+		id := jobID(p, a)
+		byID[id] = append(byID[id], p)
+	}
+	ids := sortedKeys(byID)
+	out := make([]*podJob, 0, len(ids))
+	for _, id := range ids {
+		members := byID[id]
+		sortPods(members)
+		out = append(out, jobOf(id, members, a))
+	}
+	return out
+}
+
+// podField names a pod and one of its fields in an error.
+func podField(p *v1.Pod, field string) string {
+	return fmt.Sprintf("pod %s/%s: %s", p.Namespace, p.Name, field)
+}
+
+// jobOf builds the job of members (sorted by name).
+func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
+	j := &podJob{created: members[0].CreationTimestamp.Time}
+	for _, m := range members {
+		if m.CreationTimestamp.Time.Before(j.created) {
+			j.created = m.CreationTimestamp.Time
+		}
+	}
+	first := members[0]
+	fail := func(format string, args ...any) *podJob {
+		j.err = fmt.Errorf(format, args...)
+		j.pods = [][]*v1.Pod{members}
+		return j
+	}
+	queueOf := func(p *v1.Pod) string {
+		if q := p.Labels[a.QueueLabel]; q != "" {
+			return q
+		}
+		if q := a.NamespaceQueues[p.Namespace]; q != "" {
+			return q
+		}
+		return a.DefaultQueue
+	}
+	spec := workload.Job{ID: id, Queue: queueOf(first)}
+	if first.Spec.Priority != nil {
+		spec.Priority = *first.Spec.Priority
+	}
+	g, inGang, err := gangOf(first, a)
+	if err != nil {
+		return fail("%s: %v", podField(first, "gang labels"), err)
+	}
+	var runtime string
+	for _, m := range members {
+		if q := queueOf(m); q != spec.Queue {
+			return fail("%s=%q: gang members disagree on the queue (%s has %q)", podField(m, "label "+a.QueueLabel), q, first.Name, spec.Queue)
+		}
+		var prio int32
+		if m.Spec.Priority != nil {
+			prio = *m.Spec.Priority
+		}
+		if prio != spec.Priority {
+			return fail("%s=%d: gang members disagree on the priority (%s has %d)", podField(m, "priority"), prio, first.Name, spec.Priority)
+		}
+		if inGang {
+			mg, _, err := gangOf(m, a)
+			if err != nil {
+				return fail("%s: %v", podField(m, "gang labels"), err)
+			}
+			if !mg.equal(g) {
+				return fail("%s: gang members disagree on size, minimum or topology (%s differs)", podField(m, "gang labels"), first.Name)
+			}
+		}
+		if r := m.Annotations[a.RuntimeKey]; r != "" {
+			d, err := time.ParseDuration(r)
+			if err != nil || d <= 0 {
+				return fail("%s=%q: not a positive duration such as 90m", podField(m, "annotation "+a.RuntimeKey), r)
+			}
+			if runtime != "" && r != runtime {
+				return fail("%s=%q: gang members disagree on the runtime estimate (%q)", podField(m, "annotation "+a.RuntimeKey), r, runtime)
+			}
+			runtime, spec.Runtime = r, d
+		}
+		if c := m.Annotations[a.CheckpointKey]; c != "" {
+			t, err := time.Parse(time.RFC3339, c)
+			if err != nil {
+				return fail("%s=%q: not an RFC 3339 time", podField(m, "annotation "+a.CheckpointKey), c)
+			}
+			if t.After(j.checkpoint) {
+				j.checkpoint = t
+			}
+		}
+	}
+	if inGang {
+		if len(members) > g.size {
+			return fail("%s: gang %s has %d live pods, more than its size %d", podField(members[g.size], "gang labels"), g.key, len(members), g.size)
+		}
+		spec.Topology = g.constraints()
+	}
+	// One task group per distinct demand, in order of first appearance.
+	var demands []demand
+	for _, m := range members {
+		d := demandOf(m, a)
+		gi := slices.Index(demands, d)
+		if gi < 0 {
+			gi = len(demands)
+			demands = append(demands, d)
+			spec.Groups = append(spec.Groups, d.taskGroup(fmt.Sprintf("g%d", gi), 0))
+			j.pods = append(j.pods, nil)
+		}
+		spec.Groups[gi].Count++
+		j.pods[gi] = append(j.pods[gi], m)
+	}
+	if inGang {
+		if missing := g.size - len(members); missing > 0 {
+			// Not every member exists yet: the job waits for them (see
+			// host.incomplete); it is submitted once complete.
+			j.err = errIncomplete{have: len(members), size: g.size, min: g.min}
+		} else if g.min < g.size && len(spec.Groups) == 1 {
+			spec.Groups[0].MinCount = g.min
+		}
+	}
+	j.spec = spec
+	return j
+}
+
+// errIncomplete: a gang some of whose members do not exist yet.
+type errIncomplete struct{ have, size, min int }
+
+func (e errIncomplete) Error() string {
+	return fmt.Sprintf("waiting for the gang's pods: %d of %d exist", e.have, e.size)
+}

@@ -1,0 +1,353 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/gpusched/gpusched/queue"
+)
+
+// SchedulerPlugin is the plugin in scheduler mode (Args.Mode "scheduler"):
+// it hosts one gpusched.Scheduler, which decides which jobs run, where and
+// when (queues, quotas, fair share, EASY backfill with reservations,
+// preemption planning). Pods of the profile are jobs: a single pod, or the
+// members of a gang (the gpusched.io/gang labels). They wait at PreEnqueue
+// until a gpusched cycle, run on informer events off kube-scheduler's
+// per-pod path, binds their job; then each pod is let through to its
+// planned node and GPUs, and Permit releases a job's pods together.
+//
+// Extension points:
+//
+//	PreEnqueue  a pod without a binding waits (its reason is in an event
+//	            and in its PodScheduled condition)
+//	PreFilter   the pod is narrowed to its planned node
+//	Filter      every other node is unresolvable
+//	PostFilter  a pod whose planned node failed other filters withdraws its
+//	            job's binding (the job is placed again)
+//	Reserve     the pod takes its planned slot (Unreserve: the job's
+//	            binding is withdrawn and the job requeued)
+//	Permit      a job's pods wait until all have reserved
+//	PreBind     the planned GPU indices are written to the pod
+type SchedulerPlugin struct {
+	handle fwk.Handle
+	args   *Args
+	h      *host
+	// annotate writes the GPU indices annotation (a merge patch) to a pod.
+	annotate func(ctx context.Context, namespace, name string, patch []byte) error
+}
+
+var (
+	_ fwk.PreEnqueuePlugin    = (*SchedulerPlugin)(nil)
+	_ fwk.EnqueueExtensions   = (*SchedulerPlugin)(nil)
+	_ fwk.PreFilterPlugin     = (*SchedulerPlugin)(nil)
+	_ fwk.FilterPlugin        = (*SchedulerPlugin)(nil)
+	_ fwk.ReservePlugin       = (*SchedulerPlugin)(nil)
+	_ fwk.PermitPlugin        = (*SchedulerPlugin)(nil)
+	_ fwk.PreBindPlugin       = (*SchedulerPlugin)(nil)
+	_ fwk.PreFilterExtensions = (*SchedulerPlugin)(nil)
+)
+
+// newSchedulerPlugin builds the scheduler-mode plugin and starts its cycle
+// loop, which runs until ctx ends.
+func newSchedulerPlugin(ctx context.Context, args *Args, h fwk.Handle) (*SchedulerPlugin, error) {
+	log := klog.FromContext(ctx).WithValues("plugin", Name, "mode", ModeScheduler)
+	p := &SchedulerPlugin{handle: h, args: args}
+	p.annotate = func(ctx context.Context, namespace, name string, patch []byte) error {
+		_, err := h.ClientSet().CoreV1().Pods(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	}
+	f := h.SharedInformerFactory()
+	if f == nil {
+		return nil, fmt.Errorf("%s: scheduler mode needs the scheduler's informers", Name)
+	}
+	io := &kubeIO{handle: h, nodes: f.Core().V1().Nodes().Lister(), pods: f.Core().V1().Pods().Lister(), log: log}
+	nodeInf, podInf := f.Core().V1().Nodes().Informer(), f.Core().V1().Pods().Informer()
+	io.hasSynced = func() bool { return nodeInf.HasSynced() && podInf.HasSynced() }
+	p.h = newHost(args, h.ProfileName(), io, log)
+	p.h.queues, p.h.queuesErr = loadQueues(ctx, args, h, log)
+	if p.h.queuesErr != nil && args.QueueConfigFile != "" {
+		return nil, fmt.Errorf("%s args: queueConfigFile: %w", Name, p.h.queuesErr)
+	}
+	poke := func(any) { p.h.poke() }
+	if _, err := nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: poke, UpdateFunc: func(o, n any) { poke(n) }, DeleteFunc: poke,
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    poke,
+		UpdateFunc: func(o, n any) { poke(n) },
+		DeleteFunc: func(o any) {
+			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			if pod, ok := o.(*v1.Pod); ok {
+				p.h.forget(pod.UID)
+			}
+			p.h.poke()
+		},
+	}); err != nil {
+		return nil, err
+	}
+	go p.h.run(ctx)
+	return p, nil
+}
+
+// loadQueues reads the queue tree from the file or ConfigMap the args name;
+// without either, one leaf queue "default" with backfill.
+func loadQueues(ctx context.Context, args *Args, h fwk.Handle, log klog.Logger) (queue.Config, error) {
+	switch {
+	case args.QueueConfigFile != "":
+		b, err := os.ReadFile(args.QueueConfigFile)
+		if err != nil {
+			return queue.Config{}, err
+		}
+		return ParseQueueConfig(b, args.QueueConfigFile)
+	case args.QueueConfigMap != "":
+		ns, name, _ := strings.Cut(args.QueueConfigMap, "/")
+		cm, err := h.ClientSet().CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return queue.Config{}, fmt.Errorf("queue ConfigMap %s: %w", args.QueueConfigMap, err)
+		}
+		src := fmt.Sprintf("ConfigMap %s key %s", args.QueueConfigMap, QueueConfigMapKey)
+		cfg, err := ParseQueueConfig([]byte(cm.Data[QueueConfigMapKey]), src)
+		if err != nil {
+			log.Error(err, "Queue tree not usable; every pod waits until it is fixed and the scheduler restarted")
+			if r := h.EventRecorder(); r != nil {
+				r.Eventf(cm, nil, v1.EventTypeWarning, ReasonInvalid, "QueueConfig", "%s", err.Error())
+			}
+		}
+		return cfg, err
+	}
+	return queue.Config{Root: queue.Node{Children: []queue.Node{
+		{Name: args.DefaultQueue, Policy: queue.Policy{Backfill: true}},
+	}}}, nil
+}
+
+// ParseQueueConfig reads a queue tree (package queue's Config) from YAML.
+// Unknown fields are errors; errors name src and the line. Durations are Go
+// durations ("10m").
+func ParseQueueConfig(b []byte, src string) (queue.Config, error) {
+	var cfg queue.Config
+	if len(bytes.TrimSpace(b)) == 0 {
+		return cfg, fmt.Errorf("%s: empty queue tree", src)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil {
+		return queue.Config{}, fmt.Errorf("%s: %w", src, err)
+	}
+	return cfg, nil
+}
+
+// Name returns Name.
+func (p *SchedulerPlugin) Name() string { return Name }
+
+// Args returns the plugin's defaulted args. The caller must not modify them.
+func (p *SchedulerPlugin) Args() *Args { return p.args }
+
+// EventsToRegister returns no events: a waiting pod is moved to the active
+// queue by the cycle that binds its job (Handle.Activate), not by cluster
+// events.
+func (p *SchedulerPlugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{}, nil
+}
+
+// PreEnqueue lets a pod into the scheduling queue once its job is bound.
+func (p *SchedulerPlugin) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
+	if _, ok := p.h.assignmentOf(pod.UID); ok {
+		return nil
+	}
+	p.h.poke()
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, p.h.waitingReason(pod.UID))
+}
+
+// PreFilter narrows the pod to its planned node.
+func (p *SchedulerPlugin) PreFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	a, ok := p.h.assignmentOf(pod.UID)
+	if !ok {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, p.h.waitingReason(pod.UID))
+	}
+	return &fwk.PreFilterResult{NodeNames: sets.New(a.node)}, nil
+}
+
+// PreFilterExtensions returns p: it keeps no per-cycle state to update.
+func (p *SchedulerPlugin) PreFilterExtensions() fwk.PreFilterExtensions { return p }
+
+// AddPod does nothing: gpusched's Scheduler, not kube's simulation, decides.
+func (p *SchedulerPlugin) AddPod(context.Context, fwk.CycleState, *v1.Pod, fwk.PodInfo, fwk.NodeInfo) *fwk.Status {
+	return nil
+}
+
+// RemovePod does nothing (see AddPod).
+func (p *SchedulerPlugin) RemovePod(context.Context, fwk.CycleState, *v1.Pod, fwk.PodInfo, fwk.NodeInfo) *fwk.Status {
+	return nil
+}
+
+// Filter rejects every node but the pod's planned one, unresolvably: kube's
+// preemption never acts for a gpusched pod (gpusched plans its own).
+func (p *SchedulerPlugin) Filter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) *fwk.Status {
+	a, ok := p.h.assignmentOf(pod.UID)
+	if !ok {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, p.h.waitingReason(pod.UID))
+	}
+	if ni == nil || ni.Node() == nil || ni.Node().Name != a.node {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gpusched: job %s is bound to %s", a.job, a.node))
+	}
+	return nil
+}
+
+// PostFilter withdraws the binding of a pod whose planned node failed
+// another plugin's filter (kube-scheduler's view of the node disagrees with
+// gpusched's): the job is requeued and placed again, instead of its pod
+// waiting for ever.
+func (p *SchedulerPlugin) PostFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	a, ok := p.h.assignmentOf(pod.UID)
+	if !ok {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	for _, uid := range p.h.unreserve(pod.UID) {
+		if wp := p.handle.GetWaitingPod(uid); wp != nil {
+			wp.Reject(Name, fmt.Sprintf("gpusched: pod %s/%s of the same job did not fit its planned node", pod.Namespace, pod.Name))
+		}
+	}
+	p.h.poke()
+	return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gpusched: planned node %s failed; job %s is placed again", a.node, a.job))
+}
+
+// Reserve takes the pod's planned slot.
+func (p *SchedulerPlugin) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
+	if _, _, err := p.h.reserve(pod.UID, node); err != nil {
+		return fwk.NewStatus(fwk.Unschedulable, err.Error())
+	}
+	return nil
+}
+
+// Unreserve withdraws the binding of the pod's job: its other pods waiting
+// at Permit are rejected, and the next cycle requeues the job.
+func (p *SchedulerPlugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
+	for _, uid := range p.h.unreserve(pod.UID) {
+		if uid != pod.UID {
+			if wp := p.handle.GetWaitingPod(uid); wp != nil {
+				wp.Reject(Name, fmt.Sprintf("gpusched: pod %s/%s of the same job could not be bound", pod.Namespace, pod.Name))
+			}
+		}
+	}
+	p.h.poke()
+}
+
+// Permit lets a job's pods go together, once every one has reserved.
+func (p *SchedulerPlugin) Permit(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node string) (*fwk.Status, time.Duration) {
+	all, members, err := p.h.reserve(pod.UID, node)
+	if err != nil {
+		return fwk.NewStatus(fwk.Unschedulable, err.Error()), 0
+	}
+	if !all {
+		return fwk.NewStatus(fwk.Wait, "gpusched: waiting for the job's other pods"), p.args.GangTimeout()
+	}
+	allow := sets.New(members...)
+	p.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
+		if allow.Has(wp.GetPod().UID) {
+			wp.Allow(Name)
+		}
+	})
+	return nil, 0
+}
+
+// PreBind writes the planned GPU indices to the pod's annotation.
+func (p *SchedulerPlugin) PreBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
+	a, ok := p.h.assignmentOf(pod.UID)
+	if !ok {
+		return fwk.NewStatus(fwk.Unschedulable, "gpusched: the pod's binding was withdrawn")
+	}
+	return writeIndices(ctx, p.annotate, p.args.GPUIndicesAnnotation, pod, formatIndices(a.gpus))
+}
+
+// kubeIO is hostIO on a running kube-scheduler.
+type kubeIO struct {
+	handle    fwk.Handle
+	nodes     corelisters.NodeLister
+	pods      corelisters.PodLister
+	hasSynced func() bool
+	log       klog.Logger
+}
+
+func (k *kubeIO) synced() bool                   { return k.hasSynced() }
+func (k *kubeIO) listNodes() ([]*v1.Node, error) { return k.nodes.List(labels.Everything()) }
+func (k *kubeIO) listPods() ([]*v1.Pod, error)   { return k.pods.List(labels.Everything()) }
+func (k *kubeIO) now() time.Time                 { return time.Now() }
+func (k *kubeIO) rejectWaiting(uid types.UID, why string) {
+	if wp := k.handle.GetWaitingPod(uid); wp != nil {
+		wp.Reject(Name, why)
+	}
+}
+
+func (k *kubeIO) activate(pods []*v1.Pod) {
+	m := make(map[string]*v1.Pod, len(pods))
+	for _, p := range pods {
+		m[p.Namespace+"/"+p.Name] = p
+	}
+	k.handle.Activate(k.log, m)
+}
+
+func (k *kubeIO) event(pod *v1.Pod, typ, reason, msg string) {
+	if r := k.handle.EventRecorder(); r != nil {
+		r.Eventf(pod, nil, typ, reason, "Scheduling", "%s", msg)
+	}
+}
+
+// setPending sets the pod's PodScheduled condition to False with msg.
+func (k *kubeIO) setPending(ctx context.Context, pod *v1.Pod, msg string) error {
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []map[string]any{{
+		"type": string(v1.PodScheduled), "status": string(v1.ConditionFalse), "reason": v1.PodReasonUnschedulable,
+		"message": msg, "lastTransitionTime": metav1.Now(),
+	}}}})
+	if err != nil {
+		return err
+	}
+	_, err = k.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	return err
+}
+
+func (k *kubeIO) deletePod(ctx context.Context, pod *v1.Pod) error {
+	return k.handle.ClientSet().CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+}
+
+// evict evicts pod through the Eviction API, which honours
+// PodDisruptionBudgets, with grace as its grace period (at most the pod's
+// own).
+func (k *kubeIO) evict(ctx context.Context, pod *v1.Pod, grace time.Duration) error {
+	secs := int64(grace / time.Second)
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil && *g < secs {
+		secs = *g
+	}
+	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+		DeleteOptions: &metav1.DeleteOptions{GracePeriodSeconds: &secs, Preconditions: &metav1.Preconditions{UID: &pod.UID}}}
+	return k.handle.ClientSet().CoreV1().Pods(pod.Namespace).EvictV1(ctx, ev)
+}
+
+// PreBindPreFlight says whether PreBind has indices to write.
+func (p *SchedulerPlugin) PreBindPreFlight(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
+	a, ok := p.h.assignmentOf(pod.UID)
+	if !ok || len(a.gpus) == 0 || pod.Annotations[p.args.GPUIndicesAnnotation] == formatIndices(a.gpus) {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
+}
