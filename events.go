@@ -262,11 +262,13 @@ func (s *Scheduler) start(j *job, started, now time.Time) {
 
 // release gives back everything a holding job holds, fanning out to
 // every concern take filed it with; each host it leaves gains capacity
-// (the failure cache's log).
+// (the failure cache's log); a reservation shadow that may model it
+// running is rebuilt (reservations.released).
 func (s *Scheduler) release(j *job, now time.Time) error {
 	if err := j.txn.Undo(); err != nil {
 		return fmt.Errorf("gpusched: ledger out of step with job: %w", err)
 	}
+	s.res.released(j)
 	if s.tracker != nil {
 		s.tracker.Undone(j.req, j.placement)
 	}

@@ -114,6 +114,24 @@ func (rs *reservations) holdCapacity(j *job, res *reservation) {
 // forget drops j's reservation (j ended).
 func (rs *reservations) forget(j *job) { delete(rs.byJob, j) }
 
+// released notes that holding job j gave back what it held (it ended,
+// or waits again): a kept shadow that may model j still running at its
+// reservation's time — j's estimate ran past it, or it is unknown, or the
+// reservation is forever — goes back to the pool, and the next cycle
+// builds it again from the ledger (keeping the reservation where it is
+// while that is still free). Releasing j's claims from the shadow instead
+// is not safe: whether the shadow took them depends on j's estimate when
+// it was modelled (starting moves it later), and releasing claims it did
+// not take frees what others hold there.
+func (rs *reservations) released(j *job) {
+	for _, r := range rs.kept {
+		if r.shadow != nil && (r.forever || !j.endKnown || j.end.After(r.at)) {
+			rs.shadowPool = append(rs.shadowPool, r.shadow)
+			r.shadow = nil
+		}
+	}
+}
+
 // healthLost notes that a part stopped being healthy: shadows built
 // before are not reused.
 func (rs *reservations) healthLost() { rs.healthEpoch++ }

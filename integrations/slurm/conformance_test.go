@@ -484,10 +484,8 @@ func scenarioTrace(ctx context.Context, t *testing.T, c *Cluster, m *Model) *Sce
 	}
 	if len(cs) > 0 {
 		s.Notes = append(s.Notes, "Disagreements by cause — "+strings.Join(cs, "; ")+". `backfill-window` is gpusched's "+
-			"EASY backfill refusing a job because its placement would take resources the reservation's shadow holds. Many of "+
-			"these are the root package's reservation-shadow issue: a job that backfilled and then ended before its limit stays "+
-			"in the shadow, so jobs on the resources it freed (even other GPU models) are refused (reproduced by "+
-			"known_issue_test.go; see docs/slurm.md). Slurm's backfill also places a job around the reservations, where "+
+			"EASY backfill refusing a job because its placement would take resources the reservation's shadow holds (jobs "+
+			"still running at the reserved time by their estimates). Slurm's backfill also places a job around the reservations, where "+
 			"gpusched tries only the placer's choice. Once one start differs, the jobs after it see a different cluster, so "+
 			"disagreements come in runs.")
 	}
