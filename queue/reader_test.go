@@ -48,9 +48,9 @@ func TestTreeReaderHasNoWriter(t *testing.T) {
 	// Read elsewhere: Check, Borrows and Ceiling take vectors the reader
 	// would have to validate (a host reads quotas through View);
 	// CheckPriority is the owner's submission check.
-	// History is the owner's (snapshots read usage through the tree's own
+	// History and FinishTimeRho are the owner's (snapshots read usage through the tree's own
 	// capture); it takes a NodeID the reader would have to validate.
-	leftOut := []string{"Check", "Borrows", "Ceiling", "CheckPriority", "History"}
+	leftOut := []string{"Check", "Borrows", "Ceiling", "CheckPriority", "History", "FinishTimeRho"}
 	rt := reflect.TypeFor[TreeReader]()
 	tt := reflect.TypeFor[*Tree]()
 	for i := 0; i < tt.NumMethod(); i++ {
