@@ -410,24 +410,10 @@ func (s *Scheduler) restoreHolding(spec workload.Job, tasks [][]topology.Claim, 
 	if err != nil {
 		return err
 	}
-	id, req := j.spec.ID, j.req
-	if len(tasks) != len(req.Groups) {
-		return jobErr(id, fmt.Errorf("%d task groups placed, the job has %d", len(tasks), len(req.Groups)))
-	}
-	p := &gang.Placement{Job: id, Level: s.c.LevelCluster(), Domain: s.c.Root()}
-	for gi, claims := range tasks {
-		g := &req.Groups[gi]
-		if len(claims) < g.Min || len(claims) > g.Count {
-			return &workload.FieldError{Job: id, Field: fmt.Sprintf("groups[%d]", gi), Msg: fmt.Sprintf("%d tasks placed, want %d..%d", len(claims), g.Min, g.Count)}
-		}
-		for ti, cl := range claims {
-			if err := s.checkClaim(g, cl); err != nil {
-				return &workload.FieldError{Job: id, Field: fmt.Sprintf("groups[%d] task %d", gi, ti), Msg: err.Error()}
-			}
-			p.Claims = append(p.Claims, cl)
-			p.Tasks = append(p.Tasks, gang.TaskRef{Group: int32(gi), Index: int32(ti)})
-		}
-		p.Placed = append(p.Placed, len(claims))
+	id := j.spec.ID
+	p, err := s.placementOf(j, tasks)
+	if err != nil {
+		return err
 	}
 	charged := s.adm.charge(p)
 	if b := s.tree.Check(j.leaf.ID(), charged); b != nil {

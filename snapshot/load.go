@@ -170,6 +170,28 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 		}
 		states[j.ID] = js
 	}
+	for i, n := range st.Nominations {
+		f := fmt.Sprintf("nominations[%d]", i)
+		k := slices.IndexFunc(st.Jobs, func(j Job) bool { return j.ID == n.Job })
+		if k < 0 {
+			return nil, bad(f+".job", fmt.Errorf("no job %q in the state", n.Job))
+		}
+		nm := gpusched.Nomination{Job: n.Job, Victims: n.Victims, Due: n.Due}
+		if len(n.Placement) > 0 {
+			tmp := Job{Job: st.Jobs[k].Job, Placement: n.Placement}
+			var fe *fieldErr
+			if nm.Tasks, fe = tmp.claims(c, f); fe != nil {
+				return nil, bad(fe.field, fe.err)
+			}
+		}
+		if err := s.RestoreNomination(nm); err != nil {
+			var we *workload.FieldError
+			if errors.As(err, &we) {
+				return nil, bad(f+".placement", errors.New(we.Field+": "+we.Msg))
+			}
+			return nil, bad(f, err)
+		}
+	}
 	for i, u := range st.Usage {
 		f := fmt.Sprintf("usage[%d]", i)
 		if err := s.RestoreQueueUsage(u.Queue, fairshare.Usage{Value: u.Value, At: u.At}); err != nil {
