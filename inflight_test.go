@@ -74,3 +74,35 @@ func TestRestoreNominationErrors(t *testing.T) {
 		t.Fatalf("want w bound to its nomination:\n%s", d.Format(s.Cluster()))
 	}
 }
+
+// TestRestoreJobCheckpoint: a running job's last checkpoint is restored
+// (Progress reports it) and checked: only for a running job, within its
+// run, naming the field.
+func TestRestoreJobCheckpoint(t *testing.T) {
+	s, err := New(Config{Cluster: testCluster(t, 1, 0), Queues: queue.Config{Root: queue.Node{Children: []queue.Node{{Name: "q"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := s.Cluster().HostGPUs(0)
+	tasks := [][]topology.Claim{{{Host: 0, GPUs: []topology.GPUClaim{{GPU: first, Kind: topology.ClaimWhole}}}}}
+	now := t0.Add(time.Hour)
+	for _, tc := range []struct {
+		r    RestoredJob
+		want string
+	}{
+		{RestoredJob{Spec: gpuJob("p", 1), State: queue.Pending, Submitted: t0, Now: now, Checkpoint: t0}, "checkpoint: a pending job has no checkpoint"},
+		{RestoredJob{Spec: gpuJob("r", 1), State: queue.Running, Tasks: tasks, Submitted: t0, Started: t0.Add(time.Minute), Now: now, Checkpoint: t0}, "checkpoint: 2025-01-01T00:00:00Z is outside its run"},
+		{RestoredJob{Spec: gpuJob("r", 1), State: queue.Running, Tasks: tasks, Submitted: t0, Started: t0, Now: now, Checkpoint: now.Add(time.Second)}, "is outside its run"},
+	} {
+		if err := s.RestoreJob(tc.r); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.r.Spec.ID, err, tc.want)
+		}
+	}
+	cp := t0.Add(30 * time.Minute)
+	if err := s.RestoreJob(RestoredJob{Spec: gpuJob("r", 1), State: queue.Running, Tasks: tasks, Submitted: t0, Started: t0, Now: now, Checkpoint: cp}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := s.Progress("r"); !got.Equal(cp) {
+		t.Fatalf("checkpoint %v, want %v", got, cp)
+	}
+}

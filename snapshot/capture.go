@@ -214,8 +214,11 @@ func captureJob(s *gpusched.Scheduler, c *topology.Cluster, id string, js gpusch
 	if js.State == queue.Running {
 		j.Started = js.Started
 	}
-	if _, saved, ok := s.Progress(id); ok {
+	if cp, saved, ok := s.Progress(id); ok {
 		j.Progress = saved
+		if js.State == queue.Running {
+			j.Checkpoint = cp
+		}
 	}
 	if !js.State.Holding() {
 		return j, nil

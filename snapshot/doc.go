@@ -49,6 +49,8 @@
 //	  started: 2025-01-01T09:05:00Z     # running jobs: not before
 //	                            # submitted, not after now
 //	  progress: 2h              # work saved by checkpoints of earlier runs
+//	  checkpoint: 2025-01-01T09:35:00Z  # running jobs: last checkpoint of
+//	                            # this run (version 3)
 //	  admitted: 2025-01-01T09:04:00Z    # when bound (admission clock)
 //	  preemptions: 1            # times preempted, times stopped by
 //	  restarts: 0               #   failures (version 2)
@@ -96,7 +98,7 @@
 //     (TestLoadedDecidesAsOriginalPreempting).
 //   - The "random" placer seeds each job from its submission sequence
 //     number, which a loaded Scheduler numbers afresh.
-//   - Not saved: OmitPending, and a running job's last checkpoint.
+//   - Not saved: OmitPending.
 //   - Health is applied after the jobs are restored, so the first cycle of
 //     a loaded Scheduler lists Recoveries for jobs on failed or draining
 //     parts that the captured one may already have handled (`gpusched

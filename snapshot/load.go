@@ -23,7 +23,7 @@ import (
 
 // restoredFields are the fields of a job RestoreJob names in errors that
 // are fields of the state's job too.
-var restoredFields = map[string]bool{"submitted": true, "admitted": true, "started": true, "preemptions": true, "restarts": true, "progress": true}
+var restoredFields = map[string]bool{"submitted": true, "admitted": true, "started": true, "preemptions": true, "restarts": true, "progress": true, "checkpoint": true}
 
 // MaxBytes bounds a state file, so that a wrong path (a trace, a disk
 // image) is an error rather than an out-of-memory.
@@ -160,7 +160,7 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 			}
 		}
 		r := gpusched.RestoredJob{Spec: j.Job, State: js, Tasks: tasks, Submitted: j.Submitted, Admitted: j.Admitted, Started: j.Started,
-			Now: st.Now, Preemptions: j.Preemptions, Restarts: j.Restarts, Progress: j.Progress}
+			Now: st.Now, Preemptions: j.Preemptions, Restarts: j.Restarts, Progress: j.Progress, Checkpoint: j.Checkpoint}
 		if err := s.RestoreJob(r); err != nil {
 			var we *workload.FieldError
 			if errors.As(err, &we) && restoredFields[we.Field] {

@@ -205,6 +205,18 @@ func (sc *scenario) drive(t fataler, s schedHost, until time.Time, before func(n
 				}
 			}
 		}
+		// Running jobs report their checkpoints every ckpt.
+		for _, j := range sc.jobs {
+			if !j.running || sc.ckpt == 0 {
+				continue
+			}
+			js, _ := s.Job(j.spec.ID)
+			if cp := js.Started.Add(now.Sub(js.Started) / sc.ckpt * sc.ckpt); cp.After(js.Started) {
+				if err := s.Checkpointed(j.spec.ID, cp, now); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 		for ; nf < len(sc.faults) && !sc.faults[nf].at.After(now); nf++ {
 			f := sc.faults[nf]
 			var hit []string

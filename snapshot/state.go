@@ -13,7 +13,8 @@ import (
 // Version is the version of the file format this package writes. It
 // reads every version from 1 (which lacks the settings, queue usage and
 // per-job counts version 2 added; a version 1 file loads with them zero;
-// versions 1 and 2 lack the preemptions in flight version 3 added).
+// versions 1 and 2 lack the preemptions in flight and a running job's
+// last checkpoint, which version 3 added).
 const Version = 3
 
 // State is a saved Scheduler state, as the file holds it (see the package
@@ -116,6 +117,9 @@ type Job struct {
 	// Progress is the work saved by checkpoints of the job's earlier runs
 	// (gpusched.Scheduler.Progress); not negative.
 	Progress time.Duration `yaml:"progress,omitempty" json:"progress,omitempty"`
+	// Checkpoint is a running job's last checkpoint in its current run
+	// (version 3): between Started and Now; zero for none.
+	Checkpoint time.Time `yaml:"checkpoint,omitempty" json:"checkpoint,omitzero"`
 	// Preemptions and Restarts count how often the job was preempted and
 	// stopped by failures (version 2): what Job.MaxPreemptions and
 	// Config.MaxRestarts cap.
