@@ -118,10 +118,11 @@ func (w *twin) Schedule(now time.Time) gpusched.Decision {
 // decision is the same (waiting reasons from the placer compared by kind,
 // as the original repeats an explanation cached in an earlier cycle).
 // Requeued jobs with checkpoints, failed and draining parts, quotas and
-// Fair Tree are in the streams. Not yet: backfill queues, whose
+// Fair Tree are in the streams; preemption in
+// TestLoadedDecidesAsOriginalPreempting. Not yet: backfill queues, whose
 // reservations a state does not carry (a kept reservation never moves
-// later; a loaded Scheduler computes it afresh), and preemption (its
-// nominations in flight) — see the package documentation.
+// later and its shadow is reused; a loaded Scheduler computes it afresh)
+// — see the package documentation.
 func TestLoadedDecidesAsOriginal(t *testing.T) { testLoadedDecidesAsOriginal(t, false, false) }
 
 // TestLoadedDecidesAsOriginalPreempting: the same with a PlanPreemptor
