@@ -182,7 +182,7 @@ func FuzzEvents(f *testing.F) {
 					_ = s.Restore(spec(), tasks(), state(), when(), when())
 				case 14:
 					_ = s.RestoreJob(RestoredJob{Spec: spec(), State: state(), Tasks: tasks(), Submitted: when(), Admitted: when(), Started: when(), Now: when(),
-						Preemptions: num(), Restarts: num(), Progress: pick(tp, time.Duration(0), time.Hour, -time.Hour)})
+						Preemptions: num(), Restarts: num(), Progress: pick(tp, time.Duration(0), time.Hour, -time.Hour), Checkpoint: pick(tp, time.Time{}, when())})
 				case 15:
 					_ = s.Checkpointed(id(), when(), when())
 				case 16:
