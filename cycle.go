@@ -139,6 +139,8 @@ func (cs *cycleState) listPending(tree *queue.Tree) []Pending {
 }
 
 // Schedule runs one scheduling cycle at time now and returns what to do.
+// A now earlier than the latest time seen is clamped to it
+// (Decision.Now); see Scheduler.
 //
 // The cycle serves queues in fair-share order (package queue: jobs that
 // fit in their queue's guarantee first, then siblings by the fairness

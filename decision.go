@@ -16,7 +16,8 @@ import (
 // Preempted and the other events. It is a plain value; only the backing
 // array of Pending is reused by the next cycle.
 type Decision struct {
-	// Now is the time the cycle ran at.
+	// Now is the time the cycle ran at: Schedule's now, or the latest
+	// time the Scheduler had seen if now was earlier.
 	Now time.Time
 	// Bindings are the jobs admitted this cycle, in admission order, each
 	// with the exact GPUs of every task. Their resources are already held

@@ -11,16 +11,6 @@ import (
 	"github.com/gpusched/gpusched/workload"
 )
 
-// advance moves the Scheduler's clock to now, never back; it returns the
-// time to use.
-func (s *Scheduler) advance(now time.Time) time.Time {
-	if now.Before(s.now) {
-		return s.now
-	}
-	s.now = now
-	return now
-}
-
 func jobErr(id string, err error) error { return &JobError{Job: id, Err: err} }
 
 // Submit queues a job at time now. The job is validated and resolved
@@ -31,7 +21,10 @@ func jobErr(id string, err error) error { return &JobError{Job: id, Err: err} }
 // does not fit on the idle cluster — is rejected with ErrNeverFits and
 // the reason. Submit copies the job; the caller may reuse it.
 func (s *Scheduler) Submit(spec workload.Job, now time.Time) error {
-	now = s.advance(now)
+	now, err := s.eventAt("Submit", spec.ID, now)
+	if err != nil {
+		return err
+	}
 	j, err := s.newJob(spec, now)
 	if err != nil {
 		return err
@@ -86,7 +79,10 @@ func (s *Scheduler) lookup(id string) (*job, error) {
 
 // Started reports that an admitted job began running at now.
 func (s *Scheduler) Started(id string, now time.Time) error {
-	now = s.advance(now)
+	now, err := s.eventAt("Started", id, now)
+	if err != nil {
+		return err
+	}
 	j, err := s.lookup(id)
 	if err != nil {
 		return err
@@ -131,7 +127,17 @@ func (s *Scheduler) Cancel(id string, now time.Time) error {
 }
 
 func (s *Scheduler) end(id string, now time.Time, st queue.State) error {
-	now = s.advance(now)
+	event := "Cancel"
+	switch st {
+	case queue.Succeeded:
+		event = "Finished"
+	case queue.Failed:
+		event = "Failed"
+	}
+	now, err := s.eventAt(event, id, now)
+	if err != nil {
+		return err
+	}
 	j, err := s.lookup(id)
 	if err != nil {
 		return err
@@ -180,7 +186,10 @@ func (s *Scheduler) Preempted(id string, now time.Time) error {
 }
 
 func (s *Scheduler) back(id string, now time.Time, st queue.State, event string) error {
-	now = s.advance(now)
+	now, err := s.eventAt(event, id, now)
+	if err != nil {
+		return err
+	}
 	j, err := s.lookup(id)
 	if err != nil {
 		return err
@@ -423,24 +432,10 @@ func (s *Scheduler) restoreHolding(spec workload.Job, tasks [][]topology.Claim, 
 	if err != nil {
 		return err
 	}
-	id, req := j.spec.ID, j.req
-	if len(tasks) != len(req.Groups) {
-		return jobErr(id, fmt.Errorf("%d task groups placed, the job has %d", len(tasks), len(req.Groups)))
-	}
-	p := &gang.Placement{Job: id, Level: s.c.LevelCluster(), Domain: s.c.Root()}
-	for gi, claims := range tasks {
-		g := &req.Groups[gi]
-		if len(claims) < g.Min || len(claims) > g.Count {
-			return &workload.FieldError{Job: id, Field: fmt.Sprintf("groups[%d]", gi), Msg: fmt.Sprintf("%d tasks placed, want %d..%d", len(claims), g.Min, g.Count)}
-		}
-		for ti, cl := range claims {
-			if err := s.checkClaim(g, cl); err != nil {
-				return &workload.FieldError{Job: id, Field: fmt.Sprintf("groups[%d] task %d", gi, ti), Msg: err.Error()}
-			}
-			p.Claims = append(p.Claims, cl)
-			p.Tasks = append(p.Tasks, gang.TaskRef{Group: int32(gi), Index: int32(ti)})
-		}
-		p.Placed = append(p.Placed, len(claims))
+	id := j.spec.ID
+	p, err := s.placementOf(j, tasks)
+	if err != nil {
+		return err
 	}
 	charged := s.adm.charge(p)
 	if b := s.tree.Check(j.leaf.ID(), charged); b != nil {

@@ -131,8 +131,12 @@ func TestEventStates(t *testing.T) {
 		t.Fatalf("free %d, want 8", free)
 	}
 	checkInvariants(t, s, "end")
-	// Times going back are clamped.
-	if err := s.Submit(gpuJob("c", 1), t0); err != nil {
+	// Times going back are refused (TestTimeBackwards); at the latest
+	// time seen, an event applies.
+	if err := s.Submit(gpuJob("c", 1), t0); !errors.Is(err, ErrTimeBackwards) {
+		t.Fatalf("Submit at an earlier time: %v", err)
+	}
+	if err := s.Submit(gpuJob("c", 1), now.Add(4*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := s.Job("c"); !st.Submitted.Equal(now.Add(4 * time.Minute)) {

@@ -35,10 +35,10 @@ func pick[T any](t *eventTape, vals ...T) T { return vals[int(t.byte())%len(vals
 
 // FuzzEvents drives a Scheduler (2 DGX H100 hosts in one ToR, two queues
 // with quotas, a PlanPreemptor, AdmitTimeout) through random sequences of
-// every public call — events, health changes, Restore and RestoreJob,
-// cycles — with hostile values: negative, huge and out-of-range numbers,
-// unknown IDs and queues, bad MIG profiles and claims, times going
-// backwards, starts in the future. After every step nothing has
+// every public call — events, health changes, Restore, RestoreJob,
+// RestoreNomination, cycles — with hostile values: negative, huge and
+// out-of-range numbers, unknown IDs and queues, bad MIG profiles and
+// claims, times going backwards, starts in the future. After every step nothing has
 // panicked, the ledger's counters and indexes agree with its GPUs
 // (Ledger.Check), no quota is exceeded (Tree.Over) and the holding jobs
 // are exactly those the ledger's claims are for. Copies handed out by Job
@@ -133,7 +133,7 @@ func FuzzEvents(f *testing.F) {
 			return pick(tp, topology.Healthy, topology.Draining, topology.Failed, topology.Health(7))
 		}
 		for step := 0; !tp.done() && step < 200; step++ {
-			op := tp.byte() % 18
+			op := tp.byte() % 19
 			what := fmt.Sprintf("step %d op %d", step, op)
 			func() {
 				defer func() {
@@ -182,7 +182,7 @@ func FuzzEvents(f *testing.F) {
 					_ = s.Restore(spec(), tasks(), state(), when(), when())
 				case 14:
 					_ = s.RestoreJob(RestoredJob{Spec: spec(), State: state(), Tasks: tasks(), Submitted: when(), Admitted: when(), Started: when(), Now: when(),
-						Preemptions: num(), Restarts: num(), Progress: pick(tp, time.Duration(0), time.Hour, -time.Hour)})
+						Preemptions: num(), Restarts: num(), Progress: pick(tp, time.Duration(0), time.Hour, -time.Hour), Checkpoint: pick(tp, time.Time{}, when())})
 				case 15:
 					_ = s.Checkpointed(id(), when(), when())
 				case 16:
@@ -199,6 +199,10 @@ func FuzzEvents(f *testing.F) {
 					}
 					s.Progress(id())
 					s.Holding(func(string, JobStatus) bool { return true })
+				case 18:
+					victims := pick(tp, []string(nil), []string{id()}, []string{id(), id()})
+					_ = s.RestoreNomination(Nomination{Job: id(), Victims: victims, Tasks: pick(tp, [][]topology.Claim(nil), tasks()), Due: when()})
+					_ = s.Nominations([]string{id(), id()})
 				}
 			}()
 			if err := s.ledger.Check(); err != nil {

@@ -81,11 +81,18 @@ func (h *harness) runPreemption(t *testing.T, td *datadriven.TestData) string {
 		}
 		return fmt.Sprintf("submitted %d", n)
 	case "checkpoint":
+		// A checkpoint at at, reported at the latest time so far (or at
+		// at, if later): time does not go back.
 		s := h.sched(t)
-		now := h.at(t, td)
+		now := h.now
+		at := h.at(t, td)
+		if at.After(now) {
+			now = at
+		}
+		h.now = now
 		var id string
 		td.ScanArgs(t, "id", &id)
-		if err := s.Checkpointed(id, now, now); err != nil {
+		if err := s.Checkpointed(id, at, now); err != nil {
 			return "error: " + err.Error()
 		}
 		return "ok"

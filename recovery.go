@@ -129,7 +129,10 @@ func lastCheckpoint(j *job, now time.Time) time.Time {
 // requeued job keeps its progress up to it (its runtime estimate shrinks
 // by the work saved).
 func (s *Scheduler) Checkpointed(id string, at, now time.Time) error {
-	now = s.advance(now)
+	now, err := s.eventAt("Checkpointed", id, now)
+	if err != nil {
+		return err
+	}
 	j, err := s.lookup(id)
 	if err != nil {
 		return err

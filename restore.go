@@ -34,6 +34,9 @@ type RestoredJob struct {
 	// runs saved by checkpoints (Scheduler.Progress).
 	Preemptions, Restarts int
 	Progress              time.Duration
+	// Checkpoint is a running job's last checkpoint in its current run
+	// (Scheduler.Progress): zero for none, else between Started and Now.
+	Checkpoint time.Time
 }
 
 // RestoreJob records a live job from a host's records: a waiting job
@@ -66,9 +69,20 @@ func (s *Scheduler) RestoreJob(r RestoredJob) error {
 	if err := checkTimes(id, r.State, r.Submitted, admitted, r.Started, r.Now); err != nil {
 		return err
 	}
+	if !r.Checkpoint.IsZero() {
+		switch {
+		case r.State != queue.Running:
+			return bad("checkpoint", "a %s job has no checkpoint in a current run", r.State)
+		case r.Checkpoint.Before(r.Started) || r.Checkpoint.After(r.Now):
+			return bad("checkpoint", "%s is outside its run (%s..%s)", stamp(r.Checkpoint), stamp(r.Started), stamp(r.Now))
+		}
+	}
 	set := func(j *job) {
 		j.preemptions = r.Preemptions
 		s.rec.restored(j, r.Progress, r.Restarts)
+		if !r.Checkpoint.IsZero() {
+			s.rec.checkpointed(j, r.Checkpoint)
+		}
 	}
 	switch r.State {
 	case queue.Admitted, queue.Running:

@@ -96,9 +96,18 @@ func (e *JobError) Unwrap() error { return e.Err }
 //
 // A Scheduler is not safe for concurrent use; the host serialises events
 // and cycles. It does no I/O, starts no goroutines and never reads a clock:
-// every time is an argument. Times should not go backwards; an earlier
-// time than one already seen is treated as that one. The same sequence of
-// calls gives byte-identical Decisions.
+// every time is an argument. The same sequence of calls gives
+// byte-identical Decisions.
+//
+// Time never goes backwards. The Scheduler keeps the latest time it has
+// seen; an event (Submit, Started, Finished, Failed, Cancel, Requeue,
+// Preempted, Checkpointed) at an earlier time is refused with a *JobError
+// wrapping ErrTimeBackwards that names the event, the job and both times,
+// and changes nothing. Schedule, which returns no error, clamps: a cycle
+// at an earlier time runs at the latest time seen, and Decision.Now says
+// so. Restore and RestoreJob take their time from the job's submission,
+// a time in the records' past: they clamp too, and an earlier submission
+// is kept as the job's own. Health changes and SetPriority take no time.
 type Scheduler struct {
 	cfg     Config
 	c       *topology.Cluster

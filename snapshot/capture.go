@@ -13,6 +13,7 @@ import (
 	"github.com/gpusched/gpusched/gang"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
 )
 
 // CaptureOptions say what Capture cannot read from the Scheduler itself.
@@ -175,8 +176,31 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 		}
 	}
 
+	// Preemptions in flight (version 3): the placements promised in the
+	// order made, then the jobs waiting for victims without one.
+	ids = ids[:0]
+	groups := make(map[string][]workload.TaskGroup, len(st.Jobs))
+	for _, j := range st.Jobs {
+		ids = append(ids, j.ID)
+		groups[j.ID] = j.Groups
+	}
+	for _, n := range s.Nominations(ids) {
+		sn := Nomination{Job: n.Job, Victims: n.Victims, Due: n.Due}
+		if n.Tasks != nil {
+			p := &gang.Placement{}
+			for g, claims := range n.Tasks {
+				for k, cl := range claims {
+					p.Claims = append(p.Claims, cl)
+					p.Tasks = append(p.Tasks, gang.TaskRef{Group: int32(g), Index: int32(k)})
+				}
+			}
+			sn.Placement = tasksOf(c, groups[n.Job], p)
+		}
+		st.Nominations = append(st.Nominations, sn)
+	}
+
 	if opt.Config.Preemptor != nil {
-		st.Notes = append(st.Notes, "the Scheduler preempts (Config.Preemptor), which a state does not carry: a loaded Scheduler preempts only with Options.Preemptor, and does not reproduce nominations (jobs waiting for their victims)")
+		st.Notes = append(st.Notes, "the Scheduler preempts (Config.Preemptor), which a state does not carry: a loaded Scheduler preempts only with Options.Preemptor")
 	}
 	if opt.Placer == "random" {
 		st.Notes = append(st.Notes, "placer random seeds each job from its submission sequence number, which a loaded Scheduler numbers afresh: its placements differ")
@@ -196,8 +220,11 @@ func captureJob(s *gpusched.Scheduler, c *topology.Cluster, id string, js gpusch
 	if js.State == queue.Running {
 		j.Started = js.Started
 	}
-	if _, saved, ok := s.Progress(id); ok {
+	if cp, saved, ok := s.Progress(id); ok {
 		j.Progress = saved
+		if js.State == queue.Running {
+			j.Checkpoint = cp
+		}
 	}
 	if !js.State.Holding() {
 		return j, nil
@@ -206,13 +233,20 @@ func captureJob(s *gpusched.Scheduler, c *topology.Cluster, id string, js gpusch
 	if p == nil {
 		return j, fmt.Errorf("snapshot: Capture: job %s is %s without a placement", id, js.State)
 	}
+	j.Placement = tasksOf(c, j.Groups, p)
+	return j, nil
+}
+
+// tasksOf writes placement p of a job with groups as the state's tasks.
+func tasksOf(c *topology.Cluster, groups []workload.TaskGroup, p *gang.Placement) []Task {
+	var out []Task
 	for i, cl := range p.Claims {
 		t := Task{Host: c.HostName(cl.Host)}
-		if len(j.Groups) > 1 && i < len(p.Tasks) {
+		if len(groups) > 1 && i < len(p.Tasks) {
 			g := int(p.Tasks[i].Group)
 			t.Group = strconv.Itoa(g)
-			if g >= 0 && g < len(j.Groups) && j.Groups[g].Name != "" {
-				t.Group = j.Groups[g].Name
+			if g >= 0 && g < len(groups) && groups[g].Name != "" {
+				t.Group = groups[g].Name
 			}
 		}
 		first, _ := c.HostGPUs(cl.Host)
@@ -228,9 +262,9 @@ func captureJob(s *gpusched.Scheduler, c *topology.Cluster, id string, js gpusch
 				t.GPU, t.MIG, t.Start = &idx, m.MIGProfiles[gc.Profile].Name, int(gc.Start)
 			}
 		}
-		j.Placement = append(j.Placement, t)
+		out = append(out, t)
 	}
-	return j, nil
+	return out
 }
 
 // clusterRef names c as a preset when it is one, else holds it inline.

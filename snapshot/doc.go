@@ -16,7 +16,7 @@
 // YAML (or JSON, which is YAML too). Times are RFC 3339, durations Go
 // durations ("90m", "1h30m"). Field by field:
 //
-//	version: 2                  # the format's version; 1 and 2 are read
+//	version: 3                  # the format's version; 1 to 3 are read
 //	now: 2025-01-01T10:00:00Z   # the time of the state (required)
 //	cluster:                    # exactly one of preset, file, machine, spec
 //	  preset: h100-1k           #   a built-in cluster (topology.PresetNames)
@@ -49,6 +49,8 @@
 //	  started: 2025-01-01T09:05:00Z     # running jobs: not before
 //	                            # submitted, not after now
 //	  progress: 2h              # work saved by checkpoints of earlier runs
+//	  checkpoint: 2025-01-01T09:35:00Z  # running jobs: last checkpoint of
+//	                            # this run (version 3)
 //	  admitted: 2025-01-01T09:04:00Z    # when bound (admission clock)
 //	  preemptions: 1            # times preempted, times stopped by
 //	  restarts: 0               #   failures (version 2)
@@ -59,6 +61,12 @@
 //	  # a MIG instance: {host: H, gpu: 0, mig: 3g.40gb, start: 4}
 //	  # several groups: {group: NAME or index, host: …}; without group,
 //	  # entries fill the groups in order, each up to its count
+//	nominations:                # preemptions in flight (version 3), in
+//	- job: serve-2              #   the order made
+//	  victims: [train-1]        # asked to stop, still holding
+//	  due: 2025-01-01T09:40:00Z # when they should have stopped
+//	  placement: [...]          # promised to the job (as a job's);
+//	                            # absent: it only waits for its victims
 //	notes: [...]                # what the state could not carry (Capture)
 //
 // A bad file gets an *Error naming the file, the line and the field path
@@ -68,7 +76,7 @@
 //
 // # Limits
 //
-// A loaded Scheduler holds everything the state carries (version 2):
+// A loaded Scheduler holds everything the state carries (version 3):
 // jobs in their states (requeued and preempted ones too), with their
 // admission times, preemption and restart counts and saved progress;
 // the queues' Fair Tree usage; the settings (Seed, DefaultRuntime,
@@ -82,11 +90,15 @@
 //     backfill where it would not), and cached placement failures too
 //     (whose explanations counted the free GPUs of the cycle that cached
 //     them).
-//   - Preemption is not saved: a loaded Scheduler has no Preemptor, so
-//     jobs waiting for victims, and nominations, are not reproduced.
+//   - The Preemptor is not saved: a loaded Scheduler preempts with
+//     Options.Preemptor only. The preemptions in flight are (version 3):
+//     the jobs waiting for their victims, the victims marked as being
+//     preempted, and the placements promised (nominations), restored
+//     through Scheduler.RestoreNomination
+//     (TestLoadedDecidesAsOriginalPreempting).
 //   - The "random" placer seeds each job from its submission sequence
 //     number, which a loaded Scheduler numbers afresh.
-//   - Not saved: OmitPending, and a running job's last checkpoint.
+//   - Not saved: OmitPending.
 //   - Health is applied after the jobs are restored, so the first cycle of
 //     a loaded Scheduler lists Recoveries for jobs on failed or draining
 //     parts that the captured one may already have handled (`gpusched

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpusched/gpusched"
+	"github.com/gpusched/gpusched/preempt"
 	"github.com/gpusched/gpusched/topology"
 	"github.com/gpusched/gpusched/workload"
 	"pgregory.net/rapid"
@@ -19,6 +20,7 @@ type schedHost interface {
 	Started(id string, now time.Time) error
 	Finished(id string, now time.Time) error
 	Requeue(id string, now time.Time) error
+	Preempted(id string, now time.Time) error
 	Checkpointed(id string, at, now time.Time) error
 	SetHostHealth(h topology.HostID, hh topology.Health) ([]string, error)
 	SetGPUHealth(g topology.GPUID, h topology.Health) ([]string, error)
@@ -62,6 +64,10 @@ func (w *twin) Finished(id string, now time.Time) error {
 }
 func (w *twin) Requeue(id string, now time.Time) error {
 	f := func(s *gpusched.Scheduler) error { return s.Requeue(id, now) }
+	return w.both(f, f)
+}
+func (w *twin) Preempted(id string, now time.Time) error {
+	f := func(s *gpusched.Scheduler) error { return s.Preempted(id, now) }
 	return w.both(f, f)
 }
 func (w *twin) Checkpointed(id string, at, now time.Time) error {
@@ -112,19 +118,39 @@ func (w *twin) Schedule(now time.Time) gpusched.Decision {
 // decision is the same (waiting reasons from the placer compared by kind,
 // as the original repeats an explanation cached in an earlier cycle).
 // Requeued jobs with checkpoints, failed and draining parts, quotas and
-// Fair Tree are in the streams. Not yet: backfill queues, whose
+// Fair Tree are in the streams; preemption in
+// TestLoadedDecidesAsOriginalPreempting. Not yet: backfill queues, whose
 // reservations a state does not carry (a kept reservation never moves
-// later; a loaded Scheduler computes it afresh), and preemption (its
-// nominations in flight) — see the package documentation.
-func TestLoadedDecidesAsOriginal(t *testing.T) {
-	runs, compared, cycles := 0, 0, 0
+// later and its shadow is reused; a loaded Scheduler computes it afresh)
+// — see the package documentation.
+func TestLoadedDecidesAsOriginal(t *testing.T) { testLoadedDecidesAsOriginal(t, false, false) }
+
+// TestLoadedDecidesAsOriginalPreempting: the same with a PlanPreemptor
+// (a fresh one for each Scheduler), victims that stop some minutes after
+// they are asked: the state carries the preemptions in flight
+// (nominations and the jobs waiting for their victims).
+func TestLoadedDecidesAsOriginalPreempting(t *testing.T) { testLoadedDecidesAsOriginal(t, false, true) }
+
+func testLoadedDecidesAsOriginal(t *testing.T, backfill, preempting bool) {
+	runs, compared, cycles, inflight := 0, 0, 0, 0
 	rapid.Check(t, func(rt *rapid.T) {
-		sc := genScenario(rt, false) // no backfill: a state does not carry reservations kept across cycles yet
+		sc := genScenario(rt, backfill)
+		var opt Options
+		if preempting {
+			sc.stopAfter = rapid.SampledFrom([]time.Duration{0, 5 * time.Minute, 30 * time.Minute}).Draw(rt, "stopAfter")
+			sc.cfg.Preemptor = planPreemptor(rt)
+			opt.Preemptor = planPreemptor(rt)
+		}
 
 		w := &twin{t: rt, a: sc.scheduler(rt), ca: sc.c}
 		at := t0.Add(time.Duration(rapid.IntRange(0, 600).Draw(rt, "at")) * time.Minute)
 		sc.drive(rt, w, at.Add(24*time.Hour), func(now time.Time) {
 			if w.b != nil || now.Before(at) {
+				return
+			}
+			// With a Preemptor, wait (up to 6 h) for a preemption in
+			// flight to capture.
+			if preempting && now.Before(at.Add(6*time.Hour)) && len(w.a.Nominations(sc.order())) == 0 {
 				return
 			}
 			st, err := Capture(w.a, now, CaptureOptions{Config: sc.cfg, Placer: sc.placer, Order: sc.order()})
@@ -136,7 +162,10 @@ func TestLoadedDecidesAsOriginal(t *testing.T) {
 				rt.Fatal(err)
 			}
 			w.state = buf.String()
-			l, err := Load(buf.Bytes(), "state.yaml", Options{})
+			if len(st.Nominations) > 0 {
+				inflight++
+			}
+			l, err := Load(buf.Bytes(), "state.yaml", opt)
 			if err != nil {
 				rt.Fatalf("%v\n%s", err, w.state)
 			}
@@ -148,8 +177,16 @@ func TestLoadedDecidesAsOriginal(t *testing.T) {
 			cycles += w.cycles
 		}
 	})
-	t.Logf("%d streams, %d loaded and compared, %d cycles compared", runs, compared, cycles)
+	t.Logf("%d streams, %d loaded and compared, %d cycles compared, %d states with preemptions in flight", runs, compared, cycles, inflight)
 	if compared < runs/4 || cycles == 0 {
 		t.Fatalf("only %d of %d streams reached their capture", compared, runs)
 	}
+}
+
+func planPreemptor(t fataler) *gpusched.PlanPreemptor {
+	pp, err := gpusched.NewPlanPreemptor(preempt.Config{LowerPriority: preempt.WithinQueue, Reclaim: preempt.ReclaimAny}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pp
 }

@@ -23,7 +23,7 @@ import (
 
 // restoredFields are the fields of a job RestoreJob names in errors that
 // are fields of the state's job too.
-var restoredFields = map[string]bool{"submitted": true, "admitted": true, "started": true, "preemptions": true, "restarts": true, "progress": true}
+var restoredFields = map[string]bool{"submitted": true, "admitted": true, "started": true, "preemptions": true, "restarts": true, "progress": true, "checkpoint": true}
 
 // MaxBytes bounds a state file, so that a wrong path (a trace, a disk
 // image) is an error rather than an out-of-memory.
@@ -160,7 +160,7 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 			}
 		}
 		r := gpusched.RestoredJob{Spec: j.Job, State: js, Tasks: tasks, Submitted: j.Submitted, Admitted: j.Admitted, Started: j.Started,
-			Now: st.Now, Preemptions: j.Preemptions, Restarts: j.Restarts, Progress: j.Progress}
+			Now: st.Now, Preemptions: j.Preemptions, Restarts: j.Restarts, Progress: j.Progress, Checkpoint: j.Checkpoint}
 		if err := s.RestoreJob(r); err != nil {
 			var we *workload.FieldError
 			if errors.As(err, &we) && restoredFields[we.Field] {
@@ -169,6 +169,28 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 			return nil, bad(f, err)
 		}
 		states[j.ID] = js
+	}
+	for i, n := range st.Nominations {
+		f := fmt.Sprintf("nominations[%d]", i)
+		k := slices.IndexFunc(st.Jobs, func(j Job) bool { return j.ID == n.Job })
+		if k < 0 {
+			return nil, bad(f+".job", fmt.Errorf("no job %q in the state", n.Job))
+		}
+		nm := gpusched.Nomination{Job: n.Job, Victims: n.Victims, Due: n.Due}
+		if len(n.Placement) > 0 {
+			tmp := Job{Job: st.Jobs[k].Job, Placement: n.Placement}
+			var fe *fieldErr
+			if nm.Tasks, fe = tmp.claims(c, f); fe != nil {
+				return nil, bad(fe.field, fe.err)
+			}
+		}
+		if err := s.RestoreNomination(nm); err != nil {
+			var we *workload.FieldError
+			if errors.As(err, &we) {
+				return nil, bad(f+".placement", errors.New(we.Field+": "+we.Msg))
+			}
+			return nil, bad(f, err)
+		}
 	}
 	for i, u := range st.Usage {
 		f := fmt.Sprintf("usage[%d]", i)

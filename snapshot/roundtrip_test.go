@@ -38,6 +38,9 @@ type scenario struct {
 	jobs   []*hostJob
 	faults []fault
 	ckpt   time.Duration // checkpoint interval of running jobs (0: none)
+	// stopAfter is how long a victim of a preemption runs on before the
+	// host reports it Preempted (scenarios with a Preemptor).
+	stopAfter time.Duration
 }
 
 type fault struct {
@@ -150,6 +153,11 @@ func (sc *scenario) drive(t fataler, s schedHost, until time.Time, before func(n
 		byID[j.spec.ID] = j
 	}
 	next, nf := 0, 0
+	type stop struct {
+		id string
+		at time.Time
+	}
+	var stops []stop // victims asked to stop, in order asked
 	for {
 		var now time.Time
 		have := false
@@ -169,13 +177,42 @@ func (sc *scenario) drive(t fataler, s schedHost, until time.Time, before func(n
 				cand(j.end)
 			}
 		}
+		for _, st := range stops {
+			cand(st.at)
+		}
 		if !have || now.After(until) {
 			return
 		}
+		kept := stops[:0]
+		for _, st := range stops {
+			if st.at.After(now) {
+				kept = append(kept, st)
+				continue
+			}
+			if j := byID[st.id]; j != nil && j.running {
+				if err := s.Preempted(st.id, now); err != nil {
+					t.Fatal(err)
+				}
+				j.running = false
+			}
+		}
+		stops = kept
 		for _, j := range sc.jobs {
 			if j.running && !j.end.After(now) {
 				j.running, j.gone = false, true
 				if err := s.Finished(j.spec.ID, now); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		// Running jobs report their checkpoints every ckpt.
+		for _, j := range sc.jobs {
+			if !j.running || sc.ckpt == 0 {
+				continue
+			}
+			js, _ := s.Job(j.spec.ID)
+			if cp := js.Started.Add(now.Sub(js.Started) / sc.ckpt * sc.ckpt); cp.After(js.Started) {
+				if err := s.Checkpointed(j.spec.ID, cp, now); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -226,6 +263,9 @@ func (sc *scenario) drive(t fataler, s schedHost, until time.Time, before func(n
 		d := s.Schedule(now)
 		if after != nil {
 			after(now, d)
+		}
+		for _, p := range d.Preemptions {
+			stops = append(stops, stop{id: p.Job, at: now.Add(sc.stopAfter)})
 		}
 		for _, b := range d.Bindings {
 			if err := s.Started(b.Job, now); err != nil {

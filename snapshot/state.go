@@ -12,8 +12,10 @@ import (
 
 // Version is the version of the file format this package writes. It
 // reads every version from 1 (which lacks the settings, queue usage and
-// per-job counts version 2 added; a version 1 file loads with them zero).
-const Version = 2
+// per-job counts version 2 added; a version 1 file loads with them zero;
+// versions 1 and 2 lack the preemptions in flight and a running job's
+// last checkpoint, which version 3 added).
+const Version = 3
 
 // State is a saved Scheduler state, as the file holds it (see the package
 // documentation for the format). It is plain data: Capture fills it,
@@ -52,6 +54,9 @@ type State struct {
 	Health []Health `yaml:"health,omitempty" json:"health,omitempty"`
 	// Jobs are the live jobs, in order of submission.
 	Jobs []Job `yaml:"jobs" json:"jobs"`
+	// Nominations are the preemptions in flight (version 3), in the
+	// order gpusched.Scheduler.Nominations lists them.
+	Nominations []Nomination `yaml:"nominations,omitempty" json:"nominations,omitempty"`
 	// Notes say what the state could not carry of the Scheduler it was
 	// captured from (see Capture); informational.
 	Notes []string `yaml:"notes,omitempty" json:"notes,omitempty"`
@@ -112,6 +117,9 @@ type Job struct {
 	// Progress is the work saved by checkpoints of the job's earlier runs
 	// (gpusched.Scheduler.Progress); not negative.
 	Progress time.Duration `yaml:"progress,omitempty" json:"progress,omitempty"`
+	// Checkpoint is a running job's last checkpoint in its current run
+	// (version 3): between Started and Now; zero for none.
+	Checkpoint time.Time `yaml:"checkpoint,omitempty" json:"checkpoint,omitzero"`
 	// Preemptions and Restarts count how often the job was preempted and
 	// stopped by failures (version 2): what Job.MaxPreemptions and
 	// Config.MaxRestarts cap.
@@ -194,3 +202,14 @@ func (e *Error) Error() string {
 
 // Unwrap returns Err.
 func (e *Error) Unwrap() error { return e.Err }
+
+// Nomination is a preemption in flight (gpusched.Nomination): a waiting
+// job, the victims asked to stop for it that still hold, and, with a
+// placing Preemptor, the placement promised to it once they are gone and
+// when they should have stopped (Due).
+type Nomination struct {
+	Job       string    `yaml:"job" json:"job"`
+	Victims   []string  `yaml:"victims" json:"victims"`
+	Due       time.Time `yaml:"due,omitempty" json:"due,omitzero"`
+	Placement []Task    `yaml:"placement,omitempty" json:"placement,omitempty"`
+}

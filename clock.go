@@ -1,0 +1,39 @@
+package gpusched
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrTimeBackwards: an event's time is earlier than the latest time the
+// Scheduler has seen (from an event or a Schedule). The event is refused
+// and nothing changes; see Scheduler for the rule.
+var ErrTimeBackwards = errors.New("gpusched: time went backwards")
+
+// advance moves the Scheduler's clock to now, never back; it returns the
+// time to use. Schedule and the restore calls clamp through it; the
+// events go through eventAt, which refuses an earlier time instead.
+func (s *Scheduler) advance(now time.Time) time.Time {
+	if now.Before(s.now) {
+		return s.now
+	}
+	s.now = now
+	return now
+}
+
+// eventAt checks that event (on job id) at now is not earlier than the
+// latest time seen, and advances the clock to it. An earlier time is a
+// *JobError wrapping ErrTimeBackwards that names the event, the job and
+// both times; the clock does not move.
+func (s *Scheduler) eventAt(event, id string, now time.Time) (time.Time, error) {
+	if now.Before(s.now) {
+		return time.Time{}, jobErr(id, fmt.Errorf("%w: %s(%s) at %s is before %s, the latest time seen",
+			ErrTimeBackwards, event, id, stamp(now), stamp(s.now)))
+	}
+	return s.advance(now), nil
+}
+
+// stamp writes a time for an error message: UTC, to the nanosecond where
+// it has them.
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
