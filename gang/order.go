@@ -66,6 +66,16 @@ type hostOrder struct {
 
 	pos, start int
 	fresh      bool
+
+	// protection (protect.go): shield defers hosts in protected domains;
+	// deferred says some were, skips counts them, lastCur is the cursor
+	// that yielded the last host (-1: none).
+	shield   bool
+	deferred bool
+	skips    int
+	lastCur  int32
+	lastLo   topology.HostID // the last protected domain skipped
+	lastHi   topology.HostID
 }
 
 // gatherMax is the largest scope (in hosts) whose candidates begin gathers
@@ -81,6 +91,8 @@ func (o *hostOrder) begin(e *engine, s *scope, g *Group, k int, overlay bool) {
 	o.e, o.s, o.g, o.k, o.overlay = e, s, g, k, overlay
 	o.curs, o.ch, o.kh = o.curs[:0], o.ch[:0], o.kh[:0]
 	o.pos, o.fresh, o.gathered = 0, true, false
+	o.shield, o.deferred, o.skips, o.lastCur = e.shieldBelow(s.lv), false, 0, -1
+	o.lastLo, o.lastHi = 0, 0
 	if o.kind == ordFirst || o.kind == ordRandom {
 		return
 	}
@@ -319,8 +331,10 @@ func (o *hostOrder) pop() hostKey {
 	}
 }
 
-// next returns the next candidate host.
-func (o *hostOrder) next() (topology.HostID, bool) {
+// step returns the next candidate host of the order, protected or not
+// (next, in protect.go, applies the protection).
+func (o *hostOrder) step() (topology.HostID, bool) {
+	o.lastCur = -1
 	switch o.kind {
 	case ordFirst:
 		for o.pos < o.s.size() {
@@ -375,6 +389,7 @@ func (o *hostOrder) next() (topology.HostID, bool) {
 	}
 	switch {
 	case fromC:
+		o.lastCur = o.ch[0]
 		cu := &o.curs[o.ch[0]]
 		h := cu.at.h
 		var ok bool
@@ -434,10 +449,21 @@ type domOrder struct {
 	barePre bool
 
 	pos, start int
+
+	// protection (protect.go), at levels other than LevelHost (whose
+	// host order protects itself): as in hostOrder.
+	g        *Group
+	shield   bool
+	deferred bool
+	skips    int
+	lastLo   topology.HostID
+	lastHi   topology.HostID
 }
 
 func (o *domOrder) begin(e *engine, lv topology.Level, need int, g *Group) {
 	o.e, o.lv, o.need, o.done = e, lv, need, false
+	o.g, o.deferred, o.skips, o.lastLo, o.lastHi = g, false, 0, 0, 0
+	o.shield = lv != topology.LevelHost && e.shieldAbove(lv)
 	o.pos, o.start = 0, -1
 	o.last = hostKey{h: -1, free: need}
 	if o.kind == ordWorst {
@@ -463,7 +489,9 @@ func (o *domOrder) nextBare() (topology.HostID, bool) {
 	return o.e.bare[o.bare-1], true
 }
 
-func (o *domOrder) next() (topology.DomainID, bool) {
+// step returns the next domain of the order, protected or not (next, in
+// protect.go, applies the protection).
+func (o *domOrder) step() (topology.DomainID, bool) {
 	if o.done {
 		return topology.NoDomain, false
 	}
