@@ -218,6 +218,12 @@ type run struct {
 	candidates        int
 	searched          int
 
+	// fragmentation-aware pass (fragaware.go)
+	banding    bool    // searchDomains bounds by band, not the best key
+	band       GPUTime // the most lost work a set of the pass may have
+	bestStrand int     // stranded GPUs the best set changes by
+	strandDoms []topology.DomainID
+
 	best struct {
 		moves     []moved
 		ok        bool
@@ -308,6 +314,10 @@ func (s *Search) Plan(snap Snapshot, p *Pending, now time.Time) (*Plan, *NoPlan)
 		return nil, r.noPlan(VerdictPlacement)
 	}
 	// 3-5. Domains by lower bound.
+	var heap0 []heapItem
+	if s.cfg.FragAware {
+		heap0 = slices.Clone(r.heap)
+	}
 	r.searchDomains(r.solveDomain)
 	if r.soloRest && !r.budgetHit && (!r.best.ok || r.best.key.lost > r.soloBound) {
 		// The cheap hosts did not do: rank the others.
@@ -320,6 +330,11 @@ func (s *Search) Plan(snap Snapshot, p *Pending, now time.Time) (*Plan, *NoPlan)
 			v = VerdictBudget
 		}
 		return nil, r.noPlan(v)
+	}
+	if s.cfg.FragAware {
+		// 6. Among sets within ε of the least lost work, the one that
+		// strands the fewest GPUs (fragaware.go).
+		r.fragPass(heap0)
 	}
 	return r.plan(), nil
 }
@@ -926,7 +941,11 @@ func (r *run) searchDomains(solve func(x *dom)) {
 			return
 		}
 		top := r.popDomain()
-		if r.best.ok && top.lb > r.best.key.lost {
+		limit := r.best.key.lost
+		if r.banding {
+			limit = r.band
+		}
+		if r.best.ok && top.lb > limit {
 			return
 		}
 		x := &r.doms[top.d]
@@ -938,7 +957,7 @@ func (r *run) searchDomains(solve func(x *dom)) {
 				r.pushDomain(it)
 				continue
 			}
-			if r.best.ok && lb > r.best.key.lost {
+			if r.best.ok && lb > limit {
 				continue
 			}
 		}
