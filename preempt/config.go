@@ -89,6 +89,9 @@ type Config struct {
 	// losing up to (1 + ε) times the least lost work compete on stranded
 	// GPUs. 0 means ties of lost work only.
 	FragEpsilon float64
+	// MaxMigrations is how often Defragment may move one job (Job.Migrations);
+	// 0 means no limit.
+	MaxMigrations int
 }
 
 // New returns a Search with cfg's defaults filled. It fails only for
@@ -123,6 +126,9 @@ func New(cfg Config) (*Search, error) {
 	}
 	if cfg.MaxNodes == 0 {
 		cfg.MaxNodes = 50000
+	}
+	if cfg.MaxMigrations < 0 {
+		return nil, fmt.Errorf("preempt: Config.MaxMigrations: negative %d", cfg.MaxMigrations)
 	}
 	if !(cfg.FragEpsilon >= 0 && cfg.FragEpsilon <= 10) {
 		return nil, fmt.Errorf("preempt: Config.FragEpsilon: %v outside 0..10", cfg.FragEpsilon)
