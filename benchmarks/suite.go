@@ -178,6 +178,7 @@ func Cases() []Case {
 	cs = append(cs, preemptCases()...)
 	cs = append(cs, scheduleCases()...)
 	cs = append(cs, simCases()...)
+	cs = append(cs, defragCases()...)
 	return cs
 }
 

@@ -193,6 +193,9 @@ func (o *domOrder) next() (topology.DomainID, bool) {
 			}
 			return topology.NoDomain, false
 		}
+		if f := o.e.r.AllowDomain; f != nil && o.lv != topology.LevelHost && !f(o.lv, d) {
+			continue
+		}
 		if o.shield {
 			h := o.e.firstHost(d)
 			if lo, hi, sh := o.e.shieldedIn(h, o.lv, o.e.c.LevelCluster()); sh {

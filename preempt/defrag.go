@@ -84,6 +84,7 @@ func (s *Search) Defragment(snap Snapshot, p *Pending, now time.Time) (*DefragPl
 	if !r.fragmented() {
 		return nil, r.noPlan(VerdictCapacity)
 	}
+	r.confine = r.req.AllowDomain == nil
 	r.collect()
 	if v := r.rank(); v != 0 {
 		return nil, r.noPlan(v)

@@ -2,8 +2,13 @@ package preempt
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
 )
 
 // defragSetup is TestDefragWorked's cluster: 2 ToRs of 2 DGX H100 hosts,
@@ -116,6 +121,51 @@ func TestDefragMinRunTime(t *testing.T) {
 		if m.Job == "b1" {
 			t.Fatal("b1 moved inside its minimum run time")
 		}
+	}
+	checkDefrag(t, f, dp, pend)
+}
+
+// TestDefragNVL72: two GB200 NVL72 racks. Rack 1 has 14 idle trays and a
+// 1-GPU job on each of trays 15–18 (64 GPUs free, 14 whole trays: the
+// 16 × 4-GPU NVLink gang does not place); rack 2 is busy with pinned
+// jobs but for one free GPU on each of its first four trays. The cheapest
+// plan moves the two cheapest 1-GPU jobs into rack 2 (the slot bound and
+// the confined what-ifs at the fabric level must not miss it).
+func TestDefragNVL72(t *testing.T) {
+	c := cluster(t, "gb200-nvl72", 36, 0)
+	f := newFixture(t, c, nil)
+	ran := []time.Duration{40 * time.Minute, 10 * time.Minute, 30 * time.Minute, 20 * time.Minute}
+	for i, d := range ran {
+		f.run(t, jobSpec{id: "s" + itoa(i+1), queue: "q", tasks: []task{{c.HostName(topology.HostID(14 + i)), 0, 1}}, started: ago(d)})
+	}
+	for h := 18; h < 36; h++ {
+		n, at := 4, 0
+		if h < 22 {
+			n, at = 3, 1
+		}
+		f.run(t, jobSpec{id: "p" + pad2(h), queue: "q", tasks: []task{{c.HostName(topology.HostID(h)), at, n}}, started: ago(time.Hour), nonPre: true})
+	}
+	spec := workload.Job{ID: "rack", Queue: "q", Groups: []workload.TaskGroup{{Count: 16, GPUs: 4}},
+		Topology: []workload.Constraint{{Level: "nvlink", Required: true}}}
+	r, err := gang.NewRequest(c, &spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pend := &Pending{Request: r, Queue: "q"}
+	dp, np := newSearch(t, Config{}).Defragment(f.st, pend, now)
+	if np != nil {
+		t.Fatal(np)
+	}
+	var ids []string
+	for _, m := range dp.Migrations {
+		ids = append(ids, m.Job)
+	}
+	// s2 (10 min) and s4 (20 min): 30 GPU-min.
+	if !slices.Equal(ids, []string{"s2", "s4"}) || dp.Cost.Lost != 30*60*1000 {
+		t.Fatalf("migrations %v cost %s", ids, dp.Cost)
+	}
+	if pend.Request.AllowDomain != nil {
+		t.Fatal("the request keeps the search's domain filter")
 	}
 	checkDefrag(t, f, dp, pend)
 }
