@@ -34,7 +34,7 @@ func defragCases() []Case {
 	one := fig("µs/op", 2, 15)
 	one.Note = "protected domains on (the topology policy's default): every candidate tray is wholly idle and one rack in three is wholly free"
 	dec := fig("ms/op", 2, 15)
-	dec.Note = "preempt.Defragment for 16 × 4 GPUs required in one NVLink domain; about 11,000 jobs"
+	dec.Note = "preempt.Defragment for 16 × 4 GPUs required in one NVLink domain; about 10,000 jobs"
 	return []Case{
 		{
 			Name: "Place/topology/1gpu-protected/100k-nvl72", Size: "100k", BenchTime: "1s", Figures: []Figure{one, fig("allocs/op", 0, 15)},
@@ -108,8 +108,8 @@ func protectFixture(b testing.TB, idle bool) *topology.Ledger {
 // defragState: NVL72x100k nearly full (PCG seed 11, 12). One rack in 12
 // is fragmented: 13 idle trays, 4 trays each running one 1-GPU job, one
 // running a whole-tray job (64 GPUs free, 13 whole trays: a 16-tray gang
-// does not place). The other racks: 80% of their trays in gangs of 2, 4
-// or 8 trays (NVLink required), 15% whole-tray jobs, 5% split among jobs
+// does not place). The other racks: 50% of their trays in gangs of 2, 4
+// or 8 trays (NVLink required), 45% whole-tray jobs, 5% split among jobs
 // of 1 and 2 GPUs, one GPU in two of those left free. Started up to a
 // day before benchNow, 70% with a checkpoint since, priorities 0-9.
 func defragState(b testing.TB) *preempt.State {
@@ -180,7 +180,7 @@ func defragState(b testing.TB) *preempt.State {
 						g += k
 					}
 					t++
-				case x < 4: // a whole tray
+				case x < 10: // a whole tray
 					if err := add([]topology.Claim{tray(h, 0, 4)}, 4, false); err != nil {
 						return nil, err
 					}
