@@ -512,6 +512,10 @@ func (r *run) greedy(x *dom) {
 	if _, stale := r.reprieve(); stale && !r.reevaluate() {
 		return
 	}
+	if r.banding {
+		r.offerBand(x)
+		return
+	}
 	if !r.best.ok || r.cur.less(r.best.key) {
 		r.record(x)
 	}

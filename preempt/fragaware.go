@@ -28,8 +28,8 @@ import (
 // comparing them by (stranded, cost). Only the sets' domains at the level
 // are counted (the others do not change), from the ledger's counters:
 // O(claims) per set. The pass is exact in domains of at most
-// Config.MaxExact candidates; larger domains keep the plain search's
-// choice. It shares the plan's MaxPlacements and MaxNodes budgets. Gangs
+// Config.MaxExact candidates; in larger ones it compares the one set the
+// greedy search finds there. It shares the plan's MaxPlacements and MaxNodes budgets. Gangs
 // of one task (searched host by host) are not refined.
 
 // Band returns the most lost work a victim set may have to be considered
@@ -73,13 +73,31 @@ func (r *run) fragPass(heap0 []heapItem) {
 	r.searchDomains(r.solveBand)
 }
 
-// solveBand enumerates the band's minimal sets in domain x.
+// solveBand enumerates the band's minimal sets in domain x, or, in a
+// domain with more than Config.MaxExact candidates, offers the greedy
+// search's set there.
 func (r *run) solveBand(x *dom) {
 	r.resetSet(x)
 	if r.nUnits() <= r.s.cfg.MaxExact {
 		r.dfsBand(x, 0)
+	} else {
+		r.greedy(x)
 	}
 	r.resetSet(x)
+}
+
+// offerBand records the current set (whose placement is in r.scratch) if
+// it lies in the band and strands fewer GPUs than the best, or as many at
+// a lower cost.
+func (r *run) offerBand(x *dom) {
+	if r.cur.lost > r.band {
+		return
+	}
+	s := r.strandedDelta(r.set, &r.scratch)
+	if s < r.bestStrand || s == r.bestStrand && r.cur.less(r.best.key) {
+		r.record(x)
+		r.bestStrand = s
+	}
 }
 
 // dfsBand is branch and bound over r.order[i:] with the band as the
