@@ -227,7 +227,7 @@ func RunOne(c *topology.Cluster, o Options, v Variant, seed uint64) (Outcome, er
 	}
 	out := Outcome{Variant: v.Name, Seed: seed, LostGPUHours: res.Summary.Preemption.GPUHoursLostPreemption,
 		OverheadGPUHours: res.Summary.GPUTime.Overhead / 3600,
-		Preemptions: res.Summary.Preemption.Preemptions, Allocation: res.Summary.ArrivalAllocation}
+		Preemptions:      res.Summary.Preemption.Preemptions, Allocation: res.Summary.ArrivalAllocation}
 	var big, small []float64
 	for _, r := range res.Jobs {
 		if r.GPUs >= 64 {
