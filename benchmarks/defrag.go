@@ -52,7 +52,7 @@ func defragCases() []Case {
 		},
 		{
 			Name: "Place/topology/1gpu-protected-idle/100k-nvl72", Size: "100k", BenchTime: "1s",
-			Doc: "topology: one 1-GPU task on " + NVL72x100k.Name + " idle but for the last rack: the walk skips 32 protected racks, then places unprotected (the bound on protection's cost)",
+			Doc: "topology: one 1-GPU task on " + NVL72x100k.Name + " idle but for the last rack: the walk skips 8 protected racks, then places unprotected (the bound on protection's cost)",
 			F: func(b *testing.B) {
 				benchPlace(b, protectFixture(b, true), "topology", placeShape{name: "1gpu-protected-idle", tasks: 1, gpus: 1, fits: true})
 			},

@@ -46,7 +46,7 @@ const defaultProtectRatio = 8
 
 // shieldLook is how many protected domains one walk of a host order skips
 // before it stops protecting (see Protection).
-const shieldLook = 32
+const shieldLook = 8
 
 // protecting reports whether policy kind k protects under option p.
 func protecting(p Protection, k policyKind) bool {
