@@ -5,18 +5,37 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gpusched/gpusched/fairshare"
 	"github.com/gpusched/gpusched/gang"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/topology"
 )
 
-// leafState is the per-leaf scratch of one cycle.
+// cycleState is the context of one scheduling cycle, made anew by begin.
+// It is kept after the cycle: Job() reads the reasons of the last cycle
+// from it between cycles. Its methods are the only writers of its fields,
+// of each job's reason and of the queue classes' Data.
+type cycleState struct {
+	// n numbers the cycles; a job's reason stamped with n is current, a
+	// class's classState stamped with n dropped it in this cycle.
+	n uint64
+	// leaves is each leaf's state in the cycle, by node ID (nil before the
+	// first cycle).
+	leaves []leafState
+	// admits are the jobs admitted in the cycle so far, in order (a kept
+	// reservation's shadow is brought up to date with them).
+	admits []*job
+	// buf is the placer's output for the candidate being evaluated; an
+	// admitted placement is copied out of it.
+	buf gang.Placement
+	// pending is the backing array of the last Decision.Pending.
+	pending []Pending
+}
+
+// leafState is one leaf's state in a cycle.
 type leafState struct {
 	cur         *queue.Cursor
-	blockedOnce bool
+	blockedOnce bool    // a candidate of the leaf was blocked (afterBlock ran)
 	stop        *Reason // the queue stopped (strict FIFO behind a blocked head)
-	mkey        string  // model filter of the candidate being decided
 }
 
 // classState records why a class was dropped in a cycle.
@@ -25,20 +44,115 @@ type classState struct {
 	reason *Reason
 }
 
+// begin starts cycle n+1.
+func (cs *cycleState) begin() {
+	cs.n++
+	cs.admits = cs.admits[:0]
+}
+
+// openLeaves starts a cursor over every leaf of tree.
+func (cs *cycleState) openLeaves(tree *queue.Tree) {
+	if len(cs.leaves) != tree.NumNodes() {
+		cs.leaves = make([]leafState, tree.NumNodes())
+	}
+	for _, id := range tree.Leaves() {
+		cs.leaves[id] = leafState{cur: tree.LeafOf(id).Begin()}
+	}
+}
+
+// closeLeaves ends the leaves' cursors.
+func (cs *cycleState) closeLeaves(tree *queue.Tree) {
+	for _, id := range tree.Leaves() {
+		cs.leaves[id].cur.End()
+	}
+}
+
+// explain sets why j waits, as of this cycle.
+func (cs *cycleState) explain(j *job, r *Reason) { j.reason, j.reasonCycle = r, cs.n }
+
+// forget drops j's reason (it was admitted, or waits again).
+func (cs *cycleState) forget(j *job) { j.reason = nil }
+
+// admitted records that j was admitted in the cycle.
+func (cs *cycleState) admitted(j *job) {
+	cs.forget(j)
+	cs.admits = append(cs.admits, j)
+}
+
+// classFail drops j's class from the cycle with reason r.
+func (cs *cycleState) classFail(cur *queue.Cursor, j *job, r *Reason) {
+	cl := j.entry.ClassOf()
+	st, _ := cl.Data.(*classState)
+	if st == nil {
+		st = &classState{}
+		cl.Data = st
+	}
+	st.cycle, st.reason = cs.n, r
+	cur.DropClass()
+}
+
+// stop stops leaf's queue behind its head j, blocked for r.
+func (st *leafState) stopBehind(leaf *queue.Leaf, j *job, r *Reason) {
+	st.stop = &Reason{Code: WaitBehindHead, Blocker: j.spec.ID, Queue: leaf.Name(), Cause: r.Code}
+	st.cur.Stop()
+}
+
+var notReached = &Reason{Code: WaitCapacity, Detail: "not considered yet"}
+
+// reason is why waiting job j waits, as of the last cycle.
+func (cs *cycleState) reason(j *job) *Reason {
+	if j.reasonCycle == cs.n && j.reason != nil {
+		return j.reason
+	}
+	// A stopped strict queue tried nothing after its head.
+	if st := &cs.leaves[j.leaf.ID()]; st.stop != nil && st.stop.Blocker != j.spec.ID {
+		return st.stop
+	}
+	if c, ok := j.entry.ClassOf().Data.(*classState); ok && c.cycle == cs.n {
+		return c.reason
+	}
+	return notReached
+}
+
+// listPending returns every waiting job with its reason, queue by queue,
+// in the buffer the previous Decision used.
+func (cs *cycleState) listPending(tree *queue.Tree) []Pending {
+	n := 0
+	for _, id := range tree.Leaves() {
+		n += tree.LeafOf(id).Len()
+	}
+	buf := cs.pending[:0]
+	if cap(buf) < n {
+		buf = make([]Pending, 0, n+n/4)
+	}
+	for _, id := range tree.Leaves() {
+		l := tree.LeafOf(id)
+		name := l.Name()
+		l.Ascend(func(e *queue.Entry) bool {
+			j := e.Ref.(*job)
+			buf = append(buf, Pending{Job: j.spec.ID, Queue: name, State: j.state, Reason: cs.reason(j)})
+			return true
+		})
+	}
+	cs.pending = buf
+	return buf
+}
+
 // Schedule runs one scheduling cycle at time now and returns what to do.
 //
 // The cycle serves queues in fair-share order (package queue: jobs that
 // fit in their queue's guarantee first, then siblings by the fairness
 // policy, level by level), and each queue's jobs in its policy's order.
-// For each candidate it checks, in order: quota holds of earlier blocked
-// jobs, the quotas on the path to the root, per-model quotas (which
-// restrict the acceptable models), the placement-failure cache, the
-// placer, and the reservations of earlier blocked jobs (EASY backfill: a
-// job that would still run at a reserved start must not take what the
-// reservation needs). A job that passes is committed to the ledger and
-// bound. A job of a class that failed is not tried again in the cycle,
-// and the class's failure is cached by shape until capacity that could
-// matter is freed.
+// For each candidate it checks, in order (evaluate): its nomination or
+// the victims it waits for, quota holds of earlier blocked jobs, the
+// quotas on the path to the root, per-model quotas (which restrict the
+// acceptable models), the placement-failure cache, the placer, and the
+// reservations of earlier blocked jobs (EASY backfill: a job that would
+// still run at a reserved start must not take what the reservation
+// needs). A job that passes is committed to the ledger and bound. A job
+// of a class that failed is not tried again in the cycle, and the
+// class's failure is cached by shape until capacity that could matter is
+// freed.
 //
 // Cost: O(classes tried × (quota check + cached-failure check)) plus one
 // placement per class whose capacity changed, plus the admissions, plus
@@ -48,246 +162,333 @@ func (s *Scheduler) Schedule(now time.Time) Decision {
 	if s.testBeforeCycle != nil {
 		s.testBeforeCycle()
 	}
-	s.cycle++
 	d := Decision{Now: now}
-	s.boundCaches()
+	s.beginCycle(now)                       // a new cycle context, caches bounded, no holds yet
+	s.victims.refreshFresh(now)             // jobs admitted in earlier cycles may be victims now
+	s.recoverFaults(&d, now)                // recovery actions for the faults since the last cycle
+	s.bindNominated(&d, now)                // nominated jobs whose victims are gone bind; the others hold their room
+	s.serveQueues(&d, now)                  // every candidate, in fair-share order: evaluate, then admit or block
+	s.noms.unholdAll(s.ledger, s.tree, now) // the nominations give back what they held
+	if !s.cfg.OmitPending {
+		d.Pending = s.cyc.listPending(s.tree)
+	}
+	s.res.keep() // this cycle's reservations, for the next
+	return d
+}
+
+// beginCycle starts a cycle at now.
+func (s *Scheduler) beginCycle(now time.Time) {
+	s.cyc.begin()
+	s.fit.bound()
+	s.adm.bound()
 	if s.tree.Fairness().Policy == queue.FairTree {
 		s.tree.Advance(now)
 	}
-	s.resetHolds()
-	s.startPreemption(&d, now)
-	leaves := s.tree.Leaves()
-	if len(s.ls) != s.tree.NumNodes() {
-		s.ls = make([]leafState, s.tree.NumNodes())
+	s.res.begin()
+}
+
+// bindNominated binds every nominated job whose victims are gone to its
+// placement, before any other job is considered, and has the other
+// nominations hold what they need for the rest of the cycle. A bind is
+// checked against the quotas as they are, not with the demands of other
+// nominations added (their victims still hold their charges; the plan
+// that nominated each job counted the others).
+func (s *Scheduler) bindNominated(d *Decision, now time.Time) {
+	s.noms.keep(func(n *nomination) bool {
+		j := n.job
+		if j.nom.nominated != n || !j.state.Waiting() {
+			s.dropNomination(n)
+			return false
+		}
+		if s.victimStillHolding(j) != "" {
+			return true
+		}
+		// Every victim is gone: bind the job to its placement now. The
+		// plan counted every stop in progress as done; if a quota still
+		// binds while a job stopping below it holds, wait for that one.
+		lid := j.leaf.ID()
+		b := s.tree.Check(lid, j.demand)
+		if b == nil && !slices.Equal(n.charge, j.demand) {
+			b = s.tree.Check(lid, n.charge)
+		}
+		if b != nil {
+			if w := s.stoppingUnder(b); w != nil {
+				s.cyc.explain(j, &Reason{Code: WaitPreemption, Blocker: w.spec.ID, Quota: b,
+					Detail: fmt.Sprintf("(its victims are gone; queue %s's %s quota comes free when %s stops)", b.Queue, b.Resource, w.spec.ID)})
+				return true
+			}
+		}
+		s.noms.bound(n)
+		if b != nil || !s.admit(d, j.leaf, j, n.p, nil, now) {
+			s.dropNomination(n)
+		}
+		return false
+	})
+	for _, n := range s.noms.list {
+		s.noms.hold(n, s.ledger, s.tree, now)
 	}
-	for _, id := range leaves {
-		s.ls[id] = leafState{cur: s.tree.LeafOf(id).Begin()}
-	}
+}
+
+// serveQueues decides on every candidate the queue tree offers, in
+// fair-share order.
+func (s *Scheduler) serveQueues(d *Decision, now time.Time) {
+	s.cyc.openLeaves(s.tree)
 	for {
 		leaf, e, ok := s.tree.Next()
 		if !ok {
 			break
 		}
-		s.try(&d, leaf, e.Ref.(*job), now)
+		s.try(d, leaf, e.Ref.(*job), now)
 	}
-	for _, id := range leaves {
-		s.ls[id].cur.End()
-	}
-	s.endPreemption()
-	if !s.cfg.OmitPending {
-		s.listPending(&d)
-	}
-	s.keepReservations()
-	return d
+	s.cyc.closeLeaves(s.tree)
 }
 
-// maxCached bounds the shape caches: in a long replay with many distinct
-// shapes, failures of shapes that no longer wait would pile up. They are
-// caches; dropping them only costs a placement attempt.
-const maxCached = 1 << 16
+// pass says which candidates evaluate is deciding on.
+type pass uint8
 
-func (s *Scheduler) boundCaches() {
-	if len(s.fails) > maxCached {
-		clear(s.fails)
-	}
-	if len(s.fitChecked) > maxCached {
-		clear(s.fitChecked)
-		clear(s.idleFail)
-	}
+const (
+	// firstPass: the next candidate of its queue. A placement failure is
+	// its class's: cached, and the class dropped from the cycle.
+	firstPass pass = iota
+	// backfillPass: a job of a class whose candidate conflicted with a
+	// reservation, short enough to end before it (backfillShort). Its
+	// failures are its own: not cached.
+	backfillPass
+)
+
+// verdictKind is what evaluate decided.
+type verdictKind uint8
+
+const (
+	verdictAdmit    verdictKind = iota // placed and clear of every reservation
+	verdictWait                        // not this cycle: nominated, or waiting for its victims
+	verdictBlocked                     // a quota, a quota hold or the placement stops it
+	verdictConflict                    // placed, but it would delay a reservation
+)
+
+// verdict is evaluate's result for one candidate.
+type verdict struct {
+	kind   verdictKind
+	reason *Reason // why it waits (verdictWait: nil while nothing to say)
+	// placed and shadows, for verdictAdmit: where it goes (the cycle's
+	// buffer or a reservation's placement; admit copies it) and the
+	// reservation shadows that already took its claims.
+	placed  *gang.Placement
+	shadows []*topology.Ledger
+	// block is the quota that stops it, if one does.
+	block *queue.Block
+	// preempt: the Preemptor may help (a quota or a placement block); x is
+	// the placer's explanation (nil for a quota block).
+	preempt bool
+	x       *gang.Explanation
+	// mkey names the model filter it was placed with (reservations).
+	mkey     string
+	conflict *hold // verdictConflict: the reservation it would delay
 }
 
-func (s *Scheduler) jobReason(j *job, r *Reason) {
-	j.reason, j.reasonCycle = r, s.cycle
-}
-
-// classFail drops j's class from the cycle with reason r.
-func (s *Scheduler) classFail(cur *queue.Cursor, j *job, r *Reason) {
-	cl := j.entry.ClassOf()
-	cs, _ := cl.Data.(*classState)
-	if cs == nil {
-		cs = &classState{}
-		cl.Data = cs
-	}
-	cs.cycle, cs.reason = s.cycle, r
-	cur.DropClass()
-}
-
-// try decides on one candidate.
-func (s *Scheduler) try(d *Decision, leaf *queue.Leaf, j *job, now time.Time) {
+// evaluate runs every check on candidate j of leaf at now, in order:
+// nominated or waiting for victims, quota holds, quotas, per-model quotas,
+// the failure cache, the placer (or a reservation whose time has come),
+// the reservations. It writes only j's model filter (into j.req, for the
+// placer, the Preemptor and a reservation), the failure cache (first
+// pass) and the reservation shadows that take a passing job's claims.
+func (s *Scheduler) evaluate(leaf *queue.Leaf, j *job, now time.Time, ps pass) verdict {
 	lid := leaf.ID()
-	st := &s.ls[lid]
-	cur := st.cur
-	if j.pre.nominated != nil {
+	if n := j.nom.nominated; n != nil {
 		// Nominated: it binds at the start of a cycle, once its victims
-		// (and the stops its quota waits for) are gone.
-		if v := s.victimStillHolding(j); v != "" {
-			r := &Reason{Code: WaitPreemption, Blocker: v}
-			if n := j.pre.nominated; n.overdue(now) {
-				r.Detail = fmt.Sprintf("(overdue: not reported stopped by %s; only the GPUs are held for %s now)", n.due.UTC().Format(time.RFC3339), j.spec.ID)
+		// (and the stops its quota waits for) are gone; never elsewhere.
+		v := verdict{kind: verdictWait}
+		if id := s.victimStillHolding(j); id != "" {
+			v.reason = &Reason{Code: WaitPreemption, Blocker: id}
+			if n.overdue(now) {
+				v.reason.Detail = fmt.Sprintf("(overdue: not reported stopped by %s; only the GPUs are held for %s now)", n.due.UTC().Format(time.RFC3339), j.spec.ID)
 			}
-			s.jobReason(j, r)
 		}
-		cur.Advance()
-		return
+		return v
 	}
-	if len(j.waitingFor) > 0 {
-		if v := s.victimStillHolding(j); v != "" {
-			s.jobReason(j, &Reason{Code: WaitPreemption, Blocker: v})
-			cur.Advance()
-			return
+	if len(j.nom.waitingFor) > 0 {
+		if id := s.victimStillHolding(j); id != "" {
+			return verdict{kind: verdictWait, reason: &Reason{Code: WaitPreemption, Blocker: id}}
 		}
-		j.waitingFor = nil
+		s.noms.stopWaiting(j)
 	}
-	if h := s.quotaHeld(lid, j); h != nil {
+	if h := s.res.quotaHeld(s.tree, lid, j); h != nil {
 		r := &Reason{Code: WaitQuotaHeld, Blocker: h.holder.spec.ID, HeldQueue: s.tree.Name(h.node), HeldResource: s.tree.Dimensions().Name(h.dim)}
-		s.classFail(cur, j, r)
-		s.afterBlock(st, leaf, j, r, nil, now)
-		return
+		return verdict{kind: verdictBlocked, reason: r}
 	}
 	if b := s.tree.Check(lid, j.demand); b != nil {
-		r := &Reason{Code: WaitQuota, Quota: b, Detail: s.heldDetail(b)}
-		s.classFail(cur, j, r)
-		s.maybePreempt(d, leaf, j, nil, now)
-		s.afterBlock(st, leaf, j, r, b, now)
-		return
+		// The Preemptor and a reservation place j with its own model
+		// filter of now.
+		ch := s.adm.models(lid, j)
+		j.req.AllowHost = ch.allow
+		return verdict{kind: verdictBlocked, reason: s.quotaReason(b), block: b, preempt: true, mkey: ch.key}
 	}
-	allow, mkey, guar, gkey, b := s.modelFilter(lid, j)
-	if b != nil {
-		r := &Reason{Code: WaitQuota, Quota: b, Detail: s.heldDetail(b)}
-		s.classFail(cur, j, r)
-		s.afterBlock(st, leaf, j, r, b, now)
-		return
+	ch := s.adm.models(lid, j)
+	if ch.block != nil {
+		j.req.AllowHost = ch.allow
+		return verdict{kind: verdictBlocked, reason: s.quotaReason(ch.block), block: ch.block, mkey: ch.key}
 	}
-	st.mkey = mkey
-	if guar != nil && s.placeWith(j, guar, j.shape+gkey, now) {
-		s.bindPlaced(d, leaf, j, cur, now)
-		return
+	if ch.guar != nil {
+		if p := s.place(j, ch.guar, j.shape+ch.gkey, now, ps); p != nil {
+			return s.clearOfReservations(j, p, now, ch.key)
+		}
 	}
-	key := j.shape + mkey
-	if f := s.fails[key]; f != nil && s.stillFails(f, allow) {
-		s.classFail(cur, j, f.reason)
-		s.maybePreempt(d, leaf, j, f.reason.Placement, now)
-		s.afterBlock(st, leaf, j, f.reason, nil, now)
-		return
+	key := j.shape + ch.key
+	if r := s.fit.lookup(key, ch.allow, s.ledger, s.c); r != nil {
+		j.req.AllowHost = ch.allow
+		return verdict{kind: verdictBlocked, reason: r, preempt: true, x: r.Placement, mkey: ch.key}
 	}
-	j.req.AllowHost = allow
-	if x := s.placer.Place(s.ledger, j.req, &s.scratch); x != nil && !s.reservationDue(j, now) {
-		r := placementReason(x, s.c, now)
-		s.fails[key] = &failure{gen: s.ledger.Generation(), reason: r, req: j.req}
-		s.classFail(cur, j, r)
-		s.maybePreempt(d, leaf, j, x, now)
-		s.afterBlock(st, leaf, j, r, nil, now)
-		return
+	j.req.AllowHost = ch.allow
+	p := &s.cyc.buf
+	if x := s.placer.Place(s.ledger, j.req, p); x != nil {
+		if p = s.res.due(j, now, s.ledger); p == nil {
+			r := placementReason(x, s.c, now)
+			if ps == firstPass {
+				s.fit.record(key, s.ledger.Generation(), r, j.req)
+			}
+			return verdict{kind: verdictBlocked, reason: r, preempt: true, x: x, mkey: ch.key}
+		}
 	}
-	delete(s.fails, key)
-	s.bindPlaced(d, leaf, j, cur, now)
+	if ps == firstPass {
+		s.fit.forget(key)
+	}
+	return s.clearOfReservations(j, p, now, ch.key)
 }
 
-// placeWith tries to place j with a host filter, using and feeding the
-// failure cache under key; on success the placement is in s.scratch.
-func (s *Scheduler) placeWith(j *job, allow func(topology.HostID) bool, key string, now time.Time) bool {
-	if f := s.fails[key]; f != nil && s.stillFails(f, allow) {
-		return false
-	}
-	j.req.AllowHost = allow
-	if x := s.placer.Place(s.ledger, j.req, &s.scratch); x != nil {
-		s.fails[key] = &failure{gen: s.ledger.Generation(), reason: placementReason(x, s.c, now), req: j.req}
-		return false
-	}
-	delete(s.fails, key)
-	return true
+// quotaReason is the reason of a job stopped by quota block b.
+func (s *Scheduler) quotaReason(b *queue.Block) *Reason {
+	return &Reason{Code: WaitQuota, Quota: b, Detail: s.noms.heldDetail(s.tree, b)}
 }
 
-// bindPlaced takes j, placed in s.scratch, through the reservations and
-// admits it.
-func (s *Scheduler) bindPlaced(d *Decision, leaf *queue.Leaf, j *job, cur *queue.Cursor, now time.Time) {
-	shadows, conflict := s.checkHolds(j, s.scratch.Claims, now)
+// place places j with host filter allow, using (and, in the first pass,
+// feeding) the failure cache under key; it returns the placement (in the
+// cycle's buffer) or nil.
+func (s *Scheduler) place(j *job, allow func(topology.HostID) bool, key string, now time.Time, ps pass) *gang.Placement {
+	if s.fit.lookup(key, allow, s.ledger, s.c) != nil {
+		return nil
+	}
+	j.req.AllowHost = allow
+	if x := s.placer.Place(s.ledger, j.req, &s.cyc.buf); x != nil {
+		if ps == firstPass {
+			s.fit.record(key, s.ledger.Generation(), placementReason(x, s.c, now), j.req)
+		}
+		return nil
+	}
+	if ps == firstPass {
+		s.fit.forget(key)
+	}
+	return &s.cyc.buf
+}
+
+// clearOfReservations checks j, placed at p, against the reservations.
+func (s *Scheduler) clearOfReservations(j *job, p *gang.Placement, now time.Time, mkey string) verdict {
+	shadows, conflict := s.res.check(j, p.Claims, now)
 	if conflict != nil {
-		r := s.backfillReason(conflict)
-		s.classFail(cur, j, r)
-		s.backfillShort(d, leaf, j, conflict, now)
-		return
+		return verdict{kind: verdictConflict, conflict: conflict, mkey: mkey}
 	}
-	s.admit(d, leaf, j, shadows, now)
-	cur.Advance()
+	return verdict{kind: verdictAdmit, placed: p, shadows: shadows, mkey: mkey}
 }
 
-// reservationDue reports whether j holds a reservation from the last
-// cycle whose time has come and whose placement is free now (the placer
-// may miss it); if so s.scratch holds that placement.
-func (s *Scheduler) reservationDue(j *job, now time.Time) bool {
-	prev := s.reservedFor[j]
-	if prev == nil || prev.forever || prev.at.After(now) || prev.p == nil {
-		return false
+// try decides on one candidate of the first pass: evaluate, then admit,
+// or apply its queue's policy to the block.
+func (s *Scheduler) try(d *Decision, leaf *queue.Leaf, j *job, now time.Time) {
+	st := &s.cyc.leaves[leaf.ID()]
+	v := s.evaluate(leaf, j, now, firstPass)
+	switch v.kind {
+	case verdictWait:
+		if v.reason != nil {
+			s.cyc.explain(j, v.reason)
+		}
+		st.cur.Advance()
+	case verdictAdmit:
+		s.admit(d, leaf, j, v.placed, v.shadows, now)
+		st.cur.Advance()
+	case verdictConflict:
+		s.cyc.classFail(st.cur, j, backfillReason(v.conflict))
+		s.backfillShort(d, leaf, j, v.conflict, now)
+	case verdictBlocked:
+		s.cyc.classFail(st.cur, j, v.reason)
+		if v.preempt {
+			s.maybePreempt(d, leaf, j, v.x, now)
+		}
+		s.afterBlock(st, leaf, j, v.reason, v.block, v.mkey, now)
 	}
-	if s.ledger.Allocate(prev.claims...) != nil {
-		return false
-	}
-	_ = s.ledger.Release(prev.claims...)
-	s.scratch = *prev.p.Clone()
-	return true
 }
 
-func (s *Scheduler) backfillReason(h *hold) *Reason {
+func backfillReason(h *hold) *Reason {
 	return &Reason{Code: WaitBackfill, Blocker: h.holder.spec.ID, Until: h.res.at, UntilForever: h.res.forever}
 }
 
-// admit commits the placement in s.scratch for j. shadows are the
-// reservation ledgers that already took j's claims (released again on
-// failure). It reports whether j was admitted; if not, j has a job-level
-// reason.
-func (s *Scheduler) admit(d *Decision, leaf *queue.Leaf, j *job, shadows []*topology.Ledger, now time.Time) bool {
+// backfillShort tries the jobs of j's class whose runtime estimate ends
+// before the reservation j conflicted with: they cannot delay it. Each
+// goes through evaluate, as every candidate does.
+func (s *Scheduler) backfillShort(d *Decision, leaf *queue.Leaf, j *job, conflict *hold, now time.Time) {
+	for _, e := range s.res.short(leaf, j, conflict, now) {
+		cj := e.Ref.(*job)
+		v := s.evaluate(leaf, cj, now, backfillPass)
+		switch v.kind {
+		case verdictAdmit:
+			s.admit(d, leaf, cj, v.placed, v.shadows, now)
+		case verdictConflict:
+			s.cyc.explain(cj, backfillReason(v.conflict))
+		default:
+			if v.reason != nil {
+				s.cyc.explain(cj, v.reason)
+			}
+		}
+	}
+}
+
+// admit commits placement placed for j, which evaluate (or a
+// nomination) found; shadows are the reservation ledgers that already
+// took its claims (released again on failure). It reports whether j was
+// admitted; if not, j has a job-level reason.
+func (s *Scheduler) admit(d *Decision, leaf *queue.Leaf, j *job, placed *gang.Placement, shadows []*topology.Ledger, now time.Time) bool {
 	undoShadows := func(claims []topology.Claim) {
 		for _, sh := range shadows {
 			_ = sh.Release(claims...)
 		}
 	}
-	p := s.scratch.Clone()
+	p := placed.Clone()
 	txn, err := gang.Commit(s.ledger, p)
 	if err != nil {
 		// The placer placed on this very ledger: a placer bug. Keep the
 		// job waiting with the error as its reason.
 		undoShadows(p.Claims)
-		s.jobReason(j, &Reason{Code: WaitCapacity, Detail: "placement did not commit: " + err.Error()})
+		s.cyc.explain(j, &Reason{Code: WaitCapacity, Detail: "placement did not commit: " + err.Error()})
 		return false
 	}
 	lid := leaf.ID()
-	charged := s.chargeVector(p)
+	charged := s.adm.charge(p)
 	if !slices.Equal(charged, j.demand) {
 		if b := s.tree.Check(lid, charged); b != nil {
 			_ = txn.Undo()
 			undoShadows(p.Claims)
-			s.jobReason(j, &Reason{Code: WaitQuota, Quota: b, Detail: "(as placed)"})
+			s.cyc.explain(j, &Reason{Code: WaitQuota, Quota: b, Detail: "(as placed)"})
 			return false
 		}
 	}
 	borrowing := s.tree.Borrows(lid, charged)
-	s.tree.Admit(lid, charged, now)
-	leaf.Count(1, 0)
+	s.take(j, holding{p: p, txn: txn, charged: charged, admitted: now}, now)
 	leaf.Remove(&j.entry)
-	j.state = queue.Admitted
-	j.placement, j.txn, j.charged, j.admitted = p, txn, charged, now
-	j.reason = nil
-	s.setEnd(j, now)
-	s.indexHolder(j)
-	s.cycleAdmits = append(s.cycleAdmits, j)
-	d.Bindings = append(d.Bindings, Binding{Job: j.spec.ID, Queue: leaf.Name(), Placement: p, Borrowing: borrowing, Backfill: s.hasReservations()})
+	s.cyc.admitted(j)
+	d.Bindings = append(d.Bindings, Binding{Job: j.spec.ID, Queue: leaf.Name(), Placement: p, Borrowing: borrowing, Backfill: s.res.any()})
 	return true
 }
 
 // afterBlock applies the queue's policy after j (its queue's candidate)
 // could not be admitted for reason r (block is the quota that binds, if
-// that was the cause). The first blocked job of a backfilling queue gets
-// a reservation (or a quota hold); a strict FIFO queue stops unless it
-// backfills behind a reservation.
-func (s *Scheduler) afterBlock(st *leafState, leaf *queue.Leaf, j *job, r *Reason, block *queue.Block, now time.Time) {
+// that was the cause; mkey names j's model filter). The first blocked job
+// of a backfilling queue gets a reservation (or a quota hold); a strict
+// FIFO queue stops unless it backfills behind a reservation.
+func (s *Scheduler) afterBlock(st *leafState, leaf *queue.Leaf, j *job, r *Reason, block *queue.Block, mkey string, now time.Time) {
 	if st.blockedOnce {
 		return
 	}
 	st.blockedOnce = true
 	pol := leaf.Policy()
 	strict := pol.Ordering == queue.StrictFIFO
-	if pol.Backfill && len(s.holds) < s.cfg.MaxReservations && r.Code != WaitQuotaHeld {
+	if pol.Backfill && s.res.room() && r.Code != WaitQuotaHeld {
 		if block != nil && block.Kind == queue.BlockCluster && block.Capacity {
 			// The root's quota is the cluster's capacity: waiting for
 			// it is waiting for capacity, which a reservation can time.
@@ -295,154 +496,28 @@ func (s *Scheduler) afterBlock(st *leafState, leaf *queue.Leaf, j *job, r *Reaso
 		}
 		if block != nil {
 			node, _ := s.tree.Lookup(block.Queue)
-			s.holds = append(s.holds, &hold{holder: j, node: node, dim: s.dimOf(block.Resource)})
+			s.res.holdQuota(j, node, s.adm.dimOf(block.Resource))
 			jr := *r
 			jr.HoldsQuota = true
-			s.jobReason(j, &jr)
+			s.cyc.explain(j, &jr)
 			if strict {
-				s.stopLeaf(st, leaf, j, r)
+				st.stopBehind(leaf, j, r)
 			}
 			return
 		}
-		if res := s.reserve(j, now, st.mkey); res != nil {
-			s.holds = append(s.holds, &hold{holder: j, res: res})
+		in := reserveInput{ledger: s.ledger, jobs: &s.jobs, noms: &s.noms, commits: s.commits(), admits: s.cyc.admits}
+		if res := s.res.reserve(j, now, mkey, in); res != nil {
+			s.res.holdCapacity(j, res)
 			jr := *r
 			jr.Reserved, jr.ReservedForever = res.at, res.forever
 			if res.forever {
 				jr.Reserved = time.Time{}
 			}
-			s.jobReason(j, &jr)
+			s.cyc.explain(j, &jr)
 			return
 		}
 	}
 	if strict {
-		s.stopLeaf(st, leaf, j, r)
+		st.stopBehind(leaf, j, r)
 	}
-}
-
-func (s *Scheduler) stopLeaf(st *leafState, leaf *queue.Leaf, j *job, r *Reason) {
-	st.stop = &Reason{Code: WaitBehindHead, Blocker: j.spec.ID, Queue: leaf.Name(), Cause: r.Code}
-	st.cur.Stop()
-}
-
-func (s *Scheduler) dimOf(resource string) int {
-	dims := s.tree.Dimensions()
-	for r := 0; r < dims.Len(); r++ {
-		if dims.Name(r) == resource {
-			return r
-		}
-	}
-	return fairshare.DimGPU
-}
-
-// modelFilter restricts the models j may use to those whose per-model
-// quota has room for its GPU demand. It returns the host filter (nil: no
-// restriction) and a cache-key suffix naming the allowed set; the filter
-// and key of the models that also keep j's queue within its nominal quota
-// (nil when that is no narrower, or empty), tried first so a job borrows
-// only when its guaranteed models have no room; or the quota block of
-// the first acceptable model when none has room.
-func (s *Scheduler) modelFilter(lid queue.NodeID, j *job) (allow func(topology.HostID) bool, key string, guar func(topology.HostID) bool, gkey string, block *queue.Block) {
-	dims := s.tree.Dimensions()
-	if len(dims.Models) == 0 || j.demand[fairshare.DimGPU] == 0 {
-		return nil, "", nil, "", nil
-	}
-	if s.vec == nil {
-		s.vec = make(queue.Vector, dims.Len())
-		s.modelGuar = make([]bool, len(s.modelAllow))
-	}
-	all, some, nguar := true, false, 0
-	var keyb, gkeyb []byte
-	for m := range s.modelAllow {
-		mid := topology.ModelID(m)
-		s.modelAllow[m], s.modelGuar[m] = false, false
-		if !acceptsModel(j.req, mid) {
-			continue
-		}
-		k := s.modelDim(mid)
-		ok, within := true, true
-		if k >= 0 {
-			clear(s.vec)
-			s.vec[k] = j.demand[fairshare.DimGPU]
-			if b := s.tree.Check(lid, s.vec); b != nil {
-				ok = false
-				if block == nil {
-					block = b
-				}
-			}
-			within = ok && !s.tree.Borrows(lid, s.vec)
-		}
-		s.modelAllow[m], s.modelGuar[m] = ok, within
-		if ok {
-			some = true
-			keyb = fmt.Appendf(keyb, ",%d", m)
-		} else {
-			all = false
-		}
-		if within {
-			nguar++
-			gkeyb = fmt.Appendf(gkeyb, ",%d", m)
-		}
-	}
-	if !some {
-		return nil, "", nil, "", block
-	}
-	if !all {
-		allow, key = s.allowModel, "@"+string(keyb)
-	}
-	if nguar > 0 && string(gkeyb) != string(keyb) {
-		guar, gkey = s.allowGuar, "@"+string(gkeyb)
-	}
-	return allow, key, guar, gkey, nil
-}
-
-func (s *Scheduler) allowModel(h topology.HostID) bool {
-	m := s.c.HostModel(h)
-	return m == topology.NoModel || s.modelAllow[m]
-}
-
-func (s *Scheduler) allowGuar(h topology.HostID) bool {
-	m := s.c.HostModel(h)
-	return m == topology.NoModel || s.modelGuar[m]
-}
-
-// listPending fills d.Pending with every waiting job and its reason, in
-// the buffer the previous Decision used.
-func (s *Scheduler) listPending(d *Decision) {
-	n := 0
-	for _, id := range s.tree.Leaves() {
-		n += s.tree.LeafOf(id).Len()
-	}
-	buf := s.pendingBuf[:0]
-	if cap(buf) < n {
-		buf = make([]Pending, 0, n+n/4)
-	}
-	for _, id := range s.tree.Leaves() {
-		l := s.tree.LeafOf(id)
-		st := &s.ls[id]
-		name := l.Name()
-		l.Ascend(func(e *queue.Entry) bool {
-			j := e.Ref.(*job)
-			buf = append(buf, Pending{Job: j.spec.ID, Queue: name, State: j.state, Reason: s.reasonOf(j, st)})
-			return true
-		})
-	}
-	s.pendingBuf = buf
-	d.Pending = buf
-}
-
-var notReached = &Reason{Code: WaitCapacity, Detail: "not considered yet"}
-
-func (s *Scheduler) reasonOf(j *job, st *leafState) *Reason {
-	if j.reasonCycle == s.cycle && j.reason != nil {
-		return j.reason
-	}
-	// A stopped strict queue tried nothing after its head.
-	if st.stop != nil && st.stop.Blocker != j.spec.ID {
-		return st.stop
-	}
-	if cs, ok := j.entry.ClassOf().Data.(*classState); ok && cs.cycle == s.cycle {
-		return cs.reason
-	}
-	return notReached
 }

@@ -3,16 +3,16 @@ package gpusched
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/gpusched/gpusched/fairshare"
 	"github.com/gpusched/gpusched/gang"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/topology"
 	"github.com/gpusched/gpusched/workload"
 )
 
+// advance moves the Scheduler's clock to now, never back; it returns the
+// time to use.
 func (s *Scheduler) advance(now time.Time) time.Time {
 	if now.Before(s.now) {
 		return s.now
@@ -32,8 +32,24 @@ func jobErr(id string, err error) error { return &JobError{Job: id, Err: err} }
 // the reason. Submit copies the job; the caller may reuse it.
 func (s *Scheduler) Submit(spec workload.Job, now time.Time) error {
 	now = s.advance(now)
-	if _, dup := s.jobs[spec.ID]; dup {
-		return jobErr(spec.ID, ErrDuplicateJob)
+	j, err := s.newJob(spec, now)
+	if err != nil {
+		return err
+	}
+	if err := s.adm.neverFits(j, s.placer); err != nil {
+		return jobErr(j.spec.ID, err)
+	}
+	s.jobs.add(j)
+	j.leaf.Add(&j.entry)
+	return nil
+}
+
+// newJob checks spec as Submit and Restore do (unique ID, leaf queue,
+// priority, request) and builds its job, submitted at submitted, in state
+// Pending; jobTable.add files it.
+func (s *Scheduler) newJob(spec workload.Job, submitted time.Time) (*job, error) {
+	if _, dup := s.jobs.byID[spec.ID]; dup {
+		return nil, jobErr(spec.ID, ErrDuplicateJob)
 	}
 	spec = spec.Clone()
 	leaf, ok := s.tree.Leaf(spec.Queue)
@@ -42,99 +58,23 @@ func (s *Scheduler) Submit(spec workload.Job, now time.Time) error {
 		if id, inner := s.tree.Lookup(spec.Queue); inner && s.tree.LeafOf(id) == nil {
 			msg = fmt.Sprintf("queue %q has sub-queues; submit to a leaf", spec.Queue)
 		}
-		return jobErr(spec.ID, fmt.Errorf("%w: %s", ErrUnknownQueue, msg))
+		return nil, jobErr(spec.ID, fmt.Errorf("%w: %s", ErrUnknownQueue, msg))
 	}
 	if err := s.tree.CheckPriority(spec.Priority); err != nil {
-		return &workload.FieldError{Job: spec.ID, Field: "priority", Msg: err.Error()}
+		return nil, &workload.FieldError{Job: spec.ID, Field: "priority", Msg: err.Error()}
 	}
 	req, err := gang.NewRequest(s.c, &spec)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	s.seq++
-	req.Seed = s.cfg.Seed ^ (s.seq * 0x9E3779B97F4A7C15)
 	j := &job{spec: spec, req: req, leaf: leaf, state: queue.Pending, shape: shapeKey(req)}
-	j.demand = s.demandVector(req)
-	if err := s.neverFits(j); err != nil {
-		s.seq--
-		return jobErr(spec.ID, err)
-	}
-	j.entry = queue.Entry{ID: spec.ID, Priority: spec.Priority, Submitted: now, Seq: s.seq, Class: j.shape, Runtime: spec.Runtime, Demand: j.demand, Ref: j}
-	leaf.Add(&j.entry)
-	s.jobs[spec.ID] = j
-	return nil
-}
-
-// neverFits checks a job against its queue's ceiling and the idle
-// cluster. The idle check is cached per shape.
-func (s *Scheduler) neverFits(j *job) error {
-	ceil := s.tree.Ceiling(j.leaf.ID())
-	dims := s.tree.Dimensions()
-	for r := 0; r < fairshare.DimModel; r++ {
-		if ceil[r] >= 0 && j.demand[r] > ceil[r] {
-			return fmt.Errorf("%w: needs %s of %s, more than queue %s could ever be admitted with (%s)",
-				ErrNeverFits, amount(r, j.demand[r]), dims.Name(r), j.leaf.Name(), amount(r, ceil[r]))
-		}
-	}
-	if len(dims.Models) > 0 && j.demand[fairshare.DimGPU] > 0 {
-		// Some acceptable model must have room for the whole GPU demand.
-		ok := false
-		var tried []string
-		for m := range s.c.Models() {
-			if !acceptsModel(j.req, topology.ModelID(m)) {
-				continue
-			}
-			k := s.modelDim(topology.ModelID(m))
-			if k < 0 || ceil[k] >= j.demand[fairshare.DimGPU] {
-				ok = true
-				break
-			}
-			tried = append(tried, fmt.Sprintf("%s: %s", dims.Name(k), amount(fairshare.DimGPU, ceil[k])))
-		}
-		if !ok {
-			return fmt.Errorf("%w: needs %s, more than queue %s could ever be admitted with on any acceptable model (%s)",
-				ErrNeverFits, amount(fairshare.DimGPU, j.demand[fairshare.DimGPU]), j.leaf.Name(), strings.Join(tried, ", "))
-		}
-	}
-	if done := s.fitChecked[j.shape]; !done {
-		if s.empty == nil {
-			s.empty = topology.NewLedger(s.c)
-		}
-		var p gang.Placement
-		s.idleFail[j.shape] = s.placer.Place(s.empty, j.req, &p)
-		s.fitChecked[j.shape] = true
-	}
-	if x := s.idleFail[j.shape]; x != nil {
-		return fmt.Errorf("%w: does not fit on the idle cluster: %s", ErrNeverFits, explanationText(x))
-	}
-	return nil
-}
-
-func acceptsModel(r *gang.Request, m topology.ModelID) bool {
-	for i := range r.Groups {
-		g := &r.Groups[i]
-		if g.Kind != gang.TaskCPU && g.Accepts(m) {
-			return true
-		}
-	}
-	return false
-}
-
-func amount(r int, v int64) string {
-	switch r {
-	case fairshare.DimCPU:
-		return fmt.Sprintf("%g cores", float64(v)/1000)
-	case fairshare.DimMemory:
-		return fmt.Sprintf("%g GiB", float64(v)/1024)
-	}
-	if v == 1000 {
-		return "1 GPU"
-	}
-	return fmt.Sprintf("%g GPUs", float64(v)/1000)
+	j.demand = s.adm.demand(req)
+	j.entry = queue.Entry{ID: spec.ID, Priority: spec.Priority, Submitted: submitted, Class: j.shape, Runtime: spec.Runtime, Demand: j.demand, Ref: j}
+	return j, nil
 }
 
 func (s *Scheduler) lookup(id string) (*job, error) {
-	j, ok := s.jobs[id]
+	j, ok := s.jobs.byID[id]
 	if !ok {
 		return nil, jobErr(id, ErrUnknownJob)
 	}
@@ -151,14 +91,8 @@ func (s *Scheduler) Started(id string, now time.Time) error {
 	if j.state != queue.Admitted {
 		return jobErr(id, fmt.Errorf("%w: Started for a %s job", ErrState, j.state))
 	}
-	s.tree.Start(j.leaf.ID(), j.charged, now)
-	j.leaf.Count(-1, 1)
-	j.state = queue.Running
-	j.started = now
-	s.ends.Delete(j)
-	s.setEnd(j, now)
-	s.ends.ReplaceOrInsert(j)
-	s.preUpdate(j)
+	s.jobs.refile(j, func() { s.start(j, now, now) })
+	s.victims.update(j, now)
 	return nil
 }
 
@@ -210,9 +144,15 @@ func (s *Scheduler) end(id string, now time.Time, st queue.State) error {
 		j.leaf.Remove(&j.entry)
 	}
 	j.state = st
-	delete(s.jobs, id)
-	delete(s.reservedFor, j)
+	s.forget(j)
 	return nil
+}
+
+// forget drops an ended job (it holds nothing and waits in no queue)
+// from every concern that keeps it.
+func (s *Scheduler) forget(j *job) {
+	s.jobs.remove(j)
+	s.res.forget(j)
 }
 
 // Requeue puts an admitted or running job back in its queue at its
@@ -238,7 +178,7 @@ func (s *Scheduler) back(id string, now time.Time, st queue.State, event string)
 	if !j.state.Holding() {
 		return jobErr(id, fmt.Errorf("%w: %s for a %s job", ErrState, event, j.state))
 	}
-	s.stopped(j, now)
+	s.rec.stopped(j, now)
 	if err := s.release(j, now); err != nil {
 		return jobErr(id, err)
 	}
@@ -246,28 +186,56 @@ func (s *Scheduler) back(id string, now time.Time, st queue.State, event string)
 		j.preemptions++
 	}
 	j.state = st
-	j.preempting = false
-	j.reason = nil
+	s.victims.stopped(j)
+	s.cyc.forget(j)
 	j.leaf.Add(&j.entry)
 	return nil
 }
 
-// indexHolder indexes a job that has just taken j.placement (admitted, or
-// restored): by its estimated end, on each of its hosts, and in the
-// placement tracker. release undoes it.
-func (s *Scheduler) indexHolder(j *job) {
-	s.ends.ReplaceOrInsert(j)
-	j.hosts = j.placement.Hosts()
-	for _, h := range j.hosts {
-		s.onHost[h] = append(s.onHost[h], j)
+// holding is what a job takes when it is admitted or restored.
+type holding struct {
+	p        *gang.Placement
+	txn      gang.Txn // p committed to the ledger
+	charged  queue.Vector
+	admitted time.Time
+	// running and started: it is restored as running since started.
+	running bool
+	started time.Time
+}
+
+// take records that j holds h, at now: the charge to its queue, the
+// state, its estimated end, and its filing by every concern that indexes
+// holding jobs (the job table, the placer's tracker, the victim index).
+// admit and Restore both take through it; release undoes it.
+func (s *Scheduler) take(j *job, h holding, now time.Time) {
+	s.tree.Admit(j.leaf.ID(), h.charged, now)
+	j.leaf.Count(1, 0)
+	j.state = queue.Admitted
+	j.placement, j.txn, j.charged, j.admitted = h.p, h.txn, h.charged, h.admitted
+	s.setEnd(j, h.admitted)
+	if h.running {
+		s.start(j, h.started, now)
 	}
+	s.jobs.index(j)
 	if s.tracker != nil {
 		s.tracker.Committed(j.req, j.placement)
 	}
-	s.preIndex(j)
+	s.victims.index(j, now)
 }
 
-// release gives back everything a holding job holds.
+// start records that admitted job j runs since started (at now): the
+// quota tree counts it running, its estimated end runs from started.
+func (s *Scheduler) start(j *job, started, now time.Time) {
+	s.tree.Start(j.leaf.ID(), j.charged, now)
+	j.leaf.Count(-1, 1)
+	j.state = queue.Running
+	j.started = started
+	s.setEnd(j, started)
+}
+
+// release gives back everything a holding job holds, fanning out to
+// every concern take filed it with; each host it leaves gains capacity
+// (the failure cache's log).
 func (s *Scheduler) release(j *job, now time.Time) error {
 	if err := j.txn.Undo(); err != nil {
 		return fmt.Errorf("gpusched: ledger out of step with job: %w", err)
@@ -282,14 +250,10 @@ func (s *Scheduler) release(j *job, now time.Time) error {
 	} else {
 		j.leaf.Count(-1, 0)
 	}
-	s.ends.Delete(j)
-	s.preUnindex(j)
-	for _, h := range j.hosts {
-		on := s.onHost[h]
-		if k := slices.Index(on, j); k >= 0 {
-			s.onHost[h] = slices.Delete(on, k, k+1)
-		}
-		s.logGain(h)
+	s.victims.unindex(j)
+	gen := s.ledger.Generation()
+	for _, h := range s.jobs.unindex(j) {
+		s.fit.gained(gen, h)
 	}
 	j.placement, j.txn, j.hosts, j.charged = nil, gang.Txn{}, nil, nil
 	j.admitted, j.started = time.Time{}, time.Time{}
@@ -311,7 +275,7 @@ func (s *Scheduler) SetPriority(id string, p int32) error {
 		j.leaf.SetPriority(&j.entry, p)
 	} else {
 		j.entry.Priority = p
-		s.preUpdate(j)
+		s.victims.update(j, s.now)
 	}
 	return nil
 }
@@ -330,10 +294,10 @@ func (s *Scheduler) SetGPUHealth(g topology.GPUID, h topology.Health) ([]string,
 	}
 	host := s.c.GPUHost(g)
 	if s.healthMoved(host, old, h) {
-		s.noteGPU(g, h)
+		s.rec.noteGPU(g, h)
 	}
 	var ids []string
-	for _, j := range s.onHost[host] {
+	for _, j := range s.jobs.onHost[host] {
 		if usesGPU(j.placement, g) {
 			ids = append(ids, j.spec.ID)
 		}
@@ -353,27 +317,27 @@ func (s *Scheduler) SetHostHealth(h topology.HostID, hh topology.Health) ([]stri
 		return nil, err
 	}
 	if s.healthMoved(h, old, hh) {
-		s.noteHost(h, hh)
+		s.rec.noteHost(h, hh)
 	}
 	var ids []string
-	for _, j := range s.onHost[h] {
+	for _, j := range s.jobs.onHost[h] {
 		ids = append(ids, j.spec.ID)
 	}
 	slices.Sort(ids)
 	return ids, nil
 }
 
-// healthMoved does the bookkeeping of every health change, from old to h,
-// of a GPU or host on host: a return to health is logged as a capacity
-// gain on the host (as a release is), and a part that stops being healthy
-// moves the health epoch (reservations made before it are not reused). It
-// reports whether the health changed.
+// healthMoved fans a health change, from old to h, of a GPU or host on
+// host out to the concerns that follow health: a return to health is a
+// capacity gain on the host for the failure cache (as a release is), and
+// a part that stops being healthy makes the reservations' shadows stale.
+// It reports whether the health changed.
 func (s *Scheduler) healthMoved(host topology.HostID, old, h topology.Health) bool {
 	if h == topology.Healthy && old != topology.Healthy {
-		s.logGain(host)
+		s.fit.gained(s.ledger.Generation(), host)
 	}
 	if h != old && h != topology.Healthy {
-		s.healthEpoch++
+		s.res.healthLost()
 	}
 	return h != old
 }
@@ -410,64 +374,39 @@ func (s *Scheduler) Restore(spec workload.Job, tasks [][]topology.Claim, st queu
 	if st != queue.Admitted && st != queue.Running {
 		return jobErr(spec.ID, fmt.Errorf("%w: Restore needs state admitted or running, not %s", ErrState, st))
 	}
-	if _, dup := s.jobs[spec.ID]; dup {
-		return jobErr(spec.ID, ErrDuplicateJob)
-	}
-	spec = spec.Clone()
-	leaf, ok := s.tree.Leaf(spec.Queue)
-	if !ok {
-		return jobErr(spec.ID, fmt.Errorf("%w: no leaf queue named %q", ErrUnknownQueue, spec.Queue))
-	}
-	if err := s.tree.CheckPriority(spec.Priority); err != nil {
-		return &workload.FieldError{Job: spec.ID, Field: "priority", Msg: err.Error()}
-	}
-	req, err := gang.NewRequest(s.c, &spec)
+	j, err := s.newJob(spec, submitted)
 	if err != nil {
 		return err
 	}
+	id, req := j.spec.ID, j.req
 	if len(tasks) != len(req.Groups) {
-		return jobErr(spec.ID, fmt.Errorf("%d task groups placed, the job has %d", len(tasks), len(req.Groups)))
+		return jobErr(id, fmt.Errorf("%d task groups placed, the job has %d", len(tasks), len(req.Groups)))
 	}
-	p := &gang.Placement{Job: spec.ID, Level: s.c.LevelCluster(), Domain: s.c.Root()}
+	p := &gang.Placement{Job: id, Level: s.c.LevelCluster(), Domain: s.c.Root()}
 	for gi, claims := range tasks {
 		g := &req.Groups[gi]
 		if len(claims) < g.Min || len(claims) > g.Count {
-			return &workload.FieldError{Job: spec.ID, Field: fmt.Sprintf("groups[%d]", gi), Msg: fmt.Sprintf("%d tasks placed, want %d..%d", len(claims), g.Min, g.Count)}
+			return &workload.FieldError{Job: id, Field: fmt.Sprintf("groups[%d]", gi), Msg: fmt.Sprintf("%d tasks placed, want %d..%d", len(claims), g.Min, g.Count)}
 		}
 		for ti, cl := range claims {
 			if err := s.checkClaim(g, cl); err != nil {
-				return &workload.FieldError{Job: spec.ID, Field: fmt.Sprintf("groups[%d] task %d", gi, ti), Msg: err.Error()}
+				return &workload.FieldError{Job: id, Field: fmt.Sprintf("groups[%d] task %d", gi, ti), Msg: err.Error()}
 			}
 			p.Claims = append(p.Claims, cl)
 			p.Tasks = append(p.Tasks, gang.TaskRef{Group: int32(gi), Index: int32(ti)})
 		}
 		p.Placed = append(p.Placed, len(claims))
 	}
-	charged := s.chargeVector(p)
-	if b := s.tree.Check(leaf.ID(), charged); b != nil {
-		return jobErr(spec.ID, fmt.Errorf("%w: restoring it would break a quota: %s", ErrState, b))
+	charged := s.adm.charge(p)
+	if b := s.tree.Check(j.leaf.ID(), charged); b != nil {
+		return jobErr(id, fmt.Errorf("%w: restoring it would break a quota: %s", ErrState, b))
 	}
 	txn, err := gang.Commit(s.ledger, p)
 	if err != nil {
-		return jobErr(spec.ID, fmt.Errorf("claims do not fit the ledger: %w", err))
+		return jobErr(id, fmt.Errorf("claims do not fit the ledger: %w", err))
 	}
-	s.seq++
-	req.Seed = s.cfg.Seed ^ (s.seq * 0x9E3779B97F4A7C15)
-	j := &job{spec: spec, req: req, leaf: leaf, state: st, shape: shapeKey(req)}
-	j.demand = s.demandVector(req)
-	j.entry = queue.Entry{ID: spec.ID, Priority: spec.Priority, Submitted: submitted, Seq: s.seq, Class: j.shape, Runtime: spec.Runtime, Demand: j.demand, Ref: j}
-	s.tree.Admit(leaf.ID(), charged, now)
-	leaf.Count(1, 0)
-	j.placement, j.txn, j.charged, j.admitted = p, txn, charged, submitted
-	s.setEnd(j, submitted)
-	if st == queue.Running {
-		s.tree.Start(leaf.ID(), charged, now)
-		leaf.Count(-1, 1)
-		j.started = started
-		s.setEnd(j, started)
-	}
-	s.indexHolder(j)
-	s.jobs[spec.ID] = j
+	s.jobs.add(j)
+	s.take(j, holding{p: p, txn: txn, charged: charged, admitted: submitted, running: st == queue.Running, started: started}, now)
 	return nil
 }
 

@@ -47,7 +47,7 @@ func TestPropertyPreemptionIndexed(t *testing.T) {
 			}
 			ss[i] = s
 		}
-		ss[1].pre.noRoster = true
+		ss[1].victims.noRoster = true
 		both := func(f func(s *Scheduler) error) {
 			var errs [2]error
 			for i, s := range ss {

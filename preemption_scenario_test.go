@@ -101,8 +101,8 @@ func (h *harness) runPreemption(t *testing.T, td *datadriven.TestData) string {
 			last = rel(cp)
 		}
 		est := ""
-		if st, ok := h.s.Job(id); ok && st.State.Holding() && h.s.jobs[id].endKnown {
-			est = "; estimated end " + rel(h.s.jobs[id].end)
+		if st, ok := h.s.Job(id); ok && st.State.Holding() && h.s.jobs.byID[id].endKnown {
+			est = "; estimated end " + rel(h.s.jobs.byID[id].end)
 		}
 		return fmt.Sprintf("checkpoint %s, saved %v%s", last, saved.Round(time.Second), est)
 	}

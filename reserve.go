@@ -9,6 +9,34 @@ import (
 	"github.com/gpusched/gpusched/topology"
 )
 
+// reservations is EASY backfill: the holds the first blocked job of each
+// backfilling queue takes in a cycle (a capacity reservation, or a quota
+// hold), the reservations kept from the last cycle with their shadow
+// ledgers, and the checks a later job must pass not to delay them. Its
+// methods are the only writers of its fields.
+type reservations struct {
+	c              *topology.Cluster
+	placer         gang.Placer
+	defaultRuntime time.Duration // Config.DefaultRuntime
+	max            int           // Config.MaxReservations (negative: none)
+
+	// holds are this cycle's holds, in the order taken; begin clears
+	// them. Invariant: len(holds) ≤ max(0, max).
+	holds []*hold
+	// byJob holds the reservations of the last cycle by holder; kept the
+	// same as a list, keptSpare the list before it (reused). Invariant:
+	// a reservation here has its shadow unless it was taken back to
+	// shadowPool (then shadow is nil).
+	byJob           map[*job]*reservation
+	kept, keptSpare []*reservation
+	shadowPool      []*topology.Ledger // shadow ledgers free for reuse
+	// healthEpoch counts the health changes that lost capacity: a shadow
+	// built before one is not reused.
+	healthEpoch uint64
+	shadowScr   []*topology.Ledger // check's result buffer
+	shortScr    []*queue.Entry     // short's result buffer
+}
+
 // hold is what a blocked job of a backfilling queue holds for the rest of
 // a cycle: a capacity reservation (res) or a quota hold (node, dim).
 type hold struct {
@@ -27,9 +55,9 @@ type reservation struct {
 	// p is the reserved placement (uncommitted), used as is when the
 	// reserved time comes and the placer finds nothing better.
 	p *gang.Placement
-	// health and mkey are the Scheduler's health epoch and the holder's
-	// model filter when the shadow was built: the shadow is reused across
-	// cycles while they are unchanged and the reserved time is ahead.
+	// health and mkey are the health epoch and the holder's model filter
+	// when the shadow was built: the shadow is reused across cycles while
+	// they are unchanged and the reserved time is ahead.
 	health uint64
 	mkey   string
 	// commits is the Scheduler's count of changes to the nominations
@@ -43,13 +71,25 @@ type reservation struct {
 	shadow *topology.Ledger
 }
 
-func (s *Scheduler) resetHolds() {
-	s.holds = s.holds[:0]
-	s.cycleAdmits = s.cycleAdmits[:0]
+// reserveInput is what a reservation is computed from (read only).
+type reserveInput struct {
+	ledger  *topology.Ledger
+	jobs    *jobTable
+	noms    *nominations
+	commits uint64 // Scheduler.commits
+	admits  []*job // admitted in this cycle so far
 }
 
-func (s *Scheduler) hasReservations() bool {
-	for _, h := range s.holds {
+func newReservations(c *topology.Cluster, placer gang.Placer, defaultRuntime time.Duration, max int) reservations {
+	return reservations{c: c, placer: placer, defaultRuntime: defaultRuntime, max: max, byJob: map[*job]*reservation{}}
+}
+
+// begin starts a cycle: no holds yet.
+func (rs *reservations) begin() { rs.holds = rs.holds[:0] }
+
+// any reports whether a capacity reservation is held in this cycle.
+func (rs *reservations) any() bool {
+	for _, h := range rs.holds {
 		if h.res != nil {
 			return true
 		}
@@ -57,35 +97,56 @@ func (s *Scheduler) hasReservations() bool {
 	return false
 }
 
-// keepReservations remembers this cycle's reservations, shadows
-// included, for the next: a reservation is not moved later while it stays
-// valid, and its shadow is brought up to date instead of rebuilt. Shadows
-// of reservations no longer held go back to the pool.
-func (s *Scheduler) keepReservations() {
-	clear(s.reservedFor)
-	old := s.kept
-	s.kept = s.keptSpare[:0]
-	for _, h := range s.holds {
+// room reports whether another hold may be taken in this cycle.
+func (rs *reservations) room() bool { return len(rs.holds) < rs.max }
+
+// holdQuota holds quota dimension dim of node for j for the rest of the
+// cycle.
+func (rs *reservations) holdQuota(j *job, node queue.NodeID, dim int) {
+	rs.holds = append(rs.holds, &hold{holder: j, node: node, dim: dim})
+}
+
+// holdCapacity holds res for j for the rest of the cycle.
+func (rs *reservations) holdCapacity(j *job, res *reservation) {
+	rs.holds = append(rs.holds, &hold{holder: j, res: res})
+}
+
+// forget drops j's reservation (j ended).
+func (rs *reservations) forget(j *job) { delete(rs.byJob, j) }
+
+// healthLost notes that a part stopped being healthy: shadows built
+// before are not reused.
+func (rs *reservations) healthLost() { rs.healthEpoch++ }
+
+// keep remembers this cycle's reservations, shadows included, for the
+// next: a reservation is not moved later while it stays valid, and its
+// shadow is brought up to date instead of rebuilt. Shadows of
+// reservations no longer held go back to the pool.
+func (rs *reservations) keep() {
+	clear(rs.byJob)
+	old := rs.kept
+	rs.kept = rs.keptSpare[:0]
+	for _, h := range rs.holds {
 		if h.res != nil {
-			s.reservedFor[h.holder] = h.res
-			s.kept = append(s.kept, h.res)
+			rs.byJob[h.holder] = h.res
+			rs.kept = append(rs.kept, h.res)
 		}
 	}
 	for _, r := range old {
-		if r.shadow != nil && !slices.Contains(s.kept, r) {
-			s.shadowPool = append(s.shadowPool, r.shadow)
+		if r.shadow != nil && !slices.Contains(rs.kept, r) {
+			rs.shadowPool = append(rs.shadowPool, r.shadow)
 			r.shadow = nil
 		}
 	}
-	s.keptSpare = old[:0]
+	rs.keptSpare = old[:0]
 }
 
 // syncShadow brings a reservation's shadow from the last cycle up to date
-// with the jobs admitted so far in this cycle (those that will still run at
-// its time). Releases since then only free more, so the shadow stays a
+// with the jobs admitted so far in this cycle (those that will still run
+// at its time). Releases since then only free more, so the shadow stays a
 // safe, conservative view. It reports whether the reservation still fits.
-func (s *Scheduler) syncShadow(r *reservation) bool {
-	for _, aj := range s.cycleAdmits {
+func syncShadow(r *reservation, admits []*job) bool {
+	for _, aj := range admits {
 		if !aj.state.Holding() || (!r.forever && aj.endKnown && !aj.end.After(r.at)) {
 			continue
 		}
@@ -96,26 +157,130 @@ func (s *Scheduler) syncShadow(r *reservation) bool {
 	return true
 }
 
-func (s *Scheduler) shadowLedger() *topology.Ledger {
-	if n := len(s.shadowPool); n > 0 {
-		l := s.shadowPool[n-1]
-		s.shadowPool = s.shadowPool[:n-1]
+func (rs *reservations) shadowLedger() *topology.Ledger {
+	if n := len(rs.shadowPool); n > 0 {
+		l := rs.shadowPool[n-1]
+		rs.shadowPool = rs.shadowPool[:n-1]
 		return l
 	}
-	return topology.NewLedger(s.c)
+	return topology.NewLedger(rs.c)
 }
 
 // estimatedEnd returns when j would end if it started at t, and whether
 // that is known.
-func (s *Scheduler) estimatedEnd(j *job, t time.Time) (time.Time, bool) {
+func (rs *reservations) estimatedEnd(j *job, t time.Time) (time.Time, bool) {
 	rt := j.spec.Runtime
 	if rt == 0 {
-		rt = s.cfg.DefaultRuntime
+		rt = rs.defaultRuntime
 	}
 	if rt == 0 {
 		return time.Time{}, false
 	}
 	return t.Add(rt), true
+}
+
+// due returns the placement of j's reservation from the last cycle if
+// its time has come and it is free in l now (the placer may miss it), or
+// nil.
+func (rs *reservations) due(j *job, now time.Time, l *topology.Ledger) *gang.Placement {
+	prev := rs.byJob[j]
+	if prev == nil || prev.forever || prev.at.After(now) || prev.p == nil {
+		return nil
+	}
+	if l.Allocate(prev.claims...) != nil {
+		return nil
+	}
+	_ = l.Release(prev.claims...)
+	return prev.p
+}
+
+// check checks claims of j (starting now) against every capacity
+// reservation: j passes one if it ends by the reserved time (by its
+// runtime estimate), or if its claims can be allocated alongside the
+// reservation in the shadow ledger (they are then kept there). It returns
+// the shadows that took the claims (valid until the next call), or the
+// first reservation j would delay (after undoing what it allocated).
+func (rs *reservations) check(j *job, claims []topology.Claim, now time.Time) ([]*topology.Ledger, *hold) {
+	end, known := rs.estimatedEnd(j, now)
+	rs.shadowScr = rs.shadowScr[:0]
+	for _, h := range rs.holds {
+		if h.res == nil {
+			continue
+		}
+		if known && !h.res.forever && !end.After(h.res.at) {
+			continue
+		}
+		if err := h.res.shadow.Allocate(claims...); err != nil {
+			for _, sh := range rs.shadowScr {
+				_ = sh.Release(claims...)
+			}
+			rs.shadowScr = rs.shadowScr[:0]
+			return nil, h
+		}
+		rs.shadowScr = append(rs.shadowScr, h.res.shadow)
+	}
+	return rs.shadowScr, nil
+}
+
+// quotaHeld returns the quota hold that j (in leaf lid) would eat into.
+func (rs *reservations) quotaHeld(tree *queue.Tree, lid queue.NodeID, j *job) *hold {
+	for _, h := range rs.holds {
+		if h.res != nil || h.holder == j || j.demand[h.dim] <= 0 {
+			continue
+		}
+		for id := lid; id >= 0; id = tree.Parent(id) {
+			if id == h.node {
+				return h
+			}
+		}
+	}
+	return nil
+}
+
+// maxShortTries bounds how many jobs of a class that conflicts with a
+// reservation are tried in one cycle because their runtime estimate ends
+// before it.
+const maxShortTries = 64
+
+// short returns the jobs of j's class (in leaf's order, j excluded, at
+// most maxShortTries) whose runtime estimate ends before the reservation
+// of conflict, which they cannot delay; the slice is valid until the
+// next call.
+func (rs *reservations) short(leaf *queue.Leaf, j *job, conflict *hold, now time.Time) []*queue.Entry {
+	if conflict.res.forever {
+		return nil
+	}
+	window := conflict.res.at.Sub(now)
+	if window <= 0 {
+		return nil
+	}
+	cl := j.entry.ClassOf()
+	cands := rs.shortScr[:0]
+	collect := func(e *queue.Entry) bool {
+		if e.Ref.(*job) != j && len(cands) < maxShortTries {
+			rt := e.Runtime
+			if rt == 0 {
+				rt = rs.defaultRuntime
+			}
+			if rt > 0 && rt <= window {
+				cands = append(cands, e)
+			}
+		}
+		return len(cands) < maxShortTries
+	}
+	if rs.defaultRuntime > 0 && rs.defaultRuntime <= window {
+		cl.Ascend(collect)
+	} else {
+		cl.AscendRuntime(window, collect)
+	}
+	slices.SortFunc(cands, func(a, b *queue.Entry) int {
+		if leaf.Before(a, b) {
+			return -1
+		}
+		return 1
+	})
+	rs.shortScr = cands
+	return cands
 }
 
 // reserve computes j's reservation: on a copy of the ledger, release the
@@ -126,26 +291,26 @@ func (s *Scheduler) estimatedEnd(j *job, t time.Time) (time.Time, bool) {
 // skipped while fewer GPUs are free than j needs; after a success,
 // bisection over the end times skipped since the last failure finds the
 // earliest one that fits. Nominated jobs count as started now on their
-// placements, their victims' claims theirs (shadowNominations). The
+// placements, their victims' claims theirs (nominations.shadow). The
 // previous cycle's reservation is reused (its shadow synced with this
 // cycle's admissions) while valid and the nominations are unchanged, and
 // otherwise kept if it is still free at its time, so a reservation never
 // moves later because of jobs that backfilled behind it. Returns nil when
 // j cannot fit even when everything has ended.
-func (s *Scheduler) reserve(j *job, now time.Time, mkey string) *reservation {
-	if prev := s.reservedFor[j]; prev != nil && prev.shadow != nil {
-		if prev.health == s.healthEpoch && prev.mkey == mkey && prev.commits == s.pre.commits && (prev.forever || now.Before(prev.at)) && s.syncShadow(prev) {
+func (rs *reservations) reserve(j *job, now time.Time, mkey string, in reserveInput) *reservation {
+	if prev := rs.byJob[j]; prev != nil && prev.shadow != nil {
+		if prev.health == rs.healthEpoch && prev.mkey == mkey && prev.commits == in.commits && (prev.forever || now.Before(prev.at)) && syncShadow(prev, in.admits) {
 			return prev
 		}
-		s.shadowPool = append(s.shadowPool, prev.shadow)
+		rs.shadowPool = append(rs.shadowPool, prev.shadow)
 		prev.shadow = nil
 	}
-	sh := s.shadowLedger()
-	sh.CopyFrom(s.ledger)
-	noms, victims := s.shadowNominations(sh, now)
-	prev := s.reservedFor[j]
+	sh := rs.shadowLedger()
+	sh.CopyFrom(in.ledger)
+	noms, victims := in.noms.shadow(sh, now, rs.defaultRuntime)
+	prev := rs.byJob[j]
 	need := j.req.MinDemand().Milli
-	root := s.c.Root()
+	root := rs.c.Root()
 	var p gang.Placement
 	// groups are the end times released since the last failed attempt;
 	// window the jobs released in them, in order.
@@ -166,7 +331,7 @@ func (s *Scheduler) reserve(j *job, now time.Time, mkey string) *reservation {
 		placedByPlacer bool
 	)
 	fits := func() bool {
-		return sh.FreeMilli(root) >= need && s.placer.Place(sh, j.req, &p) == nil
+		return sh.FreeMilli(root) >= need && rs.placer.Place(sh, j.req, &p) == nil
 	}
 	// tryHere tries the state after every released group. On success it
 	// searches back, by bisection over the groups released since the last
@@ -254,7 +419,7 @@ func (s *Scheduler) reserve(j *job, now time.Time, mkey string) *reservation {
 		window = append(window, cl)
 		return true
 	}
-	s.ends.Ascend(func(h *job) bool {
+	in.jobs.ends.Ascend(func(h *job) bool {
 		// The nominated jobs ending by h's end first (their victims'
 		// claims are theirs: see shadowNominations).
 		for len(noms) > 0 && noms[0].known && (!h.endKnown || !noms[0].end.After(h.end)) {
@@ -264,7 +429,7 @@ func (s *Scheduler) reserve(j *job, now time.Time, mkey string) *reservation {
 				return false
 			}
 		}
-		if h.preempting && slices.Contains(victims, h) {
+		if h.vic.preempting && slices.Contains(victims, h) {
 			return true
 		}
 		return release(h.end, h.endKnown, h.placement.Claims)
@@ -282,213 +447,19 @@ func (s *Scheduler) reserve(j *job, now time.Time, mkey string) *reservation {
 		found, at, forever = true, prev.at, prev.forever
 	}
 	if !found {
-		s.shadowPool = append(s.shadowPool, sh)
+		rs.shadowPool = append(rs.shadowPool, sh)
 		return nil
 	}
 	if placedByPlacer {
 		rp = p.Clone()
 		claims = rp.Claims
 		if err := sh.Allocate(claims...); err != nil {
-			s.shadowPool = append(s.shadowPool, sh)
+			rs.shadowPool = append(rs.shadowPool, sh)
 			return nil
 		}
 	}
 	if !forever && at.Before(now) {
 		at = now
 	}
-	return &reservation{at: at, forever: forever, claims: claims, p: rp, shadow: sh, health: s.healthEpoch, mkey: mkey, commits: s.pre.commits}
-}
-
-// nomRelease is a nominated job in a reservation's shadow: it holds
-// claims until end (known) or for ever.
-type nomRelease struct {
-	end    time.Time
-	known  bool
-	claims []topology.Claim
-}
-
-// shadowNominations models the nominations in shadow sh, a copy of the
-// ledger while they hold their placements' free parts (hold): as though
-// each nominated job started now on its placement and its victims were
-// gone (the victims are stopping; what they hold is the nominated job's
-// or free once they stop). It gives back the trial holds and the claims
-// of the victims still holding, and allocates each placement whole. It
-// returns when the nominated jobs release their placements, in order of
-// estimated end (now plus the remaining runtime estimate; unknown last),
-// and the victims whose claims it released, which the caller no longer
-// releases at their own ends. A nomination whose placement does not fit
-// so (not expected) is left as it was: its holds never released, its
-// victims released at their ends.
-func (s *Scheduler) shadowNominations(sh *topology.Ledger, now time.Time) ([]nomRelease, []*job) {
-	if len(s.pre.noms) == 0 {
-		return nil, nil
-	}
-	var (
-		rels    []nomRelease
-		victims []*job
-	)
-	for _, n := range s.pre.noms {
-		if sh.Release(n.held...) != nil {
-			continue
-		}
-		k := len(victims)
-		ok := true
-		for _, v := range n.victims {
-			if !v.state.Holding() || v.placement == nil || slices.Contains(victims, v) {
-				continue
-			}
-			if sh.Release(v.placement.Claims...) != nil {
-				ok = false
-				break
-			}
-			victims = append(victims, v)
-		}
-		if ok && sh.Allocate(n.p.Claims...) == nil {
-			r := nomRelease{claims: n.p.Claims}
-			rt := n.job.spec.Runtime
-			if rt == 0 {
-				rt = s.cfg.DefaultRuntime
-			}
-			if rt > 0 {
-				r.end, r.known = now.Add(n.job.remaining(rt)), true
-			}
-			rels = append(rels, r)
-			continue
-		}
-		// Put back what was released (health unchecked: a victim keeps
-		// what it holds on parts that failed).
-		for _, v := range victims[k:] {
-			_ = sh.TrialRestore(v.placement.Claims...)
-		}
-		clear(victims[k:])
-		victims = victims[:k]
-		_ = sh.TrialRestore(n.held...)
-	}
-	slices.SortStableFunc(rels, func(a, b nomRelease) int {
-		if a.known != b.known {
-			if a.known {
-				return -1
-			}
-			return 1
-		}
-		return a.end.Compare(b.end)
-	})
-	return rels, victims
-}
-
-// checkHolds checks claims of j (starting now) against every capacity
-// reservation: j passes one if it ends by the reserved time (by its
-// runtime estimate), or if its claims can be allocated alongside the
-// reservation in the shadow ledger (they are then kept there). It returns
-// the shadows that took the claims, or the first reservation j would
-// delay (after undoing what it allocated).
-func (s *Scheduler) checkHolds(j *job, claims []topology.Claim, now time.Time) ([]*topology.Ledger, *hold) {
-	end, known := s.estimatedEnd(j, now)
-	s.shadowScr = s.shadowScr[:0]
-	for _, h := range s.holds {
-		if h.res == nil {
-			continue
-		}
-		if known && !h.res.forever && !end.After(h.res.at) {
-			continue
-		}
-		if err := h.res.shadow.Allocate(claims...); err != nil {
-			for _, sh := range s.shadowScr {
-				_ = sh.Release(claims...)
-			}
-			s.shadowScr = s.shadowScr[:0]
-			return nil, h
-		}
-		s.shadowScr = append(s.shadowScr, h.res.shadow)
-	}
-	return s.shadowScr, nil
-}
-
-// quotaHeld returns the quota hold that j (in leaf lid) would eat into.
-func (s *Scheduler) quotaHeld(lid queue.NodeID, j *job) *hold {
-	for _, h := range s.holds {
-		if h.res != nil || h.holder == j || j.demand[h.dim] <= 0 {
-			continue
-		}
-		for id := lid; id >= 0; id = s.tree.Parent(id) {
-			if id == h.node {
-				return h
-			}
-		}
-	}
-	return nil
-}
-
-// maxShortTries bounds how many jobs of a class that conflicts with a
-// reservation are tried in one cycle because their runtime estimate ends
-// before it.
-const maxShortTries = 64
-
-// backfillShort tries the jobs of j's class whose runtime estimate ends
-// before the reservation j conflicted with: they cannot delay it.
-func (s *Scheduler) backfillShort(d *Decision, leaf *queue.Leaf, j *job, conflict *hold, now time.Time) {
-	if conflict.res.forever {
-		return
-	}
-	window := conflict.res.at.Sub(now)
-	if window <= 0 {
-		return
-	}
-	cl := j.entry.ClassOf()
-	cands := s.shortScr[:0]
-	collect := func(e *queue.Entry) bool {
-		if e.Ref.(*job) != j && len(cands) < maxShortTries {
-			rt := e.Runtime
-			if rt == 0 {
-				rt = s.cfg.DefaultRuntime
-			}
-			if rt > 0 && rt <= window {
-				cands = append(cands, e)
-			}
-		}
-		return len(cands) < maxShortTries
-	}
-	if s.cfg.DefaultRuntime > 0 && s.cfg.DefaultRuntime <= window {
-		cl.Ascend(collect)
-	} else {
-		cl.AscendRuntime(window, collect)
-	}
-	slices.SortFunc(cands, func(a, b *queue.Entry) int {
-		if leaf.Before(a, b) {
-			return -1
-		}
-		return 1
-	})
-	lid := leaf.ID()
-	for _, e := range cands {
-		cj := e.Ref.(*job)
-		if b := s.tree.Check(lid, cj.demand); b != nil {
-			s.jobReason(cj, &Reason{Code: WaitQuota, Quota: b})
-			continue
-		}
-		allow, _, guar, _, b := s.modelFilter(lid, cj)
-		if b != nil {
-			s.jobReason(cj, &Reason{Code: WaitQuota, Quota: b})
-			continue
-		}
-		placed := false
-		if guar != nil {
-			cj.req.AllowHost = guar
-			placed = s.placer.Place(s.ledger, cj.req, &s.scratch) == nil
-		}
-		if !placed {
-			cj.req.AllowHost = allow
-			if x := s.placer.Place(s.ledger, cj.req, &s.scratch); x != nil {
-				s.jobReason(cj, placementReason(x, s.c, now))
-				continue
-			}
-		}
-		shadows, c := s.checkHolds(cj, s.scratch.Claims, now)
-		if c != nil {
-			s.jobReason(cj, s.backfillReason(c))
-			continue
-		}
-		s.admit(d, leaf, cj, shadows, now)
-	}
-	s.shortScr = cands[:0]
+	return &reservation{at: at, forever: forever, claims: claims, p: rp, shadow: sh, health: rs.healthEpoch, mkey: mkey, commits: in.commits}
 }

@@ -61,8 +61,8 @@ func TestReservationWithNomination(t *testing.T) {
 			if d := holdCycle(t, s, now); len(d.Bindings) != 2 {
 				t.Fatalf("start:\n%s", d.Format(c))
 			}
-			lowHost := s.jobs["low"].placement.Claims[0].Host
-			otherHost := s.jobs["other"].placement.Claims[0].Host
+			lowHost := s.jobs.byID["low"].placement.Claims[0].Host
+			otherHost := s.jobs.byID["other"].placement.Claims[0].Host
 			if lowHost == otherHost {
 				t.Fatalf("low and other share host %d", lowHost)
 			}
@@ -71,7 +71,7 @@ func TestReservationWithNomination(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := holdCycle(t, s, now)
-			if len(d.Preemptions) != 1 || d.Preemptions[0].Job != "low" || s.jobs["high"].pre.nominated == nil {
+			if len(d.Preemptions) != 1 || d.Preemptions[0].Job != "low" || s.jobs.byID["high"].nom.nominated == nil {
 				t.Fatalf("high arrives: want low preempted for high, nominated:\n%s", d.Format(c))
 			}
 			// low is still stopping when big arrives and is blocked.
@@ -86,7 +86,7 @@ func TestReservationWithNomination(t *testing.T) {
 				if len(d.Bindings) != 0 {
 					t.Fatalf("nothing fits while low stops:\n%s", d.Format(c))
 				}
-				r := s.reservedFor[s.jobs["big"]]
+				r := s.res.byJob[s.jobs.byID["big"]]
 				if r == nil || r.forever {
 					t.Fatalf("step %d: big has no timed reservation:\n%s", step, d.Format(c))
 				}
@@ -148,10 +148,10 @@ func TestReservationRebuiltForNewNomination(t *testing.T) {
 		}
 	}
 	holdCycle(t, s, now)
-	lowHost := s.jobs["low"].placement.Claims[0].Host
+	lowHost := s.jobs.byID["low"].placement.Claims[0].Host
 	check := func(step string, at time.Duration, host topology.HostID) {
 		t.Helper()
-		r := s.reservedFor[s.jobs["big"]]
+		r := s.res.byJob[s.jobs.byID["big"]]
 		if r == nil || r.forever || !r.at.Equal(t0.Add(at)) || len(r.claims) != 1 || r.claims[0].Host != host {
 			t.Fatalf("%s: big's reservation %+v, want at %v on host %d", step, r, at, host)
 		}

@@ -463,7 +463,7 @@ func (h *harness) nextEvent() (time.Time, bool) {
 
 func (h *harness) jobs() string {
 	var lines []string
-	for id, j := range h.s.jobs {
+	for id, j := range h.s.jobs.byID {
 		line := fmt.Sprintf("%s %s %s", id, j.leaf.Name(), j.state)
 		if j.state.Holding() {
 			line += " " + FormatPlacement(h.c, j.placement)
@@ -511,12 +511,12 @@ func checkInvariants(t testing.TB, s *Scheduler, where string) {
 		t.Fatalf("%s: quota broken: %v", where, b)
 	}
 	var ids []string
-	for id := range s.jobs {
+	for id := range s.jobs.byID {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		j := s.jobs[id]
+		j := s.jobs.byID[id]
 		if !j.state.Holding() {
 			continue
 		}
@@ -539,7 +539,7 @@ func checkInvariants(t testing.TB, s *Scheduler, where string) {
 	}
 	held := map[topology.GPUID]bool{}
 	for _, id := range ids {
-		j := s.jobs[id]
+		j := s.jobs.byID[id]
 		if j.state.Holding() {
 			for _, c := range j.placement.Claims {
 				for _, g := range c.GPUs {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/btree"
 	"github.com/gpusched/gpusched/gang"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/topology"
@@ -95,75 +94,25 @@ func (e *JobError) Unwrap() error { return e.Err }
 type Scheduler struct {
 	cfg     Config
 	c       *topology.Cluster
-	tree    *queue.Tree
-	ledger  *topology.Ledger
+	tree    *queue.Tree      // quotas and pending indexes (package queue)
+	ledger  *topology.Ledger // what every GPU runs
 	placer  gang.Placer
-	tracker gang.Tracker
-	now     time.Time
-	seq     uint64
-	cycle   uint64
+	tracker gang.Tracker // the placer's, if it tracks commitments
+	now     time.Time    // the latest time seen (advance)
 
-	jobs map[string]*job
-	// holding jobs by estimated end, for reservations.
-	ends *btree.BTreeG[*job]
-	// jobs holding resources per host.
-	onHost [][]*job
+	// The concerns, each the only writer of its fields; see
+	// ARCHITECTURE.md for what each owns and its invariants.
+	jobs    jobTable     // live jobs; holding ones by end and by host (jobs.go)
+	adm     admission    // demands, charges, model filters, never-fits (admission.go)
+	fit     failureCache // placement failures and capacity gains (failcache.go)
+	res     reservations // backfill: holds, reservations, shadows (reserve.go)
+	noms    nominations  // placements promised to preempting jobs (nominations.go)
+	victims victimIndex  // what the preemption planner sees (victims.go)
+	rec     recovery     // faults, checkpoints, restarts (recovery.go)
+	cyc     cycleState   // the last cycle's context (cycle.go)
 
-	// placement failure cache and the log of capacity gains behind it.
-	fails    map[string]*failure
-	gains    []gain
-	gainBase uint64 // gains before this generation were dropped
-
-	// never-fits cache: shape → error string ("" fits on an idle cluster).
-	empty      *topology.Ledger
-	idleFail   map[string]*gang.Explanation
-	fitChecked map[string]bool
-
-	// cycle scratch
-	scratch     gang.Placement
-	holds       []*hold
-	reservedFor map[*job]*reservation // reservations kept across cycles
-	shadowPool  []*topology.Ledger
-	kept        []*reservation
-	keptSpare   []*reservation
-	cycleAdmits []*job
-	healthEpoch uint64
-	modelAllow  []bool
-	modelGuar   []bool
-	vec         queue.Vector
-	ls          []leafState
-	pendingBuf  []Pending
-	shadowScr   []*topology.Ledger
-	shortScr    []*queue.Entry
 	// testBeforeCycle, if set, runs at the start of Schedule (tests).
 	testBeforeCycle func()
-	pre             schedPreempt // nominations and faults (preemption.go)
-}
-
-type job struct {
-	spec    workload.Job
-	req     *gang.Request
-	leaf    *queue.Leaf
-	entry   queue.Entry
-	state   queue.State
-	shape   string
-	demand  queue.Vector // estimate before placement (min demand)
-	charged queue.Vector // what admission charged (from the placement)
-
-	placement *gang.Placement
-	txn       gang.Txn
-	admitted  time.Time
-	started   time.Time
-	end       time.Time // estimated end while holding; zero: unknown
-	endKnown  bool
-
-	reason      *Reason
-	reasonCycle uint64
-	preempting  bool // a preemption was asked; do not offer again
-	waitingFor  []string
-	preemptions int
-	hosts       []topology.HostID
-	pre         jobPreempt // preemption and recovery (preemption.go)
 }
 
 // New validates cfg and returns a Scheduler with an empty ledger (every
@@ -213,21 +162,10 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	s := &Scheduler{
 		cfg: cfg, c: c, tree: tree, ledger: topology.NewLedger(c), placer: cfg.Placer,
-		jobs: map[string]*job{}, onHost: make([][]*job, c.NumHosts()),
-		fails: map[string]*failure{}, idleFail: map[string]*gang.Explanation{}, fitChecked: map[string]bool{},
-		reservedFor: map[*job]*reservation{},
+		jobs: newJobTable(c, cfg.Seed), adm: newAdmission(c, tree), fit: newFailureCache(),
+		res: newReservations(c, cfg.Placer, cfg.DefaultRuntime, cfg.MaxReservations),
 	}
 	s.tracker, _ = cfg.Placer.(gang.Tracker)
-	s.ends = btree.NewG(16, func(a, b *job) bool {
-		if a.endKnown != b.endKnown {
-			return a.endKnown // known ends first, unknown (infinite) last
-		}
-		if a.endKnown && !a.end.Equal(b.end) {
-			return a.end.Before(b.end)
-		}
-		return a.entry.Seq < b.entry.Seq
-	})
-	s.modelAllow = make([]bool, len(c.Models()))
 	return s, nil
 }
 
@@ -264,13 +202,13 @@ type JobStatus struct {
 // Job returns the status of a live job (terminal jobs are forgotten once
 // their event is processed).
 func (s *Scheduler) Job(id string) (JobStatus, bool) {
-	j, ok := s.jobs[id]
+	j, ok := s.jobs.byID[id]
 	if !ok {
 		return JobStatus{}, false
 	}
 	st := JobStatus{Spec: j.spec, State: j.state, Submitted: j.entry.Submitted, Admitted: j.admitted, Started: j.started, Preemptions: j.preemptions}
-	if j.state.Waiting() && s.ls != nil {
-		st.Reason = s.reasonOf(j, &s.ls[j.leaf.ID()])
+	if j.state.Waiting() && s.cyc.leaves != nil {
+		st.Reason = s.cyc.reason(j)
 	}
 	if j.state.Holding() {
 		st.Placement = j.placement
@@ -281,11 +219,11 @@ func (s *Scheduler) Job(id string) (JobStatus, bool) {
 // Holding calls fn for every job holding resources (Admitted or Running)
 // in order of estimated end (unknown last), until fn returns false.
 func (s *Scheduler) Holding(fn func(id string, st JobStatus) bool) {
-	s.ends.Ascend(func(j *job) bool {
+	s.jobs.ends.Ascend(func(j *job) bool {
 		st, _ := s.Job(j.spec.ID)
 		return fn(j.spec.ID, st)
 	})
 }
 
 // Len returns the number of live jobs.
-func (s *Scheduler) Len() int { return len(s.jobs) }
+func (s *Scheduler) Len() int { return len(s.jobs.byID) }

@@ -1,0 +1,122 @@
+package gpusched
+
+import (
+	"slices"
+	"time"
+
+	"github.com/google/btree"
+	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
+)
+
+// job is one live job. Its identity (spec, req, leaf, shape, demand) is
+// set by newJob; the rest is in parts, each written only by the concern
+// named on it.
+type job struct {
+	spec   workload.Job // as submitted; Priority as last set (SetPriority)
+	req    *gang.Request
+	leaf   *queue.Leaf
+	entry  queue.Entry // its entry in its leaf's pending index (package queue)
+	shape  string      // its class: see shapeKey
+	demand queue.Vector
+
+	// Written by the job transitions (events.go: take, start, release,
+	// back, end), hosts by jobTable.index. Invariant: placement, txn,
+	// charged and hosts are set exactly while state.Holding(); end and
+	// endKnown are then its estimated end (the jobTable's ends order).
+	// req.AllowHost is the model filter of its last evaluation (cycle.go),
+	// req.Seed and entry.Seq are set once by jobTable.add.
+	state       queue.State
+	placement   *gang.Placement
+	txn         gang.Txn
+	charged     queue.Vector // what admission charged (from the placement)
+	hosts       []topology.HostID
+	admitted    time.Time
+	started     time.Time
+	end         time.Time // estimated end while holding; zero: unknown
+	endKnown    bool
+	preemptions int // times reported Preempted
+
+	// reason is why it waits, set in cycle reasonCycle (cycleState).
+	reason      *Reason
+	reasonCycle uint64
+
+	models jobModels     // its model filters (admission.models)
+	vic    jobVictim     // its filing as a possible victim (victimIndex)
+	nom    jobNomination // its nomination and victims (nominations)
+	rec    jobRecovery   // checkpoints, progress, restarts (recovery)
+	noPlan noPlanMemo    // the PlanPreemptor's last failed plan for it
+}
+
+// jobTable holds the live jobs and the indexes of the holding ones. Its
+// methods are the only writers of its fields.
+type jobTable struct {
+	byID map[string]*job // every live job
+	// ends orders the holding jobs by estimated end (known first, then by
+	// submission). Invariant: exactly the jobs with state.Holding(), each
+	// filed under its current end/endKnown.
+	ends *btree.BTreeG[*job]
+	// onHost lists the holding jobs with a claim on each host. Invariant:
+	// j is in onHost[h] iff it holds and h is in j.hosts.
+	onHost [][]*job
+	seq    uint64 // the last submission sequence number handed out
+	seed   uint64 // Config.Seed
+}
+
+func newJobTable(c *topology.Cluster, seed uint64) jobTable {
+	t := jobTable{byID: map[string]*job{}, onHost: make([][]*job, c.NumHosts()), seed: seed}
+	t.ends = btree.NewG(16, func(a, b *job) bool {
+		if a.endKnown != b.endKnown {
+			return a.endKnown // known ends first, unknown (infinite) last
+		}
+		if a.endKnown && !a.end.Equal(b.end) {
+			return a.end.Before(b.end)
+		}
+		return a.entry.Seq < b.entry.Seq
+	})
+	return t
+}
+
+// add files a new job (from newJob) under the next sequence number, which
+// also seeds its request.
+func (t *jobTable) add(j *job) {
+	t.seq++
+	j.req.Seed = t.seed ^ (t.seq * 0x9E3779B97F4A7C15)
+	j.entry.Seq = t.seq
+	t.byID[j.spec.ID] = j
+}
+
+// remove forgets a job that ended (it holds nothing).
+func (t *jobTable) remove(j *job) { delete(t.byID, j.spec.ID) }
+
+// index files a job that has just taken j.placement: by its estimated
+// end and on each of its hosts.
+func (t *jobTable) index(j *job) {
+	t.ends.ReplaceOrInsert(j)
+	j.hosts = j.placement.Hosts()
+	for _, h := range j.hosts {
+		t.onHost[h] = append(t.onHost[h], j)
+	}
+}
+
+// unindex forgets a holding job that releases its placement; it returns
+// the hosts it held.
+func (t *jobTable) unindex(j *job) []topology.HostID {
+	t.ends.Delete(j)
+	for _, h := range j.hosts {
+		on := t.onHost[h]
+		if k := slices.Index(on, j); k >= 0 {
+			t.onHost[h] = slices.Delete(on, k, k+1)
+		}
+	}
+	return j.hosts
+}
+
+// refile files a holding job again under a new estimated end, set by fn.
+func (t *jobTable) refile(j *job, fn func()) {
+	t.ends.Delete(j)
+	fn()
+	t.ends.ReplaceOrInsert(j)
+}

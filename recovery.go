@@ -1,0 +1,201 @@
+package gpusched
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gpusched/gpusched/preempt"
+	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/topology"
+)
+
+// recovery is what the Scheduler does about faults: the health changes
+// noted since the last cycle (turned into Decision.Recoveries at its
+// start), and per job its checkpoints, the progress its earlier runs
+// saved and the restarts failures cost it. Its methods are the only
+// writers of its fields and of each job's rec part.
+type recovery struct {
+	faults []preempt.Fault // health changes since the last cycle, in order
+}
+
+// jobRecovery is a job's part of recovery.
+type jobRecovery struct {
+	checkpoint time.Time      // last reported checkpoint of the current run
+	progress   time.Duration  // work saved by checkpoints of earlier runs
+	restarts   int            // stops by failures
+	recovering bool           // a recovery action was issued
+	action     preempt.Action // which
+}
+
+// Recovery is what the host should do with a job hit by a fault (see
+// Decision.Recoveries).
+type Recovery struct {
+	Job string
+	// Action: preempt.ActionRequeue (stop now, then report Requeue),
+	// ActionDrain (signal, wait Grace for a checkpoint, stop, report
+	// Requeue), ActionKeep (let it run; it ends before the drain matters)
+	// or ActionEnd (stop, report Failed: it was stopped by failures more
+	// often than allowed).
+	Action preempt.Action
+	Grace  time.Duration
+	// Lost is the GPU time lost since its last checkpoint; RestartFrom that
+	// checkpoint (zero: from the beginning).
+	Lost        preempt.GPUTime
+	RestartFrom time.Time
+	Reason      string
+}
+
+// noteGPU and noteHost record a health change for the next cycle's
+// recovery plan.
+func (r *recovery) noteGPU(g topology.GPUID, h topology.Health) {
+	r.faults = append(r.faults, preempt.GPUFault(g, h, ""))
+}
+
+func (r *recovery) noteHost(h topology.HostID, hh topology.Health) {
+	r.faults = append(r.faults, preempt.HostFault(h, hh, ""))
+}
+
+// takeFaults returns the faults noted since the last call.
+func (r *recovery) takeFaults() []preempt.Fault {
+	f := r.faults
+	r.faults = nil
+	return f
+}
+
+// begin records that action was issued for j.
+func (r *recovery) begin(j *job, action preempt.Action) {
+	j.rec.recovering, j.rec.action = true, action
+}
+
+// checkpointed records j's checkpoint at at, if later than the last.
+func (r *recovery) checkpointed(j *job, at time.Time) bool {
+	if !at.After(j.rec.checkpoint) {
+		return false
+	}
+	j.rec.checkpoint = at
+	return true
+}
+
+// stopped updates a holding job that stops and waits again (Preempted or
+// Requeue) at now: it keeps the work up to its last checkpoint as
+// progress, and a job requeued after a failure counts a restart (drains
+// do not).
+func (r *recovery) stopped(j *job, now time.Time) {
+	if cp := lastCheckpoint(j, now); !cp.IsZero() {
+		j.rec.progress += cp.Sub(j.started)
+	}
+	j.rec.checkpoint = time.Time{}
+	if j.rec.recovering && j.rec.action == preempt.ActionRequeue {
+		j.rec.restarts++
+	}
+	j.rec.recovering = false
+}
+
+// remaining is j's runtime estimate less its saved progress.
+func (j *job) remaining(rt time.Duration) time.Duration {
+	if p := j.rec.progress; p > 0 && p < rt {
+		return rt - p
+	}
+	return rt
+}
+
+// lastCheckpoint is j's last checkpoint in its current run at now:
+// reported, or estimated from its CheckpointInterval.
+func lastCheckpoint(j *job, now time.Time) time.Time {
+	if j.started.IsZero() {
+		return time.Time{}
+	}
+	cp := j.rec.checkpoint
+	if iv := j.spec.CheckpointInterval; iv > 0 && now.After(j.started) {
+		if est := j.started.Add(now.Sub(j.started) / iv * iv); est.After(cp) && est.After(j.started) {
+			cp = est
+		}
+	}
+	if !cp.After(j.started) {
+		return time.Time{}
+	}
+	return cp
+}
+
+// Checkpointed reports that a running job completed a checkpoint at at
+// (≤ now): a preemption or failure then loses only the work since, and a
+// requeued job keeps its progress up to it (its runtime estimate shrinks
+// by the work saved).
+func (s *Scheduler) Checkpointed(id string, at, now time.Time) error {
+	now = s.advance(now)
+	j, err := s.lookup(id)
+	if err != nil {
+		return err
+	}
+	if j.state != queue.Running {
+		return jobErr(id, fmt.Errorf("%w: Checkpointed for a %s job", ErrState, j.state))
+	}
+	if at.Before(j.started) || at.After(now) {
+		return jobErr(id, fmt.Errorf("%w: checkpoint at %s outside its run (%s..%s)", ErrState, at.UTC().Format(time.RFC3339), j.started.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339)))
+	}
+	if s.rec.checkpointed(j, at) {
+		s.victims.checkpointed(j, at)
+	}
+	return nil
+}
+
+// Progress returns a live job's last checkpoint in its current run (zero
+// when none) and the work its earlier runs saved by checkpoints.
+func (s *Scheduler) Progress(id string) (checkpoint time.Time, saved time.Duration, ok bool) {
+	j, ok := s.jobs.byID[id]
+	if !ok {
+		return time.Time{}, 0, false
+	}
+	return lastCheckpoint(j, s.now), j.rec.progress, true
+}
+
+// recoverFaults turns the faults noted since the last cycle into recovery
+// actions for the jobs still holding resources on failed or draining
+// parts (the ledger already has the health).
+func (s *Scheduler) recoverFaults(d *Decision, now time.Time) {
+	if len(s.rec.faults) == 0 {
+		return
+	}
+	faults := s.rec.takeFaults()
+	snap := recoverySnapshot{schedSnapshot{s, now}}
+	plan, err := preempt.Recover(snap, faults, now, preempt.RecoveryConfig{NoShrink: true, MaxRestarts: s.cfg.MaxRestarts,
+		DrainGrace: s.cfg.DrainGrace, KeepIfEndsWithin: s.cfg.DrainKeep})
+	if err != nil {
+		// The faults were checked by the health setters.
+		panic("gpusched: recovery plan: " + err.Error())
+	}
+	for _, a := range plan.Actions {
+		j := s.jobs.byID[a.Job]
+		if a.Action != preempt.ActionKeep {
+			s.rec.begin(j, a.Action)
+			s.victims.update(j, now)
+		}
+		d.Recoveries = append(d.Recoveries, Recovery{Job: a.Job, Action: a.Action, Grace: a.Grace, Lost: a.Lost, RestartFrom: a.RestartFrom, Reason: a.Reason})
+	}
+}
+
+// recoverySnapshot lists the holding jobs not already being recovered.
+type recoverySnapshot struct{ schedSnapshot }
+
+func (x recoverySnapshot) Jobs(fn func(*preempt.Job) bool) {
+	x.s.jobs.ends.Ascend(func(j *job) bool {
+		if j.rec.recovering {
+			return true
+		}
+		return fn(x.s.victims.view(j, x.now))
+	})
+}
+
+// formatRecovery renders a recovery for Decision.Format.
+func formatRecovery(b *strings.Builder, r *Recovery) {
+	fmt.Fprintf(b, "recover %s: %s", r.Job, r.Action)
+	if r.Grace > 0 {
+		fmt.Fprintf(b, " (grace %v)", r.Grace)
+	}
+	fmt.Fprintf(b, ", loses %s", r.Lost)
+	if !r.RestartFrom.IsZero() {
+		fmt.Fprintf(b, ", restarts from %s", r.RestartFrom.UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintf(b, ": %s\n", r.Reason)
+}
