@@ -32,6 +32,11 @@ type Decision struct {
 	// checkpoint), or stop and report Failed when they exhausted
 	// Config.MaxRestarts.
 	Recoveries []Recovery
+	// Migrations are running jobs to move so that gangs blocked by
+	// fragmentation can start (empty unless Config.Defrag is set): the
+	// host checkpoints each within its grace period, stops it and calls
+	// Migrated; the job then binds on its destination.
+	Migrations []Migration
 	// Pending lists every job still waiting, queue by queue (depth-first
 	// order of the queue tree) and in queue order within each, with the
 	// reason it waits. Its backing array is reused by the next Schedule

@@ -24,6 +24,9 @@ type Config struct {
 	// Preemptor, if set, proposes victims for jobs that cannot be placed
 	// or admitted (see PlanPreemptor); nil means no preemption.
 	Preemptor Preemptor
+	// Defrag, if set, moves running jobs to make room for gangs blocked by
+	// fragmentation (Decision.Migrations; see DefragConfig); nil is off.
+	Defrag *DefragConfig
 	// MaxRestarts ends a job stopped by failures more than this many
 	// times (Decision.Recoveries says so); 0 means no limit.
 	MaxRestarts int
@@ -110,6 +113,7 @@ type Scheduler struct {
 	victims victimIndex  // what the preemption planner sees (victims.go)
 	rec     recovery     // faults, checkpoints, restarts (recovery.go)
 	cyc     cycleState   // the last cycle's context (cycle.go)
+	dfg     defragger    // migrations planned, issued and in flight (defrag.go)
 
 	// testBeforeCycle, if set, runs at the start of Schedule (tests).
 	testBeforeCycle func()
@@ -160,10 +164,14 @@ func New(cfg Config) (*Scheduler, error) {
 		}
 		cfg.Placer = p
 	}
+	dfg, err := newDefragger(cfg.Defrag)
+	if err != nil {
+		return nil, err
+	}
 	s := &Scheduler{
 		cfg: cfg, c: c, tree: tree, ledger: topology.NewLedger(c), placer: cfg.Placer,
 		jobs: newJobTable(c, cfg.Seed), adm: newAdmission(c, tree), fit: newFailureCache(),
-		res: newReservations(c, cfg.Placer, cfg.DefaultRuntime, cfg.MaxReservations),
+		res: newReservations(c, cfg.Placer, cfg.DefaultRuntime, cfg.MaxReservations), dfg: dfg,
 	}
 	s.tracker, _ = cfg.Placer.(gang.Tracker)
 	return s, nil
