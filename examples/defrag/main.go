@@ -33,8 +33,8 @@ func main() {
 	}
 	fmt.Print(defragexp.Table(rows))
 	for _, x := range outs {
-		fmt.Printf("%s seed %d: big p95 %.0f min (p50 %.0f), %d/%d big gangs started, %.1f GPU-h lost, %.1f GPU-h overhead, %d preemptions, allocation %.1f%%\n",
-			x.Variant, x.Seed, x.BigP95/60, x.BigP50/60, x.BigStarted, x.BigJobs, x.LostGPUHours, x.OverheadGPUHours, x.Preemptions, 100*x.Allocation)
+		fmt.Printf("%s seed %d: big p95 %.0f min (p50 %.0f), %d/%d big gangs started, %.1f GPU-h lost, %.1f GPU-h overhead, %d preemptions, %d migrations (%.1f GPU-h lost), allocation %.1f%%\n",
+			x.Variant, x.Seed, x.BigP95/60, x.BigP50/60, x.BigStarted, x.BigJobs, x.LostGPUHours, x.OverheadGPUHours, x.Preemptions, x.Migrations, x.MigrationLostHours, 100*x.Allocation)
 	}
 	if *plot != "" {
 		if err := defragexp.Plot(*plot, outs); err != nil {

@@ -60,6 +60,10 @@ type Variant struct {
 	// Preempt enables priority preemption within the queue (big gangs
 	// have priority 10, everything else 0).
 	Preempt bool
+	// Defrag enables the Scheduler's migrations (Config.Defrag: after 5
+	// minutes blocked by fragmentation, at most 30 moves an hour, a job
+	// moved at most twice).
+	Defrag bool
 	// Protect is the topology placer's protection (gang.Options.Protect).
 	Protect gang.Protection
 	// FragAware and FragEpsilon configure the preemption planner
@@ -70,11 +74,13 @@ type Variant struct {
 
 // Variants are the setups the experiment compares.
 var Variants = []Variant{
-	{Name: "no preemption", Protect: gang.ProtectOff},
+	{Name: "off", Protect: gang.ProtectOff},
 	{Name: "protect", Protect: gang.ProtectOn},
+	{Name: "defrag", Defrag: true, Protect: gang.ProtectOff},
+	{Name: "defrag+protect", Defrag: true, Protect: gang.ProtectOn},
 	{Name: "preempt", Preempt: true, Protect: gang.ProtectOff},
-	{Name: "preempt+protect", Preempt: true, Protect: gang.ProtectOn},
-	{Name: "preempt+protect+frag-victims", Preempt: true, Protect: gang.ProtectOn, FragAware: true, FragEpsilon: 0.1},
+	{Name: "preempt+defrag+protect", Preempt: true, Defrag: true, Protect: gang.ProtectOn},
+	{Name: "preempt+defrag+protect+frag-victims", Preempt: true, Defrag: true, Protect: gang.ProtectOn, FragAware: true, FragEpsilon: 0.1},
 }
 
 func (o *Options) defaults() {
@@ -186,6 +192,8 @@ type Outcome struct {
 	BigStarted, BigJobs int
 	SmallP95            float64 // wait of the other GPU jobs
 	LostGPUHours        float64 // lost to preemption (work since checkpoint)
+	MigrationLostHours  float64 // lost to migrations (work since checkpoint)
+	Migrations          int
 	OverheadGPUHours    float64 // checkpoint and restart pauses, slowdown
 	Preemptions         int
 	Allocation          float64 // allocation rate over the arrival span
@@ -212,7 +220,11 @@ func RunOne(c *topology.Cluster, o Options, v Variant, seed uint64) (Outcome, er
 		pre = pp
 	}
 	qc := rootsched.FlatQueues([]string{"default"}, queue.Policy{Ordering: queue.BestEffortFIFO})
-	s, err := rootsched.New(gpusched.Config{Cluster: c, Queues: qc, Placer: placer, Preemptor: pre, Seed: seed})
+	var dc *gpusched.DefragConfig
+	if v.Defrag {
+		dc = &gpusched.DefragConfig{After: 5 * time.Minute, Budget: preempt.DefragBudget{PerHour: 30}, MaxPerJob: 2}
+	}
+	s, err := rootsched.New(gpusched.Config{Cluster: c, Queues: qc, Placer: placer, Preemptor: pre, Defrag: dc, Seed: seed})
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -227,7 +239,8 @@ func RunOne(c *topology.Cluster, o Options, v Variant, seed uint64) (Outcome, er
 	}
 	out := Outcome{Variant: v.Name, Seed: seed, LostGPUHours: res.Summary.Preemption.GPUHoursLostPreemption,
 		OverheadGPUHours: res.Summary.GPUTime.Overhead / 3600,
-		Preemptions:      res.Summary.Preemption.Preemptions, Allocation: res.Summary.ArrivalAllocation}
+		Migrations:       res.Summary.Preemption.Migrations, MigrationLostHours: res.Summary.Preemption.GPUHoursLostMigration,
+		Preemptions: res.Summary.Preemption.Preemptions, Allocation: res.Summary.ArrivalAllocation}
 	var big, small []float64
 	for _, r := range res.Jobs {
 		if r.GPUs >= 64 {
@@ -266,7 +279,7 @@ type Row struct {
 	Variant                                   string
 	BigP95, BigP50, SmallP95, Lost, Allocated Stat
 	Overhead                                  Stat
-	Preemptions                               Stat
+	Preemptions, Migrations                   Stat
 	BigStarted, BigJobs                       int
 }
 
@@ -304,6 +317,7 @@ func Run(o Options) ([]Row, []Outcome, error) {
 			Overhead:    pick(func(x Outcome) float64 { return x.OverheadGPUHours }),
 			Allocated:   pick(func(x Outcome) float64 { return 100 * x.Allocation }),
 			Preemptions: pick(func(x Outcome) float64 { return float64(x.Preemptions) }),
+			Migrations:  pick(func(x Outcome) float64 { return float64(x.Migrations) }),
 		}
 		for _, x := range outs {
 			r.BigStarted += x.BigStarted
@@ -346,11 +360,11 @@ func bootstrap(xs []float64, seed uint64) Stat {
 // Table renders rows as a markdown table.
 func Table(rows []Row) string {
 	var b strings.Builder
-	b.WriteString("| variant | p95 wait, gangs ≥ 64 GPUs (min) | p50 wait, gangs ≥ 64 GPUs (min) | p95 wait, small GPU jobs (min) | GPU-h lost to preemption | GPU-h overhead | preemptions | allocation (%) |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| variant | p95 wait, gangs ≥ 64 GPUs (min) | p50 wait, gangs ≥ 64 GPUs (min) | p95 wait, small GPU jobs (min) | GPU-h lost to preemption | GPU-h overhead | preemptions | migrations | allocation (%) |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	f := func(s Stat) string { return fmt.Sprintf("%.1f [%.1f, %.1f]", s.Median, s.Lo, s.Hi) }
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Variant, f(r.BigP95), f(r.BigP50), f(r.SmallP95), f(r.Lost), f(r.Overhead), f(r.Preemptions), f(r.Allocated))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Variant, f(r.BigP95), f(r.BigP50), f(r.SmallP95), f(r.Lost), f(r.Overhead), f(r.Preemptions), f(r.Migrations), f(r.Allocated))
 	}
 	return b.String()
 }

@@ -30,7 +30,7 @@ func TestSmallRun(t *testing.T) {
 	if !reflect.DeepEqual(outs, again) {
 		t.Fatalf("not deterministic:\n%+v\n%+v", outs, again)
 	}
-	if tab := Table(rows); !strings.Contains(tab, "preempt+protect+frag-victims") {
+	if tab := Table(rows); !strings.Contains(tab, "preempt+defrag+protect+frag-victims") {
 		t.Fatal(tab)
 	}
 }

@@ -105,6 +105,9 @@ func (a *Scheduler) Schedule(now time.Duration) sim.Decision {
 	for i, p := range d.Preemptions {
 		out.Preemptions[i] = sim.Preemption{Job: p.Job, Grace: p.Grace, Reason: p.Reason}
 	}
+	for _, m := range d.Migrations {
+		out.Preemptions = append(out.Preemptions, sim.Preemption{Job: m.Job, Grace: m.Grace, Reason: "migration for " + m.For, Migrate: true})
+	}
 	for i, p := range d.Pending {
 		// Detail stays empty: rendering every pending job's reason every
 		// cycle would cost more than the metrics need.
@@ -177,8 +180,11 @@ func (a *Scheduler) Finished(now time.Duration, id string) error {
 // Stopped reports a preempted job as Preempted and a job stopped by a
 // recovery (failure or drain) as Requeue.
 func (a *Scheduler) Stopped(now time.Duration, id string, cause sim.StopCause) error {
-	if cause == sim.StopPreempted {
+	switch cause {
+	case sim.StopPreempted:
 		return a.S.Preempted(id, at(now))
+	case sim.StopMigrated:
+		return a.S.Migrated(id, at(now))
 	}
 	return a.S.Requeue(id, at(now))
 }
