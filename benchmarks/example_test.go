@@ -39,4 +39,7 @@ func ExampleCases() {
 	// Sim/synthetic-1m/100k                            ≤ 60 s/op (issue 6)
 	// Sim/synthetic-1m/100k                            ≤ 4096 peak-MiB (issue 6)
 	// Sim/default-command                              ≤ 60 s/op (issue 7)
+	// Place/topology/1gpu-protected/100k-nvl72         ≤ 2 µs/op (issue 15)
+	// Place/topology/1gpu-protected/100k-nvl72         ≤ 0 allocs/op (issue 15)
+	// Preempt/defrag-64gpu-nvlink/100k-nvl72           ≤ 2 ms/op (issue 15)
 }

@@ -79,6 +79,7 @@ type DefragRefusal struct {
 	Have, Plan, Limit float64
 }
 
+// Error renders the refusal for people.
 func (x *DefragRefusal) Error() string {
 	switch x.Reason {
 	case "per-hour":
