@@ -82,6 +82,10 @@ type defragger struct {
 	moving map[string]*gang.Placement
 	// moves counts the migrations each live job has completed.
 	moves map[string]int
+	// failed maps a job to the ledger generation at which its last plan
+	// failed: it is not planned again until the ledger changes. Dropped
+	// when the job leaves or gets a plan.
+	failed map[string]uint64
 }
 
 func newDefragger(cfg *DefragConfig) (defragger, error) {
@@ -91,7 +95,7 @@ func newDefragger(cfg *DefragConfig) (defragger, error) {
 	if err := cfg.validate(); err != nil {
 		return defragger{}, err
 	}
-	return defragger{cfg: cfg, moving: map[string]*gang.Placement{}, moves: map[string]int{}}, nil
+	return defragger{cfg: cfg, moving: map[string]*gang.Placement{}, moves: map[string]int{}, failed: map[string]uint64{}}, nil
 }
 
 // planner returns the search, built for placer p.
@@ -148,6 +152,7 @@ func (x *defragger) forget(id string, ended bool) {
 	delete(x.moving, id)
 	if ended {
 		delete(x.moves, id)
+		delete(x.failed, id)
 	}
 }
 
@@ -163,9 +168,14 @@ func (s *Scheduler) maybeDefrag(d *Decision, leaf *queue.Leaf, j *job, x *gang.E
 	if now.Sub(j.entry.Submitted) < g.cfg.After {
 		return false
 	}
+	gen := s.ledger.Generation()
+	if at, ok := g.failed[j.spec.ID]; ok && at == gen {
+		return false // nothing changed since the last plan failed
+	}
 	pend := &preempt.Pending{Request: j.req, Queue: leaf.Name(), Priority: j.spec.Priority, Demand: s.adm.demand(j.req)}
 	plan, _ := g.planner(s.placer).Defragment(schedSnapshot{s, now}, pend, now)
 	if plan == nil || len(plan.Migrations) == 0 {
+		g.failed[j.spec.ID] = gen
 		return false
 	}
 	var victims []*job
@@ -177,8 +187,9 @@ func (s *Scheduler) maybeDefrag(d *Decision, leaf *queue.Leaf, j *job, x *gang.E
 		victims = append(victims, vj)
 	}
 	if ok, _ := g.admissible(plan, now); !ok {
-		return false
+		return false // the budget may allow it later: planned again
 	}
+	delete(g.failed, j.spec.ID)
 	g.issue(plan, now)
 	var ids []string
 	var grace time.Duration
