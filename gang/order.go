@@ -67,15 +67,12 @@ type hostOrder struct {
 	pos, start int
 	fresh      bool
 
-	// protection (protect.go): shield defers hosts in protected domains;
-	// deferred says some were, skips counts them, lastCur is the cursor
-	// that yielded the last host (-1: none).
-	shield   bool
-	deferred bool
-	skips    int
-	lastCur  int32
-	lastLo   topology.HostID // the last protected domain skipped
-	lastHi   topology.HostID
+	// protection (protect.go): shield defers hosts in protected domains,
+	// sk counts them; lastCur is the cursor that yielded the last host
+	// (-1: none).
+	shield  bool
+	sk      skips
+	lastCur int32
 }
 
 // gatherMax is the largest scope (in hosts) whose candidates begin gathers
@@ -91,8 +88,7 @@ func (o *hostOrder) begin(e *engine, s *scope, g *Group, k int, overlay bool) {
 	o.e, o.s, o.g, o.k, o.overlay = e, s, g, k, overlay
 	o.curs, o.ch, o.kh = o.curs[:0], o.ch[:0], o.kh[:0]
 	o.pos, o.fresh, o.gathered = 0, true, false
-	o.shield, o.deferred, o.skips, o.lastCur = e.shieldBelow(s.lv), false, 0, -1
-	o.lastLo, o.lastHi = 0, 0
+	o.shield, o.sk, o.lastCur = e.shieldBelow(s.lv), skips{}, -1
 	if o.kind == ordFirst || o.kind == ordRandom {
 		return
 	}
@@ -452,17 +448,14 @@ type domOrder struct {
 
 	// protection (protect.go), at levels other than LevelHost (whose
 	// host order protects itself): as in hostOrder.
-	g        *Group
-	shield   bool
-	deferred bool
-	skips    int
-	lastLo   topology.HostID
-	lastHi   topology.HostID
+	g      *Group
+	shield bool
+	sk     skips
 }
 
 func (o *domOrder) begin(e *engine, lv topology.Level, need int, g *Group) {
 	o.e, o.lv, o.need, o.done = e, lv, need, false
-	o.g, o.deferred, o.skips, o.lastLo, o.lastHi = g, false, 0, 0, 0
+	o.g, o.sk = g, skips{}
 	o.shield = lv != topology.LevelHost && e.shieldAbove(lv)
 	o.pos, o.start = 0, -1
 	o.last = hostKey{h: -1, free: need}

@@ -186,7 +186,7 @@ func (o *domOrder) next() (topology.DomainID, bool) {
 	for {
 		d, ok := o.step()
 		if !ok {
-			if o.deferred {
+			if o.sk.deferred {
 				o.begin(o.e, o.lv, o.need, o.g)
 				o.shield = false
 				continue
@@ -199,12 +199,7 @@ func (o *domOrder) next() (topology.DomainID, bool) {
 		if o.shield {
 			h := o.e.firstHost(d)
 			if lo, hi, sh := o.e.shieldedIn(h, o.lv, o.e.c.LevelCluster()); sh {
-				o.deferred = true
-				if lo != o.lastLo || hi != o.lastHi {
-					o.skips++
-					o.lastLo, o.lastHi = lo, hi
-				}
-				if o.skips > shieldLook {
+				if o.sk.skip(lo, hi) {
 					o.shield = false
 					return d, true
 				}
@@ -241,7 +236,7 @@ func (o *hostOrder) next() (topology.HostID, bool) {
 	for {
 		h, ok := o.step()
 		if !ok {
-			if o.deferred {
+			if o.sk.deferred {
 				o.restart()
 				continue
 			}
@@ -249,12 +244,7 @@ func (o *hostOrder) next() (topology.HostID, bool) {
 		}
 		if o.shield && !o.e.isTouched(h) {
 			if lo, hi, sh := o.e.shielded(h, o.s.lv); sh {
-				o.deferred = true
-				if lo != o.lastLo || hi != o.lastHi {
-					o.skips++
-					o.lastLo, o.lastHi = lo, hi
-				}
-				if o.skips > shieldLook {
+				if o.sk.skip(lo, hi) {
 					o.shield = false
 					return h, true
 				}
@@ -269,7 +259,7 @@ func (o *hostOrder) next() (topology.HostID, bool) {
 // restart begins the walk again, unprotected.
 func (o *hostOrder) restart() {
 	o.begin(o.e, o.s, o.g, o.k, o.overlay)
-	o.shield, o.deferred = false, false
+	o.shield = false
 }
 
 // skipRange moves the order past the other hosts of [lo, hi) that have the
@@ -370,4 +360,23 @@ func (pl *policy) placeCPU(gi, want int) int {
 	}
 	o.kind = kind
 	return placed
+}
+
+// skips counts what one walk of an order deferred under protection.
+type skips struct {
+	deferred bool            // some candidate was deferred
+	n        int             // protected domains met
+	lo, hi   topology.HostID // the last one's host range
+}
+
+// skip records a candidate deferred for the protected domain of hosts
+// [lo, hi) and reports whether the walk should stop protecting (more
+// than shieldLook domains met).
+func (k *skips) skip(lo, hi topology.HostID) bool {
+	k.deferred = true
+	if lo != k.lo || hi != k.hi {
+		k.n++
+		k.lo, k.hi = lo, hi
+	}
+	return k.n > shieldLook
 }
