@@ -3,7 +3,7 @@
 // per-seed figures.
 //
 //	go run ./examples/defrag                       # 16 NVL72 racks, 3,000 jobs, seeds 1-5
-//	go run ./examples/defrag -seeds 10 -plot docs/img/defrag.png
+//	go run ./examples/defrag -plot docs/img/defrag.png
 package main
 
 import (

@@ -1,5 +1,6 @@
-// Package defragexp is the experiment of docs/defrag.md: what protected
-// domains and fragmentation-aware victims buy big gangs on a GB200 NVL72
+// Package defragexp is the experiment of docs/defrag.md: what the
+// Scheduler's migrations (Config.Defrag), protected domains and
+// fragmentation-aware victims buy big gangs on a GB200 NVL72 (or H100)
 // cluster under a mixed trace (many small and CPU-only jobs, a stream of
 // 64- to 256-GPU gangs that need a whole NVLink domain or ToR), replayed
 // through the root Scheduler by the simulator, over several seeds.
