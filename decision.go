@@ -38,6 +38,11 @@ type Decision struct {
 	// never reported started, released at the start of this cycle (they
 	// wait again and may be bound again below).
 	Expired []Expiry
+	// Migrations are running jobs to move so that gangs blocked by
+	// fragmentation can start (empty unless Config.Defrag is set): the
+	// host checkpoints each within its grace period, stops it and calls
+	// Migrated; the job then binds on its destination.
+	Migrations []Migration
 	// Pending lists every job still waiting, queue by queue (depth-first
 	// order of the queue tree) and in queue order within each, with the
 	// reason it waits. Its backing array is reused by the next Schedule
@@ -294,6 +299,10 @@ func (d *Decision) Format(c *topology.Cluster) string {
 	}
 	for _, p := range d.Preemptions {
 		fmt.Fprintf(&b, "preempt %s for %s (grace %v): %s\n", p.Job, p.For, p.Grace, p.Reason)
+	}
+	for _, m := range d.Migrations {
+		fmt.Fprintf(&b, "migrate %s for %s (grace %v): %s -> %s; loses %s since its last checkpoint\n", m.Job, m.For, m.Grace,
+			FormatPlacement(c, &gang.Placement{Claims: m.From}), FormatPlacement(c, &gang.Placement{Claims: m.To}), m.Lost)
 	}
 	for i := range d.Recoveries {
 		formatRecovery(&b, &d.Recoveries[i])

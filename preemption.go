@@ -346,6 +346,9 @@ func (s *Scheduler) commits() uint64 { return s.victims.stops + s.noms.changes }
 // block; j.req carries j's own model filter of this cycle). With a
 // PlacingPreemptor the job is nominated to the planned placement.
 func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.Explanation, now time.Time) {
+	if s.maybeDefrag(d, leaf, j, x, now) { // moving jobs first (defrag.go)
+		return
+	}
 	if s.cfg.Preemptor == nil || j.nom.nominated != nil {
 		return
 	}

@@ -24,6 +24,9 @@ type Config struct {
 	// Preemptor, if set, proposes victims for jobs that cannot be placed
 	// or admitted (see PlanPreemptor); nil means no preemption.
 	Preemptor Preemptor
+	// Defrag, if set, moves running jobs to make room for gangs blocked by
+	// fragmentation (Decision.Migrations; see DefragConfig); nil is off.
+	Defrag *DefragConfig
 	// MaxRestarts ends a job stopped by failures more than this many
 	// times (Decision.Recoveries says so); 0 means no limit.
 	MaxRestarts int
@@ -129,6 +132,7 @@ type Scheduler struct {
 	cyc     cycleState   // the last cycle's context (cycle.go)
 	admits  admitClock   // admitted jobs not yet started, by admission (admittimeout.go)
 	live    liveChanges  // hosts waiting to leave the cluster (live.go)
+	dfg     defragger    // migrations planned, issued and in flight (defrag.go)
 
 	// testBeforeCycle, if set, runs at the start of Schedule (tests).
 	testBeforeCycle func()
@@ -171,11 +175,15 @@ func New(cfg Config) (*Scheduler, error) {
 		}
 		cfg.Placer = p
 	}
+	dfg, err := newDefragger(cfg.Defrag)
+	if err != nil {
+		return nil, err
+	}
 	s := &Scheduler{
 		cfg: cfg, c: c, tree: tree, ledger: topology.NewLedger(c), placer: cfg.Placer,
 		jobs: newJobTable(c, cfg.Seed), adm: newAdmission(c, tree), fit: newFailureCache(),
 		res:    newReservations(c, cfg.Placer, cfg.DefaultRuntime, cfg.MaxReservations),
-		admits: newAdmitClock(cfg.AdmitTimeout),
+		admits: newAdmitClock(cfg.AdmitTimeout), dfg: dfg,
 	}
 	s.tracker, _ = cfg.Placer.(gang.Tracker)
 	return s, nil

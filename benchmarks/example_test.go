@@ -48,4 +48,7 @@ func ExampleCases() {
 	// Live/scheduler-add-host/100k                     ≤ 1 ms/op (issue 14)
 	// Live/scheduler-remove-host/100k                  ≤ 1 ms/op (issue 14)
 	// Live/scheduler-reconfigure/100k                  ≤ 1 ms/op (issue 14)
+	// Place/topology/1gpu-protected/100k-nvl72         ≤ 2 µs/op (issue 15)
+	// Place/topology/1gpu-protected/100k-nvl72         ≤ 0 allocs/op (issue 15)
+	// Preempt/defrag-64gpu-nvlink/100k-nvl72           ≤ 2 ms/op (issue 15)
 }

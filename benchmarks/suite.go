@@ -179,6 +179,7 @@ func Cases() []Case {
 	cs = append(cs, scheduleCases()...)
 	cs = append(cs, simCases()...)
 	cs = append(cs, liveCases()...)
+	cs = append(cs, defragCases()...)
 	return cs
 }
 

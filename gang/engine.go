@@ -31,6 +31,17 @@ type engine struct {
 	bare      []topology.HostID // hosts without GPUs, ascending
 	multiHost bool              // some fabric domain spans hosts
 
+	// protection (protect.go): per cluster, the protected tree levels and
+	// each host's multi-host fabric domain with its host range; per call,
+	// whether protection is on and the smallest protected domain.
+	protTree  []topology.Level
+	hostFab   []topology.DomainID
+	fabLo     []topology.HostID
+	fabHi     []topology.HostID
+	protect   bool
+	shield    bool
+	shieldMin int
+
 	epoch   uint32
 	hEpoch  []uint32
 	hTaken  []int32 // ledger-free GPUs the overlay has used
@@ -107,6 +118,7 @@ func (e *engine) bind(l *topology.Ledger, r *Request, p *Placement) {
 	}
 	e.l, e.r, e.p = l, r, p
 	e.trial = false
+	e.protect, e.shield = false, false
 	e.rng = rng(r.Seed ^ 0x9e3779b97f4a7c15)
 }
 
@@ -150,6 +162,7 @@ func (e *engine) init(c *topology.Cluster) {
 			break
 		}
 	}
+	e.initProtect(c)
 	e.hostShape = make([]int32, n)
 	e.shapes = e.shapes[:0]
 	byTemplate := map[string]int32{}

@@ -90,8 +90,28 @@ func (o oracle) steps(l *topology.Ledger, r *Request) []oracleStep {
 		d := r.demand(pass == 1)
 		for _, lv := range levelsFor(d) {
 			doms := slices.Clone(c.DomainsAt(lv))
+			// Protection (topology policy): hosts inside wholly free
+			// protected domains come last.
+			sh := func(topology.DomainID) int { return 0 }
+			if o.topo {
+				e := &engine{}
+				e.bind(l, r, &Placement{})
+				e.bindProtect(true, defaultProtectRatio, r)
+				sh = func(d topology.DomainID) int {
+					var ok bool
+					if lv == topology.LevelHost {
+						_, _, ok = e.shielded(c.Domain(d).Host, c.LevelCluster())
+					} else {
+						_, _, ok = e.shieldedIn(e.firstHost(d), lv, c.LevelCluster())
+					}
+					if ok {
+						return 1
+					}
+					return 0
+				}
+			}
 			slices.SortStableFunc(doms, func(a, b topology.DomainID) int {
-				return cmp.Or(cmp.Compare(l.FreeGPUs(a), l.FreeGPUs(b)), cmp.Compare(a, b))
+				return cmp.Or(cmp.Compare(sh(a), sh(b)), cmp.Compare(l.FreeGPUs(a), l.FreeGPUs(b)), cmp.Compare(a, b))
 			})
 			for _, dm := range doms {
 				if l.FreeGPUs(dm) < d.GPUs || l.FreeMilli(dm) < d.Milli {
@@ -129,19 +149,33 @@ func (o oracle) tryDomain(l *topology.Ledger, r *Request, lv topology.Level, dm 
 	}
 	s.hosts = slices.Clone(s.hosts)
 	var claims []topology.Claim
+	shielded := func(topology.HostID) bool { return false }
+	if o.topo {
+		shielded = o.shielded(l, r, lv)
+	}
+	used := map[topology.HostID]bool{}
 	one := func(gi int) bool {
 		g := &r.Groups[gi]
 		best := topology.NoHost
-		for _, h := range hosts {
-			e.s = s
-			e.newEpoch()
-			if lc.HostFreeGPUs(h) < g.GPUs || e.hostReason(h, g) != reasonNone || e.wholeAvail(h).count() < g.GPUs {
-				continue
-			}
-			if best == topology.NoHost || lc.HostFreeGPUs(h) < lc.HostFreeGPUs(best) {
-				best = h
+		// Protection: hosts in wholly free protected domains (of the
+		// ledger before the gang, unless the gang already used them)
+		// only when no other host fits.
+		for tier := 0; tier < 2 && best == topology.NoHost; tier++ {
+			for _, h := range hosts {
+				if tier == 0 && !used[h] && shielded(h) {
+					continue
+				}
+				e.s = s
+				e.newEpoch()
+				if lc.HostFreeGPUs(h) < g.GPUs || e.hostReason(h, g) != reasonNone || e.wholeAvail(h).count() < g.GPUs {
+					continue
+				}
+				if best == topology.NoHost || lc.HostFreeGPUs(h) < lc.HostFreeGPUs(best) {
+					best = h
+				}
 			}
 		}
+		used[best] = true
 		if best == topology.NoHost {
 			return false
 		}
@@ -175,6 +209,18 @@ func (o oracle) tryDomain(l *topology.Ledger, r *Request, lv topology.Level, dm 
 		}
 	}
 	return claims, true
+}
+
+// shielded returns whether a host lies in a protected domain below scope
+// level slv on l for request r, under the default protection.
+func (o oracle) shielded(l *topology.Ledger, r *Request, slv topology.Level) func(topology.HostID) bool {
+	e := &engine{}
+	e.bind(l, r, &Placement{})
+	e.bindProtect(true, defaultProtectRatio, r)
+	return func(h topology.HostID) bool {
+		_, _, ok := e.shielded(h, slv)
+		return ok
+	}
 }
 
 // oracleJob draws a request of whole-GPU groups (one or two, possibly

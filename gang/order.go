@@ -66,6 +66,13 @@ type hostOrder struct {
 
 	pos, start int
 	fresh      bool
+
+	// protection (protect.go): shield defers hosts in protected domains,
+	// sk counts them; lastCur is the cursor that yielded the last host
+	// (-1: none).
+	shield  bool
+	sk      skips
+	lastCur int32
 }
 
 // gatherMax is the largest scope (in hosts) whose candidates begin gathers
@@ -81,6 +88,7 @@ func (o *hostOrder) begin(e *engine, s *scope, g *Group, k int, overlay bool) {
 	o.e, o.s, o.g, o.k, o.overlay = e, s, g, k, overlay
 	o.curs, o.ch, o.kh = o.curs[:0], o.ch[:0], o.kh[:0]
 	o.pos, o.fresh, o.gathered = 0, true, false
+	o.shield, o.sk, o.lastCur = e.shieldBelow(s.lv), skips{}, -1
 	if o.kind == ordFirst || o.kind == ordRandom {
 		return
 	}
@@ -310,8 +318,10 @@ func (o *hostOrder) pop() hostKey {
 	}
 }
 
-// next returns the next candidate host.
-func (o *hostOrder) next() (topology.HostID, bool) {
+// step returns the next candidate host of the order, protected or not
+// (next, in protect.go, applies the protection).
+func (o *hostOrder) step() (topology.HostID, bool) {
+	o.lastCur = -1
 	switch o.kind {
 	case ordFirst:
 		for o.pos < o.s.size() {
@@ -366,6 +376,7 @@ func (o *hostOrder) next() (topology.HostID, bool) {
 	}
 	switch {
 	case fromC:
+		o.lastCur = o.ch[0]
 		cu := &o.curs[o.ch[0]]
 		h := cu.at.h
 		var ok bool
@@ -407,10 +418,11 @@ func (o *hostOrder) placed(h topology.HostID) {
 // best fit, descending for worst fit, ascending ID for first fit, cyclic
 // from a seeded random start for random. At LevelHost it walks hosts.
 type domOrder struct {
-	kind orderKind
-	e    *engine
-	lv   topology.Level
-	need int
+	kind  orderKind
+	e     *engine
+	lv    topology.Level
+	need  int
+	milli int64 // the share a task asks for (begin's milli), kept for a restart
 
 	root scope
 	ho   hostOrder
@@ -432,13 +444,21 @@ type domOrder struct {
 	bandAt int
 
 	pos, start int
+
+	// protection (protect.go), at levels other than LevelHost (whose
+	// host order protects itself): as in hostOrder.
+	g      *Group
+	shield bool
+	sk     skips
 }
 
 // begin starts the walk of level lv for a demand of need free whole GPUs
 // and milli milli-GPU in all (Demand.GPUs and Demand.Milli); g is the
 // first group in placement order (its models filter hosts).
 func (o *domOrder) begin(e *engine, lv topology.Level, need int, milli int64, g *Group) {
-	o.e, o.lv, o.need, o.done = e, lv, need, false
+	o.e, o.lv, o.need, o.milli, o.done = e, lv, need, milli, false
+	o.g, o.sk = g, skips{}
+	o.shield = lv != topology.LevelHost && e.shieldAbove(lv)
 	o.pos, o.start = 0, -1
 	o.last = hostKey{h: -1, free: need}
 	if o.kind == ordWorst {
@@ -479,8 +499,7 @@ func (o *domOrder) partBand(milli int64) {
 		if part(d) < milli {
 			continue
 		}
-		lo, hi := c.DomainHosts(d)
-		for h := lo; h < hi; h++ {
+		for _, h := range c.DomainHostList(d) {
 			hd := c.HostDomain(h)
 			if l.FreeGPUs(hd) == 0 && l.FreeMilli(hd) >= milli && o.ho.modelOK(h) {
 				o.band = append(o.band, h)
@@ -498,7 +517,9 @@ func (o *domOrder) nextBare() (topology.HostID, bool) {
 	return o.e.bare[o.bare-1], true
 }
 
-func (o *domOrder) next() (topology.DomainID, bool) {
+// step returns the next domain of the order, protected or not (next, in
+// protect.go, applies the protection).
+func (o *domOrder) step() (topology.DomainID, bool) {
 	if o.done {
 		return topology.NoDomain, false
 	}

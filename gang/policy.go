@@ -59,6 +59,15 @@ type Options struct {
 	// failing placements cheaper on large, fragmented clusters at the cost
 	// of missing fits in domains further down the order.
 	MaxDomains int
+	// Protect keeps jobs much smaller than a domain out of wholly free
+	// multi-host NVLink domains and ToRs unless nothing else fits (see
+	// Protection); the zero value protects in the "topology" policy only.
+	Protect Protection
+	// ProtectRatio is how many times a job's GPUs a wholly free domain must
+	// hold to be protected from it; 0 means 8 (a 72-GPU NVL72 rack is kept
+	// from jobs of up to 9 GPUs, a 256-GPU ToR of DGX H100 from jobs of up
+	// to 32).
+	ProtectRatio int
 }
 
 type policyKind uint8
@@ -133,6 +142,15 @@ func New(name string, opts Options) (Placer, error) {
 	if opts.MaxDomains < 0 {
 		return nil, fmt.Errorf("gang: MaxDomains %d is negative", opts.MaxDomains)
 	}
+	if opts.Protect > ProtectOff {
+		return nil, fmt.Errorf("gang: unknown protection %d", opts.Protect)
+	}
+	if opts.ProtectRatio < 0 {
+		return nil, fmt.Errorf("gang: ProtectRatio %d is negative", opts.ProtectRatio)
+	}
+	if opts.ProtectRatio == 0 {
+		opts.ProtectRatio = defaultProtectRatio
+	}
 	for _, p := range nativePolicies {
 		if p.name == name {
 			return &policy{name: name, kind: p.kind, order: p.order, opts: opts}, nil
@@ -195,6 +213,7 @@ func (pl *policy) Place(l *topology.Ledger, r *Request, p *Placement) *Explanati
 	}
 	e := &pl.e
 	e.bind(l, r, p)
+	e.bindProtect(protecting(pl.opts.Protect, pl.kind), pl.opts.ProtectRatio, r)
 	e.trial = pl.kind == kindFrag
 	pl.grp.kind = pl.order
 	pl.dom.kind = pl.order
@@ -587,6 +606,9 @@ func (pl *policy) placeGroup(gi, want int) int {
 			}
 		}
 		return placed
+	}
+	if g.Kind == TaskCPU && e.protect {
+		return pl.placeCPU(gi, want)
 	}
 	if g.Kind == TaskCPU {
 		// First fit in ID order, hosts without GPUs first. Hosts that

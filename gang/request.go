@@ -105,6 +105,13 @@ type Request struct {
 	// explanations ("quota" when empty): a Kubernetes host says "node
 	// filters", a cell allocator "reserved cells".
 	FilterLabel string
+	// AllowDomain, if non-nil, must return true for a domain at a
+	// placement level other than LevelHost to be tried as the gang's
+	// domain: a caller that knows the gang did not place a moment ago
+	// confines a what-if to the domains it changed (package preempt does,
+	// after releasing victims). Rejected domains are skipped at O(1) each
+	// and do not appear in explanations. Same rules as AllowHost.
+	AllowDomain func(lv topology.Level, d topology.DomainID) bool
 
 	c        *topology.Cluster
 	within   topology.Level // innermost required tree level (LevelHost and up), or the cluster level

@@ -372,7 +372,13 @@ func (r *run) evaluate(force bool) (ok, anti bool) {
 		}
 		return false, false
 	}
+	if r.confine {
+		r.confineTo(r.rel)
+	}
 	x := r.s.cfg.Placer.Place(r.l, r.req, &r.scratch)
+	if r.confine {
+		r.unconfine()
+	}
 	ok = x == nil
 	if ok && r.defrag {
 		ok = r.replace()
@@ -504,6 +510,10 @@ func (r *run) greedy(x *dom) {
 		}
 	}
 	if _, stale := r.reprieve(); stale && !r.reevaluate() {
+		return
+	}
+	if r.banding {
+		r.offerBand(x)
 		return
 	}
 	if !r.best.ok || r.cur.less(r.best.key) {

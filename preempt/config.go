@@ -80,6 +80,18 @@ type Config struct {
 	// exhaustive search hits it falls back to the greedy search. 0 means
 	// 50,000.
 	MaxNodes int
+	// FragAware makes Plan prefer, among the minimal victim sets whose
+	// lost work is at most Band(least, FragEpsilon), the one after which
+	// the fewest free GPUs are stranded at the gang's level (see
+	// StrandedAt), then the cheapest. Off by default.
+	FragAware bool
+	// FragEpsilon is the relative slack of FragAware, in [0, 10]: sets
+	// losing up to (1 + ε) times the least lost work compete on stranded
+	// GPUs. 0 means ties of lost work only.
+	FragEpsilon float64
+	// MaxMigrations is how often Defragment may move one job (Job.Migrations);
+	// 0 means no limit.
+	MaxMigrations int
 }
 
 // New returns a Search with cfg's defaults filled. It fails only for
@@ -114,6 +126,12 @@ func New(cfg Config) (*Search, error) {
 	}
 	if cfg.MaxNodes == 0 {
 		cfg.MaxNodes = 50000
+	}
+	if cfg.MaxMigrations < 0 {
+		return nil, fmt.Errorf("preempt: Config.MaxMigrations: negative %d", cfg.MaxMigrations)
+	}
+	if !(cfg.FragEpsilon >= 0 && cfg.FragEpsilon <= 10) {
+		return nil, fmt.Errorf("preempt: Config.FragEpsilon: %v outside 0..10", cfg.FragEpsilon)
 	}
 	if cfg.Placer == nil {
 		p, err := gang.New("topology", gang.Options{Explain: gang.DetailBrief})

@@ -60,8 +60,8 @@ type moved struct {
 // each with its own spec and the Placer, on what the gang and the jobs
 // placed before it leave). Any running job may move, whatever its
 // priority or queue (it keeps its queue's charge), except one that is
-// stopping, non-preemptible, inside its minimum run time or at its
-// preemption cap. Cost is the lost work of the migrated jobs (restart from
+// stopping, non-preemptible, inside its minimum run time, at its
+// preemption cap or at Config.MaxMigrations. Cost is the lost work of the migrated jobs (restart from
 // their last checkpoint), then their number and priorities.
 //
 // It returns VerdictProtected-style reasons when no set works, and
@@ -84,6 +84,7 @@ func (s *Search) Defragment(snap Snapshot, p *Pending, now time.Time) (*DefragPl
 	if !r.fragmented() {
 		return nil, r.noPlan(VerdictCapacity)
 	}
+	r.confine = r.req.AllowDomain == nil
 	r.collect()
 	if v := r.rank(); v != 0 {
 		return nil, r.noPlan(v)
@@ -161,6 +162,8 @@ func (r *run) classifyMove(j *Job) (Exclusion, Ground, queue.NodeID) {
 		return ExclMinRunTime, 0, -1
 	case sp.MaxPreemptions > 0 && j.Preemptions >= sp.MaxPreemptions:
 		return ExclMaxPreemptions, 0, -1
+	case r.s.cfg.MaxMigrations > 0 && j.Migrations >= r.s.cfg.MaxMigrations:
+		return ExclMaxMigrations, 0, -1
 	}
 	if _, err := j.request(r.c); err != nil {
 		return ExclSpec, 0, -1

@@ -345,9 +345,13 @@ func (r *run) contribute(u *unit, allWhole bool) {
 			continue
 		}
 		whole := r.allHealthy(h)
-		if whole && allWhole && r.lv >= topology.LevelHost && r.req.AllowGPU == nil {
-			// Fast path: one domain, every GPU counts.
+		if whole && allWhole && (r.lv >= topology.LevelHost || r.lx.hostFab[h] >= 0) && r.req.AllowGPU == nil {
+			// Fast path: one domain, every GPU counts (at LevelFabric,
+			// when the host's GPUs all lie in one fabric domain).
 			di := r.lx.hostDom[h]
+			if r.lv == topology.LevelFabric {
+				di = r.lx.hostFab[h]
+			}
 			if di < 0 {
 				continue
 			}

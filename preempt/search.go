@@ -86,6 +86,9 @@ type Search struct {
 type levelIndex struct {
 	hostDom []int32
 	gpuDom  []int32
+	// hostFab (LevelFabric): the fabric domain holding every GPU of the
+	// host, -1 when none or several.
+	hostFab []int32
 	// hostPos and minLost are scratch of a solo search at LevelHost: a
 	// domain's position among the ranked ones (-1: no unit there, -2: not
 	// ranked yet), and the least lost work of a unit there.
@@ -218,6 +221,20 @@ type run struct {
 	candidates        int
 	searched          int
 
+	// fragmentation-aware pass (fragaware.go)
+	banding    bool    // searchDomains bounds by band, not the best key
+	band       GPUTime // the most lost work a set of the pass may have
+	bestStrand int     // stranded GPUs the best set changes by
+	strandDoms []topology.DomainID
+
+	// confined what-ifs (confine.go): the gang did not place as things
+	// were, so a set can only make room in the domains it touches.
+	confine  bool
+	domStamp []uint32
+	domEpoch uint32
+	allowFn  func(topology.Level, topology.DomainID) bool
+	gains    []slotGain // slotBound's scratch
+
 	best struct {
 		moves     []moved
 		ok        bool
@@ -294,6 +311,7 @@ func (s *Search) Plan(snap Snapshot, p *Pending, now time.Time) (*Plan, *NoPlan)
 		if s.cfg.Placer.Place(r.l, r.req, &r.scratch) == nil {
 			return &Plan{Job: r.req.ID, Placement: r.scratch.Clone(), Level: r.lv, Domain: r.placedDomain(&r.scratch), Exact: true}, nil
 		}
+		r.confine = r.req.AllowDomain == nil
 	}
 	// 2. Candidates.
 	r.goSolo()
@@ -308,6 +326,10 @@ func (s *Search) Plan(snap Snapshot, p *Pending, now time.Time) (*Plan, *NoPlan)
 		return nil, r.noPlan(VerdictPlacement)
 	}
 	// 3-5. Domains by lower bound.
+	var heap0 []heapItem
+	if s.cfg.FragAware {
+		heap0 = slices.Clone(r.heap)
+	}
 	r.searchDomains(r.solveDomain)
 	if r.soloRest && !r.budgetHit && (!r.best.ok || r.best.key.lost > r.soloBound) {
 		// The cheap hosts did not do: rank the others.
@@ -320,6 +342,11 @@ func (s *Search) Plan(snap Snapshot, p *Pending, now time.Time) (*Plan, *NoPlan)
 			v = VerdictBudget
 		}
 		return nil, r.noPlan(v)
+	}
+	if s.cfg.FragAware {
+		// 6. Among sets within ε of the least lost work, the one that
+		// strands the fewest GPUs (fragaware.go).
+		r.fragPass(heap0)
 	}
 	return r.plan(), nil
 }
@@ -335,7 +362,8 @@ func (s *Search) begin(snap Snapshot, p *Pending, now time.Time) *run {
 		visit: r.visit[:0], jobs: r.jobs[:0], units: r.units[:0], contribs: r.contribs[:0], contribCM: r.contribCM[:0], slotLimit: r.slotLimit[:0], chargeArena: r.chargeArena[:0],
 		doms: r.doms[:0], domUnits: r.domUnits[:0], heap: r.heap[:0], domAcc: r.domAcc, domTouch: r.domTouch[:0], touched: r.touched[:0], slotHosts: r.slotHosts[:0], set: r.set[:0], chosen: r.chosen[:0],
 		jobCount: r.jobCount[:0], jobWhole: r.jobWhole[:0], slotCount: r.slotCount[:0], order: r.order[:0], pool: r.pool[:0],
-		amt: r.amt[:0], amtCPU: r.amtCPU[:0], amtMem: r.amtMem[:0], ratio: r.ratio[:0], rel: r.rel[:0], base: r.base[:0], scratch: r.scratch, best: r.best, qp: -1, cnt: counter{hosts: r.cnt.hosts[:0]}}
+		amt: r.amt[:0], amtCPU: r.amtCPU[:0], amtMem: r.amtMem[:0], ratio: r.ratio[:0], rel: r.rel[:0], base: r.base[:0], scratch: r.scratch, best: r.best, qp: -1, cnt: counter{hosts: r.cnt.hosts[:0]},
+		domStamp: r.domStamp, domEpoch: r.domEpoch, allowFn: r.allowFn, strandDoms: r.strandDoms[:0], gains: r.gains[:0]}
 	r.best.ok, r.best.set, r.best.moves = false, r.best.set[:0], r.best.moves[:0]
 	r.moves = r.moves[:0]
 	r.nowNano = now.UnixNano()
@@ -472,6 +500,21 @@ func (s *Search) prepare(c *topology.Cluster, lv topology.Level) *levelIndex {
 		x.gpuDom = make([]int32, c.NumGPUs())
 		for g := range x.gpuDom {
 			x.gpuDom[g] = at(c.GPUAt(topology.GPUID(g), lv))
+		}
+		x.hostFab = make([]int32, c.NumHosts())
+		for h := range x.hostFab {
+			first, n := c.HostGPUs(topology.HostID(h))
+			x.hostFab[h] = -1
+			if n == 0 {
+				continue
+			}
+			f := x.gpuDom[first]
+			for k := 1; k < n && f >= 0; k++ {
+				if x.gpuDom[first+topology.GPUID(k)] != f {
+					f = -1
+				}
+			}
+			x.hostFab[h] = f
 		}
 	}
 	return x
@@ -926,10 +969,29 @@ func (r *run) searchDomains(solve func(x *dom)) {
 			return
 		}
 		top := r.popDomain()
-		if r.best.ok && top.lb > r.best.key.lost {
+		limit := r.best.key.lost
+		if r.banding {
+			limit = r.band
+		}
+		if r.best.ok && top.lb > limit {
 			return
 		}
 		x := &r.doms[top.d]
+		if !top.refined && r.defrag {
+			// Defragmentation: bound by task slots too (slotbound.go),
+			// before ordering every movable unit for the domain.
+			if lb := r.slotBound(x); lb > top.lb {
+				it := heapItem{lb: lb, d: top.d}
+				if len(r.heap) > 0 && r.peekDomain().less(it) {
+					r.pushDomain(it)
+					continue
+				}
+				if r.best.ok && lb > limit {
+					continue
+				}
+				top.lb = lb
+			}
+		}
 		r.resetSet(x)
 		r.orderUnits(x)
 		if !top.refined {
@@ -938,7 +1000,7 @@ func (r *run) searchDomains(solve func(x *dom)) {
 				r.pushDomain(it)
 				continue
 			}
-			if r.best.ok && lb > r.best.key.lost {
+			if r.best.ok && lb > limit {
 				continue
 			}
 		}

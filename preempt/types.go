@@ -41,6 +41,9 @@ type Job struct {
 	// Preemptions counts how often it was preempted already; at
 	// Spec.MaxPreemptions (when positive) it is never chosen again.
 	Preemptions int
+	// Migrations counts how often Defragment's plans moved it already; at
+	// Config.MaxMigrations (when positive) it is never moved again.
+	Migrations int
 	// Restarts counts how often failures stopped it already (for
 	// RecoveryConfig.MaxRestarts).
 	Restarts int
@@ -524,11 +527,14 @@ const (
 	// ExclSpec: (Defragment) its spec does not resolve against the
 	// cluster, so it could not be placed again.
 	ExclSpec
+	// ExclMaxMigrations: (Defragment) it was migrated as often as
+	// Config.MaxMigrations allows.
+	ExclMaxMigrations
 	// NumExclusions is the number of exclusions.
 	NumExclusions
 )
 
-var exclusionNames = [...]string{"stopping", "non-preemptible", "min-run-time", "max-preemptions", "priority", "guaranteed", "borrowing", "spec"}
+var exclusionNames = [...]string{"stopping", "non-preemptible", "min-run-time", "max-preemptions", "priority", "guaranteed", "borrowing", "spec", "max-migrations"}
 
 // String returns the exclusion's short name.
 func (e Exclusion) String() string {

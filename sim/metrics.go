@@ -269,6 +269,12 @@ type PreemptionSummary struct {
 	GPUHoursLostPreemption float64 `json:"gpuHoursLostPreemption"`
 	GPUHoursLostFailure    float64 `json:"gpuHoursLostFailure"`
 	GPUHoursLostDrain      float64 `json:"gpuHoursLostDrain"`
+
+	// Migrations counts the moves the Scheduler's Decision.Migrations
+	// asked for and GPUHoursLostMigration the work since checkpoint they
+	// threw away (part of GPUTime.Overhead).
+	Migrations            int     `json:"migrations,omitempty"`
+	GPUHoursLostMigration float64 `json:"gpuHoursLostMigration,omitempty"`
 }
 
 // RecoveryCounts counts the recovery actions of the Scheduler's
@@ -381,6 +387,7 @@ type metrics struct {
 	failed      float64
 	useful      float64
 	lostPre     float64
+	lostMigr    float64 // GPU-seconds lost to migrations (within Used, counted as overhead)
 	lostFail    float64
 	lostDrain   float64
 	recov       RecoveryCounts
@@ -507,6 +514,8 @@ func (m *metrics) segment(j *job, now, keptBy time.Duration, done float64, stopp
 			m.lostFail += lost
 		case StopDrain:
 			m.lostDrain += lost
+		case StopMigrated:
+			m.lostMigr += lost
 		default:
 			m.lostPre += lost
 		}
@@ -868,6 +877,7 @@ func (m *metrics) result(now time.Duration) *Result {
 			}
 		}
 		pre.Preemptions += j.preempted
+		pre.Migrations += j.migrated
 		pre.FaultStops += j.faults
 		pre.DrainStops += j.drained
 		switch j.state {
@@ -915,6 +925,7 @@ func (m *metrics) result(now time.Duration) *Result {
 	pre.Faults, pre.Drains = m.faults, m.drains
 	pre.RecoveryRate = ratio(float64(pre.Recovered), float64(pre.JobsStopped))
 	pre.GPUHoursLostPreemption = m.lostPre / 3600
+	pre.GPUHoursLostMigration = m.lostMigr / 3600
 	pre.GPUHoursLostFailure = m.lostFail / 3600
 	pre.GPUHoursLostDrain = m.lostDrain / 3600
 	pre.Recoveries = m.recov

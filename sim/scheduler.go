@@ -81,15 +81,18 @@ const (
 	StopPreempted StopCause = iota // a Decision preempted it
 	StopFailure                    // a GPU, host or ToR under it failed (RecoverRequeue)
 	StopDrain                      // a host or GPU under it was drained (RecoverDrain)
+	StopMigrated                   // a Decision moved it (Preemption.Migrate): it binds elsewhere later
 )
 
-// String returns "preempted", "failure" or "drain".
+// String returns "preempted", "failure", "drain" or "migrated".
 func (c StopCause) String() string {
 	switch c {
 	case StopFailure:
 		return "failure"
 	case StopDrain:
 		return "drain"
+	case StopMigrated:
+		return "migrated"
 	}
 	return "preempted"
 }
@@ -127,6 +130,11 @@ type Preemption struct {
 	// simulator's default (see PreemptionModel).
 	Grace  time.Duration
 	Reason string
+	// Migrate says the job moves (the Scheduler's Decision.Migrations):
+	// it checkpoints and stops as a preempted job does, is reported as
+	// Stopped with StopMigrated, and binds on its destination in a later
+	// cycle, paying the restart cost there.
+	Migrate bool
 }
 
 // Recovery is what to do with a running job hit by a fault.

@@ -76,6 +76,7 @@ type job struct {
 	end       time.Duration
 	endReason string
 	preempted int
+	migrated  int // times moved by a Decision's migration
 	faults    int
 	drained   int
 	reasons   uint16 // bit per Reason seen while pending (see reasonBits)
@@ -760,7 +761,11 @@ func (s *Simulation) preempt(now time.Duration, p Preemption) error {
 	if grace <= 0 {
 		grace = s.cfg.Preemption.Grace
 	}
-	s.stopAfter(now, i, grace, StopPreempted)
+	cause := StopPreempted
+	if p.Migrate {
+		cause = StopMigrated
+	}
+	s.stopAfter(now, i, grace, cause)
 	return nil
 }
 
@@ -854,6 +859,8 @@ func (s *Simulation) halt(now time.Duration, i int32, cause StopCause, graceful 
 		j.faults++
 	case StopDrain:
 		j.drained++
+	case StopMigrated:
+		j.migrated++
 	}
 }
 

@@ -112,6 +112,9 @@ func (a *Scheduler) Schedule(now time.Duration) sim.Decision {
 	for i, p := range d.Preemptions {
 		out.Preemptions[i] = sim.Preemption{Job: p.Job, Grace: p.Grace, Reason: p.Reason}
 	}
+	for _, m := range d.Migrations {
+		out.Preemptions = append(out.Preemptions, sim.Preemption{Job: m.Job, Grace: m.Grace, Reason: "migration for " + m.For, Migrate: true})
+	}
 	for i, p := range d.Pending {
 		// Detail stays empty: rendering every pending job's reason every
 		// cycle would cost more than the metrics need.
@@ -212,8 +215,11 @@ func (a *Scheduler) Stopped(now time.Duration, id string, cause sim.StopCause) e
 	if a.demote != nil {
 		a.demote.stopped(now, id, false)
 	}
-	if cause == sim.StopPreempted {
+	switch cause {
+	case sim.StopPreempted:
 		return a.S.Preempted(id, at(now))
+	case sim.StopMigrated:
+		return a.S.Migrated(id, at(now))
 	}
 	return a.S.Requeue(id, at(now))
 }

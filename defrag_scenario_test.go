@@ -1,0 +1,54 @@
+package gpusched
+
+import (
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/gpusched/gpusched/preempt"
+)
+
+// TestDefragScenarios runs the scripts in testdata/defrag with the
+// harness of TestPreemptionScenarios plus (regenerate with
+// `go test -run TestDefragScenarios -rewrite`):
+//
+//	defrag [after=DUR] [per-hour=N] [max-per-job=N] [min-value=F]
+//	                         turn on Config.Defrag (before the first job)
+//	migrated id=J [at=DUR]   the host moved J (Scheduler.Migrated)
+func TestDefragScenarios(t *testing.T) {
+	datadriven.Walk(t, "testdata/defrag", func(t *testing.T, path string) {
+		h := &harness{}
+		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
+			out := h.runDefrag(t, td)
+			h.check(t, td)
+			return out
+		})
+	})
+}
+
+func (h *harness) runDefrag(t *testing.T, td *datadriven.TestData) string {
+	switch td.Cmd {
+	case "defrag":
+		dc := &DefragConfig{}
+		var v string
+		if td.MaybeScanArgs(t, "after", &v) {
+			dc.After = dur(t, v)
+		}
+		td.MaybeScanArgs(t, "per-hour", &dc.Budget.PerHour)
+		td.MaybeScanArgs(t, "max-per-job", &dc.MaxPerJob)
+		td.MaybeScanArgs(t, "min-value", &dc.Budget.MinValue)
+		h.cfg.Defrag = dc
+		return "ok"
+	case "migrated":
+		s := h.sched(t)
+		now := h.at(t, td)
+		var id string
+		td.ScanArgs(t, "id", &id)
+		if err := s.Migrated(id, now); err != nil {
+			return "error: " + err.Error()
+		}
+		return "ok"
+	}
+	return h.runPreemption(t, td)
+}
+
+var _ = preempt.DefragBudget{}
