@@ -359,15 +359,23 @@ func TestHostQueueEditsApplyLive(t *testing.T) {
 		}
 		return cfg
 	}
-	if err := h.reconfigure(tree(2, true), io.clock); err != nil { // before the first cycle: no Scheduler yet
+	if err := h.reconfigure(tree(4, true), io.clock); err != nil { // before the first cycle: no Scheduler yet
 		t.Fatal(err)
 	}
+	r0 := schedPod("r0", 4, map[string]string{DefaultQueueLabel: "research"})
 	r := schedPod("r", 4, map[string]string{DefaultQueueLabel: "research"})
 	x := schedPod("x", 8, map[string]string{DefaultQueueLabel: "scratch"})
-	io.pods = []*v1.Pod{r}
+	io.pods = []*v1.Pod{r0}
+	h.cycle(ctx)
+	bindAll(t, h, io)
+	io.pods = append(io.pods, r)
+	io.clock = io.clock.Add(time.Second)
 	h.cycle(ctx)
 	if _, ok := h.assignmentOf(r.UID); ok {
-		t.Fatalf("r bound over its queue's max of 2 GPUs")
+		t.Fatalf("r bound over its queue's max of 4 GPUs")
+	}
+	if why := h.waitingReason(r.UID); !strings.Contains(why, "quota") {
+		t.Errorf("r waits with %q, want its quota", why)
 	}
 	bad := tree(8, true)
 	bad.Root.Children[0].Quotas[0].Resource = "tpu"
@@ -388,7 +396,7 @@ func TestHostQueueEditsApplyLive(t *testing.T) {
 		t.Fatalf("r not bound after its queue's max was raised to 8; reason %q", h.waitingReason(r.UID))
 	}
 	bindAll(t, h, io)
-	io.pods = append(io.pods, x) // waits: r holds half the node
+	io.pods = append(io.pods, x) // waits: r0 and r hold the node
 	io.clock = io.clock.Add(time.Second)
 	h.cycle(ctx)
 	if _, ok := h.jobs["default/x"]; !ok {
@@ -430,7 +438,7 @@ func TestHostQueueEditsApplyLive(t *testing.T) {
 	h.shape = ""
 	io.clock = io.clock.Add(time.Second)
 	h.cycle(ctx)
-	if st, ok := h.s.Job("default/r"); !ok || !st.State.Holding() {
+	if st, ok := h.s.Job("default/r"); !ok || !st.State.Holding() || len(h.jobs) != 2 {
 		t.Errorf("r after research was removed and a rebuild: %+v %v, want running; events %v", st, ok, io.events)
 	}
 }
