@@ -18,6 +18,8 @@ require (
 	k8s.io/kubernetes v1.37.2
 )
 
+require gonum.org/v1/gonum v0.17.0 // indirect
+
 require (
 	cel.dev/expr v0.25.1 // indirect
 	cyphar.com/go-pathrs v0.2.5 // indirect

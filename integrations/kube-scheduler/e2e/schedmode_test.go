@@ -56,6 +56,7 @@ const (
 var schedModeScenarios = []scenario{
 	{"JobsBoundByCycles", testJobsBoundByCycles},
 	{"BackfillDoesNotStarveGang", testBackfillGang},
+	{"QueueEditsApplyLive", testQueueEditsApplyLive},
 }
 
 // TestSchedulerMode runs the scheduler-mode scenarios against a fresh etcd
@@ -229,4 +230,66 @@ func testBackfillGang(ctx context.Context, t *testing.T, cp *controlPlane, start
 			t.Errorf("%s bound to %s: the gang holds every GPU", n, p.Spec.NodeName)
 		}
 	}
+}
+
+// testQueueEditsApplyLive: the queue ConfigMap is edited while the
+// scheduler runs. A tree that does not parse gets a Warning event on the
+// ConfigMap naming it and the line, and changes nothing (the scheduler
+// runs on); raising a queue's quota (max 4 → 8 GPUs) lets its waiting pod
+// bind, without a restart.
+func testQueueEditsApplyLive(ctx context.Context, t *testing.T, cp *controlPlane, start func()) {
+	c := cp.Client
+	createNode(ctx, t, c, nodeSpec{Name: "n1", GPUs: 8, Product: h100})
+	tree := func(batchMax int) string {
+		return fmt.Sprintf("root:\n  children:\n  - name: research\n  - name: batch\n    quotas: [{resource: gpu, nominal: 0, max: %d}]\n", batchMax)
+	}
+	putQueues := func(data string) {
+		t.Helper()
+		cm, err := c.CoreV1().ConfigMaps(systemNS).Get(ctx, queueConfigMap, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data = map[string]string{plugin.QueueConfigMapKey: data}
+		if _, err := c.CoreV1().ConfigMaps(systemNS).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	putQueues(tree(4))
+	start()
+	batch := map[string]string{queueLabel: "batch"}
+	createPod(ctx, t, c, podSpec{Name: "a", SchedulerName: schedModeName, GPUs: 4, Labels: batch})
+	waitBound(ctx, t, c, "default", []string{"a"}, 30*time.Second)
+	createPod(ctx, t, c, podSpec{Name: "q", SchedulerName: schedModeName, GPUs: 4, Labels: batch})
+	waitCondition(ctx, t, c, "default", "q", "quota")
+
+	putQueues("root:\n  children:\n  - name: batch\n    quotas: [{resource: gpu, nominal: 0, max: eight}]\n")
+	var warning string
+	err := waitFor(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		el, err := c.CoreV1().Events(systemNS).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range el.Items {
+			if e.Type == v1.EventTypeWarning && e.Reason == plugin.ReasonInvalid && e.InvolvedObject.Name == queueConfigMap {
+				warning = e.Message
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no Warning event on the ConfigMap after an unparsable edit\n%s", describeEvents(ctx, c, systemNS))
+	}
+	for _, want := range []string{"ConfigMap " + systemNS + "/" + queueConfigMap, "key " + plugin.QueueConfigMapKey, "line 4", "the queue tree in force stays"} {
+		if !strings.Contains(warning, want) {
+			t.Errorf("warning %q, want it to name %q", warning, want)
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // a few cycles under the tree in force
+	if m := podCondition(ctx, c, "default", "q"); !strings.Contains(m, "quota") {
+		t.Errorf("q after the unparsable edit: %q, want it still waiting on its quota", m)
+	}
+
+	putQueues(tree(8))
+	waitBound(ctx, t, c, "default", []string{"q"}, 30*time.Second)
 }

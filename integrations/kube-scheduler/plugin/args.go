@@ -102,10 +102,20 @@ type Args struct {
 	// QueueConfigFile names a YAML file holding the queue tree (package
 	// queue's Config). QueueConfigMap ("namespace/name") names a ConfigMap
 	// whose key "queues.yaml" holds it instead. Without either, one leaf
-	// queue "default" with EASY backfill takes every job. The tree is read
-	// at start; an edit takes effect when the scheduler restarts.
+	// queue "default" with EASY backfill takes every job. The file is read
+	// at start; the ConfigMap is watched, and an edit of it applies live
+	// (Scheduler.Reconfigure): one that does not parse or cannot apply
+	// keeps the tree in force, with a Warning event on the ConfigMap.
 	QueueConfigFile string `json:"queueConfigFile,omitempty"`
 	QueueConfigMap  string `json:"queueConfigMap,omitempty"`
+	// RemovedQueueTarget is the leaf queue that takes the jobs of a queue
+	// a live edit removes, pending and running (a running job stays where
+	// it runs, charged to it). Empty (the default): a removed queue's
+	// pending jobs are dropped from gpusched and their pods wait with the
+	// reason "unknown queue" until relabelled or the queue comes back, and
+	// an edit removing a queue that still has admitted or running jobs is
+	// refused (the old tree stays, with a Warning event).
+	RemovedQueueTarget string `json:"removedQueueTarget,omitempty"`
 	// QueueLabel is the pod label naming a pod's leaf queue. Default
 	// "gpusched.io/queue".
 	QueueLabel string `json:"queueLabel,omitempty"`

@@ -55,6 +55,10 @@ type host struct {
 	byJob     map[string][]types.UID // assign's pods per job, in assignment order
 	requeue   []string
 	notes     map[types.UID]*podNote
+	// moved maps each queue a live edit removed to the leaf that took its
+	// jobs (Args.RemovedQueueTarget): pods still labelled with it are
+	// submitted there.
+	moved map[string]string
 }
 
 // hostIO is what the host needs of the scheduler and the apiserver; tests
@@ -108,7 +112,7 @@ type podNote struct {
 func newHost(args *Args, profile string, io hostIO, log klog.Logger) *host {
 	return &host{args: args, profile: profile, io: io, log: log, kick: make(chan struct{}, 1),
 		jobs: map[string]*jobRec{}, assign: map[types.UID]*assignment{}, byJob: map[string][]types.UID{},
-		notes: map[types.UID]*podNote{}}
+		notes: map[types.UID]*podNote{}, moved: map[string]string{}}
 }
 
 // poke asks for a cycle; calls coalesce until the cycle runs.
@@ -294,6 +298,72 @@ func (h *host) rebuild(nodes []*v1.Node, shape string, fx *effects) {
 	h.log.V(2).Info("Built gpusched scheduler", "hosts", topo.Cluster.NumHosts(), "gpus", topo.Cluster.NumGPUs())
 }
 
+// reconfigure puts cfg, a new queue tree, in force: live through
+// Scheduler.Reconfigure when a Scheduler runs, else (none built yet, or
+// the tree in force did not parse) at the next cycle's build. The jobs of
+// removed queues go to Args.RemovedQueueTarget; without one, their pending
+// jobs are dropped (their pods then wait as of an unknown queue). An error
+// (a *queue.ConfigError naming the field) changes nothing.
+func (h *host) reconfigure(cfg queue.Config, now time.Time) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.s == nil {
+		h.queues, h.queuesErr, h.moved = cfg, nil, map[string]string{}
+		return nil
+	}
+	keep := leafNames(cfg)
+	var moves []queue.Move
+	for _, q := range leafNames(h.queues) {
+		if !slices.Contains(keep, q) {
+			moves = append(moves, queue.Move{From: q, To: h.args.RemovedQueueTarget})
+		}
+	}
+	rejected, err := h.s.Reconfigure(cfg, moves, now)
+	if err != nil {
+		return err
+	}
+	h.queues = cfg
+	for _, m := range moves {
+		if m.To != "" {
+			h.moved[m.From] = m.To
+		}
+	}
+	for _, from := range sortedKeys(h.moved) {
+		switch to := h.moved[from]; {
+		case slices.Contains(keep, from): // the queue is back
+			delete(h.moved, from)
+		case !slices.Contains(keep, to):
+			h.moved[from] = h.args.RemovedQueueTarget
+		}
+	}
+	for _, id := range rejected { // pending: they hold no assignment
+		delete(h.jobs, id)
+	}
+	if len(moves) > 0 || len(rejected) > 0 {
+		h.log.Info("Queue tree reconfigured", "removed", len(moves), "pendingJobsDropped", len(rejected))
+	}
+	return nil
+}
+
+// leafNames returns the names of cfg's leaf queues, in tree order.
+func leafNames(cfg queue.Config) []string {
+	var out []string
+	var walk func(n *queue.Node)
+	walk = func(n *queue.Node) {
+		if len(n.Children) == 0 {
+			out = append(out, n.Name)
+			return
+		}
+		for i := range n.Children {
+			walk(&n.Children[i])
+		}
+	}
+	for i := range cfg.Root.Children {
+		walk(&cfg.Root.Children[i])
+	}
+	return out
+}
+
 // health reports hosts that are not ready, carry a NoExecute taint or are
 // cordoned (draining) to the Scheduler.
 func (h *host) health(nodes []*v1.Node) {
@@ -461,6 +531,9 @@ func (h *host) add(j *podJob, now time.Time, fx *effects) {
 		if p.Spec.NodeName != "" {
 			bound++
 		}
+	}
+	if q, ok := h.moved[j.spec.Queue]; ok {
+		j.spec.Queue = q
 	}
 	if bound == 0 {
 		if err := h.s.Submit(j.spec, j.created); err != nil {

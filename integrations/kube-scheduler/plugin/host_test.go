@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2/ktesting"
+
+	"github.com/gpusched/gpusched/queue"
 )
 
 // fakeIO is hostIO over in-memory nodes and pods.
@@ -63,7 +65,7 @@ func newTestHost(t *testing.T, nodes ...*v1.Node) (*host, *fakeIO) {
 	_, ctx := ktesting.NewTestContext(t)
 	io := &fakeIO{nodes: nodes, clock: time.Unix(2e9, 0), pending: map[string]string{}}
 	h := newHost(schedArgs(), "gpusched", io, ktesting.NewLogger(t, ktesting.NewConfig()))
-	h.queues, h.queuesErr = loadQueues(ctx, h.args, nil, h.log)
+	h.queues, _, h.queuesErr = loadQueues(ctx, h.args, nil, h.log)
 	return h, io
 }
 
@@ -334,5 +336,109 @@ func TestHostGPUsLostAreRecovered(t *testing.T) {
 	}
 	if a, ok := h.assignmentOf(io.pods[1].UID); ok && slices.ContainsFunc(a.gpus, func(g int) bool { return g >= 6 }) {
 		t.Errorf("new placed on lost GPUs %v", a.gpus)
+	}
+}
+
+// TestHostQueueEditsApplyLive: a queue tree edit applies to the running
+// Scheduler (a raised quota lets a waiting job bind); an edit that cannot
+// apply changes nothing; a removed queue's pending jobs are dropped (their
+// pods then wait as of an unknown queue), one with running jobs is refused
+// unless removedQueueTarget names where they go.
+func TestHostQueueEditsApplyLive(t *testing.T) {
+	h, io := newTestHost(t, gpuNode("n1", 8, "NVIDIA-H100-80GB-HBM3", nil))
+	ctx := context.Background()
+	tree := func(researchMax int, scratch bool) queue.Config {
+		t.Helper()
+		y := fmt.Sprintf("root:\n  children:\n  - name: research\n    quotas: [{resource: gpu, nominal: 0, max: %d}]\n  - name: batch\n", researchMax)
+		if scratch {
+			y += "  - name: scratch\n"
+		}
+		cfg, err := ParseQueueConfig([]byte(y), "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	if err := h.reconfigure(tree(4, true), io.clock); err != nil { // before the first cycle: no Scheduler yet
+		t.Fatal(err)
+	}
+	r0 := schedPod("r0", 4, map[string]string{DefaultQueueLabel: "research"})
+	r := schedPod("r", 4, map[string]string{DefaultQueueLabel: "research"})
+	x := schedPod("x", 8, map[string]string{DefaultQueueLabel: "scratch"})
+	io.pods = []*v1.Pod{r0}
+	h.cycle(ctx)
+	bindAll(t, h, io)
+	io.pods = append(io.pods, r)
+	io.clock = io.clock.Add(time.Second)
+	h.cycle(ctx)
+	if _, ok := h.assignmentOf(r.UID); ok {
+		t.Fatalf("r bound over its queue's max of 4 GPUs")
+	}
+	if why := h.waitingReason(r.UID); !strings.Contains(why, "quota") {
+		t.Errorf("r waits with %q, want its quota", why)
+	}
+	bad := tree(8, true)
+	bad.Root.Children[0].Quotas[0].Resource = "tpu"
+	if err := h.reconfigure(bad, io.clock); err == nil || !strings.Contains(err.Error(), "quotas[0].resource") {
+		t.Fatalf("an invalid tree: err %v, want one naming quotas[0].resource", err)
+	}
+	io.clock = io.clock.Add(time.Second)
+	h.cycle(ctx)
+	if _, ok := h.assignmentOf(r.UID); ok {
+		t.Fatalf("r bound after an edit that was refused")
+	}
+	if err := h.reconfigure(tree(8, true), io.clock); err != nil {
+		t.Fatal(err)
+	}
+	io.clock = io.clock.Add(time.Second)
+	h.cycle(ctx)
+	if _, ok := h.assignmentOf(r.UID); !ok {
+		t.Fatalf("r not bound after its queue's max was raised to 8; reason %q", h.waitingReason(r.UID))
+	}
+	bindAll(t, h, io)
+	io.pods = append(io.pods, x) // waits: r0 and r hold the node
+	io.clock = io.clock.Add(time.Second)
+	h.cycle(ctx)
+	if _, ok := h.jobs["default/x"]; !ok {
+		t.Fatalf("x not submitted: events %v", io.events)
+	}
+
+	// scratch goes, with x pending in it: x is dropped and waits as of an
+	// unknown queue. research goes too, with r running: refused.
+	if err := h.reconfigure(queue.Config{Root: queue.Node{Children: []queue.Node{{Name: "batch"}}}}, io.clock); err == nil || !strings.Contains(err.Error(), `"research"`) {
+		t.Fatalf("removing research, which runs r, without removedQueueTarget: err %v", err)
+	}
+	if err := h.reconfigure(tree(8, false), io.clock); err != nil {
+		t.Fatal(err)
+	}
+	io.clock = io.clock.Add(time.Second)
+	io.events = nil
+	h.cycle(ctx)
+	if !slices.ContainsFunc(io.events, func(e string) bool {
+		return strings.HasPrefix(e, "x "+ReasonInvalid) && strings.Contains(e, "scratch")
+	}) {
+		t.Errorf("x, of the removed queue scratch: events %v, want an unknown-queue Warning", io.events)
+	}
+	if _, ok := h.jobs["default/x"]; ok {
+		t.Errorf("x still a job of gpusched after its queue was removed")
+	}
+
+	// With removedQueueTarget, research's running job moves to batch.
+	h.args.RemovedQueueTarget = "batch"
+	if err := h.reconfigure(queue.Config{Root: queue.Node{Children: []queue.Node{{Name: "batch"}}}}, io.clock); err != nil {
+		t.Fatal(err)
+	}
+	if h.moved["research"] != "batch" {
+		t.Errorf("moved %v, want research → batch", h.moved)
+	}
+	io.clock = io.clock.Add(time.Second)
+	h.cycle(ctx)
+	// A rebuild (a node change) restores r into batch, not as of an
+	// unknown queue.
+	h.shape = ""
+	io.clock = io.clock.Add(time.Second)
+	h.cycle(ctx)
+	if st, ok := h.s.Job("default/r"); !ok || !st.State.Holding() || len(h.jobs) != 2 {
+		t.Errorf("r after research was removed and a rebuild: %+v %v, want running; events %v", st, ok, io.events)
 	}
 }

@@ -48,6 +48,10 @@ const (
 	// ReasonRecovery (scheduler mode, Warning): the pod's node or GPUs
 	// failed and gpusched requeues its job.
 	ReasonRecovery = "GPUSchedRecovery"
+	// ReasonQueuesApplied (scheduler mode, on the queue ConfigMap): an edit
+	// of the queue tree was applied live. One that was not is a
+	// ReasonInvalid Warning on the ConfigMap naming the key and field.
+	ReasonQueuesApplied = "GPUSchedQueuesApplied"
 )
 
 // cycleKey is the plugin's entry in a scheduling cycle's state.

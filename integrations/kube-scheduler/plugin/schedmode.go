@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -81,7 +82,8 @@ func newSchedulerPlugin(ctx context.Context, args *Args, h fwk.Handle) (*Schedul
 	nodeInf, podInf := f.Core().V1().Nodes().Informer(), f.Core().V1().Pods().Informer()
 	io.hasSynced = func() bool { return nodeInf.HasSynced() && podInf.HasSynced() }
 	p.h = newHost(args, h.ProfileName(), io, log)
-	p.h.queues, p.h.queuesErr = loadQueues(ctx, args, h, log)
+	var raw string
+	p.h.queues, raw, p.h.queuesErr = loadQueues(ctx, args, h, log)
 	if p.h.queuesErr != nil && args.QueueConfigFile != "" {
 		return nil, fmt.Errorf("%s args: queueConfigFile: %w", Name, p.h.queuesErr)
 	}
@@ -106,39 +108,107 @@ func newSchedulerPlugin(ctx context.Context, args *Args, h fwk.Handle) (*Schedul
 	}); err != nil {
 		return nil, err
 	}
+	if args.QueueConfigMap != "" {
+		if err := p.watchQueues(ctx, raw, log); err != nil {
+			return nil, err
+		}
+	}
 	go p.h.run(ctx)
 	return p, nil
 }
 
+// watchQueues watches the queue ConfigMap (an informer on that one object)
+// and applies each edit live (applyQueues); initial is the content read at
+// start.
+func (p *SchedulerPlugin) watchQueues(ctx context.Context, initial string, log klog.Logger) error {
+	ns, name, _ := strings.Cut(p.args.QueueConfigMap, "/")
+	f := informers.NewSharedInformerFactoryWithOptions(p.handle.ClientSet(), 0, informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + name }))
+	inf := f.Core().V1().ConfigMaps().Informer()
+	last := initial
+	on := func(o any) {
+		cm, ok := o.(*v1.ConfigMap)
+		if !ok || cm.Name != name {
+			return
+		}
+		data := cm.Data[QueueConfigMapKey]
+		if data == last {
+			return
+		}
+		last = data
+		p.applyQueues(cm, log)
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: on, UpdateFunc: func(_, n any) { on(n) },
+		DeleteFunc: func(any) {
+			last = ""
+			log.Info("Queue ConfigMap deleted; the queue tree in force stays", "configMap", p.args.QueueConfigMap)
+		},
+	}); err != nil {
+		return err
+	}
+	f.Start(ctx.Done())
+	return nil
+}
+
+// applyQueues parses the queue ConfigMap and puts its tree in force live
+// (host.reconfigure). A tree that does not parse or cannot apply changes
+// nothing: the tree in force stays, and a Warning event on the ConfigMap
+// names the key and field. A tree that applies gets a Normal event.
+func (p *SchedulerPlugin) applyQueues(cm *v1.ConfigMap, log klog.Logger) {
+	src := fmt.Sprintf("ConfigMap %s/%s key %s", cm.Namespace, cm.Name, QueueConfigMapKey)
+	rec := p.handle.EventRecorder()
+	cfg, err := ParseQueueConfig([]byte(cm.Data[QueueConfigMapKey]), src)
+	if err == nil {
+		if err = p.h.reconfigure(cfg, p.h.io.now()); err != nil {
+			err = fmt.Errorf("%s: %w", src, err)
+		}
+	}
+	if err != nil {
+		log.Error(err, "Queue tree edit not applied; the tree in force stays")
+		if rec != nil {
+			rec.Eventf(cm, nil, v1.EventTypeWarning, ReasonInvalid, "QueueConfig", "not applied, the queue tree in force stays: %s", err.Error())
+		}
+		return
+	}
+	log.Info("Queue tree applied", "configMap", cm.Namespace+"/"+cm.Name, "resourceVersion", cm.ResourceVersion)
+	if rec != nil {
+		rec.Eventf(cm, nil, v1.EventTypeNormal, ReasonQueuesApplied, "QueueConfig", "queue tree applied (resourceVersion %s)", cm.ResourceVersion)
+	}
+	p.h.poke()
+}
+
 // loadQueues reads the queue tree from the file or ConfigMap the args name;
-// without either, one leaf queue "default" with backfill.
-func loadQueues(ctx context.Context, args *Args, h fwk.Handle, log klog.Logger) (queue.Config, error) {
+// without either, one leaf queue "default" with backfill. raw is the
+// ConfigMap's content, when it was read.
+func loadQueues(ctx context.Context, args *Args, h fwk.Handle, log klog.Logger) (cfg queue.Config, raw string, err error) {
 	switch {
 	case args.QueueConfigFile != "":
 		b, err := os.ReadFile(args.QueueConfigFile)
 		if err != nil {
-			return queue.Config{}, err
+			return queue.Config{}, "", err
 		}
-		return ParseQueueConfig(b, args.QueueConfigFile)
+		cfg, err := ParseQueueConfig(b, args.QueueConfigFile)
+		return cfg, "", err
 	case args.QueueConfigMap != "":
 		ns, name, _ := strings.Cut(args.QueueConfigMap, "/")
 		cm, err := h.ClientSet().CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return queue.Config{}, fmt.Errorf("queue ConfigMap %s: %w", args.QueueConfigMap, err)
+			return queue.Config{}, "", fmt.Errorf("queue ConfigMap %s: %w", args.QueueConfigMap, err)
 		}
 		src := fmt.Sprintf("ConfigMap %s key %s", args.QueueConfigMap, QueueConfigMapKey)
 		cfg, err := ParseQueueConfig([]byte(cm.Data[QueueConfigMapKey]), src)
 		if err != nil {
-			log.Error(err, "Queue tree not usable; every pod waits until it is fixed and the scheduler restarted")
+			log.Error(err, "Queue tree not usable; every pod waits until the ConfigMap is fixed")
 			if r := h.EventRecorder(); r != nil {
 				r.Eventf(cm, nil, v1.EventTypeWarning, ReasonInvalid, "QueueConfig", "%s", err.Error())
 			}
 		}
-		return cfg, err
+		return cfg, cm.Data[QueueConfigMapKey], err
 	}
 	return queue.Config{Root: queue.Node{Children: []queue.Node{
 		{Name: args.DefaultQueue, Policy: queue.Policy{Backfill: true}},
-	}}}, nil
+	}}}, "", nil
 }
 
 // ParseQueueConfig reads a queue tree (package queue's Config) from YAML.
