@@ -1,7 +1,6 @@
 package gang
 
 import (
-
 	"github.com/gpusched/gpusched/topology"
 )
 
