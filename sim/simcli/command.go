@@ -323,7 +323,7 @@ func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stat
 	if err != nil {
 		return nil, err
 	}
-	placer, err := rootsched.Placer(p.c, rc.policy, jobs)
+	placer, err := rootsched.Placer(p.c, rc.policy, jobs, rc.defrag.placer)
 	if err != nil {
 		return nil, err
 	}
