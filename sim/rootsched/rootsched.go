@@ -113,7 +113,7 @@ func (a *Scheduler) Schedule(now time.Duration) sim.Decision {
 		out.Preemptions[i] = sim.Preemption{Job: p.Job, Grace: p.Grace, Reason: p.Reason}
 	}
 	for _, m := range d.Migrations {
-		out.Preemptions = append(out.Preemptions, sim.Preemption{Job: m.Job, Grace: m.Grace, Reason: "migration for " + m.For, Migrate: true})
+		out.Preemptions = append(out.Preemptions, sim.Preemption{Job: m.Job, Grace: m.Grace, Reason: "migration for " + m.For, Migrate: true, Ready: m.Ready})
 	}
 	for i, p := range d.Pending {
 		// Detail stays empty: rendering every pending job's reason every

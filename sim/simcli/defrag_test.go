@@ -54,6 +54,20 @@ func TestDefragFlags(t *testing.T) {
 	if on.Wait.P95 >= off.Wait.P95 || on.Jobs.Completed != 17 {
 		t.Errorf("with --defrag: wait p95 %v (off %v), %d of 17 completed", on.Wait.P95, off.Wait.P95, on.Jobs.Completed)
 	}
+	// The moves are ready (their destinations were free): the new copies
+	// load during the 2-minute grace (make-before-break), so of a 5-minute
+	// restart cost the moved jobs pay 3 minutes, not 5: the last ends at
+	// 10,000 s + 180 s (and with the 1-minute cost above, nothing).
+	if on.Makespan != 10000 {
+		t.Errorf("restart cost 1m: makespan %v, want 10000 (the cost overlaps the grace)", on.Makespan)
+	}
+	five := t.TempDir()
+	if _, _, err := execCmd(t, Options{}, append(run, "--out", five, "--defrag", "--restart-cost", "5m")...); err != nil {
+		t.Fatal(err)
+	}
+	if s := readSummary(t, filepath.Join(five, "summary.json")); s.Preemption.Migrations != 2 || s.Makespan != 10180 {
+		t.Errorf("restart cost 5m: %d migrations, makespan %v; want 2 and 10180", s.Preemption.Migrations, s.Makespan)
+	}
 	// A budget of one migration per hour cannot admit the plan of two.
 	one := t.TempDir()
 	if _, _, err := execCmd(t, Options{}, append(run, "--out", one, "--defrag", "--defrag-per-hour", "1")...); err != nil {
