@@ -910,6 +910,8 @@ var sweepColumns = []struct {
 		}
 		return ff(s.Priorities[0].Wait.Mean)
 	}},
+	{"migrations", func(s *sim.Summary) string { return strconv.Itoa(s.Preemption.Migrations) }},
+	{"gpu_hours_lost_migration", func(s *sim.Summary) string { return ff(s.Preemption.GPUHoursLostMigration) }},
 }
 
 func ff(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -105,8 +106,11 @@ func TestDefragFlagErrors(t *testing.T) {
 	}
 	// A sweep that turns defrag on and off may set its budgets.
 	sweep := []string{"sweep", "--preset", "h100-1k", "--trace", "synthetic:20", "--quiet", "--out", t.TempDir(), "--defrag-per-hour", "3"}
-	if _, _, err := execCmd(t, Options{}, append(sweep, "--param", "defrag=false,true")...); err != nil {
+	swDir := t.TempDir()
+	if _, _, err := execCmd(t, Options{}, append(sweep, "--out", swDir, "--param", "defrag=false,true")...); err != nil {
 		t.Error(err)
+	} else if rows := readCSV(t, filepath.Join(swDir, "sweep.csv")); len(rows) != 3 || !slices.Contains(rows[0], "migrations") || !slices.Contains(rows[0], "gpu_hours_lost_migration") {
+		t.Errorf("sweep.csv has no migration columns: %q", rows)
 	}
 	if _, _, err := execCmd(t, Options{}, append(sweep, "--param", "seed=1,2")...); err == nil || !strings.Contains(err.Error(), "need --defrag") {
 		t.Errorf("sweep without defrag: %v", err)
