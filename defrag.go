@@ -164,16 +164,17 @@ func (x *defragger) issue(p *preempt.DefragPlan, now time.Time) {
 }
 
 // holdAll holds, at the start of a cycle's placements, the destinations
-// of the jobs being moved: what of each is free is taken in the ledger
-// (a trial allocation), so no other job is placed there.
+// of the jobs being moved: each task's claim that is wholly free is taken
+// in the ledger (a trial allocation), so no other job is placed there. A
+// claim on room another move has yet to free is held once it is free.
 func (x *defragger) holdAll(l *topology.Ledger) {
 	for _, id := range x.order {
 		x.hold(l, x.moving[id])
 	}
 }
 
-// hold takes what of destination p is free in the ledger and reports
-// whether that was all of it.
+// hold takes the claims of destination p that are free in the ledger and
+// reports whether that was all of them.
 func (x *defragger) hold(l *topology.Ledger, p *gang.Placement) bool {
 	all := true
 	for _, cl := range p.Claims {
