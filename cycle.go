@@ -171,8 +171,10 @@ func (s *Scheduler) Schedule(now time.Time) Decision {
 	s.victims.refreshFresh(now)             // jobs admitted in earlier cycles may be victims now
 	s.recoverFaults(&d, now)                // recovery actions for the faults since the last cycle
 	s.bindNominated(&d, now)                // nominated jobs whose victims are gone bind; the others hold their room
+	s.dfg.holdAll(s.ledger)                 // migrations in flight hold their destinations (defrag.go)
 	s.serveQueues(&d, now)                  // every candidate, in fair-share order: evaluate, then admit or block
 	s.noms.unholdAll(s.ledger, s.tree, now) // the nominations give back what they held
+	s.dfg.unholdAll(s.ledger)               // and so do the migrations' destinations
 	if !s.cfg.OmitPending {
 		d.Pending = s.cyc.listPending(s.tree)
 	}

@@ -301,8 +301,12 @@ func (d *Decision) Format(c *topology.Cluster) string {
 		fmt.Fprintf(&b, "preempt %s for %s (grace %v): %s\n", p.Job, p.For, p.Grace, p.Reason)
 	}
 	for _, m := range d.Migrations {
-		fmt.Fprintf(&b, "migrate %s for %s (grace %v): %s -> %s; loses %s since its last checkpoint\n", m.Job, m.For, m.Grace,
-			FormatPlacement(c, &gang.Placement{Claims: m.From}), FormatPlacement(c, &gang.Placement{Claims: m.To}), m.Lost)
+		ready := ""
+		if m.Ready {
+			ready = "; ready (start it there first)"
+		}
+		fmt.Fprintf(&b, "migrate %s for %s (grace %v): %s -> %s; loses %s since its last checkpoint%s\n", m.Job, m.For, m.Grace,
+			FormatPlacement(c, &gang.Placement{Claims: m.From}), FormatPlacement(c, &gang.Placement{Claims: m.To}), m.Lost, ready)
 	}
 	for i := range d.Recoveries {
 		formatRecovery(&b, &d.Recoveries[i])

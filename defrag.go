@@ -3,6 +3,7 @@ package gpusched
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gpusched/gpusched/gang"
@@ -16,10 +17,12 @@ import (
 // running jobs moved elsewhere (Decision.Migrations), chosen by
 // preempt.Search.Defragment at the least lost work, within Budget.
 //
-// The host protocol: each migrated job checkpoints within Grace, stops,
-// and the host calls Migrated; the Scheduler then holds its destination
-// for it (a nomination without victims) and binds it there in the next
-// cycle (Decision.Bindings), and the gang, nominated on the room the
+// The host protocol (Migration's doc says it in order): the destination
+// of each migrated job is held for it from the Decision that issues the
+// move; when it is free then (Migration.Ready) the host may start the
+// job there first (make-before-break); the old copy checkpoints within
+// Grace, stops, and the host calls Migrated; the Scheduler then binds
+// the job on its destination in the next cycle (Decision.Bindings), and the gang, nominated on the room the
 // moves make, binds once every migrated job has left. A host that cannot
 // move a job calls Preempted instead: the job waits in its queue again
 // (its destination is not held), and the gang waits for the others.
@@ -52,9 +55,26 @@ func (c *DefragConfig) validate() error {
 	return nil
 }
 
-// Migration is a running job to move so that a blocked gang can start:
-// checkpoint within Grace, stop, then call Migrated; the job restarts on
-// To (a Binding of a later cycle).
+// Migration is a running job to move so that a blocked gang can start.
+// From the Decision that issues it until the host calls Migrated (or
+// Preempted, Finished, Failed or Cancel), To is held for the job: no
+// other job is placed on what of it is free.
+//
+// The host's duties, in order:
+//
+//  1. When Ready (make-before-break: To was wholly free when the
+//     migration was issued, and it is held), it may start the job's new
+//     copy on To at once (pull, load, warm up), before the old one
+//     stops. Otherwise To frees only as other moves leave, and the new
+//     copy starts after step 3.
+//  2. Checkpoint the old copy within Grace and stop it, releasing From.
+//  3. Call Migrated: the Scheduler releases From and binds the job on To
+//     in the next cycle (a Binding, which a host that started the copy
+//     in step 1 confirms rather than starts again); the copy resumes
+//     from the checkpoint of step 2.
+//
+// A host that cannot move the job calls Preempted instead of Migrated
+// (and stops any copy of step 1): the job waits in its queue again.
 type Migration struct {
 	Job string
 	// For is the gang the move makes room for.
@@ -66,6 +86,9 @@ type Migration struct {
 	Grace time.Duration
 	// Lost is the GPU time lost since its last checkpoint.
 	Lost preempt.GPUTime
+	// Ready says To is free now and held for the job: the host may start
+	// it there before stopping it on From (make-before-break).
+	Ready bool
 }
 
 // defragger is the defragmentation concern: the planner, the budget's log
@@ -80,6 +103,12 @@ type defragger struct {
 	// job is in moving iff a Migration for it was issued and neither
 	// Migrated nor any other event that ends its run came since.
 	moving map[string]*gang.Placement
+	// order lists the jobs of moving in the order their migrations were
+	// issued (holds are taken in it).
+	order []string
+	// held is what the destinations of moving jobs hold in the ledger in
+	// the current cycle (trial allocations, given back at its end).
+	held []topology.Claim
 	// moves counts the migrations each live job has completed.
 	moves map[string]int
 	// failed maps a job to the ledger generation at which its last plan
@@ -130,6 +159,51 @@ func (x *defragger) issue(p *preempt.DefragPlan, now time.Time) {
 	x.log.Record(p, now)
 	for _, m := range p.Migrations {
 		x.moving[m.Job] = m.To.Clone()
+		x.order = append(x.order, m.Job)
+	}
+}
+
+// holdAll holds, at the start of a cycle's placements, the destinations
+// of the jobs being moved: each task's claim that is wholly free is taken
+// in the ledger (a trial allocation), so no other job is placed there. A
+// claim on room another move has yet to free is held once it is free.
+func (x *defragger) holdAll(l *topology.Ledger) {
+	for _, id := range x.order {
+		x.hold(l, x.moving[id])
+	}
+}
+
+// hold takes the claims of destination p that are free in the ledger and
+// reports whether that was all of them.
+func (x *defragger) hold(l *topology.Ledger, p *gang.Placement) bool {
+	all := true
+	for _, cl := range p.Claims {
+		if l.TrialAllocate(cl) == nil {
+			x.held = append(x.held, cl)
+		} else {
+			all = false
+		}
+	}
+	return all
+}
+
+// unholdAll gives back what the cycle's holds took.
+func (x *defragger) unholdAll(l *topology.Ledger) {
+	if len(x.held) == 0 {
+		return
+	}
+	if err := l.TrialRelease(x.held...); err != nil {
+		panic("gpusched: releasing a migration destination's hold failed: " + err.Error())
+	}
+	clear(x.held)
+	x.held = x.held[:0]
+}
+
+// gone drops id from moving and order.
+func (x *defragger) gone(id string) {
+	delete(x.moving, id)
+	if i := slices.Index(x.order, id); i >= 0 {
+		x.order = slices.Delete(x.order, i, i+1)
 	}
 }
 
@@ -137,7 +211,7 @@ func (x *defragger) issue(p *preempt.DefragPlan, now time.Time) {
 func (x *defragger) arrived(id string) (*gang.Placement, bool) {
 	to, ok := x.moving[id]
 	if ok {
-		delete(x.moving, id)
+		x.gone(id)
 		x.moves[id]++
 	}
 	return to, ok
@@ -149,7 +223,7 @@ func (x *defragger) forget(id string, ended bool) {
 	if x.cfg == nil {
 		return
 	}
-	delete(x.moving, id)
+	x.gone(id)
 	if ended {
 		delete(x.moves, id)
 		delete(x.failed, id)
@@ -195,7 +269,8 @@ func (s *Scheduler) maybeDefrag(d *Decision, leaf *queue.Leaf, j *job, x *gang.E
 	var grace time.Duration
 	for i, m := range plan.Migrations {
 		s.victims.ask(victims[i], now)
-		d.Migrations = append(d.Migrations, Migration{Job: m.Job, For: j.spec.ID, From: cloneClaims(m.From), To: cloneClaims(m.To.Claims), Grace: m.Grace, Lost: m.Lost})
+		ready := g.hold(s.ledger, m.To)
+		d.Migrations = append(d.Migrations, Migration{Job: m.Job, For: j.spec.ID, From: cloneClaims(m.From), To: cloneClaims(m.To.Claims), Grace: m.Grace, Lost: m.Lost, Ready: ready})
 		ids = append(ids, m.Job)
 		grace = max(grace, m.Grace)
 	}

@@ -102,6 +102,17 @@ func TestPropertyDefrag(t *testing.T) {
 		if err := s.Ledger().Check(); err != nil {
 			rt.Fatal(err)
 		}
+		// A ready migration's destination was free and held for it: no
+		// binding of the cycle took any of it (make-before-break).
+		for _, m := range d.Migrations {
+			for _, cl := range m.To {
+				for _, g := range cl.GPUs {
+					if g.Kind == topology.ClaimWhole && m.Ready && !s.Ledger().GPUIsFree(g.GPU) {
+						rt.Fatalf("%s is ready but GPU %d of its destination is taken", m.Job, g.GPU)
+					}
+				}
+			}
+		}
 		for _, m := range d.Migrations {
 			if err := s.Migrated(m.Job, now.Add(time.Minute)); err != nil {
 				rt.Fatal(err)

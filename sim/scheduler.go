@@ -135,6 +135,11 @@ type Preemption struct {
 	// Stopped with StopMigrated, and binds on its destination in a later
 	// cycle, paying the restart cost there.
 	Migrate bool
+	// Ready (with Migrate) says the destination is free and held: the new
+	// copy starts loading there at once (make-before-break), so the
+	// restart cost overlaps the old copy's grace and only what of it is
+	// left when the job binds there is paid.
+	Ready bool
 }
 
 // Recovery is what to do with a running job hit by a fault.

@@ -76,7 +76,9 @@ type job struct {
 	end       time.Duration
 	endReason string
 	preempted int
-	migrated  int // times moved by a Decision's migration
+	migrated  int  // times moved by a Decision's migration
+	warm      bool // a ready migration's new copy is loading since warmAt
+	warmAt    time.Duration
 	faults    int
 	drained   int
 	reasons   uint16 // bit per Reason seen while pending (see reasonBits)
@@ -529,6 +531,10 @@ func (s *Simulation) bind(now time.Duration, b Binding) error {
 	j.restart = 0
 	if j.started {
 		j.restart = s.cfg.Checkpoint.RestartCost
+		if j.warm {
+			j.restart = max(0, j.restart-(now-j.warmAt))
+			j.warm = false
+		}
 	} else {
 		j.started = true
 		j.firstRun = now
@@ -764,6 +770,7 @@ func (s *Simulation) preempt(now time.Duration, p Preemption) error {
 	cause := StopPreempted
 	if p.Migrate {
 		cause = StopMigrated
+		j.warm, j.warmAt = p.Ready, now
 	}
 	s.stopAfter(now, i, grace, cause)
 	return nil
@@ -861,6 +868,9 @@ func (s *Simulation) halt(now time.Duration, i int32, cause StopCause, graceful 
 		j.drained++
 	case StopMigrated:
 		j.migrated++
+	}
+	if cause != StopMigrated {
+		j.warm = false // a new copy loads only for a move
 	}
 }
 

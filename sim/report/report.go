@@ -231,6 +231,9 @@ var rows = []row{
 	{"preemptions / fault / drain stops", func(s *sim.Summary) string {
 		return fmt.Sprintf("%d / %d / %d", s.Preemption.Preemptions, s.Preemption.FaultStops, s.Preemption.DrainStops)
 	}},
+	{"migrations / GPU-hours lost to them", func(s *sim.Summary) string {
+		return fmt.Sprintf("%d / %s", s.Preemption.Migrations, num(s.Preemption.GPUHoursLostMigration))
+	}},
 	{"recoveries requeue / drain / keep / end", func(s *sim.Summary) string {
 		r := s.Preemption.Recoveries
 		return fmt.Sprintf("%d / %d / %d / %d", r.Requeue, r.Drain, r.Keep, r.End)

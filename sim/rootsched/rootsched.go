@@ -113,7 +113,7 @@ func (a *Scheduler) Schedule(now time.Duration) sim.Decision {
 		out.Preemptions[i] = sim.Preemption{Job: p.Job, Grace: p.Grace, Reason: p.Reason}
 	}
 	for _, m := range d.Migrations {
-		out.Preemptions = append(out.Preemptions, sim.Preemption{Job: m.Job, Grace: m.Grace, Reason: "migration for " + m.For, Migrate: true})
+		out.Preemptions = append(out.Preemptions, sim.Preemption{Job: m.Job, Grace: m.Grace, Reason: "migration for " + m.For, Migrate: true, Ready: m.Ready})
 	}
 	for i, p := range d.Pending {
 		// Detail stays empty: rendering every pending job's reason every
@@ -249,8 +249,13 @@ func (a *Scheduler) SetHostHealth(_ time.Duration, h topology.HostID, hh topolog
 // "fgd" needs the target workload, which it learns from jobs (the trace
 // to be replayed, as the FGD paper does; see Workload); the other policies
 // ignore jobs.
-func Placer(c *topology.Cluster, name string, jobs []trace.Job) (gang.Placer, error) {
+// Options, when given, change the placer's options before it is built
+// (e.g. Protect).
+func Placer(c *topology.Cluster, name string, jobs []trace.Job, options ...func(*gang.Options)) (gang.Placer, error) {
 	var opt gang.Options
+	for _, f := range options {
+		f(&opt)
+	}
 	if name == "fgd" {
 		d, err := Workload(c, jobs)
 		if err != nil {
@@ -295,7 +300,9 @@ var PreemptModes = []string{"off", "reclaim", "queue", "cluster", "fair"}
 // "queue" Kueue's fair-share preemption among borrowing queues. grace is
 // the victims' time to checkpoint (0: 2 minutes); plans bounds the plans
 // per cycle (0: 8).
-func Preemptor(mode string, grace time.Duration, plans int) (gpusched.Preemptor, error) {
+// Options, when given, change the planner's configuration after the
+// mode set it (e.g. FragAware).
+func Preemptor(mode string, grace time.Duration, plans int, options ...func(*preempt.Config)) (gpusched.Preemptor, error) {
 	cfg := preempt.Config{Grace: grace, Reclaim: preempt.ReclaimAny}
 	switch mode {
 	case "", "off":
@@ -310,6 +317,9 @@ func Preemptor(mode string, grace time.Duration, plans int) (gpusched.Preemptor,
 		cfg.LowerPriority, cfg.FairSharing = preempt.WithinQueue, true
 	default:
 		return nil, fmt.Errorf("rootsched: preemption mode %q: want one of %v", mode, PreemptModes)
+	}
+	for _, f := range options {
+		f(&cfg)
 	}
 	p, err := gpusched.NewPlanPreemptor(cfg, plans)
 	if err != nil {

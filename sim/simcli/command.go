@@ -323,7 +323,7 @@ func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stat
 	if err != nil {
 		return nil, err
 	}
-	placer, err := rootsched.Placer(p.c, rc.policy, jobs)
+	placer, err := rootsched.Placer(p.c, rc.policy, jobs, rc.defrag.placer)
 	if err != nil {
 		return nil, err
 	}
@@ -910,6 +910,8 @@ var sweepColumns = []struct {
 		}
 		return ff(s.Priorities[0].Wait.Mean)
 	}},
+	{"migrations", func(s *sim.Summary) string { return strconv.Itoa(s.Preemption.Migrations) }},
+	{"gpu_hours_lost_migration", func(s *sim.Summary) string { return ff(s.Preemption.GPUHoursLostMigration) }},
 }
 
 func ff(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }

@@ -79,6 +79,7 @@ type runConfig struct {
 	estRound     []time.Duration
 	gpuSpeeds    string
 	slurm        string // a Slurm site directory (see slurm.go)
+	defrag       defragFlags
 }
 
 func defaultRun() runConfig {
@@ -147,6 +148,7 @@ func (r *runConfig) bind(fs *pflag.FlagSet, cluster bool) {
 	fs.DurationVar(&r.minCycle, "min-cycle-interval", r.minCycle, "at most one event-triggered scheduling cycle per this interval (0: one per event time)")
 	fs.BoolVar(&r.fragLevels, "frag-levels", r.fragLevels, "also measure stranded free GPUs per topology level at every sample (slower on large clusters)")
 	fs.StringVar(&r.slurm, "slurm", r.slurm, "a Slurm site directory (slurm.conf, topology.conf or topology.yaml, gres.conf, assoc.txt): its cluster, its associations as queues with Fair Tree, and the Slurm-like preset's ordering and backfill")
+	r.defrag.bind(fs)
 	fs.BoolVar(&r.rejectErrors, "reject-errors", r.rejectErrors, "stop with an error when a job is rejected (too large, bad spec) instead of counting it")
 }
 
@@ -171,6 +173,9 @@ func (r *runConfig) check(swept map[string]bool) error {
 	}
 	if r.repeat < 0 {
 		return fmt.Errorf("--repeat %d: want the number of copies of the trace, 0 or 1 for one", r.repeat)
+	}
+	if err := r.defrag.check(r.preempt, swept); err != nil {
+		return err
 	}
 	if r.mapping != "" {
 		if kind, _, _ := strings.Cut(r.traceArg, ":"); kind != "csv" && kind != "jsonl" {
@@ -497,7 +502,7 @@ func (r *runConfig) preemptor() (gpusched.Preemptor, error) {
 	case "any":
 		mode = "cluster"
 	}
-	p, err := rootsched.Preemptor(mode, r.grace, r.preemptPlans)
+	p, err := rootsched.Preemptor(mode, r.grace, r.preemptPlans, r.defrag.planner)
 	if err != nil {
 		return nil, fmt.Errorf("--preempt %q: want one of %s, and --preempt-plans ≥ 0: %w", r.preempt, strings.Join(rootsched.PreemptModes, ", "), err)
 	}
@@ -514,7 +519,7 @@ func (r *runConfig) schedConfig() (gpusched.Config, error) {
 	if r.maxRestarts < 0 || r.drainGrace < 0 || r.drainKeep < 0 {
 		return gpusched.Config{}, errors.New("--max-restarts, --drain-grace and --drain-keep must not be negative")
 	}
-	return gpusched.Config{Preemptor: p, MaxRestarts: r.maxRestarts, DrainGrace: r.drainGrace, DrainKeep: r.drainKeep, Seed: r.seed}, nil
+	return gpusched.Config{Preemptor: p, MaxRestarts: r.maxRestarts, DrainGrace: r.drainGrace, DrainKeep: r.drainKeep, Seed: r.seed, Defrag: r.defrag.config()}, nil
 }
 
 // parseOutage parses level=…,for=…[,every=…][,at=…][,name=…].
