@@ -49,6 +49,8 @@ type hold struct {
 // reservation is the earliest time and place a blocked job can start,
 // assuming jobs holding resources end at their estimated ends.
 type reservation struct {
+	holder  *job
+	built   time.Time // when its shadow was built (nominations modelled from then)
 	at      time.Time
 	forever bool // only when jobs without an estimate end
 	claims  []topology.Claim
@@ -483,7 +485,7 @@ func (rs *reservations) reserve(j *job, now time.Time, mkey string, in reserveIn
 	if !forever && at.Before(now) {
 		at = now
 	}
-	return &reservation{at: at, forever: forever, claims: claims, p: rp, shadow: sh, health: rs.healthEpoch, mkey: mkey, commits: in.commits}
+	return &reservation{holder: j, built: now, at: at, forever: forever, claims: claims, p: rp, shadow: sh, health: rs.healthEpoch, mkey: mkey, commits: in.commits}
 }
 
 // follow switches to a new version of the cluster (live changes): the
