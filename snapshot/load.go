@@ -225,6 +225,28 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 			return nil, bad(f, errors.New("give exactly one of host and gpu"))
 		}
 	}
+	// Reservations last: their what-if ledgers are rebuilt from the
+	// live state, health included.
+	for i, r := range st.Reservations {
+		f := fmt.Sprintf("reservations[%d]", i)
+		k := slices.IndexFunc(st.Jobs, func(j Job) bool { return j.ID == r.Job })
+		if k < 0 {
+			return nil, bad(f+".job", fmt.Errorf("no job %q in the state", r.Job))
+		}
+		rv := gpusched.Reservation{Job: r.Job, At: r.At, Forever: r.Forever, Current: r.Current, Filter: r.Filter, Built: r.Built}
+		tmp := Job{Job: st.Jobs[k].Job, Placement: r.Placement}
+		var fe *fieldErr
+		if rv.Tasks, fe = tmp.claims(c, f); fe != nil {
+			return nil, bad(fe.field, fe.err)
+		}
+		if err := s.RestoreReservation(rv); err != nil {
+			var we *workload.FieldError
+			if errors.As(err, &we) {
+				return nil, bad(f+".placement", errors.New(we.Field+": "+we.Msg))
+			}
+			return nil, bad(f, err)
+		}
+	}
 	return &Loaded{State: st, Cluster: c, Scheduler: s, States: states}, nil
 }
 
