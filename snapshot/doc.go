@@ -96,14 +96,12 @@
 //     Scheduler.RestoreReservation): their times and placements, and,
 //     for one the next cycle would reuse as is, its what-if ledger,
 //     rebuilt from the live state as of its build time
-//     (TestLoadedDecidesAsOriginalBackfill). The rebuilt ledger equals
-//     the kept one unless a job's estimated end moved across the
-//     reserved time after it was built without releasing (a job reported
-//     Started later than admitted), or a part became healthy again since
-//     (the kept one still counts it out); a loaded Scheduler may then
-//     backfill otherwise. Cached placement failures are rebuilt, not
-//     restored (their explanations counted the free GPUs of the cycle
-//     that cached them).
+//     (TestLoadedDecidesAsOriginalBackfill; the Scheduler drops a kept
+//     ledger whenever the rebuilt one could differ: a job it modelled
+//     released, or started late enough to run past the reserved time, a
+//     health change, a cordon; not an uncordon). Cached placement
+//     failures are rebuilt, not restored (their explanations counted the
+//     free GPUs of the cycle that cached them).
 //   - The Preemptor is not saved: a loaded Scheduler preempts with
 //     Options.Preemptor only. The preemptions in flight are (version 3):
 //     the jobs waiting for their victims, the victims marked as being
