@@ -268,7 +268,9 @@ func (s *Scheduler) start(j *job, started, now time.Time) {
 	j.leaf.Count(-1, 1)
 	j.state = queue.Running
 	j.started = started
+	end, known := j.end, j.endKnown
 	s.setEnd(j, started)
+	s.res.endMoved(j, end, known)
 }
 
 // release gives back everything a holding job holds, fanning out to
@@ -373,13 +375,16 @@ func (s *Scheduler) SetHostHealth(h topology.HostID, hh topology.Health) ([]stri
 // healthMoved fans a health change, from old to h, of a GPU or host on
 // host out to the concerns that follow health: a return to health is a
 // capacity gain on the host for the failure cache (as a release is), and
-// a part that stops being healthy makes the reservations' shadows stale.
-// It reports whether the health changed.
+// any change makes the reservations' shadows stale (a part that stops
+// being healthy may be reserved; one healthy again is free in the ledger
+// a shadow would be rebuilt from, so a loaded Scheduler's rebuilt shadow
+// matches only if the kept one is rebuilt too). It reports whether the
+// health changed.
 func (s *Scheduler) healthMoved(host topology.HostID, old, h topology.Health) bool {
 	if h == topology.Healthy && old != topology.Healthy {
 		s.fit.gained(s.ledger.Generation(), host)
 	}
-	if h != old && h != topology.Healthy {
+	if h != old {
 		s.res.healthLost()
 	}
 	return h != old

@@ -30,8 +30,8 @@ type reservations struct {
 	byJob           map[*job]*reservation
 	kept, keptSpare []*reservation
 	shadowPool      []*topology.Ledger // shadow ledgers free for reuse
-	// healthEpoch counts the health changes that lost capacity: a shadow
-	// built before one is not reused.
+	// healthEpoch counts the health changes (and cordons): a shadow built
+	// before one is not reused.
 	healthEpoch uint64
 	shadowScr   []*topology.Ledger // check's result buffer
 	shortScr    []*queue.Entry     // short's result buffer
@@ -49,6 +49,8 @@ type hold struct {
 // reservation is the earliest time and place a blocked job can start,
 // assuming jobs holding resources end at their estimated ends.
 type reservation struct {
+	holder  *job
+	built   time.Time // when its shadow was built (nominations modelled from then)
 	at      time.Time
 	forever bool // only when jobs without an estimate end
 	claims  []topology.Claim
@@ -132,8 +134,25 @@ func (rs *reservations) released(j *job) {
 	}
 }
 
-// healthLost notes that a part stopped being healthy: shadows built
-// before are not reused.
+// endMoved notes that holding job j's estimated end moved from end
+// (known) to its current one (it was reported Started after it was
+// admitted): a kept shadow that released j at its reservation's time,
+// which j now runs past, goes back to the pool as in released (a shadow
+// rebuilt from the ledger would hold j there).
+func (rs *reservations) endMoved(j *job, end time.Time, known bool) {
+	if !known || (j.endKnown && j.end.Equal(end)) {
+		return
+	}
+	for _, r := range rs.kept {
+		if r.shadow != nil && !r.forever && !end.After(r.at) && (!j.endKnown || j.end.After(r.at)) {
+			rs.shadowPool = append(rs.shadowPool, r.shadow)
+			r.shadow = nil
+		}
+	}
+}
+
+// healthLost notes that a part's health changed (or a host was
+// cordoned): shadows built before are not reused.
 func (rs *reservations) healthLost() { rs.healthEpoch++ }
 
 // keep remembers this cycle's reservations, shadows included, for the
@@ -483,7 +502,7 @@ func (rs *reservations) reserve(j *job, now time.Time, mkey string, in reserveIn
 	if !forever && at.Before(now) {
 		at = now
 	}
-	return &reservation{at: at, forever: forever, claims: claims, p: rp, shadow: sh, health: rs.healthEpoch, mkey: mkey, commits: in.commits}
+	return &reservation{holder: j, built: now, at: at, forever: forever, claims: claims, p: rp, shadow: sh, health: rs.healthEpoch, mkey: mkey, commits: in.commits}
 }
 
 // follow switches to a new version of the cluster (live changes): the

@@ -198,6 +198,17 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 		}
 		st.Nominations = append(st.Nominations, sn)
 	}
+	// Backfill reservations kept across cycles (version 4).
+	for _, r := range s.Reservations() {
+		p := &gang.Placement{}
+		for g, claims := range r.Tasks {
+			for k, cl := range claims {
+				p.Claims = append(p.Claims, cl)
+				p.Tasks = append(p.Tasks, gang.TaskRef{Group: int32(g), Index: int32(k)})
+			}
+		}
+		st.Reservations = append(st.Reservations, Reservation{Job: r.Job, At: r.At, Forever: r.Forever, Placement: tasksOf(c, groups[r.Job], p), Current: r.Current, Filter: r.Filter, Built: r.Built})
+	}
 
 	if opt.Config.Preemptor != nil {
 		st.Notes = append(st.Notes, "the Scheduler preempts (Config.Preemptor), which a state does not carry: a loaded Scheduler preempts only with Options.Preemptor")

@@ -16,7 +16,7 @@
 // YAML (or JSON, which is YAML too). Times are RFC 3339, durations Go
 // durations ("90m", "1h30m"). Field by field:
 //
-//	version: 3                  # the format's version; 1 to 3 are read
+//	version: 4                  # the format's version; 1 to 4 are read
 //	now: 2025-01-01T10:00:00Z   # the time of the state (required)
 //	cluster:                    # exactly one of preset, file, machine, spec
 //	  preset: h100-1k           #   a built-in cluster (topology.PresetNames)
@@ -67,6 +67,14 @@
 //	  due: 2025-01-01T09:40:00Z # when they should have stopped
 //	  placement: [...]          # promised to the job (as a job's);
 //	                            # absent: it only waits for its victims
+//	reservations:               # backfill reservations kept from the last
+//	- job: big-1                #   cycle (version 4), in the order taken
+//	  at: 2025-01-01T11:00:00Z  # reserved start (absent when forever)
+//	  forever: false            # only once jobs without an estimate end
+//	  placement: [...]          # the reserved placement (as a job's)
+//	  current: true             # the next cycle reuses it as is; its
+//	  built: 2025-01-01T09:50Z  #   what-if ledger, built then, is rebuilt
+//	  filter: "@,0"             # the model filter it was computed under
 //	notes: [...]                # what the state could not carry (Capture)
 //
 // A bad file gets an *Error naming the file, the line and the field path
@@ -76,7 +84,7 @@
 //
 // # Limits
 //
-// A loaded Scheduler holds everything the state carries (version 3):
+// A loaded Scheduler holds everything the state carries (version 4):
 // jobs in their states (requeued and preempted ones too), with their
 // admission times, preemption and restart counts and saved progress;
 // the queues' Fair Tree usage; the settings (Seed, DefaultRuntime,
@@ -84,12 +92,16 @@
 // MaxGrace). Fed the same events, it decides as the captured one does
 // (TestLoadedDecidesAsOriginal), within these limits:
 //
-//   - What the Scheduler carries from cycle to cycle is rebuilt, not
-//     restored: reservations are computed afresh (the captured Scheduler
-//     never moves one later, so with backfill queues a loaded one may
-//     backfill where it would not), and cached placement failures too
-//     (whose explanations counted the free GPUs of the cycle that cached
-//     them).
+//   - Backfill reservations kept across cycles are restored (version 4,
+//     Scheduler.RestoreReservation): their times and placements, and,
+//     for one the next cycle would reuse as is, its what-if ledger,
+//     rebuilt from the live state as of its build time
+//     (TestLoadedDecidesAsOriginalBackfill; the Scheduler drops a kept
+//     ledger whenever the rebuilt one could differ: a job it modelled
+//     released, or started late enough to run past the reserved time, a
+//     health change, a cordon; not an uncordon). Cached placement
+//     failures are rebuilt, not restored (their explanations counted the
+//     free GPUs of the cycle that cached them).
 //   - The Preemptor is not saved: a loaded Scheduler preempts with
 //     Options.Preemptor only. The preemptions in flight are (version 3):
 //     the jobs waiting for their victims, the victims marked as being

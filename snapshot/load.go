@@ -170,26 +170,40 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 		}
 		states[j.ID] = js
 	}
+	// inFlight checks that a nomination or reservation f names a job of
+	// the state and turns its placement, if wanted, into claims per task
+	// group; restoreErr names the field of f a Restore… error is about.
+	inFlight := func(f, id string, placement []Task, want bool) ([][]topology.Claim, error) {
+		k := slices.IndexFunc(st.Jobs, func(j Job) bool { return j.ID == id })
+		if k < 0 {
+			return nil, bad(f+".job", fmt.Errorf("no job %q in the state", id))
+		}
+		if !want {
+			return nil, nil
+		}
+		tmp := Job{Job: st.Jobs[k].Job, Placement: placement}
+		tasks, fe := tmp.claims(c, f)
+		if fe != nil {
+			return nil, bad(fe.field, fe.err)
+		}
+		return tasks, nil
+	}
+	restoreErr := func(f string, err error) error {
+		var we *workload.FieldError
+		if errors.As(err, &we) {
+			return bad(f+".placement", errors.New(we.Field+": "+we.Msg))
+		}
+		return bad(f, err)
+	}
 	for i, n := range st.Nominations {
 		f := fmt.Sprintf("nominations[%d]", i)
-		k := slices.IndexFunc(st.Jobs, func(j Job) bool { return j.ID == n.Job })
-		if k < 0 {
-			return nil, bad(f+".job", fmt.Errorf("no job %q in the state", n.Job))
-		}
 		nm := gpusched.Nomination{Job: n.Job, Victims: n.Victims, Due: n.Due}
-		if len(n.Placement) > 0 {
-			tmp := Job{Job: st.Jobs[k].Job, Placement: n.Placement}
-			var fe *fieldErr
-			if nm.Tasks, fe = tmp.claims(c, f); fe != nil {
-				return nil, bad(fe.field, fe.err)
-			}
+		var err error
+		if nm.Tasks, err = inFlight(f, n.Job, n.Placement, len(n.Placement) > 0); err != nil {
+			return nil, err
 		}
 		if err := s.RestoreNomination(nm); err != nil {
-			var we *workload.FieldError
-			if errors.As(err, &we) {
-				return nil, bad(f+".placement", errors.New(we.Field+": "+we.Msg))
-			}
-			return nil, bad(f, err)
+			return nil, restoreErr(f, err)
 		}
 	}
 	for i, u := range st.Usage {
@@ -223,6 +237,19 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 			}
 		default:
 			return nil, bad(f, errors.New("give exactly one of host and gpu"))
+		}
+	}
+	// Reservations last: their what-if ledgers are rebuilt from the
+	// live state, health included.
+	for i, r := range st.Reservations {
+		f := fmt.Sprintf("reservations[%d]", i)
+		rv := gpusched.Reservation{Job: r.Job, At: r.At, Forever: r.Forever, Current: r.Current, Filter: r.Filter, Built: r.Built}
+		var err error
+		if rv.Tasks, err = inFlight(f, r.Job, r.Placement, true); err != nil {
+			return nil, err
+		}
+		if err := s.RestoreReservation(rv); err != nil {
+			return nil, restoreErr(f, err)
 		}
 	}
 	return &Loaded{State: st, Cluster: c, Scheduler: s, States: states}, nil

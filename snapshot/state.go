@@ -14,8 +14,9 @@ import (
 // reads every version from 1 (which lacks the settings, queue usage and
 // per-job counts version 2 added; a version 1 file loads with them zero;
 // versions 1 and 2 lack the preemptions in flight and a running job's
-// last checkpoint, which version 3 added).
-const Version = 3
+// last checkpoint, which version 3 added; versions 1 to 3 lack the
+// backfill reservations kept across cycles, which version 4 added).
+const Version = 4
 
 // State is a saved Scheduler state, as the file holds it (see the package
 // documentation for the format). It is plain data: Capture fills it,
@@ -57,6 +58,10 @@ type State struct {
 	// Nominations are the preemptions in flight (version 3), in the
 	// order gpusched.Scheduler.Nominations lists them.
 	Nominations []Nomination `yaml:"nominations,omitempty" json:"nominations,omitempty"`
+	// Reservations are the backfill reservations kept from the last
+	// cycle (version 4), in the order gpusched.Scheduler.Reservations
+	// lists them.
+	Reservations []Reservation `yaml:"reservations,omitempty" json:"reservations,omitempty"`
 	// Notes say what the state could not carry of the Scheduler it was
 	// captured from (see Capture); informational.
 	Notes []string `yaml:"notes,omitempty" json:"notes,omitempty"`
@@ -212,4 +217,20 @@ type Nomination struct {
 	Victims   []string  `yaml:"victims" json:"victims"`
 	Due       time.Time `yaml:"due,omitempty" json:"due,omitzero"`
 	Placement []Task    `yaml:"placement,omitempty" json:"placement,omitempty"`
+}
+
+// Reservation is a backfill reservation kept from the last cycle
+// (gpusched.Reservation): the blocked job, its reserved time (none when
+// Forever) and placement, whether the next cycle reuses it as is
+// (Current; the what-if ledger is rebuilt on load) and the model filter
+// it was computed under (opaque) and when its what-if ledger was built
+// (Built).
+type Reservation struct {
+	Job       string    `yaml:"job" json:"job"`
+	At        time.Time `yaml:"at,omitempty" json:"at,omitzero"`
+	Forever   bool      `yaml:"forever,omitempty" json:"forever,omitempty"`
+	Placement []Task    `yaml:"placement" json:"placement"`
+	Current   bool      `yaml:"current,omitempty" json:"current,omitempty"`
+	Filter    string    `yaml:"filter,omitempty" json:"filter,omitempty"`
+	Built     time.Time `yaml:"built,omitempty" json:"built,omitzero"`
 }
