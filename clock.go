@@ -37,3 +37,9 @@ func (s *Scheduler) eventAt(event, id string, now time.Time) (time.Time, error) 
 // stamp writes a time for an error message: UTC, to the nanosecond where
 // it has them.
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// Now returns the latest time the Scheduler has seen, from an event or a
+// Schedule (the zero time before any). An event at an earlier time is
+// refused with ErrTimeBackwards: a host that learns of a job late (a pod
+// created before the last cycle) submits it at max(its time, Now()).
+func (s *Scheduler) Now() time.Time { return s.now }

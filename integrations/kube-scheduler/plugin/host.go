@@ -61,6 +61,17 @@ type host struct {
 	moved map[string]string
 }
 
+// submitAt is the time to submit a job created at created: created, or
+// the Scheduler's latest time when that is later (it refuses an event
+// earlier than one it has seen, and a pod's creation time is often
+// earlier than the last cycle's).
+func (h *host) submitAt(created time.Time) time.Time {
+	if n := h.s.Now(); created.Before(n) {
+		return n
+	}
+	return created
+}
+
 // hostIO is what the host needs of the scheduler and the apiserver; tests
 // give fakes.
 type hostIO interface {
@@ -536,7 +547,7 @@ func (h *host) add(j *podJob, now time.Time, fx *effects) {
 		j.spec.Queue = q
 	}
 	if bound == 0 {
-		if err := h.s.Submit(j.spec, j.created); err != nil {
+		if err := h.s.Submit(j.spec, h.submitAt(j.created)); err != nil {
 			h.bad(fx, j, h.submitError(j, err), now)
 			return
 		}
