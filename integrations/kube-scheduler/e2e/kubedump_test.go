@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -142,6 +143,30 @@ func TestKubeDumpWhatIf(t *testing.T) {
 	for _, j := range cmp.Changed.Jobs {
 		if j.Job == "team-a/finetune" && !j.Start.Equal(now) {
 			t.Errorf("with a borrowing limit of 8 finetune starts at %v, want now (%v):\n%s", j.Start, now, b.String())
+		}
+	}
+
+	// The same dump through the CLI as a user runs it, from the root
+	// module: explain --kube and sim run --kube.
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command to run the CLI: %v", err)
+	}
+	cliCtx, cliCancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cliCancel()
+	for _, args := range [][]string{
+		{"explain", "--kube", dump, "--config", "docs/what-if/kueue"},
+		{"sim", "run", "--kube", dump, "--baseline", "docs/what-if/kueue", "--config", "docs/what-if/kueue-borrow", "--horizon", "24h"},
+	} {
+		cmd := exec.CommandContext(cliCtx, goBin, append([]string{"run", "./cmd/gpusched"}, args...)...)
+		cmd.Dir = "../../.."
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("gpusched %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		t.Logf("gpusched %s:\n%s", strings.Join(args[:2], " "), out)
+		if !strings.Contains(string(out), "team-a/finetune") {
+			t.Errorf("gpusched %s does not mention team-a/finetune:\n%s", strings.Join(args, " "), out)
 		}
 	}
 }
