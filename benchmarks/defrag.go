@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/gpusched/gpusched/gang"
 	"github.com/gpusched/gpusched/preempt"
@@ -124,30 +123,13 @@ func defragState(b testing.TB) *preempt.State {
 				return err
 			}
 			n++
-			id := "j" + strconv.Itoa(n)
-			spec := &workload.Job{ID: id, Queue: "q", Priority: int32(rng.IntN(10)),
-				Groups: []workload.TaskGroup{{Count: len(claims), GPUs: per}}}
+			var topo []workload.Constraint
 			if nvlink {
-				spec.Topology = []workload.Constraint{{Level: "nvlink", Required: true}}
+				topo = []workload.Constraint{{Level: "nvlink", Required: true}}
 			}
-			p := &gang.Placement{Job: id, Claims: claims, Placed: []int{len(claims)}}
-			for i := range claims {
-				p.Tasks = append(p.Tasks, gang.TaskRef{Index: int32(i)})
-			}
-			j := &preempt.Job{Spec: spec, Placement: p, Started: benchNow.Add(-time.Duration(60+rng.IntN(86400)) * time.Second)}
-			if rng.IntN(10) < 7 {
-				j.Checkpoint = j.Started.Add(time.Duration(rng.Int64N(int64(benchNow.Sub(j.Started)))))
-			}
-			return st.Add(j)
+			return st.Add(runningJob(rng, "j"+strconv.Itoa(n), claims, per, topo))
 		}
-		tray := func(h topology.HostID, from, k int) topology.Claim {
-			first, _ := c.HostGPUs(h)
-			cl := topology.Claim{Host: h}
-			for g := from; g < from+k; g++ {
-				cl.GPUs = append(cl.GPUs, topology.GPUClaim{GPU: first + topology.GPUID(g)})
-			}
-			return cl
-		}
+		tray := func(h topology.HostID, from, k int) topology.Claim { return gpuClaim(c, h, from, k) }
 		racks := c.NumHosts() / 18
 		for rk := 0; rk < racks; rk++ {
 			base := topology.HostID(rk * 18)

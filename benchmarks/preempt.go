@@ -82,27 +82,9 @@ func fullState(b testing.TB, key string, c *topology.Cluster) *preempt.State {
 				return err
 			}
 			n++
-			id := "j" + strconv.Itoa(n)
-			spec := &workload.Job{ID: id, Queue: "q", Priority: int32(rng.IntN(10)),
-				Groups: []workload.TaskGroup{{Count: len(claims), GPUs: per}}}
-			p := &gang.Placement{Job: id, Claims: claims, Placed: []int{len(claims)}}
-			for i := range claims {
-				p.Tasks = append(p.Tasks, gang.TaskRef{Index: int32(i)})
-			}
-			j := &preempt.Job{Spec: spec, Placement: p, Started: benchNow.Add(-time.Duration(60+rng.IntN(86400)) * time.Second)}
-			if rng.IntN(10) < 7 {
-				j.Checkpoint = j.Started.Add(time.Duration(rng.Int64N(int64(benchNow.Sub(j.Started)))))
-			}
-			return st.Add(j)
+			return st.Add(runningJob(rng, "j"+strconv.Itoa(n), claims, per, nil))
 		}
-		hostClaim := func(h topology.HostID, from, k int) topology.Claim {
-			first, _ := c.HostGPUs(h)
-			cl := topology.Claim{Host: h}
-			for g := from; g < from+k; g++ {
-				cl.GPUs = append(cl.GPUs, topology.GPUClaim{GPU: first + topology.GPUID(g)})
-			}
-			return cl
-		}
+		hostClaim := func(h topology.HostID, from, k int) topology.Claim { return gpuClaim(c, h, from, k) }
 		for _, d := range c.DomainsAt(tor) {
 			first, end := c.DomainHosts(d)
 			for h := first; h < end; {
@@ -187,4 +169,32 @@ func benchPlan(b *testing.B, presetName string, tasks int, level string, prio in
 		fatal(b, "planning changed the ledger")
 	}
 	b.ReportMetric(float64(st.Len()), "jobs")
+}
+
+// runningJob is a fixture job: id running its len(claims) tasks of per GPUs
+// on claims, with topology constraints topo; its priority (0-9), start (up
+// to a day before benchNow) and, for 70%, a checkpoint since are drawn
+// from rng in that order.
+func runningJob(rng *rand.Rand, id string, claims []topology.Claim, per int, topo []workload.Constraint) *preempt.Job {
+	spec := &workload.Job{ID: id, Queue: "q", Priority: int32(rng.IntN(10)),
+		Groups: []workload.TaskGroup{{Count: len(claims), GPUs: per}}, Topology: topo}
+	p := &gang.Placement{Job: id, Claims: claims, Placed: []int{len(claims)}}
+	for i := range claims {
+		p.Tasks = append(p.Tasks, gang.TaskRef{Index: int32(i)})
+	}
+	j := &preempt.Job{Spec: spec, Placement: p, Started: benchNow.Add(-time.Duration(60+rng.IntN(86400)) * time.Second)}
+	if rng.IntN(10) < 7 {
+		j.Checkpoint = j.Started.Add(time.Duration(rng.Int64N(int64(benchNow.Sub(j.Started)))))
+	}
+	return j
+}
+
+// gpuClaim claims GPUs from..from+k-1 of host h.
+func gpuClaim(c *topology.Cluster, h topology.HostID, from, k int) topology.Claim {
+	first, _ := c.HostGPUs(h)
+	cl := topology.Claim{Host: h}
+	for g := from; g < from+k; g++ {
+		cl.GPUs = append(cl.GPUs, topology.GPUClaim{GPU: first + topology.GPUID(g)})
+	}
+	return cl
 }
