@@ -404,7 +404,7 @@ func (s *Scheduler) growPlacement(j *job) (*gang.Placement, []int) {
 		return nil, nil
 	}
 	req.Seed = j.req.Seed
-	s.confine(req, p)
+	s.confine(req, j, p)
 	var np gang.Placement
 	if s.placer.Place(s.ledger, req, &np) != nil || np.Len() == 0 {
 		return nil, nil
@@ -425,20 +425,34 @@ func (s *Scheduler) growPlacement(j *job) (*gang.Placement, []int) {
 	return q.Clone(), added
 }
 
-// confine keeps req's tasks in the domain placement p holds (its level
-// and domain), when that is not the whole cluster.
-func (s *Scheduler) confine(req *gang.Request, p *gang.Placement) {
-	if p.Domain == topology.NoDomain || p.Level >= s.c.LevelCluster() {
+// confine keeps req's tasks in the domain j's placement p holds: its
+// level and domain, or, for a placement that does not say (a restored
+// one names the cluster), the domain of its GPUs at j's innermost
+// required level. Nothing is confined when that is the whole cluster.
+func (s *Scheduler) confine(req *gang.Request, j *job, p *gang.Placement) {
+	d := p.Domain
+	if p.Level >= s.c.LevelCluster() {
+		d = topology.NoDomain
+		if len(j.req.Required) > 0 {
+			for _, cl := range p.Claims {
+				if len(cl.GPUs) > 0 {
+					d = s.c.GPUAt(cl.GPUs[0].GPU, j.req.Required[0])
+					break
+				}
+			}
+		}
+	}
+	if d == topology.NoDomain || d == s.c.Root() {
 		return
 	}
-	if hosts := s.c.DomainHostList(p.Domain); hosts != nil {
+	if hosts := s.c.DomainHostList(d); hosts != nil {
 		req.AllowHost = func(h topology.HostID) bool {
 			_, ok := slices.BinarySearch(hosts, h)
 			return ok
 		}
 		return
 	}
-	gpus := slices.Clone(s.c.DomainGPUs(p.Domain))
+	gpus := slices.Clone(s.c.DomainGPUs(d))
 	slices.Sort(gpus)
 	req.AllowGPU = func(g topology.GPUID) bool {
 		_, ok := slices.BinarySearch(gpus, g)
@@ -504,4 +518,138 @@ func formatResizes(b *strings.Builder, c *topology.Cluster, d *Decision) {
 	for _, x := range d.Grows {
 		fmt.Fprintf(b, "grow %s: %d task(s) on %s, %d in all\n", x.Job, len(x.Tasks), FormatPlacement(c, &gang.Placement{Claims: x.Claims}), x.Size)
 	}
+}
+
+// Resize is what the Scheduler keeps of a resized elastic job beyond its
+// placement: its size before its first shrink, and a shrink or grow in
+// flight. Resizes lists them and RestoreResize restores them, so that a
+// saved state carries them (package snapshot).
+type Resize struct {
+	Job string
+	// Size is the job's tasks per group before its first shrink: what it
+	// grows back to.
+	Size []int
+	// Shrink lists the claims of the tasks a shrink in flight stops (nil:
+	// none), asked for job For with Grace.
+	Shrink []topology.Claim
+	For    string
+	Grace  time.Duration
+	// Grow lists the claims of the tasks a grow in flight added (nil:
+	// none).
+	Grow []topology.Claim
+}
+
+// Resizes lists the resized elastic jobs that hold resources, in the
+// order of their first shrink; the claims are copies.
+func (s *Scheduler) Resizes() []Resize {
+	var out []Resize
+	for _, j := range s.elastic.resized {
+		e := &j.el
+		if !e.live(j) || !j.state.Holding() {
+			continue
+		}
+		r := Resize{Job: j.spec.ID, Size: slices.Clone(e.orig)}
+		if len(e.shrink) > 0 {
+			r.Shrink, r.For, r.Grace = cloneClaims(pickClaims(j.placement.Claims, e.shrink)), e.shrinkFor, e.shrinkGrace
+		}
+		if len(e.grow) > 0 {
+			r.Grow = cloneClaims(pickClaims(j.placement.Claims, e.grow))
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// RestoreResize restores a resized elastic job after the jobs are
+// restored (RestoreJob) and before the nominations (RestoreNomination):
+// the job runs, Size has one entry per group between the tasks it holds
+// and its count, and the claims of Shrink or Grow (not both) are claims
+// of its placement, each once, a shrink leaving every group its minimum.
+// A shrink in flight marks the job as being stopped (as a victim is).
+// Nothing changes on error.
+func (s *Scheduler) RestoreResize(r Resize) error {
+	j, err := s.lookup(r.Job)
+	if err != nil {
+		return err
+	}
+	bad := func(format string, args ...any) error {
+		return jobErr(r.Job, fmt.Errorf("%w: RestoreResize: "+format, append([]any{ErrState}, args...)...))
+	}
+	switch {
+	case j.state != queue.Running:
+		return bad("a %s job (want running)", j.state)
+	case j.el.live(j):
+		return bad("restored already")
+	case len(r.Size) != len(j.spec.Groups):
+		return bad("%d sizes for %d task groups", len(r.Size), len(j.spec.Groups))
+	case r.Shrink != nil && r.Grow != nil:
+		return bad("both a shrink and a grow in flight")
+	}
+	p := j.placement
+	for gi, n := range r.Size {
+		if n < p.Placed[gi] || n > j.spec.Groups[gi].Count {
+			return bad("size %d of group %d outside %d..%d", n, gi, p.Placed[gi], j.spec.Groups[gi].Count)
+		}
+	}
+	shrink, ok := claimIndexes(p, r.Shrink)
+	if !ok {
+		return bad("a shrink's claim is not one of the job's")
+	}
+	grow, ok := claimIndexes(p, r.Grow)
+	if !ok {
+		return bad("a grow's claim is not one of the job's")
+	}
+	if shrink != nil {
+		var tasks []gang.TaskRef
+		for _, k := range shrink {
+			tasks = append(tasks, p.Tasks[k])
+		}
+		if shrinkIndexes(j, tasks) == nil {
+			return bad("the shrink leaves a group below its minimum")
+		}
+	}
+	s.elastic.restore(j, slices.Clone(r.Size), shrink, r.For, r.Grace, grow, s.now)
+	if shrink != nil {
+		s.victims.ask(j, s.now)
+	} else {
+		s.victims.update(j, s.now)
+	}
+	return nil
+}
+
+// restore files j's part as RestoreResize found it.
+func (x *elastic) restore(j *job, orig, shrink []int, forID string, grace time.Duration, grow []int, now time.Time) {
+	j.el = jobElastic{p: j.placement, orig: orig, shrink: shrink, shrinkFor: forID, shrinkGrace: grace, shrinkAt: now, grow: grow}
+	x.resized = append(x.resized, j)
+}
+
+// claimIndexes returns the indexes in p of claims cs, in ascending
+// order, each matched once (nil, true for none; false when one is not
+// p's).
+func claimIndexes(p *gang.Placement, cs []topology.Claim) ([]int, bool) {
+	if len(cs) == 0 {
+		return nil, true
+	}
+	var out []int
+	for _, c := range cs {
+		k := slices.IndexFunc(p.Claims, func(x topology.Claim) bool {
+			return x.Host == c.Host && x.CPUMilli == c.CPUMilli && x.MemoryMiB == c.MemoryMiB && slices.Equal(x.GPUs, c.GPUs)
+		})
+		for k >= 0 && slices.Contains(out, k) {
+			n := slices.IndexFunc(p.Claims[k+1:], func(x topology.Claim) bool {
+				return x.Host == c.Host && x.CPUMilli == c.CPUMilli && x.MemoryMiB == c.MemoryMiB && slices.Equal(x.GPUs, c.GPUs)
+			})
+			if n < 0 {
+				k = -1
+			} else {
+				k += 1 + n
+			}
+		}
+		if k < 0 {
+			return nil, false
+		}
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out, true
 }

@@ -24,7 +24,7 @@ import (
 // GPUs held once) and the elastic ones: no job lost, an elastic job never
 // below its minimum nor above its size before it shrank (nor its count).
 // It returns the transcript of the Decisions.
-func elasticRun(t *rapid.T, hosts int, steps []int) string {
+func elasticRun(t fatalT, hosts int, steps []int) string {
 	sp, err := topology.Generator{Name: "p", Machine: "dgx-h100", Hosts: hosts, HostsPerToR: 2}.Spec()
 	if err != nil {
 		t.Fatal(err)
@@ -176,12 +176,7 @@ func TestPropertyElastic(t *testing.T) {
 	var shrinks, grows int
 	rapid.Check(t, func(rt *rapid.T) {
 		hosts := rapid.IntRange(1, 3).Draw(rt, "hosts")
-		seed := rapid.Uint64().Draw(rt, "seed")
-		rng := rand.New(rand.NewPCG(seed, 1))
-		steps := make([]int, rapid.IntRange(10, 120).Draw(rt, "steps"))
-		for i := range steps {
-			steps[i] = rng.IntN(10000)
-		}
+		steps := elasticSteps(rapid.Uint64().Draw(rt, "seed"), rapid.IntRange(10, 120).Draw(rt, "steps"))
 		a := elasticRun(rt, hosts, steps)
 		if b := elasticRun(rt, hosts, steps); a != b {
 			rt.Fatalf("decisions differ:\n%s\n---\n%s", a, b)
@@ -190,7 +185,36 @@ func TestPropertyElastic(t *testing.T) {
 		grows += strings.Count(a, "\ngrow ")
 	})
 	t.Logf("%d shrinks, %d grows", shrinks, grows)
+}
+
+// TestElasticStreamsResize: the streams of TestPropertyElastic do shrink
+// and grow (200 fixed seeds), so the property checks something.
+func TestElasticStreamsResize(t *testing.T) {
+	var shrinks, grows int
+	for seed := range uint64(200) {
+		a := elasticRun(t, 1+int(seed%3), elasticSteps(seed, 100))
+		shrinks += strings.Count(a, "\nshrink ")
+		grows += strings.Count(a, "\ngrow ")
+	}
+	t.Logf("%d shrinks, %d grows", shrinks, grows)
 	if shrinks == 0 || grows == 0 {
 		t.Errorf("no shrink (%d) or no grow (%d) in any stream", shrinks, grows)
 	}
+}
+
+// fatalT is what elasticRun needs of *testing.T and *rapid.T.
+type fatalT interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// elasticSteps draws n steps from seed.
+func elasticSteps(seed uint64, n int) []int {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	steps := make([]int, n)
+	for i := range steps {
+		steps[i] = rng.IntN(10000)
+	}
+	return steps
 }
