@@ -107,6 +107,11 @@ type Decision struct {
 	// Recoveries say what to do with the running jobs on GPUs and hosts
 	// that failed or are draining since the last cycle, one per job.
 	Recoveries []Recovery
+	// Shrinks stop some tasks of running elastic gangs after a grace
+	// period (the rest runs on); Grows extend running gangs with new
+	// tasks. Only a Scheduler that implements Resizer may ask for them.
+	Shrinks []Shrink
+	Grows   []Grow
 	// Pending explains, for jobs still waiting, why.
 	Pending []Pending
 	// Wake, when later than the cycle, asks for another cycle then even
@@ -140,6 +145,44 @@ type Preemption struct {
 	// restart cost overlaps the old copy's grace and only what of it is
 	// left when the job binds there is paid.
 	Ready bool
+}
+
+// Shrink asks the host to stop some tasks of a running elastic gang: to
+// signal them, let them checkpoint for Grace, then release Claims (each
+// one of the job's claims) and report Resizer.Shrunk. The other tasks run
+// on; so does the job's work (see Resizer).
+type Shrink struct {
+	Job    string
+	Claims []topology.Claim
+	Grace  time.Duration
+}
+
+// Grow extends a running gang with new tasks on Claims, which the host
+// takes at once and reports with Resizer.Grown.
+type Grow struct {
+	Job    string
+	Claims []topology.Claim
+}
+
+// Resizer is implemented by Schedulers whose Decisions shrink and grow
+// elastic gangs (Decision.Shrinks, Decision.Grows): the host reports a
+// shrink done with Shrunk, once the tasks stopped and released their
+// claims, and a grow with Grown, once the new tasks started.
+//
+// How the simulator models a resize: the job's GPUs held change (what
+// other jobs can use, utilisation, GPU time), its speed does not. The
+// simulator does not model throughput by gang size: a trace job runs for
+// its recorded duration whether it was bound with all of its tasks or at
+// its minimum, and so it does after a shrink or a grow (an optimistic
+// model for a shrunk gang: its work does not slow down). A shrink's
+// stopped tasks checkpoint in their grace period as a preempted job does
+// (when checkpoints are on and the grace covers the pause), else they
+// lose the work since the job's last checkpoint on their GPUs (GPU time
+// lost to shrinks); the job's progress is kept either way. New tasks
+// start at once, without a reload.
+type Resizer interface {
+	Shrunk(now time.Duration, job string) error
+	Grown(now time.Duration, job string) error
 }
 
 // Recovery is what to do with a running job hit by a fault.

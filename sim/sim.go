@@ -65,6 +65,7 @@ type job struct {
 	stopCause StopCause     // of stopEv: StopPreempted or StopDrain
 	noticeAt  time.Duration // preemption or drain notice, when stopEv is set
 	ckptEv    EventID       // the next checkpoint of this segment
+	shrinkEv  EventID       // a shrink's tasks stop (see resize.go)
 	ckptK     int           // checkpoints completed in this segment
 	ckptN     int           // checkpoints due in this segment
 	lastCkpt  time.Duration // last checkpoint of this segment (segStart: none)
@@ -193,6 +194,9 @@ func New(cfg Config, jobs []trace.Job) (*Simulation, error) {
 		// as they happen: an estimate from the interval would ignore the
 		// reload and checkpoint pauses of the model.
 		j.spec.CheckpointInterval = 0
+		if cfg.Elastic > 0 {
+			j.spec.Groups = elastic(j.spec.Groups, cfg.Elastic) // (resize.go)
+		}
 		if cfg.RuntimeEstimate > 0 && j.spec.Runtime == 0 {
 			j.spec.Runtime = cfg.EstimateError.apply(time.Duration(float64(tj.Duration)*cfg.RuntimeEstimate), rngEst)
 		}
@@ -469,6 +473,10 @@ func (s *Simulation) cycle(now time.Duration) {
 			return
 		}
 	}
+	if err := s.resizes(now, &d); err != nil { // (resize.go)
+		s.err = err
+		return
+	}
 	if s.wakeEv != 0 {
 		s.eng.Cancel(s.wakeEv)
 		s.wakeEv = 0
@@ -727,7 +735,7 @@ func (s *Simulation) complete(now time.Duration, i int32) {
 
 // cancelEvents cancels j's completion, checkpoint and stop events.
 func (s *Simulation) cancelEvents(j *job) {
-	for _, ev := range []*EventID{&j.endEv, &j.ckptEv, &j.stopEv} {
+	for _, ev := range []*EventID{&j.endEv, &j.ckptEv, &j.stopEv, &j.shrinkEv} {
 		if *ev != 0 {
 			s.eng.Cancel(*ev)
 			*ev = 0
