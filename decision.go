@@ -84,9 +84,9 @@ type Preemption struct {
 	Reason string
 	// Shrink, if not nil, lists the tasks to stop of an elastic gang
 	// above its minimum (the rest runs on): with Config.Elastic the
-	// Scheduler reports it in Decision.Shrinks, not Preemptions; without,
-	// or when the tasks are not ones the gang may give back, it is
-	// ignored.
+	// Scheduler reports it in Decision.Shrinks, not Preemptions. Without
+	// it, or when the tasks are not ones the running gang may give back,
+	// the Scheduler drops the entry (and so makes no nomination).
 	Shrink []gang.TaskRef
 }
 

@@ -26,10 +26,11 @@ import (
 // tasks only — the tasks that stay keep running and lose nothing; then
 // the number of victims, each stopped task of a shrink counting as one;
 // then their priorities. A whole preemption of the same job loses the
-// work since the checkpoint on all of its GPUs; so a shrink is chosen
-// whenever the tasks it stops lose less than the other ways to make the
-// room (its job's checkpoint is as old as theirs, or the room is only
-// part of the gang).
+// work since the checkpoint on all of its GPUs. So a shrink is chosen
+// when the tasks it stops lose less than every other way to make the
+// room — typically when the room needed is only part of the gang, or the
+// gang checkpointed more recently than the other candidates; at equal
+// lost work, whole victims win (they are fewer).
 //
 // The host protocol, in order:
 //
@@ -41,8 +42,8 @@ import (
 //  2. A Grow in a Decision: the Claims are already the job's (its
 //     placement is extended, the quota charged); start the new tasks
 //     there, then call Grown. A host that cannot start them calls
-//     Requeue (the whole job restarts from its checkpoint) or Shrunk is
-//     not used for them.
+//     Requeue (the whole job waits again and restarts from its
+//     checkpoint); there is no event that undoes a grow alone.
 //
 // A job grows only when no other job waits for room: nothing waits in
 // any other queue except for quota, and nothing of its own queue with a

@@ -130,13 +130,41 @@ func (s *Simulation) shrunk(now, notice time.Duration, i int32, claims []topolog
 	s.requestCycle(now)
 }
 
+// sizeSpeed is the speed factor of j's size: for a job with an elastic
+// group, the tasks it holds over the tasks it asks for (linear scaling,
+// the usual first model of data-parallel training); 1 for a rigid job,
+// whose trace duration is at its full size.
+func sizeSpeed(j *job) float64 {
+	for _, g := range j.spec.Groups {
+		if g.MinCount > 0 && g.MinCount < g.Count {
+			return float64(len(j.claims)) / float64(j.spec.Tasks())
+		}
+	}
+	return 1
+}
+
 // resized switches running job i to claims at now (the ledger already
-// changed): the hosts it is on, the GPUs it holds and their accounts.
-// The GPU time its segment held so far is kept at the old size (the
-// segment's account at its end counts the new size from its start).
+// changed): its segment ends there without a stop (the work done so far
+// is kept, though what no checkpoint covers yet is lost if the run stops
+// before the next one), and a new one starts at now, without a reload,
+// at the speed of its new size, with its hosts and GPUs held.
 func (s *Simulation) resized(now time.Duration, i int32, claims []topology.Claim) {
 	j := &s.jobs[i]
 	s.account(now)
+	worked, saved := s.workedBy(j, now)
+	done := math.Min(worked*j.speed, j.work)
+	if saved > 0 {
+		j.unsaved = 0 // a checkpoint of this segment covers the earlier ones
+	}
+	j.unsaved += done - math.Min(saved*j.speed, done)
+	s.m.segment(j, now, now, done, false, 0)
+	j.work -= done
+	for _, ev := range []*EventID{&j.endEv, &j.ckptEv} {
+		if *ev != 0 {
+			s.eng.Cancel(*ev)
+			*ev = 0
+		}
+	}
 	for _, c := range j.claims {
 		if hj := s.hostJobs[c.Host]; slices.Contains(hj, i) {
 			s.hostJobs[c.Host] = slices.DeleteFunc(hj, func(x int32) bool { return x == i })
@@ -149,10 +177,16 @@ func (s *Simulation) resized(now time.Duration, i int32, claims []topology.Claim
 		}
 	}
 	old, m := j.gpuMilli, claimMilli(s.c, claims)
-	s.m.tenantUsed[j.tenant] += (now - j.segStart).Seconds() * float64(old-m) / topology.MilliPerGPU
 	s.m.usedMilli += m - old
 	s.m.load.run(now, int(j.tk), old, -1)
 	s.m.load.run(now, int(j.tk), m, +1)
 	j.gpuMilli = m
 	j.level = s.spread(claims)
+	j.speed = s.speedFor(j.level) * s.modelSpeed(j.claims) * sizeSpeed(j)
+	j.segStart, j.restart, j.segBusy = now, 0, s.m.load.busyTime
+	j.endEv = s.eng.Schedule(now+s.segmentLength(j), func(t time.Duration) { s.complete(t, i) })
+	j.ckptK, j.ckptN = 0, s.checkpointsDue(j)
+	if j.ckptN > 0 {
+		s.nextCheckpoint(i)
+	}
 }

@@ -169,17 +169,17 @@ type Grow struct {
 // shrink done with Shrunk, once the tasks stopped and released their
 // claims, and a grow with Grown, once the new tasks started.
 //
-// How the simulator models a resize: the job's GPUs held change (what
-// other jobs can use, utilisation, GPU time), its speed does not. The
-// simulator does not model throughput by gang size: a trace job runs for
-// its recorded duration whether it was bound with all of its tasks or at
-// its minimum, and so it does after a shrink or a grow (an optimistic
-// model for a shrunk gang: its work does not slow down). A shrink's
-// stopped tasks checkpoint in their grace period as a preempted job does
-// (when checkpoints are on and the grace covers the pause), else they
-// lose the work since the job's last checkpoint on their GPUs (GPU time
-// lost to shrinks); the job's progress is kept either way. New tasks
-// start at once, without a reload.
+// How the simulator models a resize: a job with an elastic group runs at
+// a speed proportional to the tasks it holds (linear scaling: its trace
+// duration is at its full size; bound at its minimum, or shrunk to it, it
+// runs at that share of full speed), so a resize ends the job's segment
+// without a stop — the work done so far is kept — and starts one at the
+// new speed with the new GPUs, without a reload. A shrink's stopped tasks
+// checkpoint in their grace period as a preempted job does (when
+// checkpoints are on and the grace covers the pause), else they lose the
+// work since the job's last checkpoint on their GPUs (GPU time lost to
+// shrinks); the job's progress is kept either way. New tasks start at
+// once.
 type Resizer interface {
 	Shrunk(now time.Duration, job string) error
 	Grown(now time.Duration, job string) error

@@ -66,6 +66,8 @@ type job struct {
 	noticeAt  time.Duration // preemption or drain notice, when stopEv is set
 	ckptEv    EventID       // the next checkpoint of this segment
 	shrinkEv  EventID       // a shrink's tasks stop (see resize.go)
+	runStart  time.Duration // start of the current run (segments split by resizes share it)
+	unsaved   float64       // work of earlier segments of the run no checkpoint covers yet (resize.go)
 	ckptK     int           // checkpoints completed in this segment
 	ckptN     int           // checkpoints due in this segment
 	lastCkpt  time.Duration // last checkpoint of this segment (segStart: none)
@@ -534,8 +536,8 @@ func (s *Simulation) bind(now time.Duration, b Binding) error {
 	j.segBusy = s.m.load.busyTime
 	s.running++
 	j.level = s.spread(j.claims)
-	j.speed = s.speedFor(j.level) * s.modelSpeed(j.claims)
-	j.segStart = now
+	j.speed = s.speedFor(j.level) * s.modelSpeed(j.claims) * sizeSpeed(j) // (resize.go)
+	j.segStart, j.runStart, j.unsaved = now, now, 0
 	j.restart = 0
 	if j.started {
 		j.restart = s.cfg.Checkpoint.RestartCost
@@ -589,6 +591,7 @@ func (s *Simulation) checkpointed(now time.Duration, i int32) {
 	j := &s.jobs[i]
 	j.ckptEv = 0
 	j.ckptK++
+	j.unsaved = 0
 	s.reportCheckpoint(now, i)
 	if s.err == nil && j.ckptK < j.ckptN {
 		s.nextCheckpoint(i)
@@ -858,13 +861,16 @@ func (s *Simulation) halt(now time.Duration, i int32, cause StopCause, graceful 
 			w, _ := s.workedBy(j, now-ov)
 			saved = max(saved, w)
 			keptBy = now - ov
+			j.unsaved = 0
 			s.reportCheckpoint(now, i)
 		}
 	}
 	done := math.Min(saved*j.speed, j.work)
 	s.m.segment(j, now, keptBy, done, true, cause)
-	j.savedWall += j.lastCkpt - j.segStart
+	j.savedWall += j.lastCkpt - j.runStart
 	j.work -= done
+	j.work += j.unsaved // earlier segments' work since the last checkpoint is lost too
+	j.unsaved = 0
 	s.release(i)
 	j.crashed = false
 	switch cause {
