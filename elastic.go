@@ -24,13 +24,13 @@ import (
 // How a shrink is priced (the planner's cost, lexicographic): the GPU
 // time lost since the job's last checkpoint on the GPUs of the stopped
 // tasks only — the tasks that stay keep running and lose nothing; then
-// the number of victims, each stopped task of a shrink counting as one;
-// then their priorities. A whole preemption of the same job loses the
-// work since the checkpoint on all of its GPUs. So a shrink is chosen
-// when the tasks it stops lose less than every other way to make the
-// room — typically when the room needed is only part of the gang, or the
-// gang checkpointed more recently than the other candidates; at equal
-// lost work, whole victims win (they are fewer).
+// the number of victim jobs (a shrunk gang counts once, however many
+// tasks it gives back); then their priorities. A whole preemption of the
+// same job loses the work since the checkpoint on all of its GPUs. So a
+// shrink is chosen when the tasks it stops lose less than every other
+// way to make the room — typically when the room needed is only part of
+// the gang, or the gang checkpointed more recently than the other
+// candidates; full ties are broken as for any victims (preempt.Search).
 //
 // The host protocol, in order:
 //
