@@ -264,7 +264,7 @@ func total(v []int) int {
 // to d. It reports false (nothing recorded) when the tasks are not
 // valid, or shrinking is off.
 func (s *Scheduler) shrinkVictim(d *Decision, vj *job, v Preemption, now time.Time) bool {
-	if !s.elastic.on() || vj.state != queue.Running || vj.growing() {
+	if !s.elastic.on() || !vj.state.Holding() || vj.growing() {
 		return false
 	}
 	idx := shrinkIndexes(vj, v.Shrink)
@@ -429,8 +429,23 @@ func (s *Scheduler) growPlacement(j *job) (*gang.Placement, []int) {
 // confine keeps req's tasks in the domain j's placement p holds: its
 // level and domain, or, for a placement that does not say (a restored
 // one names the cluster), the domain of its GPUs at j's innermost
-// required level. Nothing is confined when that is the whole cluster.
+// required level (nothing is confined when that is the whole cluster);
+// and on the GPU model of its GPUs, when they have one.
 func (s *Scheduler) confine(req *gang.Request, j *job, p *gang.Placement) {
+	model := topology.NoModel
+	for _, cl := range p.Claims {
+		for _, g := range cl.GPUs {
+			if m := s.c.GPU(g.GPU).Model; model == topology.NoModel {
+				model = m
+			} else if m != model {
+				model = topology.NoModel
+				break
+			}
+		}
+	}
+	if model != topology.NoModel {
+		req.AllowGPU = func(g topology.GPUID) bool { return s.c.GPU(g).Model == model }
+	}
 	d := p.Domain
 	if p.Level >= s.c.LevelCluster() {
 		d = topology.NoDomain
@@ -457,7 +472,7 @@ func (s *Scheduler) confine(req *gang.Request, j *job, p *gang.Placement) {
 	slices.Sort(gpus)
 	req.AllowGPU = func(g topology.GPUID) bool {
 		_, ok := slices.BinarySearch(gpus, g)
-		return ok
+		return ok && (model == topology.NoModel || s.c.GPU(g).Model == model)
 	}
 	req.AllowHost = func(h topology.HostID) bool {
 		first, n := s.c.HostGPUs(h)
@@ -563,7 +578,7 @@ func (s *Scheduler) Resizes() []Resize {
 
 // RestoreResize restores a resized elastic job after the jobs are
 // restored (RestoreJob) and before the nominations (RestoreNomination):
-// the job runs, Size has one entry per group between the tasks it holds
+// the job holds resources, Size has one entry per group between the tasks it holds
 // and its count, and the claims of Shrink or Grow (not both) are claims
 // of its placement, each once, a shrink leaving every group its minimum.
 // A shrink in flight marks the job as being stopped (as a victim is).
@@ -577,8 +592,8 @@ func (s *Scheduler) RestoreResize(r Resize) error {
 		return jobErr(r.Job, fmt.Errorf("%w: RestoreResize: "+format, append([]any{ErrState}, args...)...))
 	}
 	switch {
-	case j.state != queue.Running:
-		return bad("a %s job (want running)", j.state)
+	case !j.state.Holding():
+		return bad("a %s job (want admitted or running)", j.state)
 	case j.el.live(j):
 		return bad("restored already")
 	case len(r.Size) != len(j.spec.Groups):
