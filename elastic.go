@@ -648,13 +648,9 @@ func claimIndexes(p *gang.Placement, cs []topology.Claim) ([]int, bool) {
 	}
 	var out []int
 	for _, c := range cs {
-		k := slices.IndexFunc(p.Claims, func(x topology.Claim) bool {
-			return x.Host == c.Host && x.CPUMilli == c.CPUMilli && x.MemoryMiB == c.MemoryMiB && slices.Equal(x.GPUs, c.GPUs)
-		})
+		k := slices.IndexFunc(p.Claims, func(x topology.Claim) bool { return x.Equal(c) })
 		for k >= 0 && slices.Contains(out, k) {
-			n := slices.IndexFunc(p.Claims[k+1:], func(x topology.Claim) bool {
-				return x.Host == c.Host && x.CPUMilli == c.CPUMilli && x.MemoryMiB == c.MemoryMiB && slices.Equal(x.GPUs, c.GPUs)
-			})
+			n := slices.IndexFunc(p.Claims[k+1:], func(x topology.Claim) bool { return x.Equal(c) })
 			if n < 0 {
 				k = -1
 			} else {

@@ -83,9 +83,7 @@ func (s *Simulation) resizes(now time.Duration, d *Decision) error {
 func (s *Simulation) without(j *job, cs []topology.Claim) ([]topology.Claim, error) {
 	left := slices.Clone(j.claims)
 	for _, c := range cs {
-		k := slices.IndexFunc(left, func(x topology.Claim) bool {
-			return x.Host == c.Host && slices.Equal(x.GPUs, c.GPUs) && x.CPUMilli == c.CPUMilli && x.MemoryMiB == c.MemoryMiB
-		})
+		k := slices.IndexFunc(left, func(x topology.Claim) bool { return x.Equal(c) })
 		if k < 0 {
 			return nil, fmt.Errorf("claim on host %s is not the job's", s.c.HostName(c.Host))
 		}
