@@ -41,10 +41,11 @@ type PlacingPreemptor interface {
 // non-preemptible jobs respected; gang- and topology-aware; minimal lost
 // work since checkpoints) and the placement the job gets.
 //
-// Victims stop whole unless Config.Elastic is set: then an elastic gang
-// above its minimum may be shrunk instead (a Preemption with Shrink,
-// reported in Decision.Shrinks; see ElasticConfig for how it is priced),
-// unless preempt.Config.NoShrink is set; without it NoShrink is forced.
+// Victims stop whole unless the Scheduler's Config.Elastic is set: then
+// an elastic gang above its minimum may be shrunk instead (a Preemption
+// with Shrink, reported in Decision.Shrinks; see ElasticConfig for how it
+// is priced), unless preempt.Config.NoShrink is set. Without
+// Config.Elastic, NoShrink is always set.
 //
 // Checkpoints come from Scheduler.Checkpointed; for a running job that
 // never reported one but has a CheckpointInterval, the last checkpoint is
