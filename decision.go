@@ -43,6 +43,13 @@ type Decision struct {
 	// host checkpoints each within its grace period, stops it and calls
 	// Migrated; the job then binds on its destination.
 	Migrations []Migration
+	// Shrinks are elastic gangs to shrink so that pending jobs can start
+	// (empty unless Config.Elastic is set): the host stops the listed
+	// tasks within the grace period and calls Shrunk (see ElasticConfig).
+	Shrinks []Shrink
+	// Grows are shrunk elastic gangs extended with new tasks, already
+	// held for them: the host starts the tasks and calls Grown.
+	Grows []Grow
 	// Pending lists every job still waiting, queue by queue (depth-first
 	// order of the queue tree) and in queue order within each, with the
 	// reason it waits. Its backing array is reused by the next Schedule
@@ -75,6 +82,12 @@ type Preemption struct {
 	Grace time.Duration
 	// Reason says why this victim, in words.
 	Reason string
+	// Shrink, if not nil, lists the tasks to stop of an elastic gang
+	// above its minimum (the rest runs on): with Config.Elastic the
+	// Scheduler reports it in Decision.Shrinks, not Preemptions. Without
+	// it, or when the tasks are not ones the running gang may give back,
+	// the Scheduler drops the entry (and so makes no nomination).
+	Shrink []gang.TaskRef
 }
 
 // Pending is a job that waits, and why.
@@ -308,6 +321,7 @@ func (d *Decision) Format(c *topology.Cluster) string {
 		fmt.Fprintf(&b, "migrate %s for %s (grace %v): %s -> %s; loses %s since its last checkpoint%s\n", m.Job, m.For, m.Grace,
 			FormatPlacement(c, &gang.Placement{Claims: m.From}), FormatPlacement(c, &gang.Placement{Claims: m.To}), m.Lost, ready)
 	}
+	formatResizes(&b, c, d)
 	for i := range d.Recoveries {
 		formatRecovery(&b, &d.Recoveries[i])
 	}

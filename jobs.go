@@ -48,6 +48,7 @@ type job struct {
 	vic    jobVictim     // its filing as a possible victim (victimIndex)
 	nom    jobNomination // its nomination and victims (nominations)
 	rec    jobRecovery   // checkpoints, progress, restarts (recovery)
+	el     jobElastic    // its shrink or grow in flight, size before shrinking (elastic)
 	noPlan noPlanMemo    // the PlanPreemptor's last failed plan for it
 }
 

@@ -2,6 +2,7 @@ package gpusched
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gpusched/gpusched/gang"
@@ -40,8 +41,11 @@ type PlacingPreemptor interface {
 // non-preemptible jobs respected; gang- and topology-aware; minimal lost
 // work since checkpoints) and the placement the job gets.
 //
-// Victims stop whole: the Scheduler has no event for stopping part of an
-// elastic gang, so preempt.Config.NoShrink is always set.
+// Victims stop whole unless the Scheduler's Config.Elastic is set: then
+// an elastic gang above its minimum may be shrunk instead (a Preemption
+// with Shrink, reported in Decision.Shrinks; see ElasticConfig for how it
+// is priced), unless preempt.Config.NoShrink is set. Without
+// Config.Elastic, NoShrink is always set.
 //
 // Checkpoints come from Scheduler.Checkpointed; for a running job that
 // never reported one but has a CheckpointInterval, the last checkpoint is
@@ -53,6 +57,7 @@ type PlanPreemptor struct {
 	cfg     preempt.Config
 	search  *preempt.Search
 	placer  gang.Placer
+	shrinks bool // search was built to shrink elastic gangs
 	maxPlan int
 
 	cycle uint64
@@ -73,7 +78,6 @@ func NewPlanPreemptor(cfg preempt.Config, maxPerCycle int) (*PlanPreemptor, erro
 	if maxPerCycle == 0 {
 		maxPerCycle = 8
 	}
-	cfg.NoShrink = true
 	if _, err := preempt.New(cfg); err != nil {
 		return nil, err
 	}
@@ -97,13 +101,15 @@ func (p *PlanPreemptor) PreemptPlan(s *Scheduler, c PreemptCandidate, now time.T
 		return nil, nil
 	}
 	j := s.jobs.byID[c.Job.ID]
-	if p.search == nil || p.cfg.Placer == nil && p.placer != s.placer {
+	shrinks := s.elastic.on() && !p.cfg.NoShrink // (elastic.go)
+	if p.search == nil || p.cfg.Placer == nil && p.placer != s.placer || p.shrinks != shrinks {
 		cfg := p.cfg
 		if cfg.Placer == nil {
 			cfg.Placer = s.placer
 		}
+		cfg.NoShrink = !shrinks
 		p.search, _ = preempt.New(cfg) // validated by NewPlanPreemptor
-		p.placer = s.placer
+		p.placer, p.shrinks = s.placer, shrinks
 	}
 	pending := func() *preempt.Pending {
 		return &preempt.Pending{Request: c.Request, Queue: c.Queue, Priority: c.Job.Priority, Demand: s.adm.demand(c.Request), Unplaced: c.Why != nil}
@@ -126,7 +132,7 @@ func (p *PlanPreemptor) PreemptPlan(s *Scheduler, c PreemptCandidate, now time.T
 	}
 	out := make([]Preemption, 0, len(plan.Victims))
 	for _, v := range plan.Victims {
-		out = append(out, Preemption{Job: v.Job, Grace: v.Grace, Reason: victimReason(&v, c.Job.Priority, c.Queue)})
+		out = append(out, Preemption{Job: v.Job, Grace: v.Grace, Reason: victimReason(&v, c.Job.Priority, c.Queue), Shrink: slices.Clone(v.Tasks)})
 	}
 	return out, plan.Placement
 }
@@ -328,7 +334,7 @@ func (x schedSnapshot) Roster() *preempt.Roster {
 // be released) and the demands of nominated jobs (to be charged).
 func (x schedSnapshot) Commitments(fn func(q string, v queue.Vector, release bool)) {
 	s := x.s
-	s.victims.stoppingJobs(func(j *job) { fn(j.leaf.Name(), j.charged, true) })
+	s.victims.stoppingJobs(func(j *job) { fn(j.leaf.Name(), s.elastic.releasing(s, j), true) })
 	for _, n := range s.noms.list {
 		if !n.charged { // (else the tree has it: see hold)
 			fn(n.job.leaf.Name(), n.charge, false)
@@ -367,9 +373,15 @@ func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.
 		if !ok || !vj.state.Holding() || vj.vic.preempting || vj == j {
 			continue
 		}
-		s.victims.ask(vj, now)
 		v.For = j.spec.ID
-		d.Preemptions = append(d.Preemptions, v)
+		if v.Shrink != nil {
+			if !s.shrinkVictim(d, vj, v, now) { // (elastic.go)
+				continue
+			}
+		} else {
+			s.victims.ask(vj, now)
+			d.Preemptions = append(d.Preemptions, v)
+		}
 		asked = append(asked, v.Job)
 		victims = append(victims, vj)
 	}

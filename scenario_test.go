@@ -502,7 +502,10 @@ func (h *harness) check(t *testing.T, td *datadriven.TestData) {
 	checkInvariants(t, h.s, td.Pos)
 }
 
-func checkInvariants(t testing.TB, s *Scheduler, where string) {
+func checkInvariants(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, s *Scheduler, where string) {
 	t.Helper()
 	if err := s.ledger.Check(); err != nil {
 		t.Fatalf("%s: ledger: %v", where, err)

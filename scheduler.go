@@ -27,6 +27,10 @@ type Config struct {
 	// Defrag, if set, moves running jobs to make room for gangs blocked by
 	// fragmentation (Decision.Migrations; see DefragConfig); nil is off.
 	Defrag *DefragConfig
+	// Elastic, if set, lets elastic gangs give back tasks instead of being
+	// preempted whole (Decision.Shrinks) and grow back when room returns
+	// (Decision.Grows); see ElasticConfig. nil is off.
+	Elastic *ElasticConfig
 	// MaxRestarts ends a job stopped by failures more than this many
 	// times (Decision.Recoveries says so); 0 means no limit.
 	MaxRestarts int
@@ -133,6 +137,7 @@ type Scheduler struct {
 	admits  admitClock   // admitted jobs not yet started, by admission (admittimeout.go)
 	live    liveChanges  // hosts waiting to leave the cluster (live.go)
 	dfg     defragger    // migrations planned, issued and in flight (defrag.go)
+	elastic elastic      // shrinks and grows in flight, shrunk jobs (elastic.go)
 
 	// testBeforeCycle, if set, runs at the start of Schedule (tests).
 	testBeforeCycle func()
@@ -183,7 +188,7 @@ func New(cfg Config) (*Scheduler, error) {
 		cfg: cfg, c: c, tree: tree, ledger: topology.NewLedger(c), placer: cfg.Placer,
 		jobs: newJobTable(c, cfg.Seed), adm: newAdmission(c, tree), fit: newFailureCache(),
 		res:    newReservations(c, cfg.Placer, cfg.DefaultRuntime, cfg.MaxReservations),
-		admits: newAdmitClock(cfg.AdmitTimeout), dfg: dfg,
+		admits: newAdmitClock(cfg.AdmitTimeout), dfg: dfg, elastic: newElastic(cfg.Elastic),
 	}
 	s.tracker, _ = cfg.Placer.(gang.Tracker)
 	return s, nil

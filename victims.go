@@ -50,7 +50,7 @@ func (x *victimIndex) view(j *job, now time.Time) *preempt.Job {
 	pj.Checkpoint, pj.CheckpointInterval = j.rec.checkpoint, j.spec.CheckpointInterval
 	pj.Preemptions, pj.Restarts, pj.Charge = j.preemptions, j.rec.restarts, j.charged
 	pj.Grace = j.spec.Grace // its own grace period (bounded by Config.MaxGrace), 0: the planner's
-	pj.Stopping = j.vic.preempting || j.rec.recovering || j.fresh(now)
+	pj.Stopping = j.vic.preempting || j.rec.recovering || j.fresh(now) || j.growing()
 	pj.End = time.Time{}
 	if j.endKnown {
 		pj.End = j.end

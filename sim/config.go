@@ -47,6 +47,11 @@ type Config struct {
 	QueueMap     map[string]string
 	DefaultQueue string
 
+	// Elastic, when positive (at most 1), makes every task group of more
+	// than one task elastic: MinCount becomes ⌈Elastic × Count⌉ (unless
+	// the trace set one), so a Scheduler may bind, shrink and grow it
+	// between the two (see Resizer).
+	Elastic float64
 	// RuntimeEstimate, when positive, sets each job's Spec.Runtime to its
 	// true duration times this factor (1 = perfect estimates, for
 	// backfill), unless the trace gave one.
@@ -265,6 +270,9 @@ func (c *Config) validate() error {
 	}
 	if c.Failures.ToRMTBF > 0 && c.Cluster.NumLevels() <= 3 { // fabric, host, cluster
 		return cfgErr("Failures.ToRMTBF", "cluster %s has no network levels", c.Cluster.Name())
+	}
+	if !(c.Elastic >= 0 && c.Elastic <= 1) {
+		return cfgErr("Elastic", "share %g; want one in [0, 1]", c.Elastic)
 	}
 	if c.RuntimeEstimate < 0 || math.IsNaN(c.RuntimeEstimate) || math.IsInf(c.RuntimeEstimate, 0) {
 		return cfgErr("RuntimeEstimate", "factor %g; want ≥ 0", c.RuntimeEstimate)

@@ -275,6 +275,13 @@ type PreemptionSummary struct {
 	// threw away (part of GPUTime.Overhead).
 	Migrations            int     `json:"migrations,omitempty"`
 	GPUHoursLostMigration float64 `json:"gpuHoursLostMigration,omitempty"`
+
+	// Shrinks counts the elastic gangs' shrinks carried out (Decision.Shrinks),
+	// Grows their grows; GPUHoursLostShrink is the work since checkpoint
+	// the stopped tasks had done (see Resizer).
+	Shrinks            int     `json:"shrinks,omitempty"`
+	Grows              int     `json:"grows,omitempty"`
+	GPUHoursLostShrink float64 `json:"gpuHoursLostShrink,omitempty"`
 }
 
 // RecoveryCounts counts the recovery actions of the Scheduler's
@@ -388,6 +395,9 @@ type metrics struct {
 	useful      float64
 	lostPre     float64
 	lostMigr    float64 // GPU-seconds lost to migrations (within Used, counted as overhead)
+	lostShrink  float64 // GPU-seconds the tasks stopped by shrinks lost since their job's checkpoint
+	shrinks     int     // shrinks carried out (resize.go)
+	grows       int     // grows carried out
 	lostFail    float64
 	lostDrain   float64
 	recov       RecoveryCounts
@@ -520,6 +530,12 @@ func (m *metrics) segment(j *job, now, keptBy time.Duration, done float64, stopp
 			m.lostPre += lost
 		}
 	}
+}
+
+// shrunk counts a shrink whose stopped tasks lost lost GPU-seconds.
+func (m *metrics) shrunk(lost float64) {
+	m.shrinks++
+	m.lostShrink += lost
 }
 
 func (m *metrics) recovered(r Recovery) {
@@ -926,6 +942,7 @@ func (m *metrics) result(now time.Duration) *Result {
 	pre.RecoveryRate = ratio(float64(pre.Recovered), float64(pre.JobsStopped))
 	pre.GPUHoursLostPreemption = m.lostPre / 3600
 	pre.GPUHoursLostMigration = m.lostMigr / 3600
+	pre.Shrinks, pre.Grows, pre.GPUHoursLostShrink = m.shrinks, m.grows, m.lostShrink/3600
 	pre.GPUHoursLostFailure = m.lostFail / 3600
 	pre.GPUHoursLostDrain = m.lostDrain / 3600
 	pre.Recoveries = m.recov

@@ -107,6 +107,11 @@ type Decision struct {
 	// Recoveries say what to do with the running jobs on GPUs and hosts
 	// that failed or are draining since the last cycle, one per job.
 	Recoveries []Recovery
+	// Shrinks stop some tasks of running elastic gangs after a grace
+	// period (the rest runs on); Grows extend running gangs with new
+	// tasks. Only a Scheduler that implements Resizer may ask for them.
+	Shrinks []Shrink
+	Grows   []Grow
 	// Pending explains, for jobs still waiting, why.
 	Pending []Pending
 	// Wake, when later than the cycle, asks for another cycle then even
@@ -140,6 +145,44 @@ type Preemption struct {
 	// restart cost overlaps the old copy's grace and only what of it is
 	// left when the job binds there is paid.
 	Ready bool
+}
+
+// Shrink asks the host to stop some tasks of a running elastic gang: to
+// signal them, let them checkpoint for Grace, then release Claims (each
+// one of the job's claims) and report Resizer.Shrunk. The other tasks run
+// on; so does the job's work (see Resizer).
+type Shrink struct {
+	Job    string
+	Claims []topology.Claim
+	Grace  time.Duration
+}
+
+// Grow extends a running gang with new tasks on Claims, which the host
+// takes at once and reports with Resizer.Grown.
+type Grow struct {
+	Job    string
+	Claims []topology.Claim
+}
+
+// Resizer is implemented by Schedulers whose Decisions shrink and grow
+// elastic gangs (Decision.Shrinks, Decision.Grows): the host reports a
+// shrink done with Shrunk, once the tasks stopped and released their
+// claims, and a grow with Grown, once the new tasks started.
+//
+// How the simulator models a resize: a job with an elastic group runs at
+// a speed proportional to the tasks it holds (linear scaling: its trace
+// duration is at its full size; bound at its minimum, or shrunk to it, it
+// runs at that share of full speed), so a resize ends the job's segment
+// without a stop — the work done so far is kept — and starts one at the
+// new speed with the new GPUs, without a reload. A shrink's stopped tasks
+// checkpoint in their grace period as a preempted job does (when
+// checkpoints are on and the grace covers the pause), else they lose the
+// work since the job's last checkpoint on their GPUs (GPU time lost to
+// shrinks); the job's progress is kept either way. New tasks start at
+// once.
+type Resizer interface {
+	Shrunk(now time.Duration, job string) error
+	Grown(now time.Duration, job string) error
 }
 
 // Recovery is what to do with a running job hit by a fault.

@@ -65,6 +65,9 @@ type job struct {
 	stopCause StopCause     // of stopEv: StopPreempted or StopDrain
 	noticeAt  time.Duration // preemption or drain notice, when stopEv is set
 	ckptEv    EventID       // the next checkpoint of this segment
+	shrinkEv  EventID       // a shrink's tasks stop (see resize.go)
+	runStart  time.Duration // start of the current run (segments split by resizes share it)
+	unsaved   float64       // work of earlier segments of the run no checkpoint covers yet (resize.go)
 	ckptK     int           // checkpoints completed in this segment
 	ckptN     int           // checkpoints due in this segment
 	lastCkpt  time.Duration // last checkpoint of this segment (segStart: none)
@@ -193,6 +196,9 @@ func New(cfg Config, jobs []trace.Job) (*Simulation, error) {
 		// as they happen: an estimate from the interval would ignore the
 		// reload and checkpoint pauses of the model.
 		j.spec.CheckpointInterval = 0
+		if cfg.Elastic > 0 {
+			j.spec.Groups = elastic(j.spec.Groups, cfg.Elastic) // (resize.go)
+		}
 		if cfg.RuntimeEstimate > 0 && j.spec.Runtime == 0 {
 			j.spec.Runtime = cfg.EstimateError.apply(time.Duration(float64(tj.Duration)*cfg.RuntimeEstimate), rngEst)
 		}
@@ -469,6 +475,10 @@ func (s *Simulation) cycle(now time.Duration) {
 			return
 		}
 	}
+	if err := s.resizes(now, &d); err != nil { // (resize.go)
+		s.err = err
+		return
+	}
 	if s.wakeEv != 0 {
 		s.eng.Cancel(s.wakeEv)
 		s.wakeEv = 0
@@ -526,8 +536,8 @@ func (s *Simulation) bind(now time.Duration, b Binding) error {
 	j.segBusy = s.m.load.busyTime
 	s.running++
 	j.level = s.spread(j.claims)
-	j.speed = s.speedFor(j.level) * s.modelSpeed(j.claims)
-	j.segStart = now
+	j.speed = s.speedFor(j.level) * s.modelSpeed(j.claims) * sizeSpeed(j) // (resize.go)
+	j.segStart, j.runStart, j.unsaved = now, now, 0
 	j.restart = 0
 	if j.started {
 		j.restart = s.cfg.Checkpoint.RestartCost
@@ -581,6 +591,7 @@ func (s *Simulation) checkpointed(now time.Duration, i int32) {
 	j := &s.jobs[i]
 	j.ckptEv = 0
 	j.ckptK++
+	j.unsaved = 0
 	s.reportCheckpoint(now, i)
 	if s.err == nil && j.ckptK < j.ckptN {
 		s.nextCheckpoint(i)
@@ -727,7 +738,7 @@ func (s *Simulation) complete(now time.Duration, i int32) {
 
 // cancelEvents cancels j's completion, checkpoint and stop events.
 func (s *Simulation) cancelEvents(j *job) {
-	for _, ev := range []*EventID{&j.endEv, &j.ckptEv, &j.stopEv} {
+	for _, ev := range []*EventID{&j.endEv, &j.ckptEv, &j.stopEv, &j.shrinkEv} {
 		if *ev != 0 {
 			s.eng.Cancel(*ev)
 			*ev = 0
@@ -850,13 +861,16 @@ func (s *Simulation) halt(now time.Duration, i int32, cause StopCause, graceful 
 			w, _ := s.workedBy(j, now-ov)
 			saved = max(saved, w)
 			keptBy = now - ov
+			j.unsaved = 0
 			s.reportCheckpoint(now, i)
 		}
 	}
 	done := math.Min(saved*j.speed, j.work)
 	s.m.segment(j, now, keptBy, done, true, cause)
-	j.savedWall += j.lastCkpt - j.segStart
+	j.savedWall += j.lastCkpt - j.runStart
 	j.work -= done
+	j.work += j.unsaved // earlier segments' work since the last checkpoint is lost too
+	j.unsaved = 0
 	s.release(i)
 	j.crashed = false
 	switch cause {

@@ -60,6 +60,9 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 	st := &State{Version: Version, Now: now, Placer: opt.Placer, Seed: cfg.Seed, DefaultRuntime: cfg.DefaultRuntime,
 		MaxReservations: cfg.MaxReservations, MaxRestarts: cfg.MaxRestarts, DrainGrace: cfg.DrainGrace, DrainKeep: cfg.DrainKeep,
 		AdmitTimeout: cfg.AdmitTimeout, MaxGrace: cfg.MaxGrace, Queues: cfg.Queues}
+	if cfg.Elastic != nil {
+		st.Elastic = &Elastic{NoGrow: cfg.Elastic.NoGrow}
+	}
 	if st.Placer == "topology" {
 		st.Placer = ""
 	}
@@ -208,6 +211,18 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 			}
 		}
 		st.Reservations = append(st.Reservations, Reservation{Job: r.Job, At: r.At, Forever: r.Forever, Placement: tasksOf(c, groups[r.Job], p), Current: r.Current, Filter: r.Filter, Built: r.Built})
+	}
+
+	// Resized elastic jobs.
+	for _, r := range s.Resizes() {
+		sr := Resize{Job: r.Job, Size: r.Size, For: r.For, Grace: r.Grace}
+		if r.Shrink != nil {
+			sr.Shrink = tasksOf(c, groups[r.Job], &gang.Placement{Claims: r.Shrink})
+		}
+		if r.Grow != nil {
+			sr.Grow = tasksOf(c, groups[r.Job], &gang.Placement{Claims: r.Grow})
+		}
+		st.Resizes = append(st.Resizes, sr)
 	}
 
 	if opt.Config.Preemptor != nil {

@@ -75,6 +75,14 @@
 //	  current: true             # the next cycle reuses it as is; its
 //	  built: 2025-01-01T09:50Z  #   what-if ledger, built then, is rebuilt
 //	  filter: "@,0"             # the model filter it was computed under
+//	elastic: {noGrow: false}    # Config.Elastic (absent: off)
+//	resizes:                    # resized elastic jobs, in the order of
+//	- job: train-3              #   their first shrink
+//	  size: [8]                 # tasks per group before the first shrink
+//	  shrink: [...]             # tasks a shrink in flight stops (as a
+//	  for: serve-2              #   job's placement), for this job, with
+//	  grace: 2m                 #   this grace; or
+//	  grow: [...]               # the tasks a grow in flight added
 //	notes: [...]                # what the state could not carry (Capture)
 //
 // A bad file gets an *Error naming the file, the line and the field path
@@ -108,6 +116,9 @@
 //     preempted, and the placements promised (nominations), restored
 //     through Scheduler.RestoreNomination
 //     (TestLoadedDecidesAsOriginalPreempting).
+//   - Elastic resizes are restored (Scheduler.RestoreResize): a job's
+//     size before its first shrink (what it grows back to) and the exact
+//     tasks of a shrink or grow in flight (TestElasticInFlight).
 //   - The "random" placer seeds each job from its submission sequence
 //     number, which a loaded Scheduler numbers afresh.
 //   - Not saved: OmitPending.

@@ -129,6 +129,9 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 	cfg := gpusched.Config{Cluster: c, Queues: st.Queues, Placer: placer, Seed: st.Seed, DefaultRuntime: st.DefaultRuntime, MaxReservations: st.MaxReservations,
 		MaxRestarts: st.MaxRestarts, DrainGrace: st.DrainGrace, DrainKeep: st.DrainKeep, AdmitTimeout: st.AdmitTimeout, MaxGrace: st.MaxGrace,
 		Preemptor: opt.Preemptor}
+	if st.Elastic != nil {
+		cfg.Elastic = &gpusched.ElasticConfig{NoGrow: st.Elastic.NoGrow}
+	}
 	s, err := gpusched.New(cfg)
 	if err != nil {
 		var ce *queue.ConfigError
@@ -194,6 +197,29 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 			return bad(f+".placement", errors.New(we.Field+": "+we.Msg))
 		}
 		return bad(f, err)
+	}
+	for i, r := range st.Resizes {
+		f := fmt.Sprintf("resizes[%d]", i)
+		rz := gpusched.Resize{Job: r.Job, Size: r.Size, For: r.For, Grace: r.Grace}
+		for _, part := range []struct {
+			name  string
+			tasks []Task
+			out   *[]topology.Claim
+		}{{"shrink", r.Shrink, &rz.Shrink}, {"grow", r.Grow, &rz.Grow}} {
+			if part.tasks == nil {
+				continue
+			}
+			tasks, err := inFlight(f+"."+part.name, r.Job, part.tasks, true)
+			if err != nil {
+				return nil, err
+			}
+			for _, g := range tasks {
+				*part.out = append(*part.out, g...)
+			}
+		}
+		if err := s.RestoreResize(rz); err != nil {
+			return nil, bad(f, err)
+		}
 	}
 	for i, n := range st.Nominations {
 		f := fmt.Sprintf("nominations[%d]", i)

@@ -46,6 +46,8 @@ type State struct {
 	DrainKeep    time.Duration `yaml:"drainKeep,omitempty" json:"drainKeep,omitempty"`
 	AdmitTimeout time.Duration `yaml:"admitTimeout,omitempty" json:"admitTimeout,omitempty"`
 	MaxGrace     time.Duration `yaml:"maxGrace,omitempty" json:"maxGrace,omitempty"`
+	// Elastic is gpusched.Config.Elastic: nil off.
+	Elastic *Elastic `yaml:"elastic,omitempty" json:"elastic,omitempty"`
 	// Queues is the queue tree.
 	Queues queue.Config `yaml:"queues" json:"queues"`
 	// Usage is the decayed Fair Tree usage of the queues that have any
@@ -62,6 +64,10 @@ type State struct {
 	// cycle (version 4), in the order gpusched.Scheduler.Reservations
 	// lists them.
 	Reservations []Reservation `yaml:"reservations,omitempty" json:"reservations,omitempty"`
+	// Resizes are the resized elastic jobs (gpusched.Scheduler.Resizes):
+	// their size before their first shrink and a shrink or grow in
+	// flight. Optional; restored after the jobs, before the nominations.
+	Resizes []Resize `yaml:"resizes,omitempty" json:"resizes,omitempty"`
 	// Notes say what the state could not carry of the Scheduler it was
 	// captured from (see Capture); informational.
 	Notes []string `yaml:"notes,omitempty" json:"notes,omitempty"`
@@ -233,4 +239,22 @@ type Reservation struct {
 	Current   bool      `yaml:"current,omitempty" json:"current,omitempty"`
 	Filter    string    `yaml:"filter,omitempty" json:"filter,omitempty"`
 	Built     time.Time `yaml:"built,omitempty" json:"built,omitzero"`
+}
+
+// Resize is a resized elastic job (gpusched.Resize): its tasks per group
+// before its first shrink (Size), and the tasks a shrink in flight stops
+// (Shrink, asked for job For with Grace) or a grow in flight added (Grow),
+// each a task of the job's placement.
+type Resize struct {
+	Job    string        `yaml:"job" json:"job"`
+	Size   []int         `yaml:"size" json:"size"`
+	Shrink []Task        `yaml:"shrink,omitempty" json:"shrink,omitempty"`
+	For    string        `yaml:"for,omitempty" json:"for,omitempty"`
+	Grace  time.Duration `yaml:"grace,omitempty" json:"grace,omitempty"`
+	Grow   []Task        `yaml:"grow,omitempty" json:"grow,omitempty"`
+}
+
+// Elastic turns on elastic shrink and grow (gpusched.ElasticConfig).
+type Elastic struct {
+	NoGrow bool `yaml:"noGrow,omitempty" json:"noGrow,omitempty"`
 }

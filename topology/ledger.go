@@ -370,6 +370,12 @@ type Claim struct {
 	GPUs      []GPUClaim
 }
 
+// Equal reports whether c and o claim the same: host, CPU, memory and the
+// same GPU claims in the same order.
+func (c Claim) Equal(o Claim) bool {
+	return c.Host == o.Host && c.CPUMilli == o.CPUMilli && c.MemoryMiB == o.MemoryMiB && slices.Equal(c.GPUs, o.GPUs)
+}
+
 // Allocate applies claims all or nothing: if any claim cannot be met, the
 // ledger is left exactly as it was and an *AllocError says which claim, host
 // or GPU failed and why. Claims are applied in order, so two claims of one

@@ -234,6 +234,9 @@ var rows = []row{
 	{"migrations / GPU-hours lost to them", func(s *sim.Summary) string {
 		return fmt.Sprintf("%d / %s", s.Preemption.Migrations, num(s.Preemption.GPUHoursLostMigration))
 	}},
+	{"shrinks / grows / GPU-hours lost to shrinks", func(s *sim.Summary) string {
+		return fmt.Sprintf("%d / %d / %s", s.Preemption.Shrinks, s.Preemption.Grows, num(s.Preemption.GPUHoursLostShrink))
+	}},
 	{"recoveries requeue / drain / keep / end", func(s *sim.Summary) string {
 		r := s.Preemption.Recoveries
 		return fmt.Sprintf("%d / %d / %d / %d", r.Requeue, r.Drain, r.Keep, r.End)

@@ -34,7 +34,8 @@ var Epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 // mapping of calls:
 //
 //	Submit → Submit; Schedule → Schedule (bindings with their placement's
-//	claims, preemptions, recoveries, pending reasons by code); Started →
+//	claims, preemptions, migrations, shrinks and grows, recoveries,
+//	pending reasons by code); Shrunk → Shrunk; Grown → Grown; Started →
 //	Started; Checkpointed → Checkpointed; Finished → Finished;
 //	Stopped(preempted) → Preempted; Stopped(failure) and Stopped(drain) →
 //	Requeue (back in its queue at its original place, restarting from its
@@ -54,6 +55,7 @@ type Scheduler struct {
 var (
 	_ sim.Scheduler        = (*Scheduler)(nil)
 	_ sim.ProgressReporter = (*Scheduler)(nil)
+	_ sim.Resizer          = (*Scheduler)(nil)
 )
 
 // Wrap adapts s.
@@ -114,6 +116,12 @@ func (a *Scheduler) Schedule(now time.Duration) sim.Decision {
 	}
 	for _, m := range d.Migrations {
 		out.Preemptions = append(out.Preemptions, sim.Preemption{Job: m.Job, Grace: m.Grace, Reason: "migration for " + m.For, Migrate: true, Ready: m.Ready})
+	}
+	for _, x := range d.Shrinks {
+		out.Shrinks = append(out.Shrinks, sim.Shrink{Job: x.Job, Claims: x.Claims, Grace: x.Grace})
+	}
+	for _, x := range d.Grows {
+		out.Grows = append(out.Grows, sim.Grow{Job: x.Job, Claims: x.Claims})
 	}
 	for i, p := range d.Pending {
 		// Detail stays empty: rendering every pending job's reason every
@@ -223,6 +231,12 @@ func (a *Scheduler) Stopped(now time.Duration, id string, cause sim.StopCause) e
 	}
 	return a.S.Requeue(id, at(now))
 }
+
+// Shrunk reports a shrink of the last Decisions done (Scheduler.Shrunk).
+func (a *Scheduler) Shrunk(now time.Duration, id string) error { return a.S.Shrunk(id, at(now)) }
+
+// Grown reports a grow of the last Decision done (Scheduler.Grown).
+func (a *Scheduler) Grown(now time.Duration, id string) error { return a.S.Grown(id, at(now)) }
 
 // Removed reports a job ended by its recovery as Failed.
 func (a *Scheduler) Removed(now time.Duration, id string) error {

@@ -912,6 +912,9 @@ var sweepColumns = []struct {
 	}},
 	{"migrations", func(s *sim.Summary) string { return strconv.Itoa(s.Preemption.Migrations) }},
 	{"gpu_hours_lost_migration", func(s *sim.Summary) string { return ff(s.Preemption.GPUHoursLostMigration) }},
+	{"shrinks", func(s *sim.Summary) string { return strconv.Itoa(s.Preemption.Shrinks) }},
+	{"grows", func(s *sim.Summary) string { return strconv.Itoa(s.Preemption.Grows) }},
+	{"gpu_hours_lost_shrink", func(s *sim.Summary) string { return ff(s.Preemption.GPUHoursLostShrink) }},
 }
 
 func ff(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }

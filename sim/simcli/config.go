@@ -80,6 +80,7 @@ type runConfig struct {
 	gpuSpeeds    string
 	slurm        string // a Slurm site directory (see slurm.go)
 	defrag       defragFlags
+	elastic      elasticFlags // (elastic.go)
 }
 
 func defaultRun() runConfig {
@@ -149,6 +150,7 @@ func (r *runConfig) bind(fs *pflag.FlagSet, cluster bool) {
 	fs.BoolVar(&r.fragLevels, "frag-levels", r.fragLevels, "also measure stranded free GPUs per topology level at every sample (slower on large clusters)")
 	fs.StringVar(&r.slurm, "slurm", r.slurm, "a Slurm site directory (slurm.conf, topology.conf or topology.yaml, gres.conf, assoc.txt): its cluster, its associations as queues with Fair Tree, and the Slurm-like preset's ordering and backfill")
 	r.defrag.bind(fs)
+	r.elastic.bind(fs)
 	fs.BoolVar(&r.rejectErrors, "reject-errors", r.rejectErrors, "stop with an error when a job is rejected (too large, bad spec) instead of counting it")
 }
 
@@ -175,6 +177,9 @@ func (r *runConfig) check(swept map[string]bool) error {
 		return fmt.Errorf("--repeat %d: want the number of copies of the trace, 0 or 1 for one", r.repeat)
 	}
 	if err := r.defrag.check(r.preempt, swept); err != nil {
+		return err
+	}
+	if err := r.elastic.check(r.preempt, swept); err != nil {
 		return err
 	}
 	if r.mapping != "" {
@@ -519,7 +524,7 @@ func (r *runConfig) schedConfig() (gpusched.Config, error) {
 	if r.maxRestarts < 0 || r.drainGrace < 0 || r.drainKeep < 0 {
 		return gpusched.Config{}, errors.New("--max-restarts, --drain-grace and --drain-keep must not be negative")
 	}
-	return gpusched.Config{Preemptor: p, MaxRestarts: r.maxRestarts, DrainGrace: r.drainGrace, DrainKeep: r.drainKeep, Seed: r.seed, Defrag: r.defrag.config()}, nil
+	return gpusched.Config{Preemptor: p, MaxRestarts: r.maxRestarts, DrainGrace: r.drainGrace, DrainKeep: r.drainKeep, Seed: r.seed, Defrag: r.defrag.config(), Elastic: r.elastic.config()}, nil
 }
 
 // parseOutage parses level=…,for=…[,every=…][,at=…][,name=…].
@@ -587,6 +592,7 @@ func (r *runConfig) simConfig() (sim.Config, error) {
 		MinCycleInterval: r.minCycle,
 		StrandedByLevel:  r.fragLevels,
 		GPUSpeeds:        speeds,
+		Elastic:          r.elastic.share,
 	}, nil
 }
 
