@@ -133,6 +133,7 @@ type Scheduler struct {
 	admits  admitClock   // admitted jobs not yet started, by admission (admittimeout.go)
 	live    liveChanges  // hosts waiting to leave the cluster (live.go)
 	dfg     defragger    // migrations planned, issued and in flight (defrag.go)
+	cons    consolidator // consolidation when idle (consolidate.go)
 
 	// testBeforeCycle, if set, runs at the start of Schedule (tests).
 	testBeforeCycle func()
@@ -183,7 +184,7 @@ func New(cfg Config) (*Scheduler, error) {
 		cfg: cfg, c: c, tree: tree, ledger: topology.NewLedger(c), placer: cfg.Placer,
 		jobs: newJobTable(c, cfg.Seed), adm: newAdmission(c, tree), fit: newFailureCache(),
 		res:    newReservations(c, cfg.Placer, cfg.DefaultRuntime, cfg.MaxReservations),
-		admits: newAdmitClock(cfg.AdmitTimeout), dfg: dfg,
+		admits: newAdmitClock(cfg.AdmitTimeout), dfg: dfg, cons: newConsolidator(cfg.Defrag),
 	}
 	s.tracker, _ = cfg.Placer.(gang.Tracker)
 	return s, nil
