@@ -19,14 +19,7 @@ import (
 // NVLink domains of a DGX; ToRs) within the drawn budgets.
 func consInstance(t *rapid.T) (*Scheduler, time.Time, *DefragConfig) {
 	hosts := rapid.IntRange(4, 8).Draw(t, "hosts")
-	sp, err := topology.Generator{Name: "p", Machine: "dgx-h100", Hosts: hosts, HostsPerToR: 2}.Spec()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := topology.Build(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := h100Pairs(t, hosts)
 	dc := &DefragConfig{Budget: preempt.DefragBudget{PerHour: rapid.IntRange(0, 8).Draw(t, "perHour")},
 		MaxPerJob: rapid.IntRange(0, 2).Draw(t, "maxPerJob"),
 		Consolidate: &ConsolidateConfig{Budget: preempt.DefragBudget{PerHour: rapid.IntRange(0, 6).Draw(t, "cPerHour"),

@@ -19,14 +19,7 @@ import (
 // pending gang of 2 × 8 GPUs required in one ToR, or 1 × 8 anywhere.
 func defragInstance(t *rapid.T, budget preempt.DefragBudget) (*Scheduler, time.Time) {
 	hosts := rapid.IntRange(4, 6).Draw(t, "hosts")
-	sp, err := topology.Generator{Name: "p", Machine: "dgx-h100", Hosts: hosts, HostsPerToR: 2}.Spec()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := topology.Build(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := h100Pairs(t, hosts)
 	s, err := New(Config{Cluster: c, Queues: queue.Config{Root: queue.Node{Name: "root", Children: []queue.Node{{Name: "q"}}}},
 		Defrag: &DefragConfig{Budget: budget}})
 	if err != nil {
@@ -42,6 +35,19 @@ func defragInstance(t *rapid.T, budget preempt.DefragBudget) (*Scheduler, time.T
 		t.Fatal(err)
 	}
 	return s, now
+}
+
+// h100Pairs builds a cluster of n DGX H100 hosts, two to a ToR.
+func h100Pairs(t *rapid.T, n int) *topology.Cluster {
+	sp, err := topology.Generator{Name: "p", Machine: "dgx-h100", Hosts: n, HostsPerToR: 2}.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := topology.Build(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // restoreRandomJobs restores, from draws, running jobs of 1, 2 or 4 GPUs
