@@ -17,6 +17,7 @@ var owners = map[string]string{
 	"jobs": "jobs.go", "adm": "admission.go", "fit": "failcache.go", "res": "reserve.go",
 	"noms": "nominations.go", "victims": "victims.go", "rec": "recovery.go", "cyc": "cycle.go",
 	"elastic": "elastic.go", "el": "elastic.go",
+	"cons": "consolidate.go",
 	// parts of job
 	"vic": "victims.go", "nom": "nominations.go", "models": "admission.go",
 }

@@ -174,6 +174,7 @@ func (s *Scheduler) Schedule(now time.Time) Decision {
 	s.dfg.holdAll(s.ledger)                 // migrations in flight hold their destinations (defrag.go)
 	s.serveQueues(&d, now)                  // every candidate, in fair-share order: evaluate, then admit or block
 	s.growBack(&d, now)                     // shrunk elastic gangs grow back into room nobody waits for (elastic.go)
+	s.consolidate(&d, now)                  // nothing waits: pack running jobs to free whole domains (consolidate.go)
 	s.noms.unholdAll(s.ledger, s.tree, now) // the nominations give back what they held
 	s.dfg.unholdAll(s.ledger)               // and so do the migrations' destinations
 	if !s.cfg.OmitPending {

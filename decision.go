@@ -318,7 +318,11 @@ func (d *Decision) Format(c *topology.Cluster) string {
 		if m.Ready {
 			ready = "; ready (start it there first)"
 		}
-		fmt.Fprintf(&b, "migrate %s for %s (grace %v): %s -> %s; loses %s since its last checkpoint%s\n", m.Job, m.For, m.Grace,
+		why := "for " + m.For
+		if m.For == "" {
+			why = "to consolidate"
+		}
+		fmt.Fprintf(&b, "migrate %s %s (grace %v): %s -> %s; loses %s since its last checkpoint%s\n", m.Job, why, m.Grace,
 			FormatPlacement(c, &gang.Placement{Claims: m.From}), FormatPlacement(c, &gang.Placement{Claims: m.To}), m.Lost, ready)
 	}
 	formatResizes(&b, c, d)

@@ -38,6 +38,10 @@ type DefragConfig struct {
 	// Grace is how long a migrated job gets to checkpoint; 0 means the
 	// preempt package's default (2 minutes).
 	Grace time.Duration
+	// Consolidate, if set, also packs running jobs when nothing waits, to
+	// free whole domains before a big gang asks (ConsolidateConfig,
+	// consolidate.go); nil is off.
+	Consolidate *ConsolidateConfig
 }
 
 func (c *DefragConfig) validate() error {
@@ -51,6 +55,9 @@ func (c *DefragConfig) validate() error {
 	}
 	if err := c.Budget.Validate(); err != nil {
 		return fmt.Errorf("gpusched: Config.Defrag: %w", err)
+	}
+	if c.Consolidate != nil {
+		return c.Consolidate.validate()
 	}
 	return nil
 }
@@ -77,7 +84,8 @@ func (c *DefragConfig) validate() error {
 // (and stops any copy of step 1): the job waits in its queue again.
 type Migration struct {
 	Job string
-	// For is the gang the move makes room for.
+	// For is the gang the move makes room for; empty for a move of
+	// consolidation when idle (ConsolidateConfig).
 	For string
 	// From is what it releases (its current claims); To where it goes,
 	// one claim per task. Both are copies.
@@ -152,6 +160,24 @@ func (x *defragger) admissible(p *preempt.DefragPlan, now time.Time) (bool, stri
 		return false, r.Error()
 	}
 	return true, ""
+}
+
+// inFlight reports whether some migration is in flight.
+func (x *defragger) inFlight() bool { return len(x.order) > 0 }
+
+// mayMove reports whether job id may be given a migration: not moving
+// and under MaxPerJob.
+func (x *defragger) mayMove(id string) bool {
+	if _, ok := x.moving[id]; ok {
+		return false
+	}
+	return x.cfg.MaxPerJob == 0 || x.moves[id] < x.cfg.MaxPerJob
+}
+
+// headroom returns the migrations and lost GPU time the budget leaves in
+// the hour before now (0: no bound), and false when it leaves none.
+func (x *defragger) headroom(now time.Time) (int, preempt.GPUTime, bool) {
+	return headroomOf(x.cfg.Budget, &x.log, now)
 }
 
 // issue records plan p as issued at now.

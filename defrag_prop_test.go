@@ -19,7 +19,27 @@ import (
 // pending gang of 2 × 8 GPUs required in one ToR, or 1 × 8 anywhere.
 func defragInstance(t *rapid.T, budget preempt.DefragBudget) (*Scheduler, time.Time) {
 	hosts := rapid.IntRange(4, 6).Draw(t, "hosts")
-	sp, err := topology.Generator{Name: "p", Machine: "dgx-h100", Hosts: hosts, HostsPerToR: 2}.Spec()
+	c := h100Pairs(t, hosts)
+	s, err := New(Config{Cluster: c, Queues: queue.Config{Root: queue.Node{Name: "root", Children: []queue.Node{{Name: "q"}}}},
+		Defrag: &DefragConfig{Budget: budget}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	restoreRandomJobs(t, s, now)
+	g := workload.Job{ID: "gang", Queue: "q", Groups: []workload.TaskGroup{{Count: 2, GPUs: 8}}, Topology: []workload.Constraint{{Level: "tor", Required: true}}}
+	if rapid.Bool().Draw(t, "single") {
+		g = workload.Job{ID: "gang", Queue: "q", Groups: []workload.TaskGroup{{Count: 1, GPUs: 8}}}
+	}
+	if err := s.Submit(g, now); err != nil {
+		t.Fatal(err)
+	}
+	return s, now
+}
+
+// h100Pairs builds a cluster of n DGX H100 hosts, two to a ToR.
+func h100Pairs(t *rapid.T, n int) *topology.Cluster {
+	sp, err := topology.Generator{Name: "p", Machine: "dgx-h100", Hosts: n, HostsPerToR: 2}.Spec()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,13 +47,15 @@ func defragInstance(t *rapid.T, budget preempt.DefragBudget) (*Scheduler, time.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Cluster: c, Queues: queue.Config{Root: queue.Node{Name: "root", Children: []queue.Node{{Name: "q"}}}},
-		Defrag: &DefragConfig{Budget: budget}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	now := t0.Add(10 * time.Hour)
+	return c
+}
+
+// restoreRandomJobs restores, from draws, running jobs of 1, 2 or 4 GPUs
+// on every host of s's cluster at random offsets before now (some
+// non-preemptible or inside a minimum run time).
+func restoreRandomJobs(t *rapid.T, s *Scheduler, now time.Time) {
+	c := s.Cluster()
+	hosts := c.NumHosts()
 	n := 0
 	for h := 0; h < hosts; h++ {
 		first, _ := c.HostGPUs(topology.HostID(h))
@@ -62,14 +84,6 @@ func defragInstance(t *rapid.T, budget preempt.DefragBudget) (*Scheduler, time.T
 			at += k
 		}
 	}
-	g := workload.Job{ID: "gang", Queue: "q", Groups: []workload.TaskGroup{{Count: 2, GPUs: 8}}, Topology: []workload.Constraint{{Level: "tor", Required: true}}}
-	if rapid.Bool().Draw(t, "single") {
-		g = workload.Job{ID: "gang", Queue: "q", Groups: []workload.TaskGroup{{Count: 1, GPUs: 8}}}
-	}
-	if err := s.Submit(g, now); err != nil {
-		t.Fatal(err)
-	}
-	return s, now
 }
 
 // TestPropertyDefrag: on random instances, an issued plan carried out

@@ -12,7 +12,9 @@ import (
 // `go test -run TestDefragScenarios -rewrite`):
 //
 //	defrag [after=DUR] [per-hour=N] [max-per-job=N] [min-value=F]
-//	                         turn on Config.Defrag (before the first job)
+//	       [consolidate] [c-per-hour=N] [c-idle=DUR] [c-target=N]
+//	                         turn on Config.Defrag (before the first job),
+//	                         with consolidation when idle (the c- budget)
 //	migrated id=J [at=DUR]   the host moved J (Scheduler.Migrated)
 func TestDefragScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata/defrag", func(t *testing.T, path string) {
@@ -36,6 +38,15 @@ func (h *harness) runDefrag(t *testing.T, td *datadriven.TestData) string {
 		td.MaybeScanArgs(t, "per-hour", &dc.Budget.PerHour)
 		td.MaybeScanArgs(t, "max-per-job", &dc.MaxPerJob)
 		td.MaybeScanArgs(t, "min-value", &dc.Budget.MinValue)
+		if td.HasArg("consolidate") {
+			cc := &ConsolidateConfig{}
+			td.MaybeScanArgs(t, "c-per-hour", &cc.Budget.PerHour)
+			td.MaybeScanArgs(t, "c-target", &cc.Target)
+			if td.MaybeScanArgs(t, "c-idle", &v) {
+				cc.Idle = dur(t, v)
+			}
+			dc.Consolidate = cc
+		}
 		h.cfg.Defrag = dc
 		return "ok"
 	case "migrated":

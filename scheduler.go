@@ -138,6 +138,7 @@ type Scheduler struct {
 	live    liveChanges  // hosts waiting to leave the cluster (live.go)
 	dfg     defragger    // migrations planned, issued and in flight (defrag.go)
 	elastic elastic      // shrinks and grows in flight, shrunk jobs (elastic.go)
+	cons    consolidator // consolidation when idle (consolidate.go)
 
 	// testBeforeCycle, if set, runs at the start of Schedule (tests).
 	testBeforeCycle func()
@@ -189,6 +190,7 @@ func New(cfg Config) (*Scheduler, error) {
 		jobs: newJobTable(c, cfg.Seed), adm: newAdmission(c, tree), fit: newFailureCache(),
 		res:    newReservations(c, cfg.Placer, cfg.DefaultRuntime, cfg.MaxReservations),
 		admits: newAdmitClock(cfg.AdmitTimeout), dfg: dfg, elastic: newElastic(cfg.Elastic),
+		cons: newConsolidator(cfg.Defrag),
 	}
 	s.tracker, _ = cfg.Placer.(gang.Tracker)
 	return s, nil

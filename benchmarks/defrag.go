@@ -61,6 +61,11 @@ func defragCases() []Case {
 			Doc: "defragmentation plan for a 16 × 4-GPU gang required in one NVLink domain on " + NVL72x100k.Name + ", nearly full: every rack busy but one in 12 that has 64 GPUs free on too few whole trays",
 			F:   benchDefrag,
 		},
+		{
+			Name: "Preempt/consolidate-nvlink/100k-nvl72", Size: "100k", BenchTime: "1s",
+			Doc: "consolidation when idle: preempt.Search.Consolidate at the NVLink level on the same nearly full " + NVL72x100k.Name + " (collect the ~10,000 jobs by rack, try the cheapest racks)",
+			F:   benchConsolidate,
+		},
 	}
 }
 
@@ -222,4 +227,28 @@ func benchDefrag(b *testing.B) {
 	b.ReportMetric(float64(len(dp.Migrations)), "migrations")
 	b.ReportMetric(float64(dp.Domains), "domains")
 	b.ReportMetric(float64(dp.Placements), "placements")
+}
+
+func benchConsolidate(b *testing.B) {
+	st := defragState(b)
+	s, err := preempt.New(preempt.Config{})
+	if err != nil {
+		fatal(b, err)
+	}
+	o := preempt.ConsolidateOptions{Level: topology.LevelFabric}
+	gen := st.Ledger().Generation()
+	dp := s.Consolidate(st, o, benchNow)
+	b.ReportAllocs()
+	for b.Loop() {
+		dp = s.Consolidate(st, o, benchNow)
+	}
+	if st.Ledger().Generation() != gen {
+		fatal(b, "planning changed the ledger")
+	}
+	moves := 0
+	if dp != nil {
+		moves = len(dp.Migrations)
+	}
+	b.ReportMetric(float64(st.Len()), "jobs")
+	b.ReportMetric(float64(moves), "migrations")
 }

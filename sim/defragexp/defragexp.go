@@ -53,6 +53,8 @@ type Options struct {
 	Seeds []uint64
 	// Variants; default Variants.
 	Variants []Variant
+	// Progress, if set, is called after each run (a variant on a seed).
+	Progress func(Outcome)
 }
 
 // Variant is one scheduler setup.
@@ -65,6 +67,9 @@ type Variant struct {
 	// minutes blocked by fragmentation, at most 30 moves an hour, a job
 	// moved at most twice).
 	Defrag bool
+	// Consolidate adds consolidation when idle (with Defrag:
+	// DefragConfig.Consolidate, at most 30 moves an hour of its own).
+	Consolidate bool
 	// Protect is the topology placer's protection (gang.Options.Protect).
 	Protect gang.Protection
 	// FragAware and FragEpsilon configure the preemption planner
@@ -79,6 +84,7 @@ var Variants = []Variant{
 	{Name: "protect", Protect: gang.ProtectOn},
 	{Name: "defrag", Defrag: true, Protect: gang.ProtectOff},
 	{Name: "defrag+protect", Defrag: true, Protect: gang.ProtectOn},
+	{Name: "defrag+protect+consolidate", Defrag: true, Consolidate: true, Protect: gang.ProtectOn},
 	{Name: "preempt", Preempt: true, Protect: gang.ProtectOff},
 	{Name: "preempt+defrag+protect", Preempt: true, Defrag: true, Protect: gang.ProtectOn},
 	{Name: "preempt+defrag+protect+frag-victims", Preempt: true, Defrag: true, Protect: gang.ProtectOn, FragAware: true, FragEpsilon: 0.1},
@@ -224,6 +230,9 @@ func RunOne(c *topology.Cluster, o Options, v Variant, seed uint64) (Outcome, er
 	var dc *gpusched.DefragConfig
 	if v.Defrag {
 		dc = &gpusched.DefragConfig{After: 5 * time.Minute, Budget: preempt.DefragBudget{PerHour: 30}, MaxPerJob: 2}
+		if v.Consolidate {
+			dc.Consolidate = &gpusched.ConsolidateConfig{Budget: preempt.DefragBudget{PerHour: 30}}
+		}
 	}
 	s, err := rootsched.New(gpusched.Config{Cluster: c, Queues: qc, Placer: placer, Preemptor: pre, Defrag: dc, Seed: seed})
 	if err != nil {
@@ -279,7 +288,7 @@ type Stat struct{ Median, Lo, Hi float64 }
 type Row struct {
 	Variant                                   string
 	BigP95, BigP50, SmallP95, Lost, Allocated Stat
-	Overhead                                  Stat
+	Overhead, MigrationLost                   Stat
 	Preemptions, Migrations                   Stat
 	BigStarted, BigJobs                       int
 }
@@ -301,6 +310,9 @@ func Run(o Options) ([]Row, []Outcome, error) {
 				return nil, nil, fmt.Errorf("defragexp: %s seed %d: %w", v.Name, seed, err)
 			}
 			outs = append(outs, x)
+			if o.Progress != nil {
+				o.Progress(x)
+			}
 		}
 		all = append(all, outs...)
 		pick := func(f func(Outcome) float64) Stat {
@@ -311,14 +323,15 @@ func Run(o Options) ([]Row, []Outcome, error) {
 			return bootstrap(xs, 0x15)
 		}
 		r := Row{Variant: v.Name,
-			BigP95:      pick(func(x Outcome) float64 { return x.BigP95 / 60 }),
-			BigP50:      pick(func(x Outcome) float64 { return x.BigP50 / 60 }),
-			SmallP95:    pick(func(x Outcome) float64 { return x.SmallP95 / 60 }),
-			Lost:        pick(func(x Outcome) float64 { return x.LostGPUHours }),
-			Overhead:    pick(func(x Outcome) float64 { return x.OverheadGPUHours }),
-			Allocated:   pick(func(x Outcome) float64 { return 100 * x.Allocation }),
-			Preemptions: pick(func(x Outcome) float64 { return float64(x.Preemptions) }),
-			Migrations:  pick(func(x Outcome) float64 { return float64(x.Migrations) }),
+			BigP95:        pick(func(x Outcome) float64 { return x.BigP95 / 60 }),
+			BigP50:        pick(func(x Outcome) float64 { return x.BigP50 / 60 }),
+			SmallP95:      pick(func(x Outcome) float64 { return x.SmallP95 / 60 }),
+			Lost:          pick(func(x Outcome) float64 { return x.LostGPUHours }),
+			Overhead:      pick(func(x Outcome) float64 { return x.OverheadGPUHours }),
+			MigrationLost: pick(func(x Outcome) float64 { return x.MigrationLostHours }),
+			Allocated:     pick(func(x Outcome) float64 { return 100 * x.Allocation }),
+			Preemptions:   pick(func(x Outcome) float64 { return float64(x.Preemptions) }),
+			Migrations:    pick(func(x Outcome) float64 { return float64(x.Migrations) }),
 		}
 		for _, x := range outs {
 			r.BigStarted += x.BigStarted
@@ -358,14 +371,18 @@ func bootstrap(xs []float64, seed uint64) Stat {
 	return Stat{Median: med(xs), Lo: ms[int(0.025*B)], Hi: ms[int(0.975*B)-1]}
 }
 
+// tableHeader is the head of Table's markdown table.
+const tableHeader = "| variant | p95 wait, gangs ≥ 64 GPUs (min) | p50 wait, gangs ≥ 64 GPUs (min) | p95 wait, small GPU jobs (min) | GPU-h lost to preemption | GPU-h lost to migrations | GPU-h overhead (checkpoint, restart) | preemptions | migrations | allocation (%) |\n" +
+	"|---|---|---|---|---|---|---|---|---|---|\n"
+
 // Table renders rows as a markdown table.
 func Table(rows []Row) string {
 	var b strings.Builder
-	b.WriteString("| variant | p95 wait, gangs ≥ 64 GPUs (min) | p50 wait, gangs ≥ 64 GPUs (min) | p95 wait, small GPU jobs (min) | GPU-h lost to preemption | GPU-h overhead | preemptions | migrations | allocation (%) |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString(tableHeader)
 	f := func(s Stat) string { return fmt.Sprintf("%.1f [%.1f, %.1f]", s.Median, s.Lo, s.Hi) }
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Variant, f(r.BigP95), f(r.BigP50), f(r.SmallP95), f(r.Lost), f(r.Overhead), f(r.Preemptions), f(r.Migrations), f(r.Allocated))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Variant, f(r.BigP95), f(r.BigP50), f(r.SmallP95),
+			f(r.Lost), f(r.MigrationLost), f(r.Overhead), f(r.Preemptions), f(r.Migrations), f(r.Allocated))
 	}
 	return b.String()
 }
@@ -408,4 +425,71 @@ func Plot(path string, outs []Outcome) error {
 	}
 	p.Legend.Top = true
 	return p.Save(7*vg.Inch, 4.5*vg.Inch, path)
+}
+
+// Machines are the clusters the experiment runs on (Options.Machine).
+var Machines = []string{"gb200-nvl72", "dgx-h100"}
+
+// Describe is the first line of a generated block: the command that
+// regenerates it and the options of the run.
+func Describe(o Options) string {
+	o.defaults()
+	seeds := make([]string, len(o.Seeds))
+	for i, s := range o.Seeds {
+		seeds[i] = fmt.Sprint(s)
+	}
+	return fmt.Sprintf("Generated by `go run ./examples/defrag -write docs/defrag.md -plots docs/img`: %s, %d racks' worth of GPUs (%d to a ToR), %d jobs a trace, offered load %.2f, seeds %s.",
+		o.Machine, o.Racks, o.RacksPerToR, o.Jobs, o.Load, strings.Join(seeds, ", "))
+}
+
+// Block renders one machine's results for docs/defrag.md: Describe, the
+// table of medians, and each run's figures.
+func Block(o Options, rows []Row, outs []Outcome) string {
+	var b strings.Builder
+	b.WriteString(Describe(o) + "\n\n")
+	b.WriteString(Table(rows))
+	b.WriteString("\nPer seed:\n\n```\n")
+	for _, x := range outs {
+		fmt.Fprintf(&b, "%s seed %d: big p95 %.0f min (p50 %.0f), %d/%d big gangs started, %.1f GPU-h lost, %.1f GPU-h overhead, %d preemptions, %d migrations (%.1f GPU-h lost), allocation %.1f%%\n",
+			x.Variant, x.Seed, x.BigP95/60, x.BigP50/60, x.BigStarted, x.BigJobs, x.LostGPUHours, x.OverheadGPUHours, x.Preemptions, x.Migrations, x.MigrationLostHours, 100*x.Allocation)
+	}
+	b.WriteString("```\n")
+	return b.String()
+}
+
+// markers returns the lines that open and close the generated block
+// named name.
+func markers(name string) (string, string) {
+	return "<!-- defragexp " + name + ": generated, do not edit -->\n", "<!-- /defragexp " + name + " -->\n"
+}
+
+// Splice returns doc with the generated block named name replaced by
+// block; an error when doc lacks its markers.
+func Splice(doc, name, block string) (string, error) {
+	open, close := markers(name)
+	i := strings.Index(doc, open)
+	j := strings.Index(doc, close)
+	if i < 0 || j < i {
+		return "", fmt.Errorf("defragexp: no block %q (%q … %q) in the document", name, strings.TrimSpace(open), strings.TrimSpace(close))
+	}
+	return doc[:i+len(open)] + block + doc[j:], nil
+}
+
+// Extract returns the generated block named name of doc.
+func Extract(doc, name string) (string, error) {
+	open, close := markers(name)
+	i := strings.Index(doc, open)
+	j := strings.Index(doc, close)
+	if i < 0 || j < i {
+		return "", fmt.Errorf("defragexp: no block %q in the document", name)
+	}
+	return doc[i+len(open) : j], nil
+}
+
+// PlotName is the file name of a machine's plot.
+func PlotName(machine string) string {
+	if machine == "gb200-nvl72" {
+		return "defrag.png"
+	}
+	return "defrag-h100.png"
 }

@@ -115,7 +115,11 @@ func (a *Scheduler) Schedule(now time.Duration) sim.Decision {
 		out.Preemptions[i] = sim.Preemption{Job: p.Job, Grace: p.Grace, Reason: p.Reason}
 	}
 	for _, m := range d.Migrations {
-		out.Preemptions = append(out.Preemptions, sim.Preemption{Job: m.Job, Grace: m.Grace, Reason: "migration for " + m.For, Migrate: true, Ready: m.Ready})
+		why := "migration for " + m.For
+		if m.For == "" {
+			why = "migration to consolidate"
+		}
+		out.Preemptions = append(out.Preemptions, sim.Preemption{Job: m.Job, Grace: m.Grace, Reason: why, Migrate: true, Ready: m.Ready})
 	}
 	for _, x := range d.Shrinks {
 		out.Shrinks = append(out.Shrinks, sim.Shrink{Job: x.Job, Claims: x.Claims, Grace: x.Grace})

@@ -116,3 +116,45 @@ func TestDefragFlagErrors(t *testing.T) {
 		t.Errorf("sweep without defrag: %v", err)
 	}
 }
+
+// --consolidate packs the long jobs while nothing waits (after the short
+// ones end, every host is half used): the gang, which arrives later,
+// starts without waiting for a long job to end, though --defrag-after
+// keeps defragmentation from moving anything for it. Bad knobs name the
+// flag.
+func TestConsolidateFlags(t *testing.T) {
+	tr := fragTrace(t)
+	run := []string{"run", "--file", "../../topology/testdata/h100-2tor.yaml", "--trace", "csv:" + tr, "--map", "id=id,submit=t,duration=d,gpus=g",
+		"--policy", "best-fit", "--ckpt-interval", "10m", "--restart-cost", "1m", "--quiet", "--no-plots",
+		"--schedule-every", "20s", "--defrag", "--defrag-after", "10h", "--defrag-grace", "20s"}
+	offDir, onDir := t.TempDir(), t.TempDir()
+	if _, _, err := execCmd(t, Options{}, append(run, "--out", offDir)...); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := execCmd(t, Options{}, append(run, "--out", onDir, "--consolidate", "--consolidate-per-hour", "8", "--defrag-max-per-job", "1")...); err != nil {
+		t.Fatal(err)
+	}
+	off, on := readSummary(t, filepath.Join(offDir, "summary.json")), readSummary(t, filepath.Join(onDir, "summary.json"))
+	if off.Preemption.Migrations != 0 || on.Preemption.Migrations == 0 || on.Preemption.Migrations > 8 {
+		t.Errorf("migrations: off %d, on %d; want 0 and 1–8 (8 long jobs, each moved at most once)", off.Preemption.Migrations, on.Preemption.Migrations)
+	}
+	if on.Wait.Max >= off.Wait.Max || on.Jobs.Completed != 17 {
+		t.Errorf("with --consolidate: longest wait %v (off %v), %d of 17 completed", on.Wait.Max, off.Wait.Max, on.Jobs.Completed)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--consolidate-per-hour", "3"}, "need --consolidate"},
+		{[]string{"--consolidate", "--consolidate-target", "-1"}, "--consolidate-target -1"},
+		{[]string{"--consolidate", "--consolidate-idle", "-1s"}, "--consolidate-idle -1s"},
+	} {
+		if _, _, err := execCmd(t, Options{}, append(append(run, "--out", t.TempDir()), c.args...)...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.args, err, c.want)
+		}
+	}
+	noDefrag := []string{"run", "--preset", "h100-1k", "--trace", "synthetic:20", "--quiet", "--no-plots", "--out", t.TempDir(), "--consolidate"}
+	if _, _, err := execCmd(t, Options{}, noDefrag...); err == nil || !strings.Contains(err.Error(), "--consolidate needs --defrag") {
+		t.Errorf("--consolidate without --defrag: %v", err)
+	}
+}
