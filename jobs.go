@@ -49,6 +49,7 @@ type job struct {
 	nom    jobNomination // its nomination and victims (nominations)
 	rec    jobRecovery   // checkpoints, progress, restarts (recovery)
 	noPlan noPlanMemo    // the PlanPreemptor's last failed plan for it
+	ref    jobRefusal    // its refused stop, if any (evictionRefusals)
 }
 
 // jobTable holds the live jobs and the indexes of the holding ones. Its

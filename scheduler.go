@@ -62,6 +62,10 @@ type Config struct {
 	// per cycle for hosts that do not show reasons every cycle (a
 	// simulator); Job(id).Reason still answers for any waiting job.
 	OmitPending bool
+	// EvictionRetry is how long a victim whose stop the host reported
+	// refused (EvictionRefused: a PodDisruptionBudget) is not chosen as a
+	// victim again; 0 or less means DefaultEvictionRetry.
+	EvictionRetry time.Duration
 }
 
 // Errors returned by events.
@@ -133,6 +137,7 @@ type Scheduler struct {
 	admits  admitClock   // admitted jobs not yet started, by admission (admittimeout.go)
 	live    liveChanges  // hosts waiting to leave the cluster (live.go)
 	dfg     defragger    // migrations planned, issued and in flight (defrag.go)
+	refused refusals     // victims whose stop the host refused (refusals.go)
 
 	// testBeforeCycle, if set, runs at the start of Schedule (tests).
 	testBeforeCycle func()
