@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -298,7 +299,7 @@ func (h *host) rebuild(nodes []*v1.Node, shape string, fx *effects) {
 		h.buildErr = err
 		return
 	}
-	s, err := gpusched.New(gpusched.Config{Cluster: topo.Cluster, Queues: h.queues, Placer: placer, Preemptor: pre})
+	s, err := gpusched.New(gpusched.Config{Cluster: topo.Cluster, Queues: h.queues, Placer: placer, Preemptor: pre, EvictionRetry: h.args.EvictionRetry()})
 	if err != nil {
 		h.buildErr = err
 		return
@@ -845,23 +846,7 @@ func (h *host) apply(ctx context.Context, fx *effects) {
 	if len(fx.activate) > 0 {
 		h.io.activate(fx.activate)
 	}
-	for _, e := range fx.evict {
-		err := h.io.evict(ctx, e.pod, e.grace)
-		if err == nil {
-			continue
-		}
-		h.log.Info("Eviction refused", "pod", klog.KObj(e.pod), "err", err)
-		h.mu.Lock()
-		if rec := h.jobs[e.forJ]; rec != nil {
-			// A PodDisruptionBudget (or anything else) refused: the
-			// victim is not evicted again by this plan (it stays marked
-			// as being preempted); the job the room was for waits with
-			// the refusal in its reason.
-			rec.blocked = fmt.Sprintf("eviction of %s/%s refused: %v", e.pod.Namespace, e.pod.Name, err)
-		}
-		h.mu.Unlock()
-		h.io.event(e.pod, v1.EventTypeWarning, ReasonPreempted, fmt.Sprintf("gpusched: eviction refused: %v", err))
-	}
+	h.evictAll(ctx, fx.evict)
 	for _, p := range fx.del {
 		if err := h.io.deletePod(ctx, p); err != nil {
 			h.log.Error(err, "Deleting a pod to requeue its job", "pod", klog.KObj(p))
@@ -874,6 +859,47 @@ func (h *host) apply(ctx context.Context, fx *effects) {
 		if err := h.io.setPending(ctx, e.pod, e.what); err != nil {
 			h.log.V(3).Info("Setting the PodScheduled condition", "pod", klog.KObj(e.pod), "err", err)
 		}
+	}
+}
+
+// evictAll evicts the victims' pods, in order. A victim the Eviction API
+// refuses (a PodDisruptionBudget's 429, or any other error but the pod
+// being gone already) before any of its pods went is reported to the
+// Scheduler (EvictionRefused): it keeps running, the plan that counted on
+// it is dropped, the job it was for is planned again without it, and it
+// is not chosen again for Args.EvictionRetry; its other pods are not
+// evicted. A victim refused after some of its pods went (a gang whose
+// budget allows fewer disruptions than it has pods) stays marked as being
+// preempted and is not evicted again: the job it was for waits with the
+// refusal in its reason until the victim's pods are gone.
+func (h *host) evictAll(ctx context.Context, evs []eviction) {
+	gone := map[string]bool{}    // victims with a pod evicted
+	refused := map[string]bool{} // victims refused
+	for _, e := range evs {
+		if refused[e.job] {
+			continue
+		}
+		err := h.io.evict(ctx, e.pod, e.grace)
+		if err == nil || apierrors.IsNotFound(err) {
+			gone[e.job] = true
+			continue
+		}
+		refused[e.job] = true
+		h.log.Info("Eviction refused", "pod", klog.KObj(e.pod), "victim", e.job, "for", e.forJ, "err", err)
+		why := fmt.Sprintf("pod %s/%s: %v", e.pod.Namespace, e.pod.Name, err)
+		h.mu.Lock()
+		switch rec := h.jobs[e.job]; {
+		case rec == nil:
+		case !gone[e.job] && h.s != nil && h.s.EvictionRefused(e.job, h.submitAt(h.io.now()), why) == nil:
+			rec.evicting = false
+			h.poke() // plan again now: another victim, or wait saying why
+		default:
+			if f := h.jobs[e.forJ]; f != nil {
+				f.blocked = "eviction of " + why + " (not retried)"
+			}
+		}
+		h.mu.Unlock()
+		h.io.event(e.pod, v1.EventTypeWarning, ReasonPreempted, fmt.Sprintf("gpusched: eviction refused: %v", err))
 	}
 }
 

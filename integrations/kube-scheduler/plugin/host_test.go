@@ -27,6 +27,8 @@ type fakeIO struct {
 	pending   map[string]string
 	evicted   []string
 	evictErr  error
+	refuse    map[string]error // per pod name: the Eviction API refuses it
+	attempts  map[string]int   // eviction attempts per pod name
 }
 
 func (f *fakeIO) synced() bool                    { return true }
@@ -48,6 +50,13 @@ func (f *fakeIO) setPending(_ context.Context, p *v1.Pod, msg string) error {
 }
 func (f *fakeIO) deletePod(context.Context, *v1.Pod) error { return nil }
 func (f *fakeIO) evict(_ context.Context, p *v1.Pod, _ time.Duration) error {
+	if f.attempts == nil {
+		f.attempts = map[string]int{}
+	}
+	f.attempts[p.Name]++
+	if err := f.refuse[p.Name]; err != nil {
+		return err
+	}
 	if f.evictErr != nil {
 		return f.evictErr
 	}
@@ -440,5 +449,73 @@ func TestHostQueueEditsApplyLive(t *testing.T) {
 	h.cycle(ctx)
 	if st, ok := h.s.Job("default/r"); !ok || !st.State.Holding() || len(h.jobs) != 2 {
 		t.Errorf("r after research was removed and a rebuild: %+v %v, want running; events %v", st, ok, io.events)
+	}
+}
+
+// TestHostEvictionRefusedPlansAnotherVictim: the Eviction API refuses the
+// cheapest victim (its PodDisruptionBudget); the Scheduler is told
+// (EvictionRefused), plans again without it and the other candidate is
+// evicted; the refused one is asked once, and again only after
+// evictionRetrySeconds.
+func TestHostEvictionRefusedPlansAnotherVictim(t *testing.T) {
+	h, io := newTestHost(t, gpuNode("n1", 8, "NVIDIA-H100-80GB-HBM3", nil), gpuNode("n2", 8, "NVIDIA-H100-80GB-HBM3", nil))
+	ctx := context.Background()
+	var pods []*v1.Pod
+	for i, name := range []string{"guarded", "free"} {
+		p := schedPod(name, 8, nil)
+		p.Spec.NodeName = fmt.Sprintf("n%d", i+1)
+		p.Annotations = map[string]string{DefaultGPUIndicesAnnotation: "0,1,2,3,4,5,6,7"}
+		pods = append(pods, p)
+	}
+	// guarded lost less work (checkpointed just now): the planner picks it first.
+	pods[0].Annotations[DefaultCheckpointKey] = io.clock.Format(time.RFC3339)
+	io.pods = pods
+	h.cycle(ctx)
+	high := schedPod("high", 8, nil)
+	prio := int32(1000)
+	high.Spec.Priority = &prio
+	io.pods = append(io.pods, high)
+	io.refuse = map[string]error{"guarded": fmt.Errorf("Cannot evict pod as it would violate the pod's disruption budget")}
+	for range 4 {
+		io.clock = io.clock.Add(time.Second)
+		h.cycle(ctx)
+	}
+	if io.attempts["guarded"] != 1 || !slices.Equal(io.evicted, []string{"free"}) {
+		t.Fatalf("attempts %v, evicted %v; want guarded refused once, then free evicted", io.attempts, io.evicted)
+	}
+	// free's pod goes; high binds on n2.
+	io.pods = []*v1.Pod{pods[0], high}
+	io.clock = io.clock.Add(time.Second)
+	h.cycle(ctx)
+	if a, ok := h.assignmentOf(high.UID); !ok || a.node != "n2" {
+		t.Fatalf("high: assignment %+v %v, want n2", a, ok)
+	}
+}
+
+// TestHostEvictionRefusedEveryVictim: every candidate refuses; the job
+// waits with the refusal in its reason, and the victim is asked again
+// only once per evictionRetrySeconds.
+func TestHostEvictionRefusedEveryVictim(t *testing.T) {
+	h, io := newTestHost(t, gpuNode("n1", 8, "NVIDIA-H100-80GB-HBM3", nil))
+	h.args.EvictionRetrySeconds = 60
+	h.shape = "" // rebuild with the new retry
+	ctx := context.Background()
+	low := schedPod("low", 8, nil)
+	low.Spec.NodeName = "n1"
+	low.Annotations = map[string]string{DefaultGPUIndicesAnnotation: "0,1,2,3,4,5,6,7"}
+	high := schedPod("high", 8, nil)
+	prio := int32(1000)
+	high.Spec.Priority = &prio
+	io.pods = []*v1.Pod{low, high}
+	io.refuse = map[string]error{"low": fmt.Errorf("Cannot evict pod as it would violate the pod's disruption budget")}
+	for range 150 { // 150 s: two retry periods and a half
+		io.clock = io.clock.Add(time.Second)
+		h.cycle(ctx)
+	}
+	if io.attempts["low"] != 3 {
+		t.Errorf("%d eviction attempts of low in 150 s with a 60 s retry, want 3", io.attempts["low"])
+	}
+	if r := h.waitingReason(high.UID); !strings.Contains(r, "eviction of default/low refused") || !strings.Contains(r, "disruption budget") {
+		t.Errorf("high: reason %q, want the refusal", r)
 	}
 }
