@@ -25,6 +25,7 @@ var disruptionScenarios = []scenario{
 	{"PDBRefusalPlansAnotherVictim", testPDBAnotherVictim},
 	{"PDBEveryVictimProtected", testPDBEveryVictim},
 	{"RecoveriesDeletePods", testRecoveriesDelete},
+	{"NodesJoinAndLeave", testNodesJoinAndLeave},
 }
 
 // TestSchedulerModeDisruptions runs scheduler mode's disruption scenarios
@@ -336,4 +337,60 @@ func testRecoveriesLeave(ctx context.Context, t *testing.T, cp *controlPlane, st
 	if podGone(ctx, c, "run") {
 		t.Error("run was deleted, want it left (deleteOnRecovery is false)")
 	}
+}
+
+// testNodesJoinAndLeave: while pods run, a node joins and a node running a
+// pod is deleted (the running Scheduler follows by live changes). A new
+// pod binds on the new node; the deleted node's pod is recovered (deleted,
+// deleteOnRecovery) and nothing binds there; the other pod keeps running;
+// no GPU is bound twice.
+func testNodesJoinAndLeave(ctx context.Context, t *testing.T, cp *controlPlane, start func()) {
+	c := cp.Client
+	for _, n := range []string{"n1", "n2"} {
+		createNode(ctx, t, c, nodeSpec{Name: n, GPUs: 8, Product: h100})
+	}
+	start()
+	for _, n := range []string{"a", "b"} {
+		createPod(ctx, t, c, podSpec{Name: n, SchedulerName: schedModeName, GPUs: 8, Labels: map[string]string{queueLabel: "batch"}})
+	}
+	bound := waitBound(ctx, t, c, "default", []string{"a", "b"}, 60*time.Second)
+	onN2 := "a"
+	if bound["b"].Spec.NodeName == "n2" {
+		onN2 = "b"
+	}
+	createNode(ctx, t, c, nodeSpec{Name: "n3", GPUs: 8, Product: h100})
+	if err := c.CoreV1().Nodes().Delete(ctx, "n2", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createPod(ctx, t, c, podSpec{Name: "c", SchedulerName: schedModeName, GPUs: 8, Labels: map[string]string{queueLabel: "batch"}})
+	got := waitBound(ctx, t, c, "default", []string{"c"}, 30*time.Second)
+	if got["c"].Spec.NodeName != "n3" {
+		t.Errorf("c bound on %s, want the new node n3", got["c"].Spec.NodeName)
+	}
+	other := "a"
+	if onN2 == "a" {
+		other = "b"
+	}
+	// The deleted node's pod is recovered as from a drained host: with
+	// deleteOnRecovery it is deleted for its controller to recreate (pod
+	// GC would delete it anyway), with a Warning. The other keeps running.
+	if err := waitFor(ctx, 30*time.Second, func(ctx context.Context) (bool, error) { return podGone(ctx, c, onN2), nil }); err != nil {
+		t.Fatalf("%s on the deleted node n2 not recovered: %v\n%s", onN2, err, describeEvents(ctx, c, "default"))
+	}
+	if !hasEvent(ctx, t, c, "default", onN2, plugin.ReasonRecovery, "") {
+		t.Errorf("%s: no %s event", onN2, plugin.ReasonRecovery)
+	}
+	if podGone(ctx, c, other) {
+		t.Errorf("%s on n1 is gone", other)
+	}
+	checkGPUsOnce(ctx, t, c)
+	// d has no node but n1, where the other pod runs: it waits, and binds
+	// there once that pod finishes.
+	createPod(ctx, t, c, podSpec{Name: "d", SchedulerName: schedModeName, GPUs: 8, Labels: map[string]string{queueLabel: "batch"}})
+	stillWaiting(ctx, t, c, 2*time.Second, "d")
+	finish(ctx, t, c, "default", other)
+	if got := waitBound(ctx, t, c, "default", []string{"d"}, 30*time.Second); got["d"].Spec.NodeName != "n1" {
+		t.Errorf("d bound on %s, want n1", got["d"].Spec.NodeName)
+	}
+	checkGPUsOnce(ctx, t, c)
 }

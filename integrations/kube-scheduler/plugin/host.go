@@ -26,8 +26,9 @@ import (
 // per-pod path, hands each binding to the extension points as per-pod
 // assignments, and reports back (Started, Requeue, Finished, Checkpointed).
 //
-// Its state is rebuilt from the apiserver (the informers' listers) whenever
-// the GPU nodes change shape, and at start: a restarted scheduler restores
+// Its state is built from the apiserver (the informers' listers) at start,
+// and GPU nodes joining, leaving or changing shape are live changes of the
+// running Scheduler (livenodes.go; a rebuild when they cannot be): a restarted scheduler restores
 // bound pods' jobs as running, holding the GPUs their indices annotation
 // names. mu guards every field below it; cycle holds it while it decides
 // and releases it before talking to the apiserver.
@@ -56,6 +57,8 @@ type host struct {
 	byJob     map[string][]types.UID // assign's pods per job, in assignment order
 	requeue   []string
 	notes     map[types.UID]*podNote
+	// live: the nodes the Scheduler's cluster follows (livenodes.go).
+	live liveNodes
 	// moved maps each queue a live edit removed to the leaf that took its
 	// jobs (Args.RemovedQueueTarget): pods still labelled with it are
 	// submitted there.
@@ -221,7 +224,11 @@ func (h *host) cycle(ctx context.Context) {
 func (h *host) decide(nodes []*v1.Node, ours []*v1.Pod, now time.Time, fx *effects) {
 	slices.SortFunc(nodes, func(a, b *v1.Node) int { return strings.Compare(a.Name, b.Name) })
 	if k := h.shapeOf(nodes); h.s == nil || k != h.shape {
-		h.rebuild(nodes, k, fx)
+		if h.applyLive(nodes, now) { // nodes joined, left or changed (livenodes.go)
+			h.shape = k
+		} else {
+			h.rebuild(nodes, k, fx)
+		}
 	}
 	jobs := jobsOf(ours, h.args)
 	if h.s == nil {
@@ -275,7 +282,7 @@ func (h *host) shapeOf(nodes []*v1.Node) string {
 // a rebuild decides as a scheduler started now would.
 func (h *host) rebuild(nodes []*v1.Node, shape string, fx *effects) {
 	fx.reject = append(fx.reject, sortedKeys(h.assign)...)
-	h.s, h.topo, h.shape, h.buildErr = nil, nil, shape, nil
+	h.s, h.topo, h.shape, h.buildErr, h.live = nil, nil, shape, nil, liveNodes{}
 	h.jobs, h.assign, h.byJob = map[string]*jobRec{}, map[types.UID]*assignment{}, map[string][]types.UID{}
 	if h.queuesErr != nil {
 		return
@@ -307,6 +314,7 @@ func (h *host) rebuild(nodes []*v1.Node, shape string, fx *effects) {
 	// GPUs the device plugin no longer offers are marked failed after the
 	// jobs are restored (see decide), so that jobs on them are recovered.
 	h.s, h.topo, h.unhealthy = s, topo, true
+	h.live.record(nodes, h.args, topo.Cluster)
 	h.log.V(2).Info("Built gpusched scheduler", "hosts", topo.Cluster.NumHosts(), "gpus", topo.Cluster.NumGPUs())
 }
 
@@ -501,7 +509,7 @@ func (h *host) reconcile(jobs []*podJob, now time.Time, fx *effects) {
 			// a pod bound by hand): the Scheduler's view is wrong; rebuild
 			// it from the pods next cycle.
 			h.log.Info("Bound pods of a job changed outside gpusched's bindings; rebuilding", "job", id, "pods", held, "held", h.placedPods(st.Placement))
-			h.shape = ""
+			h.shape, h.live = "", liveNodes{}
 		}
 		switch {
 		case st.State == queue.Admitted && bound > 0 && bound >= h.placedPods(st.Placement):
