@@ -244,6 +244,7 @@ func (h *host) decide(nodes []*v1.Node, ours []*v1.Pod, now time.Time, fx *effec
 		}
 		return
 	}
+	h.followCluster()
 	h.health(nodes)
 	h.reconcile(jobs, now, fx)
 	if h.unhealthy {
@@ -258,6 +259,7 @@ func (h *host) decide(nodes []*v1.Node, ours []*v1.Pod, now time.Time, fx *effec
 		}
 	}
 	d := h.s.Schedule(now)
+	h.followCluster() // a cycle may have taken out or reshaped drained hosts
 	h.carryOut(&d, now, fx)
 }
 
@@ -390,8 +392,8 @@ func (h *host) health(nodes []*v1.Node) {
 	c := h.topo.Cluster
 	for _, n := range nodes {
 		hid, ok := c.HostByName(n.Name)
-		if !ok {
-			continue
+		if !ok || h.s.Ledger().HostCordoned(hid) {
+			continue // (cordoned: leaving or changing shape, livenodes.go)
 		}
 		want := topology.Healthy
 		switch {

@@ -60,6 +60,23 @@ func (ln *liveNodes) record(nodes []*v1.Node, a *Args, c *topology.Cluster) {
 	}
 }
 
+// followCluster points the host's view at the Scheduler's current
+// cluster: live changes, and cycles that take drained hosts out or bring
+// them back reshaped, make new versions (host IDs stay; new hosts get new
+// ones).
+func (h *host) followCluster() {
+	if h.s == nil || h.topo == nil {
+		return
+	}
+	c := h.s.Cluster()
+	if c == h.topo.Cluster {
+		return
+	}
+	un := make([]int, c.NumHosts())
+	copy(un, h.topo.unavailable)
+	h.topo = &Topology{Cluster: c, Warnings: h.topo.Warnings, unavailable: un}
+}
+
 // sameDomain reports whether a and b sit in the same topology domains.
 func sameDomain(a, b nodeShape) bool {
 	return a.clique == b.clique && slices.Equal(a.levels, b.levels)

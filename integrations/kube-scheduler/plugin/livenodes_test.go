@@ -120,3 +120,52 @@ func TestHostGPUsBackLive(t *testing.T) {
 		t.Fatalf("big not placed once the GPUs came back: %+v %v", a, ok)
 	}
 }
+
+// TestHostNodeReshapedLive: a node running a pod changes shape (8 → 4
+// GPUs): it is drained (the pod left running, deleteOnRecovery off), takes
+// nothing meanwhile, and comes back with 4 GPUs once the pod is gone; a
+// new pod binds there. The Scheduler is never rebuilt.
+func TestHostNodeReshapedLive(t *testing.T) {
+	n := gpuNode("n1", 8, "NVIDIA-H100-80GB-HBM3", nil)
+	h, io := newTestHost(t, n)
+	ctx := context.Background()
+	step := func() {
+		io.clock = io.clock.Add(time.Second)
+		h.cycle(ctx)
+		bindAll(t, h, io)
+		io.clock = io.clock.Add(time.Second)
+		h.cycle(ctx)
+	}
+	io.pods = []*v1.Pod{schedPod("a", 2, nil)}
+	step()
+	s := h.s
+	if len(used(t, io.pods)) != 2 {
+		t.Fatal("a not bound")
+	}
+	small := gpuNode("n1", 4, "NVIDIA-H100-80GB-HBM3", nil)
+	io.nodes = []*v1.Node{small}
+	io.pods = append(io.pods, schedPod("b", 4, nil))
+	step()
+	if h.s != s {
+		t.Fatal("rebuilt; want a live reshape")
+	}
+	if _, ok := h.assignmentOf("uid-b"); ok {
+		t.Fatal("b placed on a node being reshaped")
+	}
+	io.pods = io.pods[1:] // a ends
+	step()
+	step()
+	if h.s != s {
+		t.Fatal("rebuilt; want a live reshape")
+	}
+	hid, ok := h.s.Cluster().HostByName("n1")
+	if !ok {
+		t.Fatal("n1 gone")
+	}
+	if _, count := h.s.Cluster().HostGPUs(hid); count != 4 {
+		t.Fatalf("n1 has %d GPUs, want 4", count)
+	}
+	if u := used(t, io.pods); len(u) != 4 || u["n1/3"] != "b" {
+		t.Fatalf("GPUs in use %v, want b on the 4 GPUs of the reshaped n1", u)
+	}
+}
