@@ -26,7 +26,6 @@ type fakeIO struct {
 	events    []string // "POD REASON: MSG"
 	pending   map[string]string
 	evicted   []string
-	evictErr  error
 	refuse    map[string]error // per pod name: the Eviction API refuses it
 	attempts  map[string]int   // eviction attempts per pod name
 }
@@ -56,9 +55,6 @@ func (f *fakeIO) evict(_ context.Context, p *v1.Pod, _ time.Duration) error {
 	f.attempts[p.Name]++
 	if err := f.refuse[p.Name]; err != nil {
 		return err
-	}
-	if f.evictErr != nil {
-		return f.evictErr
 	}
 	f.evicted = append(f.evicted, p.Name)
 	return nil
@@ -279,41 +275,6 @@ func FuzzJobsOf(f *testing.F) {
 	})
 }
 
-// TestHostEvictionRefusedIsAReasonNotALoop: a preemption whose eviction a
-// PodDisruptionBudget refuses is not retried; the preempting job waits and
-// says why.
-func TestHostEvictionRefusedIsAReasonNotALoop(t *testing.T) {
-	h, io := newTestHost(t, gpuNode("n1", 8, "NVIDIA-H100-80GB-HBM3", nil))
-	ctx := context.Background()
-	low := schedPod("low", 8, nil)
-	low.Spec.NodeName = "n1"
-	low.Annotations = map[string]string{DefaultGPUIndicesAnnotation: "0,1,2,3,4,5,6,7"}
-	high := schedPod("high", 8, nil)
-	prio := int32(1000)
-	high.Spec.Priority = &prio
-	io.pods = []*v1.Pod{low, high}
-	io.evictErr = fmt.Errorf("Cannot evict pod as it would violate the pod's disruption budget")
-	for range 4 {
-		io.clock = io.clock.Add(time.Second)
-		h.cycle(ctx)
-	}
-	attempts := 0
-	for _, e := range io.events {
-		if strings.HasPrefix(e, "low "+ReasonPreempted+": gpusched: eviction refused") {
-			attempts++
-		}
-	}
-	if attempts != 1 {
-		t.Errorf("%d refused evictions of low over 4 cycles, want 1 (no loop); events:\n%s", attempts, strings.Join(io.events, "\n"))
-	}
-	if r := h.waitingReason(high.UID); !strings.Contains(r, "eviction of default/low refused") || !strings.Contains(r, "disruption budget") {
-		t.Errorf("high: reason %q, want the refusal", r)
-	}
-	if len(io.activated) != 0 {
-		t.Errorf("activated %v", io.activated)
-	}
-}
-
 // TestHostGPUsLostAreRecovered: a node whose allocatable GPUs drop below its
 // GPU count label rebuilds the Scheduler; the pod on a lost GPU is restored
 // (not dropped from the books) and gets a recovery event, and no new pod is
@@ -497,8 +458,7 @@ func TestHostEvictionRefusedPlansAnotherVictim(t *testing.T) {
 // only once per evictionRetrySeconds.
 func TestHostEvictionRefusedEveryVictim(t *testing.T) {
 	h, io := newTestHost(t, gpuNode("n1", 8, "NVIDIA-H100-80GB-HBM3", nil))
-	h.args.EvictionRetrySeconds = 60
-	h.shape = "" // rebuild with the new retry
+	h.args.EvictionRetrySeconds = 60 // (read when the first cycle builds the Scheduler)
 	ctx := context.Background()
 	low := schedPod("low", 8, nil)
 	low.Spec.NodeName = "n1"

@@ -25,13 +25,7 @@ func TestHostNodesJoinAndLeaveLive(t *testing.T) {
 	h, io := newTestHost(t, n1, n2)
 	h.args.TopologyLevels = []TopologyLevel{{Name: "tor", NodeLabel: "rack"}}
 	ctx := context.Background()
-	step := func() {
-		io.clock = io.clock.Add(time.Second)
-		h.cycle(ctx)
-		bindAll(t, h, io)
-		io.clock = io.clock.Add(time.Second)
-		h.cycle(ctx)
-	}
+	step := func() { cycleBind(ctx, t, h, io) }
 	io.pods = []*v1.Pod{schedPod("a", 8, nil), schedPod("b", 8, nil)}
 	step()
 	used(t, io.pods)
@@ -90,6 +84,17 @@ func TestHostNodesJoinAndLeaveLive(t *testing.T) {
 	used(t, io.pods)
 }
 
+// cycleBind runs a cycle, binds what it placed, and runs another (which
+// reports the bindings started).
+func cycleBind(ctx context.Context, t *testing.T, h *host, io *fakeIO) {
+	t.Helper()
+	io.clock = io.clock.Add(time.Second)
+	h.cycle(ctx)
+	bindAll(t, h, io)
+	io.clock = io.clock.Add(time.Second)
+	h.cycle(ctx)
+}
+
 // TestHostGPUsBackLive: allocatable GPUs that drop and come back are GPU
 // health changes, no rebuild.
 func TestHostGPUsBackLive(t *testing.T) {
@@ -129,13 +134,7 @@ func TestHostNodeReshapedLive(t *testing.T) {
 	n := gpuNode("n1", 8, "NVIDIA-H100-80GB-HBM3", nil)
 	h, io := newTestHost(t, n)
 	ctx := context.Background()
-	step := func() {
-		io.clock = io.clock.Add(time.Second)
-		h.cycle(ctx)
-		bindAll(t, h, io)
-		io.clock = io.clock.Add(time.Second)
-		h.cycle(ctx)
-	}
+	step := func() { cycleBind(ctx, t, h, io) }
 	io.pods = []*v1.Pod{schedPod("a", 2, nil)}
 	step()
 	s := h.s
