@@ -479,3 +479,34 @@ func TestHostEvictionRefusedEveryVictim(t *testing.T) {
 		t.Errorf("high: reason %q, want the refusal", r)
 	}
 }
+
+// TestHostEvictionRefusedMidGang: a victim gang whose budget refuses its
+// second pod after the first was evicted is not reported refused (it is
+// partly gone): it stays being preempted, is not evicted again, and the
+// preempting job waits with the refusal in its reason.
+func TestHostEvictionRefusedMidGang(t *testing.T) {
+	h, io := newTestHost(t, gpuNode("n1", 8, "NVIDIA-H100-80GB-HBM3", nil))
+	ctx := context.Background()
+	var pods []*v1.Pod
+	for i := range 2 {
+		p := schedPod(fmt.Sprintf("v-%d", i), 4, map[string]string{DefaultGangLabel: "v", DefaultGangSizeKey: "2"})
+		p.Spec.NodeName = "n1"
+		p.Annotations = map[string]string{DefaultGPUIndicesAnnotation: fmt.Sprintf("%d,%d,%d,%d", 4*i, 4*i+1, 4*i+2, 4*i+3)}
+		pods = append(pods, p)
+	}
+	high := schedPod("high", 8, nil)
+	prio := int32(1000)
+	high.Spec.Priority = &prio
+	io.pods = append(pods, high)
+	io.refuse = map[string]error{"v-1": fmt.Errorf("Cannot evict pod as it would violate the pod's disruption budget")}
+	for range 5 {
+		io.clock = io.clock.Add(time.Second)
+		h.cycle(ctx)
+	}
+	if io.attempts["v-0"] != 1 || io.attempts["v-1"] != 1 {
+		t.Errorf("eviction attempts %v, want one each", io.attempts)
+	}
+	if r := h.waitingReason(high.UID); !strings.Contains(r, "eviction of pod default/v-1") || !strings.Contains(r, "not retried") {
+		t.Errorf("high: reason %q, want the refusal", r)
+	}
+}
