@@ -17,9 +17,10 @@ var owners = map[string]string{
 	"jobs": "jobs.go", "adm": "admission.go", "fit": "failcache.go", "res": "reserve.go",
 	"noms": "nominations.go", "victims": "victims.go", "rec": "recovery.go", "cyc": "cycle.go",
 	"elastic": "elastic.go", "el": "elastic.go",
-	"cons": "consolidate.go",
+	"cons":    "consolidate.go",
+	"refused": "refusals.go",
 	// parts of job
-	"vic": "victims.go", "nom": "nominations.go", "models": "admission.go",
+	"vic": "victims.go", "nom": "nominations.go", "models": "admission.go", "ref": "refusals.go",
 }
 
 // TestConcernsWriteOnlyTheirOwn checks, on the package's source, that an

@@ -169,6 +169,7 @@ func (s *Scheduler) Schedule(now time.Time) Decision {
 	s.beginCycle(now)                       // a new cycle context, caches bounded, no holds yet
 	s.expireAdmissions(&d, now)             // admitted jobs never reported started are released (AdmitTimeout)
 	s.victims.refreshFresh(now)             // jobs admitted in earlier cycles may be victims now
+	s.lapseRefusals(now)                    // refused victims whose retry time came may be victims again (refusals.go)
 	s.recoverFaults(&d, now)                // recovery actions for the faults since the last cycle
 	s.bindNominated(&d, now)                // nominated jobs whose victims are gone bind; the others hold their room
 	s.dfg.holdAll(s.ledger)                 // migrations in flight hold their destinations (defrag.go)
@@ -179,6 +180,7 @@ func (s *Scheduler) Schedule(now time.Time) Decision {
 	s.dfg.unholdAll(s.ledger)               // and so do the migrations' destinations
 	if !s.cfg.OmitPending {
 		d.Pending = s.cyc.listPending(s.tree)
+		s.refused.annotate(d.Pending) // jobs whose plans a refused stop broke say so
 	}
 	s.res.keep() // this cycle's reservations, for the next
 	return d

@@ -35,7 +35,7 @@ func pick[T any](t *eventTape, vals ...T) T { return vals[int(t.byte())%len(vals
 
 // FuzzEvents drives a Scheduler (2 DGX H100 hosts in one ToR, two queues
 // with quotas, a PlanPreemptor, AdmitTimeout) through random sequences of
-// every public call — events, health changes, Restore, RestoreJob,
+// every public call — events, health changes, refused evictions, Restore, RestoreJob,
 // RestoreNomination, cycles — with hostile values: negative, huge and
 // out-of-range numbers, unknown IDs and queues, bad MIG profiles and
 // claims, times going backwards, starts in the future. After every step nothing has
@@ -169,6 +169,10 @@ func FuzzEvents(f *testing.F) {
 						}
 					}
 					for _, p := range d.Preemptions {
+						if tp.byte()%4 == 0 {
+							_ = s.EvictionRefused(p.Job, now, "disruption budget")
+							continue
+						}
 						_ = s.Preempted(p.Job, now)
 					}
 					for _, r := range d.Recoveries {

@@ -50,6 +50,7 @@ type job struct {
 	rec    jobRecovery   // checkpoints, progress, restarts (recovery)
 	el     jobElastic    // its shrink or grow in flight, size before shrinking (elastic)
 	noPlan noPlanMemo    // the PlanPreemptor's last failed plan for it
+	ref    jobRefusal    // its refused stop, if any (evictionRefusals)
 }
 
 // jobTable holds the live jobs and the indexes of the holding ones. Its

@@ -276,7 +276,7 @@ func (p *PlanPreemptor) hostHasVictim(s *Scheduler, h topology.HostID, j *job) b
 func (p *PlanPreemptor) mayBeVictim(v, j *job, queues bool) bool {
 	sp := &v.spec
 	switch {
-	case v.vic.preempting || v.rec.recovering || sp.NonPreemptible || sp.MaxPreemptions > 0 && v.preemptions >= sp.MaxPreemptions:
+	case v.vic.preempting || v.rec.recovering || v.ref.excludes(v) || sp.NonPreemptible || sp.MaxPreemptions > 0 && v.preemptions >= sp.MaxPreemptions:
 		return false // (a stop in progress frees its host later: a gain then)
 	case queues && v.leaf != j.leaf:
 		return true

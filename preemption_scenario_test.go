@@ -15,12 +15,14 @@ import (
 // `go test -run TestPreemptionScenarios -rewrite`):
 //
 //	preemptor [scope=queue|any|never] [reclaim=any|lower|never] [fair-sharing]
-//	          [grace=DUR] [max-restarts=N]
+//	          [grace=DUR] [max-restarts=N] [eviction-retry=DUR]
 //	                         configure a PlanPreemptor (before the first job)
 //	submit … [minrun=DUR] [cap=N] [pinned] [checkpoint-every=DUR]
 //	                         submit with preemption protections
 //	checkpoint id=J [at=DUR] the job reports a checkpoint at DUR
 //	progress id=J            the job's last checkpoint and saved work
+//	refuse id=J [at=DUR] [reason=WORD]
+//	                         the host reports J's eviction refused (EvictionRefused)
 //
 // Invariants are checked after every command, as in TestScenarios.
 func TestPreemptionScenarios(t *testing.T) {
@@ -50,6 +52,9 @@ func (h *harness) runPreemption(t *testing.T, td *datadriven.TestData) string {
 			cfg.Grace = dur(t, v)
 		}
 		td.MaybeScanArgs(t, "max-restarts", &h.cfg.MaxRestarts)
+		if td.MaybeScanArgs(t, "eviction-retry", &v) {
+			h.cfg.EvictionRetry = dur(t, v)
+		}
 		p, err := NewPlanPreemptor(cfg, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -93,6 +98,17 @@ func (h *harness) runPreemption(t *testing.T, td *datadriven.TestData) string {
 		var id string
 		td.ScanArgs(t, "id", &id)
 		if err := s.Checkpointed(id, at, now); err != nil {
+			return "error: " + err.Error()
+		}
+		return "ok"
+	case "refuse":
+		s := h.sched(t)
+		now := h.at(t, td)
+		var id string
+		why := "refused"
+		td.ScanArgs(t, "id", &id)
+		td.MaybeScanArgs(t, "reason", &why)
+		if err := s.EvictionRefused(id, now, why); err != nil {
 			return "error: " + err.Error()
 		}
 		return "ok"

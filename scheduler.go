@@ -66,6 +66,10 @@ type Config struct {
 	// per cycle for hosts that do not show reasons every cycle (a
 	// simulator); Job(id).Reason still answers for any waiting job.
 	OmitPending bool
+	// EvictionRetry is how long a victim whose stop the host reported
+	// refused (EvictionRefused: a PodDisruptionBudget) is not chosen as a
+	// victim again; 0 or less means DefaultEvictionRetry.
+	EvictionRetry time.Duration
 }
 
 // Errors returned by events.
@@ -139,6 +143,7 @@ type Scheduler struct {
 	dfg     defragger    // migrations planned, issued and in flight (defrag.go)
 	elastic elastic      // shrinks and grows in flight, shrunk jobs (elastic.go)
 	cons    consolidator // consolidation when idle (consolidate.go)
+	refused refusals     // victims whose stop the host refused (refusals.go)
 
 	// testBeforeCycle, if set, runs at the start of Schedule (tests).
 	testBeforeCycle func()

@@ -50,7 +50,7 @@ func (x *victimIndex) view(j *job, now time.Time) *preempt.Job {
 	pj.Checkpoint, pj.CheckpointInterval = j.rec.checkpoint, j.spec.CheckpointInterval
 	pj.Preemptions, pj.Restarts, pj.Charge = j.preemptions, j.rec.restarts, j.charged
 	pj.Grace = j.spec.Grace // its own grace period (bounded by Config.MaxGrace), 0: the planner's
-	pj.Stopping = j.vic.preempting || j.rec.recovering || j.fresh(now) || j.growing()
+	pj.Stopping = j.vic.preempting || j.rec.recovering || j.fresh(now) || j.growing() || j.ref.excludes(j)
 	pj.End = time.Time{}
 	if j.endKnown {
 		pj.End = j.end
@@ -138,7 +138,17 @@ func (x *victimIndex) ask(j *job, now time.Time) {
 	x.update(j, now)
 }
 
-// stopped clears j's preemption mark: it released and waits again.
+// refile files j again as a possible victim after its exclusion lapsed
+// (a refused stop, refusals.go).
+func (x *victimIndex) refile(j *job, now time.Time) {
+	x.logElig(j)
+	if j.vic.indexed {
+		x.view(j, now)
+	}
+}
+
+// stopped clears j's preemption mark: it released and waits again (or
+// its stop was refused).
 func (x *victimIndex) stopped(j *job) { j.vic.preempting = false }
 
 // checkpointed notes j's new checkpoint in its view.

@@ -219,7 +219,14 @@ wait:
 	}); err != nil {
 		t.Fatalf("after the restart the gang (%d of 16 bound) is neither completed nor explained\n%s", boundCount(gang), describeEvents(ctx, c, "default"))
 	}
+	// A partly bound gang's members that PreBind had annotated are still
+	// being bound by the new scheduler: wait until the count holds for 2 s.
 	settled := boundCount(gang)
+	for stable := time.Now(); time.Since(stable) < 2*time.Second; time.Sleep(200 * time.Millisecond) {
+		if n := boundCount(gang); n != settled {
+			settled, stable = n, time.Now()
+		}
+	}
 	t.Logf("after the restart: %d of 16 gang members bound (partly bound: %v)", settled, partly)
 	var fill []string
 	for i := range 32 - settled {

@@ -144,6 +144,11 @@ type Args struct {
 	// then placed again. Default false: the pods are left where they are
 	// (kubelet or the taint manager decide), with a Warning event.
 	DeleteOnRecovery bool `json:"deleteOnRecovery,omitempty"`
+	// EvictionRetrySeconds is how long a victim whose eviction was refused
+	// (a PodDisruptionBudget: the Eviction API's 429) is not chosen as a
+	// victim again (gpusched.Config.EvictionRetry); the job it was for is
+	// planned again without it meanwhile. Default 300.
+	EvictionRetrySeconds int32 `json:"evictionRetrySeconds,omitempty"`
 }
 
 // Modes.
@@ -192,6 +197,7 @@ const (
 	DefaultCheckpointKey        = "gpusched.io/checkpointed-at"
 	DefaultCycleIntervalMillis  = 200
 	DefaultEventIntervalSeconds = 60
+	DefaultEvictionRetrySeconds = 300
 	// QueueConfigMapKey is the ConfigMap key holding the queue tree.
 	QueueConfigMapKey = "queues.yaml"
 )
@@ -245,6 +251,9 @@ func (a *Args) SetDefaults() {
 	if a.GangTimeoutSeconds == 0 {
 		a.GangTimeoutSeconds = DefaultGangTimeoutSeconds
 	}
+	if a.EvictionRetrySeconds == 0 {
+		a.EvictionRetrySeconds = DefaultEvictionRetrySeconds
+	}
 	mt := make(map[string]string, len(DefaultMachineTemplates)+len(a.MachineTemplates))
 	for k, v := range DefaultMachineTemplates {
 		mt[k] = v
@@ -266,6 +275,11 @@ func (a *Args) CycleInterval() time.Duration {
 // EventInterval returns EventIntervalSeconds as a duration.
 func (a *Args) EventInterval() time.Duration {
 	return time.Duration(a.EventIntervalSeconds) * time.Second
+}
+
+// EvictionRetry returns EvictionRetrySeconds as a duration.
+func (a *Args) EvictionRetry() time.Duration {
+	return time.Duration(a.EvictionRetrySeconds) * time.Second
 }
 
 // GangTimeout returns GangTimeoutSeconds as a duration.
@@ -363,6 +377,9 @@ func (a *Args) Validate() error {
 	}
 	if a.EventIntervalSeconds < 1 || a.EventIntervalSeconds > 86400 {
 		errs = append(errs, field.Invalid(field.NewPath("eventIntervalSeconds"), a.EventIntervalSeconds, "must be between 1 and 86400"))
+	}
+	if a.EvictionRetrySeconds < 1 || a.EvictionRetrySeconds > 86400 {
+		errs = append(errs, field.Invalid(field.NewPath("evictionRetrySeconds"), a.EvictionRetrySeconds, "must be between 1 and 86400"))
 	}
 	if len(errs) == 0 {
 		return nil

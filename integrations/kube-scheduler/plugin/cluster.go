@@ -97,6 +97,36 @@ func shapeOf(n *v1.Node, a *Args) (s nodeShape, ok bool) {
 	return s, true
 }
 
+// accelerator is the accelerator spec of s's GPU model.
+func (s *nodeShape) accelerator() topology.AcceleratorSpec {
+	acc := topology.AcceleratorSpec{Model: s.model, Vendor: "nvidia"}
+	if s.machine != "" {
+		if _, pa, err := topology.MachineTemplate(s.machine); err == nil {
+			acc = pa
+			acc.Model = s.model
+		}
+	}
+	return acc
+}
+
+// template is the host template of s (unnamed) and the key of its
+// content: nodes of one key share a template.
+func (s *nodeShape) template() (topology.HostTemplate, string) {
+	ht := topology.HostTemplate{CPUMilli: s.cpuMilli, MemoryMiB: s.memoryMiB, Accelerator: s.model, GPUs: s.gpus}
+	machine := ""
+	if s.machine != "" {
+		pt, _, err := topology.MachineTemplate(s.machine)
+		if err == nil && pt.GPUs == s.gpus {
+			machine = s.machine
+			ht.NUMA = pt.NUMA
+			if s.clique == "" {
+				ht.Fabrics = pt.Fabrics
+			}
+		}
+	}
+	return ht, fmt.Sprintf("%s|%d|%d|%d|%s|%t", s.model, s.gpus, s.cpuMilli, s.memoryMiB, machine, s.clique != "")
+}
+
 // BuildTopology builds the gpusched cluster of the GPU nodes among nodes (those
 // with allocatable a.GPUResource), in node name order:
 //
@@ -144,28 +174,9 @@ func BuildTopology(nodes []*v1.Node, a *Args) (*Topology, error) {
 	for i, s := range shapes {
 		if !models[s.model] {
 			models[s.model] = true
-			acc := topology.AcceleratorSpec{Model: s.model, Vendor: "nvidia"}
-			if s.machine != "" {
-				if _, pa, err := topology.MachineTemplate(s.machine); err == nil {
-					acc = pa
-					acc.Model = s.model
-				}
-			}
-			spec.Accelerators = append(spec.Accelerators, acc)
+			spec.Accelerators = append(spec.Accelerators, s.accelerator())
 		}
-		ht := topology.HostTemplate{CPUMilli: s.cpuMilli, MemoryMiB: s.memoryMiB, Accelerator: s.model, GPUs: s.gpus}
-		machine := ""
-		if s.machine != "" {
-			pt, _, err := topology.MachineTemplate(s.machine)
-			if err == nil && pt.GPUs == s.gpus {
-				machine = s.machine
-				ht.NUMA = pt.NUMA
-				if s.clique == "" {
-					ht.Fabrics = pt.Fabrics
-				}
-			}
-		}
-		key := fmt.Sprintf("%s|%d|%d|%d|%s|%t", s.model, s.gpus, s.cpuMilli, s.memoryMiB, machine, s.clique != "")
+		ht, key := s.template()
 		name, ok := templates[key]
 		if !ok {
 			name = fmt.Sprintf("t%d-%dx%s", len(templates), s.gpus, s.model)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -25,8 +26,9 @@ import (
 // per-pod path, hands each binding to the extension points as per-pod
 // assignments, and reports back (Started, Requeue, Finished, Checkpointed).
 //
-// Its state is rebuilt from the apiserver (the informers' listers) whenever
-// the GPU nodes change shape, and at start: a restarted scheduler restores
+// Its state is built from the apiserver (the informers' listers) at start,
+// and GPU nodes joining, leaving or changing shape are live changes of the
+// running Scheduler (livenodes.go; a rebuild when they cannot be): a restarted scheduler restores
 // bound pods' jobs as running, holding the GPUs their indices annotation
 // names. mu guards every field below it; cycle holds it while it decides
 // and releases it before talking to the apiserver.
@@ -55,6 +57,8 @@ type host struct {
 	byJob     map[string][]types.UID // assign's pods per job, in assignment order
 	requeue   []string
 	notes     map[types.UID]*podNote
+	// live: the nodes the Scheduler's cluster follows (livenodes.go).
+	live liveNodes
 	// moved maps each queue a live edit removed to the leaf that took its
 	// jobs (Args.RemovedQueueTarget): pods still labelled with it are
 	// submitted there.
@@ -220,7 +224,11 @@ func (h *host) cycle(ctx context.Context) {
 func (h *host) decide(nodes []*v1.Node, ours []*v1.Pod, now time.Time, fx *effects) {
 	slices.SortFunc(nodes, func(a, b *v1.Node) int { return strings.Compare(a.Name, b.Name) })
 	if k := h.shapeOf(nodes); h.s == nil || k != h.shape {
-		h.rebuild(nodes, k, fx)
+		if h.applyLive(nodes, now) { // nodes joined, left or changed (livenodes.go)
+			h.shape = k
+		} else {
+			h.rebuild(nodes, k, fx)
+		}
 	}
 	jobs := jobsOf(ours, h.args)
 	if h.s == nil {
@@ -236,6 +244,7 @@ func (h *host) decide(nodes []*v1.Node, ours []*v1.Pod, now time.Time, fx *effec
 		}
 		return
 	}
+	h.followCluster()
 	h.health(nodes)
 	h.reconcile(jobs, now, fx)
 	if h.unhealthy {
@@ -250,6 +259,7 @@ func (h *host) decide(nodes []*v1.Node, ours []*v1.Pod, now time.Time, fx *effec
 		}
 	}
 	d := h.s.Schedule(now)
+	h.followCluster() // a cycle may have taken out or reshaped drained hosts
 	h.carryOut(&d, now, fx)
 }
 
@@ -274,7 +284,7 @@ func (h *host) shapeOf(nodes []*v1.Node) string {
 // a rebuild decides as a scheduler started now would.
 func (h *host) rebuild(nodes []*v1.Node, shape string, fx *effects) {
 	fx.reject = append(fx.reject, sortedKeys(h.assign)...)
-	h.s, h.topo, h.shape, h.buildErr = nil, nil, shape, nil
+	h.s, h.topo, h.shape, h.buildErr, h.live = nil, nil, shape, nil, liveNodes{}
 	h.jobs, h.assign, h.byJob = map[string]*jobRec{}, map[types.UID]*assignment{}, map[string][]types.UID{}
 	if h.queuesErr != nil {
 		return
@@ -298,7 +308,7 @@ func (h *host) rebuild(nodes []*v1.Node, shape string, fx *effects) {
 		h.buildErr = err
 		return
 	}
-	s, err := gpusched.New(gpusched.Config{Cluster: topo.Cluster, Queues: h.queues, Placer: placer, Preemptor: pre})
+	s, err := gpusched.New(gpusched.Config{Cluster: topo.Cluster, Queues: h.queues, Placer: placer, Preemptor: pre, EvictionRetry: h.args.EvictionRetry()})
 	if err != nil {
 		h.buildErr = err
 		return
@@ -306,6 +316,7 @@ func (h *host) rebuild(nodes []*v1.Node, shape string, fx *effects) {
 	// GPUs the device plugin no longer offers are marked failed after the
 	// jobs are restored (see decide), so that jobs on them are recovered.
 	h.s, h.topo, h.unhealthy = s, topo, true
+	h.live.record(nodes, h.args, topo.Cluster)
 	h.log.V(2).Info("Built gpusched scheduler", "hosts", topo.Cluster.NumHosts(), "gpus", topo.Cluster.NumGPUs())
 }
 
@@ -381,8 +392,8 @@ func (h *host) health(nodes []*v1.Node) {
 	c := h.topo.Cluster
 	for _, n := range nodes {
 		hid, ok := c.HostByName(n.Name)
-		if !ok {
-			continue
+		if !ok || h.s.Ledger().HostCordoned(hid) {
+			continue // (cordoned: leaving or changing shape, livenodes.go)
 		}
 		want := topology.Healthy
 		switch {
@@ -500,7 +511,7 @@ func (h *host) reconcile(jobs []*podJob, now time.Time, fx *effects) {
 			// a pod bound by hand): the Scheduler's view is wrong; rebuild
 			// it from the pods next cycle.
 			h.log.Info("Bound pods of a job changed outside gpusched's bindings; rebuilding", "job", id, "pods", held, "held", h.placedPods(st.Placement))
-			h.shape = ""
+			h.shape, h.live = "", liveNodes{}
 		}
 		switch {
 		case st.State == queue.Admitted && bound > 0 && bound >= h.placedPods(st.Placement):
@@ -845,23 +856,7 @@ func (h *host) apply(ctx context.Context, fx *effects) {
 	if len(fx.activate) > 0 {
 		h.io.activate(fx.activate)
 	}
-	for _, e := range fx.evict {
-		err := h.io.evict(ctx, e.pod, e.grace)
-		if err == nil {
-			continue
-		}
-		h.log.Info("Eviction refused", "pod", klog.KObj(e.pod), "err", err)
-		h.mu.Lock()
-		if rec := h.jobs[e.forJ]; rec != nil {
-			// A PodDisruptionBudget (or anything else) refused: the
-			// victim is not evicted again by this plan (it stays marked
-			// as being preempted); the job the room was for waits with
-			// the refusal in its reason.
-			rec.blocked = fmt.Sprintf("eviction of %s/%s refused: %v", e.pod.Namespace, e.pod.Name, err)
-		}
-		h.mu.Unlock()
-		h.io.event(e.pod, v1.EventTypeWarning, ReasonPreempted, fmt.Sprintf("gpusched: eviction refused: %v", err))
-	}
+	h.evictAll(ctx, fx.evict)
 	for _, p := range fx.del {
 		if err := h.io.deletePod(ctx, p); err != nil {
 			h.log.Error(err, "Deleting a pod to requeue its job", "pod", klog.KObj(p))
@@ -874,6 +869,47 @@ func (h *host) apply(ctx context.Context, fx *effects) {
 		if err := h.io.setPending(ctx, e.pod, e.what); err != nil {
 			h.log.V(3).Info("Setting the PodScheduled condition", "pod", klog.KObj(e.pod), "err", err)
 		}
+	}
+}
+
+// evictAll evicts the victims' pods, in order. A victim the Eviction API
+// refuses (a PodDisruptionBudget's 429, or any other error but the pod
+// being gone already) before any of its pods went is reported to the
+// Scheduler (EvictionRefused): it keeps running, the plan that counted on
+// it is dropped, the job it was for is planned again without it, and it
+// is not chosen again for Args.EvictionRetry; its other pods are not
+// evicted. A victim refused after some of its pods went (a gang whose
+// budget allows fewer disruptions than it has pods) stays marked as being
+// preempted and is not evicted again: the job it was for waits with the
+// refusal in its reason until the victim's pods are gone.
+func (h *host) evictAll(ctx context.Context, evs []eviction) {
+	gone := map[string]bool{}    // victims with a pod evicted
+	refused := map[string]bool{} // victims refused
+	for _, e := range evs {
+		if refused[e.job] {
+			continue
+		}
+		err := h.io.evict(ctx, e.pod, e.grace)
+		if err == nil || apierrors.IsNotFound(err) {
+			gone[e.job] = true
+			continue
+		}
+		refused[e.job] = true
+		h.log.Info("Eviction refused", "pod", klog.KObj(e.pod), "victim", e.job, "for", e.forJ, "err", err)
+		why := fmt.Sprintf("pod %s/%s: %v", e.pod.Namespace, e.pod.Name, err)
+		h.mu.Lock()
+		switch rec := h.jobs[e.job]; {
+		case rec == nil:
+		case !gone[e.job] && h.s != nil && h.s.EvictionRefused(e.job, h.submitAt(h.io.now()), why) == nil:
+			rec.evicting = false
+			h.poke() // plan again now: another victim, or wait saying why
+		default:
+			if f := h.jobs[e.forJ]; f != nil {
+				f.blocked = "eviction of " + why + " (not retried)"
+			}
+		}
+		h.mu.Unlock()
+		h.io.event(e.pod, v1.EventTypeWarning, ReasonPreempted, fmt.Sprintf("gpusched: eviction refused: %v", err))
 	}
 }
 

@@ -26,7 +26,8 @@ type fakeIO struct {
 	events    []string // "POD REASON: MSG"
 	pending   map[string]string
 	evicted   []string
-	evictErr  error
+	refuse    map[string]error // per pod name: the Eviction API refuses it
+	attempts  map[string]int   // eviction attempts per pod name
 }
 
 func (f *fakeIO) synced() bool                    { return true }
@@ -48,8 +49,12 @@ func (f *fakeIO) setPending(_ context.Context, p *v1.Pod, msg string) error {
 }
 func (f *fakeIO) deletePod(context.Context, *v1.Pod) error { return nil }
 func (f *fakeIO) evict(_ context.Context, p *v1.Pod, _ time.Duration) error {
-	if f.evictErr != nil {
-		return f.evictErr
+	if f.attempts == nil {
+		f.attempts = map[string]int{}
+	}
+	f.attempts[p.Name]++
+	if err := f.refuse[p.Name]; err != nil {
+		return err
 	}
 	f.evicted = append(f.evicted, p.Name)
 	return nil
@@ -270,41 +275,6 @@ func FuzzJobsOf(f *testing.F) {
 	})
 }
 
-// TestHostEvictionRefusedIsAReasonNotALoop: a preemption whose eviction a
-// PodDisruptionBudget refuses is not retried; the preempting job waits and
-// says why.
-func TestHostEvictionRefusedIsAReasonNotALoop(t *testing.T) {
-	h, io := newTestHost(t, gpuNode("n1", 8, "NVIDIA-H100-80GB-HBM3", nil))
-	ctx := context.Background()
-	low := schedPod("low", 8, nil)
-	low.Spec.NodeName = "n1"
-	low.Annotations = map[string]string{DefaultGPUIndicesAnnotation: "0,1,2,3,4,5,6,7"}
-	high := schedPod("high", 8, nil)
-	prio := int32(1000)
-	high.Spec.Priority = &prio
-	io.pods = []*v1.Pod{low, high}
-	io.evictErr = fmt.Errorf("Cannot evict pod as it would violate the pod's disruption budget")
-	for range 4 {
-		io.clock = io.clock.Add(time.Second)
-		h.cycle(ctx)
-	}
-	attempts := 0
-	for _, e := range io.events {
-		if strings.HasPrefix(e, "low "+ReasonPreempted+": gpusched: eviction refused") {
-			attempts++
-		}
-	}
-	if attempts != 1 {
-		t.Errorf("%d refused evictions of low over 4 cycles, want 1 (no loop); events:\n%s", attempts, strings.Join(io.events, "\n"))
-	}
-	if r := h.waitingReason(high.UID); !strings.Contains(r, "eviction of default/low refused") || !strings.Contains(r, "disruption budget") {
-		t.Errorf("high: reason %q, want the refusal", r)
-	}
-	if len(io.activated) != 0 {
-		t.Errorf("activated %v", io.activated)
-	}
-}
-
 // TestHostGPUsLostAreRecovered: a node whose allocatable GPUs drop below its
 // GPU count label rebuilds the Scheduler; the pod on a lost GPU is restored
 // (not dropped from the books) and gets a recovery event, and no new pod is
@@ -440,5 +410,103 @@ func TestHostQueueEditsApplyLive(t *testing.T) {
 	h.cycle(ctx)
 	if st, ok := h.s.Job("default/r"); !ok || !st.State.Holding() || len(h.jobs) != 2 {
 		t.Errorf("r after research was removed and a rebuild: %+v %v, want running; events %v", st, ok, io.events)
+	}
+}
+
+// TestHostEvictionRefusedPlansAnotherVictim: the Eviction API refuses the
+// cheapest victim (its PodDisruptionBudget); the Scheduler is told
+// (EvictionRefused), plans again without it and the other candidate is
+// evicted; the refused one is asked once, and again only after
+// evictionRetrySeconds.
+func TestHostEvictionRefusedPlansAnotherVictim(t *testing.T) {
+	h, io := newTestHost(t, gpuNode("n1", 8, "NVIDIA-H100-80GB-HBM3", nil), gpuNode("n2", 8, "NVIDIA-H100-80GB-HBM3", nil))
+	ctx := context.Background()
+	var pods []*v1.Pod
+	for i, name := range []string{"guarded", "free"} {
+		p := schedPod(name, 8, nil)
+		p.Spec.NodeName = fmt.Sprintf("n%d", i+1)
+		p.Annotations = map[string]string{DefaultGPUIndicesAnnotation: "0,1,2,3,4,5,6,7"}
+		pods = append(pods, p)
+	}
+	// guarded lost less work (checkpointed just now): the planner picks it first.
+	pods[0].Annotations[DefaultCheckpointKey] = io.clock.Format(time.RFC3339)
+	io.pods = pods
+	h.cycle(ctx)
+	high := schedPod("high", 8, nil)
+	prio := int32(1000)
+	high.Spec.Priority = &prio
+	io.pods = append(io.pods, high)
+	io.refuse = map[string]error{"guarded": fmt.Errorf("Cannot evict pod as it would violate the pod's disruption budget")}
+	for range 4 {
+		io.clock = io.clock.Add(time.Second)
+		h.cycle(ctx)
+	}
+	if io.attempts["guarded"] != 1 || !slices.Equal(io.evicted, []string{"free"}) {
+		t.Fatalf("attempts %v, evicted %v; want guarded refused once, then free evicted", io.attempts, io.evicted)
+	}
+	// free's pod goes; high binds on n2.
+	io.pods = []*v1.Pod{pods[0], high}
+	io.clock = io.clock.Add(time.Second)
+	h.cycle(ctx)
+	if a, ok := h.assignmentOf(high.UID); !ok || a.node != "n2" {
+		t.Fatalf("high: assignment %+v %v, want n2", a, ok)
+	}
+}
+
+// TestHostEvictionRefusedEveryVictim: every candidate refuses; the job
+// waits with the refusal in its reason, and the victim is asked again
+// only once per evictionRetrySeconds.
+func TestHostEvictionRefusedEveryVictim(t *testing.T) {
+	h, io := newTestHost(t, gpuNode("n1", 8, "NVIDIA-H100-80GB-HBM3", nil))
+	h.args.EvictionRetrySeconds = 60 // (read when the first cycle builds the Scheduler)
+	ctx := context.Background()
+	low := schedPod("low", 8, nil)
+	low.Spec.NodeName = "n1"
+	low.Annotations = map[string]string{DefaultGPUIndicesAnnotation: "0,1,2,3,4,5,6,7"}
+	high := schedPod("high", 8, nil)
+	prio := int32(1000)
+	high.Spec.Priority = &prio
+	io.pods = []*v1.Pod{low, high}
+	io.refuse = map[string]error{"low": fmt.Errorf("Cannot evict pod as it would violate the pod's disruption budget")}
+	for range 150 { // 150 s: two retry periods and a half
+		io.clock = io.clock.Add(time.Second)
+		h.cycle(ctx)
+	}
+	if io.attempts["low"] != 3 {
+		t.Errorf("%d eviction attempts of low in 150 s with a 60 s retry, want 3", io.attempts["low"])
+	}
+	if r := h.waitingReason(high.UID); !strings.Contains(r, "eviction of default/low refused") || !strings.Contains(r, "disruption budget") {
+		t.Errorf("high: reason %q, want the refusal", r)
+	}
+}
+
+// TestHostEvictionRefusedMidGang: a victim gang whose budget refuses its
+// second pod after the first was evicted is not reported refused (it is
+// partly gone): it stays being preempted, is not evicted again, and the
+// preempting job waits with the refusal in its reason.
+func TestHostEvictionRefusedMidGang(t *testing.T) {
+	h, io := newTestHost(t, gpuNode("n1", 8, "NVIDIA-H100-80GB-HBM3", nil))
+	ctx := context.Background()
+	var pods []*v1.Pod
+	for i := range 2 {
+		p := schedPod(fmt.Sprintf("v-%d", i), 4, map[string]string{DefaultGangLabel: "v", DefaultGangSizeKey: "2"})
+		p.Spec.NodeName = "n1"
+		p.Annotations = map[string]string{DefaultGPUIndicesAnnotation: fmt.Sprintf("%d,%d,%d,%d", 4*i, 4*i+1, 4*i+2, 4*i+3)}
+		pods = append(pods, p)
+	}
+	high := schedPod("high", 8, nil)
+	prio := int32(1000)
+	high.Spec.Priority = &prio
+	io.pods = append(pods, high)
+	io.refuse = map[string]error{"v-1": fmt.Errorf("Cannot evict pod as it would violate the pod's disruption budget")}
+	for range 5 {
+		io.clock = io.clock.Add(time.Second)
+		h.cycle(ctx)
+	}
+	if io.attempts["v-0"] != 1 || io.attempts["v-1"] != 1 {
+		t.Errorf("eviction attempts %v, want one each", io.attempts)
+	}
+	if r := h.waitingReason(high.UID); !strings.Contains(r, "eviction of pod default/v-1") || !strings.Contains(r, "not retried") {
+		t.Errorf("high: reason %q, want the refusal", r)
 	}
 }
