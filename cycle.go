@@ -51,10 +51,28 @@ type leafState struct {
 	lastStop    *Reason // stop in the cycle before (reused when equal)
 }
 
-// classState records why a class was dropped in a cycle.
+// classState records why a class was dropped in a cycle, and where its
+// rows are in its leaf's listing (pendinglist.go).
 type classState struct {
 	cycle  uint64
 	reason *Reason
+	// listed is the cycle whose listing gave the class index listIdx.
+	listed  uint64
+	listIdx int32
+}
+
+// listIndex returns class c's index among its leaf's classes in this
+// cycle's listing, giving it next if it has none yet.
+func (cs *cycleState) listIndex(c *queue.Class, next int) int {
+	st, _ := c.Data.(*classState)
+	if st == nil {
+		st = &classState{}
+		c.Data = st
+	}
+	if st.listed != cs.n {
+		st.listed, st.listIdx = cs.n, int32(next)
+	}
+	return int(st.listIdx)
 }
 
 // begin starts cycle n+1.

@@ -38,8 +38,6 @@ type pendingList struct {
 	// kept counts the leaves whose rows were kept (patched or not), for
 	// tests and profiles.
 	kept uint64
-	// classIdx is the scratch index of a leaf's classes while it is listed.
-	classIdx map[*queue.Class]int
 }
 
 // leafRows is one leaf's rows as listed in pendingList.cycle.
@@ -124,10 +122,6 @@ func (lr *leafRows) current(l *queue.Leaf, cs *cycleState, id queue.NodeID) bool
 
 // relist lists leaf l's rows afresh.
 func (pl *pendingList) relist(lr *leafRows, l *queue.Leaf, cs *cycleState, id queue.NodeID) {
-	if pl.classIdx == nil {
-		pl.classIdx = map[*queue.Class]int{}
-	}
-	clear(pl.classIdx)
 	for i := range lr.classes {
 		lr.classes[i].rows = lr.classes[i].rows[:0]
 	}
@@ -143,10 +137,8 @@ func (pl *pendingList) relist(lr *leafRows, l *queue.Leaf, cs *cycleState, id qu
 			explicit++
 		case fromClass:
 			c := e.ClassOf()
-			k, ok := pl.classIdx[c]
-			if !ok {
-				k = len(cls)
-				pl.classIdx[c] = k
+			k := cs.listIndex(c, len(cls))
+			if k == len(cls) { // the class's first row
 				if k < cap(cls) {
 					cls = cls[:k+1]
 					cls[k].class, cls[k].reason = c, r

@@ -17,6 +17,10 @@ const (
 	pageShift = 7
 	pageLen   = 1 << pageShift
 	pageMask  = pageLen - 1
+	// slabPages is how many pages are allocated at once: a what-if that
+	// touches a few hundred scattered hosts copies thousands of pages, and
+	// one allocation per page would cost more than the copies.
+	slabPages = 32
 )
 
 // pages is a copy-on-write array of n values of T indexed by I.
@@ -29,6 +33,7 @@ type pages[I ~int32 | ~int, T any] struct {
 	p     []*[pageLen]T
 	mine  []bool
 	spare []*[pageLen]T
+	slab  [][pageLen]T // pages allocated and not used yet (this ledger's)
 	n     int
 }
 
@@ -65,17 +70,27 @@ func (a *pages[I, T]) own(k int) {
 	if a.spare != nil && a.spare[k] != nil {
 		np, a.spare[k] = a.spare[k], nil
 	} else {
-		np = new([pageLen]T)
+		np = a.newPage()
 	}
 	*np = *a.p[k]
 	a.p[k], a.mine[k] = np, true
+}
+
+// newPage returns a page from the slab, allocating a slab when it is empty.
+func (a *pages[I, T]) newPage() *[pageLen]T {
+	if len(a.slab) == 0 {
+		a.slab = make([][pageLen]T, slabPages)
+	}
+	np := &a.slab[0]
+	a.slab = a.slab[1:]
+	return np
 }
 
 // grow appends n entries of value v.
 func (a *pages[I, T]) grow(n int, v T) {
 	for range n {
 		if a.n&pageMask == 0 {
-			a.p = append(a.p, new([pageLen]T))
+			a.p = append(a.p, a.newPage())
 			a.mine = append(a.mine, true)
 			if a.spare != nil {
 				a.spare = append(a.spare, nil)
