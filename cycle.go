@@ -61,16 +61,16 @@ type classState struct {
 	listIdx int32
 }
 
-// listIndex returns class c's index among its leaf's classes in this
-// cycle's listing, giving it next if it has none yet.
-func (cs *cycleState) listIndex(c *queue.Class, next int) int {
+// listIndex returns class c's index among its leaf's classes in the
+// listing numbered stamp, giving it next if it has none yet.
+func (cs *cycleState) listIndex(c *queue.Class, stamp uint64, next int) int {
 	st, _ := c.Data.(*classState)
 	if st == nil {
 		st = &classState{}
 		c.Data = st
 	}
-	if st.listed != cs.n {
-		st.listed, st.listIdx = cs.n, int32(next)
+	if st.listed != stamp {
+		st.listed, st.listIdx = stamp, int32(next)
 	}
 	return int(st.listIdx)
 }
