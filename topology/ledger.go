@@ -77,22 +77,20 @@ type gpuState struct {
 type Ledger struct {
 	c *Cluster
 
-	// The state arrays are copy-on-write pages shared with clones
-	// (ledger_pages.go).
-	gpu        pages[GPUID, gpuState]
-	hostHealth pages[HostID, Health]
-	cordoned   pages[HostID, bool] // per host: cordoned (ledger_cordon.go)
-	cpuFree    pages[HostID, int64]
-	memFree    pages[HostID, int64]
+	gpu        []gpuState
+	hostHealth []Health
+	cordoned   []bool // per host: cordoned (ledger_cordon.go)
+	cpuFree    []int64
+	memFree    []int64
 
-	freeWhole pages[DomainID, int32] // per domain: free allocatable GPUs
-	freeMilli pages[DomainID, int64] // per domain: free milli-GPU on allocatable GPUs
-	healthy   pages[DomainID, int32] // per domain: allocatable GPUs
+	freeWhole []int32 // per domain: free allocatable GPUs
+	freeMilli []int64 // per domain: free milli-GPU on allocatable GPUs
+	healthy   []int32 // per domain: allocatable GPUs
 
-	gen     uint64                // bumped by every successful change
-	hostGen pages[HostID, uint64] // per host: a fresh stamp on every change on that host (ledger_stamp.go)
-	stampID uint64                // this ledger's identity in the stamps it hands out
-	stampN  uint64                // changes stamped under stampID
+	gen     uint64   // bumped by every successful change
+	hostGen []uint64 // per host: a fresh stamp on every change on that host (ledger_stamp.go)
+	stampID uint64   // this ledger's identity in the stamps it hands out
+	stampN  uint64   // changes stamped under stampID
 
 	idx ledgerIndex
 }
@@ -100,33 +98,34 @@ type Ledger struct {
 // NewLedger returns an empty ledger for c: everything healthy and free.
 func NewLedger(c *Cluster) *Ledger {
 	l := &Ledger{
-		c:          c,
-		gpu:        newPages[GPUID](len(c.gpus), gpuState{}),
-		hostHealth: newPages[HostID](len(c.hosts), Healthy),
-		cordoned:   newPages[HostID](len(c.hosts), false),
-		cpuFree:    newPages[HostID](len(c.hosts), int64(0)),
-		memFree:    newPages[HostID](len(c.hosts), int64(0)),
-		freeWhole:  newPages[DomainID](len(c.domains), int32(0)),
-		freeMilli:  newPages[DomainID](len(c.domains), int64(0)),
-		healthy:    newPages[DomainID](len(c.domains), int32(0)),
-		hostGen:    newPages[HostID](len(c.hosts), uint64(0)),
+		c: c,
+		// With room for hosts joining live (Follow), like the cluster's.
+		gpu:        make([]gpuState, len(c.gpus), slack(len(c.gpus))),
+		hostHealth: make([]Health, len(c.hosts), slack(len(c.hosts))),
+		cordoned:   make([]bool, len(c.hosts), slack(len(c.hosts))),
+		cpuFree:    make([]int64, len(c.hosts), slack(len(c.hosts))),
+		memFree:    make([]int64, len(c.hosts), slack(len(c.hosts))),
+		freeWhole:  make([]int32, len(c.domains), slack(len(c.domains))),
+		freeMilli:  make([]int64, len(c.domains), slack(len(c.domains))),
+		healthy:    make([]int32, len(c.domains), slack(len(c.domains))),
+		hostGen:    make([]uint64, len(c.hosts), slack(len(c.hosts))),
 	}
 	for h := range c.hosts {
-		l.cpuFree.set(HostID(h), c.hosts[h].cpuMilli)
-		l.memFree.set(HostID(h), c.hosts[h].memMiB)
+		l.cpuFree[h] = c.hosts[h].cpuMilli
+		l.memFree[h] = c.hosts[h].memMiB
 	}
 	if c.nRemoved == 0 {
 		for d := range c.domains {
 			n := int32(len(c.DomainGPUs(DomainID(d))))
-			l.freeWhole.set(DomainID(d), n)
-			l.healthy.set(DomainID(d), n)
-			l.freeMilli.set(DomainID(d), int64(n)*MilliPerGPU)
+			l.freeWhole[d] = n
+			l.healthy[d] = n
+			l.freeMilli[d] = int64(n) * MilliPerGPU
 		}
 	} else {
 		// Removed hosts are out of service for good: count GPU by GPU.
 		for h := range c.hosts {
 			if c.Removed(HostID(h)) {
-				l.hostHealth.set(HostID(h), Failed)
+				l.hostHealth[h] = Failed
 			}
 		}
 		for g := range c.gpus {
@@ -147,24 +146,21 @@ func (l *Ledger) Cluster() *Cluster { return l.c }
 // state, which lets callers cache answers.
 func (l *Ledger) Generation() uint64 { return l.gen }
 
-// Clone returns an independent copy. It costs O(GPUs + domains) / 128
-// pointers: the state is shared copy-on-write with l, page by page
-// (ledger_pages.go), and so are the indexes; whichever of the two changes
-// a page first copies it. Copies thus cost what they change, not the
-// cluster's size.
+// Clone returns an independent copy. It copies O(GPUs + domains) memory;
+// the indexes are copied lazily (copy-on-write).
 func (l *Ledger) Clone() *Ledger {
 	n := &Ledger{
 		c:          l.c,
-		gpu:        l.gpu.share(),
-		hostHealth: l.hostHealth.share(),
-		cordoned:   l.cordoned.share(),
-		cpuFree:    l.cpuFree.share(),
-		memFree:    l.memFree.share(),
-		freeWhole:  l.freeWhole.share(),
-		freeMilli:  l.freeMilli.share(),
-		healthy:    l.healthy.share(),
+		gpu:        append([]gpuState(nil), l.gpu...),
+		hostHealth: append([]Health(nil), l.hostHealth...),
+		cordoned:   append([]bool(nil), l.cordoned...),
+		cpuFree:    append([]int64(nil), l.cpuFree...),
+		memFree:    append([]int64(nil), l.memFree...),
+		freeWhole:  append([]int32(nil), l.freeWhole...),
+		freeMilli:  append([]int64(nil), l.freeMilli...),
+		healthy:    append([]int32(nil), l.healthy...),
 		gen:        l.gen,
-		hostGen:    l.hostGen.share(),
+		hostGen:    append([]uint64(nil), l.hostGen...),
 	}
 	n.idx = l.idx.clone()
 	n.newStampID()
@@ -173,23 +169,22 @@ func (l *Ledger) Clone() *Ledger {
 
 // CopyFrom makes l an exact copy of src, reusing l's memory. Both must track
 // the same Cluster. It is the cheap form of Clone for planners that run
-// many what-ifs: l shares src's pages copy-on-write, as Clone does, and
-// keeps the pages it owned to write its next changes into, so that a
-// what-if allocates nothing once its pages have been used; the indexes
-// cost about 20 allocations, whatever the cluster size.
+// many what-ifs: it copies into l's arrays and allocates only the few small
+// headers of the copy-on-write index trees (about 20 allocations, whatever
+// the cluster size).
 func (l *Ledger) CopyFrom(src *Ledger) {
 	if l.c != src.c {
 		panic("topology: Ledger.CopyFrom across clusters")
 	}
-	l.gpu.copyFrom(&src.gpu)
-	l.hostHealth.copyFrom(&src.hostHealth)
-	l.cordoned.copyFrom(&src.cordoned)
-	l.cpuFree.copyFrom(&src.cpuFree)
-	l.memFree.copyFrom(&src.memFree)
-	l.freeWhole.copyFrom(&src.freeWhole)
-	l.freeMilli.copyFrom(&src.freeMilli)
-	l.healthy.copyFrom(&src.healthy)
-	l.hostGen.copyFrom(&src.hostGen)
+	copy(l.gpu, src.gpu)
+	copy(l.hostHealth, src.hostHealth)
+	copy(l.cordoned, src.cordoned)
+	copy(l.cpuFree, src.cpuFree)
+	copy(l.memFree, src.memFree)
+	copy(l.freeWhole, src.freeWhole)
+	copy(l.freeMilli, src.freeMilli)
+	copy(l.healthy, src.healthy)
+	copy(l.hostGen, src.hostGen)
 	l.gen = src.gen
 	l.idx.copyFrom(&src.idx)
 }
@@ -201,27 +196,27 @@ func (l *Ledger) CopyFrom(src *Ledger) {
 // cluster whose host h has the same HostGeneration have h in the same
 // state, also after Clone and CopyFrom (see ledger_stamp.go). Values are
 // not counts and need not increase.
-func (l *Ledger) HostGeneration(h HostID) uint64 { return l.hostGen.at(h) }
+func (l *Ledger) HostGeneration(h HostID) uint64 { return l.hostGen[h] }
 
 // FreeGPUs returns the number of free allocatable GPUs in domain d. O(1).
-func (l *Ledger) FreeGPUs(d DomainID) int { return int(l.freeWhole.at(d)) }
+func (l *Ledger) FreeGPUs(d DomainID) int { return int(l.freeWhole[d]) }
 
 // FreeMilli returns the free milli-GPU on allocatable GPUs of domain d,
 // counting partly used GPUs. O(1).
-func (l *Ledger) FreeMilli(d DomainID) int64 { return l.freeMilli.at(d) }
+func (l *Ledger) FreeMilli(d DomainID) int64 { return l.freeMilli[d] }
 
 // HealthyGPUs returns the number of allocatable GPUs of domain d (healthy,
 // on a healthy host), used or not. O(1).
-func (l *Ledger) HealthyGPUs(d DomainID) int { return int(l.healthy.at(d)) }
+func (l *Ledger) HealthyGPUs(d DomainID) int { return int(l.healthy[d]) }
 
 // HostFreeGPUs returns the number of free allocatable GPUs on host h. O(1).
-func (l *Ledger) HostFreeGPUs(h HostID) int { return int(l.freeWhole.at(l.c.hosts[h].domain)) }
+func (l *Ledger) HostFreeGPUs(h HostID) int { return int(l.freeWhole[l.c.hosts[h].domain]) }
 
 // CPUFree returns the unallocated CPU of host h in milli-cores.
-func (l *Ledger) CPUFree(h HostID) int64 { return l.cpuFree.at(h) }
+func (l *Ledger) CPUFree(h HostID) int64 { return l.cpuFree[h] }
 
 // MemoryFree returns the unallocated memory of host h in MiB.
-func (l *Ledger) MemoryFree(h HostID) int64 { return l.memFree.at(h) }
+func (l *Ledger) MemoryFree(h HostID) int64 { return l.memFree[h] }
 
 // GPUStatus is the occupancy of one GPU.
 type GPUStatus struct {
@@ -233,7 +228,7 @@ type GPUStatus struct {
 
 // GPU returns the occupancy of GPU g.
 func (l *Ledger) GPU(g GPUID) GPUStatus {
-	s := l.gpu.at(g)
+	s := l.gpu[g]
 	return GPUStatus{Mode: s.mode, UsedMilli: int(s.used), MIGSlots: s.mig, Health: s.health}
 }
 
@@ -243,19 +238,19 @@ func (l *Ledger) GPUFreeMilli(g GPUID) int {
 	if !l.allocatable(g) {
 		return 0
 	}
-	return MilliPerGPU - int(l.gpu.at(g).used)
+	return MilliPerGPU - int(l.gpu[g].used)
 }
 
 // GPUIsFree reports whether g is allocatable and has nothing allocated.
 func (l *Ledger) GPUIsFree(g GPUID) bool {
-	return l.allocatable(g) && l.gpu.at(g).mode == ModeFree
+	return l.allocatable(g) && l.gpu[g].mode == ModeFree
 }
 
 // HostHealth returns the health of host h.
-func (l *Ledger) HostHealth(h HostID) Health { return l.hostHealth.at(h) }
+func (l *Ledger) HostHealth(h HostID) Health { return l.hostHealth[h] }
 
 func (l *Ledger) allocatable(g GPUID) bool {
-	return l.gpu.at(g).health == Healthy && l.HostUsable(l.c.gpus[g].host)
+	return l.gpu[g].health == Healthy && l.HostUsable(l.c.gpus[g].host)
 }
 
 // contrib is what one GPU adds to the counters of its domains.
@@ -263,7 +258,7 @@ func (l *Ledger) contrib(g GPUID) (free int32, milli int64, ok int32) {
 	if !l.allocatable(g) {
 		return 0, 0, 0
 	}
-	s := l.gpu.at(g)
+	s := &l.gpu[g]
 	if s.mode == ModeFree {
 		free = 1
 	}
@@ -279,38 +274,20 @@ func (l *Ledger) adjust(g GPUID, dFree int32, dMilli int64, dOK int32) {
 	}
 }
 
-// count adds deltas to the counters of every domain containing g. A
-// counter whose delta is zero is not written (its page is not copied:
-// ledger_pages.go).
+// count adds deltas to the counters of every domain containing g.
 func (l *Ledger) count(g GPUID, dFree int32, dMilli int64, dOK int32) {
 	c := l.c
 	x := &c.gpus[g]
 	anc := c.anc[x.ancLo : x.ancLo+x.ancN]
-	if dFree != 0 {
-		for _, d := range anc {
-			*l.freeWhole.ptr(d) += dFree
-		}
-	}
-	if dMilli != 0 {
-		for _, d := range anc {
-			*l.freeMilli.ptr(d) += dMilli
-		}
-	}
-	if dOK != 0 {
-		for _, d := range anc {
-			*l.healthy.ptr(d) += dOK
-		}
+	for _, d := range anc {
+		l.freeWhole[d] += dFree
+		l.freeMilli[d] += dMilli
+		l.healthy[d] += dOK
 	}
 	if x.fabric != NoDomain {
-		if dFree != 0 {
-			*l.freeWhole.ptr(x.fabric) += dFree
-		}
-		if dMilli != 0 {
-			*l.freeMilli.ptr(x.fabric) += dMilli
-		}
-		if dOK != 0 {
-			*l.healthy.ptr(x.fabric) += dOK
-		}
+		l.freeWhole[x.fabric] += dFree
+		l.freeMilli[x.fabric] += dMilli
+		l.healthy[x.fabric] += dOK
 	}
 }
 
@@ -430,7 +407,7 @@ func (l *Ledger) Release(claims ...Claim) error {
 // AllocateGPU takes GPU g whole, with no CPU or memory. O(tree depth), no
 // allocations.
 func (l *Ledger) AllocateGPU(g GPUID) error {
-	if g < 0 || int(g) >= l.gpu.len() {
+	if g < 0 || int(g) >= len(l.gpu) {
 		return l.fail("allocate", 0, NoHost, NoGPU, ErrBadClaim, "GPU id %d out of range", g)
 	}
 	if err := l.takeGPU(0, GPUClaim{GPU: g}, true); err != nil {
@@ -442,7 +419,7 @@ func (l *Ledger) AllocateGPU(g GPUID) error {
 
 // ReleaseGPU returns a whole GPU taken by AllocateGPU or a ClaimWhole.
 func (l *Ledger) ReleaseGPU(g GPUID) error {
-	if g < 0 || int(g) >= l.gpu.len() {
+	if g < 0 || int(g) >= len(l.gpu) {
 		return l.fail("release", 0, NoHost, NoGPU, ErrBadClaim, "GPU id %d out of range", g)
 	}
 	if err := l.giveGPU(0, GPUClaim{GPU: g}); err != nil {
@@ -463,21 +440,21 @@ func (l *Ledger) applyClaim(ci int, cl *Claim, health bool) error {
 	if cl.CPUMilli < 0 || cl.MemoryMiB < 0 {
 		return l.fail("allocate", ci, h, NoGPU, ErrBadClaim, "negative CPU or memory")
 	}
-	if health && l.hostHealth.at(h) != Healthy {
-		return l.fail("allocate", ci, h, NoGPU, ErrUnhealthy, "host is %s", l.hostHealth.at(h))
+	if health && l.hostHealth[h] != Healthy {
+		return l.fail("allocate", ci, h, NoGPU, ErrUnhealthy, "host is %s", l.hostHealth[h])
 	}
-	if health && l.cordoned.at(h) {
+	if health && l.cordoned[h] {
 		return l.fail("allocate", ci, h, NoGPU, ErrCordoned, "")
 	}
-	if cl.CPUMilli > l.cpuFree.at(h) {
-		return l.fail("allocate", ci, h, NoGPU, ErrNoCPU, "needs %d milli-cores, %d free", cl.CPUMilli, l.cpuFree.at(h))
+	if cl.CPUMilli > l.cpuFree[h] {
+		return l.fail("allocate", ci, h, NoGPU, ErrNoCPU, "needs %d milli-cores, %d free", cl.CPUMilli, l.cpuFree[h])
 	}
-	if cl.MemoryMiB > l.memFree.at(h) {
-		return l.fail("allocate", ci, h, NoGPU, ErrNoMemory, "needs %d MiB, %d free", cl.MemoryMiB, l.memFree.at(h))
+	if cl.MemoryMiB > l.memFree[h] {
+		return l.fail("allocate", ci, h, NoGPU, ErrNoMemory, "needs %d MiB, %d free", cl.MemoryMiB, l.memFree[h])
 	}
 	for gi := range cl.GPUs {
 		gc := cl.GPUs[gi]
-		if gc.GPU < 0 || int(gc.GPU) >= l.gpu.len() || l.c.gpus[gc.GPU].host != h {
+		if gc.GPU < 0 || int(gc.GPU) >= len(l.gpu) || l.c.gpus[gc.GPU].host != h {
 			l.undoClaimGPUs(cl, gi)
 			return l.fail("allocate", ci, h, NoGPU, ErrBadClaim, "GPU id %d is not on host %s", gc.GPU, l.c.hosts[h].name)
 		}
@@ -486,8 +463,8 @@ func (l *Ledger) applyClaim(ci int, cl *Claim, health bool) error {
 			return err
 		}
 	}
-	*l.cpuFree.ptr(h) -= cl.CPUMilli
-	*l.memFree.ptr(h) -= cl.MemoryMiB
+	l.cpuFree[h] -= cl.CPUMilli
+	l.memFree[h] -= cl.MemoryMiB
 	l.bumpHost(h)
 	return nil
 }
@@ -495,8 +472,8 @@ func (l *Ledger) applyClaim(ci int, cl *Claim, health bool) error {
 // undoClaim reverses a fully applied claim (n = len(GPUs)).
 func (l *Ledger) undoClaim(cl *Claim, n int) {
 	l.bumpHost(cl.Host)
-	*l.cpuFree.ptr(cl.Host) += cl.CPUMilli
-	*l.memFree.ptr(cl.Host) += cl.MemoryMiB
+	l.cpuFree[cl.Host] += cl.CPUMilli
+	l.memFree[cl.Host] += cl.MemoryMiB
 	l.undoClaimGPUs(cl, n)
 }
 
@@ -516,18 +493,18 @@ func (l *Ledger) releaseClaim(ci int, cl *Claim) error {
 	if cl.CPUMilli < 0 || cl.MemoryMiB < 0 {
 		return l.fail("release", ci, h, NoGPU, ErrBadClaim, "negative CPU or memory")
 	}
-	if l.cpuFree.at(h)+cl.CPUMilli > l.c.hosts[h].cpuMilli {
+	if l.cpuFree[h]+cl.CPUMilli > l.c.hosts[h].cpuMilli {
 		return l.fail("release", ci, h, NoGPU, ErrNotAllocated, "releasing %d milli-cores, only %d allocated",
-			cl.CPUMilli, l.c.hosts[h].cpuMilli-l.cpuFree.at(h))
+			cl.CPUMilli, l.c.hosts[h].cpuMilli-l.cpuFree[h])
 	}
-	if l.memFree.at(h)+cl.MemoryMiB > l.c.hosts[h].memMiB {
+	if l.memFree[h]+cl.MemoryMiB > l.c.hosts[h].memMiB {
 		return l.fail("release", ci, h, NoGPU, ErrNotAllocated, "releasing %d MiB, only %d allocated",
-			cl.MemoryMiB, l.c.hosts[h].memMiB-l.memFree.at(h))
+			cl.MemoryMiB, l.c.hosts[h].memMiB-l.memFree[h])
 	}
 	for gi := range cl.GPUs {
 		gc := cl.GPUs[gi]
 		var err error
-		if gc.GPU < 0 || int(gc.GPU) >= l.gpu.len() || l.c.gpus[gc.GPU].host != h {
+		if gc.GPU < 0 || int(gc.GPU) >= len(l.gpu) || l.c.gpus[gc.GPU].host != h {
 			err = l.fail("release", ci, h, NoGPU, ErrBadClaim, "GPU id %d is not on host %s", gc.GPU, l.c.hosts[h].name)
 		} else {
 			err = l.giveGPU(ci, gc)
@@ -541,8 +518,8 @@ func (l *Ledger) releaseClaim(ci int, cl *Claim) error {
 			return err
 		}
 	}
-	*l.cpuFree.ptr(h) += cl.CPUMilli
-	*l.memFree.ptr(h) += cl.MemoryMiB
+	l.cpuFree[h] += cl.CPUMilli
+	l.memFree[h] += cl.MemoryMiB
 	l.bumpHost(h)
 	return nil
 }
@@ -550,8 +527,8 @@ func (l *Ledger) releaseClaim(ci int, cl *Claim) error {
 // redoClaim re-applies a released claim during rollback, ignoring health.
 func (l *Ledger) redoClaim(cl *Claim) {
 	l.bumpHost(cl.Host)
-	*l.cpuFree.ptr(cl.Host) -= cl.CPUMilli
-	*l.memFree.ptr(cl.Host) -= cl.MemoryMiB
+	l.cpuFree[cl.Host] -= cl.CPUMilli
+	l.memFree[cl.Host] -= cl.MemoryMiB
 	for gi := range cl.GPUs {
 		if err := l.takeGPU(0, cl.GPUs[gi], false); err != nil {
 			panic("topology: ledger redo failed: " + err.Error())
@@ -566,13 +543,13 @@ func (l *Ledger) takeGPU(ci int, gc GPUClaim, health bool) error {
 	g := gc.GPU
 	if health && !l.allocatable(g) {
 		h := l.c.gpus[g].host
-		if l.gpu.at(g).health != Healthy {
-			return l.fail("allocate", ci, h, g, ErrUnhealthy, "GPU is %s", l.gpu.at(g).health)
+		if l.gpu[g].health != Healthy {
+			return l.fail("allocate", ci, h, g, ErrUnhealthy, "GPU is %s", l.gpu[g].health)
 		}
-		if l.hostHealth.at(h) == Healthy {
+		if l.hostHealth[h] == Healthy {
 			return l.fail("allocate", ci, h, g, ErrCordoned, "")
 		}
-		return l.fail("allocate", ci, h, g, ErrUnhealthy, "host is %s", l.hostHealth.at(h))
+		return l.fail("allocate", ci, h, g, ErrUnhealthy, "host is %s", l.hostHealth[h])
 	}
 	if err := l.checkTake(ci, gc); err != nil {
 		return err
@@ -583,7 +560,7 @@ func (l *Ledger) takeGPU(ci int, gc GPUClaim, health bool) error {
 
 func (l *Ledger) checkTake(ci int, gc GPUClaim) error {
 	g := gc.GPU
-	s := l.gpu.at(g)
+	s := &l.gpu[g]
 	h := l.c.gpus[g].host
 	switch gc.Kind {
 	case ClaimWhole:
@@ -644,7 +621,7 @@ func migUsed(mask uint16, slots int) int16 {
 func (l *Ledger) apply(gc GPUClaim) {
 	g := gc.GPU
 	f0, m0, o0 := l.contrib(g)
-	s := l.gpu.ptr(g)
+	s := &l.gpu[g]
 	switch gc.Kind {
 	case ClaimWhole:
 		s.mode, s.used = ModeWhole, MilliPerGPU
@@ -668,7 +645,7 @@ func (l *Ledger) apply(gc GPUClaim) {
 // giveGPU reverses one GPU claim.
 func (l *Ledger) giveGPU(ci int, gc GPUClaim) error {
 	g := gc.GPU
-	s := l.gpu.ptr(g)
+	s := &l.gpu[g]
 	h := l.c.gpus[g].host
 	var mask uint16
 	switch gc.Kind {
@@ -726,7 +703,7 @@ func (l *Ledger) giveGPU(ci int, gc GPUClaim) error {
 // released; a GPU that is not Healthy takes no new work and leaves the free
 // counters.
 func (l *Ledger) SetGPUHealth(g GPUID, h Health) error {
-	if g < 0 || int(g) >= l.gpu.len() {
+	if g < 0 || int(g) >= len(l.gpu) {
 		return fmt.Errorf("topology: GPU id %d out of range", g)
 	}
 	if h > Failed {
@@ -735,11 +712,11 @@ func (l *Ledger) SetGPUHealth(g GPUID, h Health) error {
 	if host := l.c.gpus[g].host; l.c.Removed(host) {
 		return fmt.Errorf("topology: GPU %s: host %s was removed", l.c.GPUName(g), l.c.hosts[host].name)
 	}
-	if l.gpu.at(g).health == h {
+	if l.gpu[g].health == h {
 		return nil
 	}
 	f0, m0, o0 := l.contrib(g)
-	l.gpu.ptr(g).health = h
+	l.gpu[g].health = h
 	f1, m1, o1 := l.contrib(g)
 	l.adjust(g, f1-f0, m1-m0, o1-o0)
 	l.bumpHost(l.c.gpus[g].host)
@@ -751,7 +728,7 @@ func (l *Ledger) SetGPUHealth(g GPUID, h Health) error {
 // SetHostHealth sets the health of host h and so of all its GPUs for
 // allocation purposes. O(GPUs of the host × tree depth).
 func (l *Ledger) SetHostHealth(h HostID, hh Health) error {
-	if h < 0 || int(h) >= l.hostHealth.len() {
+	if h < 0 || int(h) >= len(l.hostHealth) {
 		return fmt.Errorf("topology: host id %d out of range", h)
 	}
 	if hh > Failed {
@@ -760,10 +737,10 @@ func (l *Ledger) SetHostHealth(h HostID, hh Health) error {
 	if l.c.Removed(h) {
 		return fmt.Errorf("topology: host %s was removed", l.c.hosts[h].name)
 	}
-	if l.hostHealth.at(h) == hh {
+	if l.hostHealth[h] == hh {
 		return nil
 	}
-	l.flipHost(h, func() { l.hostHealth.set(h, hh) })
+	l.flipHost(h, func() { l.hostHealth[h] = hh })
 	return nil
 }
 
@@ -795,9 +772,9 @@ func (l *Ledger) Check() error {
 	free := make([]int32, len(c.domains))
 	milli := make([]int64, len(c.domains))
 	ok := make([]int32, len(c.domains))
-	for gi := range l.gpu.len() {
+	for gi := range l.gpu {
 		g := GPUID(gi)
-		s := l.gpu.at(g)
+		s := l.gpu[g]
 		if s.used < 0 || s.used > MilliPerGPU {
 			return fmt.Errorf("GPU %s: used %d milli out of range", c.GPUName(g), s.used)
 		}
@@ -834,21 +811,19 @@ func (l *Ledger) Check() error {
 			ok[fd] += o
 		}
 	}
-	for di := range c.domains {
-		d := DomainID(di)
-		if free[d] != l.freeWhole.at(d) || milli[d] != l.freeMilli.at(d) || ok[d] != l.healthy.at(d) {
+	for d := range c.domains {
+		if free[d] != l.freeWhole[d] || milli[d] != l.freeMilli[d] || ok[d] != l.healthy[d] {
 			return fmt.Errorf("domain %s: counters free=%d milli=%d healthy=%d, recomputed %d %d %d",
-				c.DomainName(d), l.freeWhole.at(d), l.freeMilli.at(d), l.healthy.at(d), free[d], milli[d], ok[d])
+				c.DomainName(DomainID(d)), l.freeWhole[d], l.freeMilli[d], l.healthy[d], free[d], milli[d], ok[d])
 		}
 	}
-	for hi := range c.hosts {
-		h := HostID(hi)
+	for h := range c.hosts {
 		x := &c.hosts[h]
-		if l.cpuFree.at(h) < 0 || l.cpuFree.at(h) > x.cpuMilli {
-			return fmt.Errorf("host %s: free CPU %d outside [0, %d]", x.name, l.cpuFree.at(h), x.cpuMilli)
+		if l.cpuFree[h] < 0 || l.cpuFree[h] > x.cpuMilli {
+			return fmt.Errorf("host %s: free CPU %d outside [0, %d]", x.name, l.cpuFree[h], x.cpuMilli)
 		}
-		if l.memFree.at(h) < 0 || l.memFree.at(h) > x.memMiB {
-			return fmt.Errorf("host %s: free memory %d outside [0, %d]", x.name, l.memFree.at(h), x.memMiB)
+		if l.memFree[h] < 0 || l.memFree[h] > x.memMiB {
+			return fmt.Errorf("host %s: free memory %d outside [0, %d]", x.name, l.memFree[h], x.memMiB)
 		}
 	}
 	return l.idx.check(l)

@@ -78,9 +78,9 @@ func TestCheckCatchesCorruption(t *testing.T) {
 	gpuField := func(pick func(f checkFixture) GPUID, set func(s *gpuState)) func(f checkFixture) (func(), []string) {
 		return func(f checkFixture) (func(), []string) {
 			g := pick(f)
-			old := f.l.gpu.at(g)
-			set(f.l.gpu.ptr(g))
-			return func() { f.l.gpu.set(g, old) }, []string{"GPU " + f.c.GPUName(g)}
+			old := f.l.gpu[g]
+			set(&f.l.gpu[g])
+			return func() { f.l.gpu[g] = old }, []string{"GPU " + f.c.GPUName(g)}
 		}
 	}
 	// A change of a GPU's contribution that keeps its own state
@@ -89,7 +89,7 @@ func TestCheckCatchesCorruption(t *testing.T) {
 	gpuCounters := func(pick func(f checkFixture) GPUID, set func(f checkFixture, g GPUID)) func(f checkFixture) (func(), []string) {
 		return func(f checkFixture) (func(), []string) {
 			g := pick(f)
-			old, oldHost := f.l.gpu.at(g), f.l.hostHealth.at(f.c.gpus[g].host)
+			old, oldHost := f.l.gpu[g], f.l.hostHealth[f.c.gpus[g].host]
 			set(f, g)
 			first := f.c.Ancestors(g)[0]
 			for _, d := range f.c.Ancestors(g) {
@@ -99,8 +99,7 @@ func TestCheckCatchesCorruption(t *testing.T) {
 				first = min(first, fd)
 			}
 			return func() {
-				f.l.gpu.set(g, old)
-				f.l.hostHealth.set(f.c.gpus[g].host, oldHost)
+				f.l.gpu[g], f.l.hostHealth[f.c.gpus[g].host] = old, oldHost
 			}, []string{"domain " + f.c.DomainName(first) + ": counters"}
 		}
 	}
@@ -110,14 +109,14 @@ func TestCheckCatchesCorruption(t *testing.T) {
 			var undo func()
 			switch field {
 			case "free":
-				*f.l.freeWhole.ptr(d)++
-				undo = func() { *f.l.freeWhole.ptr(d)-- }
+				f.l.freeWhole[d]++
+				undo = func() { f.l.freeWhole[d]-- }
 			case "milli":
-				*f.l.freeMilli.ptr(d) -= 5
-				undo = func() { *f.l.freeMilli.ptr(d) += 5 }
+				f.l.freeMilli[d] -= 5
+				undo = func() { f.l.freeMilli[d] += 5 }
 			case "healthy":
-				*f.l.healthy.ptr(d)--
-				undo = func() { *f.l.healthy.ptr(d)++ }
+				f.l.healthy[d]--
+				undo = func() { f.l.healthy[d]++ }
 			}
 			return undo, []string{"domain " + f.c.DomainName(d) + ": counters"}
 		}
@@ -140,18 +139,18 @@ func TestCheckCatchesCorruption(t *testing.T) {
 		{"MIG GPU used milli off its slots", gpuField(func(f checkFixture) GPUID { return f.mig }, func(s *gpuState) { s.used += 1 })},
 		{"MIG GPU with no slots", gpuField(func(f checkFixture) GPUID { return f.mig }, func(s *gpuState) { s.mig = 0 })},
 		{"bad mode", gpuField(func(f checkFixture) GPUID { return f.free }, func(s *gpuState) { s.mode = 9 })},
-		{"shared GPU used milli changed", gpuCounters(func(f checkFixture) GPUID { return f.shared }, func(f checkFixture, g GPUID) { f.l.gpu.ptr(g).used = 400 })},
+		{"shared GPU used milli changed", gpuCounters(func(f checkFixture) GPUID { return f.shared }, func(f checkFixture, g GPUID) { f.l.gpu[g].used = 400 })},
 		{"free GPU taken whole behind the counters", gpuCounters(func(f checkFixture) GPUID { return f.free }, func(f checkFixture, g GPUID) {
-			f.l.gpu.ptr(g).mode, f.l.gpu.ptr(g).used = ModeWhole, MilliPerGPU
+			f.l.gpu[g].mode, f.l.gpu[g].used = ModeWhole, MilliPerGPU
 		})},
 		{"MIG slot added behind the counters", gpuCounters(func(f checkFixture) GPUID { return f.mig }, func(f checkFixture, g GPUID) {
-			s := f.l.gpu.ptr(g)
+			s := &f.l.gpu[g]
 			s.mig |= 1 << 7
 			s.used = migUsed(s.mig, f.c.Model(f.c.HostModel(0)).MIGSlots)
 		})},
-		{"GPU health flipped behind the counters", gpuCounters(func(f checkFixture) GPUID { return f.free }, func(f checkFixture, g GPUID) { f.l.gpu.ptr(g).health = Failed })},
+		{"GPU health flipped behind the counters", gpuCounters(func(f checkFixture) GPUID { return f.free }, func(f checkFixture, g GPUID) { f.l.gpu[g].health = Failed })},
 		{"host health flipped behind the counters", gpuCounters(func(f checkFixture) GPUID { return f.free }, func(f checkFixture, g GPUID) {
-			f.l.hostHealth.set(f.c.gpus[g].host, Draining)
+			f.l.hostHealth[f.c.gpus[g].host] = Draining
 		})},
 		{"host domain free count", domainField(hostDomain, "free")},
 		{"host domain free milli", domainField(hostDomain, "milli")},
@@ -163,35 +162,35 @@ func TestCheckCatchesCorruption(t *testing.T) {
 		{"PCIe switch free milli", domainField(switchOf, "milli")},
 		{"root healthy count", domainField(root, "healthy")},
 		{"host free CPU negative", func(f checkFixture) (func(), []string) {
-			old := f.l.cpuFree.at(f.host)
-			f.l.cpuFree.set(f.host, -1)
-			return func() { f.l.cpuFree.set(f.host, old) }, []string{hostName(f), "free CPU"}
+			old := f.l.cpuFree[f.host]
+			f.l.cpuFree[f.host] = -1
+			return func() { f.l.cpuFree[f.host] = old }, []string{hostName(f), "free CPU"}
 		}},
 		{"host free CPU above capacity", func(f checkFixture) (func(), []string) {
-			old := f.l.cpuFree.at(f.host)
-			f.l.cpuFree.set(f.host, f.c.CPUMilli(f.host)+1)
-			return func() { f.l.cpuFree.set(f.host, old) }, []string{hostName(f), "free CPU"}
+			old := f.l.cpuFree[f.host]
+			f.l.cpuFree[f.host] = f.c.CPUMilli(f.host) + 1
+			return func() { f.l.cpuFree[f.host] = old }, []string{hostName(f), "free CPU"}
 		}},
 		{"host free memory negative", func(f checkFixture) (func(), []string) {
-			old := f.l.memFree.at(f.host)
-			f.l.memFree.set(f.host, -5)
-			return func() { f.l.memFree.set(f.host, old) }, []string{hostName(f), "free memory"}
+			old := f.l.memFree[f.host]
+			f.l.memFree[f.host] = -5
+			return func() { f.l.memFree[f.host] = old }, []string{hostName(f), "free memory"}
 		}},
 		{"host free memory above capacity", func(f checkFixture) (func(), []string) {
-			old := f.l.memFree.at(f.host)
-			f.l.memFree.set(f.host, f.c.MemoryMiB(f.host)+1)
-			return func() { f.l.memFree.set(f.host, old) }, []string{hostName(f), "free memory"}
+			old := f.l.memFree[f.host]
+			f.l.memFree[f.host] = f.c.MemoryMiB(f.host) + 1
+			return func() { f.l.memFree[f.host] = old }, []string{hostName(f), "free memory"}
 		}},
 		{"host indexed with a stale free count", func(f checkFixture) (func(), []string) {
 			x := &f.l.idx
-			old := x.hostFree.at(f.host)
-			*x.hostFree.ptr(f.host)++
-			return func() { x.hostFree.set(f.host, old) }, []string{"index: host " + f.c.HostName(f.host), "free GPUs"}
+			old := x.hostFree[f.host]
+			x.hostFree[f.host]++
+			return func() { x.hostFree[f.host] = old }, []string{"index: host " + f.c.HostName(f.host), "free GPUs"}
 		}},
 		{"host missing from the ToR index", func(f checkFixture) (func(), []string) {
 			x := &f.l.idx
 			hx := &f.c.hosts[f.host]
-			k := leafKey(hx.parent, x.hostFree.at(f.host), f.host)
+			k := leafKey(hx.parent, x.hostFree[f.host], f.host)
 			if _, ok := x.byLeaf.Delete(k); !ok {
 				t.Fatal("no byLeaf entry to delete")
 			}
@@ -200,7 +199,7 @@ func TestCheckCatchesCorruption(t *testing.T) {
 		{"host missing from the model index", func(f checkFixture) (func(), []string) {
 			x := &f.l.idx
 			hx := &f.c.hosts[f.host]
-			k := modelKey(hx.model, x.hostFree.at(f.host), int32(f.host))
+			k := modelKey(hx.model, x.hostFree[f.host], int32(f.host))
 			if _, ok := x.byModel.Delete(k); !ok {
 				t.Fatal("no byModel entry to delete")
 			}
@@ -209,7 +208,7 @@ func TestCheckCatchesCorruption(t *testing.T) {
 		{"stray host entry in the ToR index", func(f checkFixture) (func(), []string) {
 			x := &f.l.idx
 			hx := &f.c.hosts[f.host]
-			k := leafKey(hx.parent, x.hostFree.at(f.host)+1, f.host)
+			k := leafKey(hx.parent, x.hostFree[f.host]+1, f.host)
 			x.byLeaf.ReplaceOrInsert(k)
 			return func() { x.byLeaf.Delete(k) }, []string{"index:", "host entries"}
 		}},
@@ -217,27 +216,27 @@ func TestCheckCatchesCorruption(t *testing.T) {
 			x := &f.l.idx
 			d := tor(f)
 			t := x.byLevel[f.c.domains[d].level]
-			old := x.domFree.at(d)
+			old := x.domFree[d]
 			t.Delete(levelKey(old, d))
 			t.ReplaceOrInsert(levelKey(old+1, d))
-			x.domFree.set(d, old+1)
+			x.domFree[d] = old + 1
 			return func() {
 				t.Delete(levelKey(old+1, d))
 				t.ReplaceOrInsert(levelKey(old, d))
-				x.domFree.set(d, old)
+				x.domFree[d] = old
 			}, []string{"index: domain " + f.c.DomainName(d), "free GPUs"}
 		}},
 		{"fabric domain missing from its level index", func(f checkFixture) (func(), []string) {
 			x := &f.l.idx
 			d := fabric(f)
 			t := x.byLevel[LevelFabric]
-			k := levelKey(x.domFree.at(d), d)
+			k := levelKey(x.domFree[d], d)
 			t.Delete(k)
 			return func() { t.ReplaceOrInsert(k) }, []string{"index: level " + f.c.LevelName(LevelFabric), "entries"}
 		}},
 		{"shared GPU missing from the shared index", func(f checkFixture) (func(), []string) {
 			x := &f.l.idx
-			k := modelKey(f.c.HostModel(0), int32(MilliPerGPU-f.l.gpu.at(f.shared).used), int32(f.shared))
+			k := modelKey(f.c.HostModel(0), int32(MilliPerGPU-f.l.gpu[f.shared].used), int32(f.shared))
 			if _, ok := x.shared.Delete(k); !ok {
 				t.Fatal("no shared entry to delete")
 			}
@@ -278,7 +277,7 @@ func TestCheckSeesThroughClones(t *testing.T) {
 	f := newCheckFixture(t)
 	cl := f.l.Clone()
 	hx := &f.c.hosts[f.host]
-	cl.idx.byLeaf.Delete(leafKey(hx.parent, cl.idx.hostFree.at(f.host), f.host))
+	cl.idx.byLeaf.Delete(leafKey(hx.parent, cl.idx.hostFree[f.host], f.host))
 	if err := cl.Check(); err == nil {
 		t.Error("Check of the corrupted clone returned nil")
 	}

@@ -13,22 +13,22 @@ import "fmt"
 // allocated. O(GPUs of the host × tree depth); a no-op when nothing
 // changes.
 func (l *Ledger) SetHostCordoned(h HostID, cordoned bool) error {
-	if h < 0 || int(h) >= l.cordoned.len() {
+	if h < 0 || int(h) >= len(l.cordoned) {
 		return fmt.Errorf("topology: host id %d out of range", h)
 	}
 	if l.c.Removed(h) {
 		return fmt.Errorf("topology: host %s was removed", l.c.hosts[h].name)
 	}
-	if l.cordoned.at(h) == cordoned {
+	if l.cordoned[h] == cordoned {
 		return nil
 	}
-	l.flipHost(h, func() { l.cordoned.set(h, cordoned) })
+	l.flipHost(h, func() { l.cordoned[h] = cordoned })
 	return nil
 }
 
 // HostCordoned reports whether host h is cordoned.
-func (l *Ledger) HostCordoned(h HostID) bool { return l.cordoned.at(h) }
+func (l *Ledger) HostCordoned(h HostID) bool { return l.cordoned[h] }
 
 // HostUsable reports whether host h takes new work: Healthy and not
 // cordoned. Placers check it, not HostHealth alone.
-func (l *Ledger) HostUsable(h HostID) bool { return l.hostHealth.at(h) == Healthy && !l.cordoned.at(h) }
+func (l *Ledger) HostUsable(h HostID) bool { return l.hostHealth[h] == Healthy && !l.cordoned[h] }

@@ -48,7 +48,7 @@ func (l *Ledger) NextHost(d DomainID, m ModelID, free int, after HostID) (HostID
 	switch {
 	case dom.kind == KindHost:
 		h := dom.host
-		hf := int(l.freeWhole.at(d))
+		hf := int(l.freeWhole[d])
 		if c.hosts[h].nGPU > 0 && (m == NoModel || c.hosts[h].model == m) && keyAfter(hf, int32(h), free, int32(after)) {
 			return h, hf, true
 		}
@@ -127,7 +127,7 @@ func (l *Ledger) PrevHost(d DomainID, m ModelID, free int, before HostID) (HostI
 	switch {
 	case dom.kind == KindHost:
 		h := dom.host
-		hf := int(l.freeWhole.at(d))
+		hf := int(l.freeWhole[d])
 		if c.hosts[h].nGPU > 0 && (m == NoModel || c.hosts[h].model == m) && keyAfter(free, int32(before), hf, int32(h)) {
 			return h, hf, true
 		}
@@ -204,7 +204,7 @@ func (l *Ledger) NextDomain(lv Level, free int, after DomainID) (DomainID, int, 
 	}
 	switch {
 	case lv == c.LevelCluster():
-		if f := int(l.freeWhole.at(0)); keyAfter(f, 0, free, int32(after)) {
+		if f := int(l.freeWhole[0]); keyAfter(f, 0, free, int32(after)) {
 			return 0, f, true
 		}
 	case lv >= 0 && int(lv) < len(l.idx.byLevel) && l.idx.byLevel[lv] != nil:
@@ -237,7 +237,7 @@ func (l *Ledger) PrevDomain(lv Level, free int, before DomainID) (DomainID, int,
 	}
 	switch {
 	case lv == c.LevelCluster():
-		if f := int(l.freeWhole.at(0)); keyAfter(free, int32(before), f, 0) {
+		if f := int(l.freeWhole[0]); keyAfter(free, int32(before), f, 0) {
 			return 0, f, true
 		}
 	case lv >= 0 && int(lv) < len(l.idx.byLevel) && l.idx.byLevel[lv] != nil:

@@ -22,18 +22,16 @@ type ledgerIndex struct {
 	byLevel []*btree.BTreeG[uint64] // indexed by Level; nil where not kept
 	shared  *btree.BTreeG[uint64]
 
-	// The per-host, per-domain and per-GPU arrays are copy-on-write pages,
-	// like the ledger's state (ledger_pages.go).
-	hostFree   pages[HostID, int32] // free GPUs as indexed, per host; -1 if not indexed
-	hostDirty  pages[HostID, bool]
+	hostFree   []int32 // free GPUs as indexed, per host; -1 if not indexed
+	hostDirty  []bool
 	dirtyHosts []HostID
 
-	domFree   pages[DomainID, int32] // free GPUs as indexed, per domain; -1 if not indexed
-	domDirty  pages[DomainID, bool]
+	domFree   []int32 // free GPUs as indexed, per domain; -1 if not indexed
+	domDirty  []bool
 	dirtyDoms []DomainID
 
-	gpuMilli  pages[GPUID, int16] // free milli as indexed in shared; -1 if not indexed
-	gpuDirty  pages[GPUID, bool]
+	gpuMilli  []int16 // free milli as indexed in shared; -1 if not indexed
+	gpuDirty  []bool
 	dirtyGPUs []GPUID
 }
 
@@ -62,23 +60,30 @@ func (x *ledgerIndex) init(l *Ledger) {
 			x.byLevel[lv] = newTree()
 		}
 	}
-	x.hostFree = newPages[HostID](len(c.hosts), int32(-1))
-	x.hostDirty = newPages[HostID](len(c.hosts), false)
+	x.hostFree = make([]int32, len(c.hosts))
+	x.hostDirty = make([]bool, len(c.hosts))
 	x.dirtyHosts = make([]HostID, 0, 64)
-	x.domFree = newPages[DomainID](len(c.domains), int32(-1))
-	x.domDirty = newPages[DomainID](len(c.domains), false)
+	x.domFree = make([]int32, len(c.domains))
+	x.domDirty = make([]bool, len(c.domains))
 	x.dirtyDoms = make([]DomainID, 0, 64)
-	x.gpuMilli = newPages[GPUID](len(c.gpus), int16(-1))
-	x.gpuDirty = newPages[GPUID](len(c.gpus), false)
+	x.gpuMilli = make([]int16, len(c.gpus))
+	x.gpuDirty = make([]bool, len(c.gpus))
 	x.dirtyGPUs = make([]GPUID, 0, 64)
+	for i := range x.gpuMilli {
+		x.gpuMilli[i] = -1
+	}
+	for i := range x.domFree {
+		x.domFree[i] = -1
+	}
 	for h := range c.hosts {
+		x.hostFree[h] = -1
 		x.indexHost(l, HostID(h))
 	}
 	for lv := Level(0); lv < c.LevelCluster(); lv++ {
 		if t := x.byLevel[lv]; t != nil {
 			for _, d := range c.levelDomains[lv] {
-				x.domFree.set(d, l.freeWhole.at(d))
-				t.ReplaceOrInsert(levelKey(l.freeWhole.at(d), d))
+				x.domFree[d] = l.freeWhole[d]
+				t.ReplaceOrInsert(levelKey(l.freeWhole[d], d))
 			}
 		}
 	}
@@ -90,14 +95,14 @@ func (x *ledgerIndex) clone() ledgerIndex {
 		byModel:    x.byModel.Clone(),
 		shared:     x.shared.Clone(),
 		byLevel:    make([]*btree.BTreeG[uint64], len(x.byLevel)),
-		hostFree:   x.hostFree.share(),
-		hostDirty:  x.hostDirty.share(),
+		hostFree:   append([]int32(nil), x.hostFree...),
+		hostDirty:  append([]bool(nil), x.hostDirty...),
 		dirtyHosts: append(make([]HostID, 0, cap(x.dirtyHosts)), x.dirtyHosts...),
-		domFree:    x.domFree.share(),
-		domDirty:   x.domDirty.share(),
+		domFree:    append([]int32(nil), x.domFree...),
+		domDirty:   append([]bool(nil), x.domDirty...),
 		dirtyDoms:  append(make([]DomainID, 0, cap(x.dirtyDoms)), x.dirtyDoms...),
-		gpuMilli:   x.gpuMilli.share(),
-		gpuDirty:   x.gpuDirty.share(),
+		gpuMilli:   append([]int16(nil), x.gpuMilli...),
+		gpuDirty:   append([]bool(nil), x.gpuDirty...),
 		dirtyGPUs:  append(make([]GPUID, 0, cap(x.dirtyGPUs)), x.dirtyGPUs...),
 	}
 	for i, t := range x.byLevel {
@@ -117,14 +122,14 @@ func (x *ledgerIndex) copyFrom(s *ledgerIndex) {
 			x.byLevel[i] = t.Clone()
 		}
 	}
-	x.hostFree.copyFrom(&s.hostFree)
-	x.hostDirty.copyFrom(&s.hostDirty)
+	copy(x.hostFree, s.hostFree)
+	copy(x.hostDirty, s.hostDirty)
 	x.dirtyHosts = append(x.dirtyHosts[:0], s.dirtyHosts...)
-	x.domFree.copyFrom(&s.domFree)
-	x.domDirty.copyFrom(&s.domDirty)
+	copy(x.domFree, s.domFree)
+	copy(x.domDirty, s.domDirty)
 	x.dirtyDoms = append(x.dirtyDoms[:0], s.dirtyDoms...)
-	x.gpuMilli.copyFrom(&s.gpuMilli)
-	x.gpuDirty.copyFrom(&s.gpuDirty)
+	copy(x.gpuMilli, s.gpuMilli)
+	copy(x.gpuDirty, s.gpuDirty)
 	x.dirtyGPUs = append(x.dirtyGPUs[:0], s.dirtyGPUs...)
 }
 
@@ -145,23 +150,23 @@ func (l *Ledger) touchGPU(g GPUID) {
 
 // touchShared marks g for the shared-GPU index.
 func (x *ledgerIndex) touchShared(g GPUID) {
-	if !x.gpuDirty.at(g) {
-		x.gpuDirty.set(g, true)
+	if !x.gpuDirty[g] {
+		x.gpuDirty[g] = true
 		x.dirtyGPUs = append(x.dirtyGPUs, g)
 	}
 }
 
 // touchHost marks host h for re-indexing.
 func (x *ledgerIndex) touchHost(h HostID) {
-	if !x.hostDirty.at(h) {
-		x.hostDirty.set(h, true)
+	if !x.hostDirty[h] {
+		x.hostDirty[h] = true
 		x.dirtyHosts = append(x.dirtyHosts, h)
 	}
 }
 
 func (x *ledgerIndex) touchDomain(d DomainID) {
-	if !x.domDirty.at(d) && x.domFree.at(d) >= 0 {
-		x.domDirty.set(d, true)
+	if !x.domDirty[d] && x.domFree[d] >= 0 {
+		x.domDirty[d] = true
 		x.dirtyDoms = append(x.dirtyDoms, d)
 	}
 }
@@ -174,15 +179,15 @@ func (x *ledgerIndex) indexHost(l *Ledger, h HostID) {
 		return
 	}
 	if c.Removed(h) {
-		if old := x.hostFree.at(h); old >= 0 {
+		if old := x.hostFree[h]; old >= 0 {
 			x.byLeaf.Delete(leafKey(hx.parent, old, h))
 			x.byModel.Delete(modelKey(hx.model, old, int32(h)))
-			x.hostFree.set(h, -1)
+			x.hostFree[h] = -1
 		}
 		return
 	}
-	free := l.freeWhole.at(hx.domain)
-	old := x.hostFree.at(h)
+	free := l.freeWhole[hx.domain]
+	old := x.hostFree[h]
 	if old == free {
 		return
 	}
@@ -192,16 +197,16 @@ func (x *ledgerIndex) indexHost(l *Ledger, h HostID) {
 	}
 	x.byLeaf.ReplaceOrInsert(leafKey(hx.parent, free, h))
 	x.byModel.ReplaceOrInsert(modelKey(hx.model, free, int32(h)))
-	x.hostFree.set(h, free)
+	x.hostFree[h] = free
 }
 
 func (x *ledgerIndex) indexShared(l *Ledger, g GPUID) {
-	s := l.gpu.at(g)
+	s := &l.gpu[g]
 	want := int16(-1)
 	if s.mode == ModeShared && s.used < MilliPerGPU && l.allocatable(g) {
 		want = MilliPerGPU - s.used
 	}
-	old := x.gpuMilli.at(g)
+	old := x.gpuMilli[g]
 	if old == want {
 		return
 	}
@@ -212,33 +217,33 @@ func (x *ledgerIndex) indexShared(l *Ledger, g GPUID) {
 	if want >= 0 {
 		x.shared.ReplaceOrInsert(modelKey(m, int32(want), int32(g)))
 	}
-	x.gpuMilli.set(g, want)
+	x.gpuMilli[g] = want
 }
 
 // flush re-indexes everything marked dirty.
 func (l *Ledger) flush() {
 	x := &l.idx
 	for _, h := range x.dirtyHosts {
-		x.hostDirty.set(h, false)
+		x.hostDirty[h] = false
 		x.indexHost(l, h)
 	}
 	x.dirtyHosts = x.dirtyHosts[:0]
 	for _, d := range x.dirtyDoms {
-		x.domDirty.set(d, false)
-		if x.domFree.at(d) < 0 { // left the index (a removed host's fabric)
+		x.domDirty[d] = false
+		if x.domFree[d] < 0 { // left the index (a removed host's fabric)
 			continue
 		}
-		free := l.freeWhole.at(d)
-		if old := x.domFree.at(d); old != free {
+		free := l.freeWhole[d]
+		if old := x.domFree[d]; old != free {
 			t := x.byLevel[l.c.domains[d].level]
 			t.Delete(levelKey(old, d))
 			t.ReplaceOrInsert(levelKey(free, d))
-			x.domFree.set(d, free)
+			x.domFree[d] = free
 		}
 	}
 	x.dirtyDoms = x.dirtyDoms[:0]
 	for _, g := range x.dirtyGPUs {
-		x.gpuDirty.set(g, false)
+		x.gpuDirty[g] = false
 		x.indexShared(l, g)
 	}
 	x.dirtyGPUs = x.dirtyGPUs[:0]
@@ -248,19 +253,18 @@ func (x *ledgerIndex) check(l *Ledger) error {
 	l.flush()
 	c := l.c
 	nHosts := 0
-	for hi := range c.hosts {
-		h := HostID(hi)
+	for h := range c.hosts {
 		hx := &c.hosts[h]
-		if hx.nGPU == 0 || c.Removed(h) {
-			if x.hostFree.at(h) != -1 {
+		if hx.nGPU == 0 || c.Removed(HostID(h)) {
+			if x.hostFree[h] != -1 {
 				return fmt.Errorf("index: host %s without GPUs or removed, but indexed", hx.name)
 			}
 			continue
 		}
 		nHosts++
-		free := l.freeWhole.at(hx.domain)
-		if x.hostFree.at(h) != free {
-			return fmt.Errorf("index: host %s indexed with %d free GPUs, has %d", hx.name, x.hostFree.at(h), free)
+		free := l.freeWhole[hx.domain]
+		if x.hostFree[h] != free {
+			return fmt.Errorf("index: host %s indexed with %d free GPUs, has %d", hx.name, x.hostFree[h], free)
 		}
 		if !x.byLeaf.Has(leafKey(hx.parent, free, HostID(h))) || !x.byModel.Has(modelKey(hx.model, free, int32(h))) {
 			return fmt.Errorf("index: host %s missing from the host indexes", hx.name)
@@ -278,14 +282,14 @@ func (x *ledgerIndex) check(l *Ledger) error {
 			return fmt.Errorf("index: level %s has %d entries for %d domains", c.LevelName(Level(lv)), t.Len(), len(doms))
 		}
 		for _, d := range doms {
-			if x.domFree.at(d) != l.freeWhole.at(d) || !t.Has(levelKey(l.freeWhole.at(d), d)) {
-				return fmt.Errorf("index: domain %s indexed with %d free GPUs, has %d", c.domains[d].name, x.domFree.at(d), l.freeWhole.at(d))
+			if x.domFree[d] != l.freeWhole[d] || !t.Has(levelKey(l.freeWhole[d], d)) {
+				return fmt.Errorf("index: domain %s indexed with %d free GPUs, has %d", c.domains[d].name, x.domFree[d], l.freeWhole[d])
 			}
 		}
 	}
 	nShared := 0
-	for gi := range GPUID(l.gpu.len()) {
-		s := l.gpu.at(gi)
+	for gi := range l.gpu {
+		s := &l.gpu[gi]
 		if s.mode == ModeShared && s.used < MilliPerGPU && l.allocatable(GPUID(gi)) {
 			nShared++
 			m := c.hosts[c.gpus[gi].host].model

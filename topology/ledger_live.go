@@ -26,11 +26,11 @@ func (l *Ledger) Follow(next *Cluster) error {
 			return fmt.Errorf("topology: removed host %q unknown to the ledger's cluster", name)
 		}
 		x := &old.hosts[h]
-		if l.cpuFree.at(h) != x.cpuMilli || l.memFree.at(h) != x.memMiB {
+		if l.cpuFree[h] != x.cpuMilli || l.memFree[h] != x.memMiB {
 			return fmt.Errorf("topology: removed host %s still holds CPU or memory; release its work first", name)
 		}
 		for g := x.gpuLo; g < x.gpuLo+GPUID(x.nGPU); g++ {
-			if l.gpu.at(g).mode != ModeFree {
+			if l.gpu[g].mode != ModeFree {
 				return fmt.Errorf("topology: removed host %s still holds GPU %s; release its work first", name, old.GPUName(g))
 			}
 		}
@@ -39,26 +39,30 @@ func (l *Ledger) Follow(next *Cluster) error {
 	nh, ng, nd := len(old.hosts), len(old.gpus), len(old.domains)
 	l.c = next
 	// Grow the arrays; the new entries start free, healthy and unindexed.
-	l.gpu.grow(len(next.gpus)-ng, gpuState{})
-	l.hostHealth.grow(len(next.hosts)-nh, Healthy)
-	l.cordoned.grow(len(next.hosts)-nh, false)
-	l.hostGen.grow(len(next.hosts)-nh, 0)
-	l.cpuFree.grow(len(next.hosts)-nh, 0)
-	l.memFree.grow(len(next.hosts)-nh, 0)
-	for h := HostID(nh); h < HostID(len(next.hosts)); h++ {
-		l.cpuFree.set(h, next.hosts[h].cpuMilli)
-		l.memFree.set(h, next.hosts[h].memMiB)
+	l.gpu = append(l.gpu, make([]gpuState, len(next.gpus)-ng)...)
+	l.hostHealth = append(l.hostHealth, make([]Health, len(next.hosts)-nh)...)
+	l.cordoned = append(l.cordoned, make([]bool, len(next.hosts)-nh)...)
+	l.hostGen = append(l.hostGen, make([]uint64, len(next.hosts)-nh)...)
+	for h := nh; h < len(next.hosts); h++ {
+		l.cpuFree = append(l.cpuFree, next.hosts[h].cpuMilli)
+		l.memFree = append(l.memFree, next.hosts[h].memMiB)
 	}
-	l.freeWhole.grow(len(next.domains)-nd, 0)
-	l.freeMilli.grow(len(next.domains)-nd, 0)
-	l.healthy.grow(len(next.domains)-nd, 0)
+	l.freeWhole = append(l.freeWhole, make([]int32, len(next.domains)-nd)...)
+	l.freeMilli = append(l.freeMilli, make([]int64, len(next.domains)-nd)...)
+	l.healthy = append(l.healthy, make([]int32, len(next.domains)-nd)...)
 	x := &l.idx
-	x.hostFree.grow(len(next.hosts)-nh, -1)
-	x.hostDirty.grow(len(next.hosts)-nh, false)
-	x.domFree.grow(len(next.domains)-nd, -1)
-	x.domDirty.grow(len(next.domains)-nd, false)
-	x.gpuMilli.grow(len(next.gpus)-ng, -1)
-	x.gpuDirty.grow(len(next.gpus)-ng, false)
+	for range len(next.hosts) - nh {
+		x.hostFree = append(x.hostFree, -1)
+		x.hostDirty = append(x.hostDirty, false)
+	}
+	for range len(next.domains) - nd {
+		x.domFree = append(x.domFree, -1)
+		x.domDirty = append(x.domDirty, false)
+	}
+	for range len(next.gpus) - ng {
+		x.gpuMilli = append(x.gpuMilli, -1)
+		x.gpuDirty = append(x.gpuDirty, false)
+	}
 	// Removed hosts leave the counters and indexes.
 	for _, h := range gone {
 		hx := &next.hosts[h]
@@ -67,16 +71,15 @@ func (l *Ledger) Follow(next *Cluster) error {
 			l.adjust(g, -f, -m, -o)
 			x.touchShared(g)
 		}
-		l.hostHealth.set(h, Failed)
-		l.cordoned.set(h, false)
+		l.hostHealth[h], l.cordoned[h] = Failed, false
 		x.touchHost(h)
 		l.bumpHost(h)
 		for g := hx.gpuLo; g < hx.gpuLo+GPUID(hx.nGPU); g++ {
 			// Its host fabric domains leave the fabric level.
-			if d := next.gpus[g].fabric; d != NoDomain && next.domains[d].host == h && x.domFree.at(d) >= 0 {
-				x.byLevel[LevelFabric].Delete(levelKey(x.domFree.at(d), d))
-				x.domFree.set(d, -1)
-				x.domDirty.set(d, false)
+			if d := next.gpus[g].fabric; d != NoDomain && next.domains[d].host == h && x.domFree[d] >= 0 {
+				x.byLevel[LevelFabric].Delete(levelKey(x.domFree[d], d))
+				x.domFree[d] = -1
+				x.domDirty[d] = false
 			}
 		}
 	}
@@ -93,8 +96,8 @@ func (l *Ledger) Follow(next *Cluster) error {
 	for d := DomainID(nd); d < DomainID(len(next.domains)); d++ {
 		dx := &next.domains[d]
 		if dx.level >= 0 && dx.level != LevelHost && dx.level < next.LevelCluster() && (dx.kind == KindNetwork || dx.kind == KindFabric) {
-			x.domFree.set(d, l.freeWhole.at(d))
-			x.byLevel[dx.level].ReplaceOrInsert(levelKey(l.freeWhole.at(d), d))
+			x.domFree[d] = l.freeWhole[d]
+			x.byLevel[dx.level].ReplaceOrInsert(levelKey(l.freeWhole[d], d))
 		}
 	}
 	l.gen++

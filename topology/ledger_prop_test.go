@@ -304,8 +304,8 @@ type rawState struct {
 }
 
 func rawOf(l *Ledger) rawState {
-	return rawState{l.gpu.slice(), l.hostHealth.slice(), l.cpuFree.slice(), l.memFree.slice(),
-		l.freeWhole.slice(), l.healthy.slice(), l.freeMilli.slice(), l.gen}
+	return rawState{slices.Clone(l.gpu), slices.Clone(l.hostHealth), slices.Clone(l.cpuFree), slices.Clone(l.memFree),
+		slices.Clone(l.freeWhole), slices.Clone(l.healthy), slices.Clone(l.freeMilli), l.gen}
 }
 
 // The arguments the query checks try.

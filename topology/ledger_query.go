@@ -64,7 +64,7 @@ func (l *Ledger) hostGroups(d DomainID, m ModelID, minFree int, fn func(h HostID
 	switch {
 	case dom.kind == KindHost:
 		h := dom.host
-		free := int(l.freeWhole.at(d))
+		free := int(l.freeWhole[d])
 		if c.hosts[h].nGPU > 0 && free >= minFree && (m == NoModel || c.hosts[h].model == m) {
 			fn(h, free)
 		}
@@ -154,8 +154,8 @@ func (l *Ledger) AscendDomains(lv Level, minFree int, fn func(d DomainID, free i
 	case lv == LevelHost:
 		l.AscendHosts(0, NoModel, minFree, func(h HostID, free int) bool { return fn(c.hosts[h].domain, free) })
 	case lv == c.LevelCluster():
-		if int(l.freeWhole.at(0)) >= minFree {
-			fn(0, int(l.freeWhole.at(0)))
+		if int(l.freeWhole[0]) >= minFree {
+			fn(0, int(l.freeWhole[0]))
 		}
 	case lv >= 0 && int(lv) < len(l.idx.byLevel) && l.idx.byLevel[lv] != nil:
 		l.flush()
@@ -171,7 +171,7 @@ func (l *Ledger) MaxFreeDomain(lv Level) (DomainID, int) {
 	c := l.c
 	switch {
 	case lv == c.LevelCluster():
-		return 0, int(l.freeWhole.at(0))
+		return 0, int(l.freeWhole[0])
 	case lv == LevelHost:
 		best, bestFree := NoDomain, -1
 		l.flush()

@@ -33,5 +33,5 @@ func (l *Ledger) bumpHost(h HostID) {
 		l.newStampID()
 		l.stampN = 1
 	}
-	l.hostGen.set(h, l.stampID<<stampBits|l.stampN)
+	l.hostGen[h] = l.stampID<<stampBits | l.stampN
 }
