@@ -27,8 +27,20 @@ type cycleState struct {
 	// buf is the placer's output for the candidate being evaluated; an
 	// admitted placement is copied out of it.
 	buf gang.Placement
-	// pending is the backing array of the last Decision.Pending.
-	pending []Pending
+	// explained is, per leaf (by node ID), what the cycle's explanations
+	// changed (for list).
+	explained []leafExplained
+	// list keeps Decision.Pending's rows across cycles (pendinglist.go).
+	list pendingList
+}
+
+// leafExplained records the explanations given to a leaf's jobs in cycle
+// n: how many jobs got again the reason of the cycle before (same), and
+// whether any got another (changed).
+type leafExplained struct {
+	n       uint64
+	same    int
+	changed bool
 }
 
 // leafState is one leaf's state in a cycle.
@@ -36,12 +48,31 @@ type leafState struct {
 	cur         *queue.Cursor
 	blockedOnce bool    // a candidate of the leaf was blocked (afterBlock ran)
 	stop        *Reason // the queue stopped (strict FIFO behind a blocked head)
+	lastStop    *Reason // stop in the cycle before (reused when equal)
 }
 
-// classState records why a class was dropped in a cycle.
+// classState records why a class was dropped in a cycle, and where its
+// rows are in its leaf's listing (pendinglist.go).
 type classState struct {
 	cycle  uint64
 	reason *Reason
+	// listed is the cycle whose listing gave the class index listIdx.
+	listed  uint64
+	listIdx int32
+}
+
+// listIndex returns class c's index among its leaf's classes in the
+// listing numbered stamp, giving it next if it has none yet.
+func (cs *cycleState) listIndex(c *queue.Class, stamp uint64, next int) int {
+	st, _ := c.Data.(*classState)
+	if st == nil {
+		st = &classState{}
+		c.Data = st
+	}
+	if st.listed != stamp {
+		st.listed, st.listIdx = stamp, int32(next)
+	}
+	return int(st.listIdx)
 }
 
 // begin starts cycle n+1.
@@ -56,7 +87,7 @@ func (cs *cycleState) openLeaves(tree *queue.Tree) {
 		cs.leaves = make([]leafState, tree.NumNodes())
 	}
 	for _, id := range tree.Leaves() {
-		cs.leaves[id] = leafState{cur: tree.LeafOf(id).Begin()}
+		cs.leaves[id] = leafState{cur: tree.LeafOf(id).Begin(), lastStop: cs.leaves[id].stop}
 	}
 }
 
@@ -67,8 +98,39 @@ func (cs *cycleState) closeLeaves(tree *queue.Tree) {
 	}
 }
 
-// explain sets why j waits, as of this cycle.
-func (cs *cycleState) explain(j *job, r *Reason) { j.reason, j.reasonCycle = r, cs.n }
+// explain sets why j waits, as of this cycle. A reason equal to the one
+// j had in the cycle before (or already has in this one) is kept as that
+// same pointer, so that list can tell unchanged rows by pointer; the
+// leaf's explained record says what changed.
+func (cs *cycleState) explain(j *job, r *Reason) {
+	if cs.list.cycle == cs.n {
+		cs.list.forget() // explained after this cycle's listing: list afresh
+	}
+	e := cs.explainedIn(j.leaf.ID())
+	switch {
+	case j.reasonCycle == cs.n && j.reason != nil && (j.reason == r || sameReason(j.reason, r)):
+		r = j.reason
+	case j.reasonCycle == cs.n-1 && j.reason != nil && j.entry.ClassOf() != nil && sameReason(j.reason, r):
+		// Queued, and listed with this reason in the cycle before.
+		r = j.reason
+		e.same++
+	default:
+		e.changed = true
+	}
+	j.reason, j.reasonCycle = r, cs.n
+}
+
+// explainedIn returns leaf id's record of this cycle's explanations.
+func (cs *cycleState) explainedIn(id queue.NodeID) *leafExplained {
+	if int(id) >= len(cs.explained) {
+		cs.explained = append(cs.explained, make([]leafExplained, int(id)+1-len(cs.explained))...)
+	}
+	e := &cs.explained[id]
+	if e.n != cs.n {
+		*e = leafExplained{n: cs.n}
+	}
+	return e
+}
 
 // forget drops j's reason (it was admitted, or waits again).
 func (cs *cycleState) forget(j *job) { j.reason = nil }
@@ -87,6 +149,9 @@ func (cs *cycleState) classFail(cur *queue.Cursor, j *job, r *Reason) {
 		st = &classState{}
 		cl.Data = st
 	}
+	if st.cycle == cs.n-1 && sameReason(st.reason, r) {
+		r = st.reason // as in the cycle before: the same pointer (list)
+	}
 	st.cycle, st.reason = cs.n, r
 	cur.DropClass()
 }
@@ -94,49 +159,53 @@ func (cs *cycleState) classFail(cur *queue.Cursor, j *job, r *Reason) {
 // stop stops leaf's queue behind its head j, blocked for r.
 func (st *leafState) stopBehind(leaf *queue.Leaf, j *job, r *Reason) {
 	st.stop = &Reason{Code: WaitBehindHead, Blocker: j.spec.ID, Queue: leaf.Name(), Cause: r.Code}
+	if sameReason(st.lastStop, st.stop) {
+		st.stop = st.lastStop // as in the cycle before: the same pointer (list)
+	}
 	st.cur.Stop()
 }
 
 var notReached = &Reason{Code: WaitCapacity, Detail: "not considered yet"}
 
+// reasonSource says where a waiting job's reason comes from.
+type reasonSource uint8
+
+const (
+	fromJob   reasonSource = iota // explained in the cycle (job.reason)
+	fromStop                      // behind the stopped head of a strict queue
+	fromClass                     // its class's failure in the cycle, or notReached
+)
+
 // reason is why waiting job j waits, as of the last cycle.
 func (cs *cycleState) reason(j *job) *Reason {
+	r, _ := cs.reasonOf(j)
+	return r
+}
+
+// reasonOf is reason, with where it comes from.
+func (cs *cycleState) reasonOf(j *job) (*Reason, reasonSource) {
 	if j.reasonCycle == cs.n && j.reason != nil {
-		return j.reason
+		return j.reason, fromJob
 	}
 	// A stopped strict queue tried nothing after its head.
 	if st := &cs.leaves[j.leaf.ID()]; st.stop != nil && st.stop.Blocker != j.spec.ID {
-		return st.stop
+		return st.stop, fromStop
 	}
-	if c, ok := j.entry.ClassOf().Data.(*classState); ok && c.cycle == cs.n {
-		return c.reason
+	return cs.classReason(j.entry.ClassOf()), fromClass
+}
+
+// classReason is the reason of the jobs of class c that have none of
+// their own: its failure in the cycle, or notReached.
+func (cs *cycleState) classReason(c *queue.Class) *Reason {
+	if st, ok := c.Data.(*classState); ok && st.cycle == cs.n {
+		return st.reason
 	}
 	return notReached
 }
 
-// listPending returns every waiting job with its reason, queue by queue,
-// in the buffer the previous Decision used.
-func (cs *cycleState) listPending(tree *queue.Tree) []Pending {
-	n := 0
-	for _, id := range tree.Leaves() {
-		n += tree.LeafOf(id).Len()
-	}
-	buf := cs.pending[:0]
-	if cap(buf) < n {
-		buf = make([]Pending, 0, n+n/4)
-	}
-	for _, id := range tree.Leaves() {
-		l := tree.LeafOf(id)
-		name := l.Name()
-		l.Ascend(func(e *queue.Entry) bool {
-			j := e.Ref.(*job)
-			buf = append(buf, Pending{Job: j.spec.ID, Queue: name, State: j.state, Reason: cs.reason(j)})
-			return true
-		})
-	}
-	cs.pending = buf
-	return buf
-}
+// listPending returns every waiting job with its reason, queue by queue
+// (pendinglist.go).
+func (cs *cycleState) listPending(tree *queue.Tree) []Pending { return cs.list.list(tree, cs) }
 
 // Schedule runs one scheduling cycle at time now and returns what to do.
 // A now earlier than the latest time seen is clamped to it
@@ -546,4 +615,7 @@ func (s *Scheduler) afterBlock(st *leafState, leaf *queue.Leaf, j *job, r *Reaso
 // forgetLeaves drops the last cycle's per-leaf states when the queue tree
 // is reconfigured (its node IDs changed); waiting jobs' reasons are
 // listed again by the next cycle.
-func (cs *cycleState) forgetLeaves() { cs.leaves = nil }
+func (cs *cycleState) forgetLeaves() {
+	cs.leaves = nil
+	cs.list.forget()
+}

@@ -14,7 +14,7 @@ import (
 // Decision is what one scheduling cycle decided: the host binds the
 // bindings, carries out the preemptions, and reports back with Started,
 // Preempted and the other events. It is a plain value; only the backing
-// array of Pending is reused by the next cycle.
+// array of Pending is reused by a later cycle.
 type Decision struct {
 	// Now is the time the cycle ran at: Schedule's now, or the latest
 	// time the Scheduler had seen if now was earlier.
@@ -52,7 +52,7 @@ type Decision struct {
 	Grows []Grow
 	// Pending lists every job still waiting, queue by queue (depth-first
 	// order of the queue tree) and in queue order within each, with the
-	// reason it waits. Its backing array is reused by the next Schedule
+	// reason it waits. Its backing array is reused by a later Schedule
 	// (like a bufio.Scanner's bytes): copy what must outlive the cycle.
 	Pending []Pending
 }

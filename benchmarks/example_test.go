@@ -36,6 +36,7 @@ func ExampleCases() {
 	// Schedule/full-10000-pending/100k                 ≤ 10 ms/op (issue 14)
 	// Schedule/kai315/full                             ≤ 50 ms/op (issue 14)
 	// Schedule/kai315/incremental                      ≤ 2 ms/op (issue 14)
+	// Schedule/kai315/incremental-listed               ≤ 2 ms/op (issue 14)
 	// Sim/engine-noop                                  ≥ 1e+07 events/s (issue 6)
 	// Sim/openb-inflation-fgd                          ≤ 2 s/op (issue 6)
 	// Sim/philly                                       ≤ 10 s/op (issue 6)

@@ -94,6 +94,8 @@ type Leaf struct {
 	// the view.
 	admitted, running int
 	cur               Cursor
+	// mods counts the changes of the pending set or its order (Version).
+	mods uint64
 }
 
 func newLeaf(t *Tree, id NodeID, p Policy) *Leaf {
@@ -113,6 +115,11 @@ func (l *Leaf) Policy() Policy { return l.policy }
 
 // Len returns the number of pending jobs.
 func (l *Leaf) Len() int { return l.all.Len() }
+
+// Version changes whenever the pending jobs or their order change (Add,
+// Remove, SetPriority): equal versions of one Leaf mean the same jobs in
+// the same order, which lets the owner keep per-job listings across cycles.
+func (l *Leaf) Version() uint64 { return l.mods }
 
 // Head returns the first pending job in queue order.
 func (l *Leaf) Head() (*Entry, bool) { return l.all.Min() }
@@ -134,6 +141,7 @@ func (l *Leaf) Add(e *Entry) {
 		panic("queue: Leaf.Add: entry " + e.ID + " is already queued")
 	}
 	e.leaf = l
+	l.mods++
 	c := l.classes[e.Class]
 	if c == nil {
 		c = &Class{Key: e.Class, jobs: btree.NewG(8, l.less)}
@@ -158,6 +166,7 @@ func (l *Leaf) Remove(e *Entry) bool {
 		return false
 	}
 	c := e.class
+	l.mods++
 	l.all.Delete(e)
 	c.jobs.Delete(e)
 	if c.byRuntime != nil && e.Runtime > 0 {
@@ -185,6 +194,7 @@ func (l *Leaf) SetPriority(e *Entry, p int32) {
 		return
 	}
 	c := e.class
+	l.mods++
 	l.all.Delete(e)
 	c.jobs.Delete(e)
 	if c.byRuntime != nil && e.Runtime > 0 {
