@@ -401,6 +401,11 @@ func (s *Scheduler) place(j *job, allow func(topology.HostID) bool, key string, 
 func (s *Scheduler) clearOfReservations(j *job, p *gang.Placement, now time.Time, mkey string) verdict {
 	shadows, conflict := s.res.check(j, p.Claims, now)
 	if conflict != nil {
+		if q := s.around.place(s, j, now); q != nil {
+			if sh, c := s.res.check(j, q.Claims, now); c == nil {
+				return verdict{kind: verdictAdmit, placed: q, shadows: sh, mkey: mkey}
+			}
+		}
 		return verdict{kind: verdictConflict, conflict: conflict, mkey: mkey}
 	}
 	return verdict{kind: verdictAdmit, placed: p, shadows: shadows, mkey: mkey}

@@ -47,6 +47,11 @@ type Config struct {
 	// quota hold at once (the first blocked job of each backfilling queue,
 	// in service order); 0 means 4, negative means none.
 	MaxReservations int
+	// BackfillAround places a backfill candidate around the reservations
+	// when the placer's first choice would delay one (Slurm's backfill
+	// does so): the placer tries again with the reservations' GPUs, cores
+	// and memory held. False (the default) tries only the first choice.
+	BackfillAround bool
 	// Seed seeds randomised placers; each job's request gets Seed mixed
 	// with its submission sequence number.
 	Seed uint64
@@ -133,6 +138,7 @@ type Scheduler struct {
 	admits  admitClock   // admitted jobs not yet started, by admission (admittimeout.go)
 	live    liveChanges  // hosts waiting to leave the cluster (live.go)
 	dfg     defragger    // migrations planned, issued and in flight (defrag.go)
+	around  aroundPlacer // backfill placement around reservations (backfill_around.go)
 
 	// testBeforeCycle, if set, runs at the start of Schedule (tests).
 	testBeforeCycle func()
@@ -183,7 +189,7 @@ func New(cfg Config) (*Scheduler, error) {
 		cfg: cfg, c: c, tree: tree, ledger: topology.NewLedger(c), placer: cfg.Placer,
 		jobs: newJobTable(c, cfg.Seed), adm: newAdmission(c, tree), fit: newFailureCache(),
 		res:    newReservations(c, cfg.Placer, cfg.DefaultRuntime, cfg.MaxReservations),
-		admits: newAdmitClock(cfg.AdmitTimeout), dfg: dfg,
+		admits: newAdmitClock(cfg.AdmitTimeout), dfg: dfg, around: aroundPlacer{on: cfg.BackfillAround},
 	}
 	s.tracker, _ = cfg.Placer.(gang.Tracker)
 	return s, nil

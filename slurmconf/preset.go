@@ -16,7 +16,9 @@ import (
 // Where gpusched deliberately differs from Slurm (see docs/slurm.md):
 //   - Backfill is EASY: only the first blocked job of a queue holds a
 //     reservation (MaxReservations queues at once); Slurm's backfill plans a
-//     start for every pending job within bf_window, in priority order.
+//     start for every pending job within bf_window, in priority order. Like
+//     Slurm's, a backfill candidate is placed around the reservations
+//     (Config.BackfillAround) when the placer's first choice would delay one.
 //   - Decisions are taken whenever the host calls Schedule, not every
 //     sched_interval/bf_interval; hosts that want Slurm's rhythm call it at
 //     SchedInterval (the simulator's --schedule-every).
@@ -129,5 +131,5 @@ func (p Preset) Config(s *Site) (gpusched.Config, error) {
 	if err != nil {
 		return gpusched.Config{}, err
 	}
-	return gpusched.Config{Cluster: cl, Queues: p.Queues, Placer: pl, DefaultRuntime: p.DefaultRuntime}, nil
+	return gpusched.Config{Cluster: cl, Queues: p.Queues, Placer: pl, DefaultRuntime: p.DefaultRuntime, BackfillAround: true}, nil
 }
