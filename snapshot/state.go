@@ -46,6 +46,8 @@ type State struct {
 	DrainKeep    time.Duration `yaml:"drainKeep,omitempty" json:"drainKeep,omitempty"`
 	AdmitTimeout time.Duration `yaml:"admitTimeout,omitempty" json:"admitTimeout,omitempty"`
 	MaxGrace     time.Duration `yaml:"maxGrace,omitempty" json:"maxGrace,omitempty"`
+	// BackfillAround is gpusched.Config.BackfillAround (absent: false).
+	BackfillAround bool `yaml:"backfillAround,omitempty" json:"backfillAround,omitempty"`
 	// Queues is the queue tree.
 	Queues queue.Config `yaml:"queues" json:"queues"`
 	// Usage is the decayed Fair Tree usage of the queues that have any

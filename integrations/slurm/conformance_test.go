@@ -41,6 +41,11 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(run)
+	// (c)'s jobs run as other users (sbatch --uid): they must reach the
+	// spool directory below run, which MkdirTemp made 0700.
+	if err := os.Chmod(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	scripts, _ := filepath.Abs("scripts")
 	site, _ := filepath.Abs(siteDir)
 	extra, noAcct := "", ""

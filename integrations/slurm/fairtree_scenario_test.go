@@ -124,15 +124,28 @@ func finishFairTree(ctx context.Context, t *testing.T, c *Cluster, r *fairTreeRu
 		if time.Now().After(deadline) {
 			t.Fatalf("fair tree: usage jobs or the priority thread did not finish by the deadline")
 		}
+		// The usage jobs must have ended, and the priority thread run
+		// since: their usage is then all in (other scenarios' jobs may
+		// still add to root's; sshare and sprio are read between the same
+		// two runs of the thread, below).
 		ended := time.Time{}
 		running := false
 		jobs, err := c.Jobs(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
+		byID := map[int]JobInfo{}
 		for _, j := range jobs {
-			if j.State == "RUNNING" || j.State == "COMPLETING" || (j.State == "PENDING" && !strings.HasPrefix(j.Name, "c-")) {
+			byID[j.ID] = j
+		}
+		for _, id := range r.usage {
+			j := byID[id]
+			switch j.State {
+			case "COMPLETED":
+			case "PENDING", "RUNNING", "COMPLETING", "CONFIGURING":
 				running = true
+			default:
+				t.Fatalf("fair tree: usage job %d (%s) ended %s (reason %s): no usage history", id, j.Name, j.State, j.Reason)
 			}
 			if j.End.After(ended) {
 				ended = j.End

@@ -1,0 +1,58 @@
+package slurmharness
+
+import (
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+)
+
+// TestTraceReplayCaptured replays scenario (d) as a real Slurm 22.05 ran it
+// (testdata/trace-d.json, saved with GPUSCHED_SLURM_KEEP: arrivals, run
+// times and Slurm's starts) through gpusched on the imported site, without
+// Slurm, and checks the agreement the report gave for that run: a change
+// to the preset or to backfill shows here first.
+func TestTraceReplayCaptured(t *testing.T) {
+	b, err := os.ReadFile("testdata/trace-d.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr []tracedJob
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatal(err)
+	}
+	m, err := LoadModel(siteDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	interval := m.Site.Conf.Scheduler().SchedInterval
+	tol := interval + 2*time.Second
+	var jobs []JobSpec
+	dur := map[string]time.Duration{}
+	for _, j := range tr {
+		jobs = append(jobs, j.Spec)
+		dur[j.Spec.Name] = j.Duration
+	}
+	now := time.Unix(1_000_000, 0)
+	gs, _, why, err := m.RunWhy(jobs, dur, now, interval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agree := 0
+	for _, j := range tr {
+		g := gs[j.Spec.Name].Sub(now)
+		if (g - j.SlurmStart).Abs() <= tol {
+			agree++
+			continue
+		}
+		t.Logf("%s arrived %v: Slurm %v on %v, gpusched %v (%s)", j.Spec.Name, j.Spec.Arrive, j.SlurmStart, j.Nodes, g, reasonAt(why[j.Spec.Name], now.Add(j.SlurmStart)))
+	}
+	t.Logf("%d of %d jobs within %v of Slurm's start", agree, len(tr), tol)
+	if want := traceReplayWant; agree < want {
+		t.Errorf("%d of %d jobs agree; this run of Slurm gave %d", agree, len(tr), want)
+	}
+}
+
+// traceReplayWant is how many jobs of testdata/trace-d.json agreed in the
+// run that saved it.
+const traceReplayWant = 132
