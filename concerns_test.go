@@ -16,7 +16,7 @@ import (
 var owners = map[string]string{
 	"jobs": "jobs.go", "adm": "admission.go", "fit": "failcache.go", "res": "reserve.go",
 	"noms": "nominations.go", "victims": "victims.go", "rec": "recovery.go", "cyc": "cycle.go",
-	"around": "backfill_around.go",
+	"around": "backfill_around.go", "deep": "reserve_depth.go",
 	// parts of job
 	"vic": "victims.go", "nom": "nominations.go", "models": "admission.go",
 }

@@ -428,12 +428,16 @@ func (s *Scheduler) try(d *Decision, leaf *queue.Leaf, j *job, now time.Time) {
 	case verdictConflict:
 		s.cyc.classFail(st.cur, j, backfillReason(v.conflict))
 		s.backfillShort(d, leaf, j, v.conflict, now)
+		s.deep.after(s, leaf, j, backfillReason(v.conflict), v.mkey, now)
 	case verdictBlocked:
 		s.cyc.classFail(st.cur, j, v.reason)
 		if v.preempt {
 			s.maybePreempt(d, leaf, j, v.x, now)
 		}
 		s.afterBlock(st, leaf, j, v.reason, v.block, v.mkey, now)
+		if v.block == nil || (v.block.Kind == queue.BlockCluster && v.block.Capacity) {
+			s.deep.after(s, leaf, j, v.reason, v.mkey, now)
+		}
 	}
 }
 

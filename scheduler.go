@@ -52,6 +52,13 @@ type Config struct {
 	// does so): the placer tries again with the reservations' GPUs, cores
 	// and memory held. False (the default) tries only the first choice.
 	BackfillAround bool
+	// ReserveDepth is how many blocked jobs of a backfilling queue hold a
+	// reservation in a cycle, in service order (MaxReservations still
+	// bounds all holds): each later one is planned around the earlier
+	// ones, and no job may start now that would delay any of them
+	// (conservative backfill for the first ReserveDepth, as Slurm plans a
+	// start for every pending job). 0 or 1: only the first (EASY).
+	ReserveDepth int
 	// Seed seeds randomised placers; each job's request gets Seed mixed
 	// with its submission sequence number.
 	Seed uint64
@@ -139,6 +146,7 @@ type Scheduler struct {
 	live    liveChanges  // hosts waiting to leave the cluster (live.go)
 	dfg     defragger    // migrations planned, issued and in flight (defrag.go)
 	around  aroundPlacer // backfill placement around reservations (backfill_around.go)
+	deep    deepReserver // reservations after a queue's first blocked job (reserve_depth.go)
 
 	// testBeforeCycle, if set, runs at the start of Schedule (tests).
 	testBeforeCycle func()
@@ -189,7 +197,7 @@ func New(cfg Config) (*Scheduler, error) {
 		cfg: cfg, c: c, tree: tree, ledger: topology.NewLedger(c), placer: cfg.Placer,
 		jobs: newJobTable(c, cfg.Seed), adm: newAdmission(c, tree), fit: newFailureCache(),
 		res:    newReservations(c, cfg.Placer, cfg.DefaultRuntime, cfg.MaxReservations),
-		admits: newAdmitClock(cfg.AdmitTimeout), dfg: dfg, around: aroundPlacer{on: cfg.BackfillAround},
+		admits: newAdmitClock(cfg.AdmitTimeout), dfg: dfg, around: aroundPlacer{on: cfg.BackfillAround}, deep: deepReserver{depth: cfg.ReserveDepth},
 	}
 	s.tracker, _ = cfg.Placer.(gang.Tracker)
 	return s, nil
