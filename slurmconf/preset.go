@@ -87,6 +87,7 @@ func (s *Site) Preset() Preset {
 	}
 	if s.Assoc != nil {
 		p.Queues = s.Assoc.Queues(c.Priority.DecayHalfLife, (*[]Warning)(w))
+		p.Queues.Fairness.NoDecay = c.Priority.NoDecay
 		if !multi || c.Priority.WeightFairshare == 0 {
 			p.Queues.Fairness.Policy = queue.NoFairness
 		}
