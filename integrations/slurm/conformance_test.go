@@ -511,10 +511,44 @@ func scenarioTrace(ctx context.Context, t *testing.T, c *Cluster, m *Model) *Sce
 	if len(cs) > 0 {
 		s.Notes = append(s.Notes, "Disagreements by cause — "+strings.Join(cs, "; ")+". `backfill-window` is gpusched's "+
 			"EASY backfill refusing a job because its placement would take resources the reservation's shadow holds (jobs "+
-			"still running at the reserved time by their estimates). Slurm's backfill also places a job around the reservations, where "+
-			"gpusched tries only the placer's choice. Once one start differs, the jobs after it see a different cluster, so "+
-			"disagreements come in runs.")
+			"still running at the reserved time by their estimates) and finding no placement around them either (the preset's "+
+			"BackfillAround, as Slurm's backfill places a job): then Slurm's reservation was elsewhere or later. Once one start differs, "+
+			"the jobs after it see a different cluster, so disagreements come in runs.")
 	}
+	// What-ifs on the same run: the preset without placement around
+	// reservations, and with deeper reservations (Config.ReserveDepth).
+	agreeWith := func(mm Model) int {
+		st, _, err := mm.Run(replay, dur, now, interval)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := 0
+		for _, j := range replay {
+			if (sj[j.Name].Start.Sub(t0) - st[j.Name].Sub(now)).Abs() <= tol {
+				k++
+			}
+		}
+		return k
+	}
+	noAround := *m
+	noAround.NoBackfillAround = true
+	whatIf := []string{fmt.Sprintf("without BackfillAround (the placer's first choice only) %d", agreeWith(noAround))}
+	best, bestDepth := s.Agree, 1
+	for _, d := range []int{2, 4, 8, 16} {
+		deep := *m
+		deep.ReserveDepth = d
+		k := agreeWith(deep)
+		whatIf = append(whatIf, fmt.Sprintf("ReserveDepth %d %d", d, k))
+		if k > best {
+			best, bestDepth = k, d
+		}
+	}
+	verdict := "no deeper reservation brings gpusched closer to Slurm on this run, so the preset keeps ReserveDepth at 1 (EASY)"
+	if bestDepth > 1 {
+		verdict = fmt.Sprintf("ReserveDepth %d would agree on %d jobs on this run (the preset keeps 1, EASY: on other runs it did not help)", bestDepth, best)
+	}
+	s.Notes = append(s.Notes, fmt.Sprintf("The same run replayed by gpusched with other settings, jobs within tolerance (the preset: %d): %s; %s.",
+		s.Agree, strings.Join(whatIf, "; "), verdict))
 	slices.Sort(waits)
 	s.Notes = append(s.Notes, fmt.Sprintf("Slurm's waits: median %s s, p95 %s s, max %s s. Of the disagreeing jobs, gpusched started %d earlier than Slurm.",
 		secs(waits[len(waits)/2]), secs(waits[len(waits)*95/100]), secs(waits[len(waits)-1]), late))
