@@ -56,11 +56,7 @@ func (d *deepReserver) after(s *Scheduler, leaf *queue.Leaf, j *job, r *Reason, 
 	if d.depth <= 1 || r == nil || r.Code == WaitQuotaHeld {
 		return
 	}
-	holding := false
-	for _, h := range s.res.holds {
-		holding = holding || h.holder == j
-	}
-	if !holding && !d.reserve(s, leaf, j, r, mkey, now) {
+	if !holds(s, j) && !d.reserve(s, leaf, j, r, mkey, now) {
 		return
 	}
 	cl := j.entry.ClassOf()
@@ -69,7 +65,7 @@ func (d *deepReserver) after(s *Scheduler, leaf *queue.Leaf, j *job, r *Reason, 
 	}
 	cl.Ascend(func(e *queue.Entry) bool {
 		cj := e.Ref.(*job)
-		if cj == j || cj.nom.nominated != nil || len(cj.nom.waitingFor) > 0 {
+		if cj == j || cj.nom.nominated != nil || len(cj.nom.waitingFor) > 0 || holds(s, cj) {
 			return true
 		}
 		ch := s.adm.models(leaf.ID(), cj)
@@ -79,6 +75,16 @@ func (d *deepReserver) after(s *Scheduler, leaf *queue.Leaf, j *job, r *Reason, 
 		cj.req.AllowHost = ch.allow
 		return d.reserve(s, leaf, cj, r, ch.key, now)
 	})
+}
+
+// holds reports whether j holds something in this cycle.
+func holds(s *Scheduler, j *job) bool {
+	for _, h := range s.res.holds {
+		if h.holder == j {
+			return true
+		}
+	}
+	return false
 }
 
 // reserve plans and holds a reservation for j if more allows; it reports
@@ -196,6 +202,7 @@ func (d *deepReserver) plan(s *Scheduler, j *job, mkey string, now time.Time) *r
 		found = tryHoldEnds(time.Time{}, true)
 	}
 	if !found || sh.Allocate(claims...) != nil {
+		s.res.recycle(sh)
 		return nil
 	}
 	return &reservation{holder: j, built: now, at: at, claims: claims, p: p, shadow: sh, health: s.res.healthEpoch, mkey: mkey, commits: s.commits()}

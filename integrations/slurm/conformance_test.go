@@ -516,7 +516,8 @@ func scenarioTrace(ctx context.Context, t *testing.T, c *Cluster, m *Model) *Sce
 			"the jobs after it see a different cluster, so disagreements come in runs.")
 	}
 	// What-ifs on the same run: the preset without placement around
-	// reservations, and with deeper reservations (Config.ReserveDepth).
+	// reservations, and with other reservation depths (Config.ReserveDepth;
+	// 1 is EASY).
 	agreeWith := func(mm Model) int {
 		st, _, err := mm.Run(replay, dur, now, interval)
 		if err != nil {
@@ -533,8 +534,11 @@ func scenarioTrace(ctx context.Context, t *testing.T, c *Cluster, m *Model) *Sce
 	noAround := *m
 	noAround.NoBackfillAround = true
 	whatIf := []string{fmt.Sprintf("without BackfillAround (the placer's first choice only) %d", agreeWith(noAround))}
-	best, bestDepth := s.Agree, 1
-	for _, d := range []int{2, 4, 8, 16} {
+	best, bestDepth := s.Agree, m.Preset.ReserveDepth
+	for _, d := range []int{1, 2, 3, 4, 8} {
+		if d == m.Preset.ReserveDepth {
+			continue
+		}
 		deep := *m
 		deep.ReserveDepth = d
 		k := agreeWith(deep)
@@ -543,9 +547,9 @@ func scenarioTrace(ctx context.Context, t *testing.T, c *Cluster, m *Model) *Sce
 			best, bestDepth = k, d
 		}
 	}
-	verdict := "no deeper reservation brings gpusched closer to Slurm on this run, so the preset keeps ReserveDepth at 1 (EASY)"
-	if bestDepth > 1 {
-		verdict = fmt.Sprintf("ReserveDepth %d would agree on %d jobs on this run (the preset keeps 1, EASY: on other runs it did not help)", bestDepth, best)
+	verdict := fmt.Sprintf("no other depth brings gpusched closer to Slurm on this run than the preset's ReserveDepth %d", m.Preset.ReserveDepth)
+	if bestDepth != m.Preset.ReserveDepth {
+		verdict = fmt.Sprintf("ReserveDepth %d would agree on %d jobs on this run (the preset's %d agreed best over the captured runs in testdata/trace-d-*.json)", bestDepth, best, m.Preset.ReserveDepth)
 	}
 	s.Notes = append(s.Notes, fmt.Sprintf("The same run replayed by gpusched with other settings, jobs within tolerance (the preset: %d): %s; %s.",
 		s.Agree, strings.Join(whatIf, "; "), verdict))
