@@ -496,7 +496,7 @@ func scenarioTrace(ctx context.Context, t *testing.T, c *Cluster, m *Model) *Sce
 			late++
 			why = "Slurm kept it waiting (last reason " + orDash(slurmWhy[j.Name]) + ")"
 			if slurmWhy[j.Name] == "Priority" {
-				why += ": Slurm's backfill plans a start for every waiting job ahead of it and this one would have delayed one of them; gpusched reserves only for the first blocked job"
+				why += fmt.Sprintf(": Slurm's backfill plans a start for every waiting job ahead of it and this one would have delayed one of them; gpusched reserves for the first %d blocked jobs only (the preset's ReserveDepth)", m.Preset.ReserveDepth)
 			}
 		} else {
 			why = "gpusched kept it waiting: " + reasonAt(gwhy[j.Name], now.Add(a))
@@ -510,7 +510,7 @@ func scenarioTrace(ctx context.Context, t *testing.T, c *Cluster, m *Model) *Sce
 	}
 	if len(cs) > 0 {
 		s.Notes = append(s.Notes, "Disagreements by cause — "+strings.Join(cs, "; ")+". `backfill-window` is gpusched's "+
-			"EASY backfill refusing a job because its placement would take resources the reservation's shadow holds (jobs "+
+			"backfill refusing a job because its placement would take resources the reservation's shadow holds (jobs "+
 			"still running at the reserved time by their estimates) and finding no placement around them either (the preset's "+
 			"BackfillAround, as Slurm's backfill places a job): then Slurm's reservation was elsewhere or later. Once one start differs, "+
 			"the jobs after it see a different cluster, so disagreements come in runs.")
