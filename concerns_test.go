@@ -19,6 +19,7 @@ var owners = map[string]string{
 	"elastic": "elastic.go", "el": "elastic.go",
 	"cons":    "consolidate.go",
 	"refused": "refusals.go",
+	"around":  "backfill_around.go", "deep": "reserve_depth.go",
 	// parts of job
 	"vic": "victims.go", "nom": "nominations.go", "models": "admission.go", "ref": "refusals.go",
 }

@@ -474,6 +474,11 @@ func (s *Scheduler) place(j *job, allow func(topology.HostID) bool, key string, 
 func (s *Scheduler) clearOfReservations(j *job, p *gang.Placement, now time.Time, mkey string) verdict {
 	shadows, conflict := s.res.check(j, p.Claims, now)
 	if conflict != nil {
+		if q := s.around.place(s, j, now); q != nil {
+			if sh, c := s.res.check(j, q.Claims, now); c == nil {
+				return verdict{kind: verdictAdmit, placed: q, shadows: sh, mkey: mkey}
+			}
+		}
 		return verdict{kind: verdictConflict, conflict: conflict, mkey: mkey}
 	}
 	return verdict{kind: verdictAdmit, placed: p, shadows: shadows, mkey: mkey}
@@ -496,12 +501,16 @@ func (s *Scheduler) try(d *Decision, leaf *queue.Leaf, j *job, now time.Time) {
 	case verdictConflict:
 		s.cyc.classFail(st.cur, j, backfillReason(v.conflict))
 		s.backfillShort(d, leaf, j, v.conflict, now)
+		s.deep.after(s, leaf, j, backfillReason(v.conflict), v.mkey, now)
 	case verdictBlocked:
 		s.cyc.classFail(st.cur, j, v.reason)
 		if v.preempt {
 			s.maybePreempt(d, leaf, j, v.x, now)
 		}
 		s.afterBlock(st, leaf, j, v.reason, v.block, v.mkey, now)
+		if v.block == nil || (v.block.Kind == queue.BlockCluster && v.block.Capacity) {
+			s.deep.after(s, leaf, j, v.reason, v.mkey, now)
+		}
 	}
 }
 

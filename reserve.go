@@ -533,3 +533,7 @@ func (rs *reservations) dropAll() {
 	rs.kept = rs.kept[:0]
 	rs.healthEpoch++
 }
+
+// recycle takes back a shadow ledger from shadowLedger that was not used
+// for a reservation (reserve_depth.go found no time for its job).
+func (rs *reservations) recycle(l *topology.Ledger) { rs.shadowPool = append(rs.shadowPool, l) }

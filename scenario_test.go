@@ -25,7 +25,7 @@ import (
 //
 //	cluster machine=dgx-h100 hosts=4 [per-tor=2] [tors-per-spine=N] | preset=NAME | file=PATH
 //	queues                  (body: a queue.Config in YAML)
-//	config [default-runtime=1h] [max-reservations=N] [placer=NAME]
+//	config [default-runtime=1h] [max-reservations=N] [backfill-around=true] [reserve-depth=N] [placer=NAME]
 //	submit id=J queue=Q [count=N] [min=N] [gpus=N] [milli=N] [mig=P] [cpu=N] [mem=N]
 //	       [priority=N] [runtime=DUR] [topo=LEVEL:required|preferred] [models=(A,B)] [at=DUR]
 //	burst n=N prefix=P queue=Q … (like submit, jobs P001…)
@@ -153,6 +153,8 @@ func (h *harness) run(t *testing.T, td *datadriven.TestData) string {
 			h.cfg.DefaultRuntime = dur(t, rt)
 		}
 		td.MaybeScanArgs(t, "max-reservations", &h.cfg.MaxReservations)
+		td.MaybeScanArgs(t, "backfill-around", &h.cfg.BackfillAround)
+		td.MaybeScanArgs(t, "reserve-depth", &h.cfg.ReserveDepth)
 		var placer string
 		if td.MaybeScanArgs(t, "placer", &placer) {
 			p, err := gang.New(placer, gang.Options{Explain: gang.DetailBrief})

@@ -51,6 +51,18 @@ type Config struct {
 	// quota hold at once (the first blocked job of each backfilling queue,
 	// in service order); 0 means 4, negative means none.
 	MaxReservations int
+	// BackfillAround places a backfill candidate around the reservations
+	// when the placer's first choice would delay one (Slurm's backfill
+	// does so): the placer tries again with the reservations' GPUs, cores
+	// and memory held. False (the default) tries only the first choice.
+	BackfillAround bool
+	// ReserveDepth is how many blocked jobs of a backfilling queue hold a
+	// reservation in a cycle, in service order (MaxReservations still
+	// bounds all holds): each later one is planned around the earlier
+	// ones, and no job may start now that would delay any of them
+	// (conservative backfill for the first ReserveDepth, as Slurm plans a
+	// start for every pending job). 0 or 1: only the first (EASY).
+	ReserveDepth int
 	// Seed seeds randomised placers; each job's request gets Seed mixed
 	// with its submission sequence number.
 	Seed uint64
@@ -144,6 +156,8 @@ type Scheduler struct {
 	elastic elastic      // shrinks and grows in flight, shrunk jobs (elastic.go)
 	cons    consolidator // consolidation when idle (consolidate.go)
 	refused refusals     // victims whose stop the host refused (refusals.go)
+	around  aroundPlacer // backfill placement around reservations (backfill_around.go)
+	deep    deepReserver // reservations after a queue's first blocked job (reserve_depth.go)
 
 	// testBeforeCycle, if set, runs at the start of Schedule (tests).
 	testBeforeCycle func()
@@ -195,7 +209,8 @@ func New(cfg Config) (*Scheduler, error) {
 		jobs: newJobTable(c, cfg.Seed), adm: newAdmission(c, tree), fit: newFailureCache(),
 		res:    newReservations(c, cfg.Placer, cfg.DefaultRuntime, cfg.MaxReservations),
 		admits: newAdmitClock(cfg.AdmitTimeout), dfg: dfg, elastic: newElastic(cfg.Elastic),
-		cons: newConsolidator(cfg.Defrag),
+		cons:   newConsolidator(cfg.Defrag),
+		around: aroundPlacer{on: cfg.BackfillAround}, deep: deepReserver{depth: cfg.ReserveDepth},
 	}
 	s.tracker, _ = cfg.Placer.(gang.Tracker)
 	return s, nil

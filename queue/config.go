@@ -165,6 +165,9 @@ type Fairness struct {
 	// HalfLife is how fast usage is forgotten under FairTree; 0 means the
 	// default of 7 days (Slurm's PriorityDecayHalfLife default).
 	HalfLife time.Duration `json:"halfLife,omitempty" yaml:"halfLife,omitempty"`
+	// NoDecay keeps usage forever under FairTree (Slurm's
+	// PriorityDecayHalfLife=0); HalfLife is then ignored.
+	NoDecay bool `json:"noDecay,omitempty" yaml:"noDecay,omitempty"`
 	// Runtime is, under FinishTime, the runtime assumed for a job without
 	// an estimate (Entry.Runtime 0); 0 means DefaultFinishTimeRuntime.
 	Runtime time.Duration `json:"runtime,omitempty" yaml:"runtime,omitempty"`

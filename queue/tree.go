@@ -95,7 +95,10 @@ func Build(cfg Config, capacity Capacity) (*Tree, error) {
 	if t.fair.Policy == "" {
 		t.fair.Policy = DRF
 	}
-	if t.fair.HalfLife == 0 {
+	switch {
+	case t.fair.NoDecay:
+		t.fair.HalfLife = 0 // fairshare.Usage.Advance: no decay
+	case t.fair.HalfLife == 0:
 		t.fair.HalfLife = DefaultHalfLife
 	}
 	if t.fair.Runtime == 0 {

@@ -107,6 +107,7 @@ type PriorityParams struct {
 	WeightTRES                                                                         string
 	MaxAge                                                                             time.Duration // PriorityMaxAge (default 7 days)
 	DecayHalfLife                                                                      time.Duration // PriorityDecayHalfLife (default 7 days)
+	NoDecay                                                                            bool          // PriorityDecayHalfLife=0: usage never decays
 	CalcPeriod                                                                         time.Duration // PriorityCalcPeriod (default 5 minutes)
 	FavorSmall                                                                         bool
 	Flags                                                                              string
@@ -512,6 +513,7 @@ func (c *Conf) global(p pair, no int, file string, w *warnings) error {
 		c.Priority.MaxAge, err = parseSlurmTime(v)
 	case strings.EqualFold(k, "PriorityDecayHalfLife"):
 		c.Priority.DecayHalfLife, err = parseSlurmTime(v)
+		c.Priority.NoDecay = err == nil && c.Priority.DecayHalfLife == 0
 	case strings.EqualFold(k, "PriorityCalcPeriod"):
 		c.Priority.CalcPeriod, err = parseSlurmTime(v)
 	case strings.EqualFold(k, "PriorityFavorSmall"):

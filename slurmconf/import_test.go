@@ -232,3 +232,31 @@ func TestTopologyBlockAndYAML(t *testing.T) {
 		t.Errorf("tree conf:\n%s\ntree yaml:\n%s", a, b)
 	}
 }
+
+// TestDecayHalfLifeZero: PriorityDecayHalfLife=0 is Slurm's "usage never
+// decays"; the preset's Fair Tree keeps usage forever (queue
+// Fairness.NoDecay) rather than taking 0 for the 7-day default. Unset, or
+// any other value, decays. Found while building the conformance harness's
+// Fair Tree scenario.
+func TestDecayHalfLifeZero(t *testing.T) {
+	const assoc = "Account|User|Par Name|Share\nroot|||1\na||root|1\na|u||1\n"
+	for _, tc := range []struct {
+		line    string
+		noDecay bool
+	}{{"PriorityDecayHalfLife=0", true}, {"PriorityDecayHalfLife=14-0", false}, {"", false}} {
+		conf := "ClusterName=c\nPriorityType=priority/multifactor\nPriorityWeightFairshare=1000\n" + tc.line + "\n" +
+			"NodeName=n1 CPUs=8 RealMemory=1000 Gres=gpu:1\nPartitionName=p Nodes=n1 Default=YES\n"
+		c, _, err := slurmconf.ParseConf([]byte(conf), "slurm.conf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _, err := slurmconf.ParseAssoc([]byte(assoc), "assoc.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := (&slurmconf.Site{Conf: c, Assoc: a}).Preset()
+		if p.Queues.Fairness.NoDecay != tc.noDecay || p.Queues.Fairness.Policy != queue.FairTree {
+			t.Errorf("%q: fairness %+v, want NoDecay %v under FairTree", tc.line, p.Queues.Fairness, tc.noDecay)
+		}
+	}
+}

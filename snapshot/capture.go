@@ -59,7 +59,7 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 	cfg := &opt.Config
 	st := &State{Version: Version, Now: now, Placer: opt.Placer, Seed: cfg.Seed, DefaultRuntime: cfg.DefaultRuntime,
 		MaxReservations: cfg.MaxReservations, MaxRestarts: cfg.MaxRestarts, DrainGrace: cfg.DrainGrace, DrainKeep: cfg.DrainKeep,
-		AdmitTimeout: cfg.AdmitTimeout, MaxGrace: cfg.MaxGrace, Queues: cfg.Queues}
+		AdmitTimeout: cfg.AdmitTimeout, MaxGrace: cfg.MaxGrace, BackfillAround: cfg.BackfillAround, ReserveDepth: cfg.ReserveDepth, Queues: cfg.Queues}
 	if cfg.Elastic != nil {
 		st.Elastic = &Elastic{NoGrow: cfg.Elastic.NoGrow}
 	}

@@ -97,7 +97,7 @@
 // admission times, preemption and restart counts and saved progress;
 // the queues' Fair Tree usage; the settings (Seed, DefaultRuntime,
 // MaxReservations, MaxRestarts, DrainGrace, DrainKeep, AdmitTimeout,
-// MaxGrace). Fed the same events, it decides as the captured one does
+// MaxGrace, BackfillAround, ReserveDepth). Fed the same events, it decides as the captured one does
 // (TestLoadedDecidesAsOriginal), within these limits:
 //
 //   - Backfill reservations kept across cycles are restored (version 4,

@@ -128,7 +128,7 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 	}
 	cfg := gpusched.Config{Cluster: c, Queues: st.Queues, Placer: placer, Seed: st.Seed, DefaultRuntime: st.DefaultRuntime, MaxReservations: st.MaxReservations,
 		MaxRestarts: st.MaxRestarts, DrainGrace: st.DrainGrace, DrainKeep: st.DrainKeep, AdmitTimeout: st.AdmitTimeout, MaxGrace: st.MaxGrace,
-		Preemptor: opt.Preemptor}
+		BackfillAround: st.BackfillAround, ReserveDepth: st.ReserveDepth, Preemptor: opt.Preemptor}
 	if st.Elastic != nil {
 		cfg.Elastic = &gpusched.ElasticConfig{NoGrow: st.Elastic.NoGrow}
 	}

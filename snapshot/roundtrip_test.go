@@ -87,6 +87,10 @@ func genScenario(t *rapid.T, backfill bool) *scenario {
 	sc.cfg.MaxRestarts = rapid.IntRange(0, 2).Draw(t, "maxRestarts")
 	sc.cfg.DefaultRuntime = rapid.SampledFrom([]time.Duration{0, time.Hour}).Draw(t, "defaultRuntime")
 	sc.cfg.Seed = 7
+	sc.cfg.BackfillAround = backfill && rapid.Bool().Draw(t, "backfillAround")
+	if backfill {
+		sc.cfg.ReserveDepth = rapid.IntRange(0, 3).Draw(t, "reserveDepth")
+	}
 	sc.placer = rapid.SampledFrom([]string{"topology", "best-fit", "gpu-packing"}).Draw(t, "placer")
 	sc.ckpt = rapid.SampledFrom([]time.Duration{0, 20 * time.Minute}).Draw(t, "ckpt")
 	shapes := []workload.TaskGroup{

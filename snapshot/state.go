@@ -48,6 +48,10 @@ type State struct {
 	MaxGrace     time.Duration `yaml:"maxGrace,omitempty" json:"maxGrace,omitempty"`
 	// Elastic is gpusched.Config.Elastic: nil off.
 	Elastic *Elastic `yaml:"elastic,omitempty" json:"elastic,omitempty"`
+	// BackfillAround is gpusched.Config.BackfillAround (absent: false).
+	BackfillAround bool `yaml:"backfillAround,omitempty" json:"backfillAround,omitempty"`
+	// ReserveDepth is gpusched.Config.ReserveDepth (absent: 0).
+	ReserveDepth int `yaml:"reserveDepth,omitempty" json:"reserveDepth,omitempty"`
 	// Queues is the queue tree.
 	Queues queue.Config `yaml:"queues" json:"queues"`
 	// Usage is the decayed Fair Tree usage of the queues that have any

@@ -31,10 +31,16 @@ type Cluster struct {
 	Conf    string // Run/etc/slurm.conf
 }
 
-// Start runs scripts/slurm-up.sh with the configuration in site.
-func Start(ctx context.Context, scripts, run, site string) (*Cluster, error) {
+// Start runs scripts/slurm-up.sh with the configuration in site, and with
+// extra (not empty) the accounting additions in that directory: MariaDB,
+// slurmdbd, and extra's slurm.conf and topology.conf lines.
+func Start(ctx context.Context, scripts, run, site, extra string) (*Cluster, error) {
 	c := &Cluster{Run: run, Scripts: scripts, Conf: filepath.Join(run, "etc", "slurm.conf")}
-	out, err := exec.CommandContext(ctx, filepath.Join(scripts, "slurm-up.sh"), run, site).CombinedOutput()
+	args := []string{run, site}
+	if extra != "" {
+		args = append(args, extra)
+	}
+	out, err := exec.CommandContext(ctx, filepath.Join(scripts, "slurm-up.sh"), args...).CombinedOutput()
 	if err != nil {
 		c.Stop()
 		return nil, fmt.Errorf("slurm-up.sh: %v\n%s", err, out)

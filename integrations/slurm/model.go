@@ -16,6 +16,11 @@ import (
 type Model struct {
 	Site   *slurmconf.Site
 	Preset slurmconf.Preset
+	// ReserveDepth, when > 0, replaces the preset's Config.ReserveDepth
+	// (and raises MaxReservations to it): the what-if of scenario (d).
+	ReserveDepth int
+	// NoBackfillAround turns the preset's Config.BackfillAround off.
+	NoBackfillAround bool
 }
 
 // LoadModel imports the site configuration in dir.
@@ -31,6 +36,13 @@ func (m *Model) scheduler() (*gpusched.Scheduler, *topology.Cluster, error) {
 	cfg, err := m.Preset.Config(m.Site)
 	if err != nil {
 		return nil, nil, err
+	}
+	if m.NoBackfillAround {
+		cfg.BackfillAround = false
+	}
+	if m.ReserveDepth > 0 {
+		cfg.ReserveDepth = m.ReserveDepth
+		cfg.MaxReservations = max(cfg.MaxReservations, m.ReserveDepth)
 	}
 	s, err := gpusched.New(cfg)
 	return s, cfg.Cluster, err

@@ -524,7 +524,13 @@ func (r *runConfig) schedConfig() (gpusched.Config, error) {
 	if r.maxRestarts < 0 || r.drainGrace < 0 || r.drainKeep < 0 {
 		return gpusched.Config{}, errors.New("--max-restarts, --drain-grace and --drain-keep must not be negative")
 	}
-	return gpusched.Config{Preemptor: p, MaxRestarts: r.maxRestarts, DrainGrace: r.drainGrace, DrainKeep: r.drainKeep, Seed: r.seed, Defrag: r.defrag.config(), Elastic: r.elastic.config()}, nil
+	cfg := gpusched.Config{Preemptor: p, MaxRestarts: r.maxRestarts, DrainGrace: r.drainGrace, DrainKeep: r.drainKeep, Seed: r.seed, Defrag: r.defrag.config(), Elastic: r.elastic.config()}
+	if r.slurm != "" {
+		if err := r.slurmBackfill(&cfg); err != nil {
+			return gpusched.Config{}, err
+		}
+	}
+	return cfg, nil
 }
 
 // parseOutage parses level=…,for=…[,every=…][,at=…][,name=…].

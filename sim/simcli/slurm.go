@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/gpusched/gpusched"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/sim"
 	"github.com/gpusched/gpusched/sim/rootsched"
@@ -54,4 +55,16 @@ func (r *runConfig) slurmQueues(jobs []trace.Job) (queue.Config, []sim.Tenant, m
 		}
 	}
 	return cfg, nil, qm, nil
+}
+
+// slurmBackfill sets the preset's backfill options (Config.BackfillAround,
+// Config.ReserveDepth) in cfg.
+func (r *runConfig) slurmBackfill(cfg *gpusched.Config) error {
+	s, err := slurmconf.ReadDir(r.slurm)
+	if err != nil {
+		return fmt.Errorf("--slurm %s: %w", r.slurm, err)
+	}
+	p := s.Preset()
+	cfg.BackfillAround, cfg.ReserveDepth = true, p.ReserveDepth
+	return nil
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # slurm-down.sh RUNDIR: cancel every job, stop the daemons slurm-up.sh
-# started (by their pid files), then the job step daemons (slurmstepd) left
+# started (by their pid files: slurmd, slurmctld, slurmdbd, MariaDB, munged), then the job step daemons (slurmstepd) left
 # behind, found by their working directory, RUNDIR.
 run=$(realpath -m "$1")
 export SLURM_CONF="$run/etc/slurm.conf"
@@ -11,11 +11,11 @@ if [ -f "$run/slurmctld.pid" ]; then
 		sleep 0.5
 	done
 fi
-for p in "$run"/slurmd-*.pid "$run"/slurmctld.pid "$run"/munge/munged.pid; do
+for p in "$run"/slurmd-*.pid "$run"/slurmctld.pid "$run"/slurmdbd.pid "$run"/mariadbd.pid "$run"/munge/munged.pid; do
 	[ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null
 done
 sleep 0.5
-for p in "$run"/slurmd-*.pid "$run"/slurmctld.pid "$run"/munge/munged.pid; do
+for p in "$run"/slurmd-*.pid "$run"/slurmctld.pid "$run"/slurmdbd.pid "$run"/mariadbd.pid "$run"/munge/munged.pid; do
 	[ -f "$p" ] && kill -9 "$(cat "$p")" 2>/dev/null
 	rm -f "$p"
 done

@@ -1,0 +1,63 @@
+package gpusched
+
+import (
+	"time"
+
+	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/topology"
+)
+
+// aroundPlacer is backfill placement around reservations
+// (Config.BackfillAround), as Slurm's backfill places a job: when the
+// placer's choice for a candidate would delay a reservation, the job is
+// placed again on a scratch copy of the ledger in which every reservation
+// the job would still be running at holds its GPUs, cores and memory, so
+// the placer picks what those reservations do not need. The placement it
+// finds still goes through the reservations' check (reservations.check),
+// so a reservation is never delayed; with the option off nothing changes.
+// Its methods are the only writers of its fields.
+type aroundPlacer struct {
+	on      bool
+	scratch *topology.Ledger // the ledger with the reservations' claims held; reused
+	buf     gang.Placement   // the placement found; valid until the next call
+}
+
+// place places j (starting now, its request's host filter as evaluate set
+// it) around the capacity reservations held in this cycle that it would
+// overlap, or returns nil: the option is off, no reservation is in the
+// way, or the job does not fit around them.
+func (a *aroundPlacer) place(s *Scheduler, j *job, now time.Time) *gang.Placement {
+	if !a.on {
+		return nil
+	}
+	end, known := s.res.estimatedEnd(j, now)
+	if a.scratch == nil || a.scratch.Cluster() != s.ledger.Cluster() {
+		a.scratch = s.ledger.Clone()
+	} else {
+		a.scratch.CopyFrom(s.ledger)
+	}
+	held := false
+	for _, h := range s.res.holds {
+		if h.res == nil || (known && !h.res.forever && !end.After(h.res.at)) {
+			continue
+		}
+		// Hold what is free of each claim, piece by piece: what a running
+		// job holds now (until the reserved time) is not free anyway.
+		for _, cl := range h.res.claims {
+			for _, g := range cl.GPUs {
+				if a.scratch.Allocate(topology.Claim{Host: cl.Host, GPUs: []topology.GPUClaim{g}}) == nil {
+					held = true
+				}
+			}
+			if cl.CPUMilli > 0 || cl.MemoryMiB > 0 {
+				if a.scratch.Allocate(topology.Claim{Host: cl.Host, CPUMilli: cl.CPUMilli, MemoryMiB: cl.MemoryMiB}) == nil {
+					held = true
+				}
+			}
+		}
+	}
+	if !held || s.placer.Place(a.scratch, j.req, &a.buf) != nil {
+		return nil
+	}
+	return &a.buf
+}
