@@ -210,6 +210,40 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 		st.Reservations = append(st.Reservations, Reservation{Job: r.Job, At: r.At, Forever: r.Forever, Placement: tasksOf(c, groups[r.Job], p), Current: r.Current, Filter: r.Filter, Built: r.Built})
 	}
 
+	// Cordons, migrations in flight and the budget's log, and the
+	// preemption verdicts (version 5).
+	for h := 0; h < c.NumHosts(); h++ {
+		if !c.Removed(topology.HostID(h)) && l.HostCordoned(topology.HostID(h)) {
+			st.Cordoned = append(st.Cordoned, c.HostName(topology.HostID(h)))
+		}
+	}
+	if d := cfg.Defrag; d != nil {
+		st.Defrag = &Defrag{After: d.After, PerHour: d.Budget.PerHour, LostPerHour: int64(d.Budget.LostPerHour), MinValue: d.Budget.MinValue,
+			MaxPerJob: d.MaxPerJob, Grace: d.Grace}
+	}
+	ds := s.DefragState(ids)
+	for _, m := range ds.Moving {
+		p := &gang.Placement{}
+		for g, claims := range m.To {
+			for k, cl := range claims {
+				p.Claims = append(p.Claims, cl)
+				p.Tasks = append(p.Tasks, gang.TaskRef{Group: int32(g), Index: int32(k)})
+			}
+		}
+		st.Migrations = append(st.Migrations, Migration{Job: m.Job, To: tasksOf(c, groups[m.Job], p)})
+	}
+	for _, m := range ds.Moves {
+		if k := slices.IndexFunc(st.Jobs, func(j Job) bool { return j.ID == m.Job }); k >= 0 {
+			st.Jobs[k].Moves = m.Moves
+		}
+	}
+	for _, e := range ds.Issued {
+		st.DefragLog = append(st.DefragLog, DefragIssued{At: e.At, Lost: int64(e.Lost)})
+	}
+	for _, n := range s.NoPlans(ids) {
+		st.NoPlans = append(st.NoPlans, NoPlan{Job: n.Job, Until: n.Until, Priority: n.Priority, Quotas: n.Quotas, Exact: n.Exact})
+	}
+
 	if opt.Config.Preemptor != nil {
 		st.Notes = append(st.Notes, "the Scheduler preempts (Config.Preemptor), which a state does not carry: a loaded Scheduler preempts only with Options.Preemptor")
 	}
