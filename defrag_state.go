@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/gpusched/gpusched/gang"
 	"github.com/gpusched/gpusched/preempt"
@@ -24,6 +25,10 @@ type DefragState struct {
 	// Issued is the budget's log (DefragConfig.Budget): the migrations
 	// issued in the hour before the state's time, oldest first.
 	Issued []preempt.DefragIssued
+	// Now is the time of the state (RestoreDefrag: required when Issued
+	// is not empty, and no entry after it); DefragState sets the latest
+	// time the Scheduler has seen.
+	Now time.Time
 }
 
 // MigrationInFlight is one migration in flight: the job moving and its
@@ -78,7 +83,7 @@ func (s *Scheduler) DefragState(ids []string) DefragState {
 			}
 		}
 	}
-	st.Issued = x.log.Issued(s.now)
+	st.Issued, st.Now = x.log.Issued(s.now), s.now
 	return st
 }
 
@@ -98,8 +103,8 @@ func (s *Scheduler) RestoreDefrag(st DefragState) error {
 	}
 	var log preempt.DefragLog
 	for i, e := range st.Issued {
-		if e.At.After(s.now) {
-			return fmt.Errorf("gpusched: RestoreDefrag: issued[%d] at %s is after now (%s)", i, stamp(e.At), stamp(s.now))
+		if st.Now.IsZero() || e.At.After(st.Now) {
+			return fmt.Errorf("gpusched: RestoreDefrag: issued[%d] at %s is after now (%s)", i, stamp(e.At), stamp(st.Now))
 		}
 		if err := log.Add(e.At, e.Lost); err != nil {
 			return fmt.Errorf("gpusched: RestoreDefrag: issued[%d]: %w", i, err)

@@ -212,7 +212,7 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 		}
 	}
 	// Migrations in flight, after the nominations that wait for them.
-	var ds gpusched.DefragState
+	ds := gpusched.DefragState{Now: st.Now}
 	for i, m := range st.Migrations {
 		f := fmt.Sprintf("migrations[%d]", i)
 		tasks, err := inFlight(f, m.Job, m.To, true)
