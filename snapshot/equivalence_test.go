@@ -142,7 +142,9 @@ func TestLoadedDecidesAsOriginal(t *testing.T) { testLoadedDecidesAsOriginal(t, 
 // (a fresh one for each Scheduler), victims that stop some minutes after
 // they are asked: the state carries the preemptions in flight
 // (nominations and the jobs waiting for their victims).
-func TestLoadedDecidesAsOriginalPreempting(t *testing.T) { testLoadedDecidesAsOriginal(t, false, true, false) }
+func TestLoadedDecidesAsOriginalPreempting(t *testing.T) {
+	testLoadedDecidesAsOriginal(t, false, true, false)
+}
 
 func testLoadedDecidesAsOriginal(t *testing.T, backfill, preempting, defrag bool) {
 	runs, compared, cycles, inflight, reserved, moving, cordoned := 0, 0, 0, 0, 0, 0, 0
@@ -235,7 +237,9 @@ func testLoadedDecidesAsOriginal(t *testing.T, backfill, preempting, defrag bool
 // migrations in flight, each job's completed moves and the budget's log
 // (version 5); the host reports Migrated some minutes after a move is
 // issued. Cordons come and go in every stream.
-func TestLoadedDecidesAsOriginalDefrag(t *testing.T) { testLoadedDecidesAsOriginal(t, false, false, true) }
+func TestLoadedDecidesAsOriginalDefrag(t *testing.T) {
+	testLoadedDecidesAsOriginal(t, false, false, true)
+}
 
 func planPreemptor(t fataler) *gpusched.PlanPreemptor {
 	pp, err := gpusched.NewPlanPreemptor(preempt.Config{LowerPriority: preempt.WithinQueue, Reclaim: preempt.ReclaimAny}, 0)
@@ -250,7 +254,9 @@ func planPreemptor(t fataler) *gpusched.PlanPreemptor {
 // still free at their time, their shadow ledgers reused): the state
 // carries them (version 4). Without them about one stream in 700
 // diverged; run with -rapid.checks=5000 for a deeper search.
-func TestLoadedDecidesAsOriginalBackfill(t *testing.T) { testLoadedDecidesAsOriginal(t, true, false, false) }
+func TestLoadedDecidesAsOriginalBackfill(t *testing.T) {
+	testLoadedDecidesAsOriginal(t, true, false, false)
+}
 
 // TestLoadedDecidesAsOriginalBackfillPreempting: backfilling queues and a
 // PlanPreemptor.
