@@ -325,9 +325,10 @@ func (s *Scheduler) cordon(name string, on bool) error {
 	if err := s.ledger.SetHostCordoned(h, on); err != nil {
 		return err
 	}
-	if on {
-		s.res.healthLost()
-	} else {
+	// Either way the kept reservations' shadows modelled the host as it
+	// was (unusable while cordoned): rebuilt, as after a health change.
+	s.res.healthLost()
+	if !on {
 		s.fit.gained(s.ledger.Generation(), h)
 	}
 	return nil
