@@ -10,7 +10,7 @@ import (
 	"github.com/gpusched/gpusched/workload"
 )
 
-// TestDefragAfterCachedCapacity (found by snapshot's
+// TestDefragAfterCachedCapacity (found, as testDroppedMove, by snapshot's
 // TestLoadedDecidesAsOriginalDefrag): a gang whose placement failure was
 // cached as "capacity" stays cached when GPUs free on hosts that cannot
 // take its task, though together they turn its failure into
@@ -56,5 +56,40 @@ func TestDefragAfterCachedCapacity(t *testing.T) {
 	d = s.Schedule(now)
 	if len(d.Migrations) == 0 {
 		t.Fatalf("8 GPUs free on two hosts: want a migration for g, got %s", d.Format(c))
+	}
+	// The rest (TestDefragDroppedMoveFreesItsDestination) goes on from
+	// here.
+	testDroppedMove(t, s, c, d, now)
+}
+
+// testDroppedMove: w (4 GPUs) fails while the move's destination is held
+// and g's nomination holds the rest; then the moving job ends instead of
+// migrating: g binds where it was promised, and the destination held for
+// the move is free again, so w binds there. (A dropped move logged no
+// gain: w's cached failure held, because the only gain logged, on the
+// moving job's own host, went to g.)
+func testDroppedMove(t *testing.T, s *Scheduler, c *topology.Cluster, d Decision, now time.Time) {
+	m := d.Migrations[0]
+	if len(d.Migrations) != 1 {
+		t.Fatalf("want one move: %s", d.Format(c))
+	}
+	now = now.Add(time.Minute)
+	if err := s.Submit(workload.Job{ID: "w", Queue: "q", Groups: []workload.TaskGroup{{Count: 1, GPUs: 4}}}, now); err != nil {
+		t.Fatal(err)
+	}
+	if d := s.Schedule(now); len(d.Bindings) != 0 {
+		t.Fatalf("w binds while the move's destination is held: %s", d.Format(c))
+	}
+	now = now.Add(time.Minute)
+	if err := s.Finished(m.Job, now); err != nil {
+		t.Fatal(err)
+	}
+	d = s.Schedule(now)
+	var bound []string
+	for _, b := range d.Bindings {
+		bound = append(bound, b.Job)
+	}
+	if len(bound) != 2 || bound[0] != "g" || bound[1] != "w" || d.Bindings[1].Placement.Claims[0].Host != m.To[0].Host {
+		t.Fatalf("the move's job ended: want g bound, then w on the destination %s, got %s", c.HostName(m.To[0].Host), d.Format(c))
 	}
 }

@@ -161,3 +161,15 @@ func (x *defragger) restore(log preempt.DefragLog, moving []*movingTo, moves []J
 		x.moves[m.Job] = m.Moves
 	}
 }
+
+// dropMove forgets the move in flight of job id, if any, whose run ended
+// or was stopped otherwise than by Migrated (ended: for good, with its
+// count of moves). The destination its move held in every cycle is free
+// again, which no release logs: cached placement failures may be stale,
+// as when a nomination is dropped.
+func (s *Scheduler) dropMove(id string, ended bool) {
+	if s.dfg.moving[id] != nil {
+		s.fit.invalidateAll()
+	}
+	s.dfg.forget(id, ended)
+}
