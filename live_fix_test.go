@@ -58,8 +58,8 @@ func TestUncordonDropsKeptShadows(t *testing.T) {
 	fresh := build(false)
 	now := t0.Add(time.Minute)
 	a, b := live.Schedule(now), fresh.Schedule(now)
-	if x, y := decisionKey(c, a)+fmt.Sprint(live.Reservations()), decisionKey(c, b)+fmt.Sprint(fresh.Reservations()); x != y {
-		t.Fatalf("after Uncordon the Scheduler decides\n%s\none built fresh\n%s", x, y)
+	if diff := decisionDiff(c, a, c, b); diff != "" || fmt.Sprint(live.Reservations()) != fmt.Sprint(fresh.Reservations()) {
+		t.Fatalf("after Uncordon the Scheduler decides (%s)\n%s%v\none built fresh\n%s%v", diff, a.Format(c), live.Reservations(), b.Format(c), fresh.Reservations())
 	}
 }
 
