@@ -217,6 +217,9 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 			st.Cordoned = append(st.Cordoned, c.HostName(topology.HostID(h)))
 		}
 	}
+	for _, lh := range s.Leaving() {
+		st.Leaving = append(st.Leaving, Leaving{Host: lh.Name, Template: lh.Template})
+	}
 	if d := cfg.Defrag; d != nil {
 		st.Defrag = &Defrag{After: d.After, PerHour: d.Budget.PerHour, LostPerHour: int64(d.Budget.LostPerHour), MinValue: d.Budget.MinValue,
 			MaxPerJob: d.MaxPerJob, Grace: d.Grace}

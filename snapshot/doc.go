@@ -77,6 +77,9 @@
 //	  built: 2025-01-01T09:50Z  #   what-if ledger, built then, is rebuilt
 //	  filter: "@,0"             # the model filter it was computed under
 //	cordoned: [dgx-h100-5]      # hosts cordoned (version 5)
+//	leaving:                    # hosts waiting for their jobs to end to
+//	- {host: dgx-h100-7}        #   leave, or to come back with another
+//	- {host: dgx-h100-8, template: dgx-h100-4gpu}   # template (version 5)
 //	defrag:                     # gpusched.Config.Defrag (version 5)
 //	  after: 10m                #   DefragConfig.After, Grace, MaxPerJob
 //	  grace: 2m                 #   and the budget: perHour, lostPerHour
@@ -141,9 +144,10 @@
 //     A restored verdict holds from the loaded state on; the original's
 //     also looks back at changes before the capture that did not matter
 //     then. Only a Config.Preemptor that is a *PlanPreemptor has them.
-//   - Hosts waiting to leave the cluster (RemoveHosts, SetHostGPUs) are
-//     not saved: the state holds them cordoned and with their health;
-//     the host asks again after a restart.
+//   - Hosts waiting to leave the cluster (RemoveHosts) or to change shape
+//     (SetHostGPUs) are asked again on load (version 5, Scheduler.
+//     Leaving); one whose jobs are gone leaves at load rather than at
+//     the start of the next cycle.
 //   - The "random" placer seeds each job from its submission sequence
 //     number, which a loaded Scheduler numbers afresh.
 //   - Not saved: OmitPending.

@@ -280,6 +280,23 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 			return nil, bad(fmt.Sprintf("cordoned[%d]", i), err)
 		}
 	}
+	// Hosts waiting to leave, asked again (after their health and
+	// cordons, which the asking keeps).
+	for i, lh := range st.Leaving {
+		f := fmt.Sprintf("leaving[%d]", i)
+		var err error
+		if lh.Template == "" {
+			_, err = s.RemoveHosts([]string{lh.Host}, st.Now)
+		} else {
+			_, err = s.SetHostGPUs(lh.Host, lh.Template, nil, st.Now)
+		}
+		if err != nil {
+			return nil, bad(f, err)
+		}
+	}
+	if c2 := s.Cluster(); c2 != c {
+		c = c2 // an idle host left, or changed shape, at once
+	}
 	// Reservations last: their what-if ledgers are rebuilt from the
 	// live state, health and cordons included.
 	for i, r := range st.Reservations {

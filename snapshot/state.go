@@ -68,6 +68,10 @@ type State struct {
 	// Cordoned lists the hosts cordoned (gpusched.Scheduler.Cordon;
 	// version 5), in host order.
 	Cordoned []string `yaml:"cordoned,omitempty" json:"cordoned,omitempty"`
+	// Leaving lists the hosts waiting to leave the cluster once their
+	// jobs are gone, or, with a template, to come back with it
+	// (gpusched.Scheduler.Leaving; version 5), in the order asked.
+	Leaving []Leaving `yaml:"leaving,omitempty" json:"leaving,omitempty"`
 	// Defrag is gpusched.Config.Defrag (version 5); nil is off.
 	Defrag *Defrag `yaml:"defrag,omitempty" json:"defrag,omitempty"`
 	// Migrations are the migrations in flight (version 5): issued
@@ -295,4 +299,11 @@ type NoPlan struct {
 	Priority int32     `yaml:"priority,omitempty" json:"priority,omitempty"`
 	Quotas   bool      `yaml:"quotas,omitempty" json:"quotas,omitempty"`
 	Exact    bool      `yaml:"exact,omitempty" json:"exact,omitempty"`
+}
+
+// Leaving is a host waiting to leave (RemoveHosts), or with Template to
+// come back with that template of the cluster (SetHostGPUs).
+type Leaving struct {
+	Host     string `yaml:"host" json:"host"`
+	Template string `yaml:"template,omitempty" json:"template,omitempty"`
 }
