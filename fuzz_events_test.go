@@ -235,6 +235,7 @@ func FuzzEvents(f *testing.F) {
 						_ = s.Uncordon(name)
 					}
 					_ = s.Migrated(id(), when())
+					_ = s.Leaving()
 				}
 			}()
 			if err := s.ledger.Check(); err != nil {
