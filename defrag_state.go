@@ -64,17 +64,7 @@ func (s *Scheduler) DefragState(ids []string) DefragState {
 		if !ok || to == nil {
 			continue
 		}
-		m := MigrationInFlight{Job: id, To: make([][]topology.Claim, len(j.req.Groups))}
-		for i, cl := range to.Claims {
-			g := 0
-			if i < len(to.Tasks) {
-				g = int(to.Tasks[i].Group)
-			}
-			c := cl
-			c.GPUs = slices.Clone(cl.GPUs)
-			m.To[g] = append(m.To[g], c)
-		}
-		st.Moving = append(st.Moving, m)
+		st.Moving = append(st.Moving, MigrationInFlight{Job: id, To: claimsPerGroup(to, len(j.req.Groups))})
 	}
 	for _, id := range ids {
 		if n := x.moves[id]; n > 0 {

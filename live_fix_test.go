@@ -149,3 +149,58 @@ func TestCordonedReleaseKeepsCachedFailure(t *testing.T) {
 		t.Fatalf("after Uncordon g binds there: %s", d.Format(c))
 	}
 }
+
+// TestReservationAcrossCordonedHost (found by snapshot's
+// TestLoadedDecidesAsOriginalBackfillPreempting once cordons were in its
+// streams): searching back for the earliest time a blocked gang fits, the
+// reservation puts released jobs back on its what-if ledger; one on a
+// host cordoned since could not be put back (Allocate refuses a cordoned
+// host), so the search saw its GPUs free too early and reserved a time at
+// which it still runs. Here j2 holds h1 and the cordoned h2 until 3 h:
+// three whole hosts are free at 3 h, not at 2 h.
+func TestReservationAcrossCordonedHost(t *testing.T) {
+	c := testCluster(t, 5, 5)
+	qs := queue.Config{Root: queue.Node{Children: []queue.Node{{Name: "q", Policy: queue.Policy{Backfill: true}}}}}
+	s, err := New(Config{Cluster: c, Queues: qs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := func(h topology.HostID) topology.Claim {
+		first, _ := c.HostGPUs(h)
+		cl := topology.Claim{Host: h}
+		for g := range 8 {
+			cl.GPUs = append(cl.GPUs, topology.GPUClaim{GPU: first + topology.GPUID(g)})
+		}
+		return cl
+	}
+	run := func(id string, end time.Duration, hosts ...topology.HostID) {
+		var cls []topology.Claim
+		for _, h := range hosts {
+			cls = append(cls, whole(h))
+		}
+		spec := workload.Job{ID: id, Queue: "q", Runtime: end, Groups: []workload.TaskGroup{{Count: len(hosts), GPUs: 8}}}
+		if err := s.Restore(spec, [][]topology.Claim{cls}, queue.Running, t0, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("j1", time.Hour, 0)
+	run("j3", 2*time.Hour, 3)
+	run("j2", 3*time.Hour, 1, 2)
+	run("j5", 10*time.Hour, 4)
+	if err := s.Cordon(c.HostName(2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Submit(workload.Job{ID: "x", Queue: "q", Groups: []workload.TaskGroup{{Count: 3, GPUs: 8}}}, t0); err != nil {
+		t.Fatal(err)
+	}
+	s.Schedule(t0)
+	rs := s.Reservations()
+	if len(rs) != 1 || !rs[0].At.Equal(t0.Add(3*time.Hour)) {
+		t.Fatalf("reservations %+v: want x at 3h", rs)
+	}
+	for _, cl := range rs[0].Tasks[0] {
+		if cl.Host == 2 {
+			t.Fatalf("x reserved the cordoned host: %+v", rs[0])
+		}
+	}
+}

@@ -77,22 +77,15 @@ func TestCaptureAfterLiveChanges(t *testing.T) {
 // load (version 5): when the jobs end, they leave (or come back) in the
 // loaded Scheduler as in the original.
 func TestLoadedKeepsLeavingHosts(t *testing.T) {
-	sp, err := topology.Generator{Name: "lab", Machine: "dgx-h100", Hosts: 4, HostsPerToR: 2}.Spec()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := topology.Build(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := gpusched.Config{Cluster: c, Queues: queue.Config{Root: queue.Node{Children: []queue.Node{{Name: "q"}}}}}
+	c := lab(t, 4)
+	cfg := gpusched.Config{Cluster: c, Queues: oneQueue(queue.BestEffortFIFO)}
 	s, err := gpusched.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Date(2025, 1, 1, 9, 0, 0, 0, time.UTC)
 	for _, id := range []string{"a", "b"} {
-		if err := s.Submit(workload.Job{ID: id, Queue: "q", Groups: []workload.TaskGroup{{Count: 1, GPUs: 8}}}, now); err != nil {
+		if err := s.Submit(workload.Job{ID: id, Queue: "a", Groups: []workload.TaskGroup{{Count: 1, GPUs: 8}}}, now); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -115,20 +108,9 @@ func TestLoadedKeepsLeavingHosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Cluster = s.Cluster()
-	st, err := Capture(s, now, CaptureOptions{Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var file bytes.Buffer
-	if err := Encode(&file, st, ""); err != nil {
-		t.Fatal(err)
-	}
-	l, err := Load(file.Bytes(), "state.yaml", Options{})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, file.String())
-	}
-	if got, want := fmt.Sprint(l.Scheduler.Leaving()), fmt.Sprint(s.Leaving()); got != want || len(st.Leaving) != 2 {
-		t.Fatalf("loaded leaving %s, original %s\n%s", got, want, file.String())
+	l, file := reload(t, s, now, cfg, Options{})
+	if got, want := fmt.Sprint(l.Scheduler.Leaving()), fmt.Sprint(s.Leaving()); got != want || len(l.State.Leaving) != 2 {
+		t.Fatalf("loaded leaving %s, original %s\n%s", got, want, file)
 	}
 	now = now.Add(time.Minute)
 	for _, x := range []*gpusched.Scheduler{s, l.Scheduler} {

@@ -31,6 +31,21 @@ func reload(t *testing.T, s *gpusched.Scheduler, now time.Time, cfg gpusched.Con
 	return l, buf.String()
 }
 
+// lab is a generated cluster of DGX H100 hosts, two to a ToR, named
+// dgx-h100-1 ….
+func lab(t *testing.T, hosts int) *topology.Cluster {
+	t.Helper()
+	sp, err := topology.Generator{Name: "lab", Machine: "dgx-h100", Hosts: hosts, HostsPerToR: 2}.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := topology.Build(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func oneQueue(ordering queue.Ordering) queue.Config {
 	return queue.Config{Root: queue.Node{Children: []queue.Node{{Name: "a", Policy: queue.Policy{Ordering: ordering}}}}}
 }
@@ -43,14 +58,7 @@ func oneQueue(ordering queue.Ordering) queue.Config {
 // plan on y and preempted r for it; a loaded Scheduler without the verdict
 // (versions 1 to 4) spent it on x again and preempted nothing.
 func TestLoadedKeepsNoPlanVerdicts(t *testing.T) {
-	sp, err := topology.Generator{Name: "lab", Machine: "dgx-h100", Hosts: 2, HostsPerToR: 2}.Spec()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := topology.Build(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := lab(t, 2)
 	pp := func() *gpusched.PlanPreemptor {
 		p, err := gpusched.NewPlanPreemptor(preempt.Config{LowerPriority: preempt.WithinQueue}, 1) // one plan per cycle
 		if err != nil {
@@ -118,14 +126,7 @@ func TestLoadedKeepsNoPlanVerdicts(t *testing.T) {
 // TestLoadedKeepsCordons: a cordoned host stays cordoned in the loaded
 // Scheduler (version 5), which places nothing there.
 func TestLoadedKeepsCordons(t *testing.T) {
-	sp, err := topology.Generator{Name: "lab", Machine: "dgx-h100", Hosts: 2, HostsPerToR: 2}.Spec()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := topology.Build(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := lab(t, 2)
 	cfg := gpusched.Config{Cluster: c, Queues: oneQueue(queue.BestEffortFIFO)}
 	s, err := gpusched.New(cfg)
 	if err != nil {
