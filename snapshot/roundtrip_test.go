@@ -175,6 +175,8 @@ func (sc *scenario) drive(t fataler, s schedHost, until time.Time, before func(n
 	}
 	var stops []stop // victims asked to stop, in order asked
 	var moves []stop // jobs asked to migrate, in order asked
+	var last time.Time
+	same := 0
 	nc := 0
 	for {
 		var now time.Time
@@ -206,6 +208,13 @@ func (sc *scenario) drive(t fataler, s schedHost, until time.Time, before func(n
 		}
 		if !have || now.After(until) {
 			return
+		}
+		if now.Equal(last) {
+			if same++; same > 200 {
+				t.Fatalf("the stream does not advance: 200 rounds of events and cycles at %s", now.Format(time.RFC3339))
+			}
+		} else {
+			last, same = now, 0
 		}
 		kept := stops[:0]
 		for _, st := range stops {
