@@ -260,9 +260,16 @@ func (x *defragger) forget(id string, ended bool) {
 // defragmentation is on, j has waited long enough and is blocked by
 // fragmentation only; it issues them within the budget and nominates j on
 // the room they make. It reports whether it did.
+//
+// A capacity verdict is planned for too: x may be a cached failure's
+// explanation from an earlier cycle (Reason.ExplainedAt), which GPUs
+// freed since on hosts that cannot take a task of j leave cached though
+// they may have turned it into fragmentation; Defragment itself answers
+// capacity, without a plan, when the free GPUs are too few. So the
+// decision does not depend on the cache.
 func (s *Scheduler) maybeDefrag(d *Decision, leaf *queue.Leaf, j *job, x *gang.Explanation, now time.Time) bool {
 	g := &s.dfg
-	if g.cfg == nil || x == nil || x.Verdict != gang.VerdictFragmentation || j.nom.nominated != nil || len(j.nom.waitingFor) > 0 {
+	if g.cfg == nil || x == nil || x.Verdict != gang.VerdictFragmentation && x.Verdict != gang.VerdictCapacity || j.nom.nominated != nil || len(j.nom.waitingFor) > 0 {
 		return false
 	}
 	if now.Sub(j.entry.Submitted) < g.cfg.After {

@@ -169,7 +169,7 @@ func (s *Scheduler) rejected(j *job) {
 func (s *Scheduler) forget(j *job) {
 	s.jobs.remove(j)
 	s.res.forget(j)
-	s.dfg.forget(j.spec.ID, true)
+	s.dropMove(j.spec.ID, true) // defrag_state.go
 }
 
 // Requeue puts an admitted or running job back in its queue at its
@@ -199,7 +199,7 @@ func (s *Scheduler) back(id string, now time.Time, st queue.State, event string)
 		return jobErr(id, fmt.Errorf("%w: %s for a %s job", ErrState, event, j.state))
 	}
 	s.rec.stopped(j, now)
-	s.dfg.forget(id, false)
+	s.dropMove(id, false)
 	if err := s.release(j, now); err != nil {
 		return jobErr(id, err)
 	}

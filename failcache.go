@@ -88,7 +88,7 @@ func (fc *failureCache) stillFails(f *failure, allow func(topology.HostID) bool,
 // some group of r now (an optimistic test: shares and MIG instances count
 // as fitting when the host has any free GPU capacity).
 func hostCouldTake(l *topology.Ledger, c *topology.Cluster, h topology.HostID, r *gang.Request, allow func(topology.HostID) bool) bool {
-	if l.HostHealth(h) != topology.Healthy {
+	if !l.HostUsable(h) { // healthy and not cordoned (Uncordon logs a gain)
 		return false
 	}
 	if allow != nil && !allow(h) {

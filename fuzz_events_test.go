@@ -36,7 +36,8 @@ func pick[T any](t *eventTape, vals ...T) T { return vals[int(t.byte())%len(vals
 // FuzzEvents drives a Scheduler (2 DGX H100 hosts in one ToR, two queues
 // with quotas, a PlanPreemptor, AdmitTimeout) through random sequences of
 // every public call — events, health changes, refused evictions, Restore, RestoreJob,
-// RestoreNomination, cycles — with hostile values: negative, huge and
+// RestoreNomination, RestoreNoPlan, RestoreDefrag, cordons, Migrated,
+// cycles — with hostile values: negative, huge and
 // out-of-range numbers, unknown IDs and queues, bad MIG profiles and
 // claims, times going backwards, starts in the future. After every step nothing has
 // panicked, the ledger's counters and indexes agree with its GPUs
@@ -50,6 +51,7 @@ func FuzzEvents(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 0, 9, 1, 0, 9, 2, 0, 9, 10, 200, 9, 3, 3, 9})
 	f.Add([]byte{11, 1, 4, 250, 11, 0, 1, 255, 9, 12, 3, 1, 9, 5, 2, 9})
 	f.Add([]byte{13, 255, 255, 13, 3, 7, 0, 0, 9, 0, 5, 1, 9, 14, 3, 9, 15, 0, 9})
+	f.Add([]byte{0, 0, 0, 0, 0, 9, 19, 1, 2, 3, 4, 5, 20, 2, 1, 2, 1, 1, 0, 1, 1, 2, 21, 0, 1, 1, 9, 21, 1, 1, 2, 9})
 	c := testClusterTB(f, 2, 2)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 512 {
@@ -59,7 +61,7 @@ func FuzzEvents(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := New(Config{Cluster: c, Preemptor: pp, AdmitTimeout: 10 * time.Minute, MaxRestarts: 2, DefaultRuntime: time.Hour,
+		s, err := New(Config{Cluster: c, Preemptor: pp, AdmitTimeout: 10 * time.Minute, MaxRestarts: 2, DefaultRuntime: time.Hour, Defrag: &DefragConfig{MaxPerJob: 2},
 			Queues: queue.Config{Fairness: queue.Fairness{Policy: queue.FairTree}, Root: queue.Node{Children: []queue.Node{
 				{Name: "a", Quotas: []queue.Quota{{Resource: "gpu", Nominal: 8}}, Policy: queue.Policy{Backfill: true}},
 				{Name: "b", Quotas: []queue.Quota{{Resource: "gpu", Nominal: 8}}},
@@ -133,7 +135,7 @@ func FuzzEvents(f *testing.F) {
 			return pick(tp, topology.Healthy, topology.Draining, topology.Failed, topology.Health(7))
 		}
 		for step := 0; !tp.done() && step < 200; step++ {
-			op := tp.byte() % 19
+			op := tp.byte() % 22
 			what := fmt.Sprintf("step %d op %d", step, op)
 			func() {
 				defer func() {
@@ -178,6 +180,11 @@ func FuzzEvents(f *testing.F) {
 					for _, r := range d.Recoveries {
 						_ = s.Requeue(r.Job, now)
 					}
+					for _, m := range d.Migrations {
+						if tp.byte()%2 == 0 {
+							_ = s.Migrated(m.Job, now)
+						}
+					}
 				case 11:
 					_, _ = s.SetGPUHealth(topology.GPUID(num()%20), health())
 				case 12:
@@ -207,6 +214,32 @@ func FuzzEvents(f *testing.F) {
 					victims := pick(tp, []string(nil), []string{id()}, []string{id(), id()})
 					_ = s.RestoreNomination(Nomination{Job: id(), Victims: victims, Tasks: pick(tp, [][]topology.Claim(nil), tasks()), Due: when()})
 					_ = s.Nominations([]string{id(), id()})
+				case 19: // preemption verdicts (snapshot version 5)
+					_ = s.NoPlans([]string{id(), id()})
+					_ = s.RestoreNoPlan(NoPlan{Job: id(), Until: pick(tp, time.Time{}, when()), Priority: int32(num()), Quotas: tp.byte()%2 == 0, Exact: tp.byte()%2 == 0})
+				case 20: // defragmentation state (snapshot version 5)
+					var st DefragState
+					for n := int(tp.byte() % 3); n > 0; n-- {
+						st.Moving = append(st.Moving, MigrationInFlight{Job: id(), To: tasks()})
+					}
+					for n := int(tp.byte() % 3); n > 0; n-- {
+						st.Moves = append(st.Moves, JobMoves{Job: id(), Moves: num()})
+					}
+					for n := int(tp.byte() % 3); n > 0; n-- {
+						st.Issued = append(st.Issued, preempt.DefragIssued{At: when(), Lost: preempt.GPUTime(num())})
+					}
+					st.Now = pick(tp, time.Time{}, when())
+					_ = s.RestoreDefrag(st)
+					_ = s.DefragState([]string{id(), id()})
+				case 21: // cordons and moves reported
+					name := pick(tp, c.HostName(0), c.HostName(1), "nope", "")
+					if tp.byte()%2 == 0 {
+						_ = s.Cordon(name)
+					} else {
+						_ = s.Uncordon(name)
+					}
+					_ = s.Migrated(id(), when())
+					_ = s.Leaving()
 				}
 			}()
 			if err := s.ledger.Check(); err != nil {

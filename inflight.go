@@ -37,17 +37,7 @@ func (s *Scheduler) Nominations(ids []string) []Nomination {
 		if j.nom.nominated != n || !j.state.Waiting() {
 			continue
 		}
-		nm := Nomination{Job: j.spec.ID, Victims: s.stillStopping(j), Due: n.due, Tasks: make([][]topology.Claim, len(j.req.Groups))}
-		for i, cl := range n.p.Claims {
-			g := 0
-			if i < len(n.p.Tasks) {
-				g = int(n.p.Tasks[i].Group)
-			}
-			c := cl
-			c.GPUs = slices.Clone(cl.GPUs)
-			nm.Tasks[g] = append(nm.Tasks[g], c)
-		}
-		out = append(out, nm)
+		out = append(out, Nomination{Job: j.spec.ID, Victims: s.stillStopping(j), Due: n.due, Tasks: claimsPerGroup(n.p, len(j.req.Groups))})
 	}
 	for _, id := range ids {
 		j, ok := s.jobs.byID[id]
@@ -57,6 +47,22 @@ func (s *Scheduler) Nominations(ids []string) []Nomination {
 		if v := s.stillStopping(j); len(v) > 0 {
 			out = append(out, Nomination{Job: id, Victims: v})
 		}
+	}
+	return out
+}
+
+// claimsPerGroup copies placement p of a job with groups task groups as
+// claims per task group (as Restore's tasks).
+func claimsPerGroup(p *gang.Placement, groups int) [][]topology.Claim {
+	out := make([][]topology.Claim, groups)
+	for i, cl := range p.Claims {
+		g := 0
+		if i < len(p.Tasks) {
+			g = int(p.Tasks[i].Group)
+		}
+		c := cl
+		c.GPUs = slices.Clone(cl.GPUs)
+		out[g] = append(out[g], c)
 	}
 	return out
 }

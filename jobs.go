@@ -15,7 +15,7 @@ import (
 // set by newJob; the rest is in parts, each written only by the concern
 // named on it.
 type job struct {
-	spec   workload.Job // as submitted; Priority as last set (SetPriority)
+	spec   workload.Job // as submitted; Priority as last set (SetPriority), Queue as last moved (Reconfigure)
 	req    *gang.Request
 	leaf   *queue.Leaf
 	entry  queue.Entry // its entry in its leaf's pending index (package queue)
@@ -133,5 +133,6 @@ func (t *jobTable) follow(c *topology.Cluster) {
 }
 
 // moveLeaf files j under leaf, its queue's leaf in a reconfigured tree
-// (its pending entry is already there).
-func (t *jobTable) moveLeaf(j *job, leaf *queue.Leaf) { j.leaf = leaf }
+// (its pending entry is already there), and names it in j's spec: Job
+// reports the queue a job is in.
+func (t *jobTable) moveLeaf(j *job, leaf *queue.Leaf) { j.leaf, j.spec.Queue = leaf, leaf.Name() }

@@ -325,9 +325,10 @@ func (s *Scheduler) cordon(name string, on bool) error {
 	if err := s.ledger.SetHostCordoned(h, on); err != nil {
 		return err
 	}
-	if on {
-		s.res.healthLost()
-	} else {
+	// Either way the kept reservations' shadows modelled the host as it
+	// was (unusable while cordoned): rebuilt, as after a health change.
+	s.res.healthLost()
+	if !on {
 		s.fit.gained(s.ledger.Generation(), h)
 	}
 	return nil
@@ -408,5 +409,29 @@ func (l *liveChanges) take(ready func(drainingHost) bool) []drainingHost {
 		}
 		return false
 	})
+	return out
+}
+
+// LeavingHost is a host waiting to leave the cluster once its jobs are
+// gone (RemoveHosts), or, with Template set, to come back with that
+// template under its name (SetHostGPUs).
+type LeavingHost struct {
+	Name     string
+	Template string
+}
+
+// Leaving returns the hosts waiting to leave or to change shape, in the
+// order asked: what a saved state (package snapshot) carries so that a
+// restarted Scheduler asks again (RemoveHosts, SetHostGPUs without new
+// templates: the cluster already has them).
+func (s *Scheduler) Leaving() []LeavingHost {
+	var out []LeavingHost
+	for _, d := range s.live.draining {
+		lh := LeavingHost{Name: d.name}
+		if d.back != nil {
+			lh.Template = d.back.Template
+		}
+		out = append(out, lh)
+	}
 	return out
 }

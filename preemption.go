@@ -177,6 +177,15 @@ func (p *PlanPreemptor) noPlan(s *Scheduler, j *job, why *preempt.NoPlan, quota 
 // possible victim anywhere matters (its stop frees quota wherever it
 // runs). When it holds, the memo is fast-forwarded. O(changes since).
 func (p *PlanPreemptor) stillNoPlan(s *Scheduler, j *job, now time.Time) bool {
+	if !p.noPlanHolds(s, j, now) {
+		return false
+	}
+	j.noPlan.gen, j.noPlan.eligSeq = s.ledger.Generation(), s.victims.elig.latest()
+	return true
+}
+
+// noPlanHolds is stillNoPlan without the fast-forward: it only reads.
+func (p *PlanPreemptor) noPlanHolds(s *Scheduler, j *job, now time.Time) bool {
 	m := &j.noPlan
 	if !m.ok || !m.until.IsZero() && !now.Before(m.until) || j.spec.Priority > m.prio || m.drops != s.noms.drops {
 		return false
@@ -198,7 +207,6 @@ func (p *PlanPreemptor) stillNoPlan(s *Scheduler, j *job, now time.Time) bool {
 	}) {
 		return false
 	}
-	m.gen, m.eligSeq = gen, elig
 	return true
 }
 

@@ -391,7 +391,7 @@ func (rs *reservations) reserve(j *job, now time.Time, mkey string, in reserveIn
 		moveTo := func(k int) {
 			for cur > k { // put group cur back
 				for _, cl := range window[groups[cur].from:] {
-					_ = sh.Allocate(cl...)
+					_ = sh.Reinstate(cl...) // (on a host cordoned or failed since, too)
 				}
 				window = window[:groups[cur].from]
 				cur--

@@ -237,7 +237,7 @@ func (s *Scheduler) Queues() []queue.View { return s.tree.View() }
 // caller's: Job and Holding return deep copies, which the caller may
 // change without changing the Scheduler.
 type JobStatus struct {
-	Spec  workload.Job // as submitted (priority as last set)
+	Spec  workload.Job // as submitted (priority as last set; queue where Reconfigure moved it)
 	State queue.State  // see queue.State
 	// Reason is why it waits (for waiting jobs, after the last Schedule).
 	Reason *Reason

@@ -190,27 +190,43 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 	for _, n := range s.Nominations(ids) {
 		sn := Nomination{Job: n.Job, Victims: n.Victims, Due: n.Due}
 		if n.Tasks != nil {
-			p := &gang.Placement{}
-			for g, claims := range n.Tasks {
-				for k, cl := range claims {
-					p.Claims = append(p.Claims, cl)
-					p.Tasks = append(p.Tasks, gang.TaskRef{Group: int32(g), Index: int32(k)})
-				}
-			}
-			sn.Placement = tasksOf(c, groups[n.Job], p)
+			sn.Placement = tasksOf(c, groups[n.Job], grouped(n.Tasks))
 		}
 		st.Nominations = append(st.Nominations, sn)
 	}
 	// Backfill reservations kept across cycles (version 4).
 	for _, r := range s.Reservations() {
-		p := &gang.Placement{}
-		for g, claims := range r.Tasks {
-			for k, cl := range claims {
-				p.Claims = append(p.Claims, cl)
-				p.Tasks = append(p.Tasks, gang.TaskRef{Group: int32(g), Index: int32(k)})
-			}
+		st.Reservations = append(st.Reservations, Reservation{Job: r.Job, At: r.At, Forever: r.Forever, Placement: tasksOf(c, groups[r.Job], grouped(r.Tasks)), Current: r.Current, Filter: r.Filter, Built: r.Built})
+	}
+
+	// Cordons, migrations in flight and the budget's log, and the
+	// preemption verdicts (version 5).
+	for h := 0; h < c.NumHosts(); h++ {
+		if !c.Removed(topology.HostID(h)) && l.HostCordoned(topology.HostID(h)) {
+			st.Cordoned = append(st.Cordoned, c.HostName(topology.HostID(h)))
 		}
-		st.Reservations = append(st.Reservations, Reservation{Job: r.Job, At: r.At, Forever: r.Forever, Placement: tasksOf(c, groups[r.Job], p), Current: r.Current, Filter: r.Filter, Built: r.Built})
+	}
+	for _, lh := range s.Leaving() {
+		st.Leaving = append(st.Leaving, Leaving{Host: lh.Name, Template: lh.Template})
+	}
+	if d := cfg.Defrag; d != nil {
+		st.Defrag = &Defrag{After: d.After, PerHour: d.Budget.PerHour, LostPerHour: int64(d.Budget.LostPerHour), MinValue: d.Budget.MinValue,
+			MaxPerJob: d.MaxPerJob, Grace: d.Grace}
+	}
+	ds := s.DefragState(ids)
+	for _, m := range ds.Moving {
+		st.Migrations = append(st.Migrations, Migration{Job: m.Job, To: tasksOf(c, groups[m.Job], grouped(m.To))})
+	}
+	for _, m := range ds.Moves {
+		if k := slices.IndexFunc(st.Jobs, func(j Job) bool { return j.ID == m.Job }); k >= 0 {
+			st.Jobs[k].Moves = m.Moves
+		}
+	}
+	for _, e := range ds.Issued {
+		st.DefragLog = append(st.DefragLog, DefragIssued{At: e.At, Lost: int64(e.Lost)})
+	}
+	for _, n := range s.NoPlans(ids) {
+		st.NoPlans = append(st.NoPlans, NoPlan{Job: n.Job, Until: n.Until, Priority: n.Priority, Quotas: n.Quotas, Exact: n.Exact})
 	}
 
 	// Resized elastic jobs.
@@ -261,6 +277,19 @@ func captureJob(s *gpusched.Scheduler, c *topology.Cluster, id string, js gpusch
 	}
 	j.Placement = tasksOf(c, j.Groups, p)
 	return j, nil
+}
+
+// grouped turns claims per task group (as Restore's tasks) into a
+// placement whose tasks name their groups, for tasksOf.
+func grouped(tasks [][]topology.Claim) *gang.Placement {
+	p := &gang.Placement{}
+	for g, claims := range tasks {
+		for k, cl := range claims {
+			p.Claims = append(p.Claims, cl)
+			p.Tasks = append(p.Tasks, gang.TaskRef{Group: int32(g), Index: int32(k)})
+		}
+	}
+	return p
 }
 
 // tasksOf writes placement p of a job with groups as the state's tasks.

@@ -16,7 +16,7 @@
 // YAML (or JSON, which is YAML too). Times are RFC 3339, durations Go
 // durations ("90m", "1h30m"). Field by field:
 //
-//	version: 4                  # the format's version; 1 to 4 are read
+//	version: 5                  # the format's version; 1 to 5 are read
 //	now: 2025-01-01T10:00:00Z   # the time of the state (required)
 //	cluster:                    # exactly one of preset, file, machine, spec
 //	  preset: h100-1k           #   a built-in cluster (topology.PresetNames)
@@ -54,6 +54,7 @@
 //	  admitted: 2025-01-01T09:04:00Z    # when bound (admission clock)
 //	  preemptions: 1            # times preempted, times stopped by
 //	  restarts: 0               #   failures (version 2)
+//	  moves: 1                  # migrations completed (version 5)
 //	  placement:                # admitted and running jobs: one entry per
 //	  - {host: dgx-h100-1, gpus: [0, 1, 2, 3, 4, 5, 6, 7]}   # task
 //	  - {host: dgx-h100-2, gpus: [0, 1, 2, 3, 4, 5, 6, 7]}
@@ -83,6 +84,27 @@
 //	  for: serve-2              #   job's placement), for this job, with
 //	  grace: 2m                 #   this grace; or
 //	  grow: [...]               # the tasks a grow in flight added
+//	cordoned: [dgx-h100-5]      # hosts cordoned (version 5)
+//	leaving:                    # hosts waiting for their jobs to end to
+//	- {host: dgx-h100-7}        #   leave, or to come back with another
+//	- {host: dgx-h100-8, template: dgx-h100-4gpu}   # template (version 5)
+//	defrag:                     # gpusched.Config.Defrag (version 5)
+//	  after: 10m                #   DefragConfig.After, Grace, MaxPerJob
+//	  grace: 2m                 #   and the budget: perHour, lostPerHour
+//	  maxPerJob: 2              #   (thousandths of a GPU-second), minValue
+//	  perHour: 4
+//	migrations:                 # moves in flight (version 5): issued,
+//	- job: train-7              #   not yet reported Migrated, in the
+//	  to: [...]                 #   order issued; the destination (as a
+//	                            #   job's placement); the gang it makes
+//	                            #   room for is a nomination
+//	defragLog:                  # the budget's log: migrations issued in
+//	- {at: 2025-01-01T09:20:00Z, lost: 1200000}   # the last hour
+//	noPlans:                    # jobs the PlanPreemptor found no plan for
+//	- job: big-2                #   and will not search for again until
+//	  priority: 3               #   something that matters changes
+//	  until: 2025-01-01T10:30:00Z  # (version 5); see Limits
+//	  quotas: true
 //	notes: [...]                # what the state could not carry (Capture)
 //
 // A bad file gets an *Error naming the file, the line and the field path
@@ -92,12 +114,12 @@
 //
 // # Limits
 //
-// A loaded Scheduler holds everything the state carries (version 4):
+// A loaded Scheduler holds everything the state carries (version 5):
 // jobs in their states (requeued and preempted ones too), with their
-// admission times, preemption and restart counts and saved progress;
-// the queues' Fair Tree usage; the settings (Seed, DefaultRuntime,
-// MaxReservations, MaxRestarts, DrainGrace, DrainKeep, AdmitTimeout,
-// MaxGrace, BackfillAround, ReserveDepth). Fed the same events, it decides as the captured one does
+// admission times, preemption, restart and migration counts and saved
+// progress; the queues' Fair Tree usage; cordons; the settings (Seed,
+// DefaultRuntime, MaxReservations, MaxRestarts, DrainGrace, DrainKeep,
+// AdmitTimeout, MaxGrace, BackfillAround, ReserveDepth, Elastic, Defrag). Fed the same events, it decides as the captured one does
 // (TestLoadedDecidesAsOriginal), within these limits:
 //
 //   - Backfill reservations kept across cycles are restored (version 4,
@@ -107,7 +129,7 @@
 //     (TestLoadedDecidesAsOriginalBackfill; the Scheduler drops a kept
 //     ledger whenever the rebuilt one could differ: a job it modelled
 //     released, or started late enough to run past the reserved time, a
-//     health change, a cordon; not an uncordon). Cached placement
+//     health change, a cordon or an uncordon). Cached placement
 //     failures are rebuilt, not restored (their explanations counted the
 //     free GPUs of the cycle that cached them).
 //   - The Preemptor is not saved: a loaded Scheduler preempts with
@@ -119,6 +141,24 @@
 //   - Elastic resizes are restored (Scheduler.RestoreResize): a job's
 //     size before its first shrink (what it grows back to) and the exact
 //     tasks of a shrink or grow in flight (TestElasticInFlight).
+//   - Migrations in flight are restored (version 5,
+//     Scheduler.RestoreDefrag): the moving jobs, marked as being
+//     preempted, their destinations (held from the next cycle on, so a
+//     later Migrated binds the job there), the completed moves of each
+//     job (DefragConfig.MaxPerJob) and the budget's log of the last hour.
+//     Defragmentation plans that failed are planned again (a cache).
+//   - A PlanPreemptor makes a bounded number of plans per cycle and does
+//     not search again for a job whose last search found nothing while
+//     nothing that could change that happens; which jobs get a plan in
+//     a cycle depends on these verdicts, so the state carries those that
+//     hold at capture (version 5, Scheduler.NoPlans and RestoreNoPlan).
+//     A restored verdict holds from the loaded state on; the original's
+//     also looks back at changes before the capture that did not matter
+//     then. Only a Config.Preemptor that is a *PlanPreemptor has them.
+//   - Hosts waiting to leave the cluster (RemoveHosts) or to change shape
+//     (SetHostGPUs) are asked again on load (version 5, Scheduler.
+//     Leaving); one whose jobs are gone leaves at load rather than at
+//     the start of the next cycle.
 //   - The "random" placer seeds each job from its submission sequence
 //     number, which a loaded Scheduler numbers afresh.
 //   - Not saved: OmitPending.

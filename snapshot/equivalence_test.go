@@ -22,6 +22,9 @@ type schedHost interface {
 	Requeue(id string, now time.Time) error
 	Preempted(id string, now time.Time) error
 	Checkpointed(id string, at, now time.Time) error
+	Migrated(id string, now time.Time) error
+	Cordon(name string) error
+	Uncordon(name string) error
 	SetHostHealth(h topology.HostID, hh topology.Health) ([]string, error)
 	SetGPUHealth(g topology.GPUID, h topology.Health) ([]string, error)
 	Job(id string) (gpusched.JobStatus, bool)
@@ -74,6 +77,18 @@ func (w *twin) Checkpointed(id string, at, now time.Time) error {
 	f := func(s *gpusched.Scheduler) error { return s.Checkpointed(id, at, now) }
 	return w.both(f, f)
 }
+func (w *twin) Migrated(id string, now time.Time) error {
+	f := func(s *gpusched.Scheduler) error { return s.Migrated(id, now) }
+	return w.both(f, f)
+}
+func (w *twin) Cordon(name string) error {
+	f := func(s *gpusched.Scheduler) error { return s.Cordon(name) }
+	return w.both(f, f)
+}
+func (w *twin) Uncordon(name string) error {
+	f := func(s *gpusched.Scheduler) error { return s.Uncordon(name) }
+	return w.both(f, f)
+}
 func (w *twin) SetHostHealth(h topology.HostID, hh topology.Health) ([]string, error) {
 	var out []string
 	err := w.both(func(s *gpusched.Scheduler) error { var e error; out, e = s.SetHostHealth(h, hh); return e },
@@ -121,16 +136,18 @@ func (w *twin) Schedule(now time.Time) gpusched.Decision {
 // Fair Tree are in the streams; preemption in
 // TestLoadedDecidesAsOriginalPreempting; backfill queues in
 // TestLoadedDecidesAsOriginalBackfill.
-func TestLoadedDecidesAsOriginal(t *testing.T) { testLoadedDecidesAsOriginal(t, false, false) }
+func TestLoadedDecidesAsOriginal(t *testing.T) { testLoadedDecidesAsOriginal(t, false, false, false) }
 
 // TestLoadedDecidesAsOriginalPreempting: the same with a PlanPreemptor
 // (a fresh one for each Scheduler), victims that stop some minutes after
 // they are asked: the state carries the preemptions in flight
 // (nominations and the jobs waiting for their victims).
-func TestLoadedDecidesAsOriginalPreempting(t *testing.T) { testLoadedDecidesAsOriginal(t, false, true) }
+func TestLoadedDecidesAsOriginalPreempting(t *testing.T) {
+	testLoadedDecidesAsOriginal(t, false, true, false)
+}
 
-func testLoadedDecidesAsOriginal(t *testing.T, backfill, preempting bool) {
-	runs, compared, cycles, inflight, reserved := 0, 0, 0, 0, 0
+func testLoadedDecidesAsOriginal(t *testing.T, backfill, preempting, defrag bool) {
+	runs, compared, cycles, inflight, reserved, moving, cordoned, stuck := 0, 0, 0, 0, 0, 0, 0, 0
 	// Backfill streams carry a kept reservation in about one state in
 	// ten: run five rounds of -rapid.checks streams (one with -short).
 	rounds := 1
@@ -142,11 +159,22 @@ func testLoadedDecidesAsOriginal(t *testing.T, backfill, preempting bool) {
 			sc := genScenario(rt, backfill)
 			var opt Options
 			if preempting {
+				// A PlanPreemptor can preempt two jobs of a borrowing
+				// queue in turn for ever, each reclaim's room taken back
+				// by the other (all at one time when victims stop at
+				// once): drive then ends the stream (stuck, counted).
+				// Not fixed: a Scheduler bug, not the state's.
 				sc.stopAfter = rapid.SampledFrom([]time.Duration{0, 5 * time.Minute, 30 * time.Minute}).Draw(rt, "stopAfter")
 				sc.cfg.Preemptor = planPreemptor(rt)
 				opt.Preemptor = planPreemptor(rt)
 			}
 
+			if defrag {
+				sc.stopAfter = rapid.SampledFrom([]time.Duration{0, 5 * time.Minute, 30 * time.Minute}).Draw(rt, "stopAfter")
+				sc.cfg.Defrag = &gpusched.DefragConfig{After: rapid.SampledFrom([]time.Duration{0, 10 * time.Minute}).Draw(rt, "defragAfter"),
+					Budget:    preempt.DefragBudget{PerHour: rapid.IntRange(0, 3).Draw(rt, "perHour")},
+					MaxPerJob: rapid.IntRange(0, 2).Draw(rt, "maxPerJob")}
+			}
 			w := &twin{t: rt, a: sc.scheduler(rt), ca: sc.c}
 			at := t0.Add(time.Duration(rapid.IntRange(0, 600).Draw(rt, "at")) * time.Minute)
 			sc.drive(rt, w, at.Add(24*time.Hour), func(now time.Time) {
@@ -156,6 +184,10 @@ func testLoadedDecidesAsOriginal(t *testing.T, backfill, preempting bool) {
 				// With a Preemptor, wait (up to 6 h) for a preemption in
 				// flight to capture.
 				if preempting && now.Before(at.Add(6*time.Hour)) && len(w.a.Nominations(sc.order())) == 0 {
+					return
+				}
+				// With defragmentation, for a migration in flight.
+				if defrag && now.Before(at.Add(6*time.Hour)) && len(w.a.DefragState(nil).Moving) == 0 {
 					return
 				}
 				st, err := Capture(w.a, now, CaptureOptions{Config: sc.cfg, Placer: sc.placer, Order: sc.order()})
@@ -173,6 +205,12 @@ func testLoadedDecidesAsOriginal(t *testing.T, backfill, preempting bool) {
 				if len(st.Reservations) > 0 {
 					reserved++
 				}
+				if len(st.Migrations) > 0 {
+					moving++
+				}
+				if len(st.Cordoned) > 0 {
+					cordoned++
+				}
 				l, err := Load(buf.Bytes(), "state.yaml", opt)
 				if err != nil {
 					rt.Fatalf("%v\n%s", err, w.state)
@@ -180,19 +218,35 @@ func testLoadedDecidesAsOriginal(t *testing.T, backfill, preempting bool) {
 				w.b, w.cb = l.Scheduler, l.Cluster
 			}, nil)
 			runs++
+			if sc.stuck {
+				stuck++
+			}
 			if w.b != nil {
 				compared++
 				cycles += w.cycles
 			}
 		})
 	}
-	t.Logf("%d streams, %d loaded and compared, %d cycles compared, %d states with preemptions in flight, %d with reservations", runs, compared, cycles, inflight, reserved)
+	t.Logf("%d streams, %d loaded and compared, %d cycles compared, %d states with preemptions in flight, %d with reservations, %d with migrations in flight, %d with cordons; %d streams cut short by a preemption ping-pong",
+		runs, compared, cycles, inflight, reserved, moving, cordoned, stuck)
 	if compared < runs/4 || cycles == 0 {
 		t.Fatalf("only %d of %d streams reached their capture", compared, runs)
 	}
 	if backfill && !testing.Short() && reserved == 0 {
 		t.Fatal("no state carried a kept reservation: the property was not exercised")
 	}
+	if defrag && moving == 0 {
+		t.Fatal("no state carried a migration in flight: the property was not exercised")
+	}
+}
+
+// TestLoadedDecidesAsOriginalDefrag: the same with defragmentation
+// (Config.Defrag, budgets and a cap per job drawn): the state carries the
+// migrations in flight, each job's completed moves and the budget's log
+// (version 5); the host reports Migrated some minutes after a move is
+// issued. Cordons come and go in every stream.
+func TestLoadedDecidesAsOriginalDefrag(t *testing.T) {
+	testLoadedDecidesAsOriginal(t, false, false, true)
 }
 
 func planPreemptor(t fataler) *gpusched.PlanPreemptor {
@@ -208,10 +262,12 @@ func planPreemptor(t fataler) *gpusched.PlanPreemptor {
 // still free at their time, their shadow ledgers reused): the state
 // carries them (version 4). Without them about one stream in 700
 // diverged; run with -rapid.checks=5000 for a deeper search.
-func TestLoadedDecidesAsOriginalBackfill(t *testing.T) { testLoadedDecidesAsOriginal(t, true, false) }
+func TestLoadedDecidesAsOriginalBackfill(t *testing.T) {
+	testLoadedDecidesAsOriginal(t, true, false, false)
+}
 
 // TestLoadedDecidesAsOriginalBackfillPreempting: backfilling queues and a
 // PlanPreemptor.
 func TestLoadedDecidesAsOriginalBackfillPreempting(t *testing.T) {
-	testLoadedDecidesAsOriginal(t, true, true)
+	testLoadedDecidesAsOriginal(t, true, true, false)
 }

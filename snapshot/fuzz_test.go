@@ -24,6 +24,20 @@ jobs:
 - {id: p, queue: a, priority: 5, groups: [{count: 1, gpus: 2}], topology: [{level: tor, required: true}], submitted: 2025-01-01T09:40:00Z}
 `
 
+// tinyV5 is a small state with every part version 5 added.
+const tinyV5 = "now: 2025-01-01T10:00:00Z\n" + tinyCluster + `queues: {root: {children: [{name: a}]}}
+cordoned: [h2]
+defrag: {after: 10m, perHour: 2, maxPerJob: 1}
+jobs:
+- {id: r, queue: a, groups: [{count: 1, gpus: 1}], submitted: 2025-01-01T09:00:00Z, state: running, started: 2025-01-01T09:00:00Z, moves: 1, placement: [{host: h1, gpus: [1]}]}
+- {id: g, queue: a, groups: [{count: 1, gpus: 2}], submitted: 2025-01-01T09:10:00Z}
+- {id: p, queue: a, priority: 1, groups: [{count: 2, gpus: 2}], submitted: 2025-01-01T09:20:00Z}
+nominations: [{job: g, victims: [r], due: 2025-01-01T10:05:00Z, placement: [{host: h1, gpus: [0, 1]}]}]
+migrations: [{job: r, to: [{host: h2, gpus: [0]}]}]
+defragLog: [{at: 2025-01-01T09:55:00Z, lost: 60000}]
+noPlans: [{job: p, priority: 1, quotas: true}]
+`
+
 // FuzzLoad feeds arbitrary bytes to the loader: it must return a state or
 // an *Error, never panic; a loaded state must schedule.
 //
@@ -59,6 +73,11 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte(now + tinyCluster + "queues: {root: {children: [{name: a, quotas: [{resource: gpu, nominal: 2}]}]}}\nhealth: [{gpu: h2/gpu1, state: draining}, {host: h1, state: failed}]\njobs: []\n"))
 	f.Add([]byte(now + "cluster: {machine: dgx-a100, hosts: 2}\nplacer: fgd\nworkload: [{gpus: 1, weight: 0.5}, {gpuMilli: 500, weight: 0.5}]\n" + q + "jobs: []\n"))
 	f.Add([]byte(`{"now": "2025-01-01T00:00:00Z", "cluster": {"machine": "dgx-a100"}, "queues": {"root": {"children": [{"name": "q"}]}}, "jobs": [{"id": "j", "queue": "q", "groups": [{"count": 1, "gpus": 2}], "submitted": "2025-01-01T00:00:00Z", "state": "running", "started": "2025-01-01T00:00:00Z", "placement": [{"host": "dgx-a100-1", "gpus": [0, 1]}]}]}`))
+	// Version 5: cordons, defragmentation with a move in flight (its
+	// gang's nomination, its destination, the budget's log, a job's
+	// moves) and a preemption verdict.
+	f.Add([]byte(tinyV5))
+	f.Add([]byte(now + tinyCluster + q + "leaving: [{host: h1}, {host: h2, template: t}]\njobs: [{id: j, queue: a, groups: [{count: 1, gpus: 1}], submitted: 2025-01-01T09:00:00Z, state: running, started: 2025-01-01T09:00:00Z, placement: [{host: h1, gpus: [0]}]}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 4<<10 {
 			return // yaml's cost, not the loader's; MaxBytes is tested apart

@@ -16,6 +16,7 @@ import (
 	"github.com/gpusched/gpusched/fairshare"
 	"github.com/gpusched/gpusched/frag"
 	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/preempt"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/topology"
 	"github.com/gpusched/gpusched/workload"
@@ -132,6 +133,10 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 	if st.Elastic != nil {
 		cfg.Elastic = &gpusched.ElasticConfig{NoGrow: st.Elastic.NoGrow}
 	}
+	if d := st.Defrag; d != nil {
+		cfg.Defrag = &gpusched.DefragConfig{After: d.After, Budget: preempt.DefragBudget{PerHour: d.PerHour, LostPerHour: preempt.GPUTime(d.LostPerHour), MinValue: d.MinValue},
+			MaxPerJob: d.MaxPerJob, Grace: d.Grace}
+	}
 	s, err := gpusched.New(cfg)
 	if err != nil {
 		var ce *queue.ConfigError
@@ -232,6 +237,37 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 			return nil, restoreErr(f, err)
 		}
 	}
+	// Migrations in flight, after the nominations that wait for them.
+	ds := gpusched.DefragState{Now: st.Now}
+	for i, m := range st.Migrations {
+		f := fmt.Sprintf("migrations[%d]", i)
+		tasks, err := inFlight(f, m.Job, m.To, true)
+		if err != nil {
+			return nil, err
+		}
+		ds.Moving = append(ds.Moving, gpusched.MigrationInFlight{Job: m.Job, To: tasks})
+	}
+	for i, j := range st.Jobs {
+		if j.Moves < 0 {
+			return nil, bad(fmt.Sprintf("jobs[%d].moves", i), fmt.Errorf("negative count %d", j.Moves))
+		}
+		if j.Moves > 0 {
+			ds.Moves = append(ds.Moves, gpusched.JobMoves{Job: j.ID, Moves: j.Moves})
+		}
+	}
+	for i, e := range st.DefragLog {
+		if e.At.IsZero() {
+			return nil, bad(fmt.Sprintf("defragLog[%d].at", i), errors.New("missing: when the migration was issued"))
+		}
+		ds.Issued = append(ds.Issued, preempt.DefragIssued{At: e.At, Lost: preempt.GPUTime(e.Lost)})
+	}
+	if err := s.RestoreDefrag(ds); err != nil {
+		field := "migrations"
+		if errors.Is(err, gpusched.ErrDefragOff) {
+			field = "defrag"
+		}
+		return nil, restoreErr(field, err)
+	}
 	for i, u := range st.Usage {
 		f := fmt.Sprintf("usage[%d]", i)
 		if err := s.RestoreQueueUsage(u.Queue, fairshare.Usage{Value: u.Value, At: u.At}); err != nil {
@@ -265,8 +301,30 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 			return nil, bad(f, errors.New("give exactly one of host and gpu"))
 		}
 	}
+	for i, name := range st.Cordoned {
+		if err := s.Cordon(name); err != nil {
+			return nil, bad(fmt.Sprintf("cordoned[%d]", i), err)
+		}
+	}
+	// Hosts waiting to leave, asked again (after their health and
+	// cordons, which the asking keeps).
+	for i, lh := range st.Leaving {
+		f := fmt.Sprintf("leaving[%d]", i)
+		var err error
+		if lh.Template == "" {
+			_, err = s.RemoveHosts([]string{lh.Host}, st.Now)
+		} else {
+			_, err = s.SetHostGPUs(lh.Host, lh.Template, nil, st.Now)
+		}
+		if err != nil {
+			return nil, bad(f, err)
+		}
+	}
+	if c2 := s.Cluster(); c2 != c {
+		c = c2 // an idle host left, or changed shape, at once
+	}
 	// Reservations last: their what-if ledgers are rebuilt from the
-	// live state, health included.
+	// live state, health and cordons included.
 	for i, r := range st.Reservations {
 		f := fmt.Sprintf("reservations[%d]", i)
 		rv := gpusched.Reservation{Job: r.Job, At: r.At, Forever: r.Forever, Current: r.Current, Filter: r.Filter, Built: r.Built}
@@ -276,6 +334,17 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 		}
 		if err := s.RestoreReservation(rv); err != nil {
 			return nil, restoreErr(f, err)
+		}
+	}
+	// The preemption verdicts after everything else: each holds from the
+	// restored state on.
+	for i, n := range st.NoPlans {
+		f := fmt.Sprintf("noPlans[%d]", i)
+		if _, err := inFlight(f, n.Job, nil, false); err != nil {
+			return nil, err
+		}
+		if err := s.RestoreNoPlan(gpusched.NoPlan{Job: n.Job, Until: n.Until, Priority: n.Priority, Quotas: n.Quotas, Exact: n.Exact}); err != nil {
+			return nil, bad(f, err)
 		}
 	}
 	return &Loaded{State: st, Cluster: c, Scheduler: s, States: states}, nil

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -39,8 +40,19 @@ type scenario struct {
 	faults []fault
 	ckpt   time.Duration // checkpoint interval of running jobs (0: none)
 	// stopAfter is how long a victim of a preemption runs on before the
-	// host reports it Preempted (scenarios with a Preemptor).
+	// host reports it Preempted (scenarios with a Preemptor), and a job
+	// asked to migrate before the host reports it Migrated.
 	stopAfter time.Duration
+	cordons   []cordon
+	// stuck: drive ended the stream early, time no longer advancing.
+	stuck bool
+}
+
+// cordon cordons (on) or uncordons a host at a time.
+type cordon struct {
+	at   time.Time
+	host string
+	on   bool
 }
 
 type fault struct {
@@ -124,6 +136,12 @@ func genScenario(t *rapid.T, backfill bool) *scenario {
 		sc.faults = append(sc.faults, f)
 	}
 	slices.SortStableFunc(sc.faults, func(a, b fault) int { return a.at.Compare(b.at) })
+	for range rapid.IntRange(0, 3).Draw(t, "cordons") {
+		h := topology.HostID(rapid.IntRange(0, c.NumHosts()-1).Draw(t, "cordonHost"))
+		sc.cordons = append(sc.cordons, cordon{at: t0.Add(time.Duration(rapid.IntRange(0, 600).Draw(t, "cordonAt")) * time.Minute),
+			host: c.HostName(h), on: rapid.Bool().Draw(t, "cordonOn")})
+	}
+	slices.SortStableFunc(sc.cordons, func(a, b cordon) int { return a.at.Compare(b.at) })
 	return sc
 }
 
@@ -162,6 +180,10 @@ func (sc *scenario) drive(t fataler, s schedHost, until time.Time, before func(n
 		at time.Time
 	}
 	var stops []stop // victims asked to stop, in order asked
+	var moves []stop // jobs asked to migrate, in order asked
+	var last time.Time
+	same := 0
+	nc := 0
 	for {
 		var now time.Time
 		have := false
@@ -184,8 +206,25 @@ func (sc *scenario) drive(t fataler, s schedHost, until time.Time, before func(n
 		for _, st := range stops {
 			cand(st.at)
 		}
+		for _, st := range moves {
+			cand(st.at)
+		}
+		if nc < len(sc.cordons) {
+			cand(sc.cordons[nc].at)
+		}
 		if !have || now.After(until) {
 			return
+		}
+		if now.Equal(last) {
+			if same++; same > 200 {
+				// 200 rounds of events and cycles at one time: a
+				// preemption ping-pong (see testLoadedDecidesAsOriginal).
+				// The stream ends here; what was compared stands.
+				sc.stuck = true
+				return
+			}
+		} else {
+			last, same = now, 0
 		}
 		kept := stops[:0]
 		for _, st := range stops {
@@ -201,6 +240,36 @@ func (sc *scenario) drive(t fataler, s schedHost, until time.Time, before func(n
 			}
 		}
 		stops = kept
+		keptMoves := moves[:0]
+		for _, st := range moves {
+			if st.at.After(now) {
+				keptMoves = append(keptMoves, st)
+				continue
+			}
+			if j := byID[st.id]; j != nil && j.running {
+				// A move dropped since (its job stopped and ran again
+				// elsewhere) is not reported.
+				if err := s.Migrated(st.id, now); errors.Is(err, gpusched.ErrNotMoving) {
+					continue
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				j.running = false
+			}
+		}
+		moves = keptMoves
+		for ; nc < len(sc.cordons) && !sc.cordons[nc].at.After(now); nc++ {
+			cd := sc.cordons[nc]
+			var err error
+			if cd.on {
+				err = s.Cordon(cd.host)
+			} else {
+				err = s.Uncordon(cd.host)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
 		for _, j := range sc.jobs {
 			if j.running && !j.end.After(now) {
 				j.running, j.gone = false, true
@@ -270,6 +339,9 @@ func (sc *scenario) drive(t fataler, s schedHost, until time.Time, before func(n
 		}
 		for _, p := range d.Preemptions {
 			stops = append(stops, stop{id: p.Job, at: now.Add(sc.stopAfter)})
+		}
+		for _, m := range d.Migrations {
+			moves = append(moves, stop{id: m.Job, at: now.Add(sc.stopAfter)})
 		}
 		for _, b := range d.Bindings {
 			if err := s.Started(b.Job, now); err != nil {

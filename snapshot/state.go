@@ -15,8 +15,11 @@ import (
 // per-job counts version 2 added; a version 1 file loads with them zero;
 // versions 1 and 2 lack the preemptions in flight and a running job's
 // last checkpoint, which version 3 added; versions 1 to 3 lack the
-// backfill reservations kept across cycles, which version 4 added).
-const Version = 4
+// backfill reservations kept across cycles, which version 4 added;
+// versions 1 to 4 lack the cordons, the defragmentation settings and
+// migrations in flight, and the preemption verdicts, which version 5
+// added: an older file loads with none).
+const Version = 5
 
 // State is a saved Scheduler state, as the file holds it (see the package
 // documentation for the format). It is plain data: Capture fills it,
@@ -72,6 +75,28 @@ type State struct {
 	// their size before their first shrink and a shrink or grow in
 	// flight. Optional; restored after the jobs, before the nominations.
 	Resizes []Resize `yaml:"resizes,omitempty" json:"resizes,omitempty"`
+	// Cordoned lists the hosts cordoned (gpusched.Scheduler.Cordon;
+	// version 5), in host order.
+	Cordoned []string `yaml:"cordoned,omitempty" json:"cordoned,omitempty"`
+	// Leaving lists the hosts waiting to leave the cluster once their
+	// jobs are gone, or, with a template, to come back with it
+	// (gpusched.Scheduler.Leaving; version 5), in the order asked.
+	Leaving []Leaving `yaml:"leaving,omitempty" json:"leaving,omitempty"`
+	// Defrag is gpusched.Config.Defrag (version 5); nil is off.
+	Defrag *Defrag `yaml:"defrag,omitempty" json:"defrag,omitempty"`
+	// Migrations are the migrations in flight (version 5): issued
+	// (gpusched.Decision.Migrations) and not yet reported Migrated, in
+	// the order issued. The gang each makes room for is a nomination
+	// whose victims are the moving jobs.
+	Migrations []Migration `yaml:"migrations,omitempty" json:"migrations,omitempty"`
+	// DefragLog is the defragmentation budget's log (version 5): the
+	// migrations issued in the hour before Now, oldest first.
+	DefragLog []DefragIssued `yaml:"defragLog,omitempty" json:"defragLog,omitempty"`
+	// NoPlans are the waiting jobs for which the PlanPreemptor's last
+	// search found no plan and which it will not search for again until
+	// something that could change that happens (version 5): which jobs
+	// get one of its plans per cycle depends on them.
+	NoPlans []NoPlan `yaml:"noPlans,omitempty" json:"noPlans,omitempty"`
 	// Notes say what the state could not carry of the Scheduler it was
 	// captured from (see Capture); informational.
 	Notes []string `yaml:"notes,omitempty" json:"notes,omitempty"`
@@ -140,6 +165,9 @@ type Job struct {
 	// Config.MaxRestarts cap.
 	Preemptions int `yaml:"preemptions,omitempty" json:"preemptions,omitempty"`
 	Restarts    int `yaml:"restarts,omitempty" json:"restarts,omitempty"`
+	// Moves counts the job's completed migrations (version 5): what
+	// Defrag.MaxPerJob caps.
+	Moves int `yaml:"moves,omitempty" json:"moves,omitempty"`
 	// Placement is where an admitted or running job's tasks are, one
 	// entry per task.
 	Placement []Task `yaml:"placement,omitempty" json:"placement,omitempty"`
@@ -261,4 +289,49 @@ type Resize struct {
 // Elastic turns on elastic shrink and grow (gpusched.ElasticConfig).
 type Elastic struct {
 	NoGrow bool `yaml:"noGrow,omitempty" json:"noGrow,omitempty"`
+}
+
+// Defrag is gpusched.DefragConfig: when a blocked gang may have jobs moved
+// for it (After), the budget (PerHour migrations and LostPerHour GPU time
+// lost per hour, MinValue GPUs gained per GPU-hour lost), MaxPerJob and
+// Grace. GPU times are in thousandths of a GPU-second (preempt.GPUTime).
+type Defrag struct {
+	After       time.Duration `yaml:"after,omitempty" json:"after,omitempty"`
+	PerHour     int           `yaml:"perHour,omitempty" json:"perHour,omitempty"`
+	LostPerHour int64         `yaml:"lostPerHour,omitempty" json:"lostPerHour,omitempty"`
+	MinValue    float64       `yaml:"minValue,omitempty" json:"minValue,omitempty"`
+	MaxPerJob   int           `yaml:"maxPerJob,omitempty" json:"maxPerJob,omitempty"`
+	Grace       time.Duration `yaml:"grace,omitempty" json:"grace,omitempty"`
+}
+
+// Migration is a migration in flight: the moving job and where it goes.
+type Migration struct {
+	Job string `yaml:"job" json:"job"`
+	To  []Task `yaml:"to" json:"to"`
+}
+
+// DefragIssued is one migration of the budget's log: when it was issued
+// and the GPU time it lost, in thousandths of a GPU-second.
+type DefragIssued struct {
+	At   time.Time `yaml:"at" json:"at"`
+	Lost int64     `yaml:"lost,omitempty" json:"lost,omitempty"`
+}
+
+// NoPlan is a standing "no preemption plan" verdict (gpusched.NoPlan):
+// the job, when a minimum run time it counted on ends (Until), the job's
+// priority then, and whether it depends on the quotas' usage (Quotas) or
+// holds only while nothing changes (Exact).
+type NoPlan struct {
+	Job      string    `yaml:"job" json:"job"`
+	Until    time.Time `yaml:"until,omitempty" json:"until,omitzero"`
+	Priority int32     `yaml:"priority,omitempty" json:"priority,omitempty"`
+	Quotas   bool      `yaml:"quotas,omitempty" json:"quotas,omitempty"`
+	Exact    bool      `yaml:"exact,omitempty" json:"exact,omitempty"`
+}
+
+// Leaving is a host waiting to leave (RemoveHosts), or with Template to
+// come back with that template of the cluster (SetHostGPUs).
+type Leaving struct {
+	Host     string `yaml:"host" json:"host"`
+	Template string `yaml:"template,omitempty" json:"template,omitempty"`
 }

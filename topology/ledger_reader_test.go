@@ -12,7 +12,7 @@ import (
 // LedgerReader must have none of them.
 var ledgerWriters = []string{
 	"Allocate", "Release", "AllocateGPU", "ReleaseGPU", "SetGPUHealth", "SetHostHealth",
-	"TrialAllocate", "TrialRelease", "TrialRestore", "CopyFrom", "ReadOnly",
+	"TrialAllocate", "TrialRelease", "TrialRestore", "Reinstate", "CopyFrom", "ReadOnly",
 	"Follow", "SetHostCordoned",
 }
 

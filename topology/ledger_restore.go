@@ -20,3 +20,16 @@ func (l *Ledger) TrialRestore(claims ...Claim) error {
 	}
 	return nil
 }
+
+// Reinstate puts back claims that a what-if ledger released, for work
+// that in fact still holds them: like TrialRestore it ignores health and
+// cordons (a job keeps what it holds on a host cordoned or failed since),
+// and like Allocate it advances Generation. All or nothing; an *AllocError
+// says what failed. Same cost as Allocate.
+func (l *Ledger) Reinstate(claims ...Claim) error {
+	if err := l.TrialRestore(claims...); err != nil {
+		return err
+	}
+	l.gen++
+	return nil
+}

@@ -104,3 +104,35 @@ func TestTrialRestoreAllOrNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReinstateCordoned: a claim released on a what-if ledger puts back
+// on a host cordoned since (Allocate refuses it), Generation advances,
+// and the counters agree.
+func TestReinstateCordoned(t *testing.T) {
+	c := cursorCluster(t)
+	l := NewLedger(c)
+	first, _ := c.HostGPUs(0)
+	cl := Claim{Host: 0, GPUs: []GPUClaim{{GPU: first, Kind: ClaimWhole}}}
+	if err := l.Allocate(cl); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SetHostCordoned(0, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(cl); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Allocate(cl); err == nil {
+		t.Fatal("Allocate on a cordoned host")
+	}
+	gen := l.Generation()
+	if err := l.Reinstate(cl); err != nil {
+		t.Fatal(err)
+	}
+	if l.Generation() == gen || l.GPU(first).UsedMilli == 0 {
+		t.Fatalf("generation %d → %d, GPU %+v", gen, l.Generation(), l.GPU(first))
+	}
+	if err := l.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
