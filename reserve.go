@@ -71,6 +71,11 @@ type reservation struct {
 	// released, the reservation and every later-ending backfilled job
 	// allocated.
 	shadow *topology.Ledger
+	// deep: planned by the deepReserver around earlier reservations
+	// (Config.ReserveDepth), its shadow holding them too; such a shadow is
+	// not kept across cycles (keep), so the next cycle plans the
+	// reservation again from the live state, as a restored Scheduler does.
+	deep bool
 }
 
 // reserveInput is what a reservation is computed from (read only).
@@ -167,6 +172,12 @@ func (rs *reservations) keep() {
 		if h.res != nil {
 			rs.byJob[h.holder] = h.res
 			rs.kept = append(rs.kept, h.res)
+		}
+	}
+	for _, r := range rs.kept {
+		if r.deep && r.shadow != nil {
+			rs.shadowPool = append(rs.shadowPool, r.shadow)
+			r.shadow = nil
 		}
 	}
 	for _, r := range old {

@@ -205,7 +205,7 @@ func (d *deepReserver) plan(s *Scheduler, j *job, mkey string, now time.Time) *r
 		s.res.recycle(sh)
 		return nil
 	}
-	return &reservation{holder: j, built: now, at: at, claims: claims, p: p, shadow: sh, health: s.res.healthEpoch, mkey: mkey, commits: s.commits()}
+	return &reservation{holder: j, built: now, at: at, claims: claims, p: p, shadow: sh, health: s.res.healthEpoch, mkey: mkey, commits: s.commits(), deep: true}
 }
 
 // holdEarlier holds in l, piece by piece (what is taken already stays
