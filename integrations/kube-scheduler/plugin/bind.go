@@ -88,18 +88,24 @@ func (p *Plugin) Bind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, node s
 	if !p.bindsIndices() {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	s := p.st
-	s.mu.Lock()
-	r, ok := s.pods[pod.UID]
-	val := ""
-	if ok {
-		val = formatIndices(r.gpus)
-	}
-	s.mu.Unlock()
+	val, ok := p.heldIndices(pod)
 	if !ok {
 		return fwk.NewStatus(fwk.Skip)
 	}
 	return p.binder.bind(ctx, pod, node, p.args.GPUIndicesAnnotation, val)
+}
+
+// heldIndices returns the GPU indices the ledger holds for pod, formatted
+// for the annotation, and whether it holds a record of the pod at all.
+func (p *Plugin) heldIndices(pod *v1.Pod) (string, bool) {
+	s := p.st
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.pods[pod.UID]
+	if !ok {
+		return "", false
+	}
+	return formatIndices(r.gpus), true
 }
 
 // bindsIndices reports whether Bind, not PreBind, writes pod's GPU indices

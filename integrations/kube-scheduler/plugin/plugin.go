@@ -879,14 +879,7 @@ func (p *Plugin) PreBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ s
 	if p.bindsIndices() {
 		return nil
 	}
-	s := p.st
-	s.mu.Lock()
-	r, ok := s.pods[pod.UID]
-	val := ""
-	if ok {
-		val = formatIndices(r.gpus)
-	}
-	s.mu.Unlock()
+	val, _ := p.heldIndices(pod)
 	return writeIndices(ctx, p.annotate, p.args.GPUIndicesAnnotation, pod, val)
 }
 
