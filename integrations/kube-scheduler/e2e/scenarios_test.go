@@ -31,7 +31,9 @@ const (
 
 // schedulerConfig has three profiles in one scheduler: the stock
 // default-scheduler as the control, and gpusched with the topology-tiered and
-// the FGD policies.
+// the FGD policies. gpusched binds its pods itself (its GPU indices in the
+// Binding); gpusched-fgd leaves binding to DefaultBinder and writes the
+// indices in PreBind, so both ways are tested.
 //
 // Two GPUSched profiles in one process are safe here because they never
 // share nodes. Each profile keeps its own ledger and learns of the other's
@@ -54,6 +56,9 @@ profiles:
       enabled:
       - name: GPUSched
         weight: 100
+    bind:
+      enabled:
+      - name: GPUSched
   pluginConfig:
   - name: GPUSched
     args:

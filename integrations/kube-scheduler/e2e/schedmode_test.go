@@ -27,6 +27,9 @@ profiles:
       enabled:
       - name: GPUSched
         weight: 100
+    bind:
+      enabled:
+      - name: GPUSched
   pluginConfig:
   - name: GPUSched
     args:

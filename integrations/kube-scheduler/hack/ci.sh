@@ -46,7 +46,7 @@ GPUSCHED_KUBE_SCHEDULER="$bindir/kube-scheduler" go test -count=1 -ldflags="$ldf
 
 step "scale benchmark: 1,000 fake GPU nodes, the three profiles side by side (once)"
 # 1,000 1-GPU pods instead of the benchmark's 10,000 keep CI's run short;
-# the README's figures come from full runs (GPUSCHED_SCALE_SINGLES unset).
+# the README says which sizes its figures come from.
 GPUSCHED_SCALE_SINGLES=1000 go test -count=1 -ldflags="$ldflags" -timeout 20m \
 	-run '^$' -bench 'BenchmarkScale/nodes=1000$' -benchtime=1x ./e2e/
 

@@ -63,6 +63,8 @@ type host struct {
 	// jobs (Args.RemovedQueueTarget): pods still labelled with it are
 	// submitted there.
 	moved map[string]string
+	// parsed keeps last cycle's jobs, to reuse those whose pods did not change.
+	parsed jobCache
 }
 
 // submitAt is the time to submit a job created at created: created, or
@@ -230,7 +232,7 @@ func (h *host) decide(nodes []*v1.Node, ours []*v1.Pod, now time.Time, fx *effec
 			h.rebuild(nodes, k, fx)
 		}
 	}
-	jobs := jobsOf(ours, h.args)
+	jobs := h.parsed.jobsOf(ours, h.args)
 	if h.s == nil {
 		why := "gpusched: no GPU topology"
 		switch {
@@ -474,7 +476,9 @@ func (h *host) reconcile(jobs []*podJob, now time.Time, fx *effects) {
 		if j.err != nil {
 			var inc errIncomplete
 			if errors.As(j.err, &inc) {
-				h.note(fx, j.all(), "gpusched: "+j.err.Error(), now)
+				if !forming(j, now) {
+					h.note(fx, j.all(), "gpusched: "+j.err.Error(), now)
+				}
 			} else {
 				h.bad(fx, j, j.err.Error(), now)
 			}

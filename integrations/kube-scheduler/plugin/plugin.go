@@ -73,6 +73,9 @@ const cycleKey fwk.StateKey = Name
 //	Reserve    the chosen GPUs are taken on the ledger (Unreserve gives back)
 //	Permit     gang members wait until every planned member has reserved
 //	PreBind    the chosen GPU indices are written to the pod's annotation
+//	Bind       (when the profile lists GPUSched first under bind) the pod is
+//	           bound with the indices annotation in the Binding, instead
+//	           of PreBind's patch
 //
 // Pods without GPUs and not in a gang are skipped.
 type Plugin struct {
@@ -83,6 +86,7 @@ type Plugin struct {
 	now    func() time.Time
 	// annotate writes the GPU indices annotation (a merge patch) to a pod.
 	annotate func(ctx context.Context, namespace, name string, patch []byte) error
+	binder   *binder
 }
 
 var (
@@ -110,7 +114,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return newSchedulerPlugin(ctx, args, h)
 	}
 	log := klog.FromContext(ctx).WithValues("plugin", Name)
-	p := &Plugin{handle: h, args: args, st: newState(args, log), now: time.Now}
+	p := &Plugin{handle: h, args: args, st: newState(args, log), now: time.Now, binder: &binder{handle: h}}
 	p.annotate = func(ctx context.Context, namespace, name string, patch []byte) error {
 		_, err := h.ClientSet().CoreV1().Pods(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 		return err
@@ -855,7 +859,7 @@ func (p *Plugin) Permit(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ str
 
 // PreBindPreFlight says whether PreBind has indices to write.
 func (p *Plugin) PreBindPreFlight(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
-	if readCycle(cs) == nil {
+	if readCycle(cs) == nil || p.bindsIndices() {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	s := p.st
@@ -869,16 +873,13 @@ func (p *Plugin) PreBindPreFlight(_ context.Context, cs fwk.CycleState, pod *v1.
 	return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
 }
 
-// PreBind writes the chosen GPU indices to the pod's annotation.
+// PreBind writes the chosen GPU indices to the pod's annotation, unless
+// Bind writes them with the binding.
 func (p *Plugin) PreBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
-	s := p.st
-	s.mu.Lock()
-	r, ok := s.pods[pod.UID]
-	val := ""
-	if ok {
-		val = formatIndices(r.gpus)
+	if p.bindsIndices() {
+		return nil
 	}
-	s.mu.Unlock()
+	val, _ := p.heldIndices(pod)
 	return writeIndices(ctx, p.annotate, p.args.GPUIndicesAnnotation, pod, val)
 }
 

@@ -46,12 +46,15 @@ import (
 //	            binding is withdrawn and the job requeued)
 //	Permit      a job's pods wait until all have reserved
 //	PreBind     the planned GPU indices are written to the pod
+//	Bind        (when the profile lists GPUSched first under bind) a
+//	            one-pod job's pod is bound with its indices in the Binding
 type SchedulerPlugin struct {
 	handle fwk.Handle
 	args   *Args
 	h      *host
 	// annotate writes the GPU indices annotation (a merge patch) to a pod.
 	annotate func(ctx context.Context, namespace, name string, patch []byte) error
+	binder   *binder
 }
 
 var (
@@ -69,7 +72,7 @@ var (
 // loop, which runs until ctx ends.
 func newSchedulerPlugin(ctx context.Context, args *Args, h fwk.Handle) (*SchedulerPlugin, error) {
 	log := klog.FromContext(ctx).WithValues("plugin", Name, "mode", ModeScheduler)
-	p := &SchedulerPlugin{handle: h, args: args}
+	p := &SchedulerPlugin{handle: h, args: args, binder: &binder{handle: h}}
 	p.annotate = func(ctx context.Context, namespace, name string, patch []byte) error {
 		_, err := h.ClientSet().CoreV1().Pods(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 		return err
@@ -93,12 +96,29 @@ func newSchedulerPlugin(ctx context.Context, args *Args, h fwk.Handle) (*Schedul
 	}); err != nil {
 		return nil, err
 	}
+	// Only the profile's pods start a cycle: a cycle reads every pod, and
+	// other profiles' pods in a busy scheduler would run one per event.
+	ours := func(o any) bool {
+		pod, ok := o.(*v1.Pod)
+		return !ok || pod.Spec.SchedulerName == h.ProfileName()
+	}
 	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    poke,
-		UpdateFunc: func(o, n any) { poke(n) },
+		AddFunc: func(o any) {
+			if ours(o) {
+				p.h.poke()
+			}
+		},
+		UpdateFunc: func(o, n any) {
+			if ours(n) {
+				p.h.poke()
+			}
+		},
 		DeleteFunc: func(o any) {
 			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
 				o = d.Obj
+			}
+			if !ours(o) {
+				return
 			}
 			if pod, ok := o.(*v1.Pod); ok {
 				p.h.forget(pod.UID)
@@ -341,11 +361,15 @@ func (p *SchedulerPlugin) Permit(_ context.Context, _ fwk.CycleState, pod *v1.Po
 	return nil, 0
 }
 
-// PreBind writes the planned GPU indices to the pod's annotation.
+// PreBind writes the planned GPU indices to the pod's annotation, unless
+// Bind writes them with the binding.
 func (p *SchedulerPlugin) PreBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
 	a, ok := p.h.assignmentOf(pod.UID)
 	if !ok {
 		return fwk.NewStatus(fwk.Unschedulable, "gpusched: the pod's binding was withdrawn")
+	}
+	if p.bindsIndices(pod) {
+		return nil
 	}
 	return writeIndices(ctx, p.annotate, p.args.GPUIndicesAnnotation, pod, formatIndices(a.gpus))
 }
@@ -416,7 +440,7 @@ func (k *kubeIO) evict(ctx context.Context, pod *v1.Pod, grace time.Duration) er
 // PreBindPreFlight says whether PreBind has indices to write.
 func (p *SchedulerPlugin) PreBindPreFlight(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
 	a, ok := p.h.assignmentOf(pod.UID)
-	if !ok || len(a.gpus) == 0 || pod.Annotations[p.args.GPUIndicesAnnotation] == formatIndices(a.gpus) {
+	if !ok || len(a.gpus) == 0 || pod.Annotations[p.args.GPUIndicesAnnotation] == formatIndices(a.gpus) || p.bindsIndices(pod) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
