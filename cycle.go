@@ -548,7 +548,8 @@ func (s *Scheduler) admit(d *Decision, leaf *queue.Leaf, j *job, placed *gang.Pl
 			_ = sh.Release(claims...)
 		}
 	}
-	p := placed.Clone()
+	// One copy is held, the other goes to the caller in the Binding.
+	p, bound := placed.ClonePair()
 	txn, err := gang.Commit(s.ledger, p)
 	if err != nil {
 		// The placer placed on this very ledger: a placer bug. Keep the
@@ -571,7 +572,7 @@ func (s *Scheduler) admit(d *Decision, leaf *queue.Leaf, j *job, placed *gang.Pl
 	s.take(j, holding{p: p, txn: txn, charged: charged, admitted: now}, now)
 	leaf.Remove(&j.entry)
 	s.cyc.admitted(j)
-	d.Bindings = append(d.Bindings, Binding{Job: j.spec.ID, Queue: leaf.Name(), Placement: p.Clone(), Borrowing: borrowing, Backfill: s.res.any()})
+	d.Bindings = append(d.Bindings, Binding{Job: j.spec.ID, Queue: leaf.Name(), Placement: bound, Borrowing: borrowing, Backfill: s.res.any()})
 	return true
 }
 

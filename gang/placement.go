@@ -114,6 +114,49 @@ func (p *Placement) Clone() *Placement {
 	return q
 }
 
+// ClonePair returns two deep copies of p, each equal to what Clone
+// returns, in half the allocations: each slice of the pair shares one
+// allocation, split so that neither copy can grow into the other. The
+// scheduler keeps one copy and hands the other to its caller.
+func (p *Placement) ClonePair() (*Placement, *Placement) {
+	a := &Placement{Job: p.Job, Level: p.Level, Domain: p.Domain}
+	b := &Placement{Job: p.Job, Level: p.Level, Domain: p.Domain}
+	a.Tasks, b.Tasks = splitClone(p.Tasks)
+	a.Placed, b.Placed = splitClone(p.Placed)
+	a.Relaxed, b.Relaxed = splitClone(p.Relaxed)
+	claims := make([]topology.Claim, 2*len(p.Claims))
+	a.Claims = claims[:len(p.Claims):len(p.Claims)]
+	b.Claims = claims[len(p.Claims):]
+	n := 0
+	for i := range p.Claims {
+		n += len(p.Claims[i].GPUs)
+	}
+	gpus := make([]topology.GPUClaim, 2*n)
+	a.gpus, b.gpus = gpus[:0:n], gpus[n:n]
+	for _, q := range []*Placement{a, b} {
+		for i, c := range p.Claims {
+			lo := len(q.gpus)
+			q.gpus = append(q.gpus, c.GPUs...)
+			c.GPUs = q.gpus[lo:len(q.gpus):len(q.gpus)]
+			q.Claims[i] = c
+		}
+	}
+	return a, b
+}
+
+// splitClone returns two copies of s from one allocation (nil for nil, as
+// slices.Clone).
+func splitClone[T any](s []T) ([]T, []T) {
+	if s == nil {
+		return nil, nil
+	}
+	n := len(s)
+	both := make([]T, 2*n)
+	copy(both, s)
+	copy(both[n:], s)
+	return both[:n:n], both[n:]
+}
+
 // addClaim appends a claim for task t; gpus are copied into p's own store.
 func (p *Placement) addClaim(t TaskRef, h topology.HostID, cpu, mem int64, gpus ...topology.GPUClaim) {
 	lo := len(p.gpus)

@@ -85,7 +85,12 @@ type Ledger struct {
 
 	freeWhole []int32 // per domain: free allocatable GPUs
 	freeMilli []int64 // per domain: free milli-GPU on allocatable GPUs
-	healthy   []int32 // per domain: allocatable GPUs
+	healthy   []int32 // per domain: allocatable GPUs; shared with clones while healthyShared
+	// healthyShared: healthy may be shared with other ledgers (Clone,
+	// CopyFrom), so it is copied before it is written (ownHealthy). Only
+	// health, cordon and live changes write it, never an allocation, so
+	// what-if copies (reservation shadows) share it for free.
+	healthyShared bool
 
 	gen     uint64   // bumped by every successful change
 	hostGen []uint64 // per host: a fresh stamp on every change on that host (ledger_stamp.go)
@@ -158,10 +163,11 @@ func (l *Ledger) Clone() *Ledger {
 		memFree:    append([]int64(nil), l.memFree...),
 		freeWhole:  append([]int32(nil), l.freeWhole...),
 		freeMilli:  append([]int64(nil), l.freeMilli...),
-		healthy:    append([]int32(nil), l.healthy...),
+		healthy:    l.healthy, // copy-on-write (ownHealthy)
 		gen:        l.gen,
 		hostGen:    append([]uint64(nil), l.hostGen...),
 	}
+	l.healthyShared, n.healthyShared = true, true
 	n.idx = l.idx.clone()
 	n.newStampID()
 	return n
@@ -183,7 +189,8 @@ func (l *Ledger) CopyFrom(src *Ledger) {
 	copy(l.memFree, src.memFree)
 	copy(l.freeWhole, src.freeWhole)
 	copy(l.freeMilli, src.freeMilli)
-	copy(l.healthy, src.healthy)
+	l.healthy = src.healthy // copy-on-write (ownHealthy)
+	l.healthyShared, src.healthyShared = true, true
 	copy(l.hostGen, src.hostGen)
 	l.gen = src.gen
 	l.idx.copyFrom(&src.idx)
@@ -282,12 +289,28 @@ func (l *Ledger) count(g GPUID, dFree int32, dMilli int64, dOK int32) {
 	for _, d := range anc {
 		l.freeWhole[d] += dFree
 		l.freeMilli[d] += dMilli
-		l.healthy[d] += dOK
 	}
 	if x.fabric != NoDomain {
 		l.freeWhole[x.fabric] += dFree
 		l.freeMilli[x.fabric] += dMilli
-		l.healthy[x.fabric] += dOK
+	}
+	if dOK != 0 {
+		l.ownHealthy()
+		for _, d := range anc {
+			l.healthy[d] += dOK
+		}
+		if x.fabric != NoDomain {
+			l.healthy[x.fabric] += dOK
+		}
+	}
+}
+
+// ownHealthy gives l its own copy of healthy before a write if it may be
+// shared with another ledger.
+func (l *Ledger) ownHealthy() {
+	if l.healthyShared {
+		l.healthy = append([]int32(nil), l.healthy...)
+		l.healthyShared = false
 	}
 }
 

@@ -115,6 +115,7 @@ func TestCheckCatchesCorruption(t *testing.T) {
 				f.l.freeMilli[d] -= 5
 				undo = func() { f.l.freeMilli[d] += 5 }
 			case "healthy":
+				f.l.ownHealthy() // a clone's copy-on-write array stays as it is
 				f.l.healthy[d]--
 				undo = func() { f.l.healthy[d]++ }
 			}
