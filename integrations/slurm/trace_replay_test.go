@@ -13,12 +13,14 @@ import (
 )
 
 // TestTraceReplayCaptured replays scenario (d) as a real Slurm 22.05 ran it
-// (testdata/trace-d.json, saved with GPUSCHED_SLURM_KEEP: arrivals, run
-// times and Slurm's starts) through gpusched on the imported site, without
-// Slurm, and checks the agreement the report gave for that run: a change
-// to the preset or to backfill shows here first.
+// (testdata/trace-d-*.json, each saved with GPUSCHED_SLURM_KEEP: arrivals,
+// run times and Slurm's starts) through gpusched on the imported site,
+// without Slurm, and checks that no run agrees on fewer jobs than the
+// current preset reaches on it (trace-d-4.json is the run that generated
+// docs/slurm-conformance.md with TreeNodeOrder: 135): a change to the
+// preset or to backfill shows here first.
 func TestTraceReplayCaptured(t *testing.T) {
-	for name, want := range map[string]int{"trace-d-1.json": 129, "trace-d-2.json": 140, "trace-d-3.json": 135} {
+	for name, want := range map[string]int{"trace-d-1.json": 129, "trace-d-2.json": 140, "trace-d-3.json": 135, "trace-d-4.json": 135} {
 		t.Run(name, func(t *testing.T) { replayCaptured(t, "testdata/"+name, want) })
 	}
 }
