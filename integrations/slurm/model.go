@@ -21,6 +21,14 @@ type Model struct {
 	ReserveDepth int
 	// NoBackfillAround turns the preset's Config.BackfillAround off.
 	NoBackfillAround bool
+	// NoTreeNodeOrder turns the preset's TreeNodeOrder off (one-node jobs
+	// placed by gang's topology best fit).
+	NoTreeNodeOrder bool
+	// ArrivalsFirst makes Run take a cycle with the jobs arriving at an
+	// instant before it processes the ends at that instant (a what-if:
+	// Slurm's sacct gives both to the second, and the captured runs show
+	// both orders).
+	ArrivalsFirst bool
 }
 
 // LoadModel imports the site configuration in dir.
@@ -33,7 +41,11 @@ func LoadModel(dir string) (*Model, error) {
 }
 
 func (m *Model) scheduler() (*gpusched.Scheduler, *topology.Cluster, error) {
-	cfg, err := m.Preset.Config(m.Site)
+	p := m.Preset
+	if m.NoTreeNodeOrder {
+		p.TreeNodeOrder = false
+	}
+	cfg, err := p.Config(m.Site)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -133,31 +145,14 @@ func (m *Model) RunWhy(jobs []JobSpec, dur map[string]time.Duration, now time.Ti
 	ends := map[string]time.Time{}
 	why := map[string][]Wait{}
 	next, t := 0, now
-	for cycles := 0; len(starts) < len(jobs) || len(ends) > 0; cycles++ {
-		if cycles > 1_000_000 {
-			return nil, nil, nil, fmt.Errorf("gpusched replay: no progress (%d of %d jobs started)", len(starts), len(jobs))
-		}
-		for id, e := range sortedEnds(ends) {
-			if !e.After(t) {
-				if err := s.Finished(id, t); err != nil {
-					return nil, nil, nil, err
-				}
-				delete(ends, id)
-			}
-		}
-		for next < len(order) && !now.Add(order[next].Arrive).After(t) {
-			if err := s.Submit(Job(order[next]), t); err != nil {
-				return nil, nil, nil, fmt.Errorf("gpusched: %s: %w", order[next].Name, err)
-			}
-			next++
-		}
+	cycle := func(t time.Time) error {
 		d := s.Schedule(t)
 		for _, p := range d.Pending {
 			why[p.Job] = append(why[p.Job], Wait{At: t, Reason: p.Reason.String()})
 		}
 		for _, b := range d.Bindings {
 			if err := s.Started(b.Job, t); err != nil {
-				return nil, nil, nil, err
+				return err
 			}
 			starts[b.Job] = t
 			if t.Equal(now) {
@@ -168,6 +163,45 @@ func (m *Model) RunWhy(jobs []JobSpec, dur map[string]time.Duration, now time.Ti
 				dd = Job(specOf(jobs, b.Job)).Runtime
 			}
 			ends[b.Job] = t.Add(dd)
+		}
+		return nil
+	}
+	for cycles := 0; len(starts) < len(jobs) || len(ends) > 0; cycles++ {
+		if cycles > 1_000_000 {
+			return nil, nil, nil, fmt.Errorf("gpusched replay: no progress (%d of %d jobs started)", len(starts), len(jobs))
+		}
+		// Arrivals first: a job whose begin time is this second is seen by
+		// Slurm's scheduler before the ends recorded in the same second
+		// (sacct truncates a job's end to the second; the job ran into
+		// it). So one cycle with the new arrivals and the ends not yet
+		// processed, then the ends and another cycle.
+		arrived := false
+		for next < len(order) && !now.Add(order[next].Arrive).After(t) {
+			if err := s.Submit(Job(order[next]), t); err != nil {
+				return nil, nil, nil, fmt.Errorf("gpusched: %s: %w", order[next].Name, err)
+			}
+			next++
+			arrived = true
+		}
+		ending := false
+		for _, e := range ends {
+			ending = ending || !e.After(t)
+		}
+		if arrived && ending && m.ArrivalsFirst {
+			if err := cycle(t); err != nil {
+				return nil, nil, nil, err
+			}
+		}
+		for id, e := range sortedEnds(ends) {
+			if !e.After(t) {
+				if err := s.Finished(id, t); err != nil {
+					return nil, nil, nil, err
+				}
+				delete(ends, id)
+			}
+		}
+		if err := cycle(t); err != nil {
+			return nil, nil, nil, err
 		}
 		// The next event: an arrival, an end, or the next periodic cycle.
 		nt := time.Time{}
