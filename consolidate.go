@@ -22,7 +22,9 @@ import (
 // move is Ready), within both DefragConfig's budget and Budget, and
 // DefragConfig.MaxPerJob. A plan never moves a job into a wholly free
 // domain of the level, so each one carried out adds at least one wholly
-// free domain. At most one plan is issued per cycle.
+// free domain to those of the ledger as the cycle that issued it left it
+// (the jobs bound in that cycle, such as the last plan's moved jobs on
+// their destinations, included). At most one plan is issued per cycle.
 type ConsolidateConfig struct {
 	// Levels are the levels whose domains it frees, in order of
 	// preference when two plans cost the same; nil means the NVLink

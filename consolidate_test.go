@@ -10,6 +10,7 @@ import (
 	"github.com/gpusched/gpusched/preempt"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
 	"pgregory.net/rapid"
 )
 
@@ -64,7 +65,6 @@ func TestPropertyConsolidate(t *testing.T) {
 		var arrived []Migration // moves carried out since the last cycle
 		var before []int        // free domains when they were issued
 		for round := 0; round < 10; round++ {
-			cur := freeDomains(s)
 			d := s.Schedule(now)
 			if len(d.Pending) > 0 {
 				rt.Fatalf("idle cluster: %d pending", len(d.Pending))
@@ -80,8 +80,13 @@ func TestPropertyConsolidate(t *testing.T) {
 					rt.Fatal(err)
 				}
 			}
+			// The plan of this cycle, if any, was made on the ledger as the
+			// cycle leaves it: with the moved jobs of the last plan bound on
+			// their destinations (before the cycle those were held for them
+			// only, so counted free, though no plan may count on them).
+			cur := freeDomains(s)
 			if len(arrived) > 0 {
-				after := freeDomains(s)
+				after := cur
 				up := false
 				for i := range after {
 					if after[i] < before[i] {
@@ -207,4 +212,123 @@ func mustSpec(t *testing.T) topology.Spec {
 		t.Fatal(err)
 	}
 	return sp
+}
+
+// TestConsolidateInCycleOfBinding is the case rapid found (seed
+// 3547142616334529001, minimized): five DGX H100 hosts, two to a ToR
+// (host 4 alone under the third ToR); host 0 idle, hosts 1 and 2 held by
+// non-preemptible jobs, host 3 by j05 (1 GPU) and j06 (4), host 4 by j07
+// (4). The first plan moves j07 to host 0, freeing host 4 and its ToR.
+// In the cycle where j07 binds there, a second plan moves j05 and j06 off
+// host 3, j06 onto host 0 beside j07. Counted before that cycle, host 0
+// looked wholly free (only held for j07), so the property saw [2 1] both
+// before and after; the plan was made on the ledger with j07 bound,
+// [1 1], and it frees host 3: [2 1]. This pins the Scheduler's side:
+// the second plan is issued in the binding cycle, none of its
+// destinations lies in a domain wholly free as that cycle leaves the
+// ledger, and carried out it adds a wholly free host.
+func TestConsolidateInCycleOfBinding(t *testing.T) {
+	sp, err := topology.Generator{Name: "p", Machine: "dgx-h100", Hosts: 5, HostsPerToR: 2}.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := topology.Build(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Cluster: c, Queues: queue.Config{Root: queue.Node{Name: "root", Children: []queue.Node{{Name: "q"}}}},
+		Defrag: &DefragConfig{Consolidate: &ConsolidateConfig{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	for _, r := range []struct {
+		id          string
+		host, at, k int
+		protected   bool
+	}{
+		{"j01", 1, 0, 1, true}, {"j02", 1, 1, 4, true}, {"j03", 2, 0, 4, true}, {"j04", 2, 4, 4, true},
+		{"j05", 3, 0, 1, false}, {"j06", 3, 1, 4, false}, {"j07", 4, 0, 4, false},
+	} {
+		first, _ := c.HostGPUs(topology.HostID(r.host))
+		cl := topology.Claim{Host: topology.HostID(r.host)}
+		for g := r.at; g < r.at+r.k; g++ {
+			cl.GPUs = append(cl.GPUs, topology.GPUClaim{GPU: first + topology.GPUID(g)})
+		}
+		spec := workload.Job{ID: r.id, Queue: "q", NonPreemptible: r.protected, Groups: []workload.TaskGroup{{Count: 1, GPUs: r.k}}}
+		if err := s.Restore(spec, [][]topology.Claim{{cl}}, queue.Running, now.Add(-time.Minute), now.Add(-time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	moved := func(d Decision) []string {
+		var ids []string
+		for _, m := range d.Migrations {
+			ids = append(ids, m.Job)
+		}
+		return ids
+	}
+	hostOf := func(cls []topology.Claim) topology.HostID { return cls[0].Host }
+
+	d := s.Schedule(now)
+	if got := moved(d); !slices.Equal(got, []string{"j07"}) || hostOf(d.Migrations[0].To) != 0 {
+		t.Fatalf("first plan: %v %+v, want j07 to host 0", got, d.Migrations)
+	}
+	now = now.Add(2 * time.Minute)
+	if err := s.Migrated("j07", now); err != nil {
+		t.Fatal(err)
+	}
+	if got := freeDomains(s); !slices.Equal(got, []int{2, 1}) {
+		t.Fatalf("before the binding cycle: %v wholly free, want [2 1] (host 0 only held for j07)", got)
+	}
+
+	d = s.Schedule(now)
+	if len(d.Bindings) != 1 || d.Bindings[0].Job != "j07" {
+		t.Fatalf("bindings %+v, want j07", d.Bindings)
+	}
+	if err := s.Started("j07", now); err != nil {
+		t.Fatal(err)
+	}
+	issuedOn := freeDomains(s)
+	if !slices.Equal(issuedOn, []int{1, 1}) {
+		t.Fatalf("as the binding cycle leaves the ledger: %v wholly free, want [1 1]", issuedOn)
+	}
+	if got := moved(d); !slices.Equal(got, []string{"j05", "j06"}) {
+		t.Fatalf("second plan: %v, want j05 and j06 off host 3", got)
+	}
+	for _, m := range d.Migrations {
+		if !m.Ready {
+			t.Errorf("%s not ready", m.Job)
+		}
+		for _, cl := range m.To {
+			for _, g := range cl.GPUs {
+				for _, lv := range []topology.Level{topology.LevelFabric, topology.LevelHost + 1} {
+					dom := c.GPUAt(g.GPU, lv)
+					if hg := s.ledger.HealthyGPUs(dom); s.ledger.FreeGPUs(dom) == hg {
+						t.Errorf("%s moves into wholly free domain %d at level %d", m.Job, dom, lv)
+					}
+				}
+			}
+		}
+	}
+	now = now.Add(2 * time.Minute)
+	for _, m := range d.Migrations {
+		if err := s.Migrated(m.Job, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d = s.Schedule(now)
+	if len(d.Bindings) != 2 {
+		t.Fatalf("bindings %+v, want j05 and j06", d.Bindings)
+	}
+	for _, b := range d.Bindings {
+		if err := s.Started(b.Job, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := freeDomains(s); !slices.Equal(got, []int{2, 1}) {
+		t.Fatalf("after the second plan: %v wholly free, want [2 1] (hosts 3 and 4, the third ToR)", got)
+	}
+	if err := s.Ledger().Check(); err != nil {
+		t.Fatal(err)
+	}
 }
