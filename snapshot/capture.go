@@ -259,6 +259,27 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 		st.Resizes = append(st.Resizes, sr)
 	}
 
+	// Victims asked to stop that nothing in flight names (version 6).
+	named := map[string]bool{}
+	for _, n := range st.Nominations {
+		for _, v := range n.Victims {
+			named[v] = true
+		}
+	}
+	for _, m := range st.Migrations {
+		named[m.Job] = true
+	}
+	for _, r := range st.Resizes {
+		if r.Shrink != nil {
+			named[r.Job] = true
+		}
+	}
+	for _, id := range s.Stopping(ids) {
+		if !named[id] {
+			st.Stopping = append(st.Stopping, id)
+		}
+	}
+
 	if opt.Config.Preemptor != nil {
 		st.Notes = append(st.Notes, "the Scheduler preempts (Config.Preemptor), which a state does not carry: a loaded Scheduler preempts only with Options.Preemptor")
 	}

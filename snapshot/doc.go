@@ -117,6 +117,9 @@
 //	  priority: 3               #   something that matters changes
 //	  until: 2025-01-01T10:30:00Z  # (version 5); see Limits
 //	  quotas: true
+//	stopping: [train-4]         # victims asked to stop that nothing in
+//	                            #   flight names (their nomination was
+//	                            #   dropped; version 6)
 //	evictionRetry: 20m          # Config.EvictionRetry (version 6)
 //	refusals:                   # refused stops in force (version 6), in
 //	- victim: train-1           #   the order refused: the victim, the
@@ -175,6 +178,9 @@
 //     RestoreRefusal): the victim is not chosen again before the refusal
 //     lapses, and the jobs whose plans it broke say so
 //     (TestLoadedDecidesAsOriginalPreempting: the host refuses some stops).
+//   - Victims asked to stop whose nomination was dropped (another
+//     victim's stop refused) still stop (version 6, Scheduler.Stopping
+//     and RestoreStopping): they are no victims again.
 //   - A holding job's placement domain (version 6): an elastic gang grows
 //     back only there; an older file loads every placement as made within
 //     the whole cluster.

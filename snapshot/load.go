@@ -303,6 +303,17 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 		}
 		return nil, restoreErr(field, err)
 	}
+	// Victims asked to stop that nothing in flight names, after those
+	// that name theirs.
+	for i, id := range st.Stopping {
+		f := fmt.Sprintf("stopping[%d]", i)
+		if _, err := inFlight(f, id, nil, false); err != nil {
+			return nil, bad(f, fmt.Errorf("no job %q in the state", id))
+		}
+		if err := s.RestoreStopping(id); err != nil {
+			return nil, bad(f, err)
+		}
+	}
 	for i, u := range st.Usage {
 		f := fmt.Sprintf("usage[%d]", i)
 		if err := s.RestoreQueueUsage(u.Queue, fairshare.Usage{Value: u.Value, At: u.At}); err != nil {

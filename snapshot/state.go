@@ -109,6 +109,12 @@ type State struct {
 	// Refusals are the refused stops not yet lapsed
 	// (gpusched.Scheduler.Refusals; version 6), in the order refused.
 	Refusals []Refusal `yaml:"refusals,omitempty" json:"refusals,omitempty"`
+	// Stopping lists the jobs asked to stop that still hold resources
+	// and that no nomination, migration or shrink in flight names
+	// (gpusched.Scheduler.Stopping; version 6): the other victims of a
+	// plan whose nomination was dropped, as when another victim's stop was
+	// refused. They are no victims again.
+	Stopping []string `yaml:"stopping,omitempty" json:"stopping,omitempty"`
 	// Notes say what the state could not carry of the Scheduler it was
 	// captured from (see Capture); informational.
 	Notes []string `yaml:"notes,omitempty" json:"notes,omitempty"`
