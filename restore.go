@@ -92,6 +92,9 @@ func (s *Scheduler) RestoreJob(r RestoredJob) error {
 		for _, g := range r.Tasks {
 			for _, cl := range g {
 				for _, gc := range cl.GPUs {
+					if gc.GPU < 0 || int(gc.GPU) >= s.c.NumGPUs() {
+						continue // placementOf says what is wrong
+					}
 					if lv != topology.LevelFabric && s.c.GPUAt(gc.GPU, lv) != d || lv == topology.LevelFabric && !slices.Contains(s.c.DomainGPUs(d), gc.GPU) {
 						return bad("domain", "GPU %s is not in %s", s.c.GPUName(gc.GPU), r.Domain)
 					}
