@@ -274,6 +274,7 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 			named[r.Job] = true
 		}
 	}
+	st.Fresh = s.Fresh(ids)
 	for _, id := range s.Stopping(ids) {
 		if !named[id] {
 			st.Stopping = append(st.Stopping, id)

@@ -120,6 +120,8 @@
 //	stopping: [train-4]         # victims asked to stop that nothing in
 //	                            #   flight names (their nomination was
 //	                            #   dropped; version 6)
+//	fresh: [serve-3]            # jobs admitted in the last cycle, possible
+//	                            #   victims from the next (version 6)
 //	evictionRetry: 20m          # Config.EvictionRetry (version 6)
 //	refusals:                   # refused stops in force (version 6), in
 //	- victim: train-1           #   the order refused: the victim, the
@@ -181,6 +183,9 @@
 //   - Victims asked to stop whose nomination was dropped (another
 //     victim's stop refused) still stop (version 6, Scheduler.Stopping
 //     and RestoreStopping): they are no victims again.
+//   - The jobs admitted in the last cycle (version 6, Scheduler.Fresh
+//     and RestoreFresh): the next cycle makes them possible victims,
+//     which ends the preemption verdicts they could change.
 //   - A holding job's placement domain (version 6): an elastic gang grows
 //     back only there; an older file loads every placement as made within
 //     the whole cluster.

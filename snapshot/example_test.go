@@ -54,6 +54,8 @@ func Example() {
 	//   root:
 	//     children:
 	//       - name: train
+	// fresh:
+	//   - big
 	// jobs:
 	//   - id: big
 	//     queue: train

@@ -314,6 +314,15 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 			return nil, bad(f, err)
 		}
 	}
+	for i, id := range st.Fresh {
+		f := fmt.Sprintf("fresh[%d]", i)
+		if _, err := inFlight(f, id, nil, false); err != nil {
+			return nil, bad(f, fmt.Errorf("no job %q in the state", id))
+		}
+		if err := s.RestoreFresh(id); err != nil {
+			return nil, bad(f, err)
+		}
+	}
 	for i, u := range st.Usage {
 		f := fmt.Sprintf("usage[%d]", i)
 		if err := s.RestoreQueueUsage(u.Queue, fairshare.Usage{Value: u.Value, At: u.At}); err != nil {

@@ -115,6 +115,10 @@ type State struct {
 	// plan whose nomination was dropped, as when another victim's stop was
 	// refused. They are no victims again.
 	Stopping []string `yaml:"stopping,omitempty" json:"stopping,omitempty"`
+	// Fresh lists the holding jobs admitted in the last cycle that the
+	// next cycle makes possible victims (gpusched.Scheduler.Fresh;
+	// version 6): that ends the preemption verdicts they could change.
+	Fresh []string `yaml:"fresh,omitempty" json:"fresh,omitempty"`
 	// Notes say what the state could not carry of the Scheduler it was
 	// captured from (see Capture); informational.
 	Notes []string `yaml:"notes,omitempty" json:"notes,omitempty"`

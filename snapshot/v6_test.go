@@ -12,8 +12,8 @@ import (
 // tinyV6 is a small state with every part version 6 added: consolidation
 // when idle with its state (log, last wait, "nothing found" memo), the
 // eviction retry, a refused stop in force with the job whose plan it
-// broke, the other victim of that plan still stopping, and a placement
-// domain.
+// broke, the other victim of that plan still stopping (and admitted in
+// the last cycle), and a placement domain.
 const tinyV6 = "now: 2025-01-01T10:00:00Z\n" + tinyCluster + `queues: {root: {children: [{name: a}]}}
 defrag: {after: 10m, perHour: 2, consolidate: {levels: [tor], idle: 30m, perHour: 1, target: 1, maxDomains: 2}}
 consolidation: {log: [{at: 2025-01-01T09:30:00Z, lost: 1000}], busy: 2025-01-01T09:40:00Z, nothingFound: true, foundMoves: 1}
@@ -24,6 +24,7 @@ jobs:
 - {id: v, queue: a, groups: [{count: 1, gpus: 1}], submitted: 2025-01-01T09:00:00Z, state: running, started: 2025-01-01T09:00:00Z, placement: [{host: h1, gpus: [0]}]}
 - {id: p, queue: a, priority: 1, groups: [{count: 1, gpus: 2}], submitted: 2025-01-01T09:20:00Z}
 stopping: [v]
+fresh: [v]
 refusals: [{victim: r, run: 2025-01-01T09:00:00Z, until: 2025-01-01T10:15:00Z, reason: pdb, blocked: [p]}]
 `
 
@@ -45,6 +46,9 @@ func TestV6Loads(t *testing.T) {
 	}
 	if st := s.Stopping([]string{"r", "v", "p"}); len(st) != 1 || st[0] != "v" {
 		t.Fatalf("stopping %v, want [v]", st)
+	}
+	if f := s.Fresh([]string{"r", "v", "p"}); len(f) != 1 || f[0] != "v" {
+		t.Fatalf("fresh %v, want [v]", f)
 	}
 	if js, _ := s.Job("r"); js.Placement == nil || l.Cluster.DomainName(js.Placement.Domain) != "h1" {
 		t.Fatalf("placement domain of r: %+v", js.Placement)
@@ -86,6 +90,7 @@ func TestV6BadStates(t *testing.T) {
 		{", until: 2025-01-01T10:15:00Z", "", "refusals[0].until: missing"},
 		{"run: 2025-01-01T09:00:00Z, until", "run: 2025-01-01T11:00:00Z, until", "refusals[0].run: 2025-01-01T11:00:00Z is after now"},
 		{"stopping: [v]", "stopping: [p]", "stopping[0]: job p: gpusched: event does not apply in the job's state: RestoreStopping: a pending job holds nothing to stop"},
+		{"fresh: [v]", "fresh: [p]", "fresh[0]: job p: gpusched: event does not apply in the job's state: RestoreFresh: a pending job holds nothing"},
 		{"stopping: [v]", "stopping: [x]", `stopping[0]: no job "x" in the state`},
 		{"domain: h1", "domain: h2", "jobs[0].domain: GPU h1/gpu1 is not in h2"},
 		{"domain: h1", "domain: nowhere", `jobs[0].domain: "nowhere" is not a placement domain`},
