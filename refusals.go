@@ -172,3 +172,10 @@ func (s *Scheduler) EvictionRefused(victim string, now time.Time, reason string)
 func (s *Scheduler) lapseRefusals(now time.Time) {
 	s.refused.lapse(now, func(j *job) { s.victims.refile(j, now) })
 }
+
+// restore records a saved refusal of j.
+func (r *refusals) restore(j *job, run, until time.Time, reason string, blocked []string) {
+	r.list = append(r.list, j)
+	j.ref = jobRefusal{until: until, run: run, reason: reason, blocked: blocked}
+	r.count++
+}

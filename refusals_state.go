@@ -57,10 +57,3 @@ func (s *Scheduler) RestoreRefusal(r Refusal) error {
 	s.victims.update(j, s.now) // its view: excluded while the refusal holds
 	return nil
 }
-
-// restore records a saved refusal of j.
-func (r *refusals) restore(j *job, run, until time.Time, reason string, blocked []string) {
-	r.list = append(r.list, j)
-	j.ref = jobRefusal{until: until, run: run, reason: reason, blocked: blocked}
-	r.count++
-}

@@ -114,7 +114,7 @@ func (s *Scheduler) RestoreJob(r RestoredJob) error {
 		if err := s.restoreHolding(r.Spec, r.Tasks, r.State, r.Submitted, admitted, r.Started, set); err != nil {
 			return err
 		}
-		s.jobs.byID[id].placement.Level, s.jobs.byID[id].placement.Domain = lv, dom
+		s.jobs.placedWithin(s.jobs.byID[id], lv, dom)
 		return nil
 	case queue.Pending, queue.Requeued, queue.Preempted:
 		if len(r.Tasks) > 0 {

@@ -1,9 +1,6 @@
 package gpusched
 
-import (
-	"fmt"
-	"slices"
-)
+import "fmt"
 
 // Stopping returns, of the jobs ids in that order, those asked to stop
 // (a Decision's Preemptions, Shrinks or Migrations, or RestoreNomination)
@@ -74,8 +71,6 @@ func (s *Scheduler) RestoreFresh(id string) error {
 	if !j.state.Holding() {
 		return jobErr(id, fmt.Errorf("%w: RestoreFresh: a %s job holds nothing", ErrState, j.state))
 	}
-	if !slices.Contains(s.victims.fresh, j) {
-		s.victims.fresh = append(s.victims.fresh, j)
-	}
+	s.victims.restoreFresh(j)
 	return nil
 }
