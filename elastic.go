@@ -492,9 +492,13 @@ func (s *Scheduler) resize(j *job, p *gang.Placement, released []topology.HostID
 	if err := j.txn.Undo(); err != nil {
 		return fmt.Errorf("gpusched: ledger out of step with job: %w", err)
 	}
-	txn, err := gang.Commit(s.ledger, p)
+	// Reinstate, not Commit: the tasks the job keeps may be on a host
+	// cordoned, draining or failed since (Commit refuses those: Shrunk
+	// panicked restoring the placement); a grow's new tasks were placed
+	// this cycle on usable hosts.
+	txn, err := gang.Reinstate(s.ledger, p)
 	if err != nil {
-		back, err2 := gang.Commit(s.ledger, old)
+		back, err2 := gang.Reinstate(s.ledger, old)
 		if err2 != nil {
 			panic("gpusched: restoring a placement after a failed resize: " + err2.Error())
 		}

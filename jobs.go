@@ -136,3 +136,9 @@ func (t *jobTable) follow(c *topology.Cluster) {
 // (its pending entry is already there), and names it in j's spec: Job
 // reports the queue a job is in.
 func (t *jobTable) moveLeaf(j *job, leaf *queue.Leaf) { j.leaf, j.spec.Queue = leaf, leaf.Name() }
+
+// placedWithin records the domain a restored job's placement was made
+// within (RestoredJob.Domain), where an elastic gang grows back.
+func (t *jobTable) placedWithin(j *job, lv topology.Level, d topology.DomainID) {
+	j.placement.Level, j.placement.Domain = lv, d
+}

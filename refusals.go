@@ -24,8 +24,8 @@ const DefaultEvictionRetry = 5 * time.Minute
 // host). So a refusal never becomes a loop of evictions: a victim is
 // asked to stop at most once per retry period. While a refusal is in
 // force, the jobs whose plans it broke carry it in their pending reason
-// (Decision.Pending). Refusals are not part of snapshots: a Scheduler
-// restored from one may ask for a refused victim again, once.
+// (Decision.Pending). Snapshots carry the refusals in force (Refusals,
+// RestoreRefusal in refusals_state.go).
 //
 // Its methods are the only writers of its fields and of each job's ref
 // part.
@@ -171,4 +171,11 @@ func (s *Scheduler) EvictionRefused(victim string, now time.Time, reason string)
 // possible victims again.
 func (s *Scheduler) lapseRefusals(now time.Time) {
 	s.refused.lapse(now, func(j *job) { s.victims.refile(j, now) })
+}
+
+// restore records a saved refusal of j.
+func (r *refusals) restore(j *job, run, until time.Time, reason string, blocked []string) {
+	r.list = append(r.list, j)
+	j.ref = jobRefusal{until: until, run: run, reason: reason, blocked: blocked}
+	r.count++
 }

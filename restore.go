@@ -2,6 +2,7 @@ package gpusched
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gpusched/gpusched/fairshare"
@@ -37,6 +38,10 @@ type RestoredJob struct {
 	// Checkpoint is a running job's last checkpoint in its current run
 	// (Scheduler.Progress): zero for none, else between Started and Now.
 	Checkpoint time.Time
+	// Domain names the domain a holding job's placement was made within
+	// (gang.Placement's Domain, as JobStatus.Placement has it); empty
+	// means the whole cluster. An elastic gang grows back only within it.
+	Domain string
 }
 
 // RestoreJob records a live job from a host's records: a waiting job
@@ -77,6 +82,26 @@ func (s *Scheduler) RestoreJob(r RestoredJob) error {
 			return bad("checkpoint", "%s is outside its run (%s..%s)", stamp(r.Checkpoint), stamp(r.Started), stamp(r.Now))
 		}
 	}
+	lv, dom := s.c.LevelCluster(), s.c.Root()
+	if r.Domain != "" {
+		d, ok := s.c.DomainByName(r.Domain)
+		if !ok || s.c.Domain(d).Level < 0 || r.State != queue.Admitted && r.State != queue.Running {
+			return bad("domain", "%q is not a placement domain of a holding job", r.Domain)
+		}
+		lv, dom = s.c.Domain(d).Level, d
+		for _, g := range r.Tasks {
+			for _, cl := range g {
+				for _, gc := range cl.GPUs {
+					if gc.GPU < 0 || int(gc.GPU) >= s.c.NumGPUs() {
+						continue // placementOf says what is wrong
+					}
+					if lv != topology.LevelFabric && s.c.GPUAt(gc.GPU, lv) != d || lv == topology.LevelFabric && !slices.Contains(s.c.DomainGPUs(d), gc.GPU) {
+						return bad("domain", "GPU %s is not in %s", s.c.GPUName(gc.GPU), r.Domain)
+					}
+				}
+			}
+		}
+	}
 	set := func(j *job) {
 		j.preemptions = r.Preemptions
 		s.rec.restored(j, r.Progress, r.Restarts)
@@ -86,7 +111,11 @@ func (s *Scheduler) RestoreJob(r RestoredJob) error {
 	}
 	switch r.State {
 	case queue.Admitted, queue.Running:
-		return s.restoreHolding(r.Spec, r.Tasks, r.State, r.Submitted, admitted, r.Started, set)
+		if err := s.restoreHolding(r.Spec, r.Tasks, r.State, r.Submitted, admitted, r.Started, set); err != nil {
+			return err
+		}
+		s.jobs.placedWithin(s.jobs.byID[id], lv, dom)
+		return nil
 	case queue.Pending, queue.Requeued, queue.Preempted:
 		if len(r.Tasks) > 0 {
 			return bad("tasks", "a %s job holds no claims", r.State)

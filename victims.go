@@ -1,6 +1,7 @@
 package gpusched
 
 import (
+	"slices"
 	"time"
 
 	"github.com/gpusched/gpusched/preempt"
@@ -212,4 +213,12 @@ func (x *victimIndex) stoppingUnder(tree *queue.Tree, node queue.NodeID, r int) 
 		}
 	}
 	return nil
+}
+
+// restoreFresh files j as admitted in the last cycle (RestoreFresh): the
+// next cycle makes it a possible victim (refreshFresh).
+func (x *victimIndex) restoreFresh(j *job) {
+	if !slices.Contains(x.fresh, j) {
+		x.fresh = append(x.fresh, j)
+	}
 }

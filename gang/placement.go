@@ -204,6 +204,23 @@ func Commit(l *topology.Ledger, p *Placement) (Txn, error) {
 	return Txn{l: l, p: p, seq: p.seq}, nil
 }
 
+// Reinstate applies p to l as Commit does, but ignoring health and
+// cordons (topology.Ledger.Reinstate): for work that already holds its
+// claims and keeps them, such as the tasks an elastic gang keeps after a
+// shrink on a host cordoned or draining since. Capacity is checked, all
+// or nothing.
+func Reinstate(l *topology.Ledger, p *Placement) (Txn, error) {
+	if p.held != nil {
+		return Txn{}, ErrCommitted
+	}
+	if err := l.Reinstate(p.Claims...); err != nil {
+		return Txn{}, err
+	}
+	p.held = l
+	p.seq++
+	return Txn{l: l, p: p, seq: p.seq}, nil
+}
+
 // Applied reports whether the transaction's claims are held on its ledger.
 func (t Txn) Applied() bool { return t.p != nil && t.p.held == t.l && t.p.seq == t.seq }
 

@@ -212,6 +212,24 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 	if d := cfg.Defrag; d != nil {
 		st.Defrag = &Defrag{After: d.After, PerHour: d.Budget.PerHour, LostPerHour: int64(d.Budget.LostPerHour), MinValue: d.Budget.MinValue,
 			MaxPerJob: d.MaxPerJob, Grace: d.Grace}
+		if k := d.Consolidate; k != nil {
+			sk := &Consolidate{Idle: k.Idle, PerHour: k.Budget.PerHour, LostPerHour: int64(k.Budget.LostPerHour), Target: k.Target, MaxDomains: k.MaxDomains}
+			for _, lv := range k.Levels {
+				sk.Levels = append(sk.Levels, c.LevelName(lv))
+			}
+			st.Defrag.Consolidate = sk
+			cs := s.ConsolidateState()
+			sc := &Consolidation{Busy: cs.Busy, NothingFound: cs.NothingFound, FoundMoves: cs.FoundMoves, FoundLost: int64(cs.FoundLost)}
+			for _, e := range cs.Issued {
+				sc.Log = append(sc.Log, DefragIssued{At: e.At, Lost: int64(e.Lost)})
+			}
+			st.Consolidation = sc
+		}
+	}
+	// Refused stops in force (version 6).
+	st.EvictionRetry = cfg.EvictionRetry
+	for _, r := range s.Refusals() {
+		st.Refusals = append(st.Refusals, Refusal{Victim: r.Victim, Run: r.Run, Until: r.Until, Reason: r.Reason, Blocked: r.Blocked})
 	}
 	ds := s.DefragState(ids)
 	for _, m := range ds.Moving {
@@ -239,6 +257,28 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 			sr.Grow = tasksOf(c, groups[r.Job], &gang.Placement{Claims: r.Grow})
 		}
 		st.Resizes = append(st.Resizes, sr)
+	}
+
+	// Victims asked to stop that nothing in flight names (version 6).
+	named := map[string]bool{}
+	for _, n := range st.Nominations {
+		for _, v := range n.Victims {
+			named[v] = true
+		}
+	}
+	for _, m := range st.Migrations {
+		named[m.Job] = true
+	}
+	for _, r := range st.Resizes {
+		if r.Shrink != nil {
+			named[r.Job] = true
+		}
+	}
+	st.Fresh = s.Fresh(ids)
+	for _, id := range s.Stopping(ids) {
+		if !named[id] {
+			st.Stopping = append(st.Stopping, id)
+		}
 	}
 
 	if opt.Config.Preemptor != nil {
@@ -276,6 +316,9 @@ func captureJob(s *gpusched.Scheduler, c *topology.Cluster, id string, js gpusch
 		return j, fmt.Errorf("snapshot: Capture: job %s is %s without a placement", id, js.State)
 	}
 	j.Placement = tasksOf(c, j.Groups, p)
+	if p.Level < c.LevelCluster() && p.Domain != topology.NoDomain && p.Domain != c.Root() {
+		j.Domain = c.DomainName(p.Domain)
+	}
 	return j, nil
 }
 

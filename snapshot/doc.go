@@ -16,7 +16,7 @@
 // YAML (or JSON, which is YAML too). Times are RFC 3339, durations Go
 // durations ("90m", "1h30m"). Field by field:
 //
-//	version: 5                  # the format's version; 1 to 5 are read
+//	version: 6                  # the format's version; 1 to 6 are read
 //	now: 2025-01-01T10:00:00Z   # the time of the state (required)
 //	cluster:                    # exactly one of preset, file, machine, spec
 //	  preset: h100-1k           #   a built-in cluster (topology.PresetNames)
@@ -55,6 +55,8 @@
 //	  preemptions: 1            # times preempted, times stopped by
 //	  restarts: 0               #   failures (version 2)
 //	  moves: 1                  # migrations completed (version 5)
+//	  domain: dgx-h100-1        # the domain its placement was made within
+//	                            #   (version 6; absent: the cluster)
 //	  placement:                # admitted and running jobs: one entry per
 //	  - {host: dgx-h100-1, gpus: [0, 1, 2, 3, 4, 5, 6, 7]}   # task
 //	  - {host: dgx-h100-2, gpus: [0, 1, 2, 3, 4, 5, 6, 7]}
@@ -93,6 +95,16 @@
 //	  grace: 2m                 #   and the budget: perHour, lostPerHour
 //	  maxPerJob: 2              #   (thousandths of a GPU-second), minValue
 //	  perHour: 4
+//	  consolidate:              # DefragConfig.Consolidate (version 6)
+//	    levels: [tor]           #   by name (absent: the defaults)
+//	    idle: 30m               #   and idle, target, maxDomains, its own
+//	    perHour: 2              #   budget: perHour, lostPerHour
+//	consolidation:              # consolidation's state (version 6): its
+//	  log: [{at: 2025-01-01T09:30:00Z, lost: 60000}]  # budget's log,
+//	  busy: 2025-01-01T09:40:00Z  # when a job last waited, and whether
+//	  nothingFound: true        #   the last pass found nothing on the
+//	  foundMoves: 1             #   cluster as it is (with the room the
+//	                            #   budgets then left)
 //	migrations:                 # moves in flight (version 5): issued,
 //	- job: train-7              #   not yet reported Migrated, in the
 //	  to: [...]                 #   order issued; the destination (as a
@@ -105,6 +117,18 @@
 //	  priority: 3               #   something that matters changes
 //	  until: 2025-01-01T10:30:00Z  # (version 5); see Limits
 //	  quotas: true
+//	stopping: [train-4]         # victims asked to stop that nothing in
+//	                            #   flight names (their nomination was
+//	                            #   dropped; version 6)
+//	fresh: [serve-3]            # jobs admitted in the last cycle, possible
+//	                            #   victims from the next (version 6)
+//	evictionRetry: 20m          # Config.EvictionRetry (version 6)
+//	refusals:                   # refused stops in force (version 6), in
+//	- victim: train-1           #   the order refused: the victim, the
+//	  run: 2025-01-01T09:04:00Z #   admission of its run refused, when
+//	  until: 2025-01-01T10:05:00Z  # the refusal lapses, the host's
+//	  reason: PodDisruptionBudget  # reason, the jobs whose plans it
+//	  blocked: [serve-2]        #   broke
 //	notes: [...]                # what the state could not carry (Capture)
 //
 // A bad file gets an *Error naming the file, the line and the field path
@@ -114,12 +138,13 @@
 //
 // # Limits
 //
-// A loaded Scheduler holds everything the state carries (version 5):
+// A loaded Scheduler holds everything the state carries (version 6):
 // jobs in their states (requeued and preempted ones too), with their
 // admission times, preemption, restart and migration counts and saved
 // progress; the queues' Fair Tree usage; cordons; the settings (Seed,
 // DefaultRuntime, MaxReservations, MaxRestarts, DrainGrace, DrainKeep,
-// AdmitTimeout, MaxGrace, BackfillAround, ReserveDepth, Elastic, Defrag). Fed the same events, it decides as the captured one does
+// AdmitTimeout, MaxGrace, BackfillAround, ReserveDepth, Elastic, Defrag
+// with Consolidate, EvictionRetry). Fed the same events, it decides as the captured one does
 // (TestLoadedDecidesAsOriginal), within these limits:
 //
 //   - Backfill reservations kept across cycles are restored (version 4,
@@ -147,6 +172,23 @@
 //     later Migrated binds the job there), the completed moves of each
 //     job (DefragConfig.MaxPerJob) and the budget's log of the last hour.
 //     Defragmentation plans that failed are planned again (a cache).
+//   - Consolidation when idle (version 6, Scheduler.ConsolidateState and
+//     RestoreConsolidate): its budget's log, when a job last waited and
+//     the "last pass found nothing" memo, which holds for the cluster as
+//     loaded (TestLoadedDecidesAsOriginalDefrag draws Consolidate).
+//   - Refused stops in force (version 6, Scheduler.Refusals and
+//     RestoreRefusal): the victim is not chosen again before the refusal
+//     lapses, and the jobs whose plans it broke say so
+//     (TestLoadedDecidesAsOriginalPreempting: the host refuses some stops).
+//   - Victims asked to stop whose nomination was dropped (another
+//     victim's stop refused) still stop (version 6, Scheduler.Stopping
+//     and RestoreStopping): they are no victims again.
+//   - The jobs admitted in the last cycle (version 6, Scheduler.Fresh
+//     and RestoreFresh): the next cycle makes them possible victims,
+//     which ends the preemption verdicts they could change.
+//   - A holding job's placement domain (version 6): an elastic gang grows
+//     back only there; an older file loads every placement as made within
+//     the whole cluster.
 //   - A PlanPreemptor makes a bounded number of plans per cycle and does
 //     not search again for a job whose last search found nothing while
 //     nothing that could change that happens; which jobs get a plan in

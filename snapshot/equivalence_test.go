@@ -23,6 +23,9 @@ type schedHost interface {
 	Preempted(id string, now time.Time) error
 	Checkpointed(id string, at, now time.Time) error
 	Migrated(id string, now time.Time) error
+	EvictionRefused(victim string, now time.Time, reason string) error
+	Shrunk(id string, now time.Time) error
+	Grown(id string, now time.Time) error
 	Cordon(name string) error
 	Uncordon(name string) error
 	SetHostHealth(h topology.HostID, hh topology.Health) ([]string, error)
@@ -79,6 +82,18 @@ func (w *twin) Checkpointed(id string, at, now time.Time) error {
 }
 func (w *twin) Migrated(id string, now time.Time) error {
 	f := func(s *gpusched.Scheduler) error { return s.Migrated(id, now) }
+	return w.both(f, f)
+}
+func (w *twin) EvictionRefused(victim string, now time.Time, reason string) error {
+	f := func(s *gpusched.Scheduler) error { return s.EvictionRefused(victim, now, reason) }
+	return w.both(f, f)
+}
+func (w *twin) Shrunk(id string, now time.Time) error {
+	f := func(s *gpusched.Scheduler) error { return s.Shrunk(id, now) }
+	return w.both(f, f)
+}
+func (w *twin) Grown(id string, now time.Time) error {
+	f := func(s *gpusched.Scheduler) error { return s.Grown(id, now) }
 	return w.both(f, f)
 }
 func (w *twin) Cordon(name string) error {
@@ -148,6 +163,7 @@ func TestLoadedDecidesAsOriginalPreempting(t *testing.T) {
 
 func testLoadedDecidesAsOriginal(t *testing.T, backfill, preempting, defrag bool) {
 	runs, compared, cycles, inflight, reserved, moving, cordoned, stuck := 0, 0, 0, 0, 0, 0, 0, 0
+	refused, resized, consolidating := 0, 0, 0
 	// Backfill streams carry a kept reservation in about one state in
 	// ten: run five rounds of -rapid.checks streams (one with -short).
 	rounds := 1
@@ -167,6 +183,21 @@ func testLoadedDecidesAsOriginal(t *testing.T, backfill, preempting, defrag bool
 				sc.stopAfter = rapid.SampledFrom([]time.Duration{0, 5 * time.Minute, 30 * time.Minute}).Draw(rt, "stopAfter")
 				sc.cfg.Preemptor = planPreemptor(rt)
 				opt.Preemptor = planPreemptor(rt)
+				// The host refuses every refuse-th stop asked
+				// (EvictionRefused: a PodDisruptionBudget), retried
+				// after EvictionRetry.
+				sc.refuse = rapid.IntRange(0, 3).Draw(rt, "refuse")
+				sc.cfg.EvictionRetry = rapid.SampledFrom([]time.Duration{0, 20 * time.Minute, 2 * time.Hour}).Draw(rt, "evictionRetry")
+				// Elastic gangs that shrink instead of stopping whole,
+				// and grow back.
+				if rapid.Bool().Draw(rt, "elastic") {
+					sc.cfg.Elastic = &gpusched.ElasticConfig{NoGrow: rapid.Bool().Draw(rt, "noGrow")}
+					for _, j := range sc.jobs {
+						if g := &j.spec.Groups[0]; g.Count > 1 && rapid.Bool().Draw(rt, "elasticJob") {
+							g.MinCount = rapid.IntRange(1, g.Count-1).Draw(rt, "minCount")
+						}
+					}
+				}
 			}
 
 			if defrag {
@@ -174,6 +205,16 @@ func testLoadedDecidesAsOriginal(t *testing.T, backfill, preempting, defrag bool
 				sc.cfg.Defrag = &gpusched.DefragConfig{After: rapid.SampledFrom([]time.Duration{0, 10 * time.Minute}).Draw(rt, "defragAfter"),
 					Budget:    preempt.DefragBudget{PerHour: rapid.IntRange(0, 3).Draw(rt, "perHour")},
 					MaxPerJob: rapid.IntRange(0, 2).Draw(rt, "maxPerJob")}
+				// Consolidation when idle, with its own budget.
+				if rapid.Bool().Draw(rt, "consolidate") {
+					sc.cfg.Defrag.Consolidate = &gpusched.ConsolidateConfig{
+						Idle:   rapid.SampledFrom([]time.Duration{0, 30 * time.Minute}).Draw(rt, "idle"),
+						Budget: preempt.DefragBudget{PerHour: rapid.IntRange(0, 3).Draw(rt, "consPerHour")},
+						Target: rapid.IntRange(0, 2).Draw(rt, "target")}
+					if rapid.Bool().Draw(rt, "consLevels") {
+						sc.cfg.Defrag.Consolidate.Levels = []topology.Level{topology.LevelHost + 1}
+					}
+				}
 			}
 			w := &twin{t: rt, a: sc.scheduler(rt), ca: sc.c}
 			at := t0.Add(time.Duration(rapid.IntRange(0, 600).Draw(rt, "at")) * time.Minute)
@@ -182,8 +223,8 @@ func testLoadedDecidesAsOriginal(t *testing.T, backfill, preempting, defrag bool
 					return
 				}
 				// With a Preemptor, wait (up to 6 h) for a preemption in
-				// flight to capture.
-				if preempting && now.Before(at.Add(6*time.Hour)) && len(w.a.Nominations(sc.order())) == 0 {
+				// flight (or a refused stop in force) to capture.
+				if preempting && now.Before(at.Add(6*time.Hour)) && len(w.a.Nominations(sc.order())) == 0 && len(w.a.Refusals()) == 0 {
 					return
 				}
 				// With defragmentation, for a migration in flight.
@@ -211,6 +252,15 @@ func testLoadedDecidesAsOriginal(t *testing.T, backfill, preempting, defrag bool
 				if len(st.Cordoned) > 0 {
 					cordoned++
 				}
+				if len(st.Refusals) > 0 {
+					refused++
+				}
+				if len(st.Resizes) > 0 {
+					resized++
+				}
+				if k := st.Consolidation; k != nil && (len(k.Log) > 0 || k.NothingFound) {
+					consolidating++
+				}
 				l, err := Load(buf.Bytes(), "state.yaml", opt)
 				if err != nil {
 					rt.Fatalf("%v\n%s", err, w.state)
@@ -227,8 +277,8 @@ func testLoadedDecidesAsOriginal(t *testing.T, backfill, preempting, defrag bool
 			}
 		})
 	}
-	t.Logf("%d streams, %d loaded and compared, %d cycles compared, %d states with preemptions in flight, %d with reservations, %d with migrations in flight, %d with cordons; %d streams cut short by a preemption ping-pong",
-		runs, compared, cycles, inflight, reserved, moving, cordoned, stuck)
+	t.Logf("%d streams, %d loaded and compared, %d cycles compared, %d states with preemptions in flight, %d with reservations, %d with migrations in flight, %d with cordons, %d with refusals in force, %d with resized elastic jobs, %d with consolidation's log or memo; %d streams cut short by a preemption ping-pong",
+		runs, compared, cycles, inflight, reserved, moving, cordoned, refused, resized, consolidating, stuck)
 	if compared < runs/4 || cycles == 0 {
 		t.Fatalf("only %d of %d streams reached their capture", compared, runs)
 	}

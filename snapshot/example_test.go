@@ -46,7 +46,7 @@ func Example() {
 		fmt.Println(p.Job, "waits:", p.Reason)
 	}
 	// Output:
-	// version: 5
+	// version: 6
 	// now: 2025-01-01T09:10:00Z
 	// cluster:
 	//   preset: dgx-h100
@@ -54,6 +54,8 @@ func Example() {
 	//   root:
 	//     children:
 	//       - name: train
+	// fresh:
+	//   - big
 	// jobs:
 	//   - id: big
 	//     queue: train
@@ -62,6 +64,7 @@ func Example() {
 	//     state: running
 	//     started: 2025-01-01T09:01:00Z
 	//     admitted: 2025-01-01T09:01:00Z
+	//     domain: dgx-h100-1/nvswitch0
 	//     placement:
 	//       - {host: dgx-h100-1, gpus: [0, 1, 2, 3, 4, 5]}
 	//   - id: next

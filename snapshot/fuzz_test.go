@@ -77,6 +77,9 @@ func FuzzLoad(f *testing.F) {
 	// gang's nomination, its destination, the budget's log, a job's
 	// moves) and a preemption verdict.
 	f.Add([]byte(tinyV5))
+	// Version 6: consolidation with its state, a refused stop in force,
+	// a placement domain.
+	f.Add([]byte(tinyV6))
 	f.Add([]byte(now + tinyCluster + q + "leaving: [{host: h1}, {host: h2, template: t}]\njobs: [{id: j, queue: a, groups: [{count: 1, gpus: 1}], submitted: 2025-01-01T09:00:00Z, state: running, started: 2025-01-01T09:00:00Z, placement: [{host: h1, gpus: [0]}]}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 4<<10 {

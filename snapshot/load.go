@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -24,7 +25,7 @@ import (
 
 // restoredFields are the fields of a job RestoreJob names in errors that
 // are fields of the state's job too.
-var restoredFields = map[string]bool{"submitted": true, "admitted": true, "started": true, "preemptions": true, "restarts": true, "progress": true, "checkpoint": true}
+var restoredFields = map[string]bool{"domain": true, "submitted": true, "admitted": true, "started": true, "preemptions": true, "restarts": true, "progress": true, "checkpoint": true}
 
 // MaxBytes bounds a state file, so that a wrong path (a trace, a disk
 // image) is an error rather than an out-of-memory.
@@ -136,7 +137,23 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 	if d := st.Defrag; d != nil {
 		cfg.Defrag = &gpusched.DefragConfig{After: d.After, Budget: preempt.DefragBudget{PerHour: d.PerHour, LostPerHour: preempt.GPUTime(d.LostPerHour), MinValue: d.MinValue},
 			MaxPerJob: d.MaxPerJob, Grace: d.Grace}
+		if k := d.Consolidate; k != nil {
+			kc := &gpusched.ConsolidateConfig{Idle: k.Idle, Budget: preempt.DefragBudget{PerHour: k.PerHour, LostPerHour: preempt.GPUTime(k.LostPerHour)},
+				Target: k.Target, MaxDomains: k.MaxDomains}
+			for i, name := range k.Levels {
+				lv, ok := c.LevelByName(name)
+				if !ok {
+					return nil, bad(fmt.Sprintf("defrag.consolidate.levels[%d]", i), fmt.Errorf("cluster %s has no level %q", c.Name(), name))
+				}
+				kc.Levels = append(kc.Levels, lv)
+			}
+			cfg.Defrag.Consolidate = kc
+		}
 	}
+	if st.Consolidation != nil && (st.Defrag == nil || st.Defrag.Consolidate == nil) {
+		return nil, bad("consolidation", errors.New("a consolidation state needs defrag.consolidate"))
+	}
+	cfg.EvictionRetry = st.EvictionRetry
 	s, err := gpusched.New(cfg)
 	if err != nil {
 		var ce *queue.ConfigError
@@ -168,7 +185,7 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 			}
 		}
 		r := gpusched.RestoredJob{Spec: j.Job, State: js, Tasks: tasks, Submitted: j.Submitted, Admitted: j.Admitted, Started: j.Started,
-			Now: st.Now, Preemptions: j.Preemptions, Restarts: j.Restarts, Progress: j.Progress, Checkpoint: j.Checkpoint}
+			Now: st.Now, Preemptions: j.Preemptions, Restarts: j.Restarts, Progress: j.Progress, Checkpoint: j.Checkpoint, Domain: j.Domain}
 		if err := s.RestoreJob(r); err != nil {
 			var we *workload.FieldError
 			if errors.As(err, &we) && restoredFields[we.Field] {
@@ -237,6 +254,24 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 			return nil, restoreErr(f, err)
 		}
 	}
+	// Refused stops in force, after the nominations (a refusal dropped
+	// those that counted on its victim).
+	for i, r := range st.Refusals {
+		f := fmt.Sprintf("refusals[%d]", i)
+		switch {
+		case !slices.ContainsFunc(st.Jobs, func(j Job) bool { return j.ID == r.Victim }):
+			return nil, bad(f+".victim", fmt.Errorf("no job %q in the state", r.Victim))
+		case r.Run.IsZero():
+			return nil, bad(f+".run", errors.New("missing: the admission of the run whose stop was refused"))
+		case r.Until.IsZero():
+			return nil, bad(f+".until", errors.New("missing: when the refusal lapses"))
+		case r.Run.After(st.Now):
+			return nil, bad(f+".run", fmt.Errorf("%s is after now", r.Run.UTC().Format(time.RFC3339Nano)))
+		}
+		if err := s.RestoreRefusal(gpusched.Refusal{Victim: r.Victim, Run: r.Run, Until: r.Until, Reason: r.Reason, Blocked: r.Blocked}); err != nil {
+			return nil, bad(f, err)
+		}
+	}
 	// Migrations in flight, after the nominations that wait for them.
 	ds := gpusched.DefragState{Now: st.Now}
 	for i, m := range st.Migrations {
@@ -267,6 +302,26 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 			field = "defrag"
 		}
 		return nil, restoreErr(field, err)
+	}
+	// Victims asked to stop that nothing in flight names, after those
+	// that name theirs.
+	for i, id := range st.Stopping {
+		f := fmt.Sprintf("stopping[%d]", i)
+		if _, err := inFlight(f, id, nil, false); err != nil {
+			return nil, bad(f, fmt.Errorf("no job %q in the state", id))
+		}
+		if err := s.RestoreStopping(id); err != nil {
+			return nil, bad(f, err)
+		}
+	}
+	for i, id := range st.Fresh {
+		f := fmt.Sprintf("fresh[%d]", i)
+		if _, err := inFlight(f, id, nil, false); err != nil {
+			return nil, bad(f, fmt.Errorf("no job %q in the state", id))
+		}
+		if err := s.RestoreFresh(id); err != nil {
+			return nil, bad(f, err)
+		}
 	}
 	for i, u := range st.Usage {
 		f := fmt.Sprintf("usage[%d]", i)
@@ -345,6 +400,20 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 		}
 		if err := s.RestoreNoPlan(gpusched.NoPlan{Job: n.Job, Until: n.Until, Priority: n.Priority, Quotas: n.Quotas, Exact: n.Exact}); err != nil {
 			return nil, bad(f, err)
+		}
+	}
+	// Consolidation's state last: its "nothing found" memo holds for the
+	// ledger as restored.
+	if k := st.Consolidation; k != nil {
+		cs := gpusched.ConsolidateState{Busy: k.Busy, NothingFound: k.NothingFound, FoundMoves: k.FoundMoves, FoundLost: preempt.GPUTime(k.FoundLost), Now: st.Now}
+		for i, e := range k.Log {
+			if e.At.IsZero() {
+				return nil, bad(fmt.Sprintf("consolidation.log[%d].at", i), errors.New("missing: when the migration was issued"))
+			}
+			cs.Issued = append(cs.Issued, preempt.DefragIssued{At: e.At, Lost: preempt.GPUTime(e.Lost)})
+		}
+		if err := s.RestoreConsolidate(cs); err != nil {
+			return nil, bad("consolidation", err)
 		}
 	}
 	return &Loaded{State: st, Cluster: c, Scheduler: s, States: states}, nil

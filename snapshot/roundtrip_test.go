@@ -44,6 +44,9 @@ type scenario struct {
 	// asked to migrate before the host reports it Migrated.
 	stopAfter time.Duration
 	cordons   []cordon
+	// refuse: the host refuses every refuse-th stop asked
+	// (EvictionRefused); 0 none.
+	refuse int
 	// stuck: drive ended the stream early, time no longer advancing.
 	stuck bool
 }
@@ -179,8 +182,10 @@ func (sc *scenario) drive(t fataler, s schedHost, until time.Time, before func(n
 		id string
 		at time.Time
 	}
-	var stops []stop // victims asked to stop, in order asked
-	var moves []stop // jobs asked to migrate, in order asked
+	var stops []stop   // victims asked to stop, in order asked
+	var moves []stop   // jobs asked to migrate, in order asked
+	var shrinks []stop // elastic gangs asked to shrink, in order asked
+	asked := 0         // stops asked, for refuse
 	var last time.Time
 	same := 0
 	nc := 0
@@ -207,6 +212,9 @@ func (sc *scenario) drive(t fataler, s schedHost, until time.Time, before func(n
 			cand(st.at)
 		}
 		for _, st := range moves {
+			cand(st.at)
+		}
+		for _, st := range shrinks {
 			cand(st.at)
 		}
 		if nc < len(sc.cordons) {
@@ -258,6 +266,21 @@ func (sc *scenario) drive(t fataler, s schedHost, until time.Time, before func(n
 			}
 		}
 		moves = keptMoves
+		keptShrinks := shrinks[:0]
+		for _, st := range shrinks {
+			if st.at.After(now) {
+				keptShrinks = append(keptShrinks, st)
+				continue
+			}
+			if j := byID[st.id]; j != nil && j.running {
+				// A shrink dropped since (the gang stopped) is not
+				// reported.
+				if err := s.Shrunk(st.id, now); err != nil && !errors.Is(err, gpusched.ErrNotResizing) {
+					t.Fatal(err)
+				}
+			}
+		}
+		shrinks = keptShrinks
 		for ; nc < len(sc.cordons) && !sc.cordons[nc].at.After(now); nc++ {
 			cd := sc.cordons[nc]
 			var err error
@@ -338,7 +361,21 @@ func (sc *scenario) drive(t fataler, s schedHost, until time.Time, before func(n
 			after(now, d)
 		}
 		for _, p := range d.Preemptions {
+			if asked++; sc.refuse > 0 && asked%sc.refuse == 0 {
+				if err := s.EvictionRefused(p.Job, now, "disruption budget"); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
 			stops = append(stops, stop{id: p.Job, at: now.Add(sc.stopAfter)})
+		}
+		for _, sh := range d.Shrinks {
+			shrinks = append(shrinks, stop{id: sh.Job, at: now.Add(sc.stopAfter)})
+		}
+		for _, g := range d.Grows {
+			if err := s.Grown(g.Job, now); err != nil {
+				t.Fatal(err)
+			}
 		}
 		for _, m := range d.Migrations {
 			moves = append(moves, stop{id: m.Job, at: now.Add(sc.stopAfter)})

@@ -18,8 +18,10 @@ import (
 // backfill reservations kept across cycles, which version 4 added;
 // versions 1 to 4 lack the cordons, the defragmentation settings and
 // migrations in flight, and the preemption verdicts, which version 5
-// added: an older file loads with none).
-const Version = 5
+// added: an older file loads with none; versions 1 to 5 lack
+// consolidation when idle with its state, Config.EvictionRetry, the
+// refusals in force and placement domains, which version 6 added).
+const Version = 6
 
 // State is a saved Scheduler state, as the file holds it (see the package
 // documentation for the format). It is plain data: Capture fills it,
@@ -97,6 +99,26 @@ type State struct {
 	// something that could change that happens (version 5): which jobs
 	// get one of its plans per cycle depends on them.
 	NoPlans []NoPlan `yaml:"noPlans,omitempty" json:"noPlans,omitempty"`
+	// Consolidation is the state of consolidation when idle
+	// (gpusched.Scheduler.ConsolidateState; version 6), with
+	// Defrag.Consolidate.
+	Consolidation *Consolidation `yaml:"consolidation,omitempty" json:"consolidation,omitempty"`
+	// EvictionRetry is gpusched.Config.EvictionRetry (version 6; absent:
+	// 0, gpusched.DefaultEvictionRetry).
+	EvictionRetry time.Duration `yaml:"evictionRetry,omitempty" json:"evictionRetry,omitempty"`
+	// Refusals are the refused stops not yet lapsed
+	// (gpusched.Scheduler.Refusals; version 6), in the order refused.
+	Refusals []Refusal `yaml:"refusals,omitempty" json:"refusals,omitempty"`
+	// Stopping lists the jobs asked to stop that still hold resources
+	// and that no nomination, migration or shrink in flight names
+	// (gpusched.Scheduler.Stopping; version 6): the other victims of a
+	// plan whose nomination was dropped, as when another victim's stop was
+	// refused. They are no victims again.
+	Stopping []string `yaml:"stopping,omitempty" json:"stopping,omitempty"`
+	// Fresh lists the holding jobs admitted in the last cycle that the
+	// next cycle makes possible victims (gpusched.Scheduler.Fresh;
+	// version 6): that ends the preemption verdicts they could change.
+	Fresh []string `yaml:"fresh,omitempty" json:"fresh,omitempty"`
 	// Notes say what the state could not carry of the Scheduler it was
 	// captured from (see Capture); informational.
 	Notes []string `yaml:"notes,omitempty" json:"notes,omitempty"`
@@ -168,6 +190,10 @@ type Job struct {
 	// Moves counts the job's completed migrations (version 5): what
 	// Defrag.MaxPerJob caps.
 	Moves int `yaml:"moves,omitempty" json:"moves,omitempty"`
+	// Domain names the domain an admitted or running job's placement was
+	// made within (version 6; absent: the cluster): where an elastic gang
+	// grows back.
+	Domain string `yaml:"domain,omitempty" json:"domain,omitempty"`
 	// Placement is where an admitted or running job's tasks are, one
 	// entry per task.
 	Placement []Task `yaml:"placement,omitempty" json:"placement,omitempty"`
@@ -302,6 +328,45 @@ type Defrag struct {
 	MinValue    float64       `yaml:"minValue,omitempty" json:"minValue,omitempty"`
 	MaxPerJob   int           `yaml:"maxPerJob,omitempty" json:"maxPerJob,omitempty"`
 	Grace       time.Duration `yaml:"grace,omitempty" json:"grace,omitempty"`
+	// Consolidate is DefragConfig.Consolidate (version 6); nil is off.
+	Consolidate *Consolidate `yaml:"consolidate,omitempty" json:"consolidate,omitempty"`
+}
+
+// Consolidate is gpusched.ConsolidateConfig: the levels whose domains it
+// frees, by name (topology.Cluster.LevelName; absent: the defaults), how
+// long nothing must have waited (Idle), its own budget (PerHour,
+// LostPerHour in thousandths of a GPU-second), Target and MaxDomains.
+type Consolidate struct {
+	Levels      []string      `yaml:"levels,omitempty" json:"levels,omitempty"`
+	Idle        time.Duration `yaml:"idle,omitempty" json:"idle,omitempty"`
+	PerHour     int           `yaml:"perHour,omitempty" json:"perHour,omitempty"`
+	LostPerHour int64         `yaml:"lostPerHour,omitempty" json:"lostPerHour,omitempty"`
+	Target      int           `yaml:"target,omitempty" json:"target,omitempty"`
+	MaxDomains  int           `yaml:"maxDomains,omitempty" json:"maxDomains,omitempty"`
+}
+
+// Consolidation is consolidation's state (gpusched.ConsolidateState): its
+// budget's log of the hour before Now (Log), the last time a job waited
+// (Busy), and whether the last pass found nothing on the cluster as it is
+// (NothingFound, with the budgets then leaving FoundMoves migrations and
+// FoundLost GPU time, 0 meaning no bound).
+type Consolidation struct {
+	Log          []DefragIssued `yaml:"log,omitempty" json:"log,omitempty"`
+	Busy         time.Time      `yaml:"busy,omitempty" json:"busy,omitzero"`
+	NothingFound bool           `yaml:"nothingFound,omitempty" json:"nothingFound,omitempty"`
+	FoundMoves   int            `yaml:"foundMoves,omitempty" json:"foundMoves,omitempty"`
+	FoundLost    int64          `yaml:"foundLost,omitempty" json:"foundLost,omitempty"`
+}
+
+// Refusal is a refused stop in force (gpusched.Refusal): the victim, the
+// admission of its run that was refused (Run), when the refusal lapses,
+// the host's reason, and the jobs whose plans it broke.
+type Refusal struct {
+	Victim  string    `yaml:"victim" json:"victim"`
+	Run     time.Time `yaml:"run" json:"run"`
+	Until   time.Time `yaml:"until" json:"until"`
+	Reason  string    `yaml:"reason,omitempty" json:"reason,omitempty"`
+	Blocked []string  `yaml:"blocked,omitempty" json:"blocked,omitempty"`
 }
 
 // Migration is a migration in flight: the moving job and where it goes.
