@@ -51,7 +51,8 @@ type PlacingPreemptor interface {
 // never reported one but has a CheckpointInterval, the last checkpoint is
 // estimated as the last whole interval since it started. Jobs admitted in
 // the same cycle, jobs being preempted and jobs being recovered are never
-// victims. A plan that failed is not tried again for the same job until
+// victims, nor is a job preempted before and admitted again at the same
+// time (no job is preempted twice at one instant). A plan that failed is not tried again for the same job until
 // the ledger or the quotas change.
 type PlanPreemptor struct {
 	cfg     preempt.Config
