@@ -62,13 +62,9 @@ func (x *victimIndex) view(j *job, now time.Time) *preempt.Job {
 }
 
 // fresh reports whether j was admitted in the cycle at now: it is not a
-// victim before the next one. A job preempted before and admitted again
-// at now is not one before time advances: no job is preempted twice at
-// one instant, so the cycles at one time settle even where the planner's
-// grounds could take a room back and forth (a preemption ping-pong, each
-// stop at once). (Both facts are in a snapshot: Admitted, Preemptions.)
+// victim before the next one.
 func (j *job) fresh(now time.Time) bool {
-	return (j.state == queue.Admitted || j.preemptions > 0) && !j.admitted.Before(now)
+	return j.state == queue.Admitted && !j.admitted.Before(now)
 }
 
 // index files a job that has just taken its placement (at now). A job
