@@ -2,7 +2,6 @@ package gpusched
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -84,7 +83,7 @@ func TestPropertyNoPreemptionPingPong(t *testing.T) {
 					preemptions++
 					log = append(log, fmt.Sprintf("round %d: preempt %s for %s", round, pr.Job, pr.For))
 					if preempted[pr.Job]++; preempted[pr.Job] > 1 {
-						rt.Fatalf("%v: %s preempted twice at one time:\n%s", now, pr.Job, slices.Concat(log))
+						rt.Fatalf("%v: %s preempted twice at one time:\n%s", now, pr.Job, log)
 					}
 					stops = append(stops, pr.Job)
 				}
