@@ -192,6 +192,14 @@ func (p *PlanPreemptor) noPlanHolds(s *Scheduler, j *job, now time.Time) bool {
 	if !m.ok || !m.until.IsZero() && !now.Before(m.until) || j.spec.Priority > m.prio || m.drops != s.noms.drops {
 		return false
 	}
+	// Jobs the next cycle files again as possible victims count as logged
+	// (NoPlans reads between cycles; in a cycle there are none).
+	matters := func(h topology.HostID) bool {
+		return m.exact || m.queues && p.hostHasVictim(s, h, j) || p.hostCouldMatter(s, h, j, m.queues)
+	}
+	if s.victims.anyDue(now, matters) {
+		return false
+	}
 	gen, elig := s.ledger.Generation(), s.victims.elig.latest()
 	if m.exact || m.queues {
 		if m.epoch != s.noms.quotaEpoch(s.tree) || m.commits != s.commits() {
