@@ -110,7 +110,8 @@ func (ns *nominations) keep(fn func(*nomination) bool) {
 // hold keeps what n's job will take off limits to the other jobs of the
 // cycle at now while its victims stop. It trial-allocates the parts of
 // n's placement that are free now: whole claims where they are free,
-// else each GPU of the claim that is, and of the host's CPU and memory as
+// else each GPU of the claim that is (or the free share of a shared GPU
+// a victim shares, see freeShare), and of the host's CPU and memory as
 // much of the claim's as is free (a victim still holds the rest, which it
 // releases to n). And it charges n's demand to its queue, as if
 // admitted: no job admitted meanwhile takes the quota n's victims free,
@@ -128,6 +129,8 @@ func (ns *nominations) hold(n *nomination, l *topology.Ledger, tree *queue.Tree,
 			part := topology.Claim{Host: cl.Host, GPUs: []topology.GPUClaim{g}}
 			if l.TrialAllocate(part) == nil {
 				n.held = append(n.held, part)
+			} else if part, ok := freeShare(l, cl.Host, g); ok && l.TrialAllocate(part) == nil {
+				n.held = append(n.held, part)
 			}
 		}
 		if n.overdue(now) {
@@ -143,6 +146,28 @@ func (ns *nominations) hold(n *nomination, l *topology.Ledger, tree *queue.Tree,
 		n.charged = true
 		ns.holdEpochs++
 	}
+}
+
+// freeShare is the free share of a shared GPU that claim g of a
+// nomination needs whole or in part while a victim holds the rest: the
+// part hold keeps off the others (else a job of the cycle takes it, and
+// the nomination finds its GPU busy once the victim is gone). ok is false
+// when g is not such a claim or nothing is free.
+func freeShare(l *topology.Ledger, h topology.HostID, g topology.GPUClaim) (topology.Claim, bool) {
+	var want int32
+	switch g.Kind {
+	case topology.ClaimWhole:
+		want = topology.MilliPerGPU
+	case topology.ClaimShare:
+		want = g.Milli
+	default:
+		return topology.Claim{}, false
+	}
+	free := min(want, int32(l.GPUFreeMilli(g.GPU)))
+	if free <= 0 || l.GPU(g.GPU).Mode != topology.ModeShared {
+		return topology.Claim{}, false
+	}
+	return topology.Claim{Host: h, GPUs: []topology.GPUClaim{{GPU: g.GPU, Kind: topology.ClaimShare, Milli: free}}}, true
 }
 
 // unholdAll gives back what the holds of the cycle at now took, last

@@ -51,7 +51,9 @@ type PlacingPreemptor interface {
 // never reported one but has a CheckpointInterval, the last checkpoint is
 // estimated as the last whole interval since it started. Jobs admitted in
 // the same cycle, jobs being preempted and jobs being recovered are never
-// victims. A plan that failed is not tried again for the same job until
+// victims; and a plan that would stop a job preempted before and admitted
+// again at the same time is not carried out before time advances (no job
+// is preempted twice at one instant). A plan that failed is not tried again for the same job until
 // the ledger or the quotas change.
 type PlanPreemptor struct {
 	cfg     preempt.Config
@@ -188,6 +190,14 @@ func (p *PlanPreemptor) stillNoPlan(s *Scheduler, j *job, now time.Time) bool {
 func (p *PlanPreemptor) noPlanHolds(s *Scheduler, j *job, now time.Time) bool {
 	m := &j.noPlan
 	if !m.ok || !m.until.IsZero() && !now.Before(m.until) || j.spec.Priority > m.prio || m.drops != s.noms.drops {
+		return false
+	}
+	// Jobs the next cycle files again as possible victims count as logged
+	// (NoPlans reads between cycles; in a cycle there are none).
+	matters := func(h topology.HostID) bool {
+		return m.exact || m.queues && p.hostHasVictim(s, h, j) || p.hostCouldMatter(s, h, j, m.queues)
+	}
+	if s.victims.anyDue(now, matters) {
 		return false
 	}
 	gen, elig := s.ledger.Generation(), s.victims.elig.latest()
@@ -374,6 +384,11 @@ func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.
 	} else {
 		vs = s.cfg.Preemptor.Preempt(s, c, now)
 	}
+	for _, v := range vs {
+		if vj, ok := s.jobs.byID[v.Job]; ok && vj.readmittedAt(now) {
+			return // j waits for time to advance
+		}
+	}
 	var asked []string
 	var victims []*job
 	for _, v := range vs {
@@ -407,6 +422,16 @@ func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.
 		n := s.noms.nominate(j, p, victims, s.adm.charge(p), now.Add(grace+max(grace, time.Minute)))
 		s.noms.hold(n, s.ledger, s.tree, now)
 	}
+}
+
+// readmittedAt reports whether j, preempted before, was admitted again at
+// now. No plan that stops it is carried out before time advances: no job
+// is preempted twice at one instant, so the cycles at one time settle
+// even where the planner's grounds would take a room back and forth (a
+// preemption ping-pong, each stop reported at once). It reads only what a
+// saved state holds (Admitted, Preemptions).
+func (j *job) readmittedAt(now time.Time) bool {
+	return j.preemptions > 0 && j.state.Holding() && !j.admitted.Before(now)
 }
 
 // dropNomination forgets a nomination whose job will not take it; what it

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpusched/gpusched/preempt"
 	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/topology"
 )
 
 // victimIndex is what the preemption planner sees of the holding jobs:
@@ -173,6 +174,23 @@ func (x *victimIndex) refreshFresh(now time.Time) {
 	}
 	clear(x.fresh[len(keep):])
 	x.fresh = keep
+}
+
+// anyDue reports whether fn holds for a host of a job that the next
+// cycle at now files again as a possible victim (refreshFresh logs it
+// then): a read-only look ahead for verdicts read between cycles.
+func (x *victimIndex) anyDue(now time.Time, fn func(h topology.HostID) bool) bool {
+	for _, j := range x.fresh {
+		if !j.state.Holding() || j.fresh(now) {
+			continue
+		}
+		for _, h := range j.hosts {
+			if fn(h) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // logElig notes that a job on j's hosts may have become a victim.

@@ -17,7 +17,12 @@ const (
 	// guarantee is not touched by another queue's priorities.
 	WithinQueue Scope = iota
 	// AnyQueue: lower-priority jobs of any queue, as long as the pending
-	// job then fits its own queue's quotas.
+	// job then fits its own queue's quotas. A job of another queue only
+	// if the pending job's queue does not borrow once it is admitted, or
+	// else if the victim's queue borrows (and still does with the victims
+	// taken from it gone but the largest, as for reclaim) and fair sharing
+	// does not apply to the two: a borrower does not take a queue's
+	// guarantee on priority, which that queue would reclaim.
 	AnyQueue
 	// NeverByPriority: priority alone is never a ground.
 	NeverByPriority

@@ -21,7 +21,8 @@
 //
 // A job may be a victim of a pending job on one of three grounds (Ground):
 // it has a lower priority (in the pending job's queue, or in any queue with
-// Config.LowerPriority = AnyQueue); its queue borrows beyond its
+// Config.LowerPriority = AnyQueue, though a borrower never so takes another
+// queue's guarantee); its queue borrows beyond its
 // guarantee while the pending job's queue stays within its own (reclaim;
 // only while the victim's queue still borrows); or, with
 // Config.FairSharing, its queue borrows and keeps a fair-share standing at

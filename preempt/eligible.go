@@ -190,7 +190,9 @@ func (r *run) classify(j *Job) (Exclusion, Ground, queue.NodeID) {
 	qv := resolveQueue(j, r.tree)
 	same := qv >= 0 && qv == r.qp
 	if lower && (cfg.LowerPriority == AnyQueue || cfg.LowerPriority == WithinQueue && same) {
-		return 0, GroundPriority, -1
+		if node, ok := r.crossPriority(qv, same); ok {
+			return 0, GroundPriority, node
+		}
 	}
 	if same || qv < 0 || r.qp < 0 {
 		if same || cfg.LowerPriority == AnyQueue {
@@ -217,6 +219,32 @@ func (r *run) classify(j *Job) (Exclusion, Ground, queue.NodeID) {
 		}
 	}
 	return ExclBorrowing, 0, -1
+}
+
+// crossPriority says whether a lower-priority job of leaf qv may be a
+// victim on priority (Config.LowerPriority = AnyQueue): always in the
+// pending job's own queue (or one outside the tree), and in another queue
+// if the pending job's side does not borrow once it is admitted (node
+// -1). Else only if the victim's side borrows below the common ancestor,
+// and then with the reclaim ground's set rule on node (that side still
+// borrows with the victims chosen there gone but the largest), and not
+// at all where fair sharing applies to the two sides (the fair-share
+// ground decides then). A queue is not taken below its guarantee, nor
+// below the preemptor's final share, for a job that then borrows: its
+// jobs could reclaim the room back, and the two sides would preempt each
+// other in turn for ever (at one time when victims stop at once).
+func (r *run) crossPriority(qv queue.NodeID, same bool) (node queue.NodeID, ok bool) {
+	if same || qv < 0 || r.qp < 0 {
+		return -1, true
+	}
+	li := r.leaf(qv)
+	if li.same || r.withinBelow(li.lca) {
+		return -1, true
+	}
+	if li.fs >= 0 {
+		return -1, false // fair sharing decides (its final-share rule cannot cycle)
+	}
+	return li.reclaim, li.reclaim >= 0
 }
 
 // leaf returns the cached grounds of victim leaf qv for this plan.

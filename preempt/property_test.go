@@ -178,7 +178,7 @@ func (o *oracle) ground(j *Job) (Ground, queue.NodeID) {
 	}
 	qv, _ := t.Lookup(sp.Queue)
 	qp, _ := t.Lookup(in.pend.Queue)
-	if lower && (scope == AnyQueue || scope == WithinQueue && qv == qp) {
+	if lower && qv == qp && scope != NeverByPriority {
 		return GroundPriority, -1
 	}
 	if qv == qp {
@@ -216,6 +216,16 @@ func (o *oracle) ground(j *Job) (Ground, queue.NodeID) {
 		}
 	}
 	w.Release(qp, mask)
+	// Another queue's job on priority: if the pending side does not
+	// borrow once admitted; else only from a borrowing side, with the
+	// reclaim set rule, and never where fair sharing decides.
+	if lower && scope == AnyQueue && within {
+		return GroundPriority, -1
+	}
+	fs := in.cfg.FairSharing && t.Fairness().Policy != queue.NoFairness && w.Borrows(b, mask)
+	if lower && scope == AnyQueue && borrow >= 0 && !fs {
+		return GroundPriority, borrow
+	}
 	if borrow >= 0 && within && (in.cfg.Reclaim == ReclaimAny || in.cfg.Reclaim == ReclaimLowerPriority && lower) {
 		return GroundReclaim, borrow
 	}

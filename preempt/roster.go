@@ -360,7 +360,9 @@ func (r *run) bucketClass(g *rgroup, lower bool) (ex Exclusion, visit bool) {
 	qv := g.leafIn(r.tree)
 	same := qv >= 0 && qv == r.qp
 	if lower && (cfg.LowerPriority == AnyQueue || cfg.LowerPriority == WithinQueue && same) {
-		return 0, true
+		if _, ok := r.crossPriority(qv, same); ok {
+			return 0, true
+		}
 	}
 	if same || qv < 0 || r.qp < 0 {
 		if same || cfg.LowerPriority == AnyQueue {

@@ -356,7 +356,8 @@ type Ground uint8
 // Grounds, in the order a planner tries them for a job.
 const (
 	// GroundPriority: lower priority than the pending job (in its queue, or
-	// in any queue with Config.LowerPriority = AnyQueue).
+	// in any queue with Config.LowerPriority = AnyQueue, within the limits
+	// AnyQueue says).
 	GroundPriority Ground = iota + 1
 	// GroundReclaim: its queue borrows beyond its guarantee, and the
 	// pending job's queue stays within its own guarantee: the lender takes
