@@ -247,7 +247,12 @@ func (o *hostOrder) next() (topology.HostID, bool) {
 			}
 			return topology.NoHost, false
 		}
-		if o.shield && !o.e.isTouched(h) {
+		// A host this attempt already touched is the gang's own (its
+		// domain stays open to the rest of the gang). Only an order over
+		// the overlay has an attempt: the host tier's domain walk
+		// (overlay off) must not read the epoch, which still holds the
+		// hosts of the last attempt, possibly of an earlier Place call.
+		if o.shield && !(o.overlay && o.e.isTouched(h)) {
 			if lo, hi, sh := o.e.shielded(h, o.s.lv); sh {
 				if o.sk.skip(lo, hi) {
 					o.shield = false
