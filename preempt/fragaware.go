@@ -142,7 +142,10 @@ func (r *run) considerBand(x *dom) {
 	for _, ui := range set {
 		r.remove(ui)
 		ok := false
-		if r.feasible() || r.qblock {
+		// The counter covers domain x only; the subset's victims may
+		// free room in another domain (countsElsewhere), where it then
+		// places the gang and makes the set not minimal.
+		if r.feasible() || r.qblock || r.countsElsewhere() {
 			ok, _ = r.evaluate(true)
 		}
 		r.add(ui)

@@ -217,3 +217,39 @@ func TestBand(t *testing.T) {
 		}
 	}
 }
+
+// TestFragAwareMinimalAcrossDomains: a victim set is minimal only if no
+// subset places the gang anywhere, not only in the domain it was found
+// in. 4 DGX H100 hosts; the pending gang (2 × 2 GPUs, priority 10) needs
+// one host. j1 holds 2 GPUs on dgx-h100-1 and 2 on dgx-h100-2; j9 (not
+// started, nothing to lose) 2 more on dgx-h100-2; everything else is
+// busy with non-preemptible jobs but dgx-h100-1 GPUs 2–3 and dgx-h100-4
+// GPUs 1–3. Preempting j1 alone places the gang on dgx-h100-1 (5 GPUs
+// stranded after). {j1, j9} would place it on dgx-h100-2 and strand only
+// 3 at the same lost work, but it is not minimal (j1 alone places the
+// gang), so the rule keeps {j1}. The planner, searching dgx-h100-2, once
+// judged {j1, j9} minimal because its counter saw only that host.
+func TestFragAwareMinimalAcrossDomains(t *testing.T) {
+	f := newFixture(t, cluster(t, "dgx-h100", 4, 0), nil)
+	for _, js := range []jobSpec{
+		{id: "j1", queue: "q", tasks: []task{{"dgx-h100-1", 0, 2}, {"dgx-h100-2", 0, 2}}, started: ago(time.Minute)},
+		{id: "j9", queue: "q", tasks: []task{{"dgx-h100-2", 2, 2}}},
+		{id: "p1", queue: "q", tasks: []task{{"dgx-h100-1", 4, 4}, {"dgx-h100-2", 4, 4}}, started: ago(time.Hour), nonPre: true},
+		{id: "p3", queue: "q", tasks: []task{{"dgx-h100-3", 0, 8}}, started: ago(time.Hour), nonPre: true},
+		{id: "p4", queue: "q", tasks: []task{{"dgx-h100-4", 0, 1}}, started: ago(time.Hour), nonPre: true},
+		{id: "p5", queue: "q", tasks: []task{{"dgx-h100-4", 4, 4}}, started: ago(time.Hour), nonPre: true},
+	} {
+		f.run(t, js)
+	}
+	for _, eps := range []float64{0, 0.5} {
+		pend := f.pending(t, "gang", "q", 10, 2, 2, "host")
+		p, np := newSearch(t, Config{FragAware: true, FragEpsilon: eps, NoShrink: true}).Plan(f.st, pend, now)
+		if p == nil {
+			t.Fatalf("ε %v: no plan: %v", eps, np)
+		}
+		if got := victimIDs(p); !slices.Equal(got, []string{"j1"}) {
+			t.Fatalf("ε %v: victims %v, want [j1]", eps, got)
+		}
+		checkApplies(t, f, p, pend)
+	}
+}
