@@ -169,16 +169,15 @@ func (rs *reservations) keep() {
 	old := rs.kept
 	rs.kept = rs.keptSpare[:0]
 	for _, h := range rs.holds {
-		if h.res != nil {
-			rs.byJob[h.holder] = h.res
-			rs.kept = append(rs.kept, h.res)
+		if h.res == nil {
+			continue
 		}
-	}
-	for _, r := range rs.kept {
-		if r.deep && r.shadow != nil {
+		if r := h.res; r.deep && r.shadow != nil {
 			rs.shadowPool = append(rs.shadowPool, r.shadow)
 			r.shadow = nil
 		}
+		rs.byJob[h.holder] = h.res
+		rs.kept = append(rs.kept, h.res)
 	}
 	for _, r := range old {
 		if r.shadow != nil && !slices.Contains(rs.kept, r) {
