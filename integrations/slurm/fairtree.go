@@ -75,8 +75,9 @@ func ParseSshare(out string) ([]ShareRow, error) {
 	if len(lines) < 2 {
 		return nil, fmt.Errorf("sshare: no rows in %q", out)
 	}
+	header := strings.Split(lines[0], "|")
 	col := map[string]int{}
-	for i, h := range strings.Split(lines[0], "|") {
+	for i, h := range header {
 		col[h] = i
 	}
 	for _, k := range []string{"Account", "User", "RawUsage", "EffectvUsage", "FairShare", "LevelFS"} {
@@ -100,8 +101,8 @@ func ParseSshare(out string) ([]ShareRow, error) {
 	var rows []ShareRow
 	for i, ln := range lines[1:] {
 		f := strings.Split(ln, "|")
-		if len(f) < len(col) {
-			return nil, fmt.Errorf("sshare line %d: %d fields, want %d", i+2, len(f), len(col))
+		if len(f) < len(header) {
+			return nil, fmt.Errorf("sshare line %d: %d fields, want %d", i+2, len(f), len(header))
 		}
 		acct := f[col["Account"]]
 		r := ShareRow{Account: strings.TrimSpace(acct), User: f[col["User"]], Depth: len(acct) - len(strings.TrimLeft(acct, " "))}
