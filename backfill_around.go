@@ -20,6 +20,7 @@ type aroundPlacer struct {
 	on      bool
 	scratch *topology.Ledger // the ledger with the reservations' claims held; reused
 	buf     gang.Placement   // the placement found; valid until the next call
+	pieces  []topology.Claim // what holdHosts took (ReserveWholeHosts); not released: scratch is reset each call
 }
 
 // place places j (starting now, its request's host filter as evaluate set
@@ -39,6 +40,11 @@ func (a *aroundPlacer) place(s *Scheduler, j *job, now time.Time) *gang.Placemen
 	held := false
 	for _, h := range s.res.holds {
 		if h.res == nil || (known && !h.res.forever && !end.After(h.res.at)) {
+			continue
+		}
+		if s.res.wholeHosts {
+			a.pieces = a.pieces[:0]
+			held = holdHosts(a.scratch, h.res.claims, &a.pieces) || held
 			continue
 		}
 		// Hold what is free of each claim, piece by piece: what a running

@@ -19,6 +19,8 @@ type reservations struct {
 	placer         gang.Placer
 	defaultRuntime time.Duration // Config.DefaultRuntime
 	max            int           // Config.MaxReservations (negative: none)
+	wholeHosts     bool          // Config.ReserveWholeHosts (reserve_hosts.go)
+	endWindow      time.Duration // Config.ReserveEndWindow (reserve_window.go)
 
 	// holds are this cycle's holds, in the order taken; begin clears
 	// them. Invariant: len(holds) ≤ max(0, max).
@@ -262,7 +264,10 @@ func (rs *reservations) check(j *job, claims []topology.Claim, now time.Time) ([
 		if known && !h.res.forever && !end.After(h.res.at) {
 			continue
 		}
-		if err := h.res.shadow.Allocate(claims...); err != nil {
+		if err := h.res.shadow.Allocate(claims...); err != nil || (rs.wholeHosts && sharesHost(claims, h.res.claims)) {
+			if err == nil {
+				_ = h.res.shadow.Release(claims...)
+			}
 			for _, sh := range rs.shadowScr {
 				_ = sh.Release(claims...)
 			}
@@ -511,6 +516,9 @@ func (rs *reservations) reserve(j *job, now time.Time, mkey string, in reserveIn
 	}
 	if !forever && at.Before(now) {
 		at = now
+	}
+	if !forever && placedByPlacer {
+		at = rs.batchEnd(at, now, in.jobs, nil)
 	}
 	return &reservation{holder: j, built: now, at: at, forever: forever, claims: claims, p: rp, shadow: sh, health: rs.healthEpoch, mkey: mkey, commits: in.commits}
 }

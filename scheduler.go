@@ -63,6 +63,23 @@ type Config struct {
 	// (conservative backfill for the first ReserveDepth, as Slurm plans a
 	// start for every pending job). 0 or 1: only the first (EASY).
 	ReserveDepth int
+	// ReserveWholeHosts makes a reservation hold the whole hosts of its
+	// placement from its time to its estimated end, as Slurm's backfill
+	// plan does (a node planned for a pending job is not given to
+	// another job overlapping that window, whatever it leaves free): a
+	// backfill candidate running into the window may not touch those
+	// hosts, and later reservations and BackfillAround placements avoid
+	// them. False (the default) holds only the reserved GPUs, cores and
+	// memory. See reserve_hosts.go.
+	ReserveWholeHosts bool
+	// ReserveEndWindow, when > 0, moves a reservation's time from the
+	// estimated end that makes room for the job to the last end of that
+	// end's batch, batched as Slurm's select plugin estimates a pending
+	// job's start (the first batch ends this long after the first end
+	// rounded up to a multiple of it in wall-clock time, each later
+	// batch spans twice the last; Slurm's is 30 s). 0 (the default): the
+	// exact end. See reserve_window.go.
+	ReserveEndWindow time.Duration
 	// Seed seeds randomised placers; each job's request gets Seed mixed
 	// with its submission sequence number.
 	Seed uint64
@@ -212,6 +229,8 @@ func New(cfg Config) (*Scheduler, error) {
 		cons:   newConsolidator(cfg.Defrag),
 		around: aroundPlacer{on: cfg.BackfillAround}, deep: deepReserver{depth: cfg.ReserveDepth},
 	}
+	s.res.wholeHosts = cfg.ReserveWholeHosts
+	s.res.endWindow = cfg.ReserveEndWindow
 	s.tracker, _ = cfg.Placer.(gang.Tracker)
 	return s, nil
 }
