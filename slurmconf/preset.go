@@ -62,6 +62,21 @@ type Preset struct {
 	// take the job, then its first such node in index order (no best fit
 	// over GPUs). Jobs of several nodes keep gang's topology policy.
 	TreeNodeOrder bool
+	// ReserveWholeHosts is Config.ReserveWholeHosts under sched/backfill:
+	// Slurm's backfill plan keeps a node planned for a pending job away
+	// from every job that would overlap the planned run, whatever the
+	// planned job leaves free on it (its node-space map is a node bitmap
+	// per time slice; DebugFlags=BackfillMap shows it).
+	ReserveWholeHosts bool
+	// ReserveEndWindow is Config.ReserveEndWindow. Slurm's select/cons_tres
+	// and cons_res estimate a pending job's start in batches of running
+	// jobs' ends 30 s wide and up (their will-run test; the conformance
+	// harness's scenario (d) log shows backfill planning whole-node jobs
+	// at the last end of such a batch), but the preset leaves it 0: with
+	// the two-deep reservations above, replaying the five captured runs
+	// of scenario (d) with 30 s agreed on fewer starts on each (see
+	// docs/slurm-conformance.md's what-ifs). A host may set it.
+	ReserveEndWindow time.Duration
 }
 
 // Preset returns the site's Slurm-like Scheduler settings and adds to
@@ -79,6 +94,7 @@ func (s *Site) Preset() Preset {
 	pol := queue.Policy{Ordering: queue.StrictFIFO, Backfill: c.SchedulerType != "sched/builtin"}
 	if pol.Backfill {
 		p.ReserveDepth = min(c.Scheduler().BfMaxJobTest, 2)
+		p.ReserveWholeHosts = true
 	}
 	multi := c.PriorityType == "priority/multifactor"
 	if multi && c.Priority.WeightAge > 0 {
@@ -153,7 +169,8 @@ func (p Preset) Config(s *Site) (gpusched.Config, error) {
 		return gpusched.Config{}, err
 	}
 	if p.TreeNodeOrder && p.Placer == "topology" {
-		pl = &treePlacer{inner: pl}
+		pl = TreeNodeOrder(pl)
 	}
-	return gpusched.Config{Cluster: cl, Queues: p.Queues, Placer: pl, DefaultRuntime: p.DefaultRuntime, BackfillAround: true, ReserveDepth: p.ReserveDepth}, nil
+	return gpusched.Config{Cluster: cl, Queues: p.Queues, Placer: pl, DefaultRuntime: p.DefaultRuntime, BackfillAround: true, ReserveDepth: p.ReserveDepth,
+		MaxReservations: max(p.ReserveDepth, 4), ReserveWholeHosts: p.ReserveWholeHosts, ReserveEndWindow: p.ReserveEndWindow}, nil
 }

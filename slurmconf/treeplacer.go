@@ -27,6 +27,13 @@ type treePlacer struct {
 	count []int // per leaf-switch domain: hosts that can take the job
 }
 
+// TreeNodeOrder wraps inner, gang's "topology" placer, so that one-node
+// jobs are placed as Slurm's topology/tree does (Preset.TreeNodeOrder):
+// the leaf switch with the fewest nodes that can take the job, then its
+// first such node. Preset.Config uses it; a host that builds its own
+// placer for a Slurm site (the simulator's --slurm) wraps it with this.
+func TreeNodeOrder(inner gang.Placer) gang.Placer { return &treePlacer{inner: inner} }
+
 // Place implements gang.Placer.
 func (t *treePlacer) Place(l *topology.Ledger, r *gang.Request, p *gang.Placement) *gang.Explanation {
 	c := r.Cluster()

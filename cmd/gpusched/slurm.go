@@ -87,6 +87,7 @@ trace on the site directly.`,
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "imported %d nodes, %d warnings; preset: placer %s, backfill window %v, interval %v\n",
 				len(s.Conf.Nodes), len(s.Warnings), p.Placer, p.BfWindow, p.SchedInterval)
+			fmt.Fprintln(cmd.ErrOrStderr(), "backfill:", backfillSummary(s, p))
 			return nil
 		},
 	}
@@ -94,4 +95,17 @@ trace on the site directly.`,
 	cmd.Flags().StringVar(&queues, "queues", "", "also write the associations as a queue tree (YAML, for sim run --queues config:PATH)")
 	cmd.Flags().StringVar(&format, "format", "yaml", "cluster file format: yaml or json")
 	return cmd
+}
+
+// backfillSummary says which backfill options the preset imported from
+// the site (slurmconf.Preset, as Preset.Config sets them).
+func backfillSummary(s *slurmconf.Site, p slurmconf.Preset) string {
+	sp := s.Conf.Scheduler()
+	if p.ReserveDepth == 0 {
+		return fmt.Sprintf("off (SchedulerType=%s)", s.Conf.SchedulerType)
+	}
+	return fmt.Sprintf("on (SchedulerType=%s, bf_interval=%v, bf_window=%v, bf_max_job_test=%d, bf_continue=%v): "+
+		"reservations for the first %d blocked jobs of a queue (ReserveDepth), placed around reservations (BackfillAround), "+
+		"reserved hosts held whole (ReserveWholeHosts=%v), will-run batching ReserveEndWindow=%v, topology/tree node order %v",
+		s.Conf.SchedulerType, sp.BfInterval, sp.BfWindow, sp.BfMaxJobTest, sp.BfContinue, p.ReserveDepth, p.ReserveWholeHosts, p.ReserveEndWindow, p.TreeNodeOrder)
 }

@@ -26,7 +26,8 @@ func TestImportSlurm(t *testing.T) {
 	if c.NumGPUs() != 212 || c.NumHosts() != 33 {
 		t.Errorf("cluster %s", c)
 	}
-	if !strings.Contains(stderr, "slurm.conf:33: FooBarTimeout: setting not understood") || !strings.Contains(stderr, "imported 33 nodes") {
+	if !strings.Contains(stderr, "slurm.conf:33: FooBarTimeout: setting not understood") || !strings.Contains(stderr, "imported 33 nodes") ||
+		!strings.Contains(stderr, "backfill: on (SchedulerType=sched/backfill") || !strings.Contains(stderr, "ReserveWholeHosts=true") {
 		t.Errorf("stderr:\n%s", stderr)
 	}
 	if b, err := os.ReadFile(queues); err != nil || !strings.Contains(string(b), "vision:alice") {

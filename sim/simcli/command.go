@@ -327,6 +327,9 @@ func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stat
 	if err != nil {
 		return nil, err
 	}
+	if placer, err = rc.slurmPlacer(placer); err != nil {
+		return nil, err
+	}
 	scfg, err := rc.schedConfig()
 	if err != nil {
 		return nil, err

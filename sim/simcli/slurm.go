@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/gpusched/gpusched"
+	"github.com/gpusched/gpusched/gang"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/sim"
 	"github.com/gpusched/gpusched/sim/rootsched"
@@ -58,13 +59,36 @@ func (r *runConfig) slurmQueues(jobs []trace.Job) (queue.Config, []sim.Tenant, m
 }
 
 // slurmBackfill sets the preset's backfill options (Config.BackfillAround,
-// Config.ReserveDepth) in cfg.
+// ReserveDepth, MaxReservations, ReserveWholeHosts, ReserveEndWindow) in
+// cfg, as slurmconf.Preset.Config sets them.
 func (r *runConfig) slurmBackfill(cfg *gpusched.Config) error {
 	s, err := slurmconf.ReadDir(r.slurm)
 	if err != nil {
 		return fmt.Errorf("--slurm %s: %w", r.slurm, err)
 	}
-	p := s.Preset()
-	cfg.BackfillAround, cfg.ReserveDepth = true, p.ReserveDepth
+	pc, err := s.Preset().Config(s)
+	if err != nil {
+		return fmt.Errorf("--slurm %s: %w", r.slurm, err)
+	}
+	cfg.BackfillAround, cfg.ReserveDepth, cfg.MaxReservations = pc.BackfillAround, pc.ReserveDepth, pc.MaxReservations
+	cfg.ReserveWholeHosts, cfg.ReserveEndWindow = pc.ReserveWholeHosts, pc.ReserveEndWindow
 	return nil
+}
+
+// slurmPlacer wraps placer as the preset does (slurmconf.TreeNodeOrder:
+// one-node jobs placed as topology/tree does) when the site's preset asks
+// for it and the run's --policy is the preset's placer; otherwise it
+// returns placer unchanged.
+func (r *runConfig) slurmPlacer(placer gang.Placer) (gang.Placer, error) {
+	if r.slurm == "" {
+		return placer, nil
+	}
+	s, err := slurmconf.ReadDir(r.slurm)
+	if err != nil {
+		return nil, fmt.Errorf("--slurm %s: %w", r.slurm, err)
+	}
+	if p := s.Preset(); p.TreeNodeOrder && r.policy == p.Placer {
+		return slurmconf.TreeNodeOrder(placer), nil
+	}
+	return placer, nil
 }
