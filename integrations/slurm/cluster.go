@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -40,12 +41,32 @@ func Start(ctx context.Context, scripts, run, site, extra string) (*Cluster, err
 	if extra != "" {
 		args = append(args, extra)
 	}
-	out, err := exec.CommandContext(ctx, filepath.Join(scripts, "slurm-up.sh"), args...).CombinedOutput()
+	// The reaper first: it stops the daemons and removes run once this
+	// process is gone, however it ends (a go test timeout or a signal
+	// skips deferred and t.Cleanup functions).
+	if err := startReaper(scripts, run); err != nil {
+		return nil, err
+	}
+	up := exec.CommandContext(ctx, filepath.Join(scripts, "slurm-up.sh"), args...)
+	out, err := up.CombinedOutput()
 	if err != nil {
 		c.Stop()
 		return nil, fmt.Errorf("slurm-up.sh: %v\n%s", err, out)
 	}
 	return c, nil
+}
+
+// startReaper starts scripts/slurm-reaper.sh for this process and run, in
+// a process group of its own so that a signal to the test's group does
+// not end it; it is not waited for.
+func startReaper(scripts, run string) error {
+	r := exec.Command(filepath.Join(scripts, "slurm-reaper.sh"), strconv.Itoa(os.Getpid()), run)
+	r.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := r.Start(); err != nil {
+		return fmt.Errorf("slurm-reaper.sh: %w", err)
+	}
+	go func() { _ = r.Wait() }() // reaped if it ends first (it never does before us)
+	return nil
 }
 
 // Stop stops the daemons (slurm-down.sh).

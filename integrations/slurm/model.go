@@ -24,6 +24,12 @@ type Model struct {
 	// NoTreeNodeOrder turns the preset's TreeNodeOrder off (one-node jobs
 	// placed by gang's topology best fit).
 	NoTreeNodeOrder bool
+	// NoWholeHosts turns the preset's ReserveWholeHosts off (reservations
+	// hold only the GPUs, cores and memory they claim).
+	NoWholeHosts bool
+	// EndWindow, when > 0, sets Config.ReserveEndWindow (Slurm's will-run
+	// batching of running jobs' ends, 30 s; the preset leaves it off).
+	EndWindow time.Duration
 	// ArrivalsFirst makes Run take a cycle with the jobs arriving at an
 	// instant before it processes the ends at that instant (a what-if:
 	// Slurm's sacct gives both to the second, and the captured runs show
@@ -51,6 +57,12 @@ func (m *Model) scheduler() (*gpusched.Scheduler, *topology.Cluster, error) {
 	}
 	if m.NoBackfillAround {
 		cfg.BackfillAround = false
+	}
+	if m.NoWholeHosts {
+		cfg.ReserveWholeHosts = false
+	}
+	if m.EndWindow > 0 {
+		cfg.ReserveEndWindow = m.EndWindow
 	}
 	if m.ReserveDepth > 0 {
 		cfg.ReserveDepth = m.ReserveDepth
@@ -119,7 +131,7 @@ func (m *Model) Place(jobs []JobSpec, now time.Time) (map[string]Placement, erro
 // its Limit when dur has no entry): a discrete-event replay that calls
 // Schedule at every arrival and end and every interval (0: only on
 // events), until every job has started and ended. It returns each job's
-// start time, and the first cycle's placements.
+// start time and placement.
 func (m *Model) Run(jobs []JobSpec, dur map[string]time.Duration, now time.Time, interval time.Duration) (map[string]time.Time, map[string]Placement, error) {
 	st, first, _, err := m.RunWhy(jobs, dur, now, interval)
 	return st, first, err
@@ -155,9 +167,7 @@ func (m *Model) RunWhy(jobs []JobSpec, dur map[string]time.Duration, now time.Ti
 				return err
 			}
 			starts[b.Job] = t
-			if t.Equal(now) {
-				first[b.Job] = placementOf(c, b)
-			}
+			first[b.Job] = placementOf(c, b)
 			dd, ok := dur[b.Job]
 			if !ok {
 				dd = Job(specOf(jobs, b.Job)).Runtime

@@ -77,3 +77,34 @@ func TestModelRunBackfill(t *testing.T) {
 		}
 	}
 }
+
+// TestParseBackfillLog: backfill plans (nodes expanded), starts by the
+// main scheduler and by backfill; a known line that does not parse names
+// its line number.
+func TestParseBackfillLog(t *testing.T) {
+	log := "[2026-12-01T21:10:03.600] sched/backfill: _attempt_backfill: beginning\n" +
+		"[2026-12-01T21:10:03.627] sched/backfill: _dump_job_sched: JobId=101 to start at 2026-12-01T21:11:00, end at 2026-12-01T21:13:00 on nodes node[01-02,07] in partition gpu\n" +
+		"[2026-12-01T21:10:06.001] sched: Allocate JobId=101 NodeList=node07 #CPUs=4 Partition=gpu\n" +
+		"[2026-12-01T21:10:06.002] sched/backfill: _start_job: Started JobId=102 in gpu on node02\n"
+	b, err := ParseBackfillLog(strings.NewReader(log), time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Plans) != 1 || b.Plans[0].JobID != 101 || strings.Join(b.Plans[0].Nodes, ",") != "node01,node02,node07" ||
+		b.Plans[0].Start.Format(time.TimeOnly) != "21:11:00" || b.Plans[0].End.Sub(b.Plans[0].Start) != 2*time.Minute {
+		t.Errorf("plans: %+v", b.Plans)
+	}
+	if st, ok := b.Start(101); !ok || st.Backfill || st.Nodes[0] != "node07" {
+		t.Errorf("start of 101: %+v", st)
+	}
+	if st, ok := b.Start(102); !ok || !st.Backfill {
+		t.Errorf("start of 102: %+v", st)
+	}
+	if held := b.HeldAt("node02", b.Plans[0].Logged.Add(time.Second), 2*time.Minute); len(held) != 1 {
+		t.Errorf("node02 held by %v, want job 101's plan", held)
+	}
+	_, err = ParseBackfillLog(strings.NewReader("x\n[2026-12-01T21:10:03.627] sched/backfill: _dump_job_sched: JobId=1 to start at 2026-13-01T21:11:00, end at 2026-12-01T21:13:00 on nodes n1 in partition gpu\n"), time.UTC)
+	if err == nil || !strings.Contains(err.Error(), "slurmctld.log:2:") {
+		t.Errorf("bad month: %v", err)
+	}
+}

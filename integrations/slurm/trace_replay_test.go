@@ -16,11 +16,12 @@ import (
 // (testdata/trace-d-*.json, each saved with GPUSCHED_SLURM_KEEP: arrivals,
 // run times and Slurm's starts) through gpusched on the imported site,
 // without Slurm, and checks that no run agrees on fewer jobs than the
-// current preset reaches on it (trace-d-4.json is the run that generated
-// docs/slurm-conformance.md with TreeNodeOrder: 135): a change to the
-// preset or to backfill shows here first.
+// current preset reaches on it: a change to the preset or to backfill
+// shows here first. trace-d-5.json (with Slurm's job IDs and wall clock,
+// captured with DebugFlags=Backfill,BackfillMap; its backfill log lines
+// are trace-d-5.slurmctld.log) is replayed on Slurm's wall clock.
 func TestTraceReplayCaptured(t *testing.T) {
-	for name, want := range map[string]int{"trace-d-1.json": 129, "trace-d-2.json": 140, "trace-d-3.json": 135, "trace-d-4.json": 135} {
+	for name, want := range map[string]int{"trace-d-1.json": 129, "trace-d-2.json": 140, "trace-d-3.json": 135, "trace-d-4.json": 135, "trace-d-5.json": 127} {
 		t.Run(name, func(t *testing.T) { replayCaptured(t, "testdata/"+name, want) })
 	}
 }
@@ -46,13 +47,23 @@ func replayCaptured(t *testing.T, path string, want int) {
 		jobs = append(jobs, j.Spec)
 		dur[j.Spec.Name] = j.Duration
 	}
+	// The replay runs on Slurm's wall clock where the capture has it (the
+	// will-run batches of ReserveEndWindow are aligned to it); the first
+	// captures lack it, so their batches are aligned arbitrarily.
 	now := time.Unix(1_000_000, 0)
+	if !tr[0].T0.IsZero() {
+		now = tr[0].T0
+	}
+	if os.Getenv("GPUSCHED_SLURM_ENDWINDOW") != "" {
+		m.EndWindow = 30 * time.Second
+	}
 	if v := os.Getenv("GPUSCHED_SLURM_DEPTH"); v != "" { // what-ifs by hand
 		m.ReserveDepth, _ = strconv.Atoi(v)
 	}
 	m.NoBackfillAround = os.Getenv("GPUSCHED_SLURM_NOAROUND") != ""
 	m.NoTreeNodeOrder = os.Getenv("GPUSCHED_SLURM_NOTREE") != ""
 	m.ArrivalsFirst = os.Getenv("GPUSCHED_SLURM_ARRIVALSFIRST") != ""
+	m.NoWholeHosts = os.Getenv("GPUSCHED_SLURM_NOWHOLEHOSTS") != ""
 	gs, _, why, err := m.RunWhy(jobs, dur, now, interval)
 	if err != nil {
 		t.Fatal(err)
@@ -136,4 +147,102 @@ func TestCapturedSlurmReproducibility(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTraceEvidence reads Slurm's backfill log of a captured run of
+// scenario (d) (testdata/trace-d-5.json with the backfill lines of its
+// slurmctld.log, DebugFlags=Backfill) against gpusched's replay, as the
+// harness's report does, and checks that every job Slurm started later
+// than gpusched has log evidence. GPUSCHED_SLURM_EVIDENCE=DIR reads a run
+// kept with GPUSCHED_SLURM_KEEP=DIR instead (trace-d.json, slurmctld.log);
+// -v lists the disagreements with their evidence.
+func TestTraceEvidence(t *testing.T) {
+	tracePath, logPath := "testdata/trace-d-5.json", "testdata/trace-d-5.slurmctld.log"
+	if dir := os.Getenv("GPUSCHED_SLURM_EVIDENCE"); dir != "" {
+		tracePath, logPath = filepath.Join(dir, "trace-d.json"), filepath.Join(dir, "slurmctld.log")
+	}
+	b, err := os.ReadFile(tracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr []tracedJob
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	bl, err := ParseBackfillLog(f, time.Local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := strconv.Atoi(os.Getenv("GPUSCHED_SLURM_FIRSTID"))
+	ids := map[string]int{}
+	for i, j := range tr {
+		ids[j.Spec.Name] = j.JobID
+		if j.JobID == 0 {
+			ids[j.Spec.Name] = first + i
+		}
+	}
+	t0 := tr[0].T0
+	if t0.IsZero() {
+		st, _ := bl.Start(ids[tr[0].Spec.Name])
+		t0 = st.Logged.Add(-tr[0].SlurmStart).Round(time.Second)
+	}
+	m, err := LoadModel(siteDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.NoWholeHosts = os.Getenv("GPUSCHED_SLURM_NOWHOLEHOSTS") != ""
+	if v := os.Getenv("GPUSCHED_SLURM_DEPTH"); v != "" {
+		m.ReserveDepth, _ = strconv.Atoi(v)
+	}
+	interval := m.Site.Conf.Scheduler().SchedInterval
+	tol := interval + 2*time.Second
+	var jobs []JobSpec
+	dur := map[string]time.Duration{}
+	slurm := map[string]time.Duration{}
+	for _, j := range tr {
+		jobs = append(jobs, j.Spec)
+		dur[j.Spec.Name] = j.Duration
+		slurm[j.Spec.Name] = j.SlurmStart
+	}
+	if os.Getenv("GPUSCHED_SLURM_ENDWINDOW") != "" {
+		m.EndWindow = 30 * time.Second
+	}
+	now := t0 // Slurm's wall clock: the will-run batches are aligned to it
+	st, pl, why, err := m.RunWhy(jobs, dur, now, interval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := map[string]time.Duration{}
+	gp := map[string][]string{}
+	for n, s := range st {
+		gs[n] = s.Sub(now)
+		gp[n] = pl[n].Nodes
+	}
+	ev := traceEvidence(bl, t0, jobs, ids, slurm, gs, gp)
+	agree := 0
+	for _, j := range tr {
+		n := j.Spec.Name
+		if (gs[n] - slurm[n]).Abs() <= tol {
+			agree++
+			continue
+		}
+		t.Logf("%s arrived %s: Slurm %s s on %v, gpusched %s s on %v (%s)\n    %s", n, secs(j.Spec.Arrive), secs(slurm[n]), j.Nodes, secs(gs[n]), gp[n], reasonAt(why[n], now.Add(slurm[n])), ev[n].Text)
+		if gs[n] < slurm[n] && ev[n].Text == "" {
+			t.Errorf("%s: Slurm started it later than gpusched and the log has no evidence for it", n)
+		}
+	}
+	if os.Getenv("GPUSCHED_SLURM_NODES") != "" {
+		for _, j := range tr {
+			n := j.Spec.Name
+			if !slices.Equal(gp[n], j.Nodes) {
+				t.Logf("nodes differ: %s Slurm %s s %v, gpusched %s s %v", n, secs(slurm[n]), j.Nodes, secs(gs[n]), gp[n])
+			}
+		}
+	}
+	t.Logf("%d of %d agree", agree, len(tr))
 }

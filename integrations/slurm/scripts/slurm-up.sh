@@ -13,6 +13,12 @@ mkdir -p "$run"/{etc,state,spool,log,dev,munge}
 chmod 700 "$run/munge"
 # The configuration files, with @RUN@ replaced by the run directory.
 for f in "$conf"/*.conf; do sed "s#@RUN@#$run#g" "$f" >"$run/etc/$(basename "$f")"; done
+# GPUSCHED_SLURM_DEBUGFLAGS (e.g. Backfill, or Backfill,BackfillMap to investigate) becomes
+# slurmctld's DebugFlags, so slurmctld.log shows what backfill planned ("none" or unset: none;
+# TestConformance sets Backfill).
+if [ -n "${GPUSCHED_SLURM_DEBUGFLAGS:-}" ] && [ "$GPUSCHED_SLURM_DEBUGFLAGS" != none ]; then
+	echo "DebugFlags=$GPUSCHED_SLURM_DEBUGFLAGS" >>"$run/etc/slurm.conf"
+fi
 if [ -n "$extra" ]; then
 	# Drop the site's lines for the keys the extra slurm.conf sets (not node or partition lines).
 	keys=$(sed -n 's/^\([A-Za-z]*\)=.*/\1/p' "$extra/slurm.conf" | grep -v -x -e NodeName -e PartitionName | paste -sd'|')
