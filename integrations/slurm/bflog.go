@@ -44,19 +44,24 @@ type BfStart struct {
 type BfLog struct {
 	Plans  []BfPlan
 	Starts []BfStart
+	// Ends are when slurmctld logged each job done ("_job_complete:
+	// JobId=N done"), by job ID: to the millisecond, where scontrol and
+	// sacct give whole seconds.
+	Ends map[int]time.Time
 }
 
 var (
 	bfPlanRE  = regexp.MustCompile(`^\[([0-9T:.-]+)\] sched/backfill: _dump_job_sched: JobId=(\d+) to start at (\S+), end at (\S+) on nodes (\S+)`)
 	bfStartRE = regexp.MustCompile(`^\[([0-9T:.-]+)\] sched/backfill: _start_job: Started JobId=(\d+) in \S+ on (\S+)`)
 	mainRE    = regexp.MustCompile(`^\[([0-9T:.-]+)\] sched: Allocate JobId=(\d+) NodeList=(\S+)`)
+	doneRE    = regexp.MustCompile(`^\[([0-9T:.-]+)\] _job_complete: JobId=(\d+) done`)
 )
 
 // ParseBackfillLog reads slurmctld.log lines; times are in loc (slurmctld
 // logs local time without a zone). Lines it does not know are skipped; a
 // line it knows but cannot read is an error naming its line number.
 func ParseBackfillLog(r io.Reader, loc *time.Location) (*BfLog, error) {
-	out := &BfLog{}
+	out := &BfLog{Ends: map[int]time.Time{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 	const stamp = "2006-01-02T15:04:05.000"
@@ -75,6 +80,15 @@ func ParseBackfillLog(r io.Reader, loc *time.Location) (*BfLog, error) {
 				return nil, fmt.Errorf("slurmctld.log:%d: backfill plan: %v", no, err)
 			}
 			out.Plans = append(out.Plans, BfPlan{Logged: at, JobID: id, Start: st, End: en, Nodes: nodes})
+			continue
+		}
+		if m := doneRE.FindStringSubmatch(ln); m != nil {
+			at, e1 := time.ParseInLocation(stamp, m[1], loc)
+			id, e2 := strconv.Atoi(m[2])
+			if err := firstErr(e1, e2); err != nil {
+				return nil, fmt.Errorf("slurmctld.log:%d: job end: %v", no, err)
+			}
+			out.Ends[id] = at
 			continue
 		}
 		bf := true
@@ -106,6 +120,21 @@ func firstErr(errs ...error) error {
 		}
 	}
 	return nil
+}
+
+// Durations returns how long each job of ids ran by slurmctld's log (its
+// start logged to its end logged, to the millisecond), for the jobs the
+// log has both for.
+func (b *BfLog) Durations(ids map[string]int) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for name, id := range ids {
+		st, ok := b.Start(id)
+		end, done := b.Ends[id]
+		if ok && done && end.After(st.Logged) {
+			out[name] = end.Sub(st.Logged)
+		}
+	}
+	return out
 }
 
 // LastPlan returns backfill's last plan for job id logged before t.
@@ -275,16 +304,41 @@ func gpuschedLaterCause(r string) string {
 
 // firstPlacementSplit names the first job (by Slurm's start) that Slurm
 // and gpusched put on different nodes, the start from which their
-// clusters differ; "" if none.
-func firstPlacementSplit(jobs []JobSpec, sj map[string]JobInfo, gpl map[string]Placement, t0 time.Time) string {
+// clusters differ, and what the log says of it; "" if none. gs are
+// gpusched's starts, as offsets from t0.
+func firstPlacementSplit(b *BfLog, jobs []JobSpec, ids map[string]int, sj map[string]JobInfo, gs map[string]time.Duration, gpl map[string]Placement, t0 time.Time) string {
 	order := slices.Clone(jobs)
 	slices.SortStableFunc(order, func(a, b JobSpec) int { return sj[a.Name].Start.Compare(sj[b.Name].Start) })
 	for _, j := range order {
-		if !slices.Equal(sj[j.Name].Nodes, gpl[j.Name].Nodes) {
-			return fmt.Sprintf("The placements first differ at %s s: Slurm put %s on %s, gpusched on %s (same start or not); Slurm's cons_tres "+
-				"picks a node's cores first and counts only GPUs bound to free cores in its first pass (gres.conf Cores), which gpusched does not model, "+
-				"so from then on the two clusters have different holes.", secs(sj[j.Name].Start.Sub(t0)), j.Name, nodeList(sj[j.Name].Nodes), nodeList(gpl[j.Name].Nodes))
+		if slices.Equal(sj[j.Name].Nodes, gpl[j.Name].Nodes) {
+			continue
 		}
+		s := fmt.Sprintf("The placements first differ at %s s: Slurm put %s on %s, gpusched on %s.", secs(sj[j.Name].Start.Sub(t0)), j.Name,
+			nodeList(sj[j.Name].Nodes), nodeList(gpl[j.Name].Nodes))
+		st, ok := b.Start(ids[j.Name])
+		if !ok {
+			return s
+		}
+		// A job on gpusched's node that the replay had ended by then (its
+		// whole-second end not after gpusched's start) but that Slurm
+		// ended only after placing this one.
+		var late []string
+		for _, o := range jobs {
+			if o.Name == j.Name || !slices.Equal(sj[o.Name].Nodes, gpl[j.Name].Nodes) {
+				continue
+			}
+			end, done := b.Ends[ids[o.Name]]
+			ostart := sj[o.Name].Start
+			if done && ostart.Before(st.Logged) && end.After(st.Logged) && !sj[o.Name].End.After(t0.Add(gs[j.Name])) {
+				late = append(late, fmt.Sprintf("%s (logged done at %s s)", o.Name, strconv.FormatFloat(end.Sub(t0).Seconds(), 'f', 3, 64)))
+			}
+		}
+		if len(late) > 0 {
+			return s + fmt.Sprintf(" Slurm placed it at %s s, before %s ended, in the same second; the replay, with times to the second, "+
+				"had processed that end first, so %s had room in gpusched and not in Slurm. From then on the two clusters have different holes.",
+				strconv.FormatFloat(st.Logged.Sub(t0).Seconds(), 'f', 3, 64), strings.Join(late, "; "), nodeList(gpl[j.Name].Nodes))
+		}
+		return s + " The log shows no end in the same second on gpusched's node; the cause is not identified. From then on the two clusters have different holes."
 	}
 	return ""
 }

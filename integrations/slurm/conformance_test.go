@@ -530,7 +530,7 @@ func scenarioTrace(ctx context.Context, t *testing.T, c *Cluster, m *Model) *Sce
 		evNote = fmt.Sprintf("Evidence from Slurm: slurmctld.log with DebugFlags=Backfill, %d backfill plans (\"JobId=N to start at T, end at E on nodes X\": "+
 			"sched/backfill plans every pending job in priority order each pass and keeps the planned nodes whole for that window in its node-space map, "+
 			"so no later job overlapping the window may use them) and %d job starts (by the main scheduler or by backfill).", len(bl.Plans), len(bl.Starts))
-		if first := firstPlacementSplit(replay, sj, gpl, t0); first != "" {
+		if first := firstPlacementSplit(bl, replay, ids, sj, gst, gpl, t0); first != "" {
 			evNote += " " + first
 		}
 	}

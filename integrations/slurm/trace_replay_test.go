@@ -212,6 +212,13 @@ func TestTraceEvidence(t *testing.T) {
 	if os.Getenv("GPUSCHED_SLURM_ENDWINDOW") != "" {
 		m.EndWindow = 30 * time.Second
 	}
+	if os.Getenv("GPUSCHED_SLURM_LOGDUR") != "" {
+		ld := bl.Durations(ids)
+		t.Logf("durations from the log for %d jobs", len(ld))
+		for n, d := range ld {
+			dur[n] = d
+		}
+	}
 	now := t0 // Slurm's wall clock: the will-run batches are aligned to it
 	st, pl, why, err := m.RunWhy(jobs, dur, now, interval)
 	if err != nil {
@@ -243,6 +250,17 @@ func TestTraceEvidence(t *testing.T) {
 				t.Logf("nodes differ: %s Slurm %s s %v, gpusched %s s %v", n, secs(slurm[n]), j.Nodes, secs(gs[n]), gp[n])
 			}
 		}
+	}
+	gpl := map[string]Placement{}
+	sj := map[string]JobInfo{}
+	for _, j := range tr {
+		gpl[j.Spec.Name] = pl[j.Spec.Name]
+		sj[j.Spec.Name] = JobInfo{Start: t0.Add(j.SlurmStart), End: t0.Add(j.SlurmStart + j.Duration), Nodes: j.Nodes}
+	}
+	split := firstPlacementSplit(bl, jobs, ids, sj, gs, gpl, t0)
+	t.Log(split)
+	if tracePath == "testdata/trace-d-5.json" && !strings.Contains(split, "d004-h100-1x1 (logged done at 25.614 s)") {
+		t.Errorf("run 5's first placement split: %q, want d033 placed before d004's end in the same second", split)
 	}
 	t.Logf("%d of %d agree", agree, len(tr))
 }
