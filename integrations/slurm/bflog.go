@@ -122,16 +122,18 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
-// Durations returns how long each job of ids ran by slurmctld's log (its
-// start logged to its end logged, to the millisecond), for the jobs the
-// log has both for.
+// Durations returns how long each job of ids ran by slurmctld's log, to
+// the millisecond, counted from the whole second its start was logged in
+// (a replay that starts jobs on whole seconds then ends each at the
+// millisecond Slurm logged it done when it starts it in the same second as
+// Slurm did), for the jobs the log has both for.
 func (b *BfLog) Durations(ids map[string]int) map[string]time.Duration {
 	out := map[string]time.Duration{}
 	for name, id := range ids {
 		st, ok := b.Start(id)
 		end, done := b.Ends[id]
 		if ok && done && end.After(st.Logged) {
-			out[name] = end.Sub(st.Logged)
+			out[name] = end.Sub(st.Logged.Truncate(time.Second))
 		}
 	}
 	return out

@@ -239,6 +239,9 @@ func TestTraceEvidence(t *testing.T) {
 			continue
 		}
 		t.Logf("%s arrived %s: Slurm %s s on %v, gpusched %s s on %v (%s)\n    %s", n, secs(j.Spec.Arrive), secs(slurm[n]), j.Nodes, secs(gs[n]), gp[n], reasonAt(why[n], now.Add(slurm[n])), ev[n].Text)
+		if gs[n] < slurm[n] {
+			t.Logf("slurm-later %s held=%v plannedLater=%v", n, ev[n].Held, ev[n].PlannedLater)
+		}
 		if gs[n] < slurm[n] && ev[n].Text == "" {
 			t.Errorf("%s: Slurm started it later than gpusched and the log has no evidence for it", n)
 		}
