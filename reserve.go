@@ -93,6 +93,12 @@ func newReservations(c *topology.Cluster, placer gang.Placer, defaultRuntime tim
 	return reservations{c: c, placer: placer, defaultRuntime: defaultRuntime, max: max, byJob: map[*job]*reservation{}}
 }
 
+// holdWhole sets Config.ReserveWholeHosts (reserve_hosts.go) and
+// Config.ReserveEndWindow (reserve_window.go).
+func (rs *reservations) holdWhole(wholeHosts bool, endWindow time.Duration) {
+	rs.wholeHosts, rs.endWindow = wholeHosts, endWindow
+}
+
 // begin starts a cycle: no holds yet.
 func (rs *reservations) begin() { rs.holds = rs.holds[:0] }
 

@@ -229,8 +229,7 @@ func New(cfg Config) (*Scheduler, error) {
 		cons:   newConsolidator(cfg.Defrag),
 		around: aroundPlacer{on: cfg.BackfillAround}, deep: deepReserver{depth: cfg.ReserveDepth},
 	}
-	s.res.wholeHosts = cfg.ReserveWholeHosts
-	s.res.endWindow = cfg.ReserveEndWindow
+	s.res.holdWhole(cfg.ReserveWholeHosts, cfg.ReserveEndWindow)
 	s.tracker, _ = cfg.Placer.(gang.Tracker)
 	return s, nil
 }
