@@ -421,12 +421,6 @@ func runOffsets(m *Model, jobs []JobSpec, dur map[string]time.Duration, now time
 	return out, nil
 }
 
-func secs(d time.Duration) string {
-	if d < 0 {
-		return "none"
-	}
-	return strconv.FormatFloat(d.Seconds(), 'f', 0, 64)
-}
 
 // startOrder groups job names by start time (starts within tol of the
 // group's first are one group), groups in time order, names sorted.
@@ -754,12 +748,6 @@ func saveTrace(t *testing.T, path string, jobs []JobSpec, dur map[string]time.Du
 	}
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "none seen"
-	}
-	return s
-}
 
 // reasonAt is gpusched's reason at the last cycle at or before at.
 func reasonAt(ws []Wait, at time.Time) string {

@@ -3,7 +3,9 @@ package slurmharness
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Report is the conformance report the harness writes as
@@ -96,4 +98,20 @@ func (r *Report) Write(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// secs formats d in whole seconds ("none" when negative).
+func secs(d time.Duration) string {
+	if d < 0 {
+		return "none"
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', 0, 64)
+}
+
+// orDash is s, or "none seen" when empty.
+func orDash(s string) string {
+	if s == "" {
+		return "none seen"
+	}
+	return s
 }
