@@ -285,7 +285,7 @@ func slurmLaterCause(e jobEvidence, reason string) string {
 	case e.Held:
 		return "the node gpusched used was planned whole for another waiting job (Slurm plans every waiting job; gpusched's preset reserves for two, holding their hosts whole)"
 	case e.PlannedLater:
-		return "Slurm's backfill planned the job later than gpusched's start (its will-run test batches running jobs' ends, see ReserveEndWindow) and nothing freed its nodes earlier"
+		return "no node was free for it in Slurm's cluster when gpusched started it, and backfill's plan for it was later (the clusters had split; a whole-node job's plan is also late by the will-run batching of ends, see docs/slurm.md)"
 	case e.Text != "":
 		return "no node held for another job in Slurm's plan; Slurm's cluster differed (an earlier start or placement differed), last reason " + orDash(reason)
 	}
