@@ -421,7 +421,6 @@ func runOffsets(m *Model, jobs []JobSpec, dur map[string]time.Duration, now time
 	return out, nil
 }
 
-
 // startOrder groups job names by start time (starts within tol of the
 // group's first are one group), groups in time order, names sorted.
 func startOrder(at map[string]time.Duration, tol time.Duration) []string {
@@ -747,7 +746,6 @@ func saveTrace(t *testing.T, path string, jobs []JobSpec, dur map[string]time.Du
 		t.Logf("GPUSCHED_SLURM_KEEP: %v", err)
 	}
 }
-
 
 // reasonAt is gpusched's reason at the last cycle at or before at.
 func reasonAt(ws []Wait, at time.Time) string {
