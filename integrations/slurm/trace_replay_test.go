@@ -28,14 +28,7 @@ func TestTraceReplayCaptured(t *testing.T) {
 }
 
 func replayCaptured(t *testing.T, path string, want int) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tr []tracedJob
-	if err := json.Unmarshal(b, &tr); err != nil {
-		t.Fatal(err)
-	}
+	tr := readTrace(t, path)
 	m, err := LoadModel(siteDir)
 	if err != nil {
 		t.Fatal(err)
@@ -162,14 +155,7 @@ func TestTraceEvidence(t *testing.T) {
 	if dir := os.Getenv("GPUSCHED_SLURM_EVIDENCE"); dir != "" {
 		tracePath, logPath = filepath.Join(dir, "trace-d.json"), filepath.Join(dir, "slurmctld.log")
 	}
-	b, err := os.ReadFile(tracePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tr []tracedJob
-	if err := json.Unmarshal(b, &tr); err != nil {
-		t.Fatal(err)
-	}
+	tr := readTrace(t, tracePath)
 	f, err := os.Open(logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -267,4 +253,18 @@ func TestTraceEvidence(t *testing.T) {
 		t.Errorf("run 5's first placement split: %q, want d033 placed before d004's end in the same second", split)
 	}
 	t.Logf("%d of %d agree", agree, len(tr))
+}
+
+// readTrace reads a run of scenario (d) saved by the harness.
+func readTrace(t *testing.T, path string) []tracedJob {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr []tracedJob
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return tr
 }
