@@ -19,7 +19,9 @@ import (
 //     plans a start for every pending job within bf_window, in priority
 //     order. Like Slurm's, a backfill candidate is placed around the
 //     reservations (Config.BackfillAround) when the placer's first choice
-//     would delay one.
+//     would delay one, and a reservation holds its hosts whole for its
+//     window (Config.ReserveWholeHosts). Slurm's will-run batching of the
+//     planned start (Config.ReserveEndWindow) is left off.
 //   - Decisions are taken whenever the host calls Schedule, not every
 //     sched_interval/bf_interval; hosts that want Slurm's rhythm call it at
 //     SchedInterval (the simulator's --schedule-every).
