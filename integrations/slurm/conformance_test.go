@@ -623,7 +623,7 @@ func scenarioTrace(ctx context.Context, t *testing.T, c *Cluster, m *Model) *Sce
 	}
 	verdict := fmt.Sprintf("no other depth brings gpusched closer to Slurm on this run than the preset's ReserveDepth %d", m.Preset.ReserveDepth)
 	if bestDepth != m.Preset.ReserveDepth {
-		verdict = fmt.Sprintf("ReserveDepth %d would agree on %d jobs on this run (the preset's %d agreed best over the captured runs in testdata/trace-d-*.json)", bestDepth, best, m.Preset.ReserveDepth)
+		verdict = fmt.Sprintf("ReserveDepth %d would agree on %d jobs on this run (the preset's %d is chosen over all the captured runs in testdata/trace-d-*.json, see docs/slurm.md)", bestDepth, best, m.Preset.ReserveDepth)
 	}
 	s.Notes = append(s.Notes, fmt.Sprintf("The same run replayed by gpusched with other settings, jobs within tolerance (the preset: %d): %s; %s.",
 		s.Agree, strings.Join(whatIf, "; "), verdict))
