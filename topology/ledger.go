@@ -98,6 +98,10 @@ type Ledger struct {
 	stampN  uint64   // changes stamped under stampID
 
 	idx ledgerIndex
+	// slim: an Occupancy's ledger, without counters or indexes (nil
+	// freeWhole, freeMilli, healthy and idx): adjust and the shared-GPU
+	// index are skipped.
+	slim bool
 }
 
 // NewLedger returns an empty ledger for c: everything healthy and free.
@@ -275,6 +279,9 @@ func (l *Ledger) contrib(g GPUID) (free int32, milli int64, ok int32) {
 // adjust adds deltas to every domain containing g (its tree ancestors and
 // fabric domain) and marks changed index entries.
 func (l *Ledger) adjust(g GPUID, dFree int32, dMilli int64, dOK int32) {
+	if l.slim {
+		return
+	}
 	l.count(g, dFree, dMilli, dOK)
 	if dFree != 0 {
 		l.touchGPU(g)
@@ -666,7 +673,7 @@ func (l *Ledger) apply(gc GPUClaim) {
 	f1, m1, o1 := l.contrib(g)
 	l.adjust(g, f1-f0, m1-m0, o1-o0)
 	l.bumpHost(l.c.gpus[g].host)
-	if gc.Kind == ClaimShare {
+	if gc.Kind == ClaimShare && !l.slim {
 		l.idx.touchShared(g)
 	}
 }
@@ -714,7 +721,9 @@ func (l *Ledger) giveGPU(ci int, gc GPUClaim) error {
 		if s.used == 0 {
 			s.mode = ModeFree
 		}
-		l.idx.touchShared(g)
+		if !l.slim {
+			l.idx.touchShared(g)
+		}
 	case ClaimMIG:
 		s.mig &^= mask
 		s.used = migUsed(s.mig, l.c.models[l.c.hosts[h].model].MIGSlots)
