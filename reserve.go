@@ -36,8 +36,8 @@ type reservations struct {
 	// healthEpoch counts the health changes (and cordons): a shadow built
 	// before one is not reused.
 	healthEpoch uint64
-	shadowScr   []shadowState // check's result buffer
-	shortScr    []*queue.Entry     // short's result buffer
+	shadowScr   []shadowState  // check's result buffer
+	shortScr    []*queue.Entry // short's result buffer
 }
 
 // hold is what a blocked job of a backfilling queue holds for the rest of
