@@ -184,11 +184,16 @@ func (cs *cycleState) reason(j *job) *Reason {
 
 // reasonOf is reason, with where it comes from.
 func (cs *cycleState) reasonOf(j *job) (*Reason, reasonSource) {
+	return cs.reasonIn(j, j.leaf.ID())
+}
+
+// reasonIn is reasonOf for a job of leaf id (the listing knows it).
+func (cs *cycleState) reasonIn(j *job, id queue.NodeID) (*Reason, reasonSource) {
 	if j.reasonCycle == cs.n && j.reason != nil {
 		return j.reason, fromJob
 	}
 	// A stopped strict queue tried nothing after its head.
-	if st := &cs.leaves[j.leaf.ID()]; st.stop != nil && st.stop.Blocker != j.spec.ID {
+	if st := &cs.leaves[id]; st.stop != nil && st.stop.Blocker != j.spec.ID {
 		return st.stop, fromStop
 	}
 	return cs.classReason(j.entry.ClassOf()), fromClass
