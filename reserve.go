@@ -208,9 +208,10 @@ func syncShadow(r *reservation, admits []*job) bool {
 }
 
 // shadowLedger returns a copy of live for a reservation's what-ifs: a
-// pooled ledger made equal to it (CopyFrom), or else a Clone, whose
-// indexes are shared copy-on-write — building a fresh ledger's indexes
-// cost a cold cycle at 100k GPUs more than half its time.
+// pooled ledger made equal to it (CopyFrom), or else a Clone (building a
+// fresh ledger's indexes would cost more). Only the deep reserver and a
+// restored reservation need one; reserve works on the live ledger
+// (reserve_whatif.go).
 func (rs *reservations) shadowLedger(live *topology.Ledger) *topology.Ledger {
 	if n := len(rs.shadowPool); n > 0 {
 		l := rs.shadowPool[n-1]
@@ -338,7 +339,9 @@ func (rs *reservations) short(leaf *queue.Leaf, j *job, conflict *hold, now time
 	return cands
 }
 
-// reserve computes j's reservation: on a copy of the ledger, release the
+// reserve computes j's reservation: as a what-if on the live ledger
+// (taken back before it returns; the reservation keeps an Occupancy of
+// the state found, reserve_whatif.go), release the
 // jobs holding resources in order of estimated end (overdue jobs first,
 // jobs without an estimate last) and find the earliest end after which
 // the placer fits j. Placement attempts are spaced out exponentially

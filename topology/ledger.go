@@ -155,8 +155,8 @@ func (l *Ledger) Cluster() *Cluster { return l.c }
 // state, which lets callers cache answers.
 func (l *Ledger) Generation() uint64 { return l.gen }
 
-// Clone returns an independent copy. It copies O(GPUs + domains) memory;
-// the indexes are copied lazily (copy-on-write).
+// Clone returns an independent copy. It copies O(GPUs + domains) memory,
+// the indexes' keys included.
 func (l *Ledger) Clone() *Ledger {
 	n := &Ledger{
 		c:          l.c,
@@ -179,9 +179,9 @@ func (l *Ledger) Clone() *Ledger {
 
 // CopyFrom makes l an exact copy of src, reusing l's memory. Both must track
 // the same Cluster. It is the cheap form of Clone for planners that run
-// many what-ifs: it copies into l's arrays and allocates only the few small
-// headers of the copy-on-write index trees (about 20 allocations, whatever
-// the cluster size).
+// many what-ifs: it copies into l's arrays and allocates only the indexes'
+// key arrays (one per index). An Occupancy is cheaper still for what-ifs
+// that only allocate and release.
 func (l *Ledger) CopyFrom(src *Ledger) {
 	if l.c != src.c {
 		panic("topology: Ledger.CopyFrom across clusters")
