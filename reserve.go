@@ -213,9 +213,7 @@ func syncShadow(r *reservation, admits []*job) bool {
 // restored reservation need one; reserve works on the live ledger
 // (reserve_whatif.go).
 func (rs *reservations) shadowLedger(live *topology.Ledger) *topology.Ledger {
-	if n := len(rs.shadowPool); n > 0 {
-		l := rs.shadowPool[n-1]
-		rs.shadowPool = rs.shadowPool[:n-1]
+	if l, ok := popPooled(&rs.shadowPool); ok {
 		l.CopyFrom(live)
 		return l
 	}

@@ -105,13 +105,23 @@ func (w *whatIf) rollback() {
 // occupancy returns an Occupancy holding l's occupancy now, pooled when
 // one is free.
 func (rs *reservations) occupancy(l *topology.Ledger) *topology.Occupancy {
-	if n := len(rs.occPool); n > 0 {
-		o := rs.occPool[n-1]
-		rs.occPool = rs.occPool[:n-1]
+	if o, ok := popPooled(&rs.occPool); ok {
 		o.CopyFrom(l)
 		return o
 	}
 	return l.Occupancy()
+}
+
+// popPooled takes the last shadow of a pool, if there is one.
+func popPooled[T any](pool *[]T) (T, bool) {
+	var x T
+	n := len(*pool)
+	if n == 0 {
+		return x, false
+	}
+	x = (*pool)[n-1]
+	*pool = (*pool)[:n-1]
+	return x, true
 }
 
 // recycleShadow takes back a shadow no reservation keeps, for reuse.
