@@ -15,6 +15,7 @@ type keySet struct {
 	chunks [][]uint64 // non-empty, sorted, ascending across chunks
 	lasts  []uint64   // lasts[i] is the last key of chunks[i]
 	n      int
+	back   []uint64 // the array copyFrom carved the chunks from (reused by the next)
 }
 
 const chunkMax = 128
@@ -210,12 +211,21 @@ func (s *keySet) Clone() *keySet {
 	return n
 }
 
-// copyFrom makes s a copy of src: one new array holds every chunk, each
-// with room for one more key (a chunk that grows past it moves out on
-// its own).
+// copyFrom makes s a copy of src: one array holds every chunk, each with
+// room for one more key (a chunk that grows past it moves out on its own).
+// The array is s's own from its last copyFrom when large enough (only s's
+// chunks, all replaced here, point into it), so a ledger that CopyFroms
+// again and again allocates nothing once grown.
 func (s *keySet) copyFrom(src *keySet) {
+	if src == s {
+		return
+	}
 	nc := len(src.chunks)
-	back := make([]uint64, nc*(chunkMax+1))
+	need := nc * (chunkMax + 1)
+	if cap(s.back) < need {
+		s.back = make([]uint64, need+need/4)
+	}
+	back := s.back[:need]
 	if cap(s.chunks) >= nc {
 		clear(s.chunks[nc:cap(s.chunks)][:cap(s.chunks)-nc])
 		s.chunks = s.chunks[:nc]
