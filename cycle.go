@@ -184,11 +184,16 @@ func (cs *cycleState) reason(j *job) *Reason {
 
 // reasonOf is reason, with where it comes from.
 func (cs *cycleState) reasonOf(j *job) (*Reason, reasonSource) {
+	return cs.reasonIn(j, j.leaf.ID())
+}
+
+// reasonIn is reasonOf for a job of leaf id (the listing knows it).
+func (cs *cycleState) reasonIn(j *job, id queue.NodeID) (*Reason, reasonSource) {
 	if j.reasonCycle == cs.n && j.reason != nil {
 		return j.reason, fromJob
 	}
 	// A stopped strict queue tried nothing after its head.
-	if st := &cs.leaves[j.leaf.ID()]; st.stop != nil && st.stop.Blocker != j.spec.ID {
+	if st := &cs.leaves[id]; st.stop != nil && st.stop.Blocker != j.spec.ID {
 		return st.stop, fromStop
 	}
 	return cs.classReason(j.entry.ClassOf()), fromClass
@@ -353,7 +358,7 @@ type verdict struct {
 	// buffer or a reservation's placement; admit copies it) and the
 	// reservation shadows that already took its claims.
 	placed  *gang.Placement
-	shadows []*topology.Ledger
+	shadows []shadowState
 	// block is the quota that stops it, if one does.
 	block *queue.Block
 	// preempt: the Preemptor may help (a quota or a placement block); x is
@@ -542,7 +547,7 @@ func (s *Scheduler) backfillShort(d *Decision, leaf *queue.Leaf, j *job, conflic
 // nomination) found; shadows are the reservation ledgers that already
 // took its claims (released again on failure). It reports whether j was
 // admitted; if not, j has a job-level reason.
-func (s *Scheduler) admit(d *Decision, leaf *queue.Leaf, j *job, placed *gang.Placement, shadows []*topology.Ledger, now time.Time) bool {
+func (s *Scheduler) admit(d *Decision, leaf *queue.Leaf, j *job, placed *gang.Placement, shadows []shadowState, now time.Time) bool {
 	undoShadows := func(claims []topology.Claim) {
 		for _, sh := range shadows {
 			_ = sh.Release(claims...)

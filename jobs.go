@@ -22,6 +22,11 @@ type job struct {
 	shape  string      // its class: see shapeKey
 	demand queue.Vector
 
+	// reason is why it waits, set in cycle reasonCycle (cycleState). Kept
+	// next to entry and state: listing the waiting jobs reads the three.
+	reason      *Reason
+	reasonCycle uint64
+
 	// Written by the job transitions (events.go: take, start, release,
 	// back, end, rejected), hosts by jobTable.index, leaf (after newJob) by
 	// jobTable.moveLeaf. Invariant: placement, txn,
@@ -39,10 +44,6 @@ type job struct {
 	end         time.Time // estimated end while holding; zero: unknown
 	endKnown    bool
 	preemptions int // times reported Preempted
-
-	// reason is why it waits, set in cycle reasonCycle (cycleState).
-	reason      *Reason
-	reasonCycle uint64
 
 	models jobModels     // its model filters (admission.models)
 	vic    jobVictim     // its filing as a possible victim (victimIndex)

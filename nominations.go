@@ -248,7 +248,7 @@ type nomRelease struct {
 // which the caller no longer releases at their own ends. A nomination
 // whose placement does not fit so (not expected) is left as it was: its
 // holds never released, its victims released at their ends.
-func (ns *nominations) shadow(sh *topology.Ledger, now time.Time, defaultRuntime time.Duration) ([]nomRelease, []*job) {
+func (ns *nominations) shadow(sh whatIfLedger, now time.Time, defaultRuntime time.Duration) ([]nomRelease, []*job) {
 	if len(ns.list) == 0 {
 		return nil, nil
 	}

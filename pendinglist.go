@@ -209,11 +209,14 @@ func (pl *pendingList) relist(lr *leafRows, l *queue.Leaf, cs *cycleState, id qu
 	}
 	cls := lr.classes[:0]
 	rows, ents, rcls := lr.rows[:0], lr.ents[:0], lr.cls[:0]
+	if n := l.Len(); cap(rows) < n { // sized once, not grown row by row
+		rows, ents, rcls = make([]Pending, 0, n), make([]*queue.Entry, 0, n), make([]int32, 0, n)
+	}
 	explicit := 0
 	name := l.Name()
 	l.Ascend(func(e *queue.Entry) bool {
 		j := e.Ref.(*job)
-		r, src := cs.reasonOf(j)
+		r, src := cs.reasonIn(j, id)
 		k := int32(-1)
 		switch src {
 		case fromJob:
@@ -231,7 +234,7 @@ func (pl *pendingList) relist(lr *leafRows, l *queue.Leaf, cs *cycleState, id qu
 			}
 			cls[k].rows = append(cls[k].rows, int32(len(rows)))
 		}
-		rows = append(rows, Pending{Job: j.spec.ID, Queue: name, State: j.state, Reason: r})
+		rows = append(rows, Pending{Job: e.ID, Queue: name, State: j.state, Reason: r}) // e.ID is j.spec.ID, nearer
 		ents, rcls = append(ents, e), append(rcls, k)
 		return true
 	})

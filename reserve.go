@@ -31,12 +31,15 @@ type reservations struct {
 	// shadowPool (then shadow is nil).
 	byJob           map[*job]*reservation
 	kept, keptSpare []*reservation
-	shadowPool      []*topology.Ledger // shadow ledgers free for reuse
+	shadowPool      []*topology.Ledger    // shadow ledgers free for reuse (deep and restored reservations)
+	occPool         []*topology.Occupancy // shadow occupancies free for reuse (reserve)
+	// wi is reserve's what-if on the live ledger (reserve_whatif.go).
+	wi whatIf
 	// healthEpoch counts the health changes (and cordons): a shadow built
 	// before one is not reused.
 	healthEpoch uint64
-	shadowScr   []*topology.Ledger // check's result buffer
-	shortScr    []*queue.Entry     // short's result buffer
+	shadowScr   []shadowState  // check's result buffer
+	shortScr    []*queue.Entry // short's result buffer
 }
 
 // hold is what a blocked job of a backfilling queue holds for the rest of
@@ -72,7 +75,7 @@ type reservation struct {
 	// shadow is the ledger as it will be at `at`: jobs ending by then
 	// released, the reservation and every later-ending backfilled job
 	// allocated.
-	shadow *topology.Ledger
+	shadow shadowState
 	// deep: planned by the deepReserver around earlier reservations
 	// (Config.ReserveDepth), its shadow holding them too; such a shadow is
 	// not kept across cycles (keep), so the next cycle plans the
@@ -141,7 +144,7 @@ func (rs *reservations) forget(j *job) { delete(rs.byJob, j) }
 func (rs *reservations) released(j *job) {
 	for _, r := range rs.kept {
 		if r.shadow != nil && (r.forever || !j.endKnown || j.end.After(r.at)) {
-			rs.shadowPool = append(rs.shadowPool, r.shadow)
+			rs.recycleShadow(r.shadow)
 			r.shadow = nil
 		}
 	}
@@ -158,7 +161,7 @@ func (rs *reservations) endMoved(j *job, end time.Time, known bool) {
 	}
 	for _, r := range rs.kept {
 		if r.shadow != nil && !r.forever && !end.After(r.at) && (!j.endKnown || j.end.After(r.at)) {
-			rs.shadowPool = append(rs.shadowPool, r.shadow)
+			rs.recycleShadow(r.shadow)
 			r.shadow = nil
 		}
 	}
@@ -181,7 +184,7 @@ func (rs *reservations) keep() {
 			continue
 		}
 		if r := h.res; r.deep && r.shadow != nil {
-			rs.shadowPool = append(rs.shadowPool, r.shadow)
+			rs.recycleShadow(r.shadow)
 			r.shadow = nil
 		}
 		rs.byJob[h.holder] = h.res
@@ -189,7 +192,7 @@ func (rs *reservations) keep() {
 	}
 	for _, r := range old {
 		if r.shadow != nil && !slices.Contains(rs.kept, r) {
-			rs.shadowPool = append(rs.shadowPool, r.shadow)
+			rs.recycleShadow(r.shadow)
 			r.shadow = nil
 		}
 	}
@@ -213,13 +216,12 @@ func syncShadow(r *reservation, admits []*job) bool {
 }
 
 // shadowLedger returns a copy of live for a reservation's what-ifs: a
-// pooled ledger made equal to it (CopyFrom), or else a Clone, whose
-// indexes are shared copy-on-write — building a fresh ledger's indexes
-// cost a cold cycle at 100k GPUs more than half its time.
+// pooled ledger made equal to it (CopyFrom), or else a Clone (building a
+// fresh ledger's indexes would cost more). Only the deep reserver and a
+// restored reservation need one; reserve works on the live ledger
+// (reserve_whatif.go).
 func (rs *reservations) shadowLedger(live *topology.Ledger) *topology.Ledger {
-	if n := len(rs.shadowPool); n > 0 {
-		l := rs.shadowPool[n-1]
-		rs.shadowPool = rs.shadowPool[:n-1]
+	if l, ok := popPooled(&rs.shadowPool); ok {
 		l.CopyFrom(live)
 		return l
 	}
@@ -260,7 +262,7 @@ func (rs *reservations) due(j *job, now time.Time, l *topology.Ledger) *gang.Pla
 // reservation in the shadow ledger (they are then kept there). It returns
 // the shadows that took the claims (valid until the next call), or the
 // first reservation j would delay (after undoing what it allocated).
-func (rs *reservations) check(j *job, claims []topology.Claim, now time.Time) ([]*topology.Ledger, *hold) {
+func (rs *reservations) check(j *job, claims []topology.Claim, now time.Time) ([]shadowState, *hold) {
 	end, known := rs.estimatedEnd(j, now)
 	rs.shadowScr = rs.shadowScr[:0]
 	for _, h := range rs.holds {
@@ -346,7 +348,9 @@ func (rs *reservations) short(leaf *queue.Leaf, j *job, conflict *hold, now time
 	return cands
 }
 
-// reserve computes j's reservation: on a copy of the ledger, release the
+// reserve computes j's reservation: as a what-if on the live ledger
+// (taken back before it returns; the reservation keeps an Occupancy of
+// the state found, reserve_whatif.go), release the
 // jobs holding resources in order of estimated end (overdue jobs first,
 // jobs without an estimate last) and find the earliest end after which
 // the placer fits j. Placement attempts are spaced out exponentially
@@ -365,10 +369,15 @@ func (rs *reservations) reserve(j *job, now time.Time, mkey string, in reserveIn
 		if prev.health == rs.healthEpoch && prev.mkey == mkey && prev.commits == in.commits && (prev.forever || now.Before(prev.at)) && syncShadow(prev, in.admits) {
 			return prev
 		}
-		rs.shadowPool = append(rs.shadowPool, prev.shadow)
+		rs.recycleShadow(prev.shadow)
 		prev.shadow = nil
 	}
-	sh := rs.shadowLedger(in.ledger)
+	// The what-if runs on the live ledger itself and is taken back before
+	// reserve returns; the reservation keeps an Occupancy of the state it
+	// found (reserve_whatif.go).
+	live := in.ledger
+	sh := rs.wi.begin(live)
+	defer sh.rollback()
 	noms, victims := in.noms.shadow(sh, now, rs.defaultRuntime)
 	prev := rs.byJob[j]
 	need := j.req.MinDemand().Milli
@@ -393,13 +402,13 @@ func (rs *reservations) reserve(j *job, now time.Time, mkey string, in reserveIn
 		placedByPlacer bool
 	)
 	fits := func() bool {
-		return sh.FreeMilli(root) >= need && rs.placer.Place(sh, j.req, &p) == nil
+		return live.FreeMilli(root) >= need && rs.placer.Place(live, j.req, &p) == nil
 	}
 	// tryHere tries the state after every released group. On success it
 	// searches back, by bisection over the groups released since the last
 	// failure, for the earliest group end that also fits.
 	tryHere := func() bool {
-		if len(groups) == 0 || len(groups) < stride || sh.FreeMilli(root) < need {
+		if len(groups) == 0 || len(groups) < stride || live.FreeMilli(root) < need {
 			return false
 		}
 		if !fits() {
@@ -509,14 +518,12 @@ func (rs *reservations) reserve(j *job, now time.Time, mkey string, in reserveIn
 		found, at, forever = true, prev.at, prev.forever
 	}
 	if !found {
-		rs.shadowPool = append(rs.shadowPool, sh)
 		return nil
 	}
 	if placedByPlacer {
 		rp = p.Clone()
 		claims = rp.Claims
 		if err := sh.Allocate(claims...); err != nil {
-			rs.shadowPool = append(rs.shadowPool, sh)
 			return nil
 		}
 	}
@@ -526,7 +533,7 @@ func (rs *reservations) reserve(j *job, now time.Time, mkey string, in reserveIn
 	if !forever && placedByPlacer {
 		at = rs.batchEnd(at, now, in.jobs, nil)
 	}
-	return &reservation{holder: j, built: now, at: at, forever: forever, claims: claims, p: rp, shadow: sh, health: rs.healthEpoch, mkey: mkey, commits: in.commits}
+	return &reservation{holder: j, built: now, at: at, forever: forever, claims: claims, p: rp, shadow: rs.occupancy(live), health: rs.healthEpoch, mkey: mkey, commits: in.commits}
 }
 
 // follow switches to a new version of the cluster (live changes): the
@@ -550,7 +557,7 @@ func (rs *reservations) dropAll() {
 	clear(rs.byJob)
 	for _, r := range rs.kept {
 		if r.shadow != nil {
-			rs.shadowPool = append(rs.shadowPool, r.shadow)
+			rs.recycleShadow(r.shadow)
 		}
 		r.shadow = nil
 	}

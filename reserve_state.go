@@ -105,7 +105,7 @@ func (s *Scheduler) RestoreReservation(r Reservation) error {
 // nominations modelled, every job (and nominated job) estimated to end by
 // r's time released (overdue ones ending when it was built), then r's claims allocated.
 // It returns nil if they do not fit.
-func (rs *reservations) rebuild(r *reservation, live *topology.Ledger, jobs *jobTable, noms *nominations) *topology.Ledger {
+func (rs *reservations) rebuild(r *reservation, live *topology.Ledger, jobs *jobTable, noms *nominations) shadowState {
 	now := r.built
 	sh := rs.shadowLedger(live)
 	by := func(end time.Time, known bool) bool {

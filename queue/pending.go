@@ -167,8 +167,8 @@ func (l *Leaf) Remove(e *Entry) bool {
 	}
 	c := e.class
 	l.mods++
-	l.all.Delete(e)
-	c.jobs.Delete(e)
+	deleteEntry(l.all, e)
+	deleteEntry(c.jobs, e)
 	if c.byRuntime != nil && e.Runtime > 0 {
 		c.byRuntime.Delete(e)
 	}
@@ -177,6 +177,17 @@ func (l *Leaf) Remove(e *Entry) bool {
 		l.dropClass(c)
 	}
 	return true
+}
+
+// deleteEntry deletes e from t, which holds it. The entry a cycle admits
+// is mostly its class's first (and in a strict queue the leaf's): that one
+// goes without comparisons (DeleteMin), the others by search.
+func deleteEntry(t *btree.BTreeG[*Entry], e *Entry) {
+	if m, _ := t.Min(); m == e {
+		t.DeleteMin()
+		return
+	}
+	t.Delete(e)
 }
 
 func (l *Leaf) dropClass(c *Class) {

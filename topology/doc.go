@@ -12,8 +12,8 @@
 // A Ledger is the mutable occupancy of one Cluster: whole GPUs, fractional
 // shares in milli-GPU, MIG instances on legal slots, host CPU and memory,
 // and the health of GPUs and hosts. Per-domain free counters are kept up to
-// date on every change and ordered indexes (github.com/google/btree) answer
-// best-fit questions in O(log n), so no decision rescans the cluster.
+// date on every change and ordered indexes (sorted chunks of integer keys)
+// answer best-fit questions in O(log n), so no decision rescans the cluster.
 // Allocate and Release are all-or-nothing transactions; Check recomputes
 // everything from scratch as a test oracle.
 //

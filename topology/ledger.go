@@ -98,6 +98,10 @@ type Ledger struct {
 	stampN  uint64   // changes stamped under stampID
 
 	idx ledgerIndex
+	// slim: an Occupancy's ledger, without counters or indexes (nil
+	// freeWhole, freeMilli, healthy and idx): adjust and the shared-GPU
+	// index are skipped.
+	slim bool
 }
 
 // NewLedger returns an empty ledger for c: everything healthy and free.
@@ -151,8 +155,8 @@ func (l *Ledger) Cluster() *Cluster { return l.c }
 // state, which lets callers cache answers.
 func (l *Ledger) Generation() uint64 { return l.gen }
 
-// Clone returns an independent copy. It copies O(GPUs + domains) memory;
-// the indexes are copied lazily (copy-on-write).
+// Clone returns an independent copy. It copies O(GPUs + domains) memory,
+// the indexes' keys included.
 func (l *Ledger) Clone() *Ledger {
 	n := &Ledger{
 		c:          l.c,
@@ -175,9 +179,9 @@ func (l *Ledger) Clone() *Ledger {
 
 // CopyFrom makes l an exact copy of src, reusing l's memory. Both must track
 // the same Cluster. It is the cheap form of Clone for planners that run
-// many what-ifs: it copies into l's arrays and allocates only the few small
-// headers of the copy-on-write index trees (about 20 allocations, whatever
-// the cluster size).
+// many what-ifs: it copies into l's arrays and allocates only the indexes'
+// key arrays (one per index). An Occupancy is cheaper still for what-ifs
+// that only allocate and release.
 func (l *Ledger) CopyFrom(src *Ledger) {
 	if l.c != src.c {
 		panic("topology: Ledger.CopyFrom across clusters")
@@ -275,6 +279,9 @@ func (l *Ledger) contrib(g GPUID) (free int32, milli int64, ok int32) {
 // adjust adds deltas to every domain containing g (its tree ancestors and
 // fabric domain) and marks changed index entries.
 func (l *Ledger) adjust(g GPUID, dFree int32, dMilli int64, dOK int32) {
+	if l.slim {
+		return
+	}
 	l.count(g, dFree, dMilli, dOK)
 	if dFree != 0 {
 		l.touchGPU(g)
@@ -666,7 +673,7 @@ func (l *Ledger) apply(gc GPUClaim) {
 	f1, m1, o1 := l.contrib(g)
 	l.adjust(g, f1-f0, m1-m0, o1-o0)
 	l.bumpHost(l.c.gpus[g].host)
-	if gc.Kind == ClaimShare {
+	if gc.Kind == ClaimShare && !l.slim {
 		l.idx.touchShared(g)
 	}
 }
@@ -714,7 +721,9 @@ func (l *Ledger) giveGPU(ci int, gc GPUClaim) error {
 		if s.used == 0 {
 			s.mode = ModeFree
 		}
-		l.idx.touchShared(g)
+		if !l.slim {
+			l.idx.touchShared(g)
+		}
 	case ClaimMIG:
 		s.mig &^= mask
 		s.used = migUsed(s.mig, l.c.models[l.c.hosts[h].model].MIGSlots)

@@ -2,8 +2,6 @@ package topology
 
 import (
 	"fmt"
-
-	"github.com/google/btree"
 )
 
 // ledgerIndex keeps ordered indexes over the ledger's counters:
@@ -17,10 +15,10 @@ import (
 // and every query first re-indexes what is dirty (flush). Each flush costs
 // O(dirty × log n); nothing ever rescans the cluster.
 type ledgerIndex struct {
-	byLeaf  *btree.BTreeG[uint64]
-	byModel *btree.BTreeG[uint64]
-	byLevel []*btree.BTreeG[uint64] // indexed by Level; nil where not kept
-	shared  *btree.BTreeG[uint64]
+	byLeaf  *keySet
+	byModel *keySet
+	byLevel []*keySet // indexed by Level; nil where not kept
+	shared  *keySet
 
 	hostFree   []int32 // free GPUs as indexed, per host; -1 if not indexed
 	hostDirty  []bool
@@ -35,11 +33,7 @@ type ledgerIndex struct {
 	dirtyGPUs []GPUID
 }
 
-const btreeDegree = 16
-
-func less(a, b uint64) bool { return a < b }
-
-func newTree() *btree.BTreeG[uint64] { return btree.NewG(btreeDegree, less) }
+func newTree() *keySet { return &keySet{} }
 
 func leafKey(leaf DomainID, free int32, h HostID) uint64 {
 	return uint64(leaf)<<41 | uint64(free)<<32 | uint64(uint32(h))
@@ -54,7 +48,7 @@ func levelKey(free int32, d DomainID) uint64 { return uint64(uint32(free))<<32 |
 func (x *ledgerIndex) init(l *Ledger) {
 	c := l.c
 	x.byLeaf, x.byModel, x.shared = newTree(), newTree(), newTree()
-	x.byLevel = make([]*btree.BTreeG[uint64], c.NumLevels())
+	x.byLevel = make([]*keySet, c.NumLevels())
 	for lv := Level(0); lv < c.LevelCluster(); lv++ {
 		if lv != LevelHost {
 			x.byLevel[lv] = newTree()
@@ -94,7 +88,7 @@ func (x *ledgerIndex) clone() ledgerIndex {
 		byLeaf:     x.byLeaf.Clone(),
 		byModel:    x.byModel.Clone(),
 		shared:     x.shared.Clone(),
-		byLevel:    make([]*btree.BTreeG[uint64], len(x.byLevel)),
+		byLevel:    make([]*keySet, len(x.byLevel)),
 		hostFree:   append([]int32(nil), x.hostFree...),
 		hostDirty:  append([]bool(nil), x.hostDirty...),
 		dirtyHosts: append(make([]HostID, 0, cap(x.dirtyHosts)), x.dirtyHosts...),
@@ -114,12 +108,15 @@ func (x *ledgerIndex) clone() ledgerIndex {
 }
 
 func (x *ledgerIndex) copyFrom(s *ledgerIndex) {
-	x.byLeaf = s.byLeaf.Clone()
-	x.byModel = s.byModel.Clone()
-	x.shared = s.shared.Clone()
+	x.byLeaf.copyFrom(s.byLeaf)
+	x.byModel.copyFrom(s.byModel)
+	x.shared.copyFrom(s.shared)
 	for i, t := range s.byLevel {
 		if t != nil {
-			x.byLevel[i] = t.Clone()
+			if x.byLevel[i] == nil {
+				x.byLevel[i] = newTree()
+			}
+			x.byLevel[i].copyFrom(t)
 		}
 	}
 	copy(x.hostFree, s.hostFree)

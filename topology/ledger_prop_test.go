@@ -584,7 +584,8 @@ type ledgerMachine struct {
 	frozen      *Ledger // a ledger no longer changed, which must stay as it was
 	frozenState string
 	frozenAns   string
-	spare       *Ledger // a ledger to CopyFrom into
+	spare       *Ledger    // a ledger to CopyFrom into
+	spareOcc    *Occupancy // an Occupancy to CopyFrom into (occupancy_test.go)
 }
 
 func (m *ledgerMachine) pickHost(t *rapid.T) HostID {

@@ -62,6 +62,9 @@ type LedgerReader interface {
 	Check() error
 	// Clone returns an independent, mutable copy of the ledger.
 	Clone() *Ledger
+	// Occupancy returns an independent copy of the ledger's occupancy
+	// for Allocate and Release what-ifs (no queries).
+	Occupancy() *Occupancy
 }
 
 // A *Ledger is a LedgerReader for code that owns it.
