@@ -243,8 +243,16 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 	for _, e := range ds.Issued {
 		st.DefragLog = append(st.DefragLog, DefragIssued{At: e.At, Lost: int64(e.Lost)})
 	}
+	hostNames := func(hs []topology.HostID) []string {
+		var out []string
+		for _, h := range hs {
+			out = append(out, c.HostName(h))
+		}
+		return out
+	}
 	for _, n := range s.NoPlans(ids) {
-		st.NoPlans = append(st.NoPlans, NoPlan{Job: n.Job, Until: n.Until, Priority: n.Priority, Quotas: n.Quotas, Exact: n.Exact})
+		st.NoPlans = append(st.NoPlans, NoPlan{Job: n.Job, Until: n.Until, Priority: n.Priority, Quotas: n.Quotas, Exact: n.Exact,
+			Gained: hostNames(n.Gained), Eligible: hostNames(n.Eligible)}) // (version 7)
 	}
 
 	// Resized elastic jobs.

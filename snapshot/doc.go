@@ -16,7 +16,7 @@
 // YAML (or JSON, which is YAML too). Times are RFC 3339, durations Go
 // durations ("90m", "1h30m"). Field by field:
 //
-//	version: 6                  # the format's version; 1 to 6 are read
+//	version: 7                  # the format's version; 1 to 7 are read
 //	now: 2025-01-01T10:00:00Z   # the time of the state (required)
 //	cluster:                    # exactly one of preset, file, machine, spec
 //	  preset: h100-1k           #   a built-in cluster (topology.PresetNames)
@@ -117,6 +117,9 @@
 //	  priority: 3               #   something that matters changes
 //	  until: 2025-01-01T10:30:00Z  # (version 5); see Limits
 //	  quotas: true
+//	  gained: [dgx-h100-3]      #   hosts that gained capacity, and where
+//	  eligible: [dgx-h100-1]    #   a job became a possible victim, since
+//	                            #   (version 7)
 //	stopping: [train-4]         # victims asked to stop that nothing in
 //	                            #   flight names (their nomination was
 //	                            #   dropped; version 6)
@@ -138,7 +141,7 @@
 //
 // # Limits
 //
-// A loaded Scheduler holds everything the state carries (version 6):
+// A loaded Scheduler holds everything the state carries (version 7):
 // jobs in their states (requeued and preempted ones too), with their
 // admission times, preemption, restart and migration counts and saved
 // progress; the queues' Fair Tree usage; cordons; the settings (Seed,
@@ -192,11 +195,14 @@
 //   - A PlanPreemptor makes a bounded number of plans per cycle and does
 //     not search again for a job whose last search found nothing while
 //     nothing that could change that happens; which jobs get a plan in
-//     a cycle depends on these verdicts, so the state carries those that
-//     hold at capture (version 5, Scheduler.NoPlans and RestoreNoPlan).
-//     A restored verdict holds from the loaded state on; the original's
-//     also looks back at changes before the capture that did not matter
-//     then. Only a Config.Preemptor that is a *PlanPreemptor has them.
+//     a cycle depends on these verdicts, so the state carries them
+//     (version 5, Scheduler.NoPlans and RestoreNoPlan), with the hosts
+//     where capacity came back or a job became a possible victim since
+//     each (version 7): whether such a change ends a verdict is asked
+//     when a cycle next plans for the job, of the Scheduler as it is
+//     then (a host freed before the cycle may be taken again in it by
+//     the job nominated there), so the loaded Scheduler asks it then
+//     too. Only a Config.Preemptor that is a *PlanPreemptor has them.
 //   - Hosts waiting to leave the cluster (RemoveHosts) or to change shape
 //     (SetHostGPUs) are asked again on load (version 5, Scheduler.
 //     Leaving); one whose jobs are gone leaves at load rather than at

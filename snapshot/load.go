@@ -398,7 +398,21 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 		if _, err := inFlight(f, n.Job, nil, false); err != nil {
 			return nil, err
 		}
-		if err := s.RestoreNoPlan(gpusched.NoPlan{Job: n.Job, Until: n.Until, Priority: n.Priority, Quotas: n.Quotas, Exact: n.Exact}); err != nil {
+		np := gpusched.NoPlan{Job: n.Job, Until: n.Until, Priority: n.Priority, Quotas: n.Quotas, Exact: n.Exact}
+		for _, x := range []struct {
+			field string
+			names []string
+			into  *[]topology.HostID
+		}{{"gained", n.Gained, &np.Gained}, {"eligible", n.Eligible, &np.Eligible}} {
+			for k, name := range x.names {
+				h, ok := c.HostByName(name)
+				if !ok {
+					return nil, bad(fmt.Sprintf("%s.%s[%d]", f, x.field, k), fmt.Errorf("unknown host %q", name))
+				}
+				*x.into = append(*x.into, h)
+			}
+		}
+		if err := s.RestoreNoPlan(np); err != nil {
 			return nil, bad(f, err)
 		}
 	}

@@ -20,8 +20,11 @@ import (
 // migrations in flight, and the preemption verdicts, which version 5
 // added: an older file loads with none; versions 1 to 5 lack
 // consolidation when idle with its state, Config.EvictionRetry, the
-// refusals in force and placement domains, which version 6 added).
-const Version = 6
+// refusals in force and placement domains, which version 6 added;
+// versions 1 to 6 lack the hosts that changed since each preemption
+// verdict, which version 7 added: an older file's verdicts look back at
+// nothing before the capture).
+const Version = 7
 
 // State is a saved Scheduler state, as the file holds it (see the package
 // documentation for the format). It is plain data: Capture fills it,
@@ -392,6 +395,12 @@ type NoPlan struct {
 	Priority int32     `yaml:"priority,omitempty" json:"priority,omitempty"`
 	Quotas   bool      `yaml:"quotas,omitempty" json:"quotas,omitempty"`
 	Exact    bool      `yaml:"exact,omitempty" json:"exact,omitempty"`
+	// Gained and Eligible name the hosts where, since the verdict,
+	// capacity came back or a job became a possible victim (version 7):
+	// the next cycle that asks about the verdict asks whether one of
+	// them could then take a task of the job (gpusched.NoPlan.Gained).
+	Gained   []string `yaml:"gained,omitempty,flow" json:"gained,omitempty"`
+	Eligible []string `yaml:"eligible,omitempty,flow" json:"eligible,omitempty"`
 }
 
 // Leaving is a host waiting to leave (RemoveHosts), or with Template to
