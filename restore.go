@@ -131,6 +131,12 @@ func (s *Scheduler) RestoreJob(r RestoredJob) error {
 		s.jobs.add(j)
 		j.state = r.State
 		set(j)
+		if r.State != queue.Pending {
+			// It waits again after a stop: with the runtime estimate a
+			// stop leaves it (less its progress), as the queue orders
+			// and backfills it.
+			j.entry.Runtime = j.waitingRuntime()
+		}
 		j.leaf.Add(&j.entry)
 		return nil
 	}
