@@ -75,25 +75,37 @@ func TestLoadedKeepsVerdictPastAFreedHost(t *testing.T) {
 	if np := a.NoPlans(order); len(np) != 1 || np[0].Job != "x" || len(np[0].Gained) != 1 {
 		t.Fatalf("verdicts %+v, want x's with the freed host", np)
 	}
-	st, err := Capture(a, at(5), CaptureOptions{Config: gpusched.Config{Queues: l.State.Queues, Preemptor: pp()}, Order: order})
-	must(err)
-	var buf bytes.Buffer
-	must(Encode(&buf, st, ""))
-	lb, err := Load(buf.Bytes(), "state.yaml", Options{Preemptor: pp()})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, buf.String())
-	}
+	lb, file := reloaded(t, a, at(5), CaptureOptions{Config: gpusched.Config{Queues: l.State.Queues, Preemptor: pp()}, Order: order}, Options{Preemptor: pp()})
 	da, db := a.Schedule(at(5)), lb.Scheduler.Schedule(at(5))
 	// The actions (the waiting jobs' reasons quote an earlier cycle).
 	da.Pending, db.Pending = nil, nil
 	x, y := da.Format(l.Cluster), db.Format(lb.Cluster)
 	if x != y {
-		t.Fatalf("the loaded Scheduler decides\n%s\nthe original\n%s\nstate:\n%s", y, x, buf.String())
+		t.Fatalf("the loaded Scheduler decides\n%s\nthe original\n%s\nstate:\n%s", y, x, file)
 	}
 	// The original binds n, keeps x's verdict and preempts the other for y.
 	if len(da.Preemptions) != 1 || da.Preemptions[0].Job != other || len(da.Bindings) != 1 || da.Bindings[0].Job != "n" {
 		t.Fatalf("want n bound and %s preempted for y:\n%s", other, x)
 	}
+}
+
+// reloaded captures s at now, encodes the state and loads it: the
+// loaded Scheduler and the file.
+func reloaded(t *testing.T, s *gpusched.Scheduler, now time.Time, copt CaptureOptions, opt Options) (*Loaded, string) {
+	t.Helper()
+	st, err := Capture(s, now, copt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Encode(&buf, st, ""); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Load(buf.Bytes(), "state.yaml", opt)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, buf.String())
+	}
+	return l, buf.String()
 }
 
 // tinyV7 is a small state with the part version 7 added: a verdict with

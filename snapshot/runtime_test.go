@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"bytes"
 	"testing"
 	"time"
 
@@ -43,18 +42,11 @@ func TestLoadedOrdersRequeuedByRemainingTime(t *testing.T) {
 	must(a.Requeue("r", at(10, 40)))
 	must(a.Submit(job("p", time.Hour), at(10, 40)))
 	order := []string{"r", "f", "p"}
-	st, err := Capture(a, at(10, 40), CaptureOptions{Config: gpusched.Config{Queues: l.State.Queues}, Order: order})
-	must(err)
-	var buf bytes.Buffer
-	must(Encode(&buf, st, ""))
-	lb, err := Load(buf.Bytes(), "state.yaml", Options{})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, buf.String())
-	}
+	lb, file := reloaded(t, a, at(10, 40), CaptureOptions{Config: gpusched.Config{Queues: l.State.Queues}, Order: order}, Options{})
 	da, db := a.Schedule(at(10, 40)), lb.Scheduler.Schedule(at(10, 40))
 	x, y := da.Format(l.Cluster), db.Format(lb.Cluster)
 	if x != y {
-		t.Fatalf("the loaded Scheduler decides\n%s\nthe original\n%s\nstate:\n%s", y, x, buf.String())
+		t.Fatalf("the loaded Scheduler decides\n%s\nthe original\n%s\nstate:\n%s", y, x, file)
 	}
 	if len(da.Bindings) != 1 || da.Bindings[0].Job != "r" {
 		t.Fatalf("want r (30 min left) started first:\n%s", x)
