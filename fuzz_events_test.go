@@ -250,9 +250,13 @@ func FuzzEvents(f *testing.F) {
 					victims := pick(tp, []string(nil), []string{id()}, []string{id(), id()})
 					_ = s.RestoreNomination(Nomination{Job: id(), Victims: victims, Tasks: pick(tp, [][]topology.Claim(nil), tasks()), Due: when()})
 					_ = s.Nominations([]string{id(), id()})
-				case 19: // preemption verdicts (snapshot version 5)
+				case 19: // preemption verdicts (snapshot versions 5 and 7)
 					_ = s.NoPlans([]string{id(), id()})
-					_ = s.RestoreNoPlan(NoPlan{Job: id(), Until: pick(tp, time.Time{}, when()), Priority: int32(num()), Quotas: tp.byte()%2 == 0, Exact: tp.byte()%2 == 0})
+					hosts := func() []topology.HostID {
+						return pick(tp, []topology.HostID(nil), []topology.HostID{0}, []topology.HostID{1, 0, 1}, []topology.HostID{-1}, []topology.HostID{2, math.MaxInt32})
+					}
+					_ = s.RestoreNoPlan(NoPlan{Job: id(), Until: pick(tp, time.Time{}, when()), Priority: int32(num()), Quotas: tp.byte()%2 == 0, Exact: tp.byte()%2 == 0,
+						Gained: hosts(), Eligible: hosts()}) // (and the hosts changed since: version 7)
 				case 20: // defragmentation state (snapshot version 5)
 					var st DefragState
 					for n := int(tp.byte() % 3); n > 0; n-- {
