@@ -248,7 +248,8 @@ func FuzzEvents(f *testing.F) {
 					s.Holding(func(string, JobStatus) bool { return true })
 				case 18:
 					victims := pick(tp, []string(nil), []string{id()}, []string{id(), id()})
-					_ = s.RestoreNomination(Nomination{Job: id(), Victims: victims, Tasks: pick(tp, [][]topology.Claim(nil), tasks()), Due: when()})
+					_ = s.RestoreNomination(Nomination{Job: id(), Victims: victims, Tasks: pick(tp, [][]topology.Claim(nil), tasks()), Due: when(),
+						Domain: pick(tp, "", "nope", c.HostName(0), c.DomainName(c.Root()))})
 					_ = s.Nominations([]string{id(), id()})
 				case 19: // preemption verdicts (snapshot versions 5 and 7)
 					_ = s.NoPlans([]string{id(), id()})

@@ -188,7 +188,7 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 		groups[j.ID] = j.Groups
 	}
 	for _, n := range s.Nominations(ids) {
-		sn := Nomination{Job: n.Job, Victims: n.Victims, Due: n.Due}
+		sn := Nomination{Job: n.Job, Victims: n.Victims, Due: n.Due, Domain: n.Domain}
 		if n.Tasks != nil {
 			sn.Placement = tasksOf(c, groups[n.Job], grouped(n.Tasks))
 		}

@@ -70,6 +70,8 @@
 //	  due: 2025-01-01T09:40:00Z # when they should have stopped
 //	  placement: [...]          # promised to the job (as a job's);
 //	                            # absent: it only waits for its victims
+//	  domain: dgx-h100-3/nvswitch0  # the domain it was placed within
+//	                            #   (version 7; absent: the cluster)
 //	reservations:               # backfill reservations kept from the last
 //	- job: big-1                #   cycle (version 4), in the order taken
 //	  at: 2025-01-01T11:00:00Z  # reserved start (absent when forever)

@@ -245,7 +245,7 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 	}
 	for i, n := range st.Nominations {
 		f := fmt.Sprintf("nominations[%d]", i)
-		nm := gpusched.Nomination{Job: n.Job, Victims: n.Victims, Due: n.Due}
+		nm := gpusched.Nomination{Job: n.Job, Victims: n.Victims, Due: n.Due, Domain: n.Domain}
 		var err error
 		if nm.Tasks, err = inFlight(f, n.Job, n.Placement, len(n.Placement) > 0); err != nil {
 			return nil, err

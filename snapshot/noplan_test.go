@@ -108,13 +108,14 @@ func reloaded(t *testing.T, s *gpusched.Scheduler, now time.Time, copt CaptureOp
 	return l, buf.String()
 }
 
-// tinyV7 is a small state with the part version 7 added: a verdict with
-// the hosts that changed since it.
+// tinyV7 is a small state with the parts version 7 added: a verdict with
+// the hosts that changed since it, a nomination's placement domain.
 const tinyV7 = "now: 2025-01-01T10:00:00Z\n" + tinyCluster + `queues: {root: {children: [{name: a}]}}
 jobs:
 - {id: r, queue: a, groups: [{count: 1, gpus: 2}], submitted: 2025-01-01T09:00:00Z, state: running, started: 2025-01-01T09:00:00Z, placement: [{host: h1, gpus: [0, 1]}]}
 - {id: p, queue: a, groups: [{count: 2, gpus: 2}], submitted: 2025-01-01T09:20:00Z}
 noPlans: [{job: p, gained: [h2], eligible: [h1, h2]}]
+nominations: [{job: p, victims: [r], due: 2025-01-01T10:10:00Z, placement: [{host: h1, gpus: [0, 1]}, {host: h2, gpus: [0, 1]}], domain: s}]
 `
 
 // TestV7Loads: a verdict's hosts are restored and captured again, and
@@ -135,10 +136,15 @@ func TestV7Loads(t *testing.T) {
 	if len(st.NoPlans) != 1 || !slices.Equal(st.NoPlans[0].Gained, []string{"h2"}) || !slices.Equal(st.NoPlans[0].Eligible, []string{"h1", "h2"}) {
 		t.Fatalf("captured verdicts %+v", st.NoPlans)
 	}
+	if len(st.Nominations) != 1 || st.Nominations[0].Domain != "s" {
+		t.Fatalf("captured nominations %+v", st.Nominations)
+	}
 	for _, tc := range []struct{ old, new, want string }{
 		{"gained: [h2]", "gained: [h9]", `noPlans[0].gained[0]: unknown host "h9"`},
 		{"eligible: [h1, h2]", "eligible: [h1, x]", `noPlans[0].eligible[1]: unknown host "x"`},
-		{"{job: p,", "{job: p, exact: true,", "noPlans[0]: job p: gpusched: event does not apply in the job's state: an exact verdict with changes since"},
+		{"{job: p, gained", "{job: p, exact: true, gained", "noPlans[0]: job p: gpusched: event does not apply in the job's state: an exact verdict with changes since"},
+		{"domain: s}", "domain: h1}", "nominations[0]: job p: gpusched: event does not apply in the job's state: nomination domain: GPU h2/gpu0 is not in h1"},
+		{"domain: s}", "domain: nowhere}", `nomination domain: "nowhere" is not a placement domain`},
 	} {
 		data := strings.Replace(tinyV7, tc.old, tc.new, 1)
 		if data == tinyV7 {
@@ -148,5 +154,70 @@ func TestV7Loads(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s -> %s: got %v, want %q", tc.old, tc.new, err, tc.want)
 		}
+	}
+}
+
+// TestLoadedKeepsNominationDomain (regression, found by
+// TestLoadedDecidesAsOriginalBackfillPreempting after about 38,000
+// streams): the placement promised to a nominated job was made within a
+// domain (an NVLink island), and the job binds with it: an elastic gang
+// grows back only there. Version 6 restored the promise as made within
+// the whole cluster, and the loaded Scheduler grew the gang onto another
+// host where the original did not.
+func TestLoadedKeepsNominationDomain(t *testing.T) {
+	at := func(m int) time.Time { return time.Date(2025, 1, 1, 9, m, 0, 0, time.UTC) }
+	pp := func() *gpusched.PlanPreemptor {
+		p, err := gpusched.NewPlanPreemptor(preempt.Config{LowerPriority: preempt.WithinQueue}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	base := "now: 2025-01-01T09:00:00Z\ncluster: {machine: dgx-h100, hosts: 2}\nelastic: {}\nqueues: {root: {children: [{name: a}]}}\n"
+	l, err := Load([]byte(base), "base", Options{Preemptor: pp()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := l.Scheduler
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	job := func(id string, prio int32, count, min, gpus int) workload.Job {
+		return workload.Job{ID: id, Queue: "a", Priority: prio, Groups: []workload.TaskGroup{{Count: count, MinCount: min, GPUs: gpus}}}
+	}
+	must(a.Submit(job("v", 0, 1, 0, 8), at(0)))
+	must(a.Submit(job("w", 0, 1, 0, 8), at(0)))
+	for _, b := range a.Schedule(at(0)).Bindings {
+		must(a.Started(b.Job, at(0)))
+	}
+	// n, an elastic gang of four 1-GPU tasks, preempts one of them.
+	must(a.Submit(job("n", 2, 4, 2, 1), at(1)))
+	d := a.Schedule(at(1))
+	if len(d.Preemptions) != 1 {
+		t.Fatalf("at 09:01 want one preemption for n:\n%s", d.Format(l.Cluster))
+	}
+	order := []string{"v", "w", "n"}
+	na := a.Nominations(order)
+	if len(na) != 1 || na[0].Domain == "" {
+		t.Fatalf("nominations %+v, want n's within a domain", na)
+	}
+	lb, file := reloaded(t, a, at(1), CaptureOptions{Config: gpusched.Config{Queues: l.State.Queues, Elastic: &gpusched.ElasticConfig{}, Preemptor: pp()}, Order: order},
+		Options{Preemptor: pp()})
+	b := lb.Scheduler
+	if nb := b.Nominations(order); len(nb) != 1 || nb[0].Domain != na[0].Domain {
+		t.Fatalf("loaded nominations %+v, want n's within %s\n%s", nb, na[0].Domain, file)
+	}
+	// The victim stops; n binds in both within the same domain.
+	for _, s := range []*gpusched.Scheduler{a, b} {
+		must(s.Preempted(d.Preemptions[0].Job, at(3)))
+		s.Schedule(at(3))
+	}
+	ja, _ := a.Job("n")
+	jb, _ := b.Job("n")
+	if ja.Placement == nil || jb.Placement == nil || l.Cluster.DomainName(ja.Placement.Domain) != lb.Cluster.DomainName(jb.Placement.Domain) {
+		t.Fatalf("n bound: %+v, loaded: %+v", ja.Placement, jb.Placement)
 	}
 }

@@ -22,8 +22,9 @@ import (
 // consolidation when idle with its state, Config.EvictionRetry, the
 // refusals in force and placement domains, which version 6 added;
 // versions 1 to 6 lack the hosts that changed since each preemption
-// verdict, which version 7 added: an older file's verdicts look back at
-// nothing before the capture).
+// verdict and a nomination's placement domain, which version 7 added: an
+// older file's verdicts look back at nothing before the capture, and its
+// nominations are made within the whole cluster).
 const Version = 7
 
 // State is a saved Scheduler state, as the file holds it (see the package
@@ -284,6 +285,10 @@ type Nomination struct {
 	Victims   []string  `yaml:"victims" json:"victims"`
 	Due       time.Time `yaml:"due,omitempty" json:"due,omitzero"`
 	Placement []Task    `yaml:"placement,omitempty" json:"placement,omitempty"`
+	// Domain names the domain the placement was made within (version 7;
+	// absent: the cluster): the job binds with it, and an elastic gang
+	// grows back only within it.
+	Domain string `yaml:"domain,omitempty" json:"domain,omitempty"`
 }
 
 // Reservation is a backfill reservation kept from the last cycle
