@@ -145,6 +145,7 @@ func FuzzEvents(f *testing.F) {
 			}
 			return out
 		}
+		domain := func() string { return pick(tp, "", "nope", c.HostName(0), c.DomainName(c.Root())) }
 		state := func() queue.State {
 			return pick(tp, queue.Pending, queue.Requeued, queue.Preempted, queue.Admitted, queue.Running, queue.State(200))
 		}
@@ -249,8 +250,11 @@ func FuzzEvents(f *testing.F) {
 				case 18:
 					victims := pick(tp, []string(nil), []string{id()}, []string{id(), id()})
 					_ = s.RestoreNomination(Nomination{Job: id(), Victims: victims, Tasks: pick(tp, [][]topology.Claim(nil), tasks()), Due: when(),
-						Domain: pick(tp, "", "nope", c.HostName(0), c.DomainName(c.Root()))})
+						Domain: domain()})
 					_ = s.Nominations([]string{id(), id()})
+					_ = s.RestoreReservation(Reservation{Job: id(), At: pick(tp, time.Time{}, when()), Forever: tp.byte()%2 == 0, Tasks: tasks(),
+						Current: tp.byte()%2 == 0, Built: pick(tp, time.Time{}, when()), Domain: domain()})
+					_ = s.Reservations()
 				case 19: // preemption verdicts (snapshot versions 5 and 7)
 					_ = s.NoPlans([]string{id(), id()})
 					hosts := func() []topology.HostID {
@@ -261,7 +265,7 @@ func FuzzEvents(f *testing.F) {
 				case 20: // defragmentation state (snapshot version 5)
 					var st DefragState
 					for n := int(tp.byte() % 3); n > 0; n-- {
-						st.Moving = append(st.Moving, MigrationInFlight{Job: id(), To: tasks()})
+						st.Moving = append(st.Moving, MigrationInFlight{Job: id(), To: tasks(), Domain: domain()})
 					}
 					for n := int(tp.byte() % 3); n > 0; n-- {
 						st.Moves = append(st.Moves, JobMoves{Job: id(), Moves: num()})

@@ -41,11 +41,7 @@ func (s *Scheduler) Nominations(ids []string) []Nomination {
 		if j.nom.nominated != n || !j.state.Waiting() {
 			continue
 		}
-		nm := Nomination{Job: j.spec.ID, Victims: s.stillStopping(j), Due: n.due, Tasks: claimsPerGroup(n.p, len(j.req.Groups))}
-		if p := n.p; p.Level < s.c.LevelCluster() && p.Domain != topology.NoDomain && p.Domain != s.c.Root() {
-			nm.Domain = s.c.DomainName(p.Domain)
-		}
-		out = append(out, nm)
+		out = append(out, Nomination{Job: j.spec.ID, Victims: s.stillStopping(j), Due: n.due, Tasks: claimsPerGroup(n.p, len(j.req.Groups)), Domain: s.domainOf(n.p)})
 	}
 	for _, id := range ids {
 		j, ok := s.jobs.byID[id]
@@ -119,11 +115,9 @@ func (s *Scheduler) RestoreNomination(n Nomination) error {
 		if p, err = s.placementOf(j, n.Tasks); err != nil {
 			return err
 		}
-		lv, dom, msg := s.domainWithin(n.Domain, n.Tasks)
-		if msg != "" {
-			return jobErr(n.Job, fmt.Errorf("%w: nomination domain: %s", ErrState, msg))
+		if err := s.placeWithin(p, "nomination", n.Domain, n.Tasks); err != nil {
+			return err
 		}
-		p.Level, p.Domain = lv, dom
 	} else if n.Domain != "" {
 		return jobErr(n.Job, fmt.Errorf("%w: a nomination's domain without its placement", ErrState))
 	}
@@ -163,6 +157,27 @@ func (s *Scheduler) placementOf(j *job, tasks [][]topology.Claim) (*gang.Placeme
 		p.Placed = append(p.Placed, len(claims))
 	}
 	return p, nil
+}
+
+// domainOf names the domain placement p was made within; "" for the
+// whole cluster (or none).
+func (s *Scheduler) domainOf(p *gang.Placement) string {
+	if p == nil || p.Level >= s.c.LevelCluster() || p.Domain == topology.NoDomain || p.Domain == s.c.Root() {
+		return ""
+	}
+	return s.c.DomainName(p.Domain)
+}
+
+// placeWithin sets the domain of p, a restored placement of tasks (what
+// says whose), to the one name names (domainWithin); an error says what
+// is wrong.
+func (s *Scheduler) placeWithin(p *gang.Placement, what, name string, tasks [][]topology.Claim) error {
+	lv, dom, msg := s.domainWithin(name, tasks)
+	if msg != "" {
+		return jobErr(p.Job, fmt.Errorf("%w: %s domain: %s", ErrState, what, msg))
+	}
+	p.Level, p.Domain = lv, dom
+	return nil
 }
 
 // domainWithin resolves name as the domain a placement of tasks was made

@@ -196,7 +196,7 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 	}
 	// Backfill reservations kept across cycles (version 4).
 	for _, r := range s.Reservations() {
-		st.Reservations = append(st.Reservations, Reservation{Job: r.Job, At: r.At, Forever: r.Forever, Placement: tasksOf(c, groups[r.Job], grouped(r.Tasks)), Current: r.Current, Filter: r.Filter, Built: r.Built})
+		st.Reservations = append(st.Reservations, Reservation{Job: r.Job, At: r.At, Forever: r.Forever, Placement: tasksOf(c, groups[r.Job], grouped(r.Tasks)), Current: r.Current, Filter: r.Filter, Built: r.Built, Domain: r.Domain})
 	}
 
 	// Cordons, migrations in flight and the budget's log, and the
@@ -233,7 +233,7 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 	}
 	ds := s.DefragState(ids)
 	for _, m := range ds.Moving {
-		st.Migrations = append(st.Migrations, Migration{Job: m.Job, To: tasksOf(c, groups[m.Job], grouped(m.To))})
+		st.Migrations = append(st.Migrations, Migration{Job: m.Job, To: tasksOf(c, groups[m.Job], grouped(m.To)), Domain: m.Domain})
 	}
 	for _, m := range ds.Moves {
 		if k := slices.IndexFunc(st.Jobs, func(j Job) bool { return j.ID == m.Job }); k >= 0 {

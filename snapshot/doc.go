@@ -80,6 +80,7 @@
 //	  current: true             # the next cycle reuses it as is; its
 //	  built: 2025-01-01T09:50Z  #   what-if ledger, built then, is rebuilt
 //	  filter: "@,0"             # the model filter it was computed under
+//	  domain: tor2              # the domain it was placed within (v7)
 //	elastic: {noGrow: false}    # Config.Elastic (absent: off)
 //	resizes:                    # resized elastic jobs, in the order of
 //	- job: train-3              #   their first shrink
@@ -111,7 +112,8 @@
 //	- job: train-7              #   not yet reported Migrated, in the
 //	  to: [...]                 #   order issued; the destination (as a
 //	                            #   job's placement); the gang it makes
-//	                            #   room for is a nomination
+//	                            #   room for is a nomination; domain:
+//	                            #   as a nomination's (version 7)
 //	defragLog:                  # the budget's log: migrations issued in
 //	- {at: 2025-01-01T09:20:00Z, lost: 1200000}   # the last hour
 //	noPlans:                    # jobs the PlanPreemptor found no plan for

@@ -280,7 +280,7 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 		if err != nil {
 			return nil, err
 		}
-		ds.Moving = append(ds.Moving, gpusched.MigrationInFlight{Job: m.Job, To: tasks})
+		ds.Moving = append(ds.Moving, gpusched.MigrationInFlight{Job: m.Job, To: tasks, Domain: m.Domain})
 	}
 	for i, j := range st.Jobs {
 		if j.Moves < 0 {
@@ -382,7 +382,7 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 	// live state, health and cordons included.
 	for i, r := range st.Reservations {
 		f := fmt.Sprintf("reservations[%d]", i)
-		rv := gpusched.Reservation{Job: r.Job, At: r.At, Forever: r.Forever, Current: r.Current, Filter: r.Filter, Built: r.Built}
+		rv := gpusched.Reservation{Job: r.Job, At: r.At, Forever: r.Forever, Current: r.Current, Filter: r.Filter, Built: r.Built, Domain: r.Domain}
 		var err error
 		if rv.Tasks, err = inFlight(f, r.Job, r.Placement, true); err != nil {
 			return nil, err

@@ -22,9 +22,10 @@ import (
 // consolidation when idle with its state, Config.EvictionRetry, the
 // refusals in force and placement domains, which version 6 added;
 // versions 1 to 6 lack the hosts that changed since each preemption
-// verdict and a nomination's placement domain, which version 7 added: an
-// older file's verdicts look back at nothing before the capture, and its
-// nominations are made within the whole cluster).
+// verdict and the placement domains of nominations, reservations and
+// migrations, which version 7 added: an older file's verdicts look back
+// at nothing before the capture, and those placements are made within
+// the whole cluster).
 const Version = 7
 
 // State is a saved Scheduler state, as the file holds it (see the package
@@ -305,6 +306,9 @@ type Reservation struct {
 	Current   bool      `yaml:"current,omitempty" json:"current,omitempty"`
 	Filter    string    `yaml:"filter,omitempty" json:"filter,omitempty"`
 	Built     time.Time `yaml:"built,omitempty" json:"built,omitzero"`
+	// Domain names the domain the placement was made within (version 7;
+	// absent: the cluster).
+	Domain string `yaml:"domain,omitempty" json:"domain,omitempty"`
 }
 
 // Resize is a resized elastic job (gpusched.Resize): its tasks per group
@@ -381,6 +385,9 @@ type Refusal struct {
 type Migration struct {
 	Job string `yaml:"job" json:"job"`
 	To  []Task `yaml:"to" json:"to"`
+	// Domain names the domain the destination was placed within
+	// (version 7; absent: the cluster).
+	Domain string `yaml:"domain,omitempty" json:"domain,omitempty"`
 }
 
 // DefragIssued is one migration of the budget's log: when it was issued
