@@ -32,19 +32,10 @@ func TestLoadedKeepsVerdictPastAFreedHost(t *testing.T) {
 		return p
 	}
 	base := "now: 2025-01-01T09:00:00Z\n" + tinyCluster + "queues: {root: {children: [{name: a}, {name: b}]}}\n"
-	l, err := Load([]byte(base), "base", Options{Preemptor: pp()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, must := loadBase(t, base, Options{Preemptor: pp()})
 	a := l.Scheduler
 	job := func(id, q string, prio int32) workload.Job {
 		return workload.Job{ID: id, Queue: q, Priority: prio, Groups: []workload.TaskGroup{{Count: 1, GPUs: 2}}}
-	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 	// v and w fill both hosts.
 	must(a.Submit(job("v", "a", 0), at(0)))
@@ -106,6 +97,22 @@ func reloaded(t *testing.T, s *gpusched.Scheduler, now time.Time, copt CaptureOp
 		t.Fatalf("%v\n%s", err, buf.String())
 	}
 	return l, buf.String()
+}
+
+// loadBase loads a state to start a scripted stream from, and returns it
+// with a check that fails t on an error.
+func loadBase(t *testing.T, data string, opt Options) (*Loaded, func(error)) {
+	t.Helper()
+	l, err := Load([]byte(data), "base", opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // tinyV7 is a small state with the parts version 7 added: a verdict with
@@ -174,17 +181,8 @@ func TestLoadedKeepsNominationDomain(t *testing.T) {
 		return p
 	}
 	base := "now: 2025-01-01T09:00:00Z\ncluster: {machine: dgx-h100, hosts: 2}\nelastic: {}\nqueues: {root: {children: [{name: a}]}}\n"
-	l, err := Load([]byte(base), "base", Options{Preemptor: pp()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, must := loadBase(t, base, Options{Preemptor: pp()})
 	a := l.Scheduler
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 	job := func(id string, prio int32, count, min, gpus int) workload.Job {
 		return workload.Job{ID: id, Queue: "a", Priority: prio, Groups: []workload.TaskGroup{{Count: count, MinCount: min, GPUs: gpus}}}
 	}

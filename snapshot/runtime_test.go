@@ -18,17 +18,8 @@ import (
 func TestLoadedOrdersRequeuedByRemainingTime(t *testing.T) {
 	at := func(h, m int) time.Time { return time.Date(2025, 1, 1, h, m, 0, 0, time.UTC) }
 	base := "now: 2025-01-01T09:00:00Z\n" + tinyCluster + "queues: {root: {children: [{name: a, policy: {ordering: shortest-first}}]}}\n"
-	l, err := Load([]byte(base), "base", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, must := loadBase(t, base, Options{})
 	a := l.Scheduler
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 	job := func(id string, rt time.Duration) workload.Job {
 		return workload.Job{ID: id, Queue: "a", Runtime: rt, Groups: []workload.TaskGroup{{Count: 1, GPUs: 2}}}
 	}
