@@ -284,6 +284,14 @@ func (s *Scheduler) bindNominated(d *Decision, now time.Time) {
 			s.dropNomination(n)
 			return false
 		}
+		if n.broken(s.ledger) {
+			// Its room was cordoned or became unhealthy since: the job
+			// plans again (serveQueues) without waiting for its
+			// victims, which still stop.
+			s.noms.stopWaiting(j)
+			s.dropNomination(n)
+			return false
+		}
 		if s.victimStillHolding(j) != "" {
 			return true
 		}

@@ -36,6 +36,10 @@ type DefragState struct {
 type MigrationInFlight struct {
 	Job string
 	To  [][]topology.Claim
+	// Domain names the domain the destination was placed within (as
+	// RestoredJob.Domain); empty means the whole cluster. The job runs
+	// there with it after the move.
+	Domain string
 }
 
 // JobMoves is how many migrations a job has completed.
@@ -64,7 +68,7 @@ func (s *Scheduler) DefragState(ids []string) DefragState {
 		if !ok || to == nil {
 			continue
 		}
-		st.Moving = append(st.Moving, MigrationInFlight{Job: id, To: claimsPerGroup(to, len(j.req.Groups))})
+		st.Moving = append(st.Moving, MigrationInFlight{Job: id, To: claimsPerGroup(to, len(j.req.Groups)), Domain: s.domainOf(to)})
 	}
 	for _, id := range ids {
 		if n := x.moves[id]; n > 0 {
@@ -112,6 +116,9 @@ func (s *Scheduler) RestoreDefrag(st DefragState) error {
 		}
 		p, err := s.placementOf(j, m.To)
 		if err != nil {
+			return err
+		}
+		if err := s.placeWithin(p, "migration", m.Domain, m.To); err != nil {
 			return err
 		}
 		moving[i] = j

@@ -34,34 +34,45 @@ func (t *eventTape) done() bool { return t.i >= len(t.b) }
 func pick[T any](t *eventTape, vals ...T) T { return vals[int(t.byte())%len(vals)] }
 
 // FuzzEvents drives a Scheduler (2 DGX H100 hosts in one ToR, two queues
-// with quotas, a PlanPreemptor, AdmitTimeout) through random sequences of
-// every public call — events, health changes, refused evictions, Restore, RestoreJob,
-// RestoreNomination, RestoreNoPlan, RestoreDefrag, cordons, Migrated,
-// cycles — with hostile values: negative, huge and
+// with quotas, a PlanPreemptor, AdmitTimeout, defragmentation; the first
+// byte turns elastic shrink and grow off, on, or on without growing back)
+// through random sequences of every public call — events, health
+// changes, refused evictions, Restore, RestoreJob, RestoreNomination,
+// RestoreNoPlan, RestoreDefrag, cordons, Migrated, elastic submissions,
+// Shrunk, Grown, RestoreResize, cycles whose shrinks and grows are
+// confirmed or left in flight — with hostile values: negative, huge and
 // out-of-range numbers, unknown IDs and queues, bad MIG profiles and
-// claims, times going backwards, starts in the future. After every step nothing has
-// panicked, the ledger's counters and indexes agree with its GPUs
-// (Ledger.Check), no quota is exceeded (Tree.Over) and the holding jobs
-// are exactly those the ledger's claims are for. Copies handed out by Job
-// are scribbled on to prove they are copies.
+// claims, times going backwards, starts in the future. After every step
+// nothing has panicked, the ledger's counters and indexes agree with its
+// GPUs (Ledger.Check), no quota is exceeded (Tree.Over), the holding jobs
+// are exactly those the ledger's claims are for, and no job holds fewer
+// tasks than its minimum or more than its count. Copies handed out by
+// Job are scribbled on to prove they are copies.
 //
 //	go test -run '^$' -fuzz FuzzEvents -fuzztime 60s .
 func FuzzEvents(f *testing.F) {
-	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17})
-	f.Add([]byte{0, 0, 0, 0, 0, 9, 1, 0, 9, 2, 0, 9, 10, 200, 9, 3, 3, 9})
-	f.Add([]byte{11, 1, 4, 250, 11, 0, 1, 255, 9, 12, 3, 1, 9, 5, 2, 9})
-	f.Add([]byte{13, 255, 255, 13, 3, 7, 0, 0, 9, 0, 5, 1, 9, 14, 3, 9, 15, 0, 9})
-	f.Add([]byte{0, 0, 0, 0, 0, 9, 19, 1, 2, 3, 4, 5, 20, 2, 1, 2, 1, 1, 0, 1, 1, 2, 21, 0, 1, 1, 9, 21, 1, 1, 2, 9})
+	f.Add([]byte{0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17})
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 9, 1, 0, 9, 2, 0, 9, 10, 200, 9, 3, 3, 9})
+	f.Add([]byte{0, 11, 1, 4, 250, 11, 0, 1, 255, 9, 12, 3, 1, 9, 5, 2, 9})
+	f.Add([]byte{0, 13, 255, 255, 13, 3, 7, 0, 0, 9, 0, 5, 1, 9, 14, 3, 9, 15, 0, 9})
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 9, 19, 1, 2, 3, 4, 5, 20, 2, 1, 2, 1, 1, 0, 1, 1, 2, 21, 0, 1, 1, 9, 21, 1, 1, 2, 9})
+	// Elastic: gangs submitted, shrunk for a higher priority, grown back,
+	// resizes restored.
+	f.Add([]byte{1, 22, 0, 1, 1, 0, 0, 0, 22, 1, 0, 1, 0, 0, 0, 9, 1, 0, 0, 0, 0, 22, 2, 2, 0, 0, 2, 0, 0, 9, 1, 0, 0, 0, 0, 23, 1, 0, 24, 2, 0, 9, 1, 0, 0, 0, 1})
+	f.Add([]byte{1, 22, 0, 0, 1, 0, 1, 1, 0, 22, 1, 0, 0, 1, 1, 1, 0, 9, 1, 3, 0, 1, 22, 2, 1, 2, 0, 2, 0, 0, 9, 1, 3, 0, 0, 25, 1, 1, 2, 1, 0, 1, 2, 1, 0, 9, 1, 5, 0, 1})
+	f.Add([]byte{2, 22, 1, 0, 1, 1, 0, 0, 0, 22, 1, 1, 1, 1, 0, 0, 9, 1, 2, 0, 1, 22, 0, 0, 0, 2, 0, 0, 9, 1, 2, 0, 0, 7, 1, 0, 9, 1, 30, 0, 1, 23, 0, 1, 24, 0, 1, 25, 0, 3, 4})
 	c := testClusterTB(f, 2, 2)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 512 {
 			return
 		}
+		tp := &eventTape{b: data}
 		pp, err := NewPlanPreemptor(preempt.Config{LowerPriority: preempt.WithinQueue, Reclaim: preempt.ReclaimAny}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		s, err := New(Config{Cluster: c, Preemptor: pp, AdmitTimeout: 10 * time.Minute, MaxRestarts: 2, DefaultRuntime: time.Hour, Defrag: &DefragConfig{MaxPerJob: 2},
+			Elastic: pick(tp, nil, &ElasticConfig{}, &ElasticConfig{NoGrow: true}),
 			Queues: queue.Config{Fairness: queue.Fairness{Policy: queue.FairTree}, Root: queue.Node{Children: []queue.Node{
 				{Name: "a", Quotas: []queue.Quota{{Resource: "gpu", Nominal: 8}}, Policy: queue.Policy{Backfill: true}},
 				{Name: "b", Quotas: []queue.Quota{{Resource: "gpu", Nominal: 8}}},
@@ -69,7 +80,6 @@ func FuzzEvents(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tp := &eventTape{b: data}
 		now := t0
 		ids := []string{"j0", "j1", "j2", "j3", "j4", "j5", "nope", ""}
 		id := func() string { return pick(tp, ids...) }
@@ -117,6 +127,13 @@ func FuzzEvents(f *testing.F) {
 			}
 			return cl
 		}
+		claims := func() []topology.Claim {
+			var out []topology.Claim
+			for n := int(tp.byte() % 3); n > 0; n-- {
+				out = append(out, claim())
+			}
+			return out
+		}
 		tasks := func() [][]topology.Claim {
 			var out [][]topology.Claim
 			for g := int(tp.byte() % 3); g > 0; g-- {
@@ -128,14 +145,22 @@ func FuzzEvents(f *testing.F) {
 			}
 			return out
 		}
+		domain := func() string { return pick(tp, "", "nope", c.HostName(0), c.DomainName(c.Root())) }
 		state := func() queue.State {
 			return pick(tp, queue.Pending, queue.Requeued, queue.Preempted, queue.Admitted, queue.Running, queue.State(200))
 		}
 		health := func() topology.Health {
 			return pick(tp, topology.Healthy, topology.Draining, topology.Failed, topology.Health(7))
 		}
+		// Elastic and rigid gangs of whole GPUs, as FuzzElasticEvents drew
+		// them before it was folded in here.
+		elasticJob := func() workload.Job {
+			g := workload.TaskGroup{Count: pick(tp, 4, 8, 2), MinCount: pick(tp, 0, 1, 2, 4, -1), GPUs: pick(tp, 1, 2)}
+			return workload.Job{ID: id(), Queue: pick(tp, "a", "b"), Priority: int32(pick(tp, 0, 1, 10)), Groups: []workload.TaskGroup{g},
+				Topology: pick(tp, []workload.Constraint(nil), []workload.Constraint{{Level: "host", Required: true}})}
+		}
 		for step := 0; !tp.done() && step < 200; step++ {
-			op := tp.byte() % 22
+			op := tp.byte() % 26
 			what := fmt.Sprintf("step %d op %d", step, op)
 			func() {
 				defer func() {
@@ -185,6 +210,18 @@ func FuzzEvents(f *testing.F) {
 							_ = s.Migrated(m.Job, now)
 						}
 					}
+					// Shrinks and grows confirmed, or left in flight.
+					confirm := tp.byte()%2 == 0
+					for _, x := range d.Shrinks {
+						if confirm {
+							_ = s.Shrunk(x.Job, now)
+						}
+					}
+					for _, x := range d.Grows {
+						if confirm {
+							_ = s.Grown(x.Job, now)
+						}
+					}
 				case 11:
 					_, _ = s.SetGPUHealth(topology.GPUID(num()%20), health())
 				case 12:
@@ -212,15 +249,23 @@ func FuzzEvents(f *testing.F) {
 					s.Holding(func(string, JobStatus) bool { return true })
 				case 18:
 					victims := pick(tp, []string(nil), []string{id()}, []string{id(), id()})
-					_ = s.RestoreNomination(Nomination{Job: id(), Victims: victims, Tasks: pick(tp, [][]topology.Claim(nil), tasks()), Due: when()})
+					_ = s.RestoreNomination(Nomination{Job: id(), Victims: victims, Tasks: pick(tp, [][]topology.Claim(nil), tasks()), Due: when(),
+						Domain: domain()})
 					_ = s.Nominations([]string{id(), id()})
-				case 19: // preemption verdicts (snapshot version 5)
+					_ = s.RestoreReservation(Reservation{Job: id(), At: pick(tp, time.Time{}, when()), Forever: tp.byte()%2 == 0, Tasks: tasks(),
+						Current: tp.byte()%2 == 0, Built: pick(tp, time.Time{}, when()), Domain: domain()})
+					_ = s.Reservations()
+				case 19: // preemption verdicts (snapshot versions 5 and 7)
 					_ = s.NoPlans([]string{id(), id()})
-					_ = s.RestoreNoPlan(NoPlan{Job: id(), Until: pick(tp, time.Time{}, when()), Priority: int32(num()), Quotas: tp.byte()%2 == 0, Exact: tp.byte()%2 == 0})
+					hosts := func() []topology.HostID {
+						return pick(tp, []topology.HostID(nil), []topology.HostID{0}, []topology.HostID{1, 0, 1}, []topology.HostID{-1}, []topology.HostID{2, math.MaxInt32})
+					}
+					_ = s.RestoreNoPlan(NoPlan{Job: id(), Until: pick(tp, time.Time{}, when()), Priority: int32(num()), Quotas: tp.byte()%2 == 0, Exact: tp.byte()%2 == 0,
+						Gained: hosts(), Eligible: hosts()}) // (and the hosts changed since: version 7)
 				case 20: // defragmentation state (snapshot version 5)
 					var st DefragState
 					for n := int(tp.byte() % 3); n > 0; n-- {
-						st.Moving = append(st.Moving, MigrationInFlight{Job: id(), To: tasks()})
+						st.Moving = append(st.Moving, MigrationInFlight{Job: id(), To: tasks(), Domain: domain()})
 					}
 					for n := int(tp.byte() % 3); n > 0; n-- {
 						st.Moves = append(st.Moves, JobMoves{Job: id(), Moves: num()})
@@ -240,15 +285,26 @@ func FuzzEvents(f *testing.F) {
 					}
 					_ = s.Migrated(id(), when())
 					_ = s.Leaving()
+				case 22: // elastic gangs (Config.Elastic)
+					_ = s.Submit(elasticJob(), when())
+				case 23:
+					_ = s.Shrunk(id(), when())
+				case 24:
+					_ = s.Grown(id(), when())
+				case 25: // resizes in flight (snapshot version 6)
+					_ = s.RestoreResize(Resize{Job: id(), Size: pick(tp, []int(nil), []int{8}, []int{-1}, []int{2, 2}),
+						Shrink: pick(tp, []topology.Claim(nil), claims()), Grow: pick(tp, []topology.Claim(nil), claims()), Grace: pick(tp, time.Duration(0), -time.Second)})
+					_ = s.Resizes()
 				}
 			}()
-			if err := s.ledger.Check(); err != nil {
-				t.Fatalf("%s: ledger: %v", what, err)
-			}
-			if _, b := s.tree.Over(); b != nil {
-				t.Fatalf("%s: quota exceeded: %v", what, b)
-			}
+			checkInvariants(t, s, what)
 			checkHolders(t, s, what)
+			s.jobs.ends.Ascend(func(j *job) bool {
+				if k := j.placement.Len(); k < j.spec.MinTasks() || k > j.spec.Tasks() {
+					t.Fatalf("%s: %s holds %d tasks (min %d, count %d)", what, j.spec.ID, k, j.spec.MinTasks(), j.spec.Tasks())
+				}
+				return true
+			})
 		}
 	})
 }

@@ -61,3 +61,16 @@ func (l *hostLog) anySince(after uint64, matters func(topology.HostID) bool) boo
 	}
 	return false
 }
+
+// hostsSince appends to out the hosts logged after key, newest first
+// (a host may repeat); complete is false when entries after that key
+// were dropped. O(entries after key).
+func (l *hostLog) hostsSince(after uint64, out []topology.HostID) (_ []topology.HostID, complete bool) {
+	if after < l.dropped {
+		return out, false
+	}
+	for i := len(l.entries) - 1; i >= 0 && l.entries[i].key > after; i-- {
+		out = append(out, l.entries[i].host)
+	}
+	return out, true
+}

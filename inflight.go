@@ -24,6 +24,10 @@ type Nomination struct {
 	// have stopped (zero without Tasks).
 	Tasks [][]topology.Claim
 	Due   time.Time
+	// Domain names the domain the promised placement was made within
+	// (as RestoredJob.Domain); empty means the whole cluster. The job
+	// binds with it: an elastic gang grows back only within it.
+	Domain string
 }
 
 // Nominations returns the preemptions in flight: first the placements
@@ -37,7 +41,7 @@ func (s *Scheduler) Nominations(ids []string) []Nomination {
 		if j.nom.nominated != n || !j.state.Waiting() {
 			continue
 		}
-		out = append(out, Nomination{Job: j.spec.ID, Victims: s.stillStopping(j), Due: n.due, Tasks: claimsPerGroup(n.p, len(j.req.Groups))})
+		out = append(out, Nomination{Job: j.spec.ID, Victims: s.stillStopping(j), Due: n.due, Tasks: claimsPerGroup(n.p, len(j.req.Groups)), Domain: s.domainOf(n.p)})
 	}
 	for _, id := range ids {
 		j, ok := s.jobs.byID[id]
@@ -111,6 +115,11 @@ func (s *Scheduler) RestoreNomination(n Nomination) error {
 		if p, err = s.placementOf(j, n.Tasks); err != nil {
 			return err
 		}
+		if err := s.placeWithin(p, "nomination", n.Domain, n.Tasks); err != nil {
+			return err
+		}
+	} else if n.Domain != "" {
+		return jobErr(n.Job, fmt.Errorf("%w: a nomination's domain without its placement", ErrState))
 	}
 	now := s.now
 	for _, v := range victims {
@@ -148,4 +157,54 @@ func (s *Scheduler) placementOf(j *job, tasks [][]topology.Claim) (*gang.Placeme
 		p.Placed = append(p.Placed, len(claims))
 	}
 	return p, nil
+}
+
+// domainOf names the domain placement p was made within; "" for the
+// whole cluster (or none).
+func (s *Scheduler) domainOf(p *gang.Placement) string {
+	if p == nil || p.Level >= s.c.LevelCluster() || p.Domain == topology.NoDomain || p.Domain == s.c.Root() {
+		return ""
+	}
+	return s.c.DomainName(p.Domain)
+}
+
+// placeWithin sets the domain of p, a restored placement of tasks (what
+// says whose), to the one name names (domainWithin); an error says what
+// is wrong.
+func (s *Scheduler) placeWithin(p *gang.Placement, what, name string, tasks [][]topology.Claim) error {
+	lv, dom, msg := s.domainWithin(name, tasks)
+	if msg != "" {
+		return jobErr(p.Job, fmt.Errorf("%w: %s domain: %s", ErrState, what, msg))
+	}
+	p.Level, p.Domain = lv, dom
+	return nil
+}
+
+// domainWithin resolves name as the domain a placement of tasks was made
+// within (gang.Placement's Level and Domain): every GPU of tasks must be
+// in it. Empty means the whole cluster. msg says what is wrong, if
+// anything.
+func (s *Scheduler) domainWithin(name string, tasks [][]topology.Claim) (lv topology.Level, dom topology.DomainID, msg string) {
+	lv, dom = s.c.LevelCluster(), s.c.Root()
+	if name == "" {
+		return lv, dom, ""
+	}
+	d, ok := s.c.DomainByName(name)
+	if !ok || s.c.Domain(d).Level < 0 {
+		return lv, dom, fmt.Sprintf("%q is not a placement domain", name)
+	}
+	lv = s.c.Domain(d).Level
+	for _, g := range tasks {
+		for _, cl := range g {
+			for _, gc := range cl.GPUs {
+				if gc.GPU < 0 || int(gc.GPU) >= s.c.NumGPUs() {
+					continue // placementOf says what is wrong
+				}
+				if lv != topology.LevelFabric && s.c.GPUAt(gc.GPU, lv) != d || lv == topology.LevelFabric && !slices.Contains(s.c.DomainGPUs(d), gc.GPU) {
+					return lv, dom, fmt.Sprintf("GPU %s is not in %s", s.c.GPUName(gc.GPU), name)
+				}
+			}
+		}
+	}
+	return lv, d, ""
 }

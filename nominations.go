@@ -61,6 +61,23 @@ type nomination struct {
 // overdue reports whether n's victims should have stopped by now.
 func (n *nomination) overdue(now time.Time) bool { return now.After(n.due) }
 
+// broken reports whether n's placement takes a host that no longer takes
+// new work (cordoned, not healthy, removed) or a GPU that is not healthy,
+// since the plan: its job could never bind there. O(claims).
+func (n *nomination) broken(l *topology.Ledger) bool {
+	for _, cl := range n.p.Claims {
+		if !l.HostUsable(cl.Host) {
+			return true
+		}
+		for _, g := range cl.GPUs {
+			if l.GPU(g.GPU).Health != topology.Healthy {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // waitFor records that j waits for the victims asked for it.
 func (ns *nominations) waitFor(j *job, victims []string) { j.nom.waitingFor = victims }
 

@@ -2,7 +2,10 @@ package gpusched
 
 import (
 	"fmt"
+	"slices"
 	"time"
+
+	"github.com/gpusched/gpusched/topology"
 )
 
 // NoPlan is a PlanPreemptor's standing verdict that a job has no
@@ -24,13 +27,23 @@ type NoPlan struct {
 	// when that changes); Exact that it holds only while nothing at all
 	// changes (a search that ran out of its budget).
 	Quotas, Exact bool
+	// Gained and Eligible are the hosts where, since the verdict,
+	// capacity came back (Gained) or a job became a possible victim
+	// (Eligible), each once, in host order. Whether such a change ends
+	// the verdict is asked when a cycle next plans for the job, of the
+	// Scheduler as it is then: a host freed before a cycle may be full
+	// again by the time it asks (a nominated job bound there), and the
+	// verdict holds. So a verdict carries them. Empty when Exact.
+	Gained, Eligible []topology.HostID
 }
 
 // NoPlans returns, in the order of ids, the verdicts of the live jobs of
-// ids that still hold now: the ones a cycle run now would rely on. Only a
-// Config.Preemptor that is a *PlanPreemptor keeps verdicts; with another
-// (or none) it returns nil. It only reads. O(ids × changes since each
-// verdict).
+// ids that a cycle run now could still rely on: those that nothing since
+// has ended for good, with the hosts where something changed since
+// (whether such a change ends a verdict is only known when the cycle
+// asks; see NoPlan.Gained). Only a Config.Preemptor that is a
+// *PlanPreemptor keeps verdicts; with another (or none) it returns nil.
+// It only reads. O(ids × changes since each verdict).
 func (s *Scheduler) NoPlans(ids []string) []NoPlan {
 	pp, ok := s.cfg.Preemptor.(*PlanPreemptor)
 	if !ok {
@@ -39,22 +52,48 @@ func (s *Scheduler) NoPlans(ids []string) []NoPlan {
 	var out []NoPlan
 	for _, id := range ids {
 		j, ok := s.jobs.byID[id]
-		if !ok || !pp.noPlanHolds(s, j, s.now) {
+		if !ok {
 			continue
 		}
 		m := &j.noPlan
-		out = append(out, NoPlan{Job: id, Until: m.until, Priority: m.prio, Quotas: m.queues, Exact: m.exact})
+		if m.exact && !pp.noPlanHolds(s, j, s.now) || !pp.noPlanStands(s, j, s.now) {
+			continue // (an exact verdict: every change ends it)
+		}
+		n := NoPlan{Job: id, Until: m.until, Priority: m.prio, Quotas: m.queues, Exact: m.exact}
+		if !m.exact {
+			var gained, eligible []topology.HostID
+			var complete bool
+			if gained, complete = s.fit.gains.hostsSince(m.gen, slices.Clone(m.gained)); !complete {
+				continue // (changes were dropped: it lapses when asked)
+			}
+			if eligible, complete = s.victims.elig.hostsSince(m.eligSeq, slices.Clone(m.eligible)); !complete {
+				continue
+			}
+			// A removed host is failed for good: it never matters.
+			n.Gained, n.Eligible = hostSet(slices.DeleteFunc(gained, s.c.Removed)), hostSet(slices.DeleteFunc(eligible, s.c.Removed))
+		}
+		out = append(out, n)
 	}
 	return out
+}
+
+// hostSet sorts hs and drops repeats; nil when empty.
+func hostSet(hs []topology.HostID) []topology.HostID {
+	if len(hs) == 0 {
+		return nil
+	}
+	slices.Sort(hs)
+	return slices.Compact(hs)
 }
 
 // RestoreNoPlan restores a verdict of NoPlans after everything else of a
 // state is restored (jobs, nominations, usage, health, reservations): it
 // holds from the Scheduler's present state on, until something that could
-// change it happens, as it did in the Scheduler it was read from. An
-// unknown job is ErrUnknownJob; a priority above the job's is an error
-// (the verdict would already have lapsed). Without a *PlanPreemptor it is
-// kept but never read.
+// change it happens, as it did in the Scheduler it was read from; the
+// hosts of n.Gained and n.Eligible count as changed since. An unknown job
+// is ErrUnknownJob; a priority above the job's is an error (the verdict
+// would already have lapsed), and so is an unknown or removed host, or
+// hosts with Exact. Without a *PlanPreemptor it is kept but never read.
 func (s *Scheduler) RestoreNoPlan(n NoPlan) error {
 	j, err := s.lookup(n.Job)
 	if err != nil {
@@ -63,7 +102,18 @@ func (s *Scheduler) RestoreNoPlan(n NoPlan) error {
 	if j.spec.Priority > n.Priority {
 		return jobErr(n.Job, fmt.Errorf("%w: a verdict reached at priority %d, below the job's %d", ErrState, n.Priority, j.spec.Priority))
 	}
+	if n.Exact && len(n.Gained)+len(n.Eligible) > 0 {
+		return jobErr(n.Job, fmt.Errorf("%w: an exact verdict with changes since (it ended with the first)", ErrState))
+	}
+	for _, hs := range [][]topology.HostID{n.Gained, n.Eligible} {
+		for _, h := range hs {
+			if h < 0 || int(h) >= s.c.NumHosts() || s.c.Removed(h) {
+				return jobErr(n.Job, fmt.Errorf("%w: verdict names host %d, which the cluster does not have", ErrState, h))
+			}
+		}
+	}
 	j.noPlan = noPlanMemo{ok: true, gen: s.ledger.Generation(), eligSeq: s.victims.elig.latest(), epoch: s.noms.quotaEpoch(s.tree),
-		drops: s.noms.drops, commits: s.commits(), until: n.Until, prio: n.Priority, queues: n.Quotas, exact: n.Exact}
+		drops: s.noms.drops, commits: s.commits(), until: n.Until, prio: n.Priority, queues: n.Quotas, exact: n.Exact,
+		gained: hostSet(slices.Clone(n.Gained)), eligible: hostSet(slices.Clone(n.Eligible))}
 	return nil
 }

@@ -152,6 +152,11 @@ type noPlanMemo struct {
 	prio                                int32     // the job's priority then
 	queues                              bool      // depends on the quotas' usage
 	exact                               bool      // holds only while nothing changes
+	// gained and eligible are hosts logged before a restore
+	// (RestoreNoPlan) that the verdict still asks about, as gains and
+	// as possible victims since gen and eligSeq; cleared when it is
+	// fast-forwarded.
+	gained, eligible []topology.HostID
 }
 
 // noPlan records why no plan exists for j. A verdict that the search
@@ -183,13 +188,14 @@ func (p *PlanPreemptor) stillNoPlan(s *Scheduler, j *job, now time.Time) bool {
 		return false
 	}
 	j.noPlan.gen, j.noPlan.eligSeq = s.ledger.Generation(), s.victims.elig.latest()
+	j.noPlan.gained, j.noPlan.eligible = nil, nil
 	return true
 }
 
 // noPlanHolds is stillNoPlan without the fast-forward: it only reads.
 func (p *PlanPreemptor) noPlanHolds(s *Scheduler, j *job, now time.Time) bool {
 	m := &j.noPlan
-	if !m.ok || !m.until.IsZero() && !now.Before(m.until) || j.spec.Priority > m.prio || m.drops != s.noms.drops {
+	if !p.noPlanStands(s, j, now) {
 		return false
 	}
 	// Jobs the next cycle files again as possible victims count as logged
@@ -200,22 +206,40 @@ func (p *PlanPreemptor) noPlanHolds(s *Scheduler, j *job, now time.Time) bool {
 	if s.victims.anyDue(now, matters) {
 		return false
 	}
-	gen, elig := s.ledger.Generation(), s.victims.elig.latest()
+	if m.exact {
+		return true // (noPlanStands: nothing changed)
+	}
+	gained := func(h topology.HostID) bool { return p.hostCouldMatter(s, h, j, m.queues) }
+	if m.gen != s.ledger.Generation() && s.fit.gains.anySince(m.gen, gained) || slices.ContainsFunc(m.gained, gained) {
+		return false
+	}
+	eligible := func(h topology.HostID) bool {
+		return m.queues && p.hostHasVictim(s, h, j) || p.hostCouldMatter(s, h, j, m.queues)
+	}
+	if m.eligSeq != s.victims.elig.latest() && s.victims.elig.anySince(m.eligSeq, eligible) || slices.ContainsFunc(m.eligible, eligible) {
+		return false
+	}
+	return true
+}
+
+// noPlanStands reports whether j's verdict stands on the checks that,
+// once failed, fail for good: a minimum run time ended, j's priority
+// rose, a nomination was dropped, the quotas' usage changed (when it
+// matters), anything changed (an exact verdict). The others ask whether
+// a host where something changed could now matter, which depends on when
+// they are asked (noPlanHolds).
+func (p *PlanPreemptor) noPlanStands(s *Scheduler, j *job, now time.Time) bool {
+	m := &j.noPlan
+	if !m.ok || !m.until.IsZero() && !now.Before(m.until) || j.spec.Priority > m.prio || m.drops != s.noms.drops {
+		return false
+	}
 	if m.exact || m.queues {
 		if m.epoch != s.noms.quotaEpoch(s.tree) || m.commits != s.commits() {
 			return false
 		}
 		if m.exact {
-			return m.gen == gen && m.eligSeq == elig
+			return m.gen == s.ledger.Generation() && m.eligSeq == s.victims.elig.latest()
 		}
-	}
-	if m.gen != gen && s.fit.gains.anySince(m.gen, func(h topology.HostID) bool { return p.hostCouldMatter(s, h, j, m.queues) }) {
-		return false
-	}
-	if m.eligSeq != elig && s.victims.elig.anySince(m.eligSeq, func(h topology.HostID) bool {
-		return m.queues && p.hostHasVictim(s, h, j) || p.hostCouldMatter(s, h, j, m.queues)
-	}) {
-		return false
 	}
 	return true
 }

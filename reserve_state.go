@@ -30,6 +30,11 @@ type Reservation struct {
 	Current bool
 	Filter  string
 	Built   time.Time
+	// Domain names the domain the reserved placement was made within
+	// (as RestoredJob.Domain); empty means the whole cluster. A job
+	// admitted on its reservation takes it: an elastic gang grows back
+	// only within it.
+	Domain string
 }
 
 // Reservations returns the backfill reservations kept from the last
@@ -43,7 +48,7 @@ func (s *Scheduler) Reservations() []Reservation {
 			continue
 		}
 		out = append(out, Reservation{Job: j.spec.ID, At: r.at, Forever: r.forever, Tasks: reservedTasks(j, r.claims, r.p),
-			Current: r.shadow != nil && r.health == rs.healthEpoch && r.commits == s.commits(), Filter: r.mkey, Built: r.built})
+			Current: r.shadow != nil && r.health == rs.healthEpoch && r.commits == s.commits(), Filter: r.mkey, Built: r.built, Domain: s.domainOf(r.p)})
 	}
 	return out
 }
@@ -85,6 +90,9 @@ func (s *Scheduler) RestoreReservation(r Reservation) error {
 	}
 	p, err := s.placementOf(j, r.Tasks)
 	if err != nil {
+		return err
+	}
+	if err := s.placeWithin(p, "reservation", r.Domain, r.Tasks); err != nil {
 		return err
 	}
 	res := &reservation{holder: j, built: r.Built, at: r.At, forever: r.Forever, claims: p.Claims, p: p, health: rs.healthEpoch, mkey: r.Filter, commits: s.commits()}

@@ -2,7 +2,6 @@ package gpusched
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/gpusched/gpusched/fairshare"
@@ -82,25 +81,12 @@ func (s *Scheduler) RestoreJob(r RestoredJob) error {
 			return bad("checkpoint", "%s is outside its run (%s..%s)", stamp(r.Checkpoint), stamp(r.Started), stamp(r.Now))
 		}
 	}
-	lv, dom := s.c.LevelCluster(), s.c.Root()
-	if r.Domain != "" {
-		d, ok := s.c.DomainByName(r.Domain)
-		if !ok || s.c.Domain(d).Level < 0 || r.State != queue.Admitted && r.State != queue.Running {
-			return bad("domain", "%q is not a placement domain of a holding job", r.Domain)
-		}
-		lv, dom = s.c.Domain(d).Level, d
-		for _, g := range r.Tasks {
-			for _, cl := range g {
-				for _, gc := range cl.GPUs {
-					if gc.GPU < 0 || int(gc.GPU) >= s.c.NumGPUs() {
-						continue // placementOf says what is wrong
-					}
-					if lv != topology.LevelFabric && s.c.GPUAt(gc.GPU, lv) != d || lv == topology.LevelFabric && !slices.Contains(s.c.DomainGPUs(d), gc.GPU) {
-						return bad("domain", "GPU %s is not in %s", s.c.GPUName(gc.GPU), r.Domain)
-					}
-				}
-			}
-		}
+	if r.Domain != "" && r.State != queue.Admitted && r.State != queue.Running {
+		return bad("domain", "%q is not a placement domain of a holding job", r.Domain)
+	}
+	lv, dom, msg := s.domainWithin(r.Domain, r.Tasks)
+	if msg != "" {
+		return bad("domain", "%s", msg)
 	}
 	set := func(j *job) {
 		j.preemptions = r.Preemptions
@@ -131,6 +117,12 @@ func (s *Scheduler) RestoreJob(r RestoredJob) error {
 		s.jobs.add(j)
 		j.state = r.State
 		set(j)
+		if r.State != queue.Pending {
+			// It waits again after a stop: with the runtime estimate a
+			// stop leaves it (less its progress), as the queue orders
+			// and backfills it.
+			j.entry.Runtime = j.waitingRuntime()
+		}
 		j.leaf.Add(&j.entry)
 		return nil
 	}

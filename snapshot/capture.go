@@ -188,7 +188,7 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 		groups[j.ID] = j.Groups
 	}
 	for _, n := range s.Nominations(ids) {
-		sn := Nomination{Job: n.Job, Victims: n.Victims, Due: n.Due}
+		sn := Nomination{Job: n.Job, Victims: n.Victims, Due: n.Due, Domain: n.Domain}
 		if n.Tasks != nil {
 			sn.Placement = tasksOf(c, groups[n.Job], grouped(n.Tasks))
 		}
@@ -196,7 +196,7 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 	}
 	// Backfill reservations kept across cycles (version 4).
 	for _, r := range s.Reservations() {
-		st.Reservations = append(st.Reservations, Reservation{Job: r.Job, At: r.At, Forever: r.Forever, Placement: tasksOf(c, groups[r.Job], grouped(r.Tasks)), Current: r.Current, Filter: r.Filter, Built: r.Built})
+		st.Reservations = append(st.Reservations, Reservation{Job: r.Job, At: r.At, Forever: r.Forever, Placement: tasksOf(c, groups[r.Job], grouped(r.Tasks)), Current: r.Current, Filter: r.Filter, Built: r.Built, Domain: r.Domain})
 	}
 
 	// Cordons, migrations in flight and the budget's log, and the
@@ -233,7 +233,7 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 	}
 	ds := s.DefragState(ids)
 	for _, m := range ds.Moving {
-		st.Migrations = append(st.Migrations, Migration{Job: m.Job, To: tasksOf(c, groups[m.Job], grouped(m.To))})
+		st.Migrations = append(st.Migrations, Migration{Job: m.Job, To: tasksOf(c, groups[m.Job], grouped(m.To)), Domain: m.Domain})
 	}
 	for _, m := range ds.Moves {
 		if k := slices.IndexFunc(st.Jobs, func(j Job) bool { return j.ID == m.Job }); k >= 0 {
@@ -243,8 +243,16 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 	for _, e := range ds.Issued {
 		st.DefragLog = append(st.DefragLog, DefragIssued{At: e.At, Lost: int64(e.Lost)})
 	}
+	hostNames := func(hs []topology.HostID) []string {
+		var out []string
+		for _, h := range hs {
+			out = append(out, c.HostName(h))
+		}
+		return out
+	}
 	for _, n := range s.NoPlans(ids) {
-		st.NoPlans = append(st.NoPlans, NoPlan{Job: n.Job, Until: n.Until, Priority: n.Priority, Quotas: n.Quotas, Exact: n.Exact})
+		st.NoPlans = append(st.NoPlans, NoPlan{Job: n.Job, Until: n.Until, Priority: n.Priority, Quotas: n.Quotas, Exact: n.Exact,
+			Gained: hostNames(n.Gained), Eligible: hostNames(n.Eligible)}) // (version 7)
 	}
 
 	// Resized elastic jobs.

@@ -16,7 +16,7 @@
 // YAML (or JSON, which is YAML too). Times are RFC 3339, durations Go
 // durations ("90m", "1h30m"). Field by field:
 //
-//	version: 6                  # the format's version; 1 to 6 are read
+//	version: 7                  # the format's version; 1 to 7 are read
 //	now: 2025-01-01T10:00:00Z   # the time of the state (required)
 //	cluster:                    # exactly one of preset, file, machine, spec
 //	  preset: h100-1k           #   a built-in cluster (topology.PresetNames)
@@ -70,6 +70,8 @@
 //	  due: 2025-01-01T09:40:00Z # when they should have stopped
 //	  placement: [...]          # promised to the job (as a job's);
 //	                            # absent: it only waits for its victims
+//	  domain: dgx-h100-3/nvswitch0  # the domain it was placed within
+//	                            #   (version 7; absent: the cluster)
 //	reservations:               # backfill reservations kept from the last
 //	- job: big-1                #   cycle (version 4), in the order taken
 //	  at: 2025-01-01T11:00:00Z  # reserved start (absent when forever)
@@ -78,6 +80,7 @@
 //	  current: true             # the next cycle reuses it as is; its
 //	  built: 2025-01-01T09:50Z  #   what-if ledger, built then, is rebuilt
 //	  filter: "@,0"             # the model filter it was computed under
+//	  domain: tor2              # the domain it was placed within (v7)
 //	elastic: {noGrow: false}    # Config.Elastic (absent: off)
 //	resizes:                    # resized elastic jobs, in the order of
 //	- job: train-3              #   their first shrink
@@ -109,7 +112,8 @@
 //	- job: train-7              #   not yet reported Migrated, in the
 //	  to: [...]                 #   order issued; the destination (as a
 //	                            #   job's placement); the gang it makes
-//	                            #   room for is a nomination
+//	                            #   room for is a nomination; domain:
+//	                            #   as a nomination's (version 7)
 //	defragLog:                  # the budget's log: migrations issued in
 //	- {at: 2025-01-01T09:20:00Z, lost: 1200000}   # the last hour
 //	noPlans:                    # jobs the PlanPreemptor found no plan for
@@ -117,6 +121,9 @@
 //	  priority: 3               #   something that matters changes
 //	  until: 2025-01-01T10:30:00Z  # (version 5); see Limits
 //	  quotas: true
+//	  gained: [dgx-h100-3]      #   hosts that gained capacity, and where
+//	  eligible: [dgx-h100-1]    #   a job became a possible victim, since
+//	                            #   (version 7)
 //	stopping: [train-4]         # victims asked to stop that nothing in
 //	                            #   flight names (their nomination was
 //	                            #   dropped; version 6)
@@ -138,7 +145,7 @@
 //
 // # Limits
 //
-// A loaded Scheduler holds everything the state carries (version 6):
+// A loaded Scheduler holds everything the state carries (version 7):
 // jobs in their states (requeued and preempted ones too), with their
 // admission times, preemption, restart and migration counts and saved
 // progress; the queues' Fair Tree usage; cordons; the settings (Seed,
@@ -192,11 +199,14 @@
 //   - A PlanPreemptor makes a bounded number of plans per cycle and does
 //     not search again for a job whose last search found nothing while
 //     nothing that could change that happens; which jobs get a plan in
-//     a cycle depends on these verdicts, so the state carries those that
-//     hold at capture (version 5, Scheduler.NoPlans and RestoreNoPlan).
-//     A restored verdict holds from the loaded state on; the original's
-//     also looks back at changes before the capture that did not matter
-//     then. Only a Config.Preemptor that is a *PlanPreemptor has them.
+//     a cycle depends on these verdicts, so the state carries them
+//     (version 5, Scheduler.NoPlans and RestoreNoPlan), with the hosts
+//     where capacity came back or a job became a possible victim since
+//     each (version 7): whether such a change ends a verdict is asked
+//     when a cycle next plans for the job, of the Scheduler as it is
+//     then (a host freed before the cycle may be taken again in it by
+//     the job nominated there), so the loaded Scheduler asks it then
+//     too. Only a Config.Preemptor that is a *PlanPreemptor has them.
 //   - Hosts waiting to leave the cluster (RemoveHosts) or to change shape
 //     (SetHostGPUs) are asked again on load (version 5, Scheduler.
 //     Leaving); one whose jobs are gone leaves at load rather than at

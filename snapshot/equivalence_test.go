@@ -309,7 +309,12 @@ func TestLoadedDecidesAsOriginalBackfill(t *testing.T) {
 }
 
 // TestLoadedDecidesAsOriginalBackfillPreempting: backfilling queues and a
-// PlanPreemptor.
+// PlanPreemptor. It found, about once in 10,000 to 100,000 streams, the
+// verdicts judged at capture (TestLoadedKeepsVerdictPastAFreedHost), the
+// requeued jobs' remaining runtime
+// (TestLoadedOrdersRequeuedByRemainingTime) and a nomination's placement
+// domain (TestLoadedKeepsNominationDomain); run it with
+// -rapid.checks=20000 (100,000 streams) for a deep search.
 func TestLoadedDecidesAsOriginalBackfillPreempting(t *testing.T) {
 	testLoadedDecidesAsOriginal(t, true, true, false)
 }

@@ -80,6 +80,8 @@ func FuzzLoad(f *testing.F) {
 	// Version 6: consolidation with its state, a refused stop in force,
 	// a placement domain.
 	f.Add([]byte(tinyV6))
+	// Version 7: a verdict with the hosts changed since.
+	f.Add([]byte(tinyV7))
 	f.Add([]byte(now + tinyCluster + q + "leaving: [{host: h1}, {host: h2, template: t}]\njobs: [{id: j, queue: a, groups: [{count: 1, gpus: 1}], submitted: 2025-01-01T09:00:00Z, state: running, started: 2025-01-01T09:00:00Z, placement: [{host: h1, gpus: [0]}]}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 4<<10 {

@@ -245,7 +245,7 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 	}
 	for i, n := range st.Nominations {
 		f := fmt.Sprintf("nominations[%d]", i)
-		nm := gpusched.Nomination{Job: n.Job, Victims: n.Victims, Due: n.Due}
+		nm := gpusched.Nomination{Job: n.Job, Victims: n.Victims, Due: n.Due, Domain: n.Domain}
 		var err error
 		if nm.Tasks, err = inFlight(f, n.Job, n.Placement, len(n.Placement) > 0); err != nil {
 			return nil, err
@@ -280,7 +280,7 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 		if err != nil {
 			return nil, err
 		}
-		ds.Moving = append(ds.Moving, gpusched.MigrationInFlight{Job: m.Job, To: tasks})
+		ds.Moving = append(ds.Moving, gpusched.MigrationInFlight{Job: m.Job, To: tasks, Domain: m.Domain})
 	}
 	for i, j := range st.Jobs {
 		if j.Moves < 0 {
@@ -382,7 +382,7 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 	// live state, health and cordons included.
 	for i, r := range st.Reservations {
 		f := fmt.Sprintf("reservations[%d]", i)
-		rv := gpusched.Reservation{Job: r.Job, At: r.At, Forever: r.Forever, Current: r.Current, Filter: r.Filter, Built: r.Built}
+		rv := gpusched.Reservation{Job: r.Job, At: r.At, Forever: r.Forever, Current: r.Current, Filter: r.Filter, Built: r.Built, Domain: r.Domain}
 		var err error
 		if rv.Tasks, err = inFlight(f, r.Job, r.Placement, true); err != nil {
 			return nil, err
@@ -398,7 +398,21 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 		if _, err := inFlight(f, n.Job, nil, false); err != nil {
 			return nil, err
 		}
-		if err := s.RestoreNoPlan(gpusched.NoPlan{Job: n.Job, Until: n.Until, Priority: n.Priority, Quotas: n.Quotas, Exact: n.Exact}); err != nil {
+		np := gpusched.NoPlan{Job: n.Job, Until: n.Until, Priority: n.Priority, Quotas: n.Quotas, Exact: n.Exact}
+		for _, x := range []struct {
+			field string
+			names []string
+			into  *[]topology.HostID
+		}{{"gained", n.Gained, &np.Gained}, {"eligible", n.Eligible, &np.Eligible}} {
+			for k, name := range x.names {
+				h, ok := c.HostByName(name)
+				if !ok {
+					return nil, bad(fmt.Sprintf("%s.%s[%d]", f, x.field, k), fmt.Errorf("unknown host %q", name))
+				}
+				*x.into = append(*x.into, h)
+			}
+		}
+		if err := s.RestoreNoPlan(np); err != nil {
 			return nil, bad(f, err)
 		}
 	}

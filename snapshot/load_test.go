@@ -58,7 +58,7 @@ func TestBadStates(t *testing.T) {
 		{"yaml", "now: 2025", "now: [2025", "s.yaml: yaml:"},
 		{"unknown field", "defaultRuntime: 2h", "defaultRuntme: 2h", "field defaultRuntme not found"},
 		{"no now", "now: 2025-01-01T10:00:00Z\n", "", "s.yaml:3: now: missing"},
-		{"version", "version: 1", "version: 7", "s.yaml:3: version: version 7"},
+		{"version", "version: 1", "version: 99", "s.yaml:3: version: version 99"},
 		{"two clusters", "  machine: dgx-h100\n", "  machine: dgx-h100\n  preset: h100-1k\n", "cluster: give exactly one of preset, file, machine and spec"},
 		{"hosts without machine", "  machine: dgx-h100\n", "  preset: dgx-h100\n", "cluster: hosts, hostsPerToR and torsPerSpine go with machine"},
 		{"too many hosts", "hosts: 8", "hosts: 100001", "s.yaml:7: cluster.hosts: 100001 hosts: want 1 to 100000"},

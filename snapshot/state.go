@@ -20,8 +20,13 @@ import (
 // migrations in flight, and the preemption verdicts, which version 5
 // added: an older file loads with none; versions 1 to 5 lack
 // consolidation when idle with its state, Config.EvictionRetry, the
-// refusals in force and placement domains, which version 6 added).
-const Version = 6
+// refusals in force and placement domains, which version 6 added;
+// versions 1 to 6 lack the hosts that changed since each preemption
+// verdict and the placement domains of nominations, reservations and
+// migrations, which version 7 added: an older file's verdicts look back
+// at nothing before the capture, and those placements are made within
+// the whole cluster).
+const Version = 7
 
 // State is a saved Scheduler state, as the file holds it (see the package
 // documentation for the format). It is plain data: Capture fills it,
@@ -281,6 +286,10 @@ type Nomination struct {
 	Victims   []string  `yaml:"victims" json:"victims"`
 	Due       time.Time `yaml:"due,omitempty" json:"due,omitzero"`
 	Placement []Task    `yaml:"placement,omitempty" json:"placement,omitempty"`
+	// Domain names the domain the placement was made within (version 7;
+	// absent: the cluster): the job binds with it, and an elastic gang
+	// grows back only within it.
+	Domain string `yaml:"domain,omitempty" json:"domain,omitempty"`
 }
 
 // Reservation is a backfill reservation kept from the last cycle
@@ -297,6 +306,9 @@ type Reservation struct {
 	Current   bool      `yaml:"current,omitempty" json:"current,omitempty"`
 	Filter    string    `yaml:"filter,omitempty" json:"filter,omitempty"`
 	Built     time.Time `yaml:"built,omitempty" json:"built,omitzero"`
+	// Domain names the domain the placement was made within (version 7;
+	// absent: the cluster).
+	Domain string `yaml:"domain,omitempty" json:"domain,omitempty"`
 }
 
 // Resize is a resized elastic job (gpusched.Resize): its tasks per group
@@ -373,6 +385,9 @@ type Refusal struct {
 type Migration struct {
 	Job string `yaml:"job" json:"job"`
 	To  []Task `yaml:"to" json:"to"`
+	// Domain names the domain the destination was placed within
+	// (version 7; absent: the cluster).
+	Domain string `yaml:"domain,omitempty" json:"domain,omitempty"`
 }
 
 // DefragIssued is one migration of the budget's log: when it was issued
@@ -392,6 +407,12 @@ type NoPlan struct {
 	Priority int32     `yaml:"priority,omitempty" json:"priority,omitempty"`
 	Quotas   bool      `yaml:"quotas,omitempty" json:"quotas,omitempty"`
 	Exact    bool      `yaml:"exact,omitempty" json:"exact,omitempty"`
+	// Gained and Eligible name the hosts where, since the verdict,
+	// capacity came back or a job became a possible victim (version 7):
+	// the next cycle that asks about the verdict asks whether one of
+	// them could then take a task of the job (gpusched.NoPlan.Gained).
+	Gained   []string `yaml:"gained,omitempty,flow" json:"gained,omitempty"`
+	Eligible []string `yaml:"eligible,omitempty,flow" json:"eligible,omitempty"`
 }
 
 // Leaving is a host waiting to leave (RemoveHosts), or with Template to

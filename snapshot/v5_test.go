@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 	"time"
@@ -16,19 +15,7 @@ import (
 // reload captures s at now, encodes the state and loads it with opt.
 func reload(t *testing.T, s *gpusched.Scheduler, now time.Time, cfg gpusched.Config, opt Options) (*Loaded, string) {
 	t.Helper()
-	st, err := Capture(s, now, CaptureOptions{Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := Encode(&buf, st, ""); err != nil {
-		t.Fatal(err)
-	}
-	l, err := Load(buf.Bytes(), "state.yaml", opt)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, buf.String())
-	}
-	return l, buf.String()
+	return reloaded(t, s, now, CaptureOptions{Config: cfg}, opt)
 }
 
 // lab is a generated cluster of DGX H100 hosts, two to a ToR, named

@@ -71,7 +71,7 @@ func TestV6Loads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Version != 6 || st.EvictionRetry != 20*time.Minute || len(st.Refusals) != 1 || st.Refusals[0].Until != l.State.Refusals[0].Until ||
+	if st.Version != Version || st.EvictionRetry != 20*time.Minute || len(st.Refusals) != 1 || st.Refusals[0].Until != l.State.Refusals[0].Until ||
 		st.Consolidation == nil || len(st.Consolidation.Log) != 1 || st.Defrag.Consolidate == nil || st.Defrag.Consolidate.Levels[0] != "tor" || st.Jobs[0].Domain != "h1" || len(st.Stopping) != 1 {
 		t.Fatalf("captured %+v", st)
 	}

@@ -65,7 +65,7 @@ func TestExplainErrors(t *testing.T) {
 		{"yaml", "now: 2025", "now: [2025", "<stdin>: yaml:"},
 		{"unknown field", "defaultRuntime: 2h", "defaultRuntme: 2h", "field defaultRuntme not found"},
 		{"no now", "now: 2025-01-01T10:00:00Z\n", "", "now: missing"},
-		{"version", "version: 1", "version: 7", "<stdin>:3: version: version 7"},
+		{"version", "version: 1", "version: 99", "<stdin>:3: version: version 99"},
 		{"cluster", "  machine: dgx-h100\n", "  machine: dgx-h100\n  preset: h100-1k\n", "cluster: give exactly one of"},
 		// Times a Scheduler could not have: started or submitted after the
 		// state's now, started before submitted (package snapshot tests
