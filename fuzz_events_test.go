@@ -35,7 +35,9 @@ func pick[T any](t *eventTape, vals ...T) T { return vals[int(t.byte())%len(vals
 
 // FuzzEvents drives a Scheduler (2 DGX H100 hosts in one ToR, two queues
 // with quotas, a PlanPreemptor, AdmitTimeout, defragmentation; the first
-// byte turns elastic shrink and grow off, on, or on without growing back)
+// byte turns elastic shrink and grow off, on, or on without growing back,
+// and the backfill options BackfillAround, ReserveWholeHosts and
+// ReserveDepth)
 // through random sequences of every public call — events, health
 // changes, refused evictions, Restore, RestoreJob, RestoreNomination,
 // RestoreNoPlan, RestoreDefrag, cordons, Migrated, elastic submissions,
@@ -60,6 +62,10 @@ func FuzzEvents(f *testing.F) {
 	// resizes restored.
 	f.Add([]byte{1, 22, 0, 1, 1, 0, 0, 0, 22, 1, 0, 1, 0, 0, 0, 9, 1, 0, 0, 0, 0, 22, 2, 2, 0, 0, 2, 0, 0, 9, 1, 0, 0, 0, 0, 23, 1, 0, 24, 2, 0, 9, 1, 0, 0, 0, 1})
 	f.Add([]byte{1, 22, 0, 0, 1, 0, 1, 1, 0, 22, 1, 0, 0, 1, 1, 1, 0, 9, 1, 3, 0, 1, 22, 2, 1, 2, 0, 2, 0, 0, 9, 1, 3, 0, 0, 25, 1, 1, 2, 1, 0, 1, 2, 1, 0, 9, 1, 5, 0, 1})
+	// Backfill options on (first byte 3 × 0b1011: around, whole hosts,
+	// depth 3), jobs ending and waiting; then depth -1 (3 × 0b1111).
+	f.Add([]byte{33, 0, 0, 0, 0, 0, 9, 1, 0, 9, 2, 0, 9, 10, 200, 9, 3, 3, 9, 1, 1, 9})
+	f.Add([]byte{45, 0, 0, 0, 0, 0, 9, 1, 0, 9, 2, 0, 9, 10, 200, 9, 3, 3, 9, 1, 1, 9})
 	f.Add([]byte{2, 22, 1, 0, 1, 1, 0, 0, 0, 22, 1, 1, 1, 1, 0, 0, 9, 1, 2, 0, 1, 22, 0, 0, 0, 2, 0, 0, 9, 1, 2, 0, 0, 7, 1, 0, 9, 1, 30, 0, 1, 23, 0, 1, 24, 0, 1, 25, 0, 3, 4})
 	c := testClusterTB(f, 2, 2)
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -67,12 +73,22 @@ func FuzzEvents(f *testing.F) {
 			return
 		}
 		tp := &eventTape{b: data}
+		// The first byte's higher bits (above the elastic choice, so the
+		// seeds that start with 0–2 keep every option off) turn on the
+		// backfill options, with a hostile depth.
+		var opt byte
+		if len(data) > 0 {
+			opt = data[0] / 3
+		}
+		around, whole := opt&1 != 0, opt&2 != 0
+		depth := []int{0, 2, 3, -1}[opt>>2&3]
 		pp, err := NewPlanPreemptor(preempt.Config{LowerPriority: preempt.WithinQueue, Reclaim: preempt.ReclaimAny}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		s, err := New(Config{Cluster: c, Preemptor: pp, AdmitTimeout: 10 * time.Minute, MaxRestarts: 2, DefaultRuntime: time.Hour, Defrag: &DefragConfig{MaxPerJob: 2},
-			Elastic: pick(tp, nil, &ElasticConfig{}, &ElasticConfig{NoGrow: true}),
+			Elastic:        pick(tp, nil, &ElasticConfig{}, &ElasticConfig{NoGrow: true}),
+			BackfillAround: around, ReserveWholeHosts: whole, ReserveDepth: depth,
 			Queues: queue.Config{Fairness: queue.Fairness{Policy: queue.FairTree}, Root: queue.Node{Children: []queue.Node{
 				{Name: "a", Quotas: []queue.Quota{{Resource: "gpu", Nominal: 8}}, Policy: queue.Policy{Backfill: true}},
 				{Name: "b", Quotas: []queue.Quota{{Resource: "gpu", Nominal: 8}}},

@@ -328,8 +328,7 @@ func TestPropertyBoundedWaiting(t *testing.T) {
 // moves later; with and without placement around reservations
 // (BackfillAround) and deeper reservations (ReserveDepth: then for the
 // first reserved job, whose reservation the later ones are planned
-// around), with or without whole-host reservations (ReserveWholeHosts)
-// and Slurm's batching of the reserved time (ReserveEndWindow).
+// around), with or without whole-host reservations (ReserveWholeHosts).
 func TestPropertyBackfillKeepsReservation(t *testing.T) {
 	var reservations, backfilled int
 	defer func() {
@@ -344,7 +343,7 @@ func TestPropertyBackfillKeepsReservation(t *testing.T) {
 		s, err := New(Config{Cluster: c, Queues: queue.Config{Root: queue.Node{Children: []queue.Node{
 			{Name: "q", Policy: queue.Policy{Ordering: queue.StrictFIFO, Backfill: true}}}}},
 			BackfillAround: rapid.Bool().Draw(rt, "backfillAround"), ReserveDepth: depth, MaxReservations: max(depth, 4),
-			ReserveWholeHosts: rapid.Bool().Draw(rt, "wholeHosts"), ReserveEndWindow: time.Duration(rapid.IntRange(0, 2).Draw(rt, "endWindow")) * 30 * time.Second})
+			ReserveWholeHosts: rapid.Bool().Draw(rt, "wholeHosts")})
 		if err != nil {
 			rt.Fatal(err)
 		}

@@ -20,7 +20,6 @@ type reservations struct {
 	defaultRuntime time.Duration // Config.DefaultRuntime
 	max            int           // Config.MaxReservations (negative: none)
 	wholeHosts     bool          // Config.ReserveWholeHosts (reserve_hosts.go)
-	endWindow      time.Duration // Config.ReserveEndWindow (reserve_window.go)
 
 	// holds are this cycle's holds, in the order taken; begin clears
 	// them. Invariant: len(holds) ≤ max(0, max).
@@ -96,11 +95,8 @@ func newReservations(c *topology.Cluster, placer gang.Placer, defaultRuntime tim
 	return reservations{c: c, placer: placer, defaultRuntime: defaultRuntime, max: max, byJob: map[*job]*reservation{}}
 }
 
-// holdWhole sets Config.ReserveWholeHosts (reserve_hosts.go) and
-// Config.ReserveEndWindow (reserve_window.go).
-func (rs *reservations) holdWhole(wholeHosts bool, endWindow time.Duration) {
-	rs.wholeHosts, rs.endWindow = wholeHosts, endWindow
-}
+// holdWhole sets Config.ReserveWholeHosts (reserve_hosts.go).
+func (rs *reservations) holdWhole(wholeHosts bool) { rs.wholeHosts = wholeHosts }
 
 // begin starts a cycle: no holds yet.
 func (rs *reservations) begin() { rs.holds = rs.holds[:0] }
@@ -529,9 +525,6 @@ func (rs *reservations) reserve(j *job, now time.Time, mkey string, in reserveIn
 	}
 	if !forever && at.Before(now) {
 		at = now
-	}
-	if !forever && placedByPlacer {
-		at = rs.batchEnd(at, now, in.jobs, nil)
 	}
 	return &reservation{holder: j, built: now, at: at, forever: forever, claims: claims, p: rp, shadow: rs.occupancy(live), health: rs.healthEpoch, mkey: mkey, commits: in.commits}
 }

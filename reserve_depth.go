@@ -205,9 +205,6 @@ func (d *deepReserver) plan(s *Scheduler, j *job, mkey string, now time.Time) *r
 		s.res.recycle(sh)
 		return nil
 	}
-	if s.res.endWindow > 0 {
-		at = s.res.batchEnd(at, now, &s.jobs, d.heldNow(s, j, now))
-	}
 	return &reservation{holder: j, built: now, at: at, claims: claims, p: p, shadow: sh, health: s.res.healthEpoch, mkey: mkey, commits: s.commits(), deep: true}
 }
 
@@ -243,29 +240,4 @@ func (d *deepReserver) holdEarlier(s *Scheduler, l *topology.Ledger, j *job, t t
 			}
 		}
 	}
-}
-
-// heldNow returns whether a host is held whole by an earlier reservation
-// of this cycle that j, started now, would overlap (ReserveWholeHosts):
-// Slurm's will-run test does not count the jobs on such hosts when it
-// batches the running jobs' ends (reserve_window.go). Nil when the option
-// is off.
-func (d *deepReserver) heldNow(s *Scheduler, j *job, now time.Time) func(topology.HostID) bool {
-	if !s.res.wholeHosts {
-		return nil
-	}
-	end, _ := s.res.estimatedEnd(j, now)
-	held := map[topology.HostID]bool{}
-	for _, h := range s.res.holds {
-		if h.res == nil || h.holder == j || !h.res.at.Before(end) {
-			continue
-		}
-		if hEnd, known := s.res.estimatedEnd(h.holder, h.res.at); !h.res.forever && known && !hEnd.After(now) {
-			continue
-		}
-		for _, cl := range h.res.claims {
-			held[cl.Host] = true
-		}
-	}
-	return func(h topology.HostID) bool { return held[h] }
 }

@@ -72,14 +72,6 @@ type Config struct {
 	// them. False (the default) holds only the reserved GPUs, cores and
 	// memory. See reserve_hosts.go.
 	ReserveWholeHosts bool
-	// ReserveEndWindow, when > 0, moves a reservation's time from the
-	// estimated end that makes room for the job to the last end of that
-	// end's batch, batched as Slurm's select plugin estimates a pending
-	// job's start (the first batch ends this long after the first end
-	// rounded up to a multiple of it in wall-clock time, each later
-	// batch spans twice the last; Slurm's is 30 s). 0 (the default): the
-	// exact end. See reserve_window.go.
-	ReserveEndWindow time.Duration
 	// Seed seeds randomised placers; each job's request gets Seed mixed
 	// with its submission sequence number.
 	Seed uint64
@@ -229,7 +221,7 @@ func New(cfg Config) (*Scheduler, error) {
 		cons:   newConsolidator(cfg.Defrag),
 		around: aroundPlacer{on: cfg.BackfillAround}, deep: deepReserver{depth: cfg.ReserveDepth},
 	}
-	s.res.holdWhole(cfg.ReserveWholeHosts, cfg.ReserveEndWindow)
+	s.res.holdWhole(cfg.ReserveWholeHosts)
 	s.tracker, _ = cfg.Placer.(gang.Tracker)
 	return s, nil
 }

@@ -21,7 +21,9 @@ import (
 //     reservations (Config.BackfillAround) when the placer's first choice
 //     would delay one, and a reservation holds its hosts whole for its
 //     window (Config.ReserveWholeHosts). Slurm's will-run batching of the
-//     planned start (Config.ReserveEndWindow) is left off.
+//     planned start (running jobs' ends taken away 30 s and more at a
+//     time, so a planned start can be later than the end that makes
+//     room) is not modelled; see docs/slurm.md.
 //   - Decisions are taken whenever the host calls Schedule, not every
 //     sched_interval/bf_interval; hosts that want Slurm's rhythm call it at
 //     SchedInterval (the simulator's --schedule-every).
@@ -70,15 +72,6 @@ type Preset struct {
 	// planned job leaves free on it (its node-space map is a node bitmap
 	// per time slice; DebugFlags=BackfillMap shows it).
 	ReserveWholeHosts bool
-	// ReserveEndWindow is Config.ReserveEndWindow. Slurm's select/cons_tres
-	// and cons_res estimate a pending job's start in batches of running
-	// jobs' ends 30 s wide and up (their will-run test; the conformance
-	// harness's scenario (d) log shows backfill planning whole-node jobs
-	// at the last end of such a batch), but the preset leaves it 0: with
-	// the two-deep reservations above, replaying the five captured runs
-	// of scenario (d) with 30 s agreed on fewer starts on each (see
-	// docs/slurm-conformance.md's what-ifs). A host may set it.
-	ReserveEndWindow time.Duration
 }
 
 // Preset returns the site's Slurm-like Scheduler settings and adds to
@@ -174,5 +167,5 @@ func (p Preset) Config(s *Site) (gpusched.Config, error) {
 		pl = TreeNodeOrder(pl)
 	}
 	return gpusched.Config{Cluster: cl, Queues: p.Queues, Placer: pl, DefaultRuntime: p.DefaultRuntime, BackfillAround: true, ReserveDepth: p.ReserveDepth,
-		MaxReservations: max(p.ReserveDepth, 4), ReserveWholeHosts: p.ReserveWholeHosts, ReserveEndWindow: p.ReserveEndWindow}, nil
+		MaxReservations: max(p.ReserveDepth, 4), ReserveWholeHosts: p.ReserveWholeHosts}, nil
 }

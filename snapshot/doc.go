@@ -130,6 +130,7 @@
 //	fresh: [serve-3]            # jobs admitted in the last cycle, possible
 //	                            #   victims from the next (version 6)
 //	evictionRetry: 20m          # Config.EvictionRetry (version 6)
+//	reserveWholeHosts: true     # Config.ReserveWholeHosts (version 7)
 //	refusals:                   # refused stops in force (version 6), in
 //	- victim: train-1           #   the order refused: the victim, the
 //	  run: 2025-01-01T09:04:00Z #   admission of its run refused, when
@@ -150,8 +151,9 @@
 // admission times, preemption, restart and migration counts and saved
 // progress; the queues' Fair Tree usage; cordons; the settings (Seed,
 // DefaultRuntime, MaxReservations, MaxRestarts, DrainGrace, DrainKeep,
-// AdmitTimeout, MaxGrace, BackfillAround, ReserveDepth, Elastic, Defrag
-// with Consolidate, EvictionRetry). Fed the same events, it decides as the captured one does
+// AdmitTimeout, MaxGrace, BackfillAround, ReserveDepth, ReserveWholeHosts,
+// Elastic, Defrag with Consolidate, EvictionRetry). Fed the same events,
+// it decides as the captured one does
 // (TestLoadedDecidesAsOriginal), within these limits:
 //
 //   - Backfill reservations kept across cycles are restored (version 4,

@@ -154,6 +154,7 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 		return nil, bad("consolidation", errors.New("a consolidation state needs defrag.consolidate"))
 	}
 	cfg.EvictionRetry = st.EvictionRetry
+	cfg.ReserveWholeHosts = st.ReserveWholeHosts
 	s, err := gpusched.New(cfg)
 	if err != nil {
 		var ce *queue.ConfigError

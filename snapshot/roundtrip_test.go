@@ -103,6 +103,7 @@ func genScenario(t *rapid.T, backfill bool) *scenario {
 	sc.cfg.BackfillAround = backfill && rapid.Bool().Draw(t, "backfillAround")
 	if backfill {
 		sc.cfg.ReserveDepth = rapid.IntRange(0, 3).Draw(t, "reserveDepth")
+		sc.cfg.ReserveWholeHosts = rapid.Bool().Draw(t, "reserveWholeHosts")
 	}
 	sc.placer = rapid.SampledFrom([]string{"topology", "best-fit", "gpu-packing"}).Draw(t, "placer")
 	sc.ckpt = rapid.SampledFrom([]time.Duration{0, 20 * time.Minute}).Draw(t, "ckpt")

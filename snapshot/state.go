@@ -62,6 +62,9 @@ type State struct {
 	BackfillAround bool `yaml:"backfillAround,omitempty" json:"backfillAround,omitempty"`
 	// ReserveDepth is gpusched.Config.ReserveDepth (absent: 0).
 	ReserveDepth int `yaml:"reserveDepth,omitempty" json:"reserveDepth,omitempty"`
+	// ReserveWholeHosts is gpusched.Config.ReserveWholeHosts (version 7;
+	// absent: false).
+	ReserveWholeHosts bool `yaml:"reserveWholeHosts,omitempty" json:"reserveWholeHosts,omitempty"`
 	// Queues is the queue tree.
 	Queues queue.Config `yaml:"queues" json:"queues"`
 	// Usage is the decayed Fair Tree usage of the queues that have any

@@ -106,6 +106,6 @@ func backfillSummary(s *slurmconf.Site, p slurmconf.Preset) string {
 	}
 	return fmt.Sprintf("on (SchedulerType=%s, bf_interval=%v, bf_window=%v, bf_max_job_test=%d, bf_continue=%v): "+
 		"reservations for the first %d blocked jobs of a queue (ReserveDepth), placed around reservations (BackfillAround), "+
-		"reserved hosts held whole (ReserveWholeHosts=%v), will-run batching ReserveEndWindow=%v, topology/tree node order %v",
-		s.Conf.SchedulerType, sp.BfInterval, sp.BfWindow, sp.BfMaxJobTest, sp.BfContinue, p.ReserveDepth, p.ReserveWholeHosts, p.ReserveEndWindow, p.TreeNodeOrder)
+		"reserved hosts held whole (ReserveWholeHosts=%v), topology/tree node order %v",
+		s.Conf.SchedulerType, sp.BfInterval, sp.BfWindow, sp.BfMaxJobTest, sp.BfContinue, p.ReserveDepth, p.ReserveWholeHosts, p.TreeNodeOrder)
 }

@@ -496,8 +496,7 @@ func scenarioTrace(ctx context.Context, t *testing.T, c *Cluster, m *Model) *Sce
 	if dir := os.Getenv("GPUSCHED_SLURM_KEEP"); dir != "" {
 		saveTrace(t, filepath.Join(dir, "trace-d.json"), replay, dur, sj, t0)
 	}
-	// gpusched replays on Slurm's wall clock (t0), so that the will-run
-	// batches of ReserveEndWindow (a what-if below) are aligned as Slurm's.
+	// gpusched replays on Slurm's wall clock (t0).
 	now := t0
 	gs, gpl, gwhy, err := m.RunWhy(replay, dur, now, interval)
 	if err != nil {
@@ -598,15 +597,9 @@ func scenarioTrace(ctx context.Context, t *testing.T, c *Cluster, m *Model) *Sce
 	arrFirst.ArrivalsFirst = true
 	noWhole := *m
 	noWhole.NoWholeHosts = true
-	window := *m
-	window.EndWindow = 30 * time.Second
-	deepWindow := window
-	deepWindow.ReserveDepth = 64
 	whatIf := []string{fmt.Sprintf("without BackfillAround (the placer's first choice only) %d", agreeWith(noAround)),
 		fmt.Sprintf("without TreeNodeOrder (one-node jobs by gang's topology best fit over GPUs) %d", agreeWith(noTree)),
 		fmt.Sprintf("without ReserveWholeHosts (reservations hold only their GPUs, cores and memory) %d", agreeWith(noWhole)),
-		fmt.Sprintf("with ReserveEndWindow 30 s (Slurm's will-run batching of the reserved time) %d", agreeWith(window)),
-		fmt.Sprintf("with ReserveEndWindow 30 s and ReserveDepth 64 (a plan for every waiting job, as Slurm's) %d", agreeWith(deepWindow)),
 		fmt.Sprintf("arrivals before same-second ends %d", agreeWith(arrFirst))}
 	best, bestDepth := s.Agree, m.Preset.ReserveDepth
 	for _, d := range []int{1, 2, 3, 4, 8, 16} {

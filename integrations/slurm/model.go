@@ -27,9 +27,6 @@ type Model struct {
 	// NoWholeHosts turns the preset's ReserveWholeHosts off (reservations
 	// hold only the GPUs, cores and memory they claim).
 	NoWholeHosts bool
-	// EndWindow, when > 0, sets Config.ReserveEndWindow (Slurm's will-run
-	// batching of running jobs' ends, 30 s; the preset leaves it off).
-	EndWindow time.Duration
 	// ArrivalsFirst makes Run take a cycle with the jobs arriving at an
 	// instant before it processes the ends at that instant (a what-if:
 	// Slurm's sacct gives both to the second, and the captured runs show
@@ -60,9 +57,6 @@ func (m *Model) scheduler() (*gpusched.Scheduler, *topology.Cluster, error) {
 	}
 	if m.NoWholeHosts {
 		cfg.ReserveWholeHosts = false
-	}
-	if m.EndWindow > 0 {
-		cfg.ReserveEndWindow = m.EndWindow
 	}
 	if m.ReserveDepth > 0 {
 		cfg.ReserveDepth = m.ReserveDepth

@@ -42,15 +42,11 @@ func replayCaptured(t *testing.T, path string, want int) {
 		jobs = append(jobs, j.Spec)
 		dur[j.Spec.Name] = j.Duration
 	}
-	// The replay runs on Slurm's wall clock where the capture has it (the
-	// will-run batches of ReserveEndWindow are aligned to it); the first
-	// captures lack it, so their batches are aligned arbitrarily.
+	// The replay runs on Slurm's wall clock where the capture has it; the
+	// first captures lack it.
 	now := time.Unix(1_000_000, 0)
 	if !tr[0].T0.IsZero() {
 		now = tr[0].T0
-	}
-	if os.Getenv("GPUSCHED_SLURM_ENDWINDOW") != "" {
-		m.EndWindow = 30 * time.Second
 	}
 	if v := os.Getenv("GPUSCHED_SLURM_DEPTH"); v != "" { // what-ifs by hand
 		m.ReserveDepth, _ = strconv.Atoi(v)
@@ -197,9 +193,6 @@ func TestTraceEvidence(t *testing.T) {
 		dur[j.Spec.Name] = j.Duration
 		slurm[j.Spec.Name] = j.SlurmStart
 	}
-	if os.Getenv("GPUSCHED_SLURM_ENDWINDOW") != "" {
-		m.EndWindow = 30 * time.Second
-	}
 	if os.Getenv("GPUSCHED_SLURM_LOGDUR") != "" {
 		ld := bl.Durations(ids)
 		t.Logf("durations from the log for %d jobs", len(ld))
@@ -207,7 +200,7 @@ func TestTraceEvidence(t *testing.T) {
 			dur[n] = d
 		}
 	}
-	now := t0 // Slurm's wall clock: the will-run batches are aligned to it
+	now := t0 // Slurm's wall clock
 	st, pl, why, err := m.RunWhy(jobs, dur, now, interval)
 	if err != nil {
 		t.Fatal(err)

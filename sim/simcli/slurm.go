@@ -59,7 +59,7 @@ func (r *runConfig) slurmQueues(jobs []trace.Job) (queue.Config, []sim.Tenant, m
 }
 
 // slurmBackfill sets the preset's backfill options (Config.BackfillAround,
-// ReserveDepth, MaxReservations, ReserveWholeHosts, ReserveEndWindow) in
+// ReserveDepth, MaxReservations, ReserveWholeHosts) in
 // cfg, as slurmconf.Preset.Config sets them.
 func (r *runConfig) slurmBackfill(cfg *gpusched.Config) error {
 	s, err := slurmconf.ReadDir(r.slurm)
@@ -71,7 +71,7 @@ func (r *runConfig) slurmBackfill(cfg *gpusched.Config) error {
 		return fmt.Errorf("--slurm %s: %w", r.slurm, err)
 	}
 	cfg.BackfillAround, cfg.ReserveDepth, cfg.MaxReservations = pc.BackfillAround, pc.ReserveDepth, pc.MaxReservations
-	cfg.ReserveWholeHosts, cfg.ReserveEndWindow = pc.ReserveWholeHosts, pc.ReserveEndWindow
+	cfg.ReserveWholeHosts = pc.ReserveWholeHosts
 	return nil
 }
 
