@@ -20,7 +20,6 @@ type aroundPlacer struct {
 	on      bool
 	scratch *topology.Ledger // the ledger with the reservations' claims held; reused
 	buf     gang.Placement   // the placement found; valid until the next call
-	pieces  []topology.Claim // what holdHosts took (ReserveWholeHosts); not released: scratch is reset each call
 }
 
 // place places j (starting now, its request's host filter as evaluate set
@@ -42,25 +41,8 @@ func (a *aroundPlacer) place(s *Scheduler, j *job, now time.Time) *gang.Placemen
 		if h.res == nil || (known && !h.res.forever && !end.After(h.res.at)) {
 			continue
 		}
-		if s.res.wholeHosts {
-			a.pieces = a.pieces[:0]
-			held = holdHosts(a.scratch, h.res.claims, &a.pieces) || held
-			continue
-		}
-		// Hold what is free of each claim, piece by piece: what a running
-		// job holds now (until the reserved time) is not free anyway.
-		for _, cl := range h.res.claims {
-			for _, g := range cl.GPUs {
-				if a.scratch.Allocate(topology.Claim{Host: cl.Host, GPUs: []topology.GPUClaim{g}}) == nil {
-					held = true
-				}
-			}
-			if cl.CPUMilli > 0 || cl.MemoryMiB > 0 {
-				if a.scratch.Allocate(topology.Claim{Host: cl.Host, CPUMilli: cl.CPUMilli, MemoryMiB: cl.MemoryMiB}) == nil {
-					held = true
-				}
-			}
-		}
+		// Nothing to release: scratch is copied afresh each call.
+		held = holdReserved(a.scratch, h.res.claims, s.res.wholeHosts, nil) || held
 	}
 	if !held || s.placer.Place(a.scratch, j.req, &a.buf) != nil {
 		return nil

@@ -221,23 +221,6 @@ func (d *deepReserver) holdEarlier(s *Scheduler, l *topology.Ledger, j *job, t t
 		if hEnd, known := s.res.estimatedEnd(h.holder, h.res.at); !h.res.forever && known && !hEnd.After(t) {
 			continue
 		}
-		if s.res.wholeHosts {
-			holdHosts(l, h.res.claims, &d.pieces)
-			continue
-		}
-		for _, cl := range h.res.claims {
-			for _, g := range cl.GPUs {
-				c := topology.Claim{Host: cl.Host, GPUs: []topology.GPUClaim{g}}
-				if l.Allocate(c) == nil {
-					d.pieces = append(d.pieces, c)
-				}
-			}
-			if cl.CPUMilli > 0 || cl.MemoryMiB > 0 {
-				c := topology.Claim{Host: cl.Host, CPUMilli: cl.CPUMilli, MemoryMiB: cl.MemoryMiB}
-				if l.Allocate(c) == nil {
-					d.pieces = append(d.pieces, c)
-				}
-			}
-		}
+		holdReserved(l, h.res.claims, s.res.wholeHosts, &d.pieces)
 	}
 }

@@ -14,32 +14,45 @@ import "github.com/gpusched/gpusched/topology"
 // a candidate placed around them (BackfillAround), sees their hosts taken
 // whole. Off (the default) reservations hold only what they claim.
 
-// holdHosts allocates in l, piece by piece, whatever is free on each host
-// of claims (every free GPU whole, then the free cores and memory), and
-// appends to pieces what it took, so the caller can release it. A host
-// named twice is held once (the second time nothing is free).
-func holdHosts(l *topology.Ledger, claims []topology.Claim, pieces *[]topology.Claim) bool {
+// holdReserved holds in l what a reservation's claims need while another
+// job is planned around it, piece by piece, so that what is taken already
+// stays taken: with whole (Config.ReserveWholeHosts) whatever is free on
+// each host of claims (every free GPU whole, then the free cores and
+// memory; a host named twice is held once), otherwise what is free of
+// each claim (its GPUs one by one, then its cores and memory; what a
+// running job holds now is not free anyway). It appends what it took to
+// pieces when pieces is not nil, so the caller can release it, and
+// reports whether it took anything.
+func holdReserved(l *topology.Ledger, claims []topology.Claim, whole bool, pieces *[]topology.Claim) bool {
 	held := false
+	take := func(p topology.Claim) {
+		if l.Allocate(p) == nil {
+			held = true
+			if pieces != nil {
+				*pieces = append(*pieces, p)
+			}
+		}
+	}
 	c := l.Cluster()
 	for _, cl := range claims {
 		h := cl.Host
+		if !whole {
+			for _, g := range cl.GPUs {
+				take(topology.Claim{Host: h, GPUs: []topology.GPUClaim{g}})
+			}
+			if cl.CPUMilli > 0 || cl.MemoryMiB > 0 {
+				take(topology.Claim{Host: h, CPUMilli: cl.CPUMilli, MemoryMiB: cl.MemoryMiB})
+			}
+			continue
+		}
 		first, n := c.HostGPUs(h)
 		for g := first; g < first+topology.GPUID(n); g++ {
-			if !l.GPUIsFree(g) {
-				continue
-			}
-			p := topology.Claim{Host: h, GPUs: []topology.GPUClaim{{GPU: g}}}
-			if l.Allocate(p) == nil {
-				*pieces = append(*pieces, p)
-				held = true
+			if l.GPUIsFree(g) {
+				take(topology.Claim{Host: h, GPUs: []topology.GPUClaim{{GPU: g}}})
 			}
 		}
 		if cpu, mem := l.CPUFree(h), l.MemoryFree(h); cpu > 0 || mem > 0 {
-			p := topology.Claim{Host: h, CPUMilli: max(cpu, 0), MemoryMiB: max(mem, 0)}
-			if l.Allocate(p) == nil {
-				*pieces = append(*pieces, p)
-				held = true
-			}
+			take(topology.Claim{Host: h, CPUMilli: max(cpu, 0), MemoryMiB: max(mem, 0)})
 		}
 	}
 	return held
