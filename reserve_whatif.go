@@ -16,8 +16,7 @@ type shadowState interface {
 // whatIfLedger is what nominations.shadow changes: a shadow Ledger, or
 // the whatIf on the live one.
 type whatIfLedger interface {
-	Allocate(claims ...topology.Claim) error
-	Release(claims ...topology.Claim) error
+	shadowState
 	TrialRestore(claims ...topology.Claim) error
 }
 
