@@ -25,18 +25,7 @@ func (s *keySet) Len() int { return s.n }
 
 // chunkFor returns the first chunk whose last key is ≥ k (len(chunks) if
 // none).
-func (s *keySet) chunkFor(k uint64) int {
-	lo, hi := 0, len(s.lasts)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if s.lasts[m] < k {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
-}
+func (s *keySet) chunkFor(k uint64) int { return lowerBound(s.lasts, k) }
 
 // lowerBound returns the first index of a whose key is ≥ k.
 func lowerBound(a []uint64, k uint64) int {
