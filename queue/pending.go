@@ -13,8 +13,17 @@ import (
 // fields before Add and must not change them while the entry is queued,
 // except through Leaf.SetPriority.
 type Entry struct {
-	ID       string // the job's ID
-	Priority int32  // higher goes first; change it with Leaf.SetPriority
+	// The fields a listing of the queue reads come first, next to each
+	// other (an owner that embeds Entry can keep its own per-row fields
+	// just before it): one cache line per row.
+
+	ID string // the job's ID
+	// Ref is the owner's handle; the package never looks at it.
+	Ref   any
+	class *Class
+	leaf  *Leaf
+
+	Priority int32 // higher goes first; change it with Leaf.SetPriority
 	// Submitted is when the job entered the queue (for FIFO order and
 	// aging); Seq breaks ties between equal times. Seq must be unique in
 	// the Tree, as queues are compared by their next jobs.
@@ -31,11 +40,6 @@ type Entry struct {
 	// owner's best estimate before placement). It decides whether the job
 	// borrows, for the order across queues.
 	Demand Vector
-	// Ref is the owner's handle; the package never looks at it.
-	Ref any
-
-	leaf  *Leaf
-	class *Class
 }
 
 // ClassOf returns the class of a queued entry (nil when not queued).
@@ -390,6 +394,13 @@ func (c *Cursor) Advance() {
 	cl := c.heap.items[0]
 	cl.after = cl.head
 	cl.head = nil
+	// Mostly the candidate was admitted (removed) and was its class's
+	// first: then the class's first is the next, found without a search.
+	if m, ok := cl.jobs.Min(); ok && c.heap.less(cl.after, m) {
+		cl.head = m
+		heap.Fix(&c.heap, 0)
+		return
+	}
 	cl.jobs.AscendGreaterOrEqual(cl.after, func(e *Entry) bool {
 		if e == cl.after {
 			return true
