@@ -193,7 +193,7 @@ func (cs *cycleState) reasonIn(j *job, id queue.NodeID) (*Reason, reasonSource) 
 		return j.reason, fromJob
 	}
 	// A stopped strict queue tried nothing after its head.
-	if st := &cs.leaves[id]; st.stop != nil && st.stop.Blocker != j.spec.ID {
+	if st := &cs.leaves[id]; st.stop != nil && st.stop.Blocker != j.entry.ID { // entry.ID: spec.ID, on the row's cache line
 		return st.stop, fromStop
 	}
 	return cs.classReason(j.entry.ClassOf()), fromClass

@@ -315,7 +315,7 @@ func FuzzEvents(f *testing.F) {
 			}()
 			checkInvariants(t, s, what)
 			checkHolders(t, s, what)
-			s.jobs.ends.Ascend(func(j *job) bool {
+			s.jobs.ascendEnds(func(j *job) bool {
 				if k := j.placement.Len(); k < j.spec.MinTasks() || k > j.spec.Tasks() {
 					t.Fatalf("%s: %s holds %d tasks (min %d, count %d)", what, j.spec.ID, k, j.spec.MinTasks(), j.spec.Tasks())
 				}
@@ -325,11 +325,18 @@ func FuzzEvents(f *testing.F) {
 	})
 }
 
-// checkHolders: the GPUs the ledger has in use are exactly those the
+// checkHolders: every holding job is filed under its current estimated
+// end, and the GPUs the ledger has in use are exactly those the
 // holding jobs' placements claim.
 func checkHolders(t *testing.T, s *Scheduler, what string) {
+	s.jobs.ends.Ascend(func(k endKey) bool {
+		if k != endKeyOf(k.j) {
+			t.Fatalf("%s: job %s filed under a stale estimated end (%+v, now %+v)", what, k.j.spec.ID, k, endKeyOf(k.j))
+		}
+		return true
+	})
 	milli := make([]int, s.c.NumGPUs())
-	s.jobs.ends.Ascend(func(j *job) bool {
+	s.jobs.ascendEnds(func(j *job) bool {
 		if !j.state.Holding() || j.placement == nil {
 			t.Fatalf("%s: job %s filed as holding in state %s", what, j.spec.ID, j.state)
 		}

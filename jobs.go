@@ -15,26 +15,29 @@ import (
 // set by newJob; the rest is in parts, each written only by the concern
 // named on it.
 type job struct {
+	// reason is why it waits, set in cycle reasonCycle (cycleState), and
+	// state is written by the job transitions (below). The three come
+	// first, just before entry, whose first fields (ID, Ref, class) are
+	// the rest of what listing the waiting jobs reads: one cache line a
+	// row, where they were four lines apart.
+	reason      *Reason
+	reasonCycle uint64
+	state       queue.State
+	entry       queue.Entry // its entry in its leaf's pending index (package queue)
+
 	spec   workload.Job // as submitted; Priority as last set (SetPriority), Queue as last moved (Reconfigure)
 	req    *gang.Request
 	leaf   *queue.Leaf
-	entry  queue.Entry // its entry in its leaf's pending index (package queue)
-	shape  string      // its class: see shapeKey
+	shape  string // its class: see shapeKey
 	demand queue.Vector
-
-	// reason is why it waits, set in cycle reasonCycle (cycleState). Kept
-	// next to entry and state: listing the waiting jobs reads the three.
-	reason      *Reason
-	reasonCycle uint64
 
 	// Written by the job transitions (events.go: take, start, release,
 	// back, end, rejected), hosts by jobTable.index, leaf (after newJob) by
-	// jobTable.moveLeaf. Invariant: placement, txn,
-	// charged and hosts are set exactly while state.Holding(); end and
+	// jobTable.moveLeaf. Invariant: placement, txn, charged and hosts are
+	// set exactly while state (above) is Holding(); end and
 	// endKnown are then its estimated end (the jobTable's ends order).
 	// req.AllowHost is the model filter of its last evaluation (cycle.go),
 	// req.Seed and entry.Seq are set once by jobTable.add.
-	state       queue.State
 	placement   *gang.Placement
 	txn         gang.Txn
 	charged     queue.Vector // what admission charged (from the placement)
@@ -60,8 +63,10 @@ type jobTable struct {
 	byID map[string]*job // every live job
 	// ends orders the holding jobs by estimated end (known first, then by
 	// submission). Invariant: exactly the jobs with state.Holding(), each
-	// filed under its current end/endKnown.
-	ends *btree.BTreeG[*job]
+	// filed under endKeyOf its current end/endKnown. Its keys carry what
+	// the order compares, so that filing a job reads no other job (at
+	// 100k GPUs, a hundred thousand jobs scattered in memory).
+	ends *btree.BTreeG[endKey]
 	// onHost lists the holding jobs with a claim on each host. Invariant:
 	// j is in onHost[h] iff it holds and h is in j.hosts.
 	onHost [][]*job
@@ -71,16 +76,46 @@ type jobTable struct {
 
 func newJobTable(c *topology.Cluster, seed uint64) jobTable {
 	t := jobTable{byID: map[string]*job{}, onHost: make([][]*job, c.NumHosts()), seed: seed}
-	t.ends = btree.NewG(16, func(a, b *job) bool {
-		if a.endKnown != b.endKnown {
-			return a.endKnown // known ends first, unknown (infinite) last
-		}
-		if a.endKnown && !a.end.Equal(b.end) {
-			return a.end.Before(b.end)
-		}
-		return a.entry.Seq < b.entry.Seq
-	})
+	t.ends = btree.NewG(16, endKey.less)
 	return t
+}
+
+// endKey is a holding job's key in jobTable.ends: its estimated end as
+// seconds and nanoseconds (time.Time's range, without its monotonic
+// reading), then its submission sequence.
+type endKey struct {
+	unknown bool // no estimate: after every known end
+	sec     int64
+	nsec    int32
+	seq     uint64
+	j       *job
+}
+
+// endKeyOf is j's key under its current end and endKnown.
+func endKeyOf(j *job) endKey {
+	k := endKey{unknown: !j.endKnown, seq: j.entry.Seq, j: j}
+	if j.endKnown {
+		k.sec, k.nsec = j.end.Unix(), int32(j.end.Nanosecond())
+	}
+	return k
+}
+
+// less orders known ends first, by end, then unknown ones; ties by
+// submission.
+func (a endKey) less(b endKey) bool {
+	if a.unknown != b.unknown {
+		return b.unknown
+	}
+	if !a.unknown && (a.sec != b.sec || a.nsec != b.nsec) {
+		return a.sec < b.sec || (a.sec == b.sec && a.nsec < b.nsec)
+	}
+	return a.seq < b.seq
+}
+
+// ascendEnds calls fn for each holding job in order of estimated end
+// (unknown last) until it returns false.
+func (t *jobTable) ascendEnds(fn func(*job) bool) {
+	t.ends.Ascend(func(k endKey) bool { return fn(k.j) })
 }
 
 // add files a new job (from newJob) under the next sequence number, which
@@ -98,7 +133,7 @@ func (t *jobTable) remove(j *job) { delete(t.byID, j.spec.ID) }
 // index files a job that has just taken j.placement: by its estimated
 // end and on each of its hosts.
 func (t *jobTable) index(j *job) {
-	t.ends.ReplaceOrInsert(j)
+	t.ends.ReplaceOrInsert(endKeyOf(j))
 	j.hosts = j.placement.Hosts()
 	for _, h := range j.hosts {
 		t.onHost[h] = append(t.onHost[h], j)
@@ -108,7 +143,7 @@ func (t *jobTable) index(j *job) {
 // unindex forgets a holding job that releases its placement; it returns
 // the hosts it held.
 func (t *jobTable) unindex(j *job) []topology.HostID {
-	t.ends.Delete(j)
+	t.ends.Delete(endKeyOf(j))
 	for _, h := range j.hosts {
 		on := t.onHost[h]
 		if k := slices.Index(on, j); k >= 0 {
@@ -120,9 +155,9 @@ func (t *jobTable) unindex(j *job) []topology.HostID {
 
 // refile files a holding job again under a new estimated end, set by fn.
 func (t *jobTable) refile(j *job, fn func()) {
-	t.ends.Delete(j)
+	t.ends.Delete(endKeyOf(j))
 	fn()
-	t.ends.ReplaceOrInsert(j)
+	t.ends.ReplaceOrInsert(endKeyOf(j))
 }
 
 // follow grows the per-host index for a new version of the cluster (live

@@ -361,7 +361,7 @@ func (x schedSnapshot) Queues() *queue.Tree      { return x.s.tree }
 
 // Jobs lists the holding jobs in order of estimated end (deterministic).
 func (x schedSnapshot) Jobs(fn func(*preempt.Job) bool) {
-	x.s.jobs.ends.Ascend(func(j *job) bool {
+	x.s.jobs.ascendEnds(func(j *job) bool {
 		return fn(x.s.victims.view(j, x.now))
 	})
 }

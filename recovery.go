@@ -188,7 +188,7 @@ func (s *Scheduler) recoverFaults(d *Decision, now time.Time) {
 type recoverySnapshot struct{ schedSnapshot }
 
 func (x recoverySnapshot) Jobs(fn func(*preempt.Job) bool) {
-	x.s.jobs.ends.Ascend(func(j *job) bool {
+	x.s.jobs.ascendEnds(func(j *job) bool {
 		if j.rec.recovering {
 			return true
 		}

@@ -486,7 +486,7 @@ func (rs *reservations) reserve(j *job, now time.Time, mkey string, in reserveIn
 		window = append(window, cl)
 		return true
 	}
-	in.jobs.ends.Ascend(func(h *job) bool {
+	in.jobs.ascendEnds(func(h *job) bool {
 		// The nominated jobs ending by h's end first (their victims'
 		// claims are theirs: see shadowNominations).
 		for len(noms) > 0 && noms[0].known && (!h.endKnown || !noms[0].end.After(h.end)) {

@@ -164,7 +164,7 @@ func (d *deepReserver) plan(s *Scheduler, j *job, mkey string, now time.Time) *r
 	var group time.Time
 	pending := false
 	if !found {
-		s.jobs.ends.Ascend(func(h *job) bool {
+		s.jobs.ascendEnds(func(h *job) bool {
 			if !h.endKnown {
 				return false
 			}

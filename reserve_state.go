@@ -131,7 +131,7 @@ func (rs *reservations) rebuild(r *reservation, live *topology.Ledger, jobs *job
 			_ = sh.Release(n.claims...)
 		}
 	}
-	jobs.ends.Ascend(func(h *job) bool {
+	jobs.ascendEnds(func(h *job) bool {
 		if h.vic.preempting && slices.Contains(victims, h) {
 			return true
 		}

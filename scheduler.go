@@ -281,7 +281,7 @@ func (s *Scheduler) Job(id string) (JobStatus, bool) {
 // Holding calls fn for every job holding resources (Admitted or Running)
 // in order of estimated end (unknown last), until fn returns false.
 func (s *Scheduler) Holding(fn func(id string, st JobStatus) bool) {
-	s.jobs.ends.Ascend(func(j *job) bool {
+	s.jobs.ascendEnds(func(j *job) bool {
 		st, _ := s.Job(j.spec.ID)
 		return fn(j.spec.ID, st)
 	})

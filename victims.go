@@ -99,7 +99,7 @@ func (x *victimIndex) buildRoster(t *jobTable, now time.Time) *preempt.Roster {
 	}
 	if x.roster == nil {
 		x.roster = preempt.NewRoster()
-		t.ends.Ascend(func(j *job) bool {
+		t.ascendEnds(func(j *job) bool {
 			if !j.vic.indexed {
 				x.file(j, now)
 			}
