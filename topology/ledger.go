@@ -98,9 +98,9 @@ type Ledger struct {
 	stampN  uint64   // changes stamped under stampID
 
 	idx ledgerIndex
-	// slim: an Occupancy's ledger, without counters or indexes (nil
-	// freeWhole, freeMilli, healthy and idx): adjust and the shared-GPU
-	// index are skipped.
+	// slim: an Occupancy's ledger, without counters, indexes or stamps
+	// (nil freeWhole, freeMilli, healthy, hostGen and idx): adjust, the
+	// shared-GPU index and bumpHost are skipped.
 	slim bool
 }
 

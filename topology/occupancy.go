@@ -33,12 +33,7 @@ func (o *Occupancy) CopyFrom(src *Ledger) {
 	d.cordoned = append(d.cordoned[:0], src.cordoned...)
 	d.cpuFree = append(d.cpuFree[:0], src.cpuFree...)
 	d.memFree = append(d.memFree[:0], src.memFree...)
-	if len(d.hostGen) != len(src.hostGen) {
-		d.hostGen = make([]uint64, len(src.hostGen)) // stamps are never read
-	}
-	if d.stampID == 0 {
-		d.newStampID()
-	}
+	// No stamps: bumpHost skips a slim ledger, and nothing reads them.
 }
 
 // Cluster returns the cluster of the ledger o was copied from.
