@@ -115,12 +115,15 @@ func (p *Placement) Clone() *Placement {
 }
 
 // ClonePair returns two deep copies of p, each equal to what Clone
-// returns, in half the allocations: each slice of the pair shares one
-// allocation, split so that neither copy can grow into the other. The
+// returns, in half the allocations: the two share one allocation, and
+// each slice of the pair another, split so that neither copy can grow
+// into the other. The
 // scheduler keeps one copy and hands the other to its caller.
 func (p *Placement) ClonePair() (*Placement, *Placement) {
-	a := &Placement{Job: p.Job, Level: p.Level, Domain: p.Domain}
-	b := &Placement{Job: p.Job, Level: p.Level, Domain: p.Domain}
+	pair := new([2]Placement)
+	a, b := &pair[0], &pair[1]
+	*a = Placement{Job: p.Job, Level: p.Level, Domain: p.Domain}
+	*b = *a
 	a.Tasks, b.Tasks = splitClone(p.Tasks)
 	a.Placed, b.Placed = splitClone(p.Placed)
 	a.Relaxed, b.Relaxed = splitClone(p.Relaxed)
