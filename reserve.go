@@ -268,10 +268,9 @@ func (rs *reservations) check(j *job, claims []topology.Claim, now time.Time) ([
 		if known && !h.res.forever && !end.After(h.res.at) {
 			continue
 		}
-		if err := h.res.shadow.Allocate(claims...); err != nil || (rs.wholeHosts && sharesHost(claims, h.res.claims)) {
-			if err == nil {
-				_ = h.res.shadow.Release(claims...)
-			}
+		// With whole-host reservations, touching one of its hosts is a
+		// conflict already: nothing to allocate and take back.
+		if (rs.wholeHosts && sharesHost(claims, h.res.claims)) || h.res.shadow.Allocate(claims...) != nil {
 			for _, sh := range rs.shadowScr {
 				_ = sh.Release(claims...)
 			}
