@@ -117,8 +117,8 @@ func (p *Placement) Clone() *Placement {
 // ClonePair returns two deep copies of p, each equal to what Clone
 // returns, in half the allocations: the two share one allocation, and
 // each slice of the pair another, split so that neither copy can grow
-// into the other. The
-// scheduler keeps one copy and hands the other to its caller.
+// into the other. The scheduler keeps one copy and hands the other to
+// its caller.
 func (p *Placement) ClonePair() (*Placement, *Placement) {
 	pair := new([2]Placement)
 	a, b := &pair[0], &pair[1]

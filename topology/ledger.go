@@ -99,8 +99,8 @@ type Ledger struct {
 
 	idx ledgerIndex
 	// slim: an Occupancy's ledger, without counters, indexes or stamps
-	// (nil freeWhole, freeMilli, healthy, hostGen and idx): adjust, the
-	// shared-GPU index and bumpHost are skipped.
+	// (nil freeWhole, freeMilli, healthy, hostGen and idx): adjust,
+	// touchShared and bumpHost skip it.
 	slim bool
 }
 
@@ -274,6 +274,14 @@ func (l *Ledger) contrib(g GPUID) (free int32, milli int64, ok int32) {
 		free = 1
 	}
 	return free, int64(MilliPerGPU - int(s.used)), 1
+}
+
+// touchShared marks g for the shared-GPU index, which a slim ledger (an
+// Occupancy's) does not keep.
+func (l *Ledger) touchShared(g GPUID) {
+	if !l.slim {
+		l.idx.touchShared(g)
+	}
 }
 
 // adjust adds deltas to every domain containing g (its tree ancestors and
@@ -673,8 +681,8 @@ func (l *Ledger) apply(gc GPUClaim) {
 	f1, m1, o1 := l.contrib(g)
 	l.adjust(g, f1-f0, m1-m0, o1-o0)
 	l.bumpHost(l.c.gpus[g].host)
-	if gc.Kind == ClaimShare && !l.slim {
-		l.idx.touchShared(g)
+	if gc.Kind == ClaimShare {
+		l.touchShared(g)
 	}
 }
 
@@ -721,9 +729,7 @@ func (l *Ledger) giveGPU(ci int, gc GPUClaim) error {
 		if s.used == 0 {
 			s.mode = ModeFree
 		}
-		if !l.slim {
-			l.idx.touchShared(g)
-		}
+		l.touchShared(g)
 	case ClaimMIG:
 		s.mig &^= mask
 		s.used = migUsed(s.mig, l.c.models[l.c.hosts[h].model].MIGSlots)

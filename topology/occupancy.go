@@ -11,7 +11,7 @@ package topology
 // against it (reservation shadows) use it instead of a Clone. It answers
 // no queries. Not safe for concurrent use.
 type Occupancy struct {
-	l Ledger // slim: no counters or indexes (adjust and touchShared skip them)
+	l Ledger // slim: no counters, indexes or stamps (see Ledger.slim)
 }
 
 // Occupancy returns a new Occupancy holding l's current occupancy.
