@@ -276,3 +276,55 @@ wait:
 		t.Error("no pod evicted for the high-priority pod")
 	}
 }
+
+// testStaleNomination sets up, without killing anything, what a scheduler
+// killed between kube-scheduler's NominatedNodeName write and a gang
+// member's Binding leaves behind (seen in TestRestartSafety): three of a
+// 4-pod gang bound on n0 with their GPU indices, the fourth unbound,
+// nominated to n0, with no indices. The new scheduler keeps the bound
+// members and explains why the fourth waits; it must clear that pod's
+// nomination, or kube-scheduler keeps counting its GPU on n0, and a pod
+// gpusched places on n0's last free GPU fails NodeResourcesFit for as long
+// as the gang waits.
+func testStaleNomination(ctx context.Context, t *testing.T, cp *controlPlane, start func()) {
+	c := cp.Client
+	createNode(ctx, t, c, nodeSpec{Name: "n0", GPUs: 8, Product: h100})
+	gang := map[string]string{queueLabel: "batch", gangLabelKey: "s", plugin.DefaultGangSizeKey: "4"}
+	for i := range 4 {
+		p := createPod(ctx, t, c, podSpec{Name: fmt.Sprintf("s-%d", i), SchedulerName: schedModeName, GPUs: 1, Labels: gang})
+		if i < 3 {
+			b := &v1.Binding{
+				ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID,
+					Annotations: map[string]string{indicesKey: strconv.Itoa(i)}},
+				Target: v1.ObjectReference{Kind: "Node", Name: "n0"},
+			}
+			if err := c.CoreV1().Pods(p.Namespace).Bind(ctx, b, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("bind %s: %v", p.Name, err)
+			}
+			continue
+		}
+		p.Status.NominatedNodeName = "n0"
+		if _, err := c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("nominate %s: %v", p.Name, err)
+		}
+	}
+	start()
+	waitCondition(ctx, t, c, "default", "s-3", "partly bound (3 of 4 pods)")
+	if err := waitFor(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		p, err := c.CoreV1().Pods("default").Get(ctx, "s-3", metav1.GetOptions{})
+		return err == nil && p.Status.NominatedNodeName == "", err
+	}); err != nil {
+		t.Fatalf("s-3 keeps its stale nominated node: %v", err)
+	}
+	// n0 has 5 free GPUs: 5 new pods bind there.
+	var fill []string
+	for i := range 5 {
+		fill = append(fill, createPod(ctx, t, c, podSpec{Name: fmt.Sprintf("f-%d", i), SchedulerName: schedModeName, GPUs: 1,
+			Labels: map[string]string{queueLabel: "batch"}}).Name)
+	}
+	waitBound(ctx, t, c, "default", fill, 60*time.Second)
+	checkGPUsOnce(ctx, t, c)
+	if p, _ := c.CoreV1().Pods("default").Get(ctx, "s-3", metav1.GetOptions{}); p != nil && p.Spec.NodeName != "" {
+		t.Errorf("s-3 bound to %s, want it waiting: its gang was partly bound", p.Spec.NodeName)
+	}
+}

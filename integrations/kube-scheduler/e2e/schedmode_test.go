@@ -60,6 +60,7 @@ var schedModeScenarios = []scenario{
 	{"JobsBoundByCycles", testJobsBoundByCycles},
 	{"BackfillDoesNotStarveGang", testBackfillGang},
 	{"QueueEditsApplyLive", testQueueEditsApplyLive},
+	{"StaleNominationAfterRestart", testStaleNomination},
 }
 
 // TestSchedulerMode runs the scheduler-mode scenarios against a fresh etcd

@@ -844,8 +844,12 @@ func (h *host) noteAs(fx *effects, pods []*v1.Pod, msg, reason string, now time.
 		}
 		// The condition follows a new reason at once the first time, then
 		// at most once per interval (a reason that changes every cycle
-		// does not patch every cycle).
-		if n.patchMsg != msg && (n.patched.IsZero() || now.Sub(n.patched) >= min(iv, 5*time.Second)) {
+		// does not patch every cycle). A waiting pod that still carries a
+		// nominated node (kube-scheduler's, from before a restart) is
+		// patched again even with the same reason: the patch clears it
+		// (patchPending).
+		stale := p.Status.NominatedNodeName != ""
+		if (n.patchMsg != msg || stale) && (n.patched.IsZero() || now.Sub(n.patched) >= min(iv, 5*time.Second)) {
 			n.patched, n.patchMsg = now, msg
 			fx.pending = append(fx.pending, podEvent{pod: p, what: msg})
 		}

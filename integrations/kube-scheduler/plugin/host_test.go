@@ -25,6 +25,7 @@ type fakeIO struct {
 	activated []string
 	events    []string // "POD REASON: MSG"
 	pending   map[string]string
+	patches   map[string]int // setPending calls per pod name
 	evicted   []string
 	refuse    map[string]error // per pod name: the Eviction API refuses it
 	attempts  map[string]int   // eviction attempts per pod name
@@ -45,6 +46,10 @@ func (f *fakeIO) event(p *v1.Pod, _, reason, msg string) {
 }
 func (f *fakeIO) setPending(_ context.Context, p *v1.Pod, msg string) error {
 	f.pending[p.Name] = msg
+	if f.patches == nil {
+		f.patches = map[string]int{}
+	}
+	f.patches[p.Name]++
 	return nil
 }
 func (f *fakeIO) deletePod(context.Context, *v1.Pod) error { return nil }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -409,14 +410,33 @@ func (k *kubeIO) event(pod *v1.Pod, typ, reason, msg string) {
 
 // setPending sets the pod's PodScheduled condition to False with msg.
 func (k *kubeIO) setPending(ctx context.Context, pod *v1.Pod, msg string) error {
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []map[string]any{{
+	return patchPending(ctx, k.handle.ClientSet(), pod, msg, metav1.Now())
+}
+
+// patchPending sets the pod's PodScheduled condition to False with msg, at
+// now, and clears the nominated node the pod carries, if any.
+//
+// A pod gpusched holds at PreEnqueue never runs a scheduling cycle, so
+// kube-scheduler never clears a nomination it made itself: the
+// NominatedNodeName it writes before PreBind survives a scheduler killed
+// between that write and the Binding. kube-scheduler's filters count a
+// nominated pod's requests on its node for every pod of no higher
+// priority, so a stale nomination keeps GPUs free in gpusched's ledger
+// unusable: the pods gpusched places there fail NodeResourcesFit for as
+// long as the nominated pod waits.
+func patchPending(ctx context.Context, cs kubernetes.Interface, pod *v1.Pod, msg string, now metav1.Time) error {
+	status := map[string]any{"conditions": []map[string]any{{
 		"type": string(v1.PodScheduled), "status": string(v1.ConditionFalse), "reason": v1.PodReasonUnschedulable,
-		"message": msg, "lastTransitionTime": metav1.Now(),
-	}}}})
+		"message": msg, "lastTransitionTime": now,
+	}}}
+	if pod.Status.NominatedNodeName != "" {
+		status["nominatedNodeName"] = nil
+	}
+	patch, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
 		return err
 	}
-	_, err = k.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	_, err = cs.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	return err
 }
 
