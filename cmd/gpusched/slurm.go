@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
-	"github.com/gpusched/gpusched/slurmconf"
+	"github.com/gpusched/gpusched/importers/slurm"
 	"github.com/gpusched/gpusched/topology"
 )
 
@@ -46,7 +46,7 @@ trace on the site directly.`,
 			if err != nil {
 				return err
 			}
-			s, err := slurmconf.ReadDir(args[0])
+			s, err := slurm.ReadDir(args[0])
 			if err != nil {
 				return err
 			}
@@ -98,8 +98,8 @@ trace on the site directly.`,
 }
 
 // backfillSummary says which backfill options the preset imported from
-// the site (slurmconf.Preset, as Preset.Config sets them).
-func backfillSummary(s *slurmconf.Site, p slurmconf.Preset) string {
+// the site (slurm.Preset, as Preset.Config sets them).
+func backfillSummary(s *slurm.Site, p slurm.Preset) string {
 	sp := s.Conf.Scheduler()
 	if p.ReserveDepth == 0 {
 		return fmt.Sprintf("off (SchedulerType=%s)", s.Conf.SchedulerType)

@@ -15,7 +15,7 @@ import (
 func TestImportSlurm(t *testing.T) {
 	dir := t.TempDir()
 	out, queues := filepath.Join(dir, "c.yaml"), filepath.Join(dir, "q.yaml")
-	code, _, stderr := gpusched(t, "", "topology", "import", "slurm", "../../slurmconf/testdata/site", "--out", out, "--queues", queues)
+	code, _, stderr := gpusched(t, "", "topology", "import", "slurm", "../../importers/slurm/testdata/site", "--out", out, "--queues", queues)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -47,7 +47,7 @@ func TestImportSlurm(t *testing.T) {
 // TestSimRunSlurm: sim run --slurm replays a trace on the imported site.
 func TestSimRunSlurm(t *testing.T) {
 	dir := t.TempDir()
-	code, stdout, stderr := gpusched(t, "", "sim", "run", "--slurm", "../../slurmconf/testdata/site", "--trace", "synthetic:200",
+	code, stdout, stderr := gpusched(t, "", "sim", "run", "--slurm", "../../importers/slurm/testdata/site", "--trace", "synthetic:200",
 		"--runtime-estimate", "1.5", "--quiet", "--no-plots", "--no-jobs-csv", "--out", dir)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)

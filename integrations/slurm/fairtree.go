@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/gpusched/gpusched/fairshare"
+	slurmconf "github.com/gpusched/gpusched/importers/slurm"
 	"github.com/gpusched/gpusched/queue"
-	"github.com/gpusched/gpusched/slurmconf"
 	"github.com/gpusched/gpusched/workload"
 )
 

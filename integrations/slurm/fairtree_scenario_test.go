@@ -114,7 +114,7 @@ func finishFairTree(ctx context.Context, t *testing.T, c *Cluster, r *fairTreeRu
 		"(`fs01`, partitions of its own, not part of the GPU site), while (d) runs (root's user association carries every "+
 		"other scenario's jobs). One probe job per user association waits in a DOWN partition. After the priority thread ran "+
 		"past the last usage, `sshare -l -P -a` gives RawUsage, Level FS and FairShare, `sprio -n` each probe's fair-share factor. "+
-		"gpusched gets the associations through the importer (`slurmconf.ParseAssoc` on `sacctmgr show assoc -P`) and every "+
+		"gpusched gets the associations through the importer (`slurm.ParseAssoc` on `sacctmgr show assoc -P`) and every "+
 		"association's RawUsage from sshare; `fairshare.FairTree` gives Level FS and the factor, and a `queue.Tree` under the "+
 		"FairTree policy, its usage restored to the same values, orders the probe jobs. A user association agrees when its factor "+
 		"is the same (to sshare's six decimals); a probe job agrees when gpusched serves it within its group of equal factors in "+

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/gpusched/gpusched"
-	"github.com/gpusched/gpusched/slurmconf"
+	slurmconf "github.com/gpusched/gpusched/importers/slurm"
 	"github.com/gpusched/gpusched/topology"
 	"github.com/gpusched/gpusched/workload"
 )

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpusched/gpusched/slurmconf"
+	slurmconf "github.com/gpusched/gpusched/importers/slurm"
 	"github.com/gpusched/gpusched/topology"
 )
 

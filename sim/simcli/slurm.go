@@ -6,21 +6,21 @@ import (
 
 	"github.com/gpusched/gpusched"
 	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/importers/slurm"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/sim"
 	"github.com/gpusched/gpusched/sim/rootsched"
 	"github.com/gpusched/gpusched/sim/trace"
-	"github.com/gpusched/gpusched/slurmconf"
 	"github.com/gpusched/gpusched/topology"
 )
 
 // This file wires --slurm DIR: the cluster, the queues and the ordering of
-// a run come from a Slurm site's configuration through package slurmconf
+// a run come from a Slurm site's configuration through package importers/slurm
 // and its Slurm-like preset.
 
 // slurmCluster builds the site's cluster.
 func (r *runConfig) slurmCluster() (*topology.Cluster, error) {
-	s, err := slurmconf.ReadDir(r.slurm)
+	s, err := slurm.ReadDir(r.slurm)
 	if err != nil {
 		return nil, fmt.Errorf("--slurm %s: %w", r.slurm, err)
 	}
@@ -33,15 +33,15 @@ func (r *runConfig) slurmCluster() (*topology.Cluster, error) {
 // orders and backfills as the preset says unless --ordering or --backfill
 // was given.
 func (r *runConfig) slurmQueues(jobs []trace.Job) (queue.Config, []sim.Tenant, map[string]string, error) {
-	s, err := slurmconf.ReadDir(r.slurm)
+	s, err := slurm.ReadDir(r.slurm)
 	if err != nil {
 		return queue.Config{}, nil, nil, fmt.Errorf("--slurm %s: %w", r.slurm, err)
 	}
 	cfg := s.Preset().Queues
 	if r.ordering != "" || r.backfill {
-		slurmconf.SetLeafPolicy(&cfg.Root, queue.Policy{Ordering: queue.Ordering(r.ordering), Backfill: r.backfill})
+		slurm.SetLeafPolicy(&cfg.Root, queue.Policy{Ordering: queue.Ordering(r.ordering), Backfill: r.backfill})
 	}
-	leaves := slurmconf.Leaves(cfg)
+	leaves := slurm.Leaves(cfg)
 	def := leaves[0]
 	if r.defaultQueue != "" {
 		if !slices.Contains(leaves, r.defaultQueue) {
@@ -60,9 +60,9 @@ func (r *runConfig) slurmQueues(jobs []trace.Job) (queue.Config, []sim.Tenant, m
 
 // slurmBackfill sets the preset's backfill options (Config.BackfillAround,
 // ReserveDepth, MaxReservations, ReserveWholeHosts) in
-// cfg, as slurmconf.Preset.Config sets them.
+// cfg, as slurm.Preset.Config sets them.
 func (r *runConfig) slurmBackfill(cfg *gpusched.Config) error {
-	s, err := slurmconf.ReadDir(r.slurm)
+	s, err := slurm.ReadDir(r.slurm)
 	if err != nil {
 		return fmt.Errorf("--slurm %s: %w", r.slurm, err)
 	}
@@ -75,7 +75,7 @@ func (r *runConfig) slurmBackfill(cfg *gpusched.Config) error {
 	return nil
 }
 
-// slurmPlacer wraps placer as the preset does (slurmconf.TreeNodeOrder:
+// slurmPlacer wraps placer as the preset does (slurm.TreeNodeOrder:
 // one-node jobs placed as topology/tree does) when the site's preset asks
 // for it and the run's --policy is the preset's placer; otherwise it
 // returns placer unchanged.
@@ -83,12 +83,12 @@ func (r *runConfig) slurmPlacer(placer gang.Placer) (gang.Placer, error) {
 	if r.slurm == "" {
 		return placer, nil
 	}
-	s, err := slurmconf.ReadDir(r.slurm)
+	s, err := slurm.ReadDir(r.slurm)
 	if err != nil {
 		return nil, fmt.Errorf("--slurm %s: %w", r.slurm, err)
 	}
 	if p := s.Preset(); p.TreeNodeOrder && r.policy == p.Placer {
-		return slurmconf.TreeNodeOrder(placer), nil
+		return slurm.TreeNodeOrder(placer), nil
 	}
 	return placer, nil
 }

@@ -9,7 +9,7 @@ import (
 
 // TestSlurmPlacerTreeNodeOrder: with --slurm on a topology/tree site and
 // the preset's policy, the run's placer is wrapped with
-// slurmconf.TreeNodeOrder as the conformance harness's is; another
+// slurm.TreeNodeOrder as the conformance harness's is; another
 // --policy, or no --slurm, keeps the placer as built. The backfill
 // options are the preset's too.
 func TestSlurmPlacerTreeNodeOrder(t *testing.T) {
@@ -18,12 +18,12 @@ func TestSlurmPlacerTreeNodeOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := defaultRun()
-	r.slurm = "../../slurmconf/testdata/site"
+	r.slurm = "../../importers/slurm/testdata/site"
 	got, err := r.slurmPlacer(inner)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprintf("%T", got) != "*slurmconf.treePlacer" {
+	if fmt.Sprintf("%T", got) != "*slurm.treePlacer" {
 		t.Errorf("--slurm with policy topology: placer %T, want the TreeNodeOrder wrapper", got)
 	}
 	r.policy = "best-fit"
@@ -34,7 +34,7 @@ func TestSlurmPlacerTreeNodeOrder(t *testing.T) {
 	if got, _ := r.slurmPlacer(inner); got != inner {
 		t.Errorf("no --slurm: placer %T, want it unchanged", got)
 	}
-	r.slurm = "../../slurmconf/testdata/site"
+	r.slurm = "../../importers/slurm/testdata/site"
 	cfg, err := r.schedConfig()
 	if err != nil {
 		t.Fatal(err)

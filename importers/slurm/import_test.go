@@ -1,4 +1,4 @@
-package slurmconf_test
+package slurm_test
 
 import (
 	"bytes"
@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/gpusched/gpusched"
+	"github.com/gpusched/gpusched/importers/slurm"
 	"github.com/gpusched/gpusched/queue"
-	"github.com/gpusched/gpusched/slurmconf"
 	"github.com/gpusched/gpusched/topology"
 )
 
@@ -42,7 +42,7 @@ func golden(t *testing.T, name string, got []byte) {
 // with a leaf directly under the core, gres.conf with Cores and Links, and
 // associations. The cluster file and the warnings are golden files.
 func TestImportRealisticSite(t *testing.T) {
-	s, err := slurmconf.ReadDir("testdata/site")
+	s, err := slurm.ReadDir("testdata/site")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestImportRealisticSite(t *testing.T) {
 		p.DefaultRuntime != 4*time.Hour || p.SchedInterval != time.Minute || p.BfWindow != 48*time.Hour {
 		t.Errorf("preset: %+v", p)
 	}
-	leaves := slurmconf.Leaves(p.Queues)
+	leaves := slurm.Leaves(p.Queues)
 	if strings.Join(leaves, " ") != "root:root vision:alice vision:bob nlp:carol prodml:svc-train" {
 		t.Errorf("leaves %v", leaves)
 	}
@@ -138,15 +138,15 @@ root||1
  prodml||40
  prodml|svc|1
 `
-	a, _, err := slurmconf.ParseAssoc([]byte(withParent), "p.txt")
+	a, _, err := slurm.ParseAssoc([]byte(withParent), "p.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _, err := slurmconf.ParseAssoc([]byte(tree), "t.txt")
+	b, _, err := slurm.ParseAssoc([]byte(tree), "t.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var w []slurmconf.Warning
+	var w []slurm.Warning
 	qa, qb := a.Queues(0, &w), b.Queues(0, &w)
 	var ea, eb bytes.Buffer
 	if err := encodeYAML(&ea, qa); err != nil {
@@ -158,7 +158,7 @@ root||1
 	if ea.String() != eb.String() {
 		t.Errorf("ParentName:\n%s\ntree:\n%s", ea.String(), eb.String())
 	}
-	if got := strings.Join(slurmconf.Leaves(qa), " "); got != "vision:alice prodml:svc" {
+	if got := strings.Join(slurm.Leaves(qa), " "); got != "vision:alice prodml:svc" {
 		t.Errorf("leaves %s", got)
 	}
 }
@@ -167,18 +167,18 @@ root||1
 // topology.yaml (tree and block) import to the same shapes.
 func TestTopologyBlockAndYAML(t *testing.T) {
 	conf := []byte("NodeName=n[01-16] CPUs=8 Gres=gpu:4\nTopologyPlugin=topology/block\n")
-	c, _, err := slurmconf.ParseConf(conf, "slurm.conf")
+	c, _, err := slurm.ParseConf(conf, "slurm.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
-	block, w, err := slurmconf.ParseTopology([]byte("BlockName=b1 Nodes=n[01-08]\nBlockName=b2 Nodes=n[09-16]\nBlockSizes=8,16\n"), "topology.conf")
+	block, w, err := slurm.ParseTopology([]byte("BlockName=b1 Nodes=n[01-08]\nBlockName=b2 Nodes=n[09-16]\nBlockSizes=8,16\n"), "topology.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(w) != 1 || !strings.Contains(w[0].String(), "aggregated block sizes [16]") {
 		t.Errorf("warnings %v", w)
 	}
-	yblock, _, err := slurmconf.ParseTopologyYAML([]byte(`
+	yblock, _, err := slurm.ParseTopologyYAML([]byte(`
 - topology: blocks
   cluster_default: true
   block:
@@ -194,8 +194,8 @@ func TestTopologyBlockAndYAML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	specOf := func(tp *slurmconf.Topology) string {
-		s := &slurmconf.Site{Conf: c, Topology: tp}
+	specOf := func(tp *slurm.Topology) string {
+		s := &slurm.Site{Conf: c, Topology: tp}
 		sp, err := s.Spec()
 		if err != nil {
 			t.Fatal(err)
@@ -210,11 +210,11 @@ func TestTopologyBlockAndYAML(t *testing.T) {
 	if a != b || !strings.Contains(a, "level: block") {
 		t.Errorf("block conf:\n%s\nblock yaml:\n%s", a, b)
 	}
-	tree, _, err := slurmconf.ParseTopology([]byte("SwitchName=s1 Nodes=n[01-08]\nSwitchName=s2 Nodes=n[09-16]\nSwitchName=top Switches=s[1-2]\n"), "topology.conf")
+	tree, _, err := slurm.ParseTopology([]byte("SwitchName=s1 Nodes=n[01-08]\nSwitchName=s2 Nodes=n[09-16]\nSwitchName=top Switches=s[1-2]\n"), "topology.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ytree, _, err := slurmconf.ParseTopologyYAML([]byte(`
+	ytree, _, err := slurm.ParseTopologyYAML([]byte(`
 - topology: t
   tree:
     switches:
@@ -246,15 +246,15 @@ func TestDecayHalfLifeZero(t *testing.T) {
 	}{{"PriorityDecayHalfLife=0", true}, {"PriorityDecayHalfLife=14-0", false}, {"", false}} {
 		conf := "ClusterName=c\nPriorityType=priority/multifactor\nPriorityWeightFairshare=1000\n" + tc.line + "\n" +
 			"NodeName=n1 CPUs=8 RealMemory=1000 Gres=gpu:1\nPartitionName=p Nodes=n1 Default=YES\n"
-		c, _, err := slurmconf.ParseConf([]byte(conf), "slurm.conf")
+		c, _, err := slurm.ParseConf([]byte(conf), "slurm.conf")
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, _, err := slurmconf.ParseAssoc([]byte(assoc), "assoc.txt")
+		a, _, err := slurm.ParseAssoc([]byte(assoc), "assoc.txt")
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := (&slurmconf.Site{Conf: c, Assoc: a}).Preset()
+		p := (&slurm.Site{Conf: c, Assoc: a}).Preset()
 		if p.Queues.Fairness.NoDecay != tc.noDecay || p.Queues.Fairness.Policy != queue.FairTree {
 			t.Errorf("%q: fairness %+v, want NoDecay %v under FairTree", tc.line, p.Queues.Fairness, tc.noDecay)
 		}

@@ -1,42 +1,42 @@
-package slurmconf_test
+package slurm_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/gpusched/gpusched/slurmconf"
+	"github.com/gpusched/gpusched/importers/slurm"
 )
 
 // TestBadInput: every broken file is an *Error naming file, line and
 // setting; none panics.
 func TestBadInput(t *testing.T) {
 	conf := func(s string) func() error {
-		return func() error { _, _, err := slurmconf.ParseConf([]byte(s), "slurm.conf"); return err }
+		return func() error { _, _, err := slurm.ParseConf([]byte(s), "slurm.conf"); return err }
 	}
 	topo := func(s string) func() error {
-		return func() error { _, _, err := slurmconf.ParseTopology([]byte(s), "topology.conf"); return err }
+		return func() error { _, _, err := slurm.ParseTopology([]byte(s), "topology.conf"); return err }
 	}
 	topoYAML := func(s string) func() error {
-		return func() error { _, _, err := slurmconf.ParseTopologyYAML([]byte(s), "topology.yaml"); return err }
+		return func() error { _, _, err := slurm.ParseTopologyYAML([]byte(s), "topology.yaml"); return err }
 	}
 	gres := func(s string) func() error {
-		return func() error { _, _, err := slurmconf.ParseGres([]byte(s), "gres.conf"); return err }
+		return func() error { _, _, err := slurm.ParseGres([]byte(s), "gres.conf"); return err }
 	}
 	assoc := func(s string) func() error {
-		return func() error { _, _, err := slurmconf.ParseAssoc([]byte(s), "assoc.txt"); return err }
+		return func() error { _, _, err := slurm.ParseAssoc([]byte(s), "assoc.txt"); return err }
 	}
 	site := func(c, g string) func() error {
 		return func() error {
-			cc, _, err := slurmconf.ParseConf([]byte(c), "slurm.conf")
+			cc, _, err := slurm.ParseConf([]byte(c), "slurm.conf")
 			if err != nil {
 				return err
 			}
-			gg, _, err := slurmconf.ParseGres([]byte(g), "gres.conf")
+			gg, _, err := slurm.ParseGres([]byte(g), "gres.conf")
 			if err != nil {
 				return err
 			}
-			_, err = (&slurmconf.Site{Conf: cc, Gres: gg}).Spec()
+			_, err = (&slurm.Site{Conf: cc, Gres: gg}).Spec()
 			return err
 		}
 	}
@@ -94,7 +94,7 @@ func TestBadInput(t *testing.T) {
 		if !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
-		if !errors.Is(err, slurmconf.ErrInvalid) {
+		if !errors.Is(err, slurm.ErrInvalid) {
 			t.Errorf("%s: %v does not unwrap to ErrInvalid", tc.name, err)
 		}
 	}

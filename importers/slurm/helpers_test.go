@@ -1,4 +1,4 @@
-package slurmconf_test
+package slurm_test
 
 import (
 	"io"

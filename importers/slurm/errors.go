@@ -1,4 +1,4 @@
-package slurmconf
+package slurm
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 )
 
 // ErrInvalid is the sentinel every *Error unwraps to.
-var ErrInvalid = errors.New("slurmconf: invalid configuration")
+var ErrInvalid = errors.New("slurm: invalid configuration")
 
 // Error is a problem that stops an import: where it is (file name as given,
 // 1-based line; 0 when the problem is not on one line), which setting (Key,

@@ -1,4 +1,4 @@
-// Package slurmconf imports a Slurm site's configuration into gpusched: the
+// Package slurm imports a Slurm site's configuration into gpusched: the
 // cluster (slurm.conf nodes, topology.conf or topology.yaml, gres.conf) as a
 // topology.Spec, the associations (sacctmgr show assoc -P) as a queue tree
 // with Fair Tree, and the scheduler and priority settings as a Slurm-like
@@ -27,4 +27,4 @@
 //
 // The parsers never panic and bound what a file may expand to (hostlists,
 // GPU counts); each has a fuzz test.
-package slurmconf
+package slurm

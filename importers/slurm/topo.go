@@ -1,4 +1,4 @@
-package slurmconf
+package slurm
 
 import (
 	"bytes"

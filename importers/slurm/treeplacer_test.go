@@ -1,4 +1,4 @@
-package slurmconf_test
+package slurm_test
 
 import (
 	"os"
@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/gpusched/gpusched"
-	"github.com/gpusched/gpusched/slurmconf"
+	"github.com/gpusched/gpusched/importers/slurm"
 	"github.com/gpusched/gpusched/workload"
 )
 
 // treeSite writes a two-leaf site: leaf1 holds n1-n3, leaf2 n4-n6, four
 // GPUs each.
-func treeSite(t *testing.T) *slurmconf.Site {
+func treeSite(t *testing.T) *slurm.Site {
 	t.Helper()
 	dir := t.TempDir()
 	files := map[string]string{
@@ -28,7 +28,7 @@ func treeSite(t *testing.T) *slurmconf.Site {
 			t.Fatal(err)
 		}
 	}
-	s, err := slurmconf.ReadDir(dir)
+	s, err := slurm.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
