@@ -226,7 +226,7 @@ func testLoadedDecidesAsOriginal(t *testing.T, backfill, preempting, defrag bool
 				if defrag && now.Before(at.Add(6*time.Hour)) && len(w.a.DefragState(nil).Moving) == 0 {
 					return
 				}
-				st, err := Capture(w.a, now, CaptureOptions{Config: sc.cfg, Placer: sc.placer, Order: sc.order()})
+				st, err := Capture(w.a, now, CaptureOptions{Placer: sc.placer})
 				if err != nil {
 					rt.Fatal(err)
 				}

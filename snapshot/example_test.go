@@ -28,7 +28,7 @@ func Example() {
 	}
 
 	now := t0.Add(10 * time.Minute)
-	st, err := snapshot.Capture(s, now, snapshot.CaptureOptions{Config: cfg, Order: []string{"big", "next"}})
+	st, err := snapshot.Capture(s, now, snapshot.CaptureOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return

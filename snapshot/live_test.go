@@ -50,7 +50,7 @@ func TestCaptureAfterLiveChanges(t *testing.T) {
 		}
 	}
 	cfg.Cluster = s.Cluster()
-	st, err := Capture(s, now, CaptureOptions{Config: cfg})
+	st, err := Capture(s, now, CaptureOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

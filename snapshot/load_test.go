@@ -212,7 +212,11 @@ func TestCaptureErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := Capture(l.Scheduler, l.State.Now, CaptureOptions{Config: gpusched.Config{Preemptor: pre, Queues: queue.Config{Fairness: queue.Fairness{Policy: queue.FairTree}}}, Placer: "random"})
+	lp, err := Load(readSample(t), sampleState, Options{Preemptor: pre})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := Capture(lp.Scheduler, l.State.Now, CaptureOptions{Placer: "random"})
 	if err != nil {
 		t.Fatal(err)
 	}

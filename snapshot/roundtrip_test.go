@@ -462,7 +462,7 @@ func TestRoundTrip(t *testing.T) {
 		until := t0.Add(time.Duration(rapid.IntRange(0, 600).Draw(t, "at")) * time.Minute)
 		sc.drive(t, s, until, nil, nil)
 		now := until
-		opt := CaptureOptions{Config: sc.cfg, Placer: sc.placer, Order: sc.order()}
+		opt := CaptureOptions{Placer: sc.placer}
 		st, err := Capture(s, now, opt)
 		if err != nil {
 			t.Fatal(err)
@@ -518,7 +518,7 @@ func TestReproducesDecision(t *testing.T) {
 			if loaded != nil || now.Before(at) {
 				return
 			}
-			st, err := Capture(s, now, CaptureOptions{Config: sc.cfg, Placer: sc.placer, Order: sc.order()})
+			st, err := Capture(s, now, CaptureOptions{Placer: sc.placer})
 			if err != nil {
 				t.Fatal(err)
 			}

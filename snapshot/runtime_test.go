@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpusched/gpusched"
 	"github.com/gpusched/gpusched/workload"
 )
 
@@ -32,8 +31,7 @@ func TestLoadedOrdersRequeuedByRemainingTime(t *testing.T) {
 	must(a.Checkpointed("r", at(10, 30), at(10, 40)))
 	must(a.Requeue("r", at(10, 40)))
 	must(a.Submit(job("p", time.Hour), at(10, 40)))
-	order := []string{"r", "f", "p"}
-	lb, file := reloaded(t, a, at(10, 40), CaptureOptions{Config: gpusched.Config{Queues: l.State.Queues}, Order: order}, Options{})
+	lb, file := reloaded(t, a, at(10, 40), CaptureOptions{}, Options{})
 	da, db := a.Schedule(at(10, 40)), lb.Scheduler.Schedule(at(10, 40))
 	x, y := da.Format(l.Cluster), db.Format(lb.Cluster)
 	if x != y {

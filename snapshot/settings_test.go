@@ -45,7 +45,7 @@ func TestEveryConfigSettingCarried(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := Capture(s, t0, CaptureOptions{Config: cfg})
+		st, err := Capture(s, t0, CaptureOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

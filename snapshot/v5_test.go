@@ -15,7 +15,7 @@ import (
 // reload captures s at now, encodes the state and loads it with opt.
 func reload(t *testing.T, s *gpusched.Scheduler, now time.Time, cfg gpusched.Config, opt Options) (*Loaded, string) {
 	t.Helper()
-	return reloaded(t, s, now, CaptureOptions{Config: cfg}, opt)
+	return reloaded(t, s, now, CaptureOptions{}, opt)
 }
 
 // lab is a generated cluster of DGX H100 hosts, two to a ToR, named
@@ -159,8 +159,7 @@ func TestTinyV5Loads(t *testing.T) {
 		// (no verdict is read back without a PlanPreemptor)
 		t.Fatalf("cordoned %v, defrag %+v", s.Ledger().HostCordoned(h2), ds)
 	}
-	cfg := gpusched.Config{Cluster: l.Cluster, Queues: l.State.Queues, Defrag: &gpusched.DefragConfig{After: 10 * time.Minute, Budget: preempt.DefragBudget{PerHour: 2}, MaxPerJob: 1}}
-	st, err := Capture(s, l.State.Now, CaptureOptions{Config: cfg, Order: []string{"r", "g", "p"}})
+	st, err := Capture(s, l.State.Now, CaptureOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func TestV6Loads(t *testing.T) {
 	cfg := gpusched.Config{Queues: l.State.Queues, EvictionRetry: 20 * time.Minute,
 		Defrag: &gpusched.DefragConfig{After: 10 * time.Minute, Consolidate: &gpusched.ConsolidateConfig{}}}
 	cfg.Defrag.Consolidate.Levels = []topology.Level{mustLevel(t, l, "tor")}
-	st, err := Capture(s, l.State.Now, CaptureOptions{Config: cfg})
+	st, err := Capture(s, l.State.Now, CaptureOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
