@@ -94,6 +94,7 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 			st.Workload = append(st.Workload, wc)
 		}
 	}
+	st.Hosts = hostsOf(c)
 	st.Cluster = opt.Cluster
 	if reflect.ValueOf(st.Cluster).IsZero() {
 		st.Cluster = clusterRef(c)

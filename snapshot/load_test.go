@@ -130,7 +130,7 @@ func TestInlineCluster(t *testing.T) {
 		t.Errorf("decisions differ:\n%s\n%s", a, b)
 	}
 	// A template the hosts name but the spec lacks.
-	bad := strings.Replace(buf.String(), "template: dgx-h100\n", "template: dgx-h200\n", 1)
+	bad := reseal(t, strings.Replace(buf.String(), "template: dgx-h100\n", "template: dgx-h200\n", 1))
 	_, err = Load([]byte(bad), "inline.yaml", Options{})
 	if err == nil || !strings.Contains(err.Error(), "cluster.spec.hosts[0].template") || !strings.HasPrefix(err.Error(), "inline.yaml:") {
 		t.Errorf("bad template: %v", err)
