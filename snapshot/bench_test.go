@@ -70,7 +70,7 @@ func BenchmarkSnapshot(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("load/%d-jobs", n), func(b *testing.B) {
 			for b.Loop() {
-				l, err := Load(buf.Bytes(), "bench", Options{})
+				l, err := Load(buf.Bytes(), "bench", Options{NoPreemption: true})
 				if err != nil || l.Scheduler.Len() != n {
 					b.Fatal(err)
 				}

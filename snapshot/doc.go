@@ -186,7 +186,8 @@
 //     failures are rebuilt, not restored (their explanations counted the
 //     free GPUs of the cycle that cached them).
 //   - The Preemptor is not saved: a loaded Scheduler preempts with
-//     Options.Preemptor only. The preemptions in flight are (version 3):
+//     Options.Preemptor only, and Load asks for the choice (a Preemptor,
+//     or Options.NoPreemption; neither is ErrPreemptorChoice). The preemptions in flight are (version 3):
 //     the jobs waiting for their victims, the victims marked as being
 //     preempted, and the placements promised (nominations), restored
 //     through Scheduler.RestoreNomination

@@ -37,7 +37,7 @@ func Example() {
 	_ = snapshot.Encode(&file, st, "")
 	os.Stdout.Write(file.Bytes())
 
-	l, err := snapshot.Load(file.Bytes(), "state.yaml", snapshot.Options{})
+	l, err := snapshot.Load(file.Bytes(), "state.yaml", snapshot.Options{NoPreemption: true})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -43,9 +43,19 @@ type Options struct {
 	// hosts.
 	MaxHosts int
 	// Preemptor is the loaded Scheduler's Config.Preemptor (a state does
-	// not carry one); nil means none.
+	// not carry one). Exactly one of Preemptor and NoPreemption must be
+	// given: neither or both is ErrPreemptorChoice.
 	Preemptor gpusched.Preemptor
+	// NoPreemption says the loaded Scheduler preempts nothing (no
+	// Preemptor), as a host that never preempts chooses explicitly.
+	NoPreemption bool
 }
+
+// ErrPreemptorChoice is wrapped by the error of a Load or Restore whose
+// Options give neither a Preemptor nor NoPreemption, or both: a state
+// does not carry the Preemptor (code, not data), and a restart that
+// silently lost it would stop preempting.
+var ErrPreemptorChoice = errors.New("snapshot: Options: give a Preemptor, or NoPreemption for none (a state does not carry the Preemptor)")
 
 // Loaded is a state turned into a Scheduler.
 type Loaded struct {
@@ -128,6 +138,9 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 			}
 		}
 		return &Error{File: name, Line: line, Field: field, Err: err}
+	}
+	if (opt.Preemptor == nil) == !opt.NoPreemption {
+		return nil, &Error{File: name, Err: ErrPreemptorChoice}
 	}
 	if st.Version < 0 || st.Version > Version {
 		return nil, bad("version", fmt.Errorf("version %d; this gpusched reads versions 1 to %d", st.Version, Version))

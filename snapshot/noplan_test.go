@@ -157,7 +157,7 @@ func TestV7Loads(t *testing.T) {
 		if data == tinyV7 {
 			t.Fatalf("%q not in the state", tc.old)
 		}
-		_, err := Load([]byte(data), "v7.yaml", Options{MaxHosts: 8})
+		_, err := Load([]byte(data), "v7.yaml", Options{NoPreemption: true, MaxHosts: 8})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s -> %s: got %v, want %q", tc.old, tc.new, err, tc.want)
 		}

@@ -1,6 +1,8 @@
 package snapshot
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,13 +55,44 @@ func TestRestartAfterReconfigure(t *testing.T) {
 	if js, _ := s.Job("second"); js.State != queue.Running {
 		t.Fatalf("second is %s after the quota was raised", js.State)
 	}
-	l, _ := reloaded(t, s, now, CaptureOptions{}, Options{})
+	l, _ := reloaded(t, s, now, CaptureOptions{}, Options{NoPreemption: true})
 	if got := l.Scheduler.Config().Queues.Root.Children[0].Quotas[0].Nominal; got != 16 {
 		t.Fatalf("loaded queue a's quota %d, want 16 (as reconfigured)", got)
 	}
 	for _, id := range []string{"first", "second"} {
 		if js, ok := l.Scheduler.Job(id); !ok || js.State != queue.Running {
 			t.Fatalf("loaded %s: %v %s", id, ok, js.State)
+		}
+	}
+}
+
+// TestPreemptionChoice (issue 25): a state does not carry the Preemptor,
+// so Load needs the host to say what the loaded Scheduler preempts with:
+// a Preemptor, or NoPreemption. Neither (the zero Options, which used to
+// turn preemption off silently) or both is ErrPreemptorChoice.
+func TestPreemptionChoice(t *testing.T) {
+	data := []byte(tinyV5)
+	pre, err := gpusched.NewPlanPreemptor(preemptConfig(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		opt  Options
+		ok   bool
+	}{
+		{"neither", Options{}, false},
+		{"both", Options{Preemptor: pre, NoPreemption: true}, false},
+		{"a preemptor", Options{Preemptor: pre}, true},
+		{"none", Options{NoPreemption: true}, true},
+	} {
+		l, err := Load(data, "s.yaml", tc.opt)
+		if tc.ok != (err == nil) || !tc.ok && (!errors.Is(err, ErrPreemptorChoice) || !strings.Contains(err.Error(), "s.yaml")) {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if tc.ok && (l.Scheduler.Config().Preemptor != nil) != (tc.opt.Preemptor != nil) {
+			t.Errorf("%s: the loaded Scheduler's Preemptor is %v", tc.name, l.Scheduler.Config().Preemptor)
 		}
 	}
 }

@@ -478,7 +478,7 @@ func TestRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(got, st) {
 			t.Fatalf("decoded state differs from the captured one:\n%s", buf.String())
 		}
-		l, err := Load(buf.Bytes(), "state.yaml", Options{})
+		l, err := Load(buf.Bytes(), "state.yaml", Options{NoPreemption: true})
 		if err != nil {
 			t.Fatalf("%v\n%s", err, buf.String())
 		}
@@ -527,7 +527,7 @@ func TestReproducesDecision(t *testing.T) {
 				t.Fatal(err)
 			}
 			text = buf.String()
-			if loaded, err = Load(buf.Bytes(), "state.yaml", Options{}); err != nil {
+			if loaded, err = Load(buf.Bytes(), "state.yaml", Options{NoPreemption: true}); err != nil {
 				t.Fatalf("%v\n%s", err, text)
 			}
 		}, func(now time.Time, d gpusched.Decision) {

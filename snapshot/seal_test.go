@@ -46,7 +46,7 @@ func sealedFiles(t testing.TB) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
 	for name, data := range map[string][]byte{"tiny": []byte(tinyState), "v5": []byte(tinyV5), "v6": []byte(tinyV6), "v7": []byte(tinyV7), "sample": readSample(t)} {
-		l, err := Load(data, name, Options{})
+		l, err := Load(data, name, Options{NoPreemption: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,12 +68,12 @@ func sealedFiles(t testing.TB) map[string][]byte {
 // State deep-equal, as many live jobs).
 func sealedCheck(t testing.TB, orig []byte) func(data []byte) error {
 	t.Helper()
-	want, err := Load(orig, "orig", Options{MaxHosts: 16})
+	want, err := Load(orig, "orig", Options{NoPreemption: true, MaxHosts: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return func(data []byte) error {
-		l, err := Load(data, "changed", Options{MaxHosts: 16})
+		l, err := Load(data, "changed", Options{NoPreemption: true, MaxHosts: 16})
 		if err != nil {
 			var se *Error
 			if !errors.As(err, &se) {
@@ -217,14 +217,14 @@ func TestLegacyStatesLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, data := range map[string][]byte{"tiny": []byte(tinyState), "v5": []byte(tinyV5), "v6": []byte(tinyV6), "v7": []byte(tinyV7), "sample": readSample(t), "explain": explain} {
-		l, err := Load(data, name, Options{})
+		l, err := Load(data, name, Options{NoPreemption: true})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if l.State.Version >= sealedSince {
 			t.Fatalf("%s: version %d", name, l.State.Version)
 		}
-		lb, file := reloaded(t, l.Scheduler, l.State.Now, CaptureOptions{}, Options{})
+		lb, file := reloaded(t, l.Scheduler, l.State.Now, CaptureOptions{}, Options{NoPreemption: true})
 		if lb.State.Version != Version || !strings.Contains(file, "\n"+sealPrefix) || lb.Scheduler.Len() != l.Scheduler.Len() {
 			t.Fatalf("%s captured again: version %d, %d jobs of %d:\n%s", name, lb.State.Version, lb.Scheduler.Len(), l.Scheduler.Len(), file)
 		}
@@ -232,7 +232,7 @@ func TestLegacyStatesLoad(t *testing.T) {
 	// An older version's file with a seal still has it checked.
 	sealed := sealedFiles(t)["v7"]
 	old := bytes.Replace(sealed, []byte("version: 8\n"), []byte("version: 7\n"), 1)
-	if _, err := Load(old, "old", Options{}); !errors.Is(err, ErrNotWhole) {
+	if _, err := Load(old, "old", Options{NoPreemption: true}); !errors.Is(err, ErrNotWhole) {
 		t.Fatalf("an edited sealed file of version 7: %v", err)
 	}
 }
@@ -253,7 +253,7 @@ func TestSealErrors(t *testing.T) {
 		{"uncounted", reseal(t, strings.Replace(file, trailer, strings.Replace(trailer, " migrations=1", "", 1), 1)), "migrations: the file holds 1, its trailer counts 0"},
 		{"hosts", reseal(t, strings.Replace(file, "hosts: 2\n", "hosts: 3\n", 1)), "hosts: not the whole state file: the state counts 3 hosts, its cluster has 2"},
 	} {
-		_, err := Load([]byte(tc.data), "s.yaml", Options{})
+		_, err := Load([]byte(tc.data), "s.yaml", Options{NoPreemption: true})
 		if !errors.Is(err, ErrNotWhole) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want ErrNotWhole with %q", tc.name, err, tc.want)
 		}
@@ -269,7 +269,7 @@ func TestWriteFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l, err := Load([]byte(tinyV5), "v5", Options{})
+	l, err := Load([]byte(tinyV5), "v5", Options{NoPreemption: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func TestWriteFile(t *testing.T) {
 	if !bytes.Equal(data, want.Bytes()) {
 		t.Fatalf("wrote\n%s\nwant\n%s", data, want.Bytes())
 	}
-	if _, err := Load(data, path, Options{}); err != nil {
+	if _, err := Load(data, path, Options{NoPreemption: true}); err != nil {
 		t.Fatal(err)
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {

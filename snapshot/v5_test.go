@@ -122,7 +122,7 @@ func TestLoadedKeepsCordons(t *testing.T) {
 	if err := s.Cordon(c.HostName(0)); err != nil {
 		t.Fatal(err)
 	}
-	l, file := reload(t, s, t0, cfg, Options{})
+	l, file := reload(t, s, t0, cfg, Options{NoPreemption: true})
 	if !strings.Contains(file, "cordoned:\n  - "+c.HostName(0)) {
 		t.Fatalf("the state does not list the cordon:\n%s", file)
 	}
@@ -140,7 +140,7 @@ func TestLoadedKeepsCordons(t *testing.T) {
 	}
 	// A version 4 file (no cordons) still loads.
 	old := unsealed(strings.Replace(strings.Replace(file, "version: 8", "version: 4", 1), "cordoned:\n  - "+c.HostName(0)+"\n", "", 1))
-	if _, err := Load([]byte(old), "old.yaml", Options{}); err != nil {
+	if _, err := Load([]byte(old), "old.yaml", Options{NoPreemption: true}); err != nil {
 		t.Fatalf("a version 4 state: %v\n%s", err, old)
 	}
 }
@@ -148,7 +148,7 @@ func TestLoadedKeepsCordons(t *testing.T) {
 // TestTinyV5Loads: FuzzLoad's version 5 seed loads with every part, and
 // captures back to the same parts.
 func TestTinyV5Loads(t *testing.T) {
-	l, err := Load([]byte(tinyV5), "tiny5", Options{MaxHosts: 8})
+	l, err := Load([]byte(tinyV5), "tiny5", Options{NoPreemption: true, MaxHosts: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
