@@ -189,7 +189,7 @@ func unseal(data []byte) ([]byte, *seal, error) {
 		return nil, nil, fmt.Errorf("%w: %d bytes before the trailer, which counts %d", ErrNotWhole, len(content), s.Bytes)
 	}
 	if sum := crc32.Checksum(content, castagnoli); sum != s.CRC32C {
-		return nil, nil, fmt.Errorf("%w: checksum mismatch: the content's CRC-32C is %08x, the trailer's %08x", ErrNotWhole, sum, s.CRC32C)
+		return nil, nil, fmt.Errorf("%w: checksum mismatch: the content's CRC-32C is %08x, the trailer's %08x (a file edited by hand: delete its trailer and set its version to 7)", ErrNotWhole, sum, s.CRC32C)
 	}
 	return content, s, nil
 }

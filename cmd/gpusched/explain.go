@@ -39,7 +39,7 @@ of a strict FIFO queue. Then it prints the quota view of every queue.
 "gpusched sim run --save-state AT" writes the state of the simulated
 Scheduler at AT (state-AT.yaml in --out), as its cycle at AT saw it:
 explain runs that cycle again. A platform embedding the Scheduler writes
-one with package snapshot (snapshot.Capture, Encode). A state does not
+one with package snapshot (snapshot.Capture, WriteFile). A state does not
 carry what the Scheduler keeps from cycle to cycle — reservations (which
 it never moves later), cached placement failures (whose explanations
 count the free GPUs of the cycle that cached them), preemptions in
