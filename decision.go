@@ -327,7 +327,7 @@ func (d *Decision) Format(c *topology.Cluster) string {
 	}
 	formatResizes(&b, c, d)
 	for i := range d.Recoveries {
-		formatRecovery(&b, &d.Recoveries[i])
+		formatRecovery(&b, c, &d.Recoveries[i])
 	}
 	for _, x := range d.Expired {
 		fmt.Fprintf(&b, "expire %s: %s\n", x.Job, x.Reason)
