@@ -110,7 +110,11 @@ const (
 	// WaitQuotaHeld: the quota it needs is held for an earlier job of a
 	// backfilling queue that is waiting for it (Reason.Blocker).
 	WaitQuotaHeld
-	// WaitCapacity: not enough free GPUs of an acceptable model anywhere.
+	// WaitCapacity: not enough free GPUs of an acceptable model anywhere;
+	// on a cluster of several models, counting only hosts whose shape can
+	// hold one of its tasks (the reason then names the models that can,
+	// and the free GPUs on hosts too small or of a model it does not
+	// accept: gang.Explanation's Shape fields).
 	WaitCapacity
 	// WaitTopology: enough free GPUs, but no domain at the required
 	// topology level holds the whole gang.
