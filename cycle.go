@@ -517,8 +517,12 @@ func (s *Scheduler) try(d *Decision, leaf *queue.Leaf, j *job, now time.Time) {
 		s.deep.after(s, leaf, j, backfillReason(v.conflict), v.mkey, now)
 	case verdictBlocked:
 		s.cyc.classFail(st.cur, j, v.reason)
-		if v.preempt {
-			s.maybePreempt(d, leaf, j, v.x, now)
+		if v.preempt && s.maybePreempt(d, leaf, j, v.x, now) {
+			// j waits for its victims, explained so in this cycle as in
+			// the next (evaluate: verdictWait): no reservation (its
+			// nomination, if any, holds its room), and its queue's
+			// policy applies to the next blocked candidate.
+			return
 		}
 		s.afterBlock(st, leaf, j, v.reason, v.block, v.mkey, now)
 		if v.block == nil || (v.block.Kind == queue.BlockCluster && v.block.Capacity) {

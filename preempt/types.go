@@ -327,7 +327,9 @@ func lostNanos(milli, from, now int64) GPUTime {
 
 // Cost is what a plan costs, compared in this order: the GPU time lost
 // since each victim's last checkpoint, then the number of victims (jobs
-// stopped or shrunk), then the sum of the victims' priorities.
+// stopped or shrunk), then the sum of the victims' priorities. Lost and
+// Victims include what the victims' restarts are expected to stop
+// (Victim.RestartLost and RestartStops).
 type Cost struct {
 	Lost     GPUTime
 	Victims  int
@@ -399,6 +401,14 @@ type Victim struct {
 	GPUMilli int64
 	// Lost is the GPU time lost since its last checkpoint.
 	Lost GPUTime
+	// RestartLost and RestartStops are what its own restart is expected
+	// to stop in turn, for a whole victim taken from another queue
+	// (reclaim, fair share) whose queue holds lower-priority jobs the
+	// plan may stop: the lost work (a lower bound: its GPUs covered by
+	// the cheapest per GPU) and how many jobs. The plan's Cost counts
+	// them; zero otherwise.
+	RestartLost  GPUTime
+	RestartStops int
 	// Grace is how long the host waits between SIGTERM and the release.
 	Grace time.Duration
 }

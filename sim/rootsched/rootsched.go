@@ -105,7 +105,17 @@ func (a *Scheduler) Schedule(now time.Duration) sim.Decision {
 	if len(d.Recoveries) > 0 {
 		out.Recoveries = make([]sim.Recovery, len(d.Recoveries))
 		for i, r := range d.Recoveries {
-			out.Recoveries[i] = sim.Recovery{Job: r.Job, Action: actions[r.Action], Grace: r.Grace, Lost: r.Lost.GPUSeconds(), Reason: r.Reason}
+			act := actions[r.Action]
+			if r.Action == preempt.ActionShrink {
+				// The simulator's faults stop a whole job (a failure
+				// crashes it): it carries out a recovery shrink as a
+				// whole stop, which the Scheduler accepts (Requeue).
+				act = sim.RecoverRequeue
+				if r.Grace > 0 {
+					act = sim.RecoverDrain
+				}
+			}
+			out.Recoveries[i] = sim.Recovery{Job: r.Job, Action: act, Grace: r.Grace, Lost: r.Lost.GPUSeconds(), Reason: r.Reason}
 		}
 	}
 	for i, b := range d.Bindings {
@@ -138,9 +148,8 @@ func (a *Scheduler) Schedule(now time.Duration) sim.Decision {
 	return out
 }
 
-// actions maps the Scheduler's recovery actions; a shrink (which the
-// Scheduler never asks for) maps to no action, which the simulator
-// reports as an invariant violation.
+// actions maps the Scheduler's recovery actions (a shrink: see
+// Schedule).
 var actions = map[preempt.Action]sim.RecoveryAction{
 	preempt.ActionRequeue: sim.RecoverRequeue,
 	preempt.ActionDrain:   sim.RecoverDrain,
