@@ -173,11 +173,11 @@ func testLoadedDecidesAsOriginal(t *testing.T, backfill, preempting, defrag bool
 	for range rounds {
 		rapid.Check(t, func(rt *rapid.T) {
 			sc := genScenario(rt, backfill)
-			var opt Options
+			opt := Options{NoPreemption: true}
 			if preempting {
 				sc.stopAfter = rapid.SampledFrom([]time.Duration{0, 5 * time.Minute, 30 * time.Minute}).Draw(rt, "stopAfter")
 				sc.cfg.Preemptor = planPreemptor(rt)
-				opt.Preemptor = planPreemptor(rt)
+				opt.Preemptor, opt.NoPreemption = planPreemptor(rt), false
 				// The host refuses every refuse-th stop asked
 				// (EvictionRefused: a PodDisruptionBudget), retried
 				// after EvictionRetry.
@@ -226,7 +226,7 @@ func testLoadedDecidesAsOriginal(t *testing.T, backfill, preempting, defrag bool
 				if defrag && now.Before(at.Add(6*time.Hour)) && len(w.a.DefragState(nil).Moving) == 0 {
 					return
 				}
-				st, err := Capture(w.a, now, CaptureOptions{Config: sc.cfg, Placer: sc.placer, Order: sc.order()})
+				st, err := Capture(w.a, now, CaptureOptions{Placer: sc.placer})
 				if err != nil {
 					rt.Fatal(err)
 				}

@@ -25,8 +25,9 @@ import (
 // verdict and the placement domains of nominations, reservations and
 // migrations, which version 7 added: an older file's verdicts look back
 // at nothing before the capture, and those placements are made within
-// the whole cluster).
-const Version = 7
+// the whole cluster; versions 1 to 7 lack the seal, State.Hosts and
+// the trailer, which version 8 added: an older file loads unchecked).
+const Version = 8
 
 // State is a saved Scheduler state, as the file holds it (see the package
 // documentation for the format). It is plain data: Capture fills it,
@@ -40,6 +41,10 @@ type State struct {
 	Now time.Time `yaml:"now" json:"now"`
 	// Cluster names the cluster or holds it inline.
 	Cluster Cluster `yaml:"cluster" json:"cluster"`
+	// Hosts is the number of hosts of the cluster, not counting removed
+	// ones (version 8; absent: not checked): Load refuses a state whose
+	// cluster has another number (ErrNotWhole).
+	Hosts int `yaml:"hosts,omitempty" json:"hosts,omitempty"`
 	// Placer is the gang placer's name (gang.New); empty means topology.
 	Placer string `yaml:"placer,omitempty" json:"placer,omitempty"`
 	// Workload is the target workload of the fgd placer, which needs one.

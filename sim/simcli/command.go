@@ -363,7 +363,7 @@ func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stat
 			}
 			w = &d
 		}
-		cfg.Snapshots, cfg.Snapshot = ss.ats, ss.hook(s.S, scfg, rc.policy, w, jobs)
+		cfg.Snapshots, cfg.Snapshot = ss.ats, ss.hook(s.S, rc.policy, w)
 	}
 	sm, err := sim.New(cfg, jobs)
 	if err != nil {
