@@ -1,6 +1,8 @@
 package gpusched
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,5 +100,74 @@ func TestReportedCheckpointAuthoritative(t *testing.T) {
 	}
 	if len(d.Recoveries) == 0 {
 		t.Error("no recovery for the failed host")
+	}
+}
+
+// TestFutureTimestampRefused is issue 25's defect 4: an event stamped a
+// year ahead (a wrong clock) is refused with ErrClockSkew naming the
+// event, its time and the limit, and changes nothing: the events at the
+// real time that follow are accepted, and the cycle runs at the real
+// time. Config.MaxClockSkew bounds how far ahead; negative is no limit.
+func TestFutureTimestampRefused(t *testing.T) {
+	s := contractScheduler(t, Config{AdmitTimeout: 10 * time.Minute})
+	job := workload.Job{ID: "a", Queue: "q", Groups: []workload.TaskGroup{{Count: 1, GPUs: 4}}}
+	if err := s.Submit(job, t0); err != nil {
+		t.Fatal(err)
+	}
+	bindAndStart(t, s, t0)
+	year := t0.AddDate(1, 0, 0)
+	err := s.Checkpointed("a", year, year)
+	if !errors.Is(err, ErrClockSkew) {
+		t.Fatalf("Checkpointed a year ahead: %v, want ErrClockSkew", err)
+	}
+	for _, want := range []string{"Checkpointed(a)", stamp(year), "24h0m0s", "MaxClockSkew"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+	if !s.Now().Equal(t0) {
+		t.Errorf("Now() = %s after the refusal, want %s", stamp(s.Now()), stamp(t0))
+	}
+	if cp, _, _ := s.Progress("a"); !cp.IsZero() {
+		t.Errorf("checkpoint %s recorded", stamp(cp))
+	}
+	if err := s.Submit(workload.Job{ID: "b", Queue: "q", Groups: []workload.TaskGroup{{Count: 1, GPUs: 4}}}, year); !errors.Is(err, ErrClockSkew) {
+		t.Errorf("Submit a year ahead: %v", err)
+	}
+	now := t0.Add(time.Hour)
+	if err := s.Checkpointed("a", now, now); err != nil {
+		t.Fatalf("a real-time event after the refusal: %v", err)
+	}
+	if d := s.Schedule(now); !d.Now.Equal(now) || len(d.Expired) != 0 {
+		t.Errorf("cycle at %s expired %v", stamp(d.Now), d.Expired)
+	}
+	// Within the limit, and at its edge, events are accepted.
+	if err := s.Checkpointed("a", now.Add(24*time.Hour), now.Add(24*time.Hour)); err != nil {
+		t.Errorf("an event at the limit: %v", err)
+	}
+
+	// A configured limit; the first event of a new Scheduler sets its
+	// clock whatever its time.
+	s = contractScheduler(t, Config{MaxClockSkew: 10 * time.Minute})
+	if err := s.Submit(job, year); err != nil {
+		t.Fatalf("first event: %v", err)
+	}
+	if err := s.Cancel("a", year.Add(11*time.Minute)); !errors.Is(err, ErrClockSkew) || !strings.Contains(err.Error(), "10m0s") {
+		t.Errorf("11 minutes ahead of a 10-minute limit: %v", err)
+	}
+	if err := s.Cancel("a", year.Add(9*time.Minute)); err != nil {
+		t.Errorf("9 minutes ahead: %v", err)
+	}
+
+	// Negative: no limit.
+	s = contractScheduler(t, Config{MaxClockSkew: -1})
+	if err := s.Submit(job, t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Cancel("a", year); err != nil {
+		t.Errorf("no limit: %v", err)
+	}
+	if _, err := New(Config{Cluster: testCluster(t, 1, 0), Queues: queue.Config{Root: queue.Node{Children: []queue.Node{{Name: "q"}}}}}); err != nil {
+		t.Fatal(err)
 	}
 }

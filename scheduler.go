@@ -91,6 +91,13 @@ type Config struct {
 	// refused (EvictionRefused: a PodDisruptionBudget) is not chosen as a
 	// victim again; 0 or less means DefaultEvictionRetry.
 	EvictionRetry time.Duration
+	// MaxClockSkew refuses an event (Submit, Started, Finished, …)
+	// stamped more than this far ahead of the latest time the Scheduler
+	// has seen (ErrClockSkew; see Scheduler for the rule): one message
+	// from a wrong clock must not move the Scheduler's time. 0 means
+	// DefaultMaxClockSkew; negative means no limit (a simulator, whose
+	// clock jumps).
+	MaxClockSkew time.Duration
 }
 
 // Errors returned by events.
@@ -140,6 +147,13 @@ func (e *JobError) Unwrap() error { return e.Err }
 // so. Restore and RestoreJob take their time from the job's submission,
 // a time in the records' past: they clamp too, and an earlier submission
 // is kept as the job's own. Health changes and SetPriority take no time.
+//
+// Nor does one wrong clock move it far ahead: an event stamped more than
+// Config.MaxClockSkew (default a day) after the latest time seen is
+// refused with a *JobError wrapping ErrClockSkew that names the event,
+// the job, its time and the limit, and changes nothing. Schedule is not
+// limited (its time is the host's own clock): a host idle for longer
+// than the limit runs Schedule at the right time before its events.
 type Scheduler struct {
 	cfg     Config
 	c       *topology.Cluster
@@ -198,6 +212,9 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	if cfg.MaxGrace == 0 {
 		cfg.MaxGrace = time.Hour
+	}
+	if cfg.MaxClockSkew == 0 {
+		cfg.MaxClockSkew = DefaultMaxClockSkew
 	}
 	if cfg.MaxReservations == 0 {
 		cfg.MaxReservations = 4

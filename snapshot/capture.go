@@ -229,6 +229,7 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 	// Refused stops in force (version 6).
 	st.EvictionRetry = cfg.EvictionRetry
 	st.ReserveWholeHosts = cfg.ReserveWholeHosts
+	st.MaxClockSkew = cfg.MaxClockSkew // version 8
 	for _, r := range s.Refusals() {
 		st.Refusals = append(st.Refusals, Refusal{Victim: r.Victim, Run: r.Run, Until: r.Until, Reason: r.Reason, Blocked: r.Blocked})
 	}

@@ -131,6 +131,7 @@
 //	                            #   victims from the next (version 6)
 //	evictionRetry: 20m          # Config.EvictionRetry (version 6)
 //	reserveWholeHosts: true     # Config.ReserveWholeHosts (version 7)
+//	maxClockSkew: 1h            # Config.MaxClockSkew (version 8)
 //	refusals:                   # refused stops in force (version 6), in
 //	- victim: train-1           #   the order refused: the victim, the
 //	  run: 2025-01-01T09:04:00Z #   admission of its run refused, when

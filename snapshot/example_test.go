@@ -46,7 +46,7 @@ func Example() {
 		fmt.Println(p.Job, "waits:", p.Reason)
 	}
 	// Output:
-	// version: 7
+	// version: 8
 	// now: 2025-01-01T09:10:00Z
 	// cluster:
 	//   preset: dgx-h100

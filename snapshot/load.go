@@ -155,6 +155,7 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 	}
 	cfg.EvictionRetry = st.EvictionRetry
 	cfg.ReserveWholeHosts = st.ReserveWholeHosts
+	cfg.MaxClockSkew = st.MaxClockSkew
 	s, err := gpusched.New(cfg)
 	if err != nil {
 		var ce *queue.ConfigError

@@ -25,8 +25,9 @@ import (
 // verdict and the placement domains of nominations, reservations and
 // migrations, which version 7 added: an older file's verdicts look back
 // at nothing before the capture, and those placements are made within
-// the whole cluster).
-const Version = 7
+// the whole cluster; versions 1 to 7 lack Config.MaxClockSkew, which
+// version 8 added).
+const Version = 8
 
 // State is a saved Scheduler state, as the file holds it (see the package
 // documentation for the format). It is plain data: Capture fills it,
@@ -65,6 +66,9 @@ type State struct {
 	// ReserveWholeHosts is gpusched.Config.ReserveWholeHosts (version 7;
 	// absent: false).
 	ReserveWholeHosts bool `yaml:"reserveWholeHosts,omitempty" json:"reserveWholeHosts,omitempty"`
+	// MaxClockSkew is gpusched.Config.MaxClockSkew (version 8; absent: 0,
+	// gpusched.DefaultMaxClockSkew).
+	MaxClockSkew time.Duration `yaml:"maxClockSkew,omitempty" json:"maxClockSkew,omitempty"`
 	// Queues is the queue tree.
 	Queues queue.Config `yaml:"queues" json:"queues"`
 	// Usage is the decayed Fair Tree usage of the queues that have any

@@ -63,8 +63,14 @@ func Wrap(s *gpusched.Scheduler) *Scheduler {
 	return &Scheduler{S: s, models: map[string]bool{}}
 }
 
-// New builds a Scheduler from cfg and wraps it.
+// New builds a Scheduler from cfg and wraps it. A zero
+// cfg.MaxClockSkew becomes no limit: simulated time jumps from one event
+// to the next, however far apart (a Scheduler given to Wrap keeps its
+// own).
 func New(cfg gpusched.Config) (*Scheduler, error) {
+	if cfg.MaxClockSkew == 0 {
+		cfg.MaxClockSkew = -1
+	}
 	s, err := gpusched.New(cfg)
 	if err != nil {
 		return nil, err
