@@ -335,6 +335,9 @@ var ErrNotMoving = errors.New("no migration in flight")
 // the destination was taken meanwhile, it waits in its queue as a
 // requeued job would.
 func (s *Scheduler) Migrated(id string, now time.Time) error {
+	if err := s.reentered("Migrated", id); err != nil {
+		return err
+	}
 	to, ok := s.dfg.arrived(id)
 	if !ok {
 		return jobErr(id, ErrNotMoving)

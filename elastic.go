@@ -281,6 +281,9 @@ func (s *Scheduler) shrinkVictim(d *Decision, vj *job, v Preemption, now time.Ti
 // released, the rest of the job runs on, and the job the shrink made room
 // for binds in the next cycle.
 func (s *Scheduler) Shrunk(id string, now time.Time) error {
+	if err := s.reentered("Shrunk", id); err != nil {
+		return err
+	}
 	now, err := s.eventAt("Shrunk", id, now)
 	if err != nil {
 		return err
@@ -305,6 +308,9 @@ func (s *Scheduler) Shrunk(id string, now time.Time) error {
 // Grown reports that job id started the new tasks of a Decision.Grows
 // entry at now.
 func (s *Scheduler) Grown(id string, now time.Time) error {
+	if err := s.reentered("Grown", id); err != nil {
+		return err
+	}
 	now, err := s.eventAt("Grown", id, now)
 	if err != nil {
 		return err
@@ -588,6 +594,9 @@ func (s *Scheduler) Resizes() []Resize {
 // A shrink in flight marks the job as being stopped (as a victim is).
 // Nothing changes on error.
 func (s *Scheduler) RestoreResize(r Resize) error {
+	if err := s.reentered("RestoreResize", ""); err != nil {
+		return err
+	}
 	j, err := s.lookup(r.Job)
 	if err != nil {
 		return err

@@ -21,6 +21,9 @@ func jobErr(id string, err error) error { return &JobError{Job: id, Err: err} }
 // does not fit on the idle cluster — is rejected with ErrNeverFits and
 // the reason. Submit copies the job; the caller may reuse it.
 func (s *Scheduler) Submit(spec workload.Job, now time.Time) error {
+	if err := s.reentered("Submit", spec.ID); err != nil {
+		return err
+	}
 	now, err := s.eventAt("Submit", spec.ID, now)
 	if err != nil {
 		return err
@@ -79,6 +82,9 @@ func (s *Scheduler) lookup(id string) (*job, error) {
 
 // Started reports that an admitted job began running at now.
 func (s *Scheduler) Started(id string, now time.Time) error {
+	if err := s.reentered("Started", id); err != nil {
+		return err
+	}
 	now, err := s.eventAt("Started", id, now)
 	if err != nil {
 		return err
@@ -112,17 +118,26 @@ func (s *Scheduler) setEnd(j *job, t time.Time) {
 // Finished reports that a job ended successfully: its resources are
 // released and it is forgotten.
 func (s *Scheduler) Finished(id string, now time.Time) error {
+	if err := s.reentered("Finished", id); err != nil {
+		return err
+	}
 	return s.end(id, now, queue.Succeeded)
 }
 
 // Failed reports that a job failed (or, for a waiting job, that the host
 // gave up on it): resources are released and it is forgotten.
 func (s *Scheduler) Failed(id string, now time.Time) error {
+	if err := s.reentered("Failed", id); err != nil {
+		return err
+	}
 	return s.end(id, now, queue.Failed)
 }
 
 // Cancel removes a job in any live state, releasing what it holds.
 func (s *Scheduler) Cancel(id string, now time.Time) error {
+	if err := s.reentered("Cancel", id); err != nil {
+		return err
+	}
 	return s.end(id, now, queue.Cancelled)
 }
 
@@ -176,6 +191,9 @@ func (s *Scheduler) forget(j *job) {
 // original place (same submission time), releasing its resources: the host
 // could not start it, or it must restart.
 func (s *Scheduler) Requeue(id string, now time.Time) error {
+	if err := s.reentered("Requeue", id); err != nil {
+		return err
+	}
 	return s.back(id, now, queue.Requeued, "Requeue")
 }
 
@@ -183,6 +201,9 @@ func (s *Scheduler) Requeue(id string, now time.Time) error {
 // Preemption of the Decision, or the host's own): its resources are
 // released and it waits in its queue again, at its original place.
 func (s *Scheduler) Preempted(id string, now time.Time) error {
+	if err := s.reentered("Preempted", id); err != nil {
+		return err
+	}
 	return s.back(id, now, queue.Preempted, "Preempted")
 }
 
@@ -308,6 +329,9 @@ func (s *Scheduler) release(j *job, now time.Time) error {
 // SetPriority changes a live job's priority; a waiting job moves to its
 // new place in the queue.
 func (s *Scheduler) SetPriority(id string, p int32) error {
+	if err := s.reentered("SetPriority", id); err != nil {
+		return err
+	}
 	j, err := s.lookup(id)
 	if err != nil {
 		return err
@@ -330,6 +354,9 @@ func (s *Scheduler) SetPriority(id string, p int32) error {
 // Failed, Requeue or Preempted. It returns the IDs of the jobs holding g,
 // sorted, so the host can act on them.
 func (s *Scheduler) SetGPUHealth(g topology.GPUID, h topology.Health) ([]string, error) {
+	if err := s.reentered("SetGPUHealth", ""); err != nil {
+		return nil, err
+	}
 	if g < 0 || int(g) >= s.c.NumGPUs() {
 		return nil, fmt.Errorf("gpusched: SetGPUHealth: GPU %d out of range 0..%d", g, s.c.NumGPUs()-1)
 	}
@@ -354,6 +381,9 @@ func (s *Scheduler) SetGPUHealth(g topology.GPUID, h topology.Health) ([]string,
 // SetHostHealth sets the health of host h (and so of all its GPUs for new
 // work). It returns the IDs of the jobs holding resources on h, sorted.
 func (s *Scheduler) SetHostHealth(h topology.HostID, hh topology.Health) ([]string, error) {
+	if err := s.reentered("SetHostHealth", ""); err != nil {
+		return nil, err
+	}
 	if h < 0 || int(h) >= s.c.NumHosts() {
 		return nil, fmt.Errorf("gpusched: SetHostHealth: host %d out of range 0..%d", h, s.c.NumHosts()-1)
 	}
@@ -422,6 +452,9 @@ func usesGPU(p *gang.Placement, g topology.GPUID) bool {
 // (all or nothing) and the charge against the quotas: a state the queue
 // tree could not have produced is an error, and nothing changes.
 func (s *Scheduler) Restore(spec workload.Job, tasks [][]topology.Claim, st queue.State, submitted, started time.Time) error {
+	if err := s.reentered("Restore", spec.ID); err != nil {
+		return err
+	}
 	if st != queue.Admitted && st != queue.Running {
 		return jobErr(spec.ID, fmt.Errorf("%w: Restore needs state admitted or running, not %s", ErrState, st))
 	}

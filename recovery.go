@@ -134,6 +134,9 @@ func lastCheckpoint(j *job, now time.Time) time.Time {
 // Recovery.RestartFrom use the last reported). A checkpoint earlier than
 // the last reported one is ignored.
 func (s *Scheduler) Checkpointed(id string, at, now time.Time) error {
+	if err := s.reentered("Checkpointed", id); err != nil {
+		return err
+	}
 	now, err := s.eventAt("Checkpointed", id, now)
 	if err != nil {
 		return err
