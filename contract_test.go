@@ -171,3 +171,78 @@ func TestFutureTimestampRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestEventsIdempotent is issue 25's defect 9: a redelivered event is
+// reported as already applied (ErrAlreadyApplied, distinguishable from a
+// job that never existed) and changes nothing — even stamped before the
+// latest time seen, as a redelivery is; an ended ID cannot be submitted
+// again while it is remembered (Config.MaxTombstones, oldest forgotten
+// first); Migrated for an unknown job is ErrUnknownJob.
+func TestEventsIdempotent(t *testing.T) {
+	s := contractScheduler(t, Config{MaxTombstones: 2})
+	job := func(id string) workload.Job {
+		return workload.Job{ID: id, Queue: "q", Groups: []workload.TaskGroup{{Count: 1, GPUs: 2}}}
+	}
+	for _, id := range []string{"a", "b", "c", "d"} {
+		if err := s.Submit(job(id), t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t1 := t0.Add(time.Minute)
+	bindAndStart(t, s, t1)
+	applied := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, ErrAlreadyApplied) || errors.Is(err, ErrUnknownJob) {
+			t.Errorf("%s: %v, want ErrAlreadyApplied", what, err)
+		}
+	}
+	applied("Started again", s.Started("a", t1))
+	applied("Started again, stamped earlier", s.Started("a", t0))
+	t2 := t1.Add(time.Minute)
+	if err := s.Finished("a", t2); err != nil {
+		t.Fatal(err)
+	}
+	applied("Finished again", s.Finished("a", t2))
+	applied("Finished again, stamped earlier", s.Finished("a", t1))
+	applied("Cancel after Finished", s.Cancel("a", t2))
+	applied("Started after Finished", s.Started("a", t2))
+	applied("re-Submit of a finished ID", s.Submit(job("a"), t2))
+	if _, ok := s.Job("a"); ok || s.Len() != 3 {
+		t.Errorf("the finished job came back (%d jobs)", s.Len())
+	}
+	if err := s.Finished("never", t2); !errors.Is(err, ErrUnknownJob) || errors.Is(err, ErrAlreadyApplied) {
+		t.Errorf("Finished for a job that never existed: %v, want ErrUnknownJob", err)
+	}
+	if err := s.Migrated("never", t2); !errors.Is(err, ErrUnknownJob) {
+		t.Errorf("Migrated for a job that never existed: %v, want ErrUnknownJob", err)
+	}
+	applied("Migrated after Finished", s.Migrated("a", t2))
+
+	if err := s.Preempted("b", t2); err != nil {
+		t.Fatal(err)
+	}
+	applied("Preempted again", s.Preempted("b", t2))
+	applied("Preempted again, stamped earlier", s.Preempted("b", t1))
+	if st, _ := s.Job("b"); st.State != queue.Preempted || st.Preemptions != 1 {
+		t.Errorf("b after a duplicate Preempted: %s, %d preemptions", st.State, st.Preemptions)
+	}
+	if !s.Now().Equal(t2) {
+		t.Errorf("Now() = %s, the duplicates moved the clock", stamp(s.Now()))
+	}
+
+	// Two tombstones: a, c, d end; a is forgotten first and may come back.
+	if err := s.Cancel("c", t2); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Failed("d", t2); err != nil {
+		t.Fatal(err)
+	}
+	applied("re-Submit of a cancelled ID", s.Submit(job("c"), t2))
+	applied("re-Submit of a failed ID", s.Submit(job("d"), t2))
+	if err := s.Submit(job("a"), t2); err != nil {
+		t.Errorf("a, forgotten by the bounded tombstones, submitted again: %v", err)
+	}
+	if got := s.Tombstones(); len(got) != 2 || got[0].Job != "c" || got[1].Job != "d" || got[0].State != queue.Cancelled || got[1].State != queue.Failed {
+		t.Errorf("tombstones %+v, want c (cancelled) then d (failed)", got)
+	}
+}

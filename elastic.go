@@ -284,6 +284,9 @@ func (s *Scheduler) Shrunk(id string, now time.Time) error {
 	if err := s.reentered("Shrunk", id); err != nil {
 		return err
 	}
+	if err := s.applied("Shrunk", id); err != nil {
+		return err
+	}
 	now, err := s.eventAt("Shrunk", id, now)
 	if err != nil {
 		return err
@@ -309,6 +312,9 @@ func (s *Scheduler) Shrunk(id string, now time.Time) error {
 // entry at now.
 func (s *Scheduler) Grown(id string, now time.Time) error {
 	if err := s.reentered("Grown", id); err != nil {
+		return err
+	}
+	if err := s.applied("Grown", id); err != nil {
 		return err
 	}
 	now, err := s.eventAt("Grown", id, now)

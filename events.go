@@ -19,9 +19,14 @@ func jobErr(id string, err error) error { return &JobError{Job: id, Err: err} }
 // priority classes, one of their priorities. A job that can never run —
 // its demand exceeds what its queue could ever be admitted with, or it
 // does not fit on the idle cluster — is rejected with ErrNeverFits and
-// the reason. Submit copies the job; the caller may reuse it.
+// the reason. Submit copies the job; the caller may reuse it. An ID that
+// ended and is still remembered (Tombstones) is ErrAlreadyApplied: a
+// redelivered Submit does not bring a finished job back.
 func (s *Scheduler) Submit(spec workload.Job, now time.Time) error {
 	if err := s.reentered("Submit", spec.ID); err != nil {
+		return err
+	}
+	if err := s.applied("Submit", spec.ID); err != nil {
 		return err
 	}
 	now, err := s.eventAt("Submit", spec.ID, now)
@@ -46,6 +51,9 @@ func (s *Scheduler) Submit(spec workload.Job, now time.Time) error {
 func (s *Scheduler) newJob(spec workload.Job, submitted time.Time) (*job, error) {
 	if _, dup := s.jobs.byID[spec.ID]; dup {
 		return nil, jobErr(spec.ID, ErrDuplicateJob)
+	}
+	if t, ok := s.ended.lookup(spec.ID); ok {
+		return nil, jobErr(spec.ID, fmt.Errorf("%w: the job ended (%s) at %s and is remembered (Config.MaxTombstones)", ErrAlreadyApplied, t.State, stamp(t.At)))
 	}
 	spec = spec.Clone()
 	leaf, ok := s.tree.Leaf(spec.Queue)
@@ -85,6 +93,9 @@ func (s *Scheduler) Started(id string, now time.Time) error {
 	if err := s.reentered("Started", id); err != nil {
 		return err
 	}
+	if err := s.applied("Started", id); err != nil {
+		return err
+	}
 	now, err := s.eventAt("Started", id, now)
 	if err != nil {
 		return err
@@ -116,7 +127,8 @@ func (s *Scheduler) setEnd(j *job, t time.Time) {
 }
 
 // Finished reports that a job ended successfully: its resources are
-// released and it is forgotten.
+// released and it is forgotten, but for a tombstone (Tombstones): a
+// second Finished, or any other event for it, is ErrAlreadyApplied.
 func (s *Scheduler) Finished(id string, now time.Time) error {
 	if err := s.reentered("Finished", id); err != nil {
 		return err
@@ -149,6 +161,9 @@ func (s *Scheduler) end(id string, now time.Time, st queue.State) error {
 	case queue.Failed:
 		event = "Failed"
 	}
+	if err := s.applied(event, id); err != nil {
+		return err
+	}
 	now, err := s.eventAt(event, id, now)
 	if err != nil {
 		return err
@@ -180,8 +195,9 @@ func (s *Scheduler) rejected(j *job) {
 }
 
 // forget drops an ended job (it holds nothing and waits in no queue)
-// from every concern that keeps it.
+// from every concern that keeps it, and remembers it ended (tombstones).
 func (s *Scheduler) forget(j *job) {
+	s.ended.add(Tombstone{Job: j.spec.ID, State: j.state, At: s.now})
 	s.jobs.remove(j)
 	s.res.forget(j)
 	s.dropMove(j.spec.ID, true) // defrag_state.go
@@ -208,6 +224,9 @@ func (s *Scheduler) Preempted(id string, now time.Time) error {
 }
 
 func (s *Scheduler) back(id string, now time.Time, st queue.State, event string) error {
+	if err := s.applied(event, id); err != nil {
+		return err
+	}
 	now, err := s.eventAt(event, id, now)
 	if err != nil {
 		return err

@@ -137,6 +137,9 @@ func (s *Scheduler) Checkpointed(id string, at, now time.Time) error {
 	if err := s.reentered("Checkpointed", id); err != nil {
 		return err
 	}
+	if err := s.applied("Checkpointed", id); err != nil {
+		return err
+	}
 	now, err := s.eventAt("Checkpointed", id, now)
 	if err != nil {
 		return err

@@ -78,6 +78,7 @@ var mutators = map[string]func(s *Scheduler, now time.Time) error{
 	"RestoreReservation": func(s *Scheduler, now time.Time) error { return s.RestoreReservation(Reservation{}) },
 	"RestoreRefusal":     func(s *Scheduler, now time.Time) error { return s.RestoreRefusal(Refusal{}) },
 	"RestoreStopping":    func(s *Scheduler, now time.Time) error { return s.RestoreStopping("a") },
+	"RestoreTombstone":   func(s *Scheduler, now time.Time) error { return s.RestoreTombstone(Tombstone{}) },
 	"RestoreFresh":       func(s *Scheduler, now time.Time) error { return s.RestoreFresh("a") },
 	"Schedule": func(s *Scheduler, now time.Time) error {
 		if d := s.Schedule(now); !reflect.DeepEqual(d, Decision{Now: s.Now()}) {
@@ -92,7 +93,7 @@ var mutators = map[string]func(s *Scheduler, now time.Time) error{
 // add.)
 var readers = []string{"Cluster", "ConsolidateState", "DefragState", "Fresh", "Holding", "Job", "Leaving", "Ledger",
 	"Len", "NoPlans", "Nominations", "Now", "Progress", "Queues", "Refusals", "Reservations", "Resizes", "Stopping",
-	"Tree", "State", "Config", "Submissions"}
+	"Tree", "Tombstones", "State", "Config", "Submissions"}
 
 // TestEveryMethodClassified: each exported method of *Scheduler is a
 // mutator (TestCallbackReentrancy checks it refuses to run inside a

@@ -140,6 +140,9 @@ func (s *Scheduler) EvictionRefused(victim string, now time.Time, reason string)
 	if err := s.reentered("EvictionRefused", victim); err != nil {
 		return err
 	}
+	if err := s.applied("EvictionRefused", victim); err != nil {
+		return err
+	}
 	now, err := s.eventAt("EvictionRefused", victim, now)
 	if err != nil {
 		return err

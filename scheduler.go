@@ -99,6 +99,11 @@ type Config struct {
 	// DefaultMaxClockSkew; negative means no limit (a simulator, whose
 	// clock jumps).
 	MaxClockSkew time.Duration
+	// MaxTombstones bounds how many ended jobs the Scheduler remembers
+	// (Tombstones), oldest forgotten first: an event for a remembered job
+	// is ErrAlreadyApplied, and its ID cannot be submitted again. 0 means
+	// DefaultMaxTombstones; negative remembers none.
+	MaxTombstones int
 }
 
 // Errors returned by events.
@@ -183,6 +188,7 @@ type Scheduler struct {
 	around  aroundPlacer  // backfill placement around reservations (backfill_around.go)
 	deep    deepReserver  // reservations after a queue's first blocked job (reserve_depth.go)
 	cb      callbackGuard // callbacks running: no change meanwhile (reentry.go)
+	ended   tombstones    // ended jobs remembered: redeliveries refused (tombstones.go)
 
 	// testBeforeCycle, if set, runs at the start of Schedule (tests).
 	testBeforeCycle func()
@@ -237,7 +243,7 @@ func New(cfg Config) (*Scheduler, error) {
 		jobs: newJobTable(c, cfg.Seed), adm: newAdmission(c, tree), fit: newFailureCache(),
 		res:    newReservations(c, cfg.Placer, cfg.DefaultRuntime, cfg.MaxReservations),
 		admits: newAdmitClock(cfg.AdmitTimeout), dfg: dfg, elastic: newElastic(cfg.Elastic),
-		cons:   newConsolidator(cfg.Defrag),
+		cons: newConsolidator(cfg.Defrag), ended: newTombstones(cfg.MaxTombstones),
 		around: aroundPlacer{on: cfg.BackfillAround}, deep: deepReserver{depth: cfg.ReserveDepth},
 	}
 	s.res.holdWhole(cfg.ReserveWholeHosts)

@@ -155,7 +155,7 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 	}
 	cfg.EvictionRetry = st.EvictionRetry
 	cfg.ReserveWholeHosts = st.ReserveWholeHosts
-	cfg.MaxClockSkew = st.MaxClockSkew
+	cfg.MaxClockSkew, cfg.MaxTombstones = st.MaxClockSkew, st.MaxTombstones
 	s, err := gpusched.New(cfg)
 	if err != nil {
 		var ce *queue.ConfigError
@@ -254,6 +254,16 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 		}
 		if err := s.RestoreNomination(nm); err != nil {
 			return nil, restoreErr(f, err)
+		}
+	}
+	// Ended jobs remembered (version 8), oldest first.
+	for i, t := range st.Tombstones {
+		f := fmt.Sprintf("tombstones[%d]", i)
+		if t.At.After(st.Now) {
+			return nil, bad(f+".at", fmt.Errorf("%s is after now", t.At.UTC().Format(time.RFC3339Nano)))
+		}
+		if err := s.RestoreTombstone(gpusched.Tombstone{Job: t.Job, State: t.State, At: t.At}); err != nil {
+			return nil, bad(f, err)
 		}
 	}
 	// Refused stops in force, after the nominations (a refusal dropped
