@@ -2,6 +2,7 @@ package gpusched
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -89,7 +90,7 @@ func TestReportedCheckpointAuthoritative(t *testing.T) {
 	if len(d.Preemptions) != 1 || d.Preemptions[0].Job != "fast" {
 		t.Fatalf("preemptions %+v, want fast (60 GPU-min lost) rather than slow (140)", d.Preemptions)
 	}
-	if _, err := s.SetHostHealth(0, topology.Failed); err != nil {
+	if _, err := s.SetHostHealth(s.Cluster().HostName(0), topology.Failed); err != nil {
 		t.Fatal(err)
 	}
 	d = s.Schedule(now.Add(time.Minute))
@@ -244,5 +245,51 @@ func TestEventsIdempotent(t *testing.T) {
 	}
 	if got := s.Tombstones(); len(got) != 2 || got[0].Job != "c" || got[1].Job != "d" || got[0].State != queue.Cancelled || got[1].State != queue.Failed {
 		t.Errorf("tombstones %+v, want c (cancelled) then d (failed)", got)
+	}
+}
+
+// TestEmptyTaskRefused (issue 25, "Also"): a task asking for no GPU, CPU
+// or memory is refused at Submit, naming the group; nothing is queued.
+func TestEmptyTaskRefused(t *testing.T) {
+	s := contractScheduler(t, Config{})
+	for _, groups := range [][]workload.TaskGroup{
+		{{Count: 1}},
+		{{Name: "w", Count: 2, GPUs: 1}, {Name: "idle", Count: 1}},
+	} {
+		err := s.Submit(workload.Job{ID: "e", Queue: "q", Groups: groups}, t0)
+		var fe *workload.FieldError
+		if !errors.As(err, &fe) || !strings.Contains(fe.Field, fmt.Sprintf("groups[%d]", len(groups)-1)) || !strings.Contains(err.Error(), "no GPU, CPU or memory") {
+			t.Errorf("groups %+v: %v, want a field error naming the empty group", groups, err)
+		}
+	}
+	if s.Len() != 0 || len(s.Schedule(t0).Bindings) != 0 {
+		t.Error("an empty task was queued")
+	}
+	// A CPU-only or memory-only task is not empty.
+	if err := s.Submit(workload.Job{ID: "cpu", Queue: "q", Groups: []workload.TaskGroup{{Count: 1, CPUMilli: 500}}}, t0); err != nil {
+		t.Error(err)
+	}
+	if err := s.Submit(workload.Job{ID: "mem", Queue: "q", Groups: []workload.TaskGroup{{Count: 1, MemoryMiB: 512}}}, t0); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestSetHostHealthByName (issue 25, "Also"): SetHostHealth takes a host
+// name, as Cordon, RemoveHosts and SetDomainHealth do; an unknown name is
+// an error naming it.
+func TestSetHostHealthByName(t *testing.T) {
+	s := contractScheduler(t, Config{Cluster: testCluster(t, 2, 0)})
+	if err := s.Submit(workload.Job{ID: "a", Queue: "q", Groups: []workload.TaskGroup{{Count: 1, GPUs: 8}}}, t0); err != nil {
+		t.Fatal(err)
+	}
+	bindAndStart(t, s, t0)
+	st, _ := s.Job("a")
+	host := s.Cluster().HostName(st.Placement.Claims[0].Host)
+	ids, err := s.SetHostHealth(host, topology.Failed)
+	if err != nil || len(ids) != 1 || ids[0] != "a" {
+		t.Fatalf("SetHostHealth(%s) = %v, %v", host, ids, err)
+	}
+	if _, err := s.SetHostHealth("nope", topology.Failed); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("unknown host: %v", err)
 	}
 }

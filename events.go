@@ -19,7 +19,8 @@ func jobErr(id string, err error) error { return &JobError{Job: id, Err: err} }
 // priority classes, one of their priorities. A job that can never run —
 // its demand exceeds what its queue could ever be admitted with, or it
 // does not fit on the idle cluster — is rejected with ErrNeverFits and
-// the reason. Submit copies the job; the caller may reuse it. An ID that
+// the reason; a task that asks for no GPU, CPU or memory is a
+// *workload.FieldError naming its group. Submit copies the job; the caller may reuse it. An ID that
 // ended and is still remembered (Tombstones) is ErrAlreadyApplied: a
 // redelivered Submit does not bring a finished job back.
 func (s *Scheduler) Submit(spec workload.Job, now time.Time) error {
@@ -37,11 +38,27 @@ func (s *Scheduler) Submit(spec workload.Job, now time.Time) error {
 	if err != nil {
 		return err
 	}
+	if err := emptyTask(&j.spec); err != nil {
+		return err
+	}
 	if err := s.adm.neverFits(j, s.placer); err != nil {
 		return jobErr(j.spec.ID, err)
 	}
 	s.jobs.add(j)
 	j.leaf.Add(&j.entry)
+	return nil
+}
+
+// emptyTask refuses a job with a task that asks for no GPU (whole, share
+// or MIG instance), no CPU and no memory: it would be bound to a host
+// while taking nothing there.
+func emptyTask(spec *workload.Job) error {
+	for i := range spec.Groups {
+		g := &spec.Groups[i]
+		if g.GPUs == 0 && g.GPUMilli == 0 && g.MIGProfile == "" && g.CPUMilli == 0 && g.MemoryMiB == 0 {
+			return &workload.FieldError{Job: spec.ID, Field: fmt.Sprintf("groups[%d]", i), Msg: "a task asks for no GPU, CPU or memory; give it at least one of gpus, gpuMilli, migProfile, cpuMilli, memoryMiB"}
+		}
+	}
 	return nil
 }
 
@@ -397,15 +414,24 @@ func (s *Scheduler) SetGPUHealth(g topology.GPUID, h topology.Health) ([]string,
 	return ids, nil
 }
 
-// SetHostHealth sets the health of host h (and so of all its GPUs for new
-// work). It returns the IDs of the jobs holding resources on h, sorted.
-func (s *Scheduler) SetHostHealth(h topology.HostID, hh topology.Health) ([]string, error) {
+// SetHostHealth sets the health of the host named name (and so of all
+// its GPUs for new work), as Cordon, RemoveHosts and SetDomainHealth name
+// hosts. It returns the IDs of the jobs holding resources on it, sorted.
+// An unknown name is an error naming it, and nothing changes.
+func (s *Scheduler) SetHostHealth(name string, hh topology.Health) ([]string, error) {
 	if err := s.reentered("SetHostHealth", ""); err != nil {
 		return nil, err
 	}
-	if h < 0 || int(h) >= s.c.NumHosts() {
-		return nil, fmt.Errorf("gpusched: SetHostHealth: host %d out of range 0..%d", h, s.c.NumHosts()-1)
+	h, ok := s.c.HostByName(name)
+	if !ok {
+		return nil, fmt.Errorf("gpusched: SetHostHealth: unknown host %q", name)
 	}
+	return s.setHostHealth(h, hh)
+}
+
+// setHostHealth sets the health of host h (SetHostHealth, and the drain
+// of a host that leaves).
+func (s *Scheduler) setHostHealth(h topology.HostID, hh topology.Health) ([]string, error) {
 	old := s.ledger.HostHealth(h)
 	if err := s.ledger.SetHostHealth(h, hh); err != nil {
 		return nil, err

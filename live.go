@@ -130,7 +130,7 @@ func (s *Scheduler) drainHosts(names []string, back *topology.HostGroup, now tim
 			continue
 		}
 		if s.ledger.HostHealth(h) == topology.Healthy {
-			if _, err := s.SetHostHealth(h, topology.Draining); err != nil {
+			if _, err := s.setHostHealth(h, topology.Draining); err != nil {
 				return nil, err
 			}
 		}

@@ -37,7 +37,7 @@ var mutators = map[string]func(s *Scheduler, now time.Time) error{
 		return err
 	},
 	"SetHostHealth": func(s *Scheduler, now time.Time) error {
-		_, err := s.SetHostHealth(0, topology.Failed)
+		_, err := s.SetHostHealth(s.Cluster().HostName(0), topology.Failed)
 		return err
 	},
 	"EvictionRefused": func(s *Scheduler, now time.Time) error { return s.EvictionRefused("a", now, "pdb") },

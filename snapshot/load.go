@@ -349,11 +349,10 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 		}
 		switch {
 		case h.Host != "" && h.GPU == "":
-			id, ok := c.HostByName(h.Host)
-			if !ok {
+			if _, ok := c.HostByName(h.Host); !ok {
 				return nil, bad(f+".host", fmt.Errorf("unknown host %q", h.Host))
 			}
-			if _, err := s.SetHostHealth(id, hh); err != nil {
+			if _, err := s.SetHostHealth(h.Host, hh); err != nil {
 				return nil, bad(f, err)
 			}
 		case h.GPU != "" && h.Host == "":

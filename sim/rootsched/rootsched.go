@@ -265,7 +265,7 @@ func (a *Scheduler) SetGPUHealth(_ time.Duration, g topology.GPUID, h topology.H
 
 // SetHostHealth sets a host's health.
 func (a *Scheduler) SetHostHealth(_ time.Duration, h topology.HostID, hh topology.Health) error {
-	_, err := a.S.SetHostHealth(h, hh)
+	_, err := a.S.SetHostHealth(a.S.Cluster().HostName(h), hh)
 	return err
 }
 
