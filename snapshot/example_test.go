@@ -51,7 +51,7 @@ func Example() {
 	// cluster:
 	//   preset: dgx-h100
 	// hosts: 1
-// maxClockSkew: 24h0m0s
+	// maxClockSkew: 24h0m0s
 	// queues:
 	//   root:
 	//     children:
