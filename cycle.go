@@ -230,10 +230,19 @@ func (cs *cycleState) listPending(tree *queue.Tree) []Pending { return cs.list.l
 // class's failure is cached by shape until capacity that could matter is
 // freed.
 //
+// Called from inside a callback (ErrReentrant) — Holding's, a reader's
+// Ascend, or a Preemptor or Placer during Schedule — it changes nothing
+// and returns an empty Decision at Now().
+//
 // Cost: O(classes tried × (quota check + cached-failure check)) plus one
 // placement per class whose capacity changed, plus the admissions, plus
 // O(pending) to list the waiting jobs.
 func (s *Scheduler) Schedule(now time.Time) Decision {
+	if s.reentered("Schedule", "") != nil {
+		return Decision{Now: s.now}
+	}
+	s.cb.enter() // the Preemptor and the Placer may read, not change
+	defer s.cb.leave()
 	now = s.advance(now)
 	if s.testBeforeCycle != nil {
 		s.testBeforeCycle()
@@ -517,8 +526,12 @@ func (s *Scheduler) try(d *Decision, leaf *queue.Leaf, j *job, now time.Time) {
 		s.deep.after(s, leaf, j, backfillReason(v.conflict), v.mkey, now)
 	case verdictBlocked:
 		s.cyc.classFail(st.cur, j, v.reason)
-		if v.preempt {
-			s.maybePreempt(d, leaf, j, v.x, now)
+		if v.preempt && s.maybePreempt(d, leaf, j, v.x, now) {
+			// j waits for its victims, explained so in this cycle as in
+			// the next (evaluate: verdictWait): no reservation (its
+			// nomination, if any, holds its room), and its queue's
+			// policy applies to the next blocked candidate.
+			return
 		}
 		s.afterBlock(st, leaf, j, v.reason, v.block, v.mkey, now)
 		if v.block == nil || (v.block.Kind == queue.BlockCluster && v.block.Capacity) {

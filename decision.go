@@ -110,7 +110,11 @@ const (
 	// WaitQuotaHeld: the quota it needs is held for an earlier job of a
 	// backfilling queue that is waiting for it (Reason.Blocker).
 	WaitQuotaHeld
-	// WaitCapacity: not enough free GPUs of an acceptable model anywhere.
+	// WaitCapacity: not enough free GPUs of an acceptable model anywhere;
+	// on a cluster of several models, counting only hosts whose shape can
+	// hold one of its tasks (the reason then names the models that can,
+	// and the free GPUs on hosts too small or of a model it does not
+	// accept: gang.Explanation's Shape fields).
 	WaitCapacity
 	// WaitTopology: enough free GPUs, but no domain at the required
 	// topology level holds the whole gang.
@@ -327,7 +331,7 @@ func (d *Decision) Format(c *topology.Cluster) string {
 	}
 	formatResizes(&b, c, d)
 	for i := range d.Recoveries {
-		formatRecovery(&b, &d.Recoveries[i])
+		formatRecovery(&b, c, &d.Recoveries[i])
 	}
 	for _, x := range d.Expired {
 		fmt.Fprintf(&b, "expire %s: %s\n", x.Job, x.Reason)

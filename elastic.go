@@ -45,6 +45,13 @@ import (
 //     Requeue (the whole job waits again and restarts from its
 //     checkpoint); there is no event that undoes a grow alone.
 //
+// Faults too: an elastic gang a GPU or host fault hits only above its
+// minimum loses only the tasks hit — a Decision.Recoveries entry with
+// preempt.ActionShrink, carried out as a Shrink (stop them, call Shrunk;
+// a host that stops the whole job calls Requeue) — and grows back
+// later, as after a shrink for a preemption (torchrun-elastic style). A
+// gang with a stop or resize in flight is stopped whole.
+//
 // A job grows only when no other job waits for room: nothing waits in
 // any other queue except for quota, and nothing of its own queue with a
 // priority at least its own (a lower-priority job of its queue it could
@@ -174,7 +181,8 @@ func shrinkIndexes(j *job, tasks []gang.TaskRef) []int {
 }
 
 // issueShrink records a shrink of victim v (of tasks idx) for waiting job
-// for, asked at now, and returns it for the Decision.
+// p.For (none for a recovery), asked at now, and returns it for the
+// Decision.
 func (x *elastic) issueShrink(v *job, idx []int, p Preemption, now time.Time) Shrink {
 	e := &v.el
 	if !e.live(v) {
@@ -276,11 +284,31 @@ func (s *Scheduler) shrinkVictim(d *Decision, vj *job, v Preemption, now time.Ti
 	return true
 }
 
-// Shrunk reports that job id, asked by a Decision.Shrinks entry, has
+// shrinkForRecovery records the shrink of holding job j by tasks, the
+// tasks a fault hit (preempt.Recover checked that they leave every group
+// its minimum and that j has no stop or resize in flight), and returns
+// it. j is being stopped in part, as a shrunk victim is (victims.ask).
+func (s *Scheduler) shrinkForRecovery(j *job, tasks []gang.TaskRef, grace time.Duration, reason string, now time.Time) Shrink {
+	idx := shrinkIndexes(j, tasks)
+	if idx == nil {
+		panic("gpusched: recovery shrink of " + j.spec.ID + " is not a valid shrink of its placement")
+	}
+	s.victims.ask(j, now)
+	return s.elastic.issueShrink(j, idx, Preemption{Job: j.spec.ID, Grace: grace, Reason: reason}, now)
+}
+
+// Shrunk reports that job id, asked by a Decision.Shrinks entry (or a
+// Decision.Recoveries entry with ActionShrink), has
 // stopped the tasks listed there at now: exactly their claims are
 // released, the rest of the job runs on, and the job the shrink made room
 // for binds in the next cycle.
 func (s *Scheduler) Shrunk(id string, now time.Time) error {
+	if err := s.reentered("Shrunk", id); err != nil {
+		return err
+	}
+	if err := s.applied("Shrunk", id); err != nil {
+		return err
+	}
 	now, err := s.eventAt("Shrunk", id, now)
 	if err != nil {
 		return err
@@ -305,6 +333,12 @@ func (s *Scheduler) Shrunk(id string, now time.Time) error {
 // Grown reports that job id started the new tasks of a Decision.Grows
 // entry at now.
 func (s *Scheduler) Grown(id string, now time.Time) error {
+	if err := s.reentered("Grown", id); err != nil {
+		return err
+	}
+	if err := s.applied("Grown", id); err != nil {
+		return err
+	}
 	now, err := s.eventAt("Grown", id, now)
 	if err != nil {
 		return err
@@ -588,6 +622,9 @@ func (s *Scheduler) Resizes() []Resize {
 // A shrink in flight marks the job as being stopped (as a victim is).
 // Nothing changes on error.
 func (s *Scheduler) RestoreResize(r Resize) error {
+	if err := s.reentered("RestoreResize", ""); err != nil {
+		return err
+	}
 	j, err := s.lookup(r.Job)
 	if err != nil {
 		return err

@@ -392,13 +392,15 @@ func (s *Scheduler) commits() uint64 { return s.victims.stops + s.noms.changes }
 // maybePreempt asks the Preemptor, if any, for victims for j, which the
 // cycle could not admit (x is the placer's explanation, nil for a quota
 // block; j.req carries j's own model filter of this cycle). With a
-// PlacingPreemptor the job is nominated to the planned placement.
-func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.Explanation, now time.Time) {
+// PlacingPreemptor the job is nominated to the planned placement. It
+// reports whether it asked for stops (or moves) for j: j then waits for
+// them, explained as WaitPreemption.
+func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.Explanation, now time.Time) bool {
 	if s.maybeDefrag(d, leaf, j, x, now) { // moving jobs first (defrag.go)
-		return
+		return true
 	}
 	if s.cfg.Preemptor == nil || j.nom.nominated != nil {
-		return
+		return false
 	}
 	c := PreemptCandidate{Job: &j.spec, Request: j.req, Queue: leaf.Name(), Why: x}
 	var vs []Preemption
@@ -410,7 +412,7 @@ func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.
 	}
 	for _, v := range vs {
 		if vj, ok := s.jobs.byID[v.Job]; ok && vj.readmittedAt(now) {
-			return // j waits for time to advance
+			return false // j waits for time to advance
 		}
 	}
 	var asked []string
@@ -433,7 +435,7 @@ func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.
 		victims = append(victims, vj)
 	}
 	if len(asked) == 0 {
-		return
+		return false
 	}
 	s.noms.waitFor(j, asked)
 	s.cyc.explain(j, &Reason{Code: WaitPreemption, Blocker: asked[0], Placement: x, Victims: asked})
@@ -446,6 +448,7 @@ func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.
 		n := s.noms.nominate(j, p, victims, s.adm.charge(p), now.Add(grace+max(grace, time.Minute)))
 		s.noms.hold(n, s.ledger, s.tree, now)
 	}
+	return true
 }
 
 // readmittedAt reports whether j, preempted before, was admitted again at

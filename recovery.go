@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpusched/gpusched/gang"
 	"github.com/gpusched/gpusched/preempt"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/topology"
@@ -35,11 +36,20 @@ type Recovery struct {
 	Job string
 	// Action: preempt.ActionRequeue (stop now, then report Requeue),
 	// ActionDrain (signal, wait Grace for a checkpoint, stop, report
-	// Requeue), ActionKeep (let it run; it ends before the drain matters)
+	// Requeue), ActionShrink (stop only Tasks, within Grace, then report
+	// Shrunk: the rest of the gang runs on, as after a Decision.Shrinks
+	// entry; with Config.Elastic, for an elastic gang hit only above its
+	// minimum), ActionKeep (let it run; it ends before the drain matters)
 	// or ActionEnd (stop, report Failed: it was stopped by failures more
 	// often than allowed).
 	Action preempt.Action
 	Grace  time.Duration
+	// Tasks, Claims and Size, for ActionShrink only: the tasks to stop,
+	// in placement order, what each releases (Claims[i] is Tasks[i]'s;
+	// copies), and the gang's task count once they are stopped.
+	Tasks  []gang.TaskRef
+	Claims []topology.Claim
+	Size   int
 	// Lost is the GPU time lost since its last checkpoint; RestartFrom that
 	// checkpoint (zero: from the beginning).
 	Lost        preempt.GPUTime
@@ -106,29 +116,40 @@ func (j *job) remaining(rt time.Duration) time.Duration {
 	return rt
 }
 
-// lastCheckpoint is j's last checkpoint in its current run at now:
-// reported, or estimated from its CheckpointInterval.
+// lastCheckpoint is j's last checkpoint in its current run at now: the
+// last one reported (Checkpointed) is authoritative; only a run that
+// reported none is given one estimated from its CheckpointInterval (the
+// last whole interval since it started). Zero when there is none.
 func lastCheckpoint(j *job, now time.Time) time.Time {
 	if j.started.IsZero() {
 		return time.Time{}
 	}
-	cp := j.rec.checkpoint
+	if cp := j.rec.checkpoint; cp.After(j.started) {
+		return cp
+	}
 	if iv := j.spec.CheckpointInterval; iv > 0 && now.After(j.started) {
-		if est := j.started.Add(now.Sub(j.started) / iv * iv); est.After(cp) && est.After(j.started) {
-			cp = est
+		if est := j.started.Add(now.Sub(j.started) / iv * iv); est.After(j.started) {
+			return est
 		}
 	}
-	if !cp.After(j.started) {
-		return time.Time{}
-	}
-	return cp
+	return time.Time{}
 }
 
 // Checkpointed reports that a running job completed a checkpoint at at
 // (≤ now): a preemption or failure then loses only the work since, and a
 // requeued job keeps its progress up to it (its runtime estimate shrinks
-// by the work saved).
+// by the work saved). A reported checkpoint is authoritative: from the
+// first one in a run, the job's CheckpointInterval is no longer used to
+// estimate later ones (Progress, the preemption planner and
+// Recovery.RestartFrom use the last reported). A checkpoint earlier than
+// the last reported one is ignored.
 func (s *Scheduler) Checkpointed(id string, at, now time.Time) error {
+	if err := s.reentered("Checkpointed", id); err != nil {
+		return err
+	}
+	if err := s.applied("Checkpointed", id); err != nil {
+		return err
+	}
 	now, err := s.eventAt("Checkpointed", id, now)
 	if err != nil {
 		return err
@@ -168,7 +189,9 @@ func (s *Scheduler) recoverFaults(d *Decision, now time.Time) {
 	}
 	faults := s.rec.takeFaults()
 	snap := recoverySnapshot{schedSnapshot{s, now}}
-	plan, err := preempt.Recover(snap, faults, now, preempt.RecoveryConfig{NoShrink: true, MaxRestarts: s.cfg.MaxRestarts,
+	// With Config.Elastic, an elastic gang hit only above its minimum
+	// loses only the tasks hit (ActionShrink) and grows back later.
+	plan, err := preempt.Recover(snap, faults, now, preempt.RecoveryConfig{NoShrink: !s.elastic.on(), MaxRestarts: s.cfg.MaxRestarts,
 		DrainGrace: s.cfg.DrainGrace, KeepIfEndsWithin: s.cfg.DrainKeep})
 	if err != nil {
 		// The faults were checked by the health setters.
@@ -176,11 +199,19 @@ func (s *Scheduler) recoverFaults(d *Decision, now time.Time) {
 	}
 	for _, a := range plan.Actions {
 		j := s.jobs.byID[a.Job]
-		if a.Action != preempt.ActionKeep {
+		r := Recovery{Job: a.Job, Action: a.Action, Grace: a.Grace, Lost: a.Lost, RestartFrom: a.RestartFrom, Reason: a.Reason}
+		switch a.Action {
+		case preempt.ActionKeep:
+		case preempt.ActionShrink:
+			// A shrink in flight, as one a preemption asks for: the job
+			// runs on; the host reports Shrunk (elastic.go).
+			sh := s.shrinkForRecovery(j, a.Tasks, a.Grace, a.Reason, now)
+			r.Tasks, r.Claims, r.Size = sh.Tasks, sh.Claims, sh.Size
+		default:
 			s.rec.begin(j, a.Action)
 			s.victims.update(j, now)
 		}
-		d.Recoveries = append(d.Recoveries, Recovery{Job: a.Job, Action: a.Action, Grace: a.Grace, Lost: a.Lost, RestartFrom: a.RestartFrom, Reason: a.Reason})
+		d.Recoveries = append(d.Recoveries, r)
 	}
 }
 
@@ -197,10 +228,13 @@ func (x recoverySnapshot) Jobs(fn func(*preempt.Job) bool) {
 }
 
 // formatRecovery renders a recovery for Decision.Format.
-func formatRecovery(b *strings.Builder, r *Recovery) {
+func formatRecovery(b *strings.Builder, c *topology.Cluster, r *Recovery) {
 	fmt.Fprintf(b, "recover %s: %s", r.Job, r.Action)
 	if r.Grace > 0 {
 		fmt.Fprintf(b, " (grace %v)", r.Grace)
+	}
+	if r.Action == preempt.ActionShrink {
+		fmt.Fprintf(b, ", stop %d task(s) on %s, %d left", len(r.Tasks), FormatPlacement(c, &gang.Placement{Claims: r.Claims}), r.Size)
 	}
 	fmt.Fprintf(b, ", loses %s", r.Lost)
 	if !r.RestartFrom.IsZero() {

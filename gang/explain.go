@@ -147,6 +147,20 @@ type Explanation struct {
 	// most of Limit one such host has free. Room and RoomNeeds are -1 for
 	// every other explanation.
 	Room, RoomNeeds int
+	// ShapeTask, ShapeModels, ShapeHas, ShapeMost and ShapeFree explain a
+	// VerdictCapacity by host shape, on a cluster of several GPU models:
+	// every task of the gang takes whole GPUs, ShapeTask the fewest; the
+	// hosts whose model can hold a task (ShapeModels, their names joined
+	// by " or ": a task accepts the model and the model's largest host
+	// has its GPUs) have
+	// ShapeHas free GPUs in all, fewer than the gang needs, ShapeMost the
+	// most on one host; the other ShapeFree free GPUs are on hosts whose
+	// shape (ShapeBySize: too few GPUs per host for any task) or model
+	// (ShapeByModel: no task accepts it) rules every task out: no packing
+	// makes room there. ShapeTask is 0 for every other explanation.
+	ShapeTask, ShapeHas, ShapeMost, ShapeFree int
+	ShapeModels                               string
+	ShapeBySize, ShapeByModel                 bool
 }
 
 // filterLabel returns FilterLabel, or "quota".
@@ -182,7 +196,10 @@ func (x *Explanation) String() string {
 	if x.LevelName != "" && x.LevelName != "cluster" {
 		b.WriteString(" in one " + x.LevelName)
 	}
-	if x.Room >= 0 && x.Verdict == VerdictCapacity {
+	if x.ShapeTask > 0 && x.Verdict == VerdictCapacity {
+		b.WriteString("; " + x.shapeClause() + ": " + x.Verdict.String())
+		return b.String()
+	} else if x.Room >= 0 && x.Verdict == VerdictCapacity {
 		b.WriteString("; " + x.roomClause())
 	} else if x.Group >= 0 && (x.Verdict == VerdictTooLarge || x.Verdict == VerdictCapacity) {
 		b.WriteString("; " + x.taskClause())
@@ -245,6 +262,36 @@ func (x *Explanation) taskClause() string {
 		return "a task needs " + need + ", the largest host has " + have
 	}
 	return "no host has " + need + " free for a task (most: " + have + ")"
+}
+
+// shapeClause says which hosts could hold the gang's tasks and where the
+// free GPUs are instead: "no H100 host has 8 free GPUs; 144 free GPUs
+// are on hosts whose shape cannot hold an 8-GPU task".
+func (x *Explanation) shapeClause() string {
+	models := x.ShapeModels
+	var s string
+	if x.ShapeMost < x.ShapeTask {
+		s = "no " + models + " host has " + strconv.Itoa(x.ShapeTask) + " free GPUs"
+	} else {
+		s = models + " hosts have " + plural(x.ShapeHas, "free GPU") + " of the " + strconv.Itoa(x.GPUs) + " needed"
+	}
+	are := " are"
+	if x.ShapeFree == 1 {
+		are = " is"
+	}
+	s += "; " + plural(x.ShapeFree, "free GPU") + are + " on hosts "
+	if !x.ShapeBySize {
+		return s + "of models no task accepts"
+	}
+	art := "a"
+	if t := strconv.Itoa(x.ShapeTask); t[0] == '8' || t == "11" || t == "18" {
+		art = "an"
+	}
+	whose := "whose shape"
+	if x.ShapeByModel {
+		whose = "whose model or shape"
+	}
+	return s + whose + " cannot hold " + art + " " + strconv.Itoa(x.ShapeTask) + "-GPU task"
 }
 
 // roomClause says how many tasks the hosts' free CPU or memory holds:
@@ -354,10 +401,88 @@ func (pl *policy) explain() *Explanation {
 		x.Verdict = VerdictCapacity
 	case scanned && pl.roomShort(x, d):
 		x.Verdict = VerdictCapacity
+	case d.GPUs > 0 && pl.shapeShort(x, d):
+		x.Verdict = VerdictCapacity
 	default:
 		x.Verdict = VerdictFragmentation
 	}
 	return x
+}
+
+// shapeShort reports whether the gang, whose tasks all take whole GPUs,
+// is short of GPUs on the hosts that can hold one of its tasks (a group
+// accepts the host's model, and the model's largest host has the
+// group's GPUs per task), while other hosts have GPUs free: on a cluster
+// of several models, free GPUs on hosts too small for every task (4-GPU
+// trays for an 8-GPU task) are not fragmentation. If so it fills x's
+// Shape fields. It reads the ledger's per-model host index only: the
+// capable models' hosts with free GPUs are summed until the gang's need
+// is reached, so O(models × (log hosts + GPUs needed)).
+func (pl *policy) shapeShort(x *Explanation, d Demand) bool {
+	e := &pl.e
+	r := e.r
+	k := 0
+	for i := range r.Groups {
+		g := &r.Groups[i]
+		if g.Min == 0 {
+			continue
+		}
+		if g.Kind != TaskWhole {
+			return false
+		}
+		if k == 0 || g.GPUs < k {
+			k = g.GPUs
+		}
+	}
+	models := e.c.Models()
+	bySize, byModel := false, false // some model holds no task: its hosts are too small; no task accepts it
+	var capable []topology.ModelID
+	for m := range models {
+		if e.hostMax[m].hosts == 0 {
+			continue
+		}
+		ok, accepted := false, false
+		for i := range r.Groups {
+			if g := &r.Groups[i]; g.Min > 0 && g.Accepts(topology.ModelID(m)) {
+				accepted = true
+				if e.hostMax[m].gpus >= g.GPUs {
+					ok = true
+					break
+				}
+			}
+		}
+		switch {
+		case ok:
+			capable = append(capable, topology.ModelID(m))
+		case accepted:
+			bySize = true
+		default:
+			byModel = true
+		}
+	}
+	if !bySize && !byModel || len(capable) == 0 {
+		return false
+	}
+	has, most := 0, 0
+	for _, m := range capable {
+		e.l.AscendHosts(e.c.Root(), m, 1, func(_ topology.HostID, free int) bool {
+			has += free
+			most = max(most, free)
+			return has < d.GPUs
+		})
+		if has >= d.GPUs {
+			return false
+		}
+	}
+	x.ShapeTask, x.ShapeHas, x.ShapeMost, x.ShapeFree = k, has, most, x.FreeGPUs-has
+	x.ShapeBySize, x.ShapeByModel = bySize, byModel
+	for i, m := range capable {
+		if i > 0 {
+			x.ShapeModels += " or "
+		}
+		x.ShapeModels += models[m].Model
+	}
+	return x.ShapeFree > 0
 }
 
 // taskTooLarge reports whether one task of some group (with Min > 0)

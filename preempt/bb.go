@@ -244,6 +244,7 @@ func (r *run) add(ui int32) {
 	}
 	r.jobCount[u.ji]++
 	if u.task < 0 {
+		r.cur.victims += int(r.restartOf(u).stops)
 		r.jobWhole[u.ji] = true
 	} else {
 		r.slotCount[u.slot]++
@@ -267,6 +268,7 @@ func (r *run) remove(ui int32) {
 		r.cur.prio -= int64(u.prio) + prioShift
 	}
 	if u.task < 0 {
+		r.cur.victims -= int(r.restartOf(u).stops)
 		r.jobWhole[u.ji] = false
 	} else {
 		r.slotCount[u.slot]--

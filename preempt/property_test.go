@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -334,19 +335,72 @@ func (o *oracle) feasible(set []choice) bool {
 func (o *oracle) cost(set []choice) Cost {
 	var c Cost
 	for _, ch := range set {
-		m := claimsMilli(o.in.f.c, ch.claims())
-		j := ch.job
-		if !j.Started.IsZero() {
-			from := j.Started
-			if j.Checkpoint.After(from) {
-				from = j.Checkpoint
-			}
-			c.Lost += GPUTime(m * int64(o.in.now.Sub(from)/time.Second))
-		}
+		c.Lost += o.lost(ch)
 		c.Victims++
-		c.Priority += int64(j.Spec.Priority)
+		c.Priority += int64(ch.job.Spec.Priority)
+		if ch.tasks == nil {
+			lost, stops := o.restart(ch.job)
+			c.Lost += lost
+			c.Victims += stops
+		}
 	}
 	return c
+}
+
+// lost is the work ch loses since its job's last checkpoint.
+func (o *oracle) lost(ch choice) GPUTime {
+	j := ch.job
+	if j.Started.IsZero() {
+		return 0
+	}
+	from := j.Started
+	if j.Checkpoint.After(from) {
+		from = j.Checkpoint
+	}
+	return GPUTime(claimsMilli(o.in.f.c, ch.claims()) * int64(o.in.now.Sub(from)/time.Second))
+}
+
+// restart is what stopping v whole is expected to stop in turn: for a
+// victim on the reclaim or fair-share ground, where priority is a ground,
+// its GPUs covered by the eligible lower-priority jobs of its queue,
+// cheapest lost work per GPU first (then ID), the last in proportion;
+// nothing when they cannot cover them.
+func (o *oracle) restart(v *Job) (GPUTime, int) {
+	g, _ := o.ground(v)
+	need := claimsMilli(o.in.f.c, v.Placement.Claims)
+	if o.tree() == nil || o.in.cfg.LowerPriority == NeverByPriority || g != GroundReclaim && g != GroundFairShare || need == 0 {
+		return 0, 0
+	}
+	var mates []*Job
+	o.in.f.st.Jobs(func(w *Job) bool {
+		if g, _ := o.ground(w); g != 0 && w != v && w.Spec.Queue == v.Spec.Queue && w.Spec.Priority < v.Spec.Priority &&
+			claimsMilli(o.in.f.c, w.Placement.Claims) > 0 {
+			mates = append(mates, w)
+		}
+		return true
+	})
+	perGPU := func(w *Job) float64 {
+		return float64(o.lost(choice{job: w})) / float64(claimsMilli(o.in.f.c, w.Placement.Claims))
+	}
+	slices.SortFunc(mates, func(a, b *Job) int {
+		if pa, pb := perGPU(a), perGPU(b); pa != pb {
+			if pa < pb {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Spec.ID, b.Spec.ID)
+	})
+	var lost GPUTime
+	for i, w := range mates {
+		m, l := claimsMilli(o.in.f.c, w.Placement.Claims), o.lost(choice{job: w})
+		if m >= need {
+			return lost + GPUTime(int64(l)*need/m), i + 1
+		}
+		lost += l
+		need -= m
+	}
+	return 0, 0
 }
 
 // options lists what may be done to an eligible job: stop it, or (elastic,
@@ -481,7 +535,7 @@ func planChoices(in *instance, p *Plan) []choice {
 // plan exactly when the oracle finds none. Plan leaves the ledger as it
 // was.
 func TestPropertyPlans(t *testing.T) {
-	var plans, noPlans, shrinks, fits, skipped [1]int
+	var plans, noPlans, shrinks, fits, skipped, restarts [1]int
 	byGround := map[Ground]int{}
 	rapid.Check(t, func(rt *rapid.T) {
 		in := genInstance(rt, 10)
@@ -534,6 +588,11 @@ func TestPropertyPlans(t *testing.T) {
 			g, _ := o.ground(ch.job)
 			byGround[g]++
 		}
+		for _, v := range p.Victims {
+			if v.RestartStops > 0 {
+				restarts[0]++
+			}
+		}
 		if !o.feasible(set) {
 			rt.Fatalf("plan %s infeasible for the oracle", p)
 		}
@@ -562,7 +621,8 @@ func TestPropertyPlans(t *testing.T) {
 			rt.Fatalf("plan %s costs %s, the oracle's minimum is %s\n%s", p, p.Cost, want, o.dump())
 		}
 	})
-	t.Logf("%d plans (%d shrinks; victims by ground %v), %d without, %d fit as they were, %d skipped", plans[0], shrinks[0], byGround, noPlans[0], fits[0], skipped[0])
+	t.Logf("%d plans (%d shrinks; victims by ground %v; %d priced with their restart), %d without, %d fit as they were, %d skipped",
+		plans[0], shrinks[0], byGround, restarts[0], noPlans[0], fits[0], skipped[0])
 	if plans[0] == 0 || noPlans[0] == 0 {
 		t.Error("the property was not exercised both ways")
 	}

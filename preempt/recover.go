@@ -59,7 +59,9 @@ type RecoveryConfig struct {
 	// ones); 0 means no limit.
 	MaxRestarts int
 	// NoShrink stops an elastic gang whole even when only members above
-	// its minimum are hit.
+	// its minimum are hit. A job with Stopping set (already asked to stop,
+	// shrink or grow) is always stopped whole: a second resize would race
+	// the one in flight.
 	NoShrink bool
 }
 
@@ -145,7 +147,8 @@ var ErrFault = errors.New("preempt: bad fault")
 // action. A job on a failed part is requeued from its last checkpoint (or
 // ended once it has exhausted cfg.MaxRestarts); one on a draining part is
 // drained with a grace period (or kept when it ends soon); an elastic gang
-// hit only above its minimum is shrunk. Repairs (Healthy) change health
+// hit only above its minimum is shrunk (unless cfg.NoShrink, or the job
+// is Stopping). Repairs (Healthy) change health
 // only. No job is lost: every affected job gets exactly one action, and a
 // job that ends has a Reason.
 //
@@ -278,7 +281,7 @@ func Recover(snap Snapshot, faults []Fault, now time.Time, cfg RecoveryConfig) (
 			return lostNanos(claimsMilli(c, claims), from, nowNano)
 		}
 		rec := Recovery{Job: j.Spec.ID, RestartFrom: restart, Reason: faultText(c, faults[by])}
-		shrinkable := !cfg.NoShrink && len(tasks) < len(p.Claims) && withinExcess(j, tasks)
+		shrinkable := !cfg.NoShrink && !j.Stopping && len(tasks) < len(p.Claims) && withinExcess(j, tasks)
 		switch {
 		case failed && cfg.MaxRestarts > 0 && j.Restarts+1 > cfg.MaxRestarts:
 			rec.Action, rec.Claims = ActionEnd, p.Claims

@@ -23,7 +23,7 @@ func TestRecoverWorked(t *testing.T) {
 	f := newFixture(t, c, nil)
 	f.run(t, jobSpec{id: "solo", queue: "q", tasks: []task{{"dgx-h100-1", 0, 4}}, started: ago(3 * time.Hour), checkpoint: ago(time.Hour)})
 	f.run(t, jobSpec{id: "pair", queue: "q", tasks: []task{{"dgx-h100-1", 4, 4}, {"dgx-h100-2", 0, 4}}, started: ago(2 * time.Hour)})
-	f.run(t, jobSpec{id: "elastic", queue: "q", min: 1, tasks: []task{{"dgx-h100-3", 0, 4}, {"dgx-h100-4", 0, 4}}, started: ago(time.Hour)})
+	elastic := f.run(t, jobSpec{id: "elastic", queue: "q", min: 1, tasks: []task{{"dgx-h100-3", 0, 4}, {"dgx-h100-4", 0, 4}}, started: ago(time.Hour)})
 	late := f.run(t, jobSpec{id: "late", queue: "q", tasks: []task{{"dgx-h100-4", 4, 4}}, started: ago(time.Hour)})
 	late.End = now.Add(10 * time.Minute)
 	late.Restarts = 2
@@ -117,6 +117,16 @@ func TestRecoverWorked(t *testing.T) {
 				t.Fatalf("%d actions (lost %s), want %d", len(plan.Actions), plan.Lost, len(tc.want))
 			}
 		})
+	}
+	// elastic already asked to stop (or resizing): host 4 fails, and it
+	// is requeued whole, 8 GPUs × 1 h, never shrunk a second time.
+	elastic.Stopping = true
+	plan, err := Recover(f.st, []Fault{HostFault(host("dgx-h100-4"), topology.Failed, "")}, now, RecoveryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, ok := plan.Action("elastic"); !ok || a.Action != ActionRequeue || a.Lost != 8*3600*1000 {
+		t.Fatalf("stopping elastic gang: %+v, want requeued whole", a)
 	}
 }
 

@@ -58,7 +58,10 @@ import (
 //     removing any one victim makes the plan fail.
 //
 // Cost is lexicographic (Cost.Less): lost GPU time since each victim's
-// last checkpoint, then the number of victims, then their priorities.
+// last checkpoint, then the number of victims, then their priorities. A
+// victim taken from another queue (reclaim, fair share) is priced with
+// the stops its own restart is expected to cause in its queue
+// (Victim.RestartLost, RestartStops; see priceRestarts).
 // Among equal costs the first found wins; candidates are ordered by lost
 // work per GPU, then lost work, then borrowers before others, then job ID,
 // so ties are broken the same way every time.
@@ -165,7 +168,12 @@ type run struct {
 	withinStamp []uint64
 
 	// candidates
-	visit       []*Job // jobs to classify one by one (collectIndexed)
+	visit []*Job // jobs to classify one by one (collectIndexed)
+	// restarts is, by job (as jobs), what a victim's restart is expected
+	// to stop (restart.go; empty when nothing was priced); rsort is its
+	// scratch.
+	restarts    []restartPrice
+	rsort       []int32
 	jobs        []*Job
 	units       []unit
 	contribs    []contrib
@@ -316,6 +324,7 @@ func (s *Search) Plan(snap Snapshot, p *Pending, now time.Time) (*Plan, *NoPlan)
 	// 2. Candidates.
 	r.goSolo()
 	r.collect()
+	r.priceRestarts()
 	if v := r.rank(); v != 0 {
 		return nil, r.noPlan(v)
 	}
@@ -359,7 +368,7 @@ func (s *Search) begin(snap Snapshot, p *Pending, now time.Time) *run {
 	*r = run{s: s, snap: snap, l: l, c: c, tree: snap.Queues(), req: p.Request, pend: p, now: now,
 		w: r.w, wtree: r.wtree, stamp: r.stamp + 1, leaves: r.leaves, path: r.path[:0], onPath: r.onPath,
 		within: r.within, withinStamp: r.withinStamp,
-		visit: r.visit[:0], jobs: r.jobs[:0], units: r.units[:0], contribs: r.contribs[:0], contribCM: r.contribCM[:0], slotLimit: r.slotLimit[:0], chargeArena: r.chargeArena[:0],
+		visit: r.visit[:0], jobs: r.jobs[:0], restarts: r.restarts[:0], rsort: r.rsort[:0], units: r.units[:0], contribs: r.contribs[:0], contribCM: r.contribCM[:0], slotLimit: r.slotLimit[:0], chargeArena: r.chargeArena[:0],
 		doms: r.doms[:0], domUnits: r.domUnits[:0], heap: r.heap[:0], domAcc: r.domAcc, domTouch: r.domTouch[:0], touched: r.touched[:0], slotHosts: r.slotHosts[:0], set: r.set[:0], chosen: r.chosen[:0],
 		jobCount: r.jobCount[:0], jobWhole: r.jobWhole[:0], slotCount: r.slotCount[:0], order: r.order[:0], pool: r.pool[:0],
 		amt: r.amt[:0], amtCPU: r.amtCPU[:0], amtMem: r.amtMem[:0], ratio: r.ratio[:0], rel: r.rel[:0], base: r.base[:0], scratch: r.scratch, best: r.best, qp: -1, cnt: counter{hosts: r.cnt.hosts[:0]},
@@ -1192,8 +1201,10 @@ func (r *run) plan() *Plan {
 		k := i
 		for ; k < len(set) && r.units[set[k]].job == j; k++ {
 			x := &r.units[set[k]]
+			rp := r.restartOf(x)
 			v.GPUMilli += x.milli
-			v.Lost += x.lost
+			v.Lost += x.lost - rp.lost
+			v.RestartLost, v.RestartStops = rp.lost, int(rp.stops)
 			if x.task < 0 {
 				v.Claims = x.claims()
 			} else {
@@ -1204,8 +1215,8 @@ func (r *run) plan() *Plan {
 		if v.Tasks != nil && len(v.Tasks) == len(j.Placement.Claims) {
 			v.Tasks, v.Claims = nil, j.Placement.Claims
 		}
-		p.Cost.Lost += v.Lost
-		p.Cost.Victims++
+		p.Cost.Lost += v.Lost + v.RestartLost
+		p.Cost.Victims += 1 + v.RestartStops
 		p.Cost.Priority += int64(v.Priority)
 		p.Victims = append(p.Victims, v)
 		i = k

@@ -34,9 +34,10 @@ type Job struct {
 	// zero (or a time before Started) means none, so stopping it loses its
 	// whole run since Started.
 	Checkpoint time.Time
-	// CheckpointInterval, when positive, is how often it checkpoints: its
-	// last checkpoint is taken to be at least the last whole interval
-	// since Started, for a host that does not report every checkpoint.
+	// CheckpointInterval, when positive, is how often it checkpoints: a
+	// job that reported no Checkpoint in its current run is taken to have
+	// checkpointed at the last whole interval since Started. A reported
+	// Checkpoint is authoritative: the interval is then not used.
 	CheckpointInterval time.Duration
 	// Preemptions counts how often it was preempted already; at
 	// Spec.MaxPreemptions (when positive) it is never chosen again.
@@ -107,23 +108,23 @@ func (j *Job) shape(c *topology.Cluster) (int64, bool) {
 	return j.milli, j.allWhole
 }
 
-// lastCheckpoint returns j's last checkpoint at now: Checkpoint, or the
-// last whole CheckpointInterval since Started if later; zero when there is
-// none after Started.
+// lastCheckpoint returns j's last checkpoint at now: Checkpoint when it
+// is after Started (a reported checkpoint is authoritative), else the
+// last whole CheckpointInterval since Started; zero when there is none
+// after Started.
 func (j *Job) lastCheckpoint(now time.Time) time.Time {
 	if j.Started.IsZero() {
 		return time.Time{}
 	}
-	cp := j.Checkpoint
+	if j.Checkpoint.After(j.Started) {
+		return j.Checkpoint
+	}
 	if iv := j.CheckpointInterval; iv > 0 && now.After(j.Started) {
-		if est := j.Started.Add(now.Sub(j.Started) / iv * iv); est.After(cp) {
-			cp = est
+		if est := j.Started.Add(now.Sub(j.Started) / iv * iv); est.After(j.Started) {
+			return est
 		}
 	}
-	if !cp.After(j.Started) {
-		return time.Time{}
-	}
-	return cp
+	return time.Time{}
 }
 
 // ID returns Spec.ID.
@@ -327,7 +328,9 @@ func lostNanos(milli, from, now int64) GPUTime {
 
 // Cost is what a plan costs, compared in this order: the GPU time lost
 // since each victim's last checkpoint, then the number of victims (jobs
-// stopped or shrunk), then the sum of the victims' priorities.
+// stopped or shrunk), then the sum of the victims' priorities. Lost and
+// Victims include what the victims' restarts are expected to stop
+// (Victim.RestartLost and RestartStops).
 type Cost struct {
 	Lost     GPUTime
 	Victims  int
@@ -399,6 +402,14 @@ type Victim struct {
 	GPUMilli int64
 	// Lost is the GPU time lost since its last checkpoint.
 	Lost GPUTime
+	// RestartLost and RestartStops are what its own restart is expected
+	// to stop in turn, for a whole victim taken from another queue
+	// (reclaim, fair share) whose queue holds lower-priority jobs the
+	// plan may stop: the lost work (a lower bound: its GPUs covered by
+	// the cheapest per GPU) and how many jobs. The plan's Cost counts
+	// them; zero otherwise.
+	RestartLost  GPUTime
+	RestartStops int
 	// Grace is how long the host waits between SIGTERM and the release.
 	Grace time.Duration
 }

@@ -224,6 +224,10 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 	// Refused stops in force (version 6).
 	st.EvictionRetry = cfg.EvictionRetry
 	st.ReserveWholeHosts = cfg.ReserveWholeHosts
+	st.MaxClockSkew, st.MaxTombstones = cfg.MaxClockSkew, cfg.MaxTombstones // version 8
+	for _, t := range s.Tombstones() {
+		st.Tombstones = append(st.Tombstones, Tombstone{Job: t.Job, State: t.State, At: t.At})
+	}
 	for _, r := range s.Refusals() {
 		st.Refusals = append(st.Refusals, Refusal{Victim: r.Victim, Run: r.Run, Until: r.Until, Reason: r.Reason, Blocked: r.Blocked})
 	}

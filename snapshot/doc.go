@@ -132,6 +132,12 @@
 //	                            #   victims from the next (version 6)
 //	evictionRetry: 20m          # Config.EvictionRetry (version 6)
 //	reserveWholeHosts: true     # Config.ReserveWholeHosts (version 7)
+//	maxClockSkew: 1h            # Config.MaxClockSkew (version 8)
+//	maxTombstones: 5000         # Config.MaxTombstones (version 8)
+//	tombstones:                 # ended jobs remembered (version 8), oldest
+//	- job: train-0              #   first: their redelivered events and
+//	  state: succeeded          #   submissions are refused
+//	  at: 2025-01-01T09:30:00Z  #   (ErrAlreadyApplied)
 //	refusals:                   # refused stops in force (version 6), in
 //	- victim: train-1           #   the order refused: the victim, the
 //	  run: 2025-01-01T09:04:00Z #   admission of its run refused, when

@@ -28,7 +28,7 @@ type schedHost interface {
 	Grown(id string, now time.Time) error
 	Cordon(name string) error
 	Uncordon(name string) error
-	SetHostHealth(h topology.HostID, hh topology.Health) ([]string, error)
+	SetHostHealth(name string, hh topology.Health) ([]string, error)
 	SetGPUHealth(g topology.GPUID, h topology.Health) ([]string, error)
 	Job(id string) (gpusched.JobStatus, bool)
 	Schedule(now time.Time) gpusched.Decision
@@ -104,10 +104,10 @@ func (w *twin) Uncordon(name string) error {
 	f := func(s *gpusched.Scheduler) error { return s.Uncordon(name) }
 	return w.both(f, f)
 }
-func (w *twin) SetHostHealth(h topology.HostID, hh topology.Health) ([]string, error) {
+func (w *twin) SetHostHealth(name string, hh topology.Health) ([]string, error) {
 	var out []string
-	err := w.both(func(s *gpusched.Scheduler) error { var e error; out, e = s.SetHostHealth(h, hh); return e },
-		func(s *gpusched.Scheduler) error { _, e := s.SetHostHealth(h, hh); return e })
+	err := w.both(func(s *gpusched.Scheduler) error { var e error; out, e = s.SetHostHealth(name, hh); return e },
+		func(s *gpusched.Scheduler) error { _, e := s.SetHostHealth(name, hh); return e })
 	return out, err
 }
 func (w *twin) SetGPUHealth(g topology.GPUID, h topology.Health) ([]string, error) {

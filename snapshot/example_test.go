@@ -51,6 +51,7 @@ func Example() {
 	// cluster:
 	//   preset: dgx-h100
 	// hosts: 1
+	// maxClockSkew: 24h0m0s
 	// queues:
 	//   root:
 	//     children:
@@ -72,6 +73,6 @@ func Example() {
 	//     queue: train
 	//     groups: [{count: 1, gpus: 4}]
 	//     submitted: 2025-01-01T09:01:00Z
-	// # sealed: bytes=533 crc32c=7e710d7d jobs=2 fresh=1
+	// # sealed: bytes=555 crc32c=ebb5d9a9 jobs=2 fresh=1
 	// next waits: capacity: needs 4 GPUs (1 task); cluster has 2 free GPUs: capacity; hosts excluded by gpu 1
 }

@@ -38,7 +38,7 @@ func TestCaptureAfterLiveChanges(t *testing.T) {
 	if _, err := s.RemoveHosts([]string{c.HostName(1)}, now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SetHostHealth(2, topology.Failed); err != nil {
+	if _, err := s.SetHostHealth(c.HostName(2), topology.Failed); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Submit(workload.Job{ID: "a", Queue: "q", Groups: []workload.TaskGroup{{Count: 2, GPUs: 8}}}, now); err != nil {

@@ -186,6 +186,7 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 	}
 	cfg.EvictionRetry = st.EvictionRetry
 	cfg.ReserveWholeHosts = st.ReserveWholeHosts
+	cfg.MaxClockSkew, cfg.MaxTombstones = st.MaxClockSkew, st.MaxTombstones
 	s, err := gpusched.New(cfg)
 	if err != nil {
 		var ce *queue.ConfigError
@@ -286,6 +287,16 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 			return nil, restoreErr(f, err)
 		}
 	}
+	// Ended jobs remembered (version 8), oldest first.
+	for i, t := range st.Tombstones {
+		f := fmt.Sprintf("tombstones[%d]", i)
+		if t.At.After(st.Now) {
+			return nil, bad(f+".at", fmt.Errorf("%s is after now", t.At.UTC().Format(time.RFC3339Nano)))
+		}
+		if err := s.RestoreTombstone(gpusched.Tombstone{Job: t.Job, State: t.State, At: t.At}); err != nil {
+			return nil, bad(f, err)
+		}
+	}
 	// Refused stops in force, after the nominations (a refusal dropped
 	// those that counted on its victim).
 	for i, r := range st.Refusals {
@@ -369,11 +380,10 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 		}
 		switch {
 		case h.Host != "" && h.GPU == "":
-			id, ok := c.HostByName(h.Host)
-			if !ok {
+			if _, ok := c.HostByName(h.Host); !ok {
 				return nil, bad(f+".host", fmt.Errorf("unknown host %q", h.Host))
 			}
-			if _, err := s.SetHostHealth(id, hh); err != nil {
+			if _, err := s.SetHostHealth(h.Host, hh); err != nil {
 				return nil, bad(f, err)
 			}
 		case h.GPU != "" && h.Host == "":

@@ -317,7 +317,7 @@ func (sc *scenario) drive(t fataler, s schedHost, until time.Time, before func(n
 			var hit []string
 			var err error
 			if f.gpu == topology.NoGPU {
-				hit, err = s.SetHostHealth(f.host, f.h)
+				hit, err = s.SetHostHealth(sc.c.HostName(f.host), f.h)
 			} else {
 				hit, err = s.SetGPUHealth(f.gpu, f.h)
 			}

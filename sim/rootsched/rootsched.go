@@ -63,8 +63,14 @@ func Wrap(s *gpusched.Scheduler) *Scheduler {
 	return &Scheduler{S: s, models: map[string]bool{}}
 }
 
-// New builds a Scheduler from cfg and wraps it.
+// New builds a Scheduler from cfg and wraps it. A zero
+// cfg.MaxClockSkew becomes no limit: simulated time jumps from one event
+// to the next, however far apart (a Scheduler given to Wrap keeps its
+// own).
 func New(cfg gpusched.Config) (*Scheduler, error) {
+	if cfg.MaxClockSkew == 0 {
+		cfg.MaxClockSkew = -1
+	}
 	s, err := gpusched.New(cfg)
 	if err != nil {
 		return nil, err
@@ -105,7 +111,17 @@ func (a *Scheduler) Schedule(now time.Duration) sim.Decision {
 	if len(d.Recoveries) > 0 {
 		out.Recoveries = make([]sim.Recovery, len(d.Recoveries))
 		for i, r := range d.Recoveries {
-			out.Recoveries[i] = sim.Recovery{Job: r.Job, Action: actions[r.Action], Grace: r.Grace, Lost: r.Lost.GPUSeconds(), Reason: r.Reason}
+			act := actions[r.Action]
+			if r.Action == preempt.ActionShrink {
+				// The simulator's faults stop a whole job (a failure
+				// crashes it): it carries out a recovery shrink as a
+				// whole stop, which the Scheduler accepts (Requeue).
+				act = sim.RecoverRequeue
+				if r.Grace > 0 {
+					act = sim.RecoverDrain
+				}
+			}
+			out.Recoveries[i] = sim.Recovery{Job: r.Job, Action: act, Grace: r.Grace, Lost: r.Lost.GPUSeconds(), Reason: r.Reason}
 		}
 	}
 	for i, b := range d.Bindings {
@@ -138,9 +154,8 @@ func (a *Scheduler) Schedule(now time.Duration) sim.Decision {
 	return out
 }
 
-// actions maps the Scheduler's recovery actions; a shrink (which the
-// Scheduler never asks for) maps to no action, which the simulator
-// reports as an invariant violation.
+// actions maps the Scheduler's recovery actions (a shrink: see
+// Schedule).
 var actions = map[preempt.Action]sim.RecoveryAction{
 	preempt.ActionRequeue: sim.RecoverRequeue,
 	preempt.ActionDrain:   sim.RecoverDrain,
@@ -259,7 +274,7 @@ func (a *Scheduler) SetGPUHealth(_ time.Duration, g topology.GPUID, h topology.H
 
 // SetHostHealth sets a host's health.
 func (a *Scheduler) SetHostHealth(_ time.Duration, h topology.HostID, hh topology.Health) error {
-	_, err := a.S.SetHostHealth(h, hh)
+	_, err := a.S.SetHostHealth(a.S.Cluster().HostName(h), hh)
 	return err
 }
 

@@ -1,0 +1,75 @@
+package gpusched
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
+)
+
+// heteroCluster: two 8-GPU H100 hosts and four 4-GPU GB200 trays.
+const heteroCluster = `version: 1
+name: mixed
+accelerators:
+  - model: H100
+  - model: GB200
+templates:
+  - {name: h100-8, cpuMilli: 112000, memoryMiB: 2000000, accelerator: H100, gpus: 8}
+  - {name: gb200-4, cpuMilli: 144000, memoryMiB: 983040, accelerator: GB200, gpus: 4}
+hosts:
+  - {name: h1, template: h100-8}
+  - {name: h2, template: h100-8}
+  - {name: t1, template: gb200-4}
+  - {name: t2, template: gb200-4}
+  - {name: t3, template: gb200-4}
+  - {name: t4, template: gb200-4}
+`
+
+// TestHeterogeneousReasonNamesShape: on a cluster of 8-GPU H100 hosts and
+// 4-GPU GB200 trays, an 8-GPU task only an H100 host can hold waits, with
+// the H100 hosts full and 16 GPUs free on the trays. Its reason names
+// what limits it, the H100 hosts and the trays' shape (issue 25, item
+// 8), not "fragmentation … cluster has 16 free GPUs": no packing of the
+// cluster would make room on a tray.
+func TestHeterogeneousReasonNamesShape(t *testing.T) {
+	c, err := topology.Load([]byte(heteroCluster), "mixed.yaml", topology.FormatYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Cluster: c, DefaultRuntime: time.Hour, Queues: queue.Config{Root: queue.Node{Children: []queue.Node{{Name: "q"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := func(id string, gpus int) workload.Job {
+		return workload.Job{ID: id, Queue: "q", Groups: []workload.TaskGroup{{Count: 1, GPUs: gpus}}}
+	}
+	for _, j := range []workload.Job{job("r1", 8), job("r2", 8)} {
+		if err := s.Submit(j, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := s.Schedule(t0); len(d.Bindings) != 2 {
+		t.Fatalf("want r1, r2 on the H100 hosts, got %+v", d.Bindings)
+	}
+	if err := s.Submit(job("big", 8), t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	s.Schedule(t0.Add(time.Minute))
+	st, _ := s.Job("big")
+	r := st.Reason
+	if r == nil {
+		t.Fatal("no reason")
+	}
+	text := r.String()
+	if r.Code == WaitFragmentation {
+		t.Errorf("reason %q: code fragmentation, want capacity (no H100 host has room, the trays cannot hold the task)", text)
+	}
+	for _, want := range []string{"no H100 host has 8 free GPUs", "16 free GPUs are on hosts whose shape cannot hold an 8-GPU task"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("reason %q does not say %q", text, want)
+		}
+	}
+}
