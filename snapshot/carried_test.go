@@ -156,6 +156,8 @@ backfillAround: true
 reserveDepth: 2
 reserveWholeHosts: true
 evictionRetry: 20m
+maxClockSkew: 10m
+maxTombstones: 100
 defrag: {after: 10m, perHour: 2, lostPerHour: 5000, minValue: 0.5, maxPerJob: 1, grace: 1m, consolidate: {levels: [tor], idle: 30m, perHour: 1, lostPerHour: 100, target: 1, maxDomains: 2}}
 consolidation: {log: [{at: 2025-01-01T09:30:00Z, lost: 1000}], busy: 2025-01-01T09:40:00Z, nothingFound: true, foundMoves: 1, foundLost: 60000}
 queues: {root: {children: [{name: a}, {name: b}]}, fairness: {policy: fair-tree}}
@@ -369,6 +371,11 @@ var concernFields = map[string]string{
 	"around.on": "State.BackfillAround", "around.scratch": "-scratch", "around.buf": "-scratch",
 
 	"deep.depth": "State.ReserveDepth", "deep.buf": "-scratch", "deep.pieces": "-scratch", "deep.ends": "-scratch",
+
+	"cb.depth": "-the callbacks running now: none between calls",
+
+	"ended.max": "State.MaxTombstones", "ended.ring": "State.Tombstones",
+	"ended.next": "-the ring's oldest slot, rebuilt by restoring in order", "ended.byID": "-an index of the ring",
 
 	"testBeforeCycle": "-tests",
 
