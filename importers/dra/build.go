@@ -559,8 +559,13 @@ func networkOf(list []*node, keys []string) (*nvml.Network, error) {
 // ApplyHealth sets the health of every GPU of r that is not Healthy in a
 // ledger of the cluster built from r.Spec.
 func (r *Result) ApplyHealth(c *topology.Cluster, l *topology.Ledger) error {
-	for _, g := range r.GPUs {
-		if g.Health == topology.Healthy {
+	return setHealth(c, l, r.GPUs, false)
+}
+
+// setHealth sets the health of gpus in l; with all, Healthy ones too.
+func setHealth(c *topology.Cluster, l *topology.Ledger, gpus []GPU, all bool) error {
+	for _, g := range gpus {
+		if g.Health == topology.Healthy && !all {
 			continue
 		}
 		h, ok := c.HostByName(g.Host)

@@ -10,7 +10,10 @@
 // and PCIe roots, NVSwitch domains, multi-node NVLink cliques, MIG
 // geometry from partitionable devices) and lists each GPU's device, the
 // MIG devices and the GPUs' health from device taints
-// ([Result.ApplyHealth] sets it in a ledger).
+// ([Result.ApplyHealth] sets it in a ledger). When the slices change,
+// [Compare] of two builds gives the live change of the cluster (nodes
+// gone, new, or changed in shape; new cliques) and the GPUs whose health
+// changed, and [Diff.Apply] applies both to a cluster and its ledger.
 //
 // The attributes read (names without a domain are the driver's):
 //
