@@ -355,6 +355,9 @@ func hostSpec(n *node, acc topology.AcceleratorSpec, opts Options, note func(str
 	if n.info != nil && n.info.MemoryMiB > 0 {
 		mem = n.info.MemoryMiB
 	}
+	if cpu == 0 || mem == 0 {
+		note("node %s: no allocatable CPU or memory (no Node object, and Options gives none); jobs that ask for CPU or memory will not fit", n.name)
+	}
 	t := topology.HostTemplate{Name: n.model + "x" + strconv.Itoa(len(n.gpus)), CPUMilli: cpu, MemoryMiB: mem, Accelerator: n.model, GPUs: len(n.gpus)}
 	// NUMA nodes, and host bridges by PCIe root.
 	type bridge struct {

@@ -178,6 +178,8 @@ func TestBadInput(t *testing.T) {
 		{"bad clique", gpu("productName: {string: NVIDIA H100 80GB HBM3}, cliqueId: {string: nodot}"), `node n1 clique: "nodot" is not <cluster UUID>.<clique id>`},
 		{"bad yaml", "kind: [", "bad.yaml: "},
 		{"orphan mig", head + "  nodeName: n1\n  devices:\n    - name: m\n      attributes: {type: {string: mig}, profile: {string: 1g.10gb}}\n", "MIG devices but no GPU device"},
+		{"two models", gpu("productName: {string: NVIDIA H100 80GB HBM3}") + "    - name: gpu-1\n      attributes: {productName: {string: NVIDIA L40S}}\n", `spec.devices[1].attributes.productName: "NVIDIA L40S" on a node of H100-SXM5-80GB GPUs`},
+		{"index gap", gpu("productName: {string: NVIDIA H100 80GB HBM3}, index: {int: 1}"), `spec.devices[0].attributes.index: index 1, but the node's GPUs are numbered 0..0`},
 		{"bad profile", gpu("productName: {string: NVIDIA H100 80GB HBM3}") + "    - name: m\n      attributes: {type: {string: mig}, profile: {string: big}}\n", `spec.devices[1].attributes.profile: "big" is not a MIG profile name`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
