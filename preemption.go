@@ -314,13 +314,16 @@ func (p *PlanPreemptor) hostHasVictim(s *Scheduler, h topology.HostID, j *job) b
 
 // mayBeVictim reports whether holding job v could be a victim of waiting
 // job j by the rules of p (optimistic: minimum run times and fresh
-// admissions ignored; with the quotas, any job of another queue).
+// admissions ignored; with the quotas, any job of another queue). Its
+// protections are preempt's one rule (preempt.Job.Protection), on a
+// view without a start time.
 func (p *PlanPreemptor) mayBeVictim(v, j *job, queues bool) bool {
 	sp := &v.spec
-	switch {
-	case v.vic.preempting || v.rec.recovering || v.ref.excludes(v) || sp.NonPreemptible || sp.MaxPreemptions > 0 && v.preemptions >= sp.MaxPreemptions:
+	view := preempt.Job{Spec: sp, Preemptions: v.preemptions, Stopping: v.vic.preempting || v.rec.recovering || v.ref.excludes(v)}
+	if _, protected := view.Protection(time.Time{}); protected {
 		return false // (a stop in progress frees its host later: a gain then)
-	case queues && v.leaf != j.leaf:
+	}
+	if queues && v.leaf != j.leaf {
 		return true
 	}
 	switch p.cfg.LowerPriority {
