@@ -267,7 +267,7 @@ func (x *defragger) forget(id string, ended bool) {
 // they may have turned it into fragmentation; Defragment itself answers
 // capacity, without a plan, when the free GPUs are too few. So the
 // decision does not depend on the cache.
-func (s *Scheduler) maybeDefrag(d *Decision, leaf *queue.Leaf, j *job, x *gang.Explanation, now time.Time) bool {
+func (s *Scheduler) maybeDefrag(d *Decision, leaf *queue.Leaf, j *job, req *gang.Request, x *gang.Explanation, now time.Time) bool {
 	g := &s.dfg
 	if g.cfg == nil || x == nil || x.Verdict != gang.VerdictFragmentation && x.Verdict != gang.VerdictCapacity || j.nom.nominated != nil || len(j.nom.waitingFor) > 0 {
 		return false
@@ -279,7 +279,7 @@ func (s *Scheduler) maybeDefrag(d *Decision, leaf *queue.Leaf, j *job, x *gang.E
 	if at, ok := g.failed[j.spec.ID]; ok && at == gen {
 		return false // nothing changed since the last plan failed
 	}
-	pend := &preempt.Pending{Request: j.req, Queue: leaf.Name(), Priority: j.spec.Priority, Demand: s.adm.demand(j.req)}
+	pend := &preempt.Pending{Request: req, Queue: leaf.Name(), Priority: j.spec.Priority, Demand: s.adm.demand(req)}
 	plan, _ := g.planner(s.placer).Defragment(schedSnapshot{s, now}, pend, now)
 	if plan == nil || len(plan.Migrations) == 0 {
 		g.failed[j.spec.ID] = gen
