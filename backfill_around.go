@@ -19,6 +19,7 @@ import (
 type aroundPlacer struct {
 	on      bool
 	scratch *topology.Ledger // the ledger with the reservations' claims held; reused
+	held    pieces           // what they hold in scratch (never given back: scratch is copied afresh)
 	buf     gang.Placement   // the placement found; valid until the next call
 }
 
@@ -37,12 +38,12 @@ func (a *aroundPlacer) place(s *Scheduler, j *job, allow func(topology.HostID) b
 		a.scratch.CopyFrom(s.ledger)
 	}
 	held := false
+	a.held.forget() // nothing to give back: scratch is copied afresh each call
 	for _, h := range s.res.holds {
 		if h.res == nil || (known && !h.res.forever && !end.After(h.res.at)) {
 			continue
 		}
-		// Nothing to release: scratch is copied afresh each call.
-		held = holdReserved(a.scratch, h.res.claims, s.res.wholeHosts, nil) || held
+		held = holdReserved(a.scratch, h.res.claims, s.res.wholeHosts, &a.held) || held
 	}
 	if !held || s.placer.Place(a.scratch, s.cyc.request(j, allow), &a.buf) != nil {
 		return nil

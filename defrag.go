@@ -116,7 +116,7 @@ type defragger struct {
 	order []string
 	// held is what the destinations of moving jobs hold in the ledger in
 	// the current cycle (trial allocations, given back at its end).
-	held []topology.Claim
+	held pieces
 	// moves counts the migrations each live job has completed.
 	moves map[string]int
 	// failed maps a job to the ledger generation at which its last plan
@@ -204,25 +204,16 @@ func (x *defragger) holdAll(l *topology.Ledger) {
 func (x *defragger) hold(l *topology.Ledger, p *gang.Placement) bool {
 	all := true
 	for _, cl := range p.Claims {
-		if l.TrialAllocate(cl) == nil {
-			x.held = append(x.held, cl)
-		} else {
-			all = false
-		}
+		all = x.held.trialTake(l, cl) && all
 	}
 	return all
 }
 
 // unholdAll gives back what the cycle's holds took.
 func (x *defragger) unholdAll(l *topology.Ledger) {
-	if len(x.held) == 0 {
-		return
-	}
-	if err := l.TrialRelease(x.held...); err != nil {
+	if err := x.held.trialGiveBack(l); err != nil {
 		panic("gpusched: releasing a migration destination's hold failed: " + err.Error())
 	}
-	clear(x.held)
-	x.held = x.held[:0]
 }
 
 // gone drops id from moving and order.

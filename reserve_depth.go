@@ -24,10 +24,10 @@ import (
 // modelled in these plans. Its methods are the only writers of its
 // fields.
 type deepReserver struct {
-	depth  int              // Config.ReserveDepth (≤ 1: off)
-	buf    gang.Placement   // the placer's result
-	pieces []topology.Claim // the pieces of earlier reservations held at one candidate time
-	ends   []time.Time      // the earlier reservations' estimated ends, in order
+	depth  int            // Config.ReserveDepth (≤ 1: off)
+	buf    gang.Placement // the placer's result
+	pieces pieces         // the pieces of earlier reservations held at one candidate time
+	ends   []time.Time    // the earlier reservations' estimated ends, in order
 }
 
 // more reports whether j, blocked in leaf after the leaf's first blocked
@@ -131,9 +131,7 @@ func (d *deepReserver) plan(s *Scheduler, j *job, mkey string, allow func(topolo
 		if p != nil {
 			return true
 		}
-		for _, c := range d.pieces {
-			_ = sh.Release(c)
-		}
+		_ = d.pieces.giveBack(sh)
 		return false
 	}
 	// The candidate times: now, each distinct estimated end of a running
@@ -212,7 +210,7 @@ func (d *deepReserver) plan(s *Scheduler, j *job, mkey string, allow func(topolo
 // taken), what the reservations held so far in this cycle need while j
 // would run from t by its estimate; d.pieces lists what it took.
 func (d *deepReserver) holdEarlier(s *Scheduler, l *topology.Ledger, j *job, t time.Time) {
-	d.pieces = d.pieces[:0]
+	d.pieces.forget() // taken for good in a shadow that became a reservation, or given back
 	end, _ := s.res.estimatedEnd(j, t)
 	for _, h := range s.res.holds {
 		if h.res == nil || h.holder == j || !h.res.at.Before(end) {
