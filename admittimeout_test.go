@@ -111,7 +111,7 @@ func TestPerJobGrace(t *testing.T) {
 	}
 	// Draining the notebook's host gives it its own 10 s.
 	nbs, _ := s.Job("notebook")
-	if _, err := s.SetHostHealth(nbs.Placement.Claims[0].Host, topology.Draining); err != nil {
+	if _, err := s.SetHostHealth(s.Cluster().HostName(nbs.Placement.Claims[0].Host), topology.Draining); err != nil {
 		t.Fatal(err)
 	}
 	d = s.Schedule(t0.Add(time.Hour))

@@ -245,10 +245,19 @@ func (cs *cycleState) listPending(tree *queue.Tree) []Pending { return cs.list.l
 // class's failure is cached by shape until capacity that could matter is
 // freed.
 //
+// Called from inside a callback (ErrReentrant) — Holding's, a reader's
+// Ascend, or a Preemptor or Placer during Schedule — it changes nothing
+// and returns an empty Decision at Now().
+//
 // Cost: O(classes tried × (quota check + cached-failure check)) plus one
 // placement per class whose capacity changed, plus the admissions, plus
 // O(pending) to list the waiting jobs.
 func (s *Scheduler) Schedule(now time.Time) Decision {
+	if s.reentered("Schedule", "") != nil {
+		return Decision{Now: s.now}
+	}
+	s.cb.enter() // the Preemptor and the Placer may read, not change
+	defer s.cb.leave()
 	now = s.advance(now)
 	if s.testBeforeCycle != nil {
 		s.testBeforeCycle()

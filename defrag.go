@@ -315,8 +315,9 @@ func cloneClaims(cs []topology.Claim) []topology.Claim {
 	return out
 }
 
-// ErrNotMoving is returned by Migrated for a job with no migration in
-// flight.
+// ErrNotMoving is returned by Migrated for a live job with no migration
+// in flight (ErrUnknownJob for a job that is not live, ErrAlreadyApplied
+// for one remembered as ended).
 var ErrNotMoving = errors.New("no migration in flight")
 
 // Migrated reports that job id, asked to move by a Decision.Migrations
@@ -326,6 +327,15 @@ var ErrNotMoving = errors.New("no migration in flight")
 // the destination was taken meanwhile, it waits in its queue as a
 // requeued job would.
 func (s *Scheduler) Migrated(id string, now time.Time) error {
+	if err := s.reentered("Migrated", id); err != nil {
+		return err
+	}
+	if err := s.applied("Migrated", id); err != nil {
+		return err
+	}
+	if _, err := s.lookup(id); err != nil {
+		return err
+	}
 	to, ok := s.dfg.arrived(id)
 	if !ok {
 		return jobErr(id, ErrNotMoving)

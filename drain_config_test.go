@@ -37,7 +37,7 @@ func TestDrainConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.SetHostHealth(0, topology.Draining); err != nil {
+	if _, err := s.SetHostHealth(s.Cluster().HostName(0), topology.Draining); err != nil {
 		t.Fatal(err)
 	}
 	d = s.Schedule(t0.Add(10 * time.Minute))

@@ -19,14 +19,26 @@ func jobErr(id string, err error) error { return &JobError{Job: id, Err: err} }
 // priority classes, one of their priorities. A job that can never run —
 // its demand exceeds what its queue could ever be admitted with, or it
 // does not fit on the idle cluster — is rejected with ErrNeverFits and
-// the reason. Submit copies the job; the caller may reuse it.
+// the reason; a task that asks for no GPU, CPU or memory is a
+// *workload.FieldError naming its group. Submit copies the job; the caller may reuse it. An ID that
+// ended and is still remembered (Tombstones) is ErrAlreadyApplied: a
+// redelivered Submit does not bring a finished job back.
 func (s *Scheduler) Submit(spec workload.Job, now time.Time) error {
+	if err := s.reentered("Submit", spec.ID); err != nil {
+		return err
+	}
+	if err := s.applied("Submit", spec.ID); err != nil {
+		return err
+	}
 	now, err := s.eventAt("Submit", spec.ID, now)
 	if err != nil {
 		return err
 	}
 	j, err := s.newJob(spec, now)
 	if err != nil {
+		return err
+	}
+	if err := emptyTask(&j.spec); err != nil {
 		return err
 	}
 	if err := s.adm.neverFits(j, s.placer); err != nil {
@@ -37,12 +49,28 @@ func (s *Scheduler) Submit(spec workload.Job, now time.Time) error {
 	return nil
 }
 
+// emptyTask refuses a job with a task that asks for no GPU (whole, share
+// or MIG instance), no CPU and no memory: it would be bound to a host
+// while taking nothing there.
+func emptyTask(spec *workload.Job) error {
+	for i := range spec.Groups {
+		g := &spec.Groups[i]
+		if g.GPUs == 0 && g.GPUMilli == 0 && g.MIGProfile == "" && g.CPUMilli == 0 && g.MemoryMiB == 0 {
+			return &workload.FieldError{Job: spec.ID, Field: fmt.Sprintf("groups[%d]", i), Msg: "a task asks for no GPU, CPU or memory; give it at least one of gpus, gpuMilli, migProfile, cpuMilli, memoryMiB"}
+		}
+	}
+	return nil
+}
+
 // newJob checks spec as Submit and Restore do (unique ID, leaf queue,
 // priority, request) and builds its job, submitted at submitted, in state
 // Pending; jobTable.add files it.
 func (s *Scheduler) newJob(spec workload.Job, submitted time.Time) (*job, error) {
 	if _, dup := s.jobs.byID[spec.ID]; dup {
 		return nil, jobErr(spec.ID, ErrDuplicateJob)
+	}
+	if t, ok := s.ended.lookup(spec.ID); ok {
+		return nil, jobErr(spec.ID, fmt.Errorf("%w: the job ended (%s) at %s and is remembered (Config.MaxTombstones)", ErrAlreadyApplied, t.State, stamp(t.At)))
 	}
 	spec = spec.Clone()
 	leaf, ok := s.tree.Leaf(spec.Queue)
@@ -79,6 +107,12 @@ func (s *Scheduler) lookup(id string) (*job, error) {
 
 // Started reports that an admitted job began running at now.
 func (s *Scheduler) Started(id string, now time.Time) error {
+	if err := s.reentered("Started", id); err != nil {
+		return err
+	}
+	if err := s.applied("Started", id); err != nil {
+		return err
+	}
 	now, err := s.eventAt("Started", id, now)
 	if err != nil {
 		return err
@@ -110,19 +144,29 @@ func (s *Scheduler) setEnd(j *job, t time.Time) {
 }
 
 // Finished reports that a job ended successfully: its resources are
-// released and it is forgotten.
+// released and it is forgotten, but for a tombstone (Tombstones): a
+// second Finished, or any other event for it, is ErrAlreadyApplied.
 func (s *Scheduler) Finished(id string, now time.Time) error {
+	if err := s.reentered("Finished", id); err != nil {
+		return err
+	}
 	return s.end(id, now, queue.Succeeded)
 }
 
 // Failed reports that a job failed (or, for a waiting job, that the host
 // gave up on it): resources are released and it is forgotten.
 func (s *Scheduler) Failed(id string, now time.Time) error {
+	if err := s.reentered("Failed", id); err != nil {
+		return err
+	}
 	return s.end(id, now, queue.Failed)
 }
 
 // Cancel removes a job in any live state, releasing what it holds.
 func (s *Scheduler) Cancel(id string, now time.Time) error {
+	if err := s.reentered("Cancel", id); err != nil {
+		return err
+	}
 	return s.end(id, now, queue.Cancelled)
 }
 
@@ -133,6 +177,9 @@ func (s *Scheduler) end(id string, now time.Time, st queue.State) error {
 		event = "Finished"
 	case queue.Failed:
 		event = "Failed"
+	}
+	if err := s.applied(event, id); err != nil {
+		return err
 	}
 	now, err := s.eventAt(event, id, now)
 	if err != nil {
@@ -165,8 +212,9 @@ func (s *Scheduler) rejected(j *job) {
 }
 
 // forget drops an ended job (it holds nothing and waits in no queue)
-// from every concern that keeps it.
+// from every concern that keeps it, and remembers it ended (tombstones).
 func (s *Scheduler) forget(j *job) {
+	s.ended.add(Tombstone{Job: j.spec.ID, State: j.state, At: s.now})
 	s.jobs.remove(j)
 	s.res.forget(j)
 	s.dropMove(j.spec.ID, true) // defrag_state.go
@@ -176,6 +224,9 @@ func (s *Scheduler) forget(j *job) {
 // original place (same submission time), releasing its resources: the host
 // could not start it, or it must restart.
 func (s *Scheduler) Requeue(id string, now time.Time) error {
+	if err := s.reentered("Requeue", id); err != nil {
+		return err
+	}
 	return s.back(id, now, queue.Requeued, "Requeue")
 }
 
@@ -183,10 +234,16 @@ func (s *Scheduler) Requeue(id string, now time.Time) error {
 // Preemption of the Decision, or the host's own): its resources are
 // released and it waits in its queue again, at its original place.
 func (s *Scheduler) Preempted(id string, now time.Time) error {
+	if err := s.reentered("Preempted", id); err != nil {
+		return err
+	}
 	return s.back(id, now, queue.Preempted, "Preempted")
 }
 
 func (s *Scheduler) back(id string, now time.Time, st queue.State, event string) error {
+	if err := s.applied(event, id); err != nil {
+		return err
+	}
 	now, err := s.eventAt(event, id, now)
 	if err != nil {
 		return err
@@ -308,6 +365,9 @@ func (s *Scheduler) release(j *job, now time.Time) error {
 // SetPriority changes a live job's priority; a waiting job moves to its
 // new place in the queue.
 func (s *Scheduler) SetPriority(id string, p int32) error {
+	if err := s.reentered("SetPriority", id); err != nil {
+		return err
+	}
 	j, err := s.lookup(id)
 	if err != nil {
 		return err
@@ -330,6 +390,9 @@ func (s *Scheduler) SetPriority(id string, p int32) error {
 // Failed, Requeue or Preempted. It returns the IDs of the jobs holding g,
 // sorted, so the host can act on them.
 func (s *Scheduler) SetGPUHealth(g topology.GPUID, h topology.Health) ([]string, error) {
+	if err := s.reentered("SetGPUHealth", ""); err != nil {
+		return nil, err
+	}
 	if g < 0 || int(g) >= s.c.NumGPUs() {
 		return nil, fmt.Errorf("gpusched: SetGPUHealth: GPU %d out of range 0..%d", g, s.c.NumGPUs()-1)
 	}
@@ -351,12 +414,24 @@ func (s *Scheduler) SetGPUHealth(g topology.GPUID, h topology.Health) ([]string,
 	return ids, nil
 }
 
-// SetHostHealth sets the health of host h (and so of all its GPUs for new
-// work). It returns the IDs of the jobs holding resources on h, sorted.
-func (s *Scheduler) SetHostHealth(h topology.HostID, hh topology.Health) ([]string, error) {
-	if h < 0 || int(h) >= s.c.NumHosts() {
-		return nil, fmt.Errorf("gpusched: SetHostHealth: host %d out of range 0..%d", h, s.c.NumHosts()-1)
+// SetHostHealth sets the health of the host named name (and so of all
+// its GPUs for new work), as Cordon, RemoveHosts and SetDomainHealth name
+// hosts. It returns the IDs of the jobs holding resources on it, sorted.
+// An unknown name is an error naming it, and nothing changes.
+func (s *Scheduler) SetHostHealth(name string, hh topology.Health) ([]string, error) {
+	if err := s.reentered("SetHostHealth", ""); err != nil {
+		return nil, err
 	}
+	h, ok := s.c.HostByName(name)
+	if !ok {
+		return nil, fmt.Errorf("gpusched: SetHostHealth: unknown host %q", name)
+	}
+	return s.setHostHealth(h, hh)
+}
+
+// setHostHealth sets the health of host h (SetHostHealth, and the drain
+// of a host that leaves).
+func (s *Scheduler) setHostHealth(h topology.HostID, hh topology.Health) ([]string, error) {
 	old := s.ledger.HostHealth(h)
 	if err := s.ledger.SetHostHealth(h, hh); err != nil {
 		return nil, err
@@ -422,6 +497,9 @@ func usesGPU(p *gang.Placement, g topology.GPUID) bool {
 // (all or nothing) and the charge against the quotas: a state the queue
 // tree could not have produced is an error, and nothing changes.
 func (s *Scheduler) Restore(spec workload.Job, tasks [][]topology.Claim, st queue.State, submitted, started time.Time) error {
+	if err := s.reentered("Restore", spec.ID); err != nil {
+		return err
+	}
 	if st != queue.Admitted && st != queue.Running {
 		return jobErr(spec.ID, fmt.Errorf("%w: Restore needs state admitted or running, not %s", ErrState, st))
 	}

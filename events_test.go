@@ -155,7 +155,7 @@ func TestHealthAndGains(t *testing.T) {
 	if _, err := s.SetGPUHealth(-1, topology.Failed); err == nil {
 		t.Fatal("GPU -1 accepted")
 	}
-	if _, err := s.SetHostHealth(99, topology.Failed); err == nil {
+	if _, err := s.SetHostHealth("nope", topology.Failed); err == nil {
 		t.Fatal("host 99 accepted")
 	}
 	first, _ := c.HostGPUs(0)
@@ -164,7 +164,7 @@ func TestHealthAndGains(t *testing.T) {
 		t.Fatalf("affected %v %v", ids, err)
 	}
 	// The other host fails: an 8-GPU job cannot fit anywhere now.
-	if _, err := s.SetHostHealth(1, topology.Failed); err != nil {
+	if _, err := s.SetHostHealth(c.HostName(1), topology.Failed); err != nil {
 		t.Fatal(err)
 	}
 	_ = s.Submit(gpuJob("b", 8), t0)
@@ -178,7 +178,7 @@ func TestHealthAndGains(t *testing.T) {
 	if len(d.Bindings) != 0 {
 		t.Fatalf("b placed on a host with a failed GPU: %s", d.Format(c))
 	}
-	if _, err := s.SetHostHealth(1, topology.Healthy); err != nil {
+	if _, err := s.SetHostHealth(c.HostName(1), topology.Healthy); err != nil {
 		t.Fatal(err)
 	}
 	d = s.Schedule(t0.Add(3 * time.Minute))

@@ -241,7 +241,7 @@ func FuzzEvents(f *testing.F) {
 				case 11:
 					_, _ = s.SetGPUHealth(topology.GPUID(num()%20), health())
 				case 12:
-					_, _ = s.SetHostHealth(topology.HostID(num()%3), health())
+					_, _ = s.SetHostHealth(pick(tp, c.HostName(0), c.HostName(1), "nope"), health())
 				case 13:
 					_ = s.Restore(spec(), tasks(), state(), when(), when())
 				case 14:

@@ -89,6 +89,9 @@ func (s *Scheduler) stillStopping(j *job) []string {
 // nominations in the order Nominations lists them. Nothing changes on
 // error.
 func (s *Scheduler) RestoreNomination(n Nomination) error {
+	if err := s.reentered("RestoreNomination", ""); err != nil {
+		return err
+	}
 	j, err := s.lookup(n.Job)
 	if err != nil {
 		return err

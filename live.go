@@ -48,6 +48,9 @@ func liveErr(format string, args ...any) error {
 // Cost: topology.Cluster.Apply and Ledger.Follow, plus O(leaves) to grow
 // the queue tree's capacity; nothing per job.
 func (s *Scheduler) AddHosts(ch topology.Change, now time.Time) error {
+	if err := s.reentered("AddHosts", ""); err != nil {
+		return err
+	}
 	if len(ch.Remove) > 0 {
 		return liveErr("AddHosts: the change removes hosts; use RemoveHosts, whose jobs are drained first")
 	}
@@ -63,6 +66,9 @@ func (s *Scheduler) AddHosts(ch topology.Change, now time.Time) error {
 // first. Unknown names, and hosts already going, are errors (nothing
 // changes).
 func (s *Scheduler) RemoveHosts(names []string, now time.Time) ([]string, error) {
+	if err := s.reentered("RemoveHosts", ""); err != nil {
+		return nil, err
+	}
 	return s.drainHosts(names, nil, s.advance(now))
 }
 
@@ -72,6 +78,9 @@ func (s *Scheduler) RemoveHosts(names []string, now time.Time) ([]string, error)
 // for RemoveHosts, a host with jobs is drained first; it returns those
 // jobs.
 func (s *Scheduler) SetHostGPUs(name, template string, templates []topology.HostTemplate, now time.Time) ([]string, error) {
+	if err := s.reentered("SetHostGPUs", ""); err != nil {
+		return nil, err
+	}
 	h, ok := s.c.HostByName(name)
 	if !ok {
 		return nil, liveErr("SetHostGPUs: unknown host %q", name)
@@ -121,7 +130,7 @@ func (s *Scheduler) drainHosts(names []string, back *topology.HostGroup, now tim
 			continue
 		}
 		if s.ledger.HostHealth(h) == topology.Healthy {
-			if _, err := s.SetHostHealth(h, topology.Draining); err != nil {
+			if _, err := s.setHostHealth(h, topology.Draining); err != nil {
 				return nil, err
 			}
 		}
@@ -268,6 +277,9 @@ func capacityOf(c *topology.Cluster) queue.Capacity {
 // changes nothing. Cost: queue.Tree.Reconfigure, plus O(jobs that change
 // queue).
 func (s *Scheduler) Reconfigure(cfg queue.Config, moves []queue.Move, now time.Time) ([]string, error) {
+	if err := s.reentered("Reconfigure", ""); err != nil {
+		return nil, err
+	}
 	now = s.advance(now)
 	if len(s.live.draining) > 0 { // the hosts waiting to leave must be able to
 		if err := s.checkCapacityWithout(cfg, nil); err != nil {
@@ -306,10 +318,20 @@ func (s *Scheduler) switchTree(tree *queue.Tree, rc *queue.Reconfigured) []strin
 
 // Cordon stops new work on host name; what runs there keeps running.
 // Uncordon lets it take work again (unless its health says otherwise).
-func (s *Scheduler) Cordon(name string) error { return s.cordon(name, true) }
+func (s *Scheduler) Cordon(name string) error {
+	if err := s.reentered("Cordon", ""); err != nil {
+		return err
+	}
+	return s.cordon(name, true)
+}
 
 // Uncordon undoes Cordon.
-func (s *Scheduler) Uncordon(name string) error { return s.cordon(name, false) }
+func (s *Scheduler) Uncordon(name string) error {
+	if err := s.reentered("Uncordon", ""); err != nil {
+		return err
+	}
+	return s.cordon(name, false)
+}
 
 func (s *Scheduler) cordon(name string, on bool) error {
 	h, ok := s.c.HostByName(name)
@@ -340,6 +362,9 @@ func (s *Scheduler) cordon(name string, on bool) error {
 // next cycle's recovery plan (preempt.DomainFault). It returns the jobs
 // holding resources there, sorted.
 func (s *Scheduler) SetDomainHealth(domain string, h topology.Health) ([]string, error) {
+	if err := s.reentered("SetDomainHealth", ""); err != nil {
+		return nil, err
+	}
 	d, ok := s.c.DomainByName(domain)
 	if !ok {
 		return nil, liveErr("SetDomainHealth: unknown domain %q", domain)

@@ -214,7 +214,7 @@ func TestNominationWaitsForCountedStop(t *testing.T) {
 	holdCycle(t, s, now)
 	now = now.Add(time.Hour)
 	st, _ := s.Job("w")
-	if _, err := s.SetHostHealth(st.Placement.Claims[0].Host, topology.Draining); err != nil {
+	if _, err := s.SetHostHealth(s.Cluster().HostName(st.Placement.Claims[0].Host), topology.Draining); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Submit(job("high", 10, 2), now); err != nil {

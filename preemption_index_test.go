@@ -137,7 +137,7 @@ func TestPropertyPreemptionIndexed(t *testing.T) {
 						both(func(s *Scheduler) error { _, err := s.SetGPUHealth(g, h); return err })
 					} else {
 						hh := topology.HostID(rapid.IntRange(0, c.NumHosts()-1).Draw(rt, "host"))
-						both(func(s *Scheduler) error { _, err := s.SetHostHealth(hh, h); return err })
+						both(func(s *Scheduler) error { _, err := s.SetHostHealth(s.Cluster().HostName(hh), h); return err })
 					}
 				}
 			}

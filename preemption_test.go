@@ -138,7 +138,7 @@ func TestPropertyPreemption(t *testing.T) {
 					if _, err := s.SetGPUHealth(topology.GPUID(rapid.IntRange(0, c.NumGPUs()-1).Draw(rt, "gpu")), h); err != nil {
 						rt.Fatal(err)
 					}
-				} else if _, err := s.SetHostHealth(topology.HostID(rapid.IntRange(0, c.NumHosts()-1).Draw(rt, "host")), h); err != nil {
+				} else if _, err := s.SetHostHealth(c.HostName(topology.HostID(rapid.IntRange(0, c.NumHosts()-1).Draw(rt, "host"))), h); err != nil {
 					rt.Fatal(err)
 				}
 				for id := range waitingFor {

@@ -12,7 +12,8 @@ import (
 // preempt) plugs into; nil means the Scheduler never preempts.
 //
 // Preempt is called during Schedule with read access to the Scheduler
-// (Ledger, Job, Holding, Queues; it must not call events or Schedule) for
+// (Ledger, Job, Holding, Queues; an event, Schedule or any other change
+// called from it returns ErrReentrant and changes nothing) for
 // a job that is its queue's next candidate, fits its quotas and did not
 // place. It returns the jobs to stop, each with a grace period, or nil.
 // The Scheduler reports them in Decision.Preemptions, marks the victims as

@@ -466,7 +466,7 @@ func TestDeterminismGolden(t *testing.T) {
 			case k == 8:
 				h := topology.HostID(r.IntN(c.NumHosts()))
 				hh := []topology.Health{topology.Healthy, topology.Draining, topology.Failed}[r.IntN(3)]
-				ids, err := s.SetHostHealth(h, hh)
+				ids, err := s.SetHostHealth(c.HostName(h), hh)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -116,29 +116,40 @@ func (j *job) remaining(rt time.Duration) time.Duration {
 	return rt
 }
 
-// lastCheckpoint is j's last checkpoint in its current run at now:
-// reported, or estimated from its CheckpointInterval.
+// lastCheckpoint is j's last checkpoint in its current run at now: the
+// last one reported (Checkpointed) is authoritative; only a run that
+// reported none is given one estimated from its CheckpointInterval (the
+// last whole interval since it started). Zero when there is none.
 func lastCheckpoint(j *job, now time.Time) time.Time {
 	if j.started.IsZero() {
 		return time.Time{}
 	}
-	cp := j.rec.checkpoint
+	if cp := j.rec.checkpoint; cp.After(j.started) {
+		return cp
+	}
 	if iv := j.spec.CheckpointInterval; iv > 0 && now.After(j.started) {
-		if est := j.started.Add(now.Sub(j.started) / iv * iv); est.After(cp) && est.After(j.started) {
-			cp = est
+		if est := j.started.Add(now.Sub(j.started) / iv * iv); est.After(j.started) {
+			return est
 		}
 	}
-	if !cp.After(j.started) {
-		return time.Time{}
-	}
-	return cp
+	return time.Time{}
 }
 
 // Checkpointed reports that a running job completed a checkpoint at at
 // (≤ now): a preemption or failure then loses only the work since, and a
 // requeued job keeps its progress up to it (its runtime estimate shrinks
-// by the work saved).
+// by the work saved). A reported checkpoint is authoritative: from the
+// first one in a run, the job's CheckpointInterval is no longer used to
+// estimate later ones (Progress, the preemption planner and
+// Recovery.RestartFrom use the last reported). A checkpoint earlier than
+// the last reported one is ignored.
 func (s *Scheduler) Checkpointed(id string, at, now time.Time) error {
+	if err := s.reentered("Checkpointed", id); err != nil {
+		return err
+	}
+	if err := s.applied("Checkpointed", id); err != nil {
+		return err
+	}
 	now, err := s.eventAt("Checkpointed", id, now)
 	if err != nil {
 		return err

@@ -137,6 +137,12 @@ func (r *refusals) annotate(pending []Pending) {
 // preempted (no Preemption asked for it, or it already stopped), and with
 // ErrTimeBackwards.
 func (s *Scheduler) EvictionRefused(victim string, now time.Time, reason string) error {
+	if err := s.reentered("EvictionRefused", victim); err != nil {
+		return err
+	}
+	if err := s.applied("EvictionRefused", victim); err != nil {
+		return err
+	}
 	now, err := s.eventAt("EvictionRefused", victim, now)
 	if err != nil {
 		return err

@@ -39,6 +39,9 @@ func (s *Scheduler) Refusals() []Refusal {
 // at the next cycle, as the captured one would). Errors name the job; nothing changes
 // on error.
 func (s *Scheduler) RestoreRefusal(r Refusal) error {
+	if err := s.reentered("RestoreRefusal", ""); err != nil {
+		return err
+	}
 	j, err := s.lookup(r.Victim)
 	if err != nil {
 		return err

@@ -74,6 +74,9 @@ func reservedTasks(j *job, claims []topology.Claim, p *gang.Placement) [][]topol
 // what-if ledger is rebuilt from the live state as it will be at At.
 // Nothing changes on error.
 func (s *Scheduler) RestoreReservation(r Reservation) error {
+	if err := s.reentered("RestoreReservation", ""); err != nil {
+		return err
+	}
 	j, err := s.lookup(r.Job)
 	if err != nil {
 		return err

@@ -266,11 +266,7 @@ func (h *harness) run(t *testing.T, td *datadriven.TestData) string {
 		if td.HasArg("host") {
 			var name string
 			td.ScanArgs(t, "host", &name)
-			hid, ok := h.c.HostByName(name)
-			if !ok {
-				t.Fatalf("no host %s", name)
-			}
-			ids, err = s.SetHostHealth(hid, hh)
+			ids, err = s.SetHostHealth(name, hh)
 		} else {
 			var name string
 			td.ScanArgs(t, "gpu", &name)

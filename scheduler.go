@@ -19,7 +19,8 @@ type Config struct {
 	// Queues is the queue tree, its quotas, ordering policies and fairness.
 	Queues queue.Config
 	// Placer places gangs; nil means gang.New("topology") with brief
-	// explanations.
+	// explanations. It runs during Schedule: a change to the Scheduler
+	// made from it returns ErrReentrant.
 	Placer gang.Placer
 	// Preemptor, if set, proposes victims for jobs that cannot be placed
 	// or admitted (see PlanPreemptor); nil means no preemption.
@@ -91,6 +92,18 @@ type Config struct {
 	// refused (EvictionRefused: a PodDisruptionBudget) is not chosen as a
 	// victim again; 0 or less means DefaultEvictionRetry.
 	EvictionRetry time.Duration
+	// MaxClockSkew refuses an event (Submit, Started, Finished, …)
+	// stamped more than this far ahead of the latest time the Scheduler
+	// has seen (ErrClockSkew; see Scheduler for the rule): one message
+	// from a wrong clock must not move the Scheduler's time. 0 means
+	// DefaultMaxClockSkew; negative means no limit (a simulator, whose
+	// clock jumps).
+	MaxClockSkew time.Duration
+	// MaxTombstones bounds how many ended jobs the Scheduler remembers
+	// (Tombstones), oldest forgotten first: an event for a remembered job
+	// is ErrAlreadyApplied, and its ID cannot be submitted again. 0 means
+	// DefaultMaxTombstones; negative remembers none.
+	MaxTombstones int
 }
 
 // Errors returned by events.
@@ -140,6 +153,13 @@ func (e *JobError) Unwrap() error { return e.Err }
 // so. Restore and RestoreJob take their time from the job's submission,
 // a time in the records' past: they clamp too, and an earlier submission
 // is kept as the job's own. Health changes and SetPriority take no time.
+//
+// Nor does one wrong clock move it far ahead: an event stamped more than
+// Config.MaxClockSkew (default a day) after the latest time seen is
+// refused with a *JobError wrapping ErrClockSkew that names the event,
+// the job, its time and the limit, and changes nothing. Schedule is not
+// limited (its time is the host's own clock): a host idle for longer
+// than the limit runs Schedule at the right time before its events.
 type Scheduler struct {
 	cfg     Config
 	c       *topology.Cluster
@@ -151,22 +171,24 @@ type Scheduler struct {
 
 	// The concerns, each the only writer of its fields; see
 	// ARCHITECTURE.md for what each owns and its invariants.
-	jobs    jobTable     // live jobs; holding ones by end and by host (jobs.go)
-	adm     admission    // demands, charges, model filters, never-fits (admission.go)
-	fit     failureCache // placement failures and capacity gains (failcache.go)
-	res     reservations // backfill: holds, reservations, shadows (reserve.go)
-	noms    nominations  // placements promised to preempting jobs (nominations.go)
-	victims victimIndex  // what the preemption planner sees (victims.go)
-	rec     recovery     // faults, checkpoints, restarts (recovery.go)
-	cyc     cycleState   // the last cycle's context (cycle.go)
-	admits  admitClock   // admitted jobs not yet started, by admission (admittimeout.go)
-	live    liveChanges  // hosts waiting to leave the cluster (live.go)
-	dfg     defragger    // migrations planned, issued and in flight (defrag.go)
-	elastic elastic      // shrinks and grows in flight, shrunk jobs (elastic.go)
-	cons    consolidator // consolidation when idle (consolidate.go)
-	refused refusals     // victims whose stop the host refused (refusals.go)
-	around  aroundPlacer // backfill placement around reservations (backfill_around.go)
-	deep    deepReserver // reservations after a queue's first blocked job (reserve_depth.go)
+	jobs    jobTable      // live jobs; holding ones by end and by host (jobs.go)
+	adm     admission     // demands, charges, model filters, never-fits (admission.go)
+	fit     failureCache  // placement failures and capacity gains (failcache.go)
+	res     reservations  // backfill: holds, reservations, shadows (reserve.go)
+	noms    nominations   // placements promised to preempting jobs (nominations.go)
+	victims victimIndex   // what the preemption planner sees (victims.go)
+	rec     recovery      // faults, checkpoints, restarts (recovery.go)
+	cyc     cycleState    // the last cycle's context (cycle.go)
+	admits  admitClock    // admitted jobs not yet started, by admission (admittimeout.go)
+	live    liveChanges   // hosts waiting to leave the cluster (live.go)
+	dfg     defragger     // migrations planned, issued and in flight (defrag.go)
+	elastic elastic       // shrinks and grows in flight, shrunk jobs (elastic.go)
+	cons    consolidator  // consolidation when idle (consolidate.go)
+	refused refusals      // victims whose stop the host refused (refusals.go)
+	around  aroundPlacer  // backfill placement around reservations (backfill_around.go)
+	deep    deepReserver  // reservations after a queue's first blocked job (reserve_depth.go)
+	cb      callbackGuard // callbacks running: no change meanwhile (reentry.go)
+	ended   tombstones    // ended jobs remembered: redeliveries refused (tombstones.go)
 
 	// testBeforeCycle, if set, runs at the start of Schedule (tests).
 	testBeforeCycle func()
@@ -199,6 +221,9 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.MaxGrace == 0 {
 		cfg.MaxGrace = time.Hour
 	}
+	if cfg.MaxClockSkew == 0 {
+		cfg.MaxClockSkew = DefaultMaxClockSkew
+	}
 	if cfg.MaxReservations == 0 {
 		cfg.MaxReservations = 4
 	}
@@ -218,7 +243,7 @@ func New(cfg Config) (*Scheduler, error) {
 		jobs: newJobTable(c, cfg.Seed), adm: newAdmission(c, tree), fit: newFailureCache(),
 		res:    newReservations(c, cfg.Placer, cfg.DefaultRuntime, cfg.MaxReservations),
 		admits: newAdmitClock(cfg.AdmitTimeout), dfg: dfg, elastic: newElastic(cfg.Elastic),
-		cons:   newConsolidator(cfg.Defrag),
+		cons: newConsolidator(cfg.Defrag), ended: newTombstones(cfg.MaxTombstones),
 		around: aroundPlacer{on: cfg.BackfillAround}, deep: deepReserver{depth: cfg.ReserveDepth},
 	}
 	s.res.holdWhole(cfg.ReserveWholeHosts)
@@ -233,12 +258,19 @@ func (s *Scheduler) Cluster() *topology.Cluster { return s.c }
 // GPU runs, as the Scheduler sees it (admitted and running jobs), always
 // current. It has no method that changes the ledger; Clone gives a
 // private copy for what-ifs.
-func (s *Scheduler) Ledger() topology.LedgerReader { return s.ledger.ReadOnly() }
+//
+// Its Ascend callbacks may read the Scheduler but not change it (a
+// change returns ErrReentrant).
+func (s *Scheduler) Ledger() topology.LedgerReader {
+	return guardedLedger{s.ledger.ReadOnly(), &s.cb}
+}
 
 // Tree returns a read-only view of the queue tree (quotas, usage, Fair
 // Tree history, the pending jobs of each leaf), always current; every
 // slice it returns is a copy.
-func (s *Scheduler) Tree() queue.TreeReader { return s.tree.ReadOnly() }
+// A leaf's Ascend callback may read the Scheduler but not change it (a
+// change returns ErrReentrant).
+func (s *Scheduler) Tree() queue.TreeReader { return guardedTree{s.tree.ReadOnly(), &s.cb} }
 
 // Queues returns the quota view of every queue, root first.
 func (s *Scheduler) Queues() []queue.View { return s.tree.View() }
@@ -279,8 +311,13 @@ func (s *Scheduler) Job(id string) (JobStatus, bool) {
 }
 
 // Holding calls fn for every job holding resources (Admitted or Running)
-// in order of estimated end (unknown last), until fn returns false.
+// in order of estimated end (unknown last), until fn returns false. fn
+// may read the Scheduler (Job, Holding, …) but not change it: an event
+// or any other change called from fn returns ErrReentrant and changes
+// nothing — collect the IDs, and act after Holding returns.
 func (s *Scheduler) Holding(fn func(id string, st JobStatus) bool) {
+	s.cb.enter()
+	defer s.cb.leave()
 	s.jobs.ascendEnds(func(j *job) bool {
 		st, _ := s.Job(j.spec.ID)
 		return fn(j.spec.ID, st)

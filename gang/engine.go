@@ -433,7 +433,7 @@ func (e *engine) record(t TaskRef, h topology.HostID, g *Group) bool {
 			o.milli += int16(gc.Milli)
 		case topology.ClaimMIG:
 			m := e.c.HostModel(h)
-			o.mig |= migMask(int(gc.Start), e.c.Model(m).MIGProfiles[gc.Profile].Size)
+			o.mig |= e.c.Model(m).MIGProfiles[gc.Profile].Mask(int(gc.Start))
 		}
 	}
 	e.p.addClaim(t, h, g.CPUMilli, g.MemoryMiB, e.gcs...)
@@ -468,7 +468,7 @@ func (e *engine) unrecord() {
 			}
 		case topology.ClaimMIG:
 			m := e.c.HostModel(h)
-			o.mig &^= migMask(int(gc.Start), e.c.Model(m).MIGProfiles[gc.Profile].Size)
+			o.mig &^= e.c.Model(m).MIGProfiles[gc.Profile].Mask(int(gc.Start))
 		}
 		if *o == (gpuOverlay{}) {
 			e.gEpoch[x] = 0 // epochs start at 1: untouched
@@ -548,8 +548,6 @@ func (e *engine) shareGPU(h topology.HostID, milli int) (topology.GPUID, bool) {
 	return first + topology.GPUID(e.chooseWhole(h, 1, avail).first()), true
 }
 
-func migMask(start, size int) uint16 { return uint16((1<<size - 1) << start) }
-
 // migSlots returns the occupied MIG slots of x, or ok=false if x cannot
 // take a MIG instance (not allocatable, not usable in scope, whole or
 // shared).
@@ -572,7 +570,7 @@ func migStart(acc *topology.Accelerator, p topology.MIGProfileID, mask uint16) (
 	prof := &acc.MIGProfiles[p]
 	start, after = -1, -1
 	for _, st := range prof.Starts {
-		mm := migMask(st, prof.Size)
+		mm := prof.Mask(st)
 		if st+prof.Size > acc.MIGSlots || mask&mm != 0 {
 			continue
 		}
@@ -580,7 +578,7 @@ func migStart(acc *topology.Accelerator, p topology.MIGProfileID, mask uint16) (
 		for qi := range acc.MIGProfiles {
 			q := &acc.MIGProfiles[qi]
 			for _, qs := range q.Starts {
-				if qs+q.Size <= acc.MIGSlots && (mask|mm)&migMask(qs, q.Size) == 0 {
+				if qs+q.Size <= acc.MIGSlots && (mask|mm)&q.Mask(qs) == 0 {
 					n++
 				}
 			}

@@ -34,9 +34,10 @@ type Job struct {
 	// zero (or a time before Started) means none, so stopping it loses its
 	// whole run since Started.
 	Checkpoint time.Time
-	// CheckpointInterval, when positive, is how often it checkpoints: its
-	// last checkpoint is taken to be at least the last whole interval
-	// since Started, for a host that does not report every checkpoint.
+	// CheckpointInterval, when positive, is how often it checkpoints: a
+	// job that reported no Checkpoint in its current run is taken to have
+	// checkpointed at the last whole interval since Started. A reported
+	// Checkpoint is authoritative: the interval is then not used.
 	CheckpointInterval time.Duration
 	// Preemptions counts how often it was preempted already; at
 	// Spec.MaxPreemptions (when positive) it is never chosen again.
@@ -107,23 +108,23 @@ func (j *Job) shape(c *topology.Cluster) (int64, bool) {
 	return j.milli, j.allWhole
 }
 
-// lastCheckpoint returns j's last checkpoint at now: Checkpoint, or the
-// last whole CheckpointInterval since Started if later; zero when there is
-// none after Started.
+// lastCheckpoint returns j's last checkpoint at now: Checkpoint when it
+// is after Started (a reported checkpoint is authoritative), else the
+// last whole CheckpointInterval since Started; zero when there is none
+// after Started.
 func (j *Job) lastCheckpoint(now time.Time) time.Time {
 	if j.Started.IsZero() {
 		return time.Time{}
 	}
-	cp := j.Checkpoint
+	if j.Checkpoint.After(j.Started) {
+		return j.Checkpoint
+	}
 	if iv := j.CheckpointInterval; iv > 0 && now.After(j.Started) {
-		if est := j.Started.Add(now.Sub(j.Started) / iv * iv); est.After(cp) {
-			cp = est
+		if est := j.Started.Add(now.Sub(j.Started) / iv * iv); est.After(j.Started) {
+			return est
 		}
 	}
-	if !cp.After(j.Started) {
-		return time.Time{}
-	}
-	return cp
+	return time.Time{}
 }
 
 // ID returns Spec.ID.

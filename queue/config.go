@@ -368,3 +368,39 @@ func (c *Config) models() []string {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
+
+// Clone returns a deep copy of c: it shares no slice or pointer with c.
+func (c Config) Clone() Config {
+	c.Root = c.Root.clone()
+	c.PriorityClasses = slices.Clone(c.PriorityClasses)
+	return c
+}
+
+// clone returns a deep copy of n and its subtree.
+func (n Node) clone() Node {
+	if n.Quotas != nil {
+		qs := make([]Quota, len(n.Quotas))
+		for i, q := range n.Quotas {
+			q.BorrowingLimit, q.LendingLimit, q.Max = clonePtr(q.BorrowingLimit), clonePtr(q.LendingLimit), clonePtr(q.Max)
+			qs[i] = q
+		}
+		n.Quotas = qs
+	}
+	if n.Children != nil {
+		ch := make([]Node, len(n.Children))
+		for i, k := range n.Children {
+			ch[i] = k.clone()
+		}
+		n.Children = ch
+	}
+	return n
+}
+
+// clonePtr returns a pointer to a copy of *p, or nil.
+func clonePtr(p *int64) *int64 {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}

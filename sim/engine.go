@@ -30,6 +30,10 @@ type Engine struct {
 	live     int
 	canceled int
 	fired    uint64
+	// hole is set while heap[0] is the entry of the event just fired,
+	// not yet removed: the next push replaces it, anything else that
+	// reads the heap removes it first (settle).
+	hole bool
 }
 
 type entry struct {
@@ -120,11 +124,18 @@ func (e *Engine) release(s int32) {
 }
 
 // Step fires the next event and reports whether there was one.
+//
+// The fired entry stays at the top of the heap, marked as a hole, until the
+// heap is next used: an event the callback schedules (the common case: a
+// job's end schedules its next step) then takes its place with one sift
+// instead of a pop and a push.
 func (e *Engine) Step() bool {
+	e.settle()
 	for len(e.heap) > 0 {
-		top := e.pop()
+		top := e.heap[0]
 		sl := &e.slots[top.slot]
 		if sl.gen != top.gen || sl.fn == nil {
+			e.pop()
 			e.canceled--
 			continue
 		}
@@ -133,6 +144,7 @@ func (e *Engine) Step() bool {
 		e.live--
 		e.now = top.at
 		e.fired++
+		e.hole = true
 		fn(top.at)
 		return true
 	}
@@ -141,6 +153,7 @@ func (e *Engine) Step() bool {
 
 // Peek returns the time of the next pending event.
 func (e *Engine) Peek() (time.Duration, bool) {
+	e.settle()
 	for len(e.heap) > 0 {
 		top := e.heap[0]
 		sl := &e.slots[top.slot]
@@ -188,10 +201,63 @@ func less(a, b *entry) bool {
 	return a.seq < b.seq
 }
 
+// push adds x to the heap: into the hole a fired event left at the top if
+// there is one (replace-top, one sift down), else at the end (sift up).
 func (e *Engine) push(x entry) {
+	if e.hole {
+		e.hole = false
+		e.fill(x)
+		return
+	}
 	e.heap = append(e.heap, x)
+	e.up(len(e.heap)-1, x)
+}
+
+// settle removes the fired entry left at the top, if any.
+func (e *Engine) settle() {
+	if e.hole {
+		e.hole = false
+		e.pop()
+	}
+}
+
+// pop removes the top entry.
+func (e *Engine) pop() {
 	h := e.heap
-	i := len(h) - 1
+	n := len(h) - 1
+	x := h[n]
+	e.heap = h[:n]
+	if n > 0 {
+		e.fill(x)
+	}
+}
+
+// fill puts x at the top in place of the entry there, restoring the heap
+// order bottom-up: the vacancy walks down to a leaf along the smaller
+// children (one comparison per level), then x sifts up from there. x is
+// usually late (the last entry, or an event scheduled ahead of now), so it
+// rarely climbs far: about half the comparisons of a classic sift down.
+func (e *Engine) fill(x entry) {
+	h := e.heap
+	n := len(h)
+	i := 0
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if r := c + 1; r < n && less(&h[r], &h[c]) {
+			c = r
+		}
+		h[i] = h[c]
+		i = c
+	}
+	e.up(i, x)
+}
+
+// up places x at index i or above, moving larger parents down.
+func (e *Engine) up(i int, x entry) {
+	h := e.heap
 	for i > 0 {
 		p := (i - 1) / 2
 		if !less(&x, &h[p]) {
@@ -203,19 +269,8 @@ func (e *Engine) push(x entry) {
 	h[i] = x
 }
 
-func (e *Engine) pop() entry {
-	h := e.heap
-	top := h[0]
-	n := len(h) - 1
-	h[0] = h[n]
-	e.heap = h[:n]
-	if n > 0 {
-		e.down(0)
-	}
-	return top
-}
-
-// compact drops canceled entries and re-heapifies. O(n).
+// compact drops canceled entries (and a fired one left at the top) and
+// re-heapifies. O(n).
 func (e *Engine) compact() {
 	h := e.heap[:0]
 	for _, x := range e.heap {
@@ -226,11 +281,13 @@ func (e *Engine) compact() {
 	}
 	e.heap = h
 	e.canceled = 0
+	e.hole = false
 	for i := len(h)/2 - 1; i >= 0; i-- {
 		e.down(i)
 	}
 }
 
+// down sifts the entry at i down (classic, for heapify).
 func (e *Engine) down(i int) {
 	h := e.heap
 	n := len(h)

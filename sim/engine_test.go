@@ -189,3 +189,159 @@ func BenchmarkEngineBulk(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
+
+// TestEngineOracleReentrant checks the engine against a naive oracle (a
+// list of pending (time, seq) pairs, the least fired first) under random
+// sequences of Schedule, Cancel, Step, Peek and RunUntil, where fired
+// callbacks themselves schedule and cancel events: the fired entry left at
+// the top of the heap (replaced by the next push, removed before anything
+// else) must never fire again, shadow a due event or count as pending.
+func TestEngineOracleReentrant(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		e := NewEngine()
+		type ev struct {
+			at  time.Duration
+			seq int
+			id  EventID
+		}
+		var pending []ev
+		var fired []int
+		seq := 0
+		first := func() int { // index of the least pending event
+			best := -1
+			for i, p := range pending {
+				if best < 0 || p.at < pending[best].at || (p.at == pending[best].at && p.seq < pending[best].seq) {
+					best = i
+				}
+			}
+			return best
+		}
+		var schedule func(at time.Duration, depth int)
+		cancelOne := func(i int) {
+			if !e.Cancel(pending[i].id) {
+				t.Fatalf("cancel of pending event %d failed", pending[i].seq)
+			}
+			if e.Cancel(pending[i].id) {
+				t.Fatalf("second cancel of %d succeeded", pending[i].seq)
+			}
+			pending = slices.Delete(pending, i, i+1)
+		}
+		// massCancel cancels up to 80 pending events, newest first: the
+		// Engine compacts its heap when canceled entries pass 64 and half
+		// of it — inside a callback, while the fired entry still sits at
+		// the top of the heap.
+		massCancel := func() {
+			for k := 0; k < 80 && len(pending) > 0; k++ {
+				cancelOne(len(pending) - 1)
+			}
+		}
+		// Each callback draws what it does when it fires: schedule 0-2
+		// events (ahead, or at now), cancel one pending event, peek.
+		schedule = func(at time.Duration, depth int) {
+			s := seq
+			seq++
+			nSched := rapid.IntRange(0, 2).Draw(t, "inner-schedules")
+			doCancel := rapid.Bool().Draw(t, "inner-cancel")
+			doPeek := rapid.Bool().Draw(t, "inner-peek")
+			// Rarely, cancel enough events to compact the heap while the
+			// fired entry is still at its top.
+			doMass := rapid.IntRange(0, 9).Draw(t, "inner-mass") == 0
+			var dts []int
+			for range nSched {
+				dts = append(dts, rapid.IntRange(0, 10).Draw(t, "inner-dt"))
+			}
+			id := e.Schedule(at, func(now time.Duration) {
+				fired = append(fired, s)
+				if depth >= 3 {
+					return
+				}
+				if doMass {
+					massCancel()
+				}
+				for _, dt := range dts {
+					schedule(now+time.Duration(dt), depth+1)
+				}
+				if doCancel && len(pending) > 0 {
+					cancelOne(len(pending) - 1)
+				}
+				if doPeek {
+					at, ok := e.Peek()
+					if i := first(); ok != (i >= 0) || (ok && at != pending[i].at) {
+						t.Fatalf("Peek inside a callback = %v %v, oracle index %d", at, ok, i)
+					}
+				}
+			})
+			pending = append(pending, ev{at, s, id})
+		}
+		// fire pops the oracle's least event and checks the engine fired
+		// it first (the callbacks then fire nothing else: they only
+		// schedule).
+		expectStep := func() {
+			i := first()
+			want := pending[i]
+			pending = slices.Delete(pending, i, i+1)
+			fired = fired[:0]
+			if !e.Step() {
+				t.Fatal("Step found nothing")
+			}
+			if len(fired) != 1 || fired[0] != want.seq {
+				t.Fatalf("fired %v, want %d", fired, want.seq)
+			}
+			if e.Now() != want.at {
+				t.Fatalf("Now %v, want %v", e.Now(), want.at)
+			}
+		}
+		ops := rapid.IntRange(1, 200).Draw(t, "ops")
+		for range ops {
+			switch rapid.IntRange(0, 6).Draw(t, "op") {
+			case 0, 1:
+				schedule(e.Now()+time.Duration(rapid.IntRange(0, 20).Draw(t, "dt")), 0)
+			case 2:
+				if len(pending) > 0 {
+					cancelOne(rapid.IntRange(0, len(pending)-1).Draw(t, "victim"))
+				}
+			case 3:
+				if len(pending) > 0 {
+					expectStep()
+				} else if e.Step() {
+					t.Fatal("Step fired with nothing pending")
+				}
+			case 4:
+				at, ok := e.Peek()
+				if i := first(); ok != (i >= 0) || (ok && at != pending[i].at) {
+					t.Fatalf("Peek = %v %v, oracle index %d", at, ok, i)
+				}
+			case 5:
+				// A batch to cancel: 80 events ahead, callbacks inert.
+				for range 80 {
+					schedule(e.Now()+time.Duration(rapid.IntRange(0, 30).Draw(t, "batch-dt")), 3)
+				}
+			case 6:
+				until := e.Now() + time.Duration(rapid.IntRange(0, 15).Draw(t, "until"))
+				for {
+					i := first()
+					if i < 0 || pending[i].at > until {
+						break
+					}
+					expectStep()
+				}
+				if n := e.RunUntil(until); n != 0 {
+					t.Fatalf("RunUntil fired %d events the oracle had fired already", n)
+				}
+				if e.Now() != until {
+					t.Fatalf("Now %v after RunUntil(%v)", e.Now(), until)
+				}
+			}
+			if e.Len() != len(pending) {
+				t.Fatalf("Len %d, oracle %d", e.Len(), len(pending))
+			}
+		}
+		// Drain: everything left fires in oracle order.
+		for len(pending) > 0 {
+			expectStep()
+		}
+		if e.Step() {
+			t.Fatal("Step fired after the oracle drained")
+		}
+	})
+}

@@ -27,10 +27,8 @@ func benchScheduler(b *testing.B, n int) (*gpusched.Scheduler, CaptureOptions) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var order []string
 	for i := range n {
 		id := fmt.Sprintf("j%05d", i)
-		order = append(order, id)
 		j := workload.Job{ID: id, Queue: string(rune('a' + i%4)), Runtime: time.Hour, Groups: []workload.TaskGroup{{Count: 1, GPUs: 1 << (i % 4)}}}
 		if err := s.Submit(j, t0.Add(time.Duration(i)*time.Second)); err != nil {
 			b.Fatal(err)
@@ -42,7 +40,7 @@ func benchScheduler(b *testing.B, n int) (*gpusched.Scheduler, CaptureOptions) {
 			b.Fatal(err)
 		}
 	}
-	return s, CaptureOptions{Config: cfg, Order: order}
+	return s, CaptureOptions{}
 }
 
 // BenchmarkSnapshot measures Capture and Encode, and Load, of a state of
@@ -72,7 +70,7 @@ func BenchmarkSnapshot(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("load/%d-jobs", n), func(b *testing.B) {
 			for b.Loop() {
-				l, err := Load(buf.Bytes(), "bench", Options{})
+				l, err := Load(buf.Bytes(), "bench", Options{NoPreemption: true})
 				if err != nil || l.Scheduler.Len() != n {
 					b.Fatal(err)
 				}

@@ -17,12 +17,9 @@ import (
 )
 
 // CaptureOptions say what Capture cannot read from the Scheduler itself.
+// The configuration (as last reconfigured) and the submission order come
+// from the Scheduler (Scheduler.Config, Scheduler.Submissions).
 type CaptureOptions struct {
-	// Config is the configuration the Scheduler was built with: its
-	// Queues, Seed, DefaultRuntime and MaxReservations are saved (Queues
-	// shallowly: the State shares its slices). Cluster and Placer are not
-	// read (see Placer); a Preemptor cannot be saved, and a note says so.
-	Config gpusched.Config
 	// Placer names the placer Config.Placer is (gang.New's name; empty
 	// means topology), and Workload is the target workload it was built
 	// with, which fgd needs.
@@ -33,18 +30,21 @@ type CaptureOptions struct {
 	// one (the same spec as the preset of its name), and otherwise writes
 	// it inline (Spec).
 	Cluster Cluster
-	// Order lists job IDs in the order they were submitted to the
-	// Scheduler. Jobs submitted at the same time keep this order in the
-	// state, and so the order among themselves that the Scheduler breaks
-	// ties with; jobs it does not list follow those it does, by ID.
-	Order []string
 }
 
+// The defaults gpusched.New gives Config.MaxGrace and MaxReservations
+// when they are zero.
+const (
+	defaultMaxGrace        = time.Hour
+	defaultMaxReservations = 4
+)
+
 // Capture returns the state of s at now: its cluster, the queue tree and
-// configuration in opt, the health of every GPU and host that is not
+// configuration as last reconfigured (Scheduler.Config), the health of every GPU and host that is not
 // healthy, and every live job (waiting, admitted, running) with its spec
 // as submitted (priority as last set), state, submission and start times,
-// progress and placement, in order of submission. now must not be before
+// progress and placement, in order of submission (Scheduler.Submissions
+// breaks ties between jobs submitted at the same time). now must not be before
 // any job's submission or start; it is the time a cycle on the loaded
 // Scheduler runs at. Notes lists the package's limits that apply to
 // this state.
@@ -56,10 +56,20 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 		return nil, errors.New("snapshot: Capture: zero now")
 	}
 	c := s.Cluster()
-	cfg := &opt.Config
+	config := s.Config()
+	cfg := &config
 	st := &State{Version: Version, Now: now, Placer: opt.Placer, Seed: cfg.Seed, DefaultRuntime: cfg.DefaultRuntime,
 		MaxReservations: cfg.MaxReservations, MaxRestarts: cfg.MaxRestarts, DrainGrace: cfg.DrainGrace, DrainKeep: cfg.DrainKeep,
 		AdmitTimeout: cfg.AdmitTimeout, MaxGrace: cfg.MaxGrace, BackfillAround: cfg.BackfillAround, ReserveDepth: cfg.ReserveDepth, Queues: cfg.Queues}
+	// New's defaults are written as absent, as a Config that left them
+	// zero has them (the file then reads as it did before
+	// Scheduler.Config gave them).
+	if st.MaxGrace == defaultMaxGrace {
+		st.MaxGrace = 0
+	}
+	if st.MaxReservations == defaultMaxReservations {
+		st.MaxReservations = 0
+	}
 	if cfg.Elastic != nil {
 		st.Elastic = &Elastic{NoGrow: cfg.Elastic.NoGrow}
 	}
@@ -84,6 +94,7 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 			st.Workload = append(st.Workload, wc)
 		}
 	}
+	st.Hosts = hostsOf(c)
 	st.Cluster = opt.Cluster
 	if reflect.ValueOf(st.Cluster).IsZero() {
 		st.Cluster = clusterRef(c)
@@ -105,17 +116,10 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 		ids = append(ids, id)
 		return true
 	})
-	rank := make(map[string]int, len(opt.Order))
-	for i, id := range opt.Order {
-		if _, dup := rank[id]; !dup {
-			rank[id] = i
-		}
-	}
-	rankOf := func(id string) int {
-		if r, ok := rank[id]; ok {
-			return r
-		}
-		return len(opt.Order)
+	order := s.Submissions()
+	rank := make(map[string]int, len(order))
+	for i, id := range order {
+		rank[id] = i
 	}
 	st.Jobs = make([]Job, 0, len(ids))
 	for _, id := range ids {
@@ -137,16 +141,7 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 		if c := a.Submitted.Compare(b.Submitted); c != 0 {
 			return c
 		}
-		if ra, rb := rankOf(a.ID), rankOf(b.ID); ra != rb {
-			return ra - rb
-		}
-		if a.ID < b.ID {
-			return -1
-		}
-		if a.ID > b.ID {
-			return 1
-		}
-		return 0
+		return rank[a.ID] - rank[b.ID]
 	})
 
 	// Fair Tree history: every queue's decayed usage, which orders the
@@ -229,6 +224,10 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 	// Refused stops in force (version 6).
 	st.EvictionRetry = cfg.EvictionRetry
 	st.ReserveWholeHosts = cfg.ReserveWholeHosts
+	st.MaxClockSkew, st.MaxTombstones = cfg.MaxClockSkew, cfg.MaxTombstones // version 8
+	for _, t := range s.Tombstones() {
+		st.Tombstones = append(st.Tombstones, Tombstone{Job: t.Job, State: t.State, At: t.At})
+	}
 	for _, r := range s.Refusals() {
 		st.Refusals = append(st.Refusals, Refusal{Victim: r.Victim, Run: r.Run, Until: r.Until, Reason: r.Reason, Blocked: r.Blocked})
 	}
@@ -290,7 +289,7 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 		}
 	}
 
-	if opt.Config.Preemptor != nil {
+	if cfg.Preemptor != nil {
 		st.Notes = append(st.Notes, "the Scheduler preempts (Config.Preemptor), which a state does not carry: a loaded Scheduler preempts only with Options.Preemptor")
 	}
 	if opt.Placer == "random" {

@@ -16,7 +16,7 @@
 // YAML (or JSON, which is YAML too). Times are RFC 3339, durations Go
 // durations ("90m", "1h30m"). Field by field:
 //
-//	version: 7                  # the format's version; 1 to 7 are read
+//	version: 8                  # the format's version; 1 to 8 are read
 //	now: 2025-01-01T10:00:00Z   # the time of the state (required)
 //	cluster:                    # exactly one of preset, file, machine, spec
 //	  preset: h100-1k           #   a built-in cluster (topology.PresetNames)
@@ -24,6 +24,7 @@
 //	  machine: dgx-h100         #   generated: with hosts, hostsPerToR,
 //	  hosts: 8                  #   torsPerSpine; host names MACHINE-1 …
 //	  spec: {…}                 #   the cluster inline, as a cluster file
+//	hosts: 8                    # the cluster's hosts (version 8), checked
 //	placer: topology            # gang placer by name (gang.PolicyNames)
 //	workload: [{gpus: 1, cpuMilli: 8000, weight: 0.4}, …]
 //	                            # fgd's target workload (required with fgd)
@@ -131,6 +132,12 @@
 //	                            #   victims from the next (version 6)
 //	evictionRetry: 20m          # Config.EvictionRetry (version 6)
 //	reserveWholeHosts: true     # Config.ReserveWholeHosts (version 7)
+//	maxClockSkew: 1h            # Config.MaxClockSkew (version 8)
+//	maxTombstones: 5000         # Config.MaxTombstones (version 8)
+//	tombstones:                 # ended jobs remembered (version 8), oldest
+//	- job: train-0              #   first: their redelivered events and
+//	  state: succeeded          #   submissions are refused
+//	  at: 2025-01-01T09:30:00Z  #   (ErrAlreadyApplied)
 //	refusals:                   # refused stops in force (version 6), in
 //	- victim: train-1           #   the order refused: the victim, the
 //	  run: 2025-01-01T09:04:00Z #   admission of its run refused, when
@@ -138,6 +145,24 @@
 //	  reason: PodDisruptionBudget  # reason, the jobs whose plans it
 //	  blocked: [serve-2]        #   broke
 //	notes: [...]                # what the state could not carry (Capture)
+//	# sealed: bytes=48213 crc32c=5f0e3a91 jobs=120 health=2 nominations=1
+//	                            # the trailer (version 8): the length and
+//	                            # CRC-32C of everything before it and the
+//	                            # length of every non-empty list
+//
+// # A file that proves itself
+//
+// A version 8 file ends with its seal, the trailer line above (seal.go).
+// Decode checks it before reading anything else: a file cut short (a
+// partial copy, a full disk, a torn write), extended or edited is refused
+// with an error wrapping ErrNotWhole that says what is wrong (no trailer,
+// a malformed one, the length, the checksum, a list's count, the number
+// of hosts) — it never loads with a job missing. A file of versions 1 to
+// 7, or without a version (written by hand), has no trailer and loads as
+// before. To edit a version 8 file by hand, delete its trailer and set
+// its version to 7. WriteFile writes a state atomically (a temporary
+// file in the same directory, synced, renamed over the old one, the
+// directory synced), so that a crash leaves the old file or the new one.
 //
 // A bad file gets an *Error naming the file, the line and the field path
 // (jobs[3].placement[1].host): a job started after now or before it was
@@ -167,7 +192,8 @@
 //     failures are rebuilt, not restored (their explanations counted the
 //     free GPUs of the cycle that cached them).
 //   - The Preemptor is not saved: a loaded Scheduler preempts with
-//     Options.Preemptor only. The preemptions in flight are (version 3):
+//     Options.Preemptor only, and Load asks for the choice (a Preemptor,
+//     or Options.NoPreemption; neither is ErrPreemptorChoice). The preemptions in flight are (version 3):
 //     the jobs waiting for their victims, the victims marked as being
 //     preempted, and the placements promised (nominations), restored
 //     through Scheduler.RestoreNomination

@@ -41,7 +41,6 @@ func TestElasticInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	order := []string{"e", "r", "n"}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -62,7 +61,7 @@ func TestElasticInFlight(t *testing.T) {
 	}
 	reload := func(now time.Time) *gpusched.Scheduler {
 		t.Helper()
-		st, err := Capture(a, now, CaptureOptions{Config: cfg, Order: order})
+		st, err := Capture(a, now, CaptureOptions{})
 		must(err)
 		var buf bytes.Buffer
 		must(Encode(&buf, st, ""))

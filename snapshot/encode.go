@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"strings"
 	"time"
@@ -13,7 +14,9 @@ import (
 	"github.com/gpusched/gpusched/topology"
 )
 
-// Encode writes st as YAML, the form the package documentation shows:
+// Encode writes st as YAML, the form the package documentation shows,
+// ending with the seal (version 8: a trailer line with the content's
+// length, checksum and list counts, which Decode checks; see seal.go):
 // short items (task groups, placements, quotas, health) on one line each,
 // durations as Go writes them without zero units ("1h30m"), an inline
 // cluster as a cluster file writes it. comment, if not empty, heads the
@@ -54,7 +57,8 @@ func Encode(w io.Writer, st *State, comment string) error {
 	if comment != "" {
 		root.HeadComment = comment
 	}
-	bw := bufio.NewWriter(w)
+	sum := &sealer{w: w, crc: crc32.New(castagnoli)}
+	bw := bufio.NewWriter(sum)
 	if err := emit(bw, root); err != nil {
 		return err
 	}
@@ -93,6 +97,10 @@ func Encode(w io.Writer, st *State, comment string) error {
 		}
 	}
 	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("snapshot: Encode: %w", err)
+	}
+	s := seal{Bytes: sum.bytes, CRC32C: sum.crc.Sum32(), Counts: sealCounted(st)}
+	if _, err := io.WriteString(w, s.line()); err != nil {
 		return fmt.Errorf("snapshot: Encode: %w", err)
 	}
 	return nil

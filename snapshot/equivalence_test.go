@@ -28,7 +28,7 @@ type schedHost interface {
 	Grown(id string, now time.Time) error
 	Cordon(name string) error
 	Uncordon(name string) error
-	SetHostHealth(h topology.HostID, hh topology.Health) ([]string, error)
+	SetHostHealth(name string, hh topology.Health) ([]string, error)
 	SetGPUHealth(g topology.GPUID, h topology.Health) ([]string, error)
 	Job(id string) (gpusched.JobStatus, bool)
 	Schedule(now time.Time) gpusched.Decision
@@ -104,10 +104,10 @@ func (w *twin) Uncordon(name string) error {
 	f := func(s *gpusched.Scheduler) error { return s.Uncordon(name) }
 	return w.both(f, f)
 }
-func (w *twin) SetHostHealth(h topology.HostID, hh topology.Health) ([]string, error) {
+func (w *twin) SetHostHealth(name string, hh topology.Health) ([]string, error) {
 	var out []string
-	err := w.both(func(s *gpusched.Scheduler) error { var e error; out, e = s.SetHostHealth(h, hh); return e },
-		func(s *gpusched.Scheduler) error { _, e := s.SetHostHealth(h, hh); return e })
+	err := w.both(func(s *gpusched.Scheduler) error { var e error; out, e = s.SetHostHealth(name, hh); return e },
+		func(s *gpusched.Scheduler) error { _, e := s.SetHostHealth(name, hh); return e })
 	return out, err
 }
 func (w *twin) SetGPUHealth(g topology.GPUID, h topology.Health) ([]string, error) {
@@ -173,11 +173,11 @@ func testLoadedDecidesAsOriginal(t *testing.T, backfill, preempting, defrag bool
 	for range rounds {
 		rapid.Check(t, func(rt *rapid.T) {
 			sc := genScenario(rt, backfill)
-			var opt Options
+			opt := Options{NoPreemption: true}
 			if preempting {
 				sc.stopAfter = rapid.SampledFrom([]time.Duration{0, 5 * time.Minute, 30 * time.Minute}).Draw(rt, "stopAfter")
 				sc.cfg.Preemptor = planPreemptor(rt)
-				opt.Preemptor = planPreemptor(rt)
+				opt.Preemptor, opt.NoPreemption = planPreemptor(rt), false
 				// The host refuses every refuse-th stop asked
 				// (EvictionRefused: a PodDisruptionBudget), retried
 				// after EvictionRetry.
@@ -226,7 +226,7 @@ func testLoadedDecidesAsOriginal(t *testing.T, backfill, preempting, defrag bool
 				if defrag && now.Before(at.Add(6*time.Hour)) && len(w.a.DefragState(nil).Moving) == 0 {
 					return
 				}
-				st, err := Capture(w.a, now, CaptureOptions{Config: sc.cfg, Placer: sc.placer, Order: sc.order()})
+				st, err := Capture(w.a, now, CaptureOptions{Placer: sc.placer})
 				if err != nil {
 					rt.Fatal(err)
 				}

@@ -28,7 +28,7 @@ func Example() {
 	}
 
 	now := t0.Add(10 * time.Minute)
-	st, err := snapshot.Capture(s, now, snapshot.CaptureOptions{Config: cfg, Order: []string{"big", "next"}})
+	st, err := snapshot.Capture(s, now, snapshot.CaptureOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -37,7 +37,7 @@ func Example() {
 	_ = snapshot.Encode(&file, st, "")
 	os.Stdout.Write(file.Bytes())
 
-	l, err := snapshot.Load(file.Bytes(), "state.yaml", snapshot.Options{})
+	l, err := snapshot.Load(file.Bytes(), "state.yaml", snapshot.Options{NoPreemption: true})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -46,10 +46,12 @@ func Example() {
 		fmt.Println(p.Job, "waits:", p.Reason)
 	}
 	// Output:
-	// version: 7
+	// version: 8
 	// now: 2025-01-01T09:10:00Z
 	// cluster:
 	//   preset: dgx-h100
+	// hosts: 1
+	// maxClockSkew: 24h0m0s
 	// queues:
 	//   root:
 	//     children:
@@ -71,5 +73,6 @@ func Example() {
 	//     queue: train
 	//     groups: [{count: 1, gpus: 4}]
 	//     submitted: 2025-01-01T09:01:00Z
+	// # sealed: bytes=555 crc32c=ebb5d9a9 jobs=2 fresh=1
 	// next waits: capacity: needs 4 GPUs (1 task); cluster has 2 free GPUs: capacity; hosts excluded by gpu 1
 }

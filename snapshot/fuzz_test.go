@@ -87,7 +87,7 @@ func FuzzLoad(f *testing.F) {
 		if len(data) > 4<<10 {
 			return // yaml's cost, not the loader's; MaxBytes is tested apart
 		}
-		l, err := Load(data, "fuzz", Options{MaxHosts: 8})
+		l, err := Load(data, "fuzz", Options{NoPreemption: true, MaxHosts: 8})
 		if err != nil {
 			var se *Error
 			if !errors.As(err, &se) {
@@ -102,7 +102,7 @@ func FuzzLoad(f *testing.F) {
 // TestTinyStateLoads: the fuzz seed is a valid state (so the fuzzer starts
 // from one), and every one of its parts is restored.
 func TestTinyStateLoads(t *testing.T) {
-	l, err := Load([]byte(tinyState), "tiny", Options{MaxHosts: 8})
+	l, err := Load([]byte(tinyState), "tiny", Options{NoPreemption: true, MaxHosts: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestTinyStateLoads(t *testing.T) {
 func BenchmarkLoadTiny(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		l, err := Load([]byte(tinyState), "tiny", Options{MaxHosts: 8})
+		l, err := Load([]byte(tinyState), "tiny", Options{NoPreemption: true, MaxHosts: 8})
 		if err != nil {
 			b.Fatal(err)
 		}

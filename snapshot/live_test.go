@@ -38,7 +38,7 @@ func TestCaptureAfterLiveChanges(t *testing.T) {
 	if _, err := s.RemoveHosts([]string{c.HostName(1)}, now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SetHostHealth(2, topology.Failed); err != nil {
+	if _, err := s.SetHostHealth(c.HostName(2), topology.Failed); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Submit(workload.Job{ID: "a", Queue: "q", Groups: []workload.TaskGroup{{Count: 2, GPUs: 8}}}, now); err != nil {
@@ -50,7 +50,7 @@ func TestCaptureAfterLiveChanges(t *testing.T) {
 		}
 	}
 	cfg.Cluster = s.Cluster()
-	st, err := Capture(s, now, CaptureOptions{Config: cfg})
+	st, err := Capture(s, now, CaptureOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestCaptureAfterLiveChanges(t *testing.T) {
 	if err := Encode(&file, st, ""); err != nil {
 		t.Fatal(err)
 	}
-	l, err := Load(file.Bytes(), "state.yaml", Options{})
+	l, err := Load(file.Bytes(), "state.yaml", Options{NoPreemption: true})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, file.String())
 	}
@@ -108,7 +108,7 @@ func TestLoadedKeepsLeavingHosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Cluster = s.Cluster()
-	l, file := reload(t, s, now, cfg, Options{})
+	l, file := reload(t, s, now, cfg, Options{NoPreemption: true})
 	if got, want := fmt.Sprint(l.Scheduler.Leaving()), fmt.Sprint(s.Leaving()); got != want || len(l.State.Leaving) != 2 {
 		t.Fatalf("loaded leaving %s, original %s\n%s", got, want, file)
 	}

@@ -43,9 +43,19 @@ type Options struct {
 	// hosts.
 	MaxHosts int
 	// Preemptor is the loaded Scheduler's Config.Preemptor (a state does
-	// not carry one); nil means none.
+	// not carry one). Exactly one of Preemptor and NoPreemption must be
+	// given: neither or both is ErrPreemptorChoice.
 	Preemptor gpusched.Preemptor
+	// NoPreemption says the loaded Scheduler preempts nothing (no
+	// Preemptor), as a host that never preempts chooses explicitly.
+	NoPreemption bool
 }
+
+// ErrPreemptorChoice is wrapped by the error of a Load or Restore whose
+// Options give neither a Preemptor nor NoPreemption, or both: a state
+// does not carry the Preemptor (code, not data), and a restart that
+// silently lost it would stop preempting.
+var ErrPreemptorChoice = errors.New("snapshot: Options: give a Preemptor, or NoPreemption for none (a state does not carry the Preemptor)")
 
 // Loaded is a state turned into a Scheduler.
 type Loaded struct {
@@ -62,19 +72,34 @@ type Loaded struct {
 
 // Decode reads a state file's data (YAML or JSON) into a State, rejecting
 // fields the format does not have. name names the data in errors, which
-// are *Error with the line. It does not check what Restore checks.
+// are *Error with the line. It checks the file's seal (version 8; see
+// ErrNotWhole): a file with a trailer must match it, and one that says
+// version 8 or later must have one. It does not check what Restore
+// checks.
 func Decode(data []byte, name string) (*State, error) {
 	if len(data) > MaxBytes {
 		return nil, &Error{File: name, Err: fmt.Errorf("larger than %d MiB", MaxBytes>>20)}
 	}
+	content, sl, err := unseal(data)
+	if err != nil {
+		return nil, &Error{File: name, Err: err}
+	}
 	var st State
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec := yaml.NewDecoder(bytes.NewReader(content))
 	dec.KnownFields(true)
 	if err := dec.Decode(&st); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, &Error{File: name, Err: errors.New("empty state file")}
 		}
 		return nil, &Error{File: name, Err: err}
+	}
+	if sl == nil && st.Version >= sealedSince && st.Version <= Version { // (a later one: Restore says so)
+		return nil, &Error{File: name, Err: missingTrailer(st.Version)}
+	}
+	if sl != nil {
+		if err := sl.checkCounts(&st); err != nil {
+			return nil, &Error{File: name, Err: err}
+		}
 	}
 	return &st, nil
 }
@@ -114,6 +139,9 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 		}
 		return &Error{File: name, Line: line, Field: field, Err: err}
 	}
+	if (opt.Preemptor == nil) == !opt.NoPreemption {
+		return nil, &Error{File: name, Err: ErrPreemptorChoice}
+	}
 	if st.Version < 0 || st.Version > Version {
 		return nil, bad("version", fmt.Errorf("version %d; this gpusched reads versions 1 to %d", st.Version, Version))
 	}
@@ -123,6 +151,9 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 	c, field, err := st.Cluster.build(opt)
 	if err != nil {
 		return nil, bad(field, err)
+	}
+	if n := hostsOf(c); st.Hosts != 0 && st.Hosts != n {
+		return nil, bad("hosts", fmt.Errorf("%w: the state counts %d hosts, its cluster has %d", ErrNotWhole, st.Hosts, n))
 	}
 	placer, field, err := st.placer(c)
 	if err != nil {
@@ -155,6 +186,7 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 	}
 	cfg.EvictionRetry = st.EvictionRetry
 	cfg.ReserveWholeHosts = st.ReserveWholeHosts
+	cfg.MaxClockSkew, cfg.MaxTombstones = st.MaxClockSkew, st.MaxTombstones
 	s, err := gpusched.New(cfg)
 	if err != nil {
 		var ce *queue.ConfigError
@@ -255,6 +287,16 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 			return nil, restoreErr(f, err)
 		}
 	}
+	// Ended jobs remembered (version 8), oldest first.
+	for i, t := range st.Tombstones {
+		f := fmt.Sprintf("tombstones[%d]", i)
+		if t.At.After(st.Now) {
+			return nil, bad(f+".at", fmt.Errorf("%s is after now", t.At.UTC().Format(time.RFC3339Nano)))
+		}
+		if err := s.RestoreTombstone(gpusched.Tombstone{Job: t.Job, State: t.State, At: t.At}); err != nil {
+			return nil, bad(f, err)
+		}
+	}
 	// Refused stops in force, after the nominations (a refusal dropped
 	// those that counted on its victim).
 	for i, r := range st.Refusals {
@@ -338,11 +380,10 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 		}
 		switch {
 		case h.Host != "" && h.GPU == "":
-			id, ok := c.HostByName(h.Host)
-			if !ok {
+			if _, ok := c.HostByName(h.Host); !ok {
 				return nil, bad(f+".host", fmt.Errorf("unknown host %q", h.Host))
 			}
-			if _, err := s.SetHostHealth(id, hh); err != nil {
+			if _, err := s.SetHostHealth(h.Host, hh); err != nil {
 				return nil, bad(f, err)
 			}
 		case h.GPU != "" && h.Host == "":

@@ -27,7 +27,7 @@ func readSample(t testing.TB) []byte {
 
 // TestLoadSample loads the sample state and checks what it restored.
 func TestLoadSample(t *testing.T) {
-	l, err := Load(readSample(t), sampleState, Options{})
+	l, err := Load(readSample(t), sampleState, Options{NoPreemption: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestBadStates(t *testing.T) {
 			if in == base {
 				t.Fatalf("edit %q not applied", tc.old)
 			}
-			_, err := Load([]byte(in), "s.yaml", Options{})
+			_, err := Load([]byte(in), "s.yaml", Options{NoPreemption: true})
 			var se *Error
 			if err == nil || !errors.As(err, &se) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an *Error with %q", err, tc.want)
@@ -107,7 +107,7 @@ func TestBadStates(t *testing.T) {
 // TestInlineCluster: a cluster held inline loads like the file it is,
 // and its errors name the field inside it with its line.
 func TestInlineCluster(t *testing.T) {
-	l, err := Load(readSample(t), sampleState, Options{})
+	l, err := Load(readSample(t), sampleState, Options{NoPreemption: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestInlineCluster(t *testing.T) {
 	if err := Encode(&buf, &st, ""); err != nil {
 		t.Fatal(err)
 	}
-	l2, err := Load(buf.Bytes(), "inline.yaml", Options{})
+	l2, err := Load(buf.Bytes(), "inline.yaml", Options{NoPreemption: true})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, buf.String())
 	}
@@ -130,19 +130,19 @@ func TestInlineCluster(t *testing.T) {
 		t.Errorf("decisions differ:\n%s\n%s", a, b)
 	}
 	// A template the hosts name but the spec lacks.
-	bad := strings.Replace(buf.String(), "template: dgx-h100\n", "template: dgx-h200\n", 1)
-	_, err = Load([]byte(bad), "inline.yaml", Options{})
+	bad := reseal(t, strings.Replace(buf.String(), "template: dgx-h100\n", "template: dgx-h200\n", 1))
+	_, err = Load([]byte(bad), "inline.yaml", Options{NoPreemption: true})
 	if err == nil || !strings.Contains(err.Error(), "cluster.spec.hosts[0].template") || !strings.HasPrefix(err.Error(), "inline.yaml:") {
 		t.Errorf("bad template: %v", err)
 	}
-	if _, err := Load(buf.Bytes(), "inline.yaml", Options{MaxHosts: 4}); err == nil || !strings.Contains(err.Error(), "8 hosts: want at most 4") {
+	if _, err := Load(buf.Bytes(), "inline.yaml", Options{NoPreemption: true, MaxHosts: 4}); err == nil || !strings.Contains(err.Error(), "8 hosts: want at most 4") {
 		t.Errorf("MaxHosts: %v", err)
 	}
 }
 
 // TestClusterFile: a cluster file is read relative to Options.Dir.
 func TestClusterFile(t *testing.T) {
-	l, err := Load(readSample(t), sampleState, Options{})
+	l, err := Load(readSample(t), sampleState, Options{NoPreemption: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,10 +156,10 @@ func TestClusterFile(t *testing.T) {
 	if err := Encode(&buf, &st, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(buf.Bytes(), "s.yaml", Options{Dir: dir}); err != nil {
+	if _, err := Load(buf.Bytes(), "s.yaml", Options{NoPreemption: true, Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(buf.Bytes(), "s.yaml", Options{Dir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "cluster.file") {
+	if _, err := Load(buf.Bytes(), "s.yaml", Options{NoPreemption: true, Dir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "cluster.file") {
 		t.Errorf("missing file: %v", err)
 	}
 }
@@ -190,7 +190,7 @@ func mustMarshal(t *testing.T, l *Loaded) []byte {
 
 // TestCaptureErrors: Capture refuses what it cannot save faithfully.
 func TestCaptureErrors(t *testing.T) {
-	l, err := Load(readSample(t), sampleState, Options{})
+	l, err := Load(readSample(t), sampleState, Options{NoPreemption: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,11 @@ func TestCaptureErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := Capture(l.Scheduler, l.State.Now, CaptureOptions{Config: gpusched.Config{Preemptor: pre, Queues: queue.Config{Fairness: queue.Fairness{Policy: queue.FairTree}}}, Placer: "random"})
+	lp, err := Load(readSample(t), sampleState, Options{Preemptor: pre})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := Capture(lp.Scheduler, l.State.Now, CaptureOptions{Placer: "random"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func TestLoadedKeepsVerdictPastAFreedHost(t *testing.T) {
 	if np := a.NoPlans(order); len(np) != 1 || np[0].Job != "x" || len(np[0].Gained) != 1 {
 		t.Fatalf("verdicts %+v, want x's with the freed host", np)
 	}
-	lb, file := reloaded(t, a, at(5), CaptureOptions{Config: gpusched.Config{Queues: l.State.Queues, Preemptor: pp()}, Order: order}, Options{Preemptor: pp()})
+	lb, file := reloaded(t, a, at(5), CaptureOptions{}, Options{Preemptor: pp()})
 	da, db := a.Schedule(at(5)), lb.Scheduler.Schedule(at(5))
 	// The actions (the waiting jobs' reasons quote an earlier cycle).
 	da.Pending, db.Pending = nil, nil
@@ -136,7 +136,7 @@ func TestV7Loads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := Capture(l.Scheduler, l.State.Now, CaptureOptions{Config: gpusched.Config{Queues: l.State.Queues, Preemptor: pp}})
+	st, err := Capture(l.Scheduler, l.State.Now, CaptureOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestV7Loads(t *testing.T) {
 		if data == tinyV7 {
 			t.Fatalf("%q not in the state", tc.old)
 		}
-		_, err := Load([]byte(data), "v7.yaml", Options{MaxHosts: 8})
+		_, err := Load([]byte(data), "v7.yaml", Options{NoPreemption: true, MaxHosts: 8})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s -> %s: got %v, want %q", tc.old, tc.new, err, tc.want)
 		}
@@ -202,7 +202,7 @@ func TestLoadedKeepsNominationDomain(t *testing.T) {
 	if len(na) != 1 || na[0].Domain == "" {
 		t.Fatalf("nominations %+v, want n's within a domain", na)
 	}
-	lb, file := reloaded(t, a, at(1), CaptureOptions{Config: gpusched.Config{Queues: l.State.Queues, Elastic: &gpusched.ElasticConfig{}, Preemptor: pp()}, Order: order},
+	lb, file := reloaded(t, a, at(1), CaptureOptions{},
 		Options{Preemptor: pp()})
 	b := lb.Scheduler
 	if nb := b.Nominations(order); len(nb) != 1 || nb[0].Domain != na[0].Domain {

@@ -317,7 +317,7 @@ func (sc *scenario) drive(t fataler, s schedHost, until time.Time, before func(n
 			var hit []string
 			var err error
 			if f.gpu == topology.NoGPU {
-				hit, err = s.SetHostHealth(f.host, f.h)
+				hit, err = s.SetHostHealth(sc.c.HostName(f.host), f.h)
 			} else {
 				hit, err = s.SetGPUHealth(f.gpu, f.h)
 			}
@@ -462,7 +462,7 @@ func TestRoundTrip(t *testing.T) {
 		until := t0.Add(time.Duration(rapid.IntRange(0, 600).Draw(t, "at")) * time.Minute)
 		sc.drive(t, s, until, nil, nil)
 		now := until
-		opt := CaptureOptions{Config: sc.cfg, Placer: sc.placer, Order: sc.order()}
+		opt := CaptureOptions{Placer: sc.placer}
 		st, err := Capture(s, now, opt)
 		if err != nil {
 			t.Fatal(err)
@@ -478,7 +478,7 @@ func TestRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(got, st) {
 			t.Fatalf("decoded state differs from the captured one:\n%s", buf.String())
 		}
-		l, err := Load(buf.Bytes(), "state.yaml", Options{})
+		l, err := Load(buf.Bytes(), "state.yaml", Options{NoPreemption: true})
 		if err != nil {
 			t.Fatalf("%v\n%s", err, buf.String())
 		}
@@ -518,7 +518,7 @@ func TestReproducesDecision(t *testing.T) {
 			if loaded != nil || now.Before(at) {
 				return
 			}
-			st, err := Capture(s, now, CaptureOptions{Config: sc.cfg, Placer: sc.placer, Order: sc.order()})
+			st, err := Capture(s, now, CaptureOptions{Placer: sc.placer})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -527,7 +527,7 @@ func TestReproducesDecision(t *testing.T) {
 				t.Fatal(err)
 			}
 			text = buf.String()
-			if loaded, err = Load(buf.Bytes(), "state.yaml", Options{}); err != nil {
+			if loaded, err = Load(buf.Bytes(), "state.yaml", Options{NoPreemption: true}); err != nil {
 				t.Fatalf("%v\n%s", err, text)
 			}
 		}, func(now time.Time, d gpusched.Decision) {

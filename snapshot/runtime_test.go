@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpusched/gpusched"
 	"github.com/gpusched/gpusched/workload"
 )
 
@@ -18,7 +17,7 @@ import (
 func TestLoadedOrdersRequeuedByRemainingTime(t *testing.T) {
 	at := func(h, m int) time.Time { return time.Date(2025, 1, 1, h, m, 0, 0, time.UTC) }
 	base := "now: 2025-01-01T09:00:00Z\n" + tinyCluster + "queues: {root: {children: [{name: a, policy: {ordering: shortest-first}}]}}\n"
-	l, must := loadBase(t, base, Options{})
+	l, must := loadBase(t, base, Options{NoPreemption: true})
 	a := l.Scheduler
 	job := func(id string, rt time.Duration) workload.Job {
 		return workload.Job{ID: id, Queue: "a", Runtime: rt, Groups: []workload.TaskGroup{{Count: 1, GPUs: 2}}}
@@ -32,8 +31,7 @@ func TestLoadedOrdersRequeuedByRemainingTime(t *testing.T) {
 	must(a.Checkpointed("r", at(10, 30), at(10, 40)))
 	must(a.Requeue("r", at(10, 40)))
 	must(a.Submit(job("p", time.Hour), at(10, 40)))
-	order := []string{"r", "f", "p"}
-	lb, file := reloaded(t, a, at(10, 40), CaptureOptions{Config: gpusched.Config{Queues: l.State.Queues}, Order: order}, Options{})
+	lb, file := reloaded(t, a, at(10, 40), CaptureOptions{}, Options{NoPreemption: true})
 	da, db := a.Schedule(at(10, 40)), lb.Scheduler.Schedule(at(10, 40))
 	x, y := da.Format(l.Cluster), db.Format(lb.Cluster)
 	if x != y {

@@ -45,7 +45,7 @@ func TestEveryConfigSettingCarried(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := Capture(s, t0, CaptureOptions{Config: cfg})
+		st, err := Capture(s, t0, CaptureOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +83,7 @@ func TestEveryConfigSettingCarried(t *testing.T) {
 			if bytes.Equal(data, plain) {
 				t.Fatalf("Config.%s changed, but the state file is the default one: the setting is not carried", f.Name)
 			}
-			l, err := Load(data, "settings.yaml", Options{})
+			l, err := Load(data, "settings.yaml", Options{NoPreemption: true})
 			if err != nil {
 				t.Fatal(err)
 			}

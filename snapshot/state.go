@@ -25,8 +25,11 @@ import (
 // verdict and the placement domains of nominations, reservations and
 // migrations, which version 7 added: an older file's verdicts look back
 // at nothing before the capture, and those placements are made within
-// the whole cluster).
-const Version = 7
+// the whole cluster; versions 1 to 7 lack the seal, State.Hosts, the
+// trailer, Config.MaxClockSkew, Config.MaxTombstones and the tombstones,
+// which version 8 added: an older file loads unchecked, and its
+// Scheduler remembers no ended job).
+const Version = 8
 
 // State is a saved Scheduler state, as the file holds it (see the package
 // documentation for the format). It is plain data: Capture fills it,
@@ -40,6 +43,10 @@ type State struct {
 	Now time.Time `yaml:"now" json:"now"`
 	// Cluster names the cluster or holds it inline.
 	Cluster Cluster `yaml:"cluster" json:"cluster"`
+	// Hosts is the number of hosts of the cluster, not counting removed
+	// ones (version 8; absent: not checked): Load refuses a state whose
+	// cluster has another number (ErrNotWhole).
+	Hosts int `yaml:"hosts,omitempty" json:"hosts,omitempty"`
 	// Placer is the gang placer's name (gang.New); empty means topology.
 	Placer string `yaml:"placer,omitempty" json:"placer,omitempty"`
 	// Workload is the target workload of the fgd placer, which needs one.
@@ -65,6 +72,16 @@ type State struct {
 	// ReserveWholeHosts is gpusched.Config.ReserveWholeHosts (version 7;
 	// absent: false).
 	ReserveWholeHosts bool `yaml:"reserveWholeHosts,omitempty" json:"reserveWholeHosts,omitempty"`
+	// MaxClockSkew is gpusched.Config.MaxClockSkew (version 8; absent: 0,
+	// gpusched.DefaultMaxClockSkew).
+	MaxClockSkew time.Duration `yaml:"maxClockSkew,omitempty" json:"maxClockSkew,omitempty"`
+	// MaxTombstones is gpusched.Config.MaxTombstones (version 8; absent:
+	// 0, gpusched.DefaultMaxTombstones).
+	MaxTombstones int `yaml:"maxTombstones,omitempty" json:"maxTombstones,omitempty"`
+	// Tombstones are the ended jobs the Scheduler remembers
+	// (gpusched.Scheduler.Tombstones; version 8), oldest first: the
+	// loaded Scheduler refuses their redelivered events and submissions.
+	Tombstones []Tombstone `yaml:"tombstones,omitempty" json:"tombstones,omitempty"`
 	// Queues is the queue tree.
 	Queues queue.Config `yaml:"queues" json:"queues"`
 	// Usage is the decayed Fair Tree usage of the queues that have any
@@ -382,6 +399,14 @@ type Refusal struct {
 	Until   time.Time `yaml:"until" json:"until"`
 	Reason  string    `yaml:"reason,omitempty" json:"reason,omitempty"`
 	Blocked []string  `yaml:"blocked,omitempty" json:"blocked,omitempty"`
+}
+
+// Tombstone is an ended job the Scheduler remembers
+// (gpusched.Tombstone): its ID, how it ended and when.
+type Tombstone struct {
+	Job   string      `yaml:"job" json:"job"`
+	State queue.State `yaml:"state" json:"state"`
+	At    time.Time   `yaml:"at" json:"at"`
 }
 
 // Migration is a migration in flight: the moving job and where it goes.

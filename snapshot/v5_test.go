@@ -15,7 +15,7 @@ import (
 // reload captures s at now, encodes the state and loads it with opt.
 func reload(t *testing.T, s *gpusched.Scheduler, now time.Time, cfg gpusched.Config, opt Options) (*Loaded, string) {
 	t.Helper()
-	return reloaded(t, s, now, CaptureOptions{Config: cfg}, opt)
+	return reloaded(t, s, now, CaptureOptions{}, opt)
 }
 
 // lab is a generated cluster of DGX H100 hosts, two to a ToR, named
@@ -122,7 +122,7 @@ func TestLoadedKeepsCordons(t *testing.T) {
 	if err := s.Cordon(c.HostName(0)); err != nil {
 		t.Fatal(err)
 	}
-	l, file := reload(t, s, t0, cfg, Options{})
+	l, file := reload(t, s, t0, cfg, Options{NoPreemption: true})
 	if !strings.Contains(file, "cordoned:\n  - "+c.HostName(0)) {
 		t.Fatalf("the state does not list the cordon:\n%s", file)
 	}
@@ -139,8 +139,8 @@ func TestLoadedKeepsCordons(t *testing.T) {
 		t.Fatalf("a 16-GPU job bound with one of two hosts cordoned: %v / %v", da.Bindings, db.Bindings)
 	}
 	// A version 4 file (no cordons) still loads.
-	old := strings.Replace(strings.Replace(file, "version: 5", "version: 4", 1), "cordoned:\n  - "+c.HostName(0)+"\n", "", 1)
-	if _, err := Load([]byte(old), "old.yaml", Options{}); err != nil {
+	old := unsealed(strings.Replace(strings.Replace(file, "version: 8", "version: 4", 1), "cordoned:\n  - "+c.HostName(0)+"\n", "", 1))
+	if _, err := Load([]byte(old), "old.yaml", Options{NoPreemption: true}); err != nil {
 		t.Fatalf("a version 4 state: %v\n%s", err, old)
 	}
 }
@@ -148,7 +148,7 @@ func TestLoadedKeepsCordons(t *testing.T) {
 // TestTinyV5Loads: FuzzLoad's version 5 seed loads with every part, and
 // captures back to the same parts.
 func TestTinyV5Loads(t *testing.T) {
-	l, err := Load([]byte(tinyV5), "tiny5", Options{MaxHosts: 8})
+	l, err := Load([]byte(tinyV5), "tiny5", Options{NoPreemption: true, MaxHosts: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,8 +159,7 @@ func TestTinyV5Loads(t *testing.T) {
 		// (no verdict is read back without a PlanPreemptor)
 		t.Fatalf("cordoned %v, defrag %+v", s.Ledger().HostCordoned(h2), ds)
 	}
-	cfg := gpusched.Config{Cluster: l.Cluster, Queues: l.State.Queues, Defrag: &gpusched.DefragConfig{After: 10 * time.Minute, Budget: preempt.DefragBudget{PerHour: 2}, MaxPerJob: 1}}
-	st, err := Capture(s, l.State.Now, CaptureOptions{Config: cfg, Order: []string{"r", "g", "p"}})
+	st, err := Capture(s, l.State.Now, CaptureOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

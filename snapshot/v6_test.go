@@ -31,7 +31,7 @@ refusals: [{victim: r, run: 2025-01-01T09:00:00Z, until: 2025-01-01T10:15:00Z, r
 // TestV6Loads: every part of a version 6 state is restored, and what is
 // restored is what Capture writes back.
 func TestV6Loads(t *testing.T) {
-	l, err := Load([]byte(tinyV6), "tiny", Options{MaxHosts: 8})
+	l, err := Load([]byte(tinyV6), "tiny", Options{NoPreemption: true, MaxHosts: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestV6Loads(t *testing.T) {
 	cfg := gpusched.Config{Queues: l.State.Queues, EvictionRetry: 20 * time.Minute,
 		Defrag: &gpusched.DefragConfig{After: 10 * time.Minute, Consolidate: &gpusched.ConsolidateConfig{}}}
 	cfg.Defrag.Consolidate.Levels = []topology.Level{mustLevel(t, l, "tor")}
-	st, err := Capture(s, l.State.Now, CaptureOptions{Config: cfg})
+	st, err := Capture(s, l.State.Now, CaptureOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,14 +99,14 @@ func TestV6BadStates(t *testing.T) {
 		if data == tinyV6 {
 			t.Fatalf("%q not in the state", tc.old)
 		}
-		_, err := Load([]byte(data), "v6.yaml", Options{MaxHosts: 8})
+		_, err := Load([]byte(data), "v6.yaml", Options{NoPreemption: true, MaxHosts: 8})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s -> %s: got %v, want %q", tc.old, tc.new, err, tc.want)
 		}
 	}
 	// A consolidation state needs consolidation on.
 	data := strings.Replace(tinyV6, ", consolidate: {levels: [tor], idle: 30m, perHour: 1, target: 1, maxDomains: 2}", "", 1)
-	if _, err := Load([]byte(data), "v6.yaml", Options{MaxHosts: 8}); err == nil || !strings.Contains(err.Error(), "consolidation: a consolidation state needs defrag.consolidate") {
+	if _, err := Load([]byte(data), "v6.yaml", Options{NoPreemption: true, MaxHosts: 8}); err == nil || !strings.Contains(err.Error(), "consolidation: a consolidation state needs defrag.consolidate") {
 		t.Errorf("got %v", err)
 	}
 }

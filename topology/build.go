@@ -229,6 +229,7 @@ func (b *builder) accelerators() error {
 			}
 			acc.MIGSlots = m.Slots
 			seen := map[string]bool{}
+			exclusive := map[string]int{} // resource → its bit
 			for j, pr := range m.Profiles {
 				pp := fmt.Sprintf("%s.mig.profiles[%d]", p, j)
 				if pr.Name == "" {
@@ -258,10 +259,23 @@ func (b *builder) accelerators() error {
 				if pr.ComputeSlices < 0 || pr.ComputeSlices > 64 {
 					return specErr(pp+".computeSlices", "%d compute slices out of range", pr.ComputeSlices)
 				}
+				var bit uint16
+				if pr.Exclusive != "" {
+					k, ok := exclusive[pr.Exclusive]
+					if !ok {
+						k = m.Slots + len(exclusive)
+						if k >= MaxMIGSlots {
+							return specErr(pp+".exclusive", "no room for resource %q: %d slots and %d exclusive resources exceed %d", pr.Exclusive, m.Slots, len(exclusive)+1, MaxMIGSlots)
+						}
+						exclusive[pr.Exclusive] = k
+					}
+					bit = 1 << k
+				}
 				acc.MIGProfiles = append(acc.MIGProfiles, MIGProfile{
 					Name: pr.Name, Size: pr.Size, Starts: slices.Clone(pr.Starts),
 					MemoryMiB: pr.MemoryMiB, ComputeSlices: pr.ComputeSlices,
-					Milli: int32(pr.Size * 1000 / m.Slots),
+					Milli:     int32(pr.Size * 1000 / m.Slots),
+					Exclusive: pr.Exclusive, exclusive: bit,
 				})
 			}
 		}

@@ -92,6 +92,21 @@ type MIGProfile struct {
 	// Milli is the share of the GPU the profile takes, Size*1000/slots,
 	// used when MIG instances are counted against GPU capacity.
 	Milli int32
+	// Exclusive names the one-per-GPU resource the profile's instances
+	// hold alone (MIGProfileSpec.Exclusive), "" for none.
+	Exclusive string
+	// exclusive is Exclusive's bit in a GPU's slot mask (above the
+	// model's slots), 0 for none.
+	exclusive uint16
+}
+
+// Mask returns the bits of a GPU's MIG slot mask (GPUStatus.MIGSlots) an
+// instance of p at start holds: its Size slots from start, and the bit of
+// its Exclusive resource above the model's slots, if it names one. Two
+// instances can run on one GPU together exactly when their masks are
+// disjoint.
+func (p *MIGProfile) Mask(start int) uint16 {
+	return uint16((1<<p.Size-1)<<start) | p.exclusive
 }
 
 // MIGProfileByName returns the profile with the given name.

@@ -95,8 +95,13 @@ func genSpec(t *rapid.T) Spec {
 				if len(starts) == 0 {
 					starts = []int{0}
 				}
+				var excl string
+				if slots < MaxMIGSlots && rapid.IntRange(0, 3).Draw(t, "exclusive") == 0 {
+					excl = MediaExtensions // one resource: always room above slots < 16
+				}
 				m.Profiles = append(m.Profiles, MIGProfileSpec{Name: names.draw("profile"), Size: size, Starts: starts,
-					MemoryMiB: rapid.Int64Range(0, 1<<20).Draw(t, "profMem"), ComputeSlices: rapid.IntRange(0, 64).Draw(t, "slices")})
+					MemoryMiB: rapid.Int64Range(0, 1<<20).Draw(t, "profMem"), ComputeSlices: rapid.IntRange(0, 64).Draw(t, "slices"),
+					Exclusive: excl})
 			}
 			a.MIG = m
 		}

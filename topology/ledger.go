@@ -233,7 +233,7 @@ func (l *Ledger) MemoryFree(h HostID) int64 { return l.memFree[h] }
 type GPUStatus struct {
 	Mode      GPUMode
 	UsedMilli int    // 0..1000
-	MIGSlots  uint16 // occupied MIG slots, bit i = slot i
+	MIGSlots  uint16 // occupied MIG slots, bit i = slot i; above the model's slots, its exclusive resources held (MIGProfile.Mask)
 	Health    Health // the GPU's own health (see HostHealth for its host)
 }
 
@@ -644,9 +644,12 @@ func (l *Ledger) checkTake(ci int, gc GPUClaim) error {
 		if s.mode != ModeFree && s.mode != ModeMIG {
 			return l.fail("allocate", ci, h, g, ErrGPUBusy, "GPU is %s", s.mode)
 		}
-		mask := migMask(int(gc.Start), p.Size)
-		if s.mig&mask != 0 {
+		mask := p.Mask(int(gc.Start))
+		if s.mig&mask&slotBits(acc.MIGSlots) != 0 {
 			return l.fail("allocate", ci, h, g, ErrMIGSlotBusy, "profile %s at slot %d overlaps slots %016b", p.Name, gc.Start, s.mig)
+		}
+		if s.mig&mask != 0 {
+			return l.fail("allocate", ci, h, g, ErrMIGSlotBusy, "profile %s: the GPU's %s are held by another instance", p.Name, p.Exclusive)
 		}
 	default:
 		return l.fail("allocate", ci, h, g, ErrBadClaim, "unknown claim kind %d", gc.Kind)
@@ -654,11 +657,13 @@ func (l *Ledger) checkTake(ci int, gc GPUClaim) error {
 	return nil
 }
 
-func migMask(start, size int) uint16 { return uint16((1<<size - 1) << start) }
+// slotBits is the mask of a model's slots, without the bits of its
+// exclusive resources above them.
+func slotBits(slots int) uint16 { return uint16(1<<slots - 1) }
 
 // migUsed is the milli-GPU counted for a MIG slot mask.
 func migUsed(mask uint16, slots int) int16 {
-	return int16(bits.OnesCount16(mask) * MilliPerGPU / slots)
+	return int16(bits.OnesCount16(mask&slotBits(slots)) * MilliPerGPU / slots)
 }
 
 // apply changes the state of a GPU for a checked claim and updates counters.
@@ -675,7 +680,7 @@ func (l *Ledger) apply(gc GPUClaim) {
 	case ClaimMIG:
 		acc := &l.c.models[l.c.hosts[l.c.gpus[g].host].model]
 		s.mode = ModeMIG
-		s.mig |= migMask(int(gc.Start), acc.MIGProfiles[gc.Profile].Size)
+		s.mig |= acc.MIGProfiles[gc.Profile].Mask(int(gc.Start))
 		s.used = migUsed(s.mig, acc.MIGSlots)
 	}
 	f1, m1, o1 := l.contrib(g)
@@ -712,8 +717,7 @@ func (l *Ledger) giveGPU(ci int, gc GPUClaim) error {
 			// would also break the rollback, which re-takes them.
 			return l.fail("release", ci, h, g, ErrNotAllocated, "profile %s has no instance at slot %d (legal: %v)", p.Name, gc.Start, p.Starts)
 		}
-		size := p.Size
-		mask = migMask(int(gc.Start), size)
+		mask = p.Mask(int(gc.Start))
 		if s.mig&mask != mask {
 			return l.fail("release", ci, h, g, ErrNotAllocated, "MIG slots %016b not all held (held %016b)", mask, s.mig)
 		}

@@ -74,6 +74,29 @@ func (n *naiveLedger) migModel(h HostID) *Accelerator {
 
 func naiveMask(start, size int) uint16 { return uint16((1<<size - 1) << start) }
 
+// naiveProfileMask is what an instance of profile p of acc at start holds:
+// its slots, and the bit of its exclusive resource, numbered from Slots up
+// in the order the model's profiles first name them.
+func naiveProfileMask(acc *Accelerator, p MIGProfile, start int) uint16 {
+	mask := naiveMask(start, p.Size)
+	if p.Exclusive == "" {
+		return mask
+	}
+	var names []string
+	for _, q := range acc.MIGProfiles {
+		if q.Exclusive != "" && !slices.Contains(names, q.Exclusive) {
+			names = append(names, q.Exclusive)
+		}
+	}
+	return mask | 1<<(acc.MIGSlots+slices.Index(names, p.Exclusive))
+}
+
+// naiveUsed is the milli-GPU of a MIG mask: its slots, not its exclusive
+// resources.
+func naiveUsed(mask uint16, slots int) int {
+	return bits.OnesCount16(mask&(1<<slots-1)) * 1000 / slots
+}
+
 // allocate applies claims all or nothing.
 func (n *naiveLedger) allocate(claims []Claim) *naiveErr {
 	w := n.clone()
@@ -130,12 +153,12 @@ func (n *naiveLedger) allocate(claims []Claim) *naiveErr {
 				if s.mode != ModeFree && s.mode != ModeMIG {
 					return bad(g, ErrGPUBusy)
 				}
-				mask := naiveMask(int(gc.Start), p.Size)
+				mask := naiveProfileMask(acc, p, int(gc.Start))
 				if s.mig&mask != 0 {
 					return bad(g, ErrMIGSlotBusy)
 				}
 				s.mig |= mask
-				s.mode, s.used = ModeMIG, bits.OnesCount16(s.mig)*1000/acc.MIGSlots
+				s.mode, s.used = ModeMIG, naiveUsed(s.mig, acc.MIGSlots)
 			default:
 				return bad(g, ErrBadClaim)
 			}
@@ -188,12 +211,12 @@ func (n *naiveLedger) release(claims []Claim) *naiveErr {
 				if !slices.Contains(p.Starts, int(gc.Start)) {
 					return bad(g, ErrNotAllocated) // no instance can be there
 				}
-				mask := naiveMask(int(gc.Start), p.Size)
+				mask := naiveProfileMask(acc, p, int(gc.Start))
 				if s.mig&mask != mask {
 					return bad(g, ErrNotAllocated)
 				}
 				s.mig &^= mask
-				s.used = bits.OnesCount16(s.mig) * 1000 / acc.MIGSlots
+				s.used = naiveUsed(s.mig, acc.MIGSlots)
 				if s.mig == 0 {
 					s.mode = ModeFree
 				}
@@ -967,7 +990,7 @@ func (m *ledgerMachine) checkLive(t *rapid.T) {
 				share[g] += int(gc.Milli)
 			case ClaimMIG:
 				acc := m.n.migModel(cl.Host)
-				mask := naiveMask(int(gc.Start), acc.MIGProfiles[gc.Profile].Size)
+				mask := naiveProfileMask(acc, acc.MIGProfiles[gc.Profile], int(gc.Start))
 				if mig[g]&mask != 0 {
 					t.Fatalf("MIG slots %016b of %s given twice", mig[g]&mask, c.GPUName(g))
 				}
@@ -993,7 +1016,7 @@ func (m *ledgerMachine) checkLive(t *rapid.T) {
 			want.Mode, want.UsedMilli = ModeShared, share[g]
 		case mig[g] != 0:
 			want.Mode, want.MIGSlots = ModeMIG, mig[g]
-			want.UsedMilli = bits.OnesCount16(mig[g]) * 1000 / c.Model(c.HostModel(c.GPUHost(g))).MIGSlots
+			want.UsedMilli = naiveUsed(mig[g], c.Model(c.HostModel(c.GPUHost(g))).MIGSlots)
 		}
 		if got := m.l.GPU(g); got != want {
 			t.Fatalf("%s is %+v; its live claims make it %+v", c.GPUName(g), got, want)

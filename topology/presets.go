@@ -13,9 +13,10 @@ import (
 // Figures that vary between SKUs (CPU model, memory size) follow the vendor's
 // reference configuration; GPU memory is what NVML reports as total memory.
 
-// h100MIG and relatives are the MIG geometries NVML reports: 8 memory slots,
-// 1-slot profiles at starts 0..6, 2-slot at 0,2,4(,6), 4-slot at 0,4 (3g) or
-// 0 (4g), and the full GPU at 0.
+// migGeometry returns the MIG geometry NVML reports for A100 to GB200: 8
+// memory slots, 1-slot profiles at starts 0..6, 2-slot at 0,2,4(,6),
+// 4-slot at 0,4 (3g) or 0 (4g), the full GPU at 0, and last the
+// media-extension variant of the 1-slot profile (n1+"+me", one per GPU).
 func migGeometry(mem1, mem1x2, mem2, mem3, mem4, mem7 int64, n1, n1x2, n2, n3, n4, n7 string) *MIGSpec {
 	return &MIGSpec{Slots: 8, Profiles: []MIGProfileSpec{
 		{Name: n1, Size: 1, Starts: []int{0, 1, 2, 3, 4, 5, 6}, MemoryMiB: mem1, ComputeSlices: 1},
@@ -24,6 +25,7 @@ func migGeometry(mem1, mem1x2, mem2, mem3, mem4, mem7 int64, n1, n1x2, n2, n3, n
 		{Name: n3, Size: 4, Starts: []int{0, 4}, MemoryMiB: mem3, ComputeSlices: 3},
 		{Name: n4, Size: 4, Starts: []int{0}, MemoryMiB: mem4, ComputeSlices: 4},
 		{Name: n7, Size: 8, Starts: []int{0}, MemoryMiB: mem7, ComputeSlices: 7},
+		{Name: n1 + "+me", Size: 1, Starts: []int{0, 1, 2, 3, 4, 5, 6}, MemoryMiB: mem1, ComputeSlices: 1, Exclusive: MediaExtensions},
 	}}
 }
 

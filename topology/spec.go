@@ -115,7 +115,22 @@ type MIGProfileSpec struct {
 	MemoryMiB int64 `yaml:"memoryMiB,omitempty" json:"memoryMiB,omitempty"`
 	// ComputeSlices is the number of compute slices, informational.
 	ComputeSlices int `yaml:"computeSlices,omitempty" json:"computeSlices,omitempty"`
+	// Exclusive, when set, names a resource of which a GPU has one and
+	// which an instance of the profile holds alone: at most one instance
+	// of the profiles naming it runs on a GPU at a time, whatever slots
+	// are free. NVIDIA's media-extension profiles ("1g.18gb+me", one
+	// instance per GPU, which takes the GPU's one optical-flow
+	// accelerator) name MediaExtensions. Each name takes one bit of
+	// the slot mask above Slots, so Slots plus the distinct names of a
+	// model are at most 16.
+	Exclusive string `yaml:"exclusive,omitempty" json:"exclusive,omitempty"`
 }
+
+// MediaExtensions is the Exclusive resource of NVIDIA's media-extension
+// MIG profiles ("1g.18gb+me"): a GPU has one set of media extensions (its
+// optical-flow accelerator among them), so one such instance runs on a GPU
+// at a time, as NVML's instance count of 1 says.
+const MediaExtensions = "media-extensions"
 
 // HostTemplate is the shape of one kind of host.
 type HostTemplate struct {

@@ -154,7 +154,7 @@ func loadState(cmd *cobra.Command, path string) (*loadedState, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := snapshot.Load(data, name, snapshot.Options{Dir: dir})
+	l, err := snapshot.Load(data, name, snapshot.Options{NoPreemption: true, Dir: dir})
 	if err != nil {
 		return nil, err
 	}

@@ -21,10 +21,11 @@ p4,4000,8192,1,230
 
 // runInflationCmd runs `gpusched place inflation ARGS…` (simcli's
 // InflationCommand, mounted in main.go) and returns its output and, for a
-// non-zero exit, the error it printed.
+// non-zero exit, the error it printed. (No --quiet: with --out it would
+// silence the table the tests read.)
 func runInflationCmd(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
-	code, out, errOut := gpusched(t, "", append([]string{"place", "inflation", "--quiet"}, args...)...)
+	code, out, errOut := gpusched(t, "", append([]string{"place", "inflation"}, args...)...)
 	if code != 0 {
 		return out, errOut, errors.New(strings.TrimSpace(errOut))
 	}

@@ -12,7 +12,7 @@ import (
 func TestSimCommand(t *testing.T) {
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
-	code := run([]string{"sim", "run", "--machine", "dgx-h100", "--hosts", "32", "--hosts-per-tor", "8", "--trace", "synthetic:200", "--load", "1.1", "--quiet", "--no-plots", "--out", dir}, nil, &out, &errb)
+	code := run([]string{"sim", "run", "--machine", "dgx-h100", "--hosts", "32", "--hosts-per-tor", "8", "--trace", "synthetic:200", "--load", "1.1", "--no-plots", "--out", dir}, nil, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -56,7 +56,7 @@ func TestGeneratorFlagsNeedMachine(t *testing.T) {
 func TestSaveStateExplain(t *testing.T) {
 	dir := t.TempDir()
 	code, out, errOut := gpusched(t, "", "sim", "run", "--machine", "dgx-h100", "--hosts", "8", "--hosts-per-tor", "4", "--trace", "synthetic:300",
-		"--load", "3", "--seed", "1", "--save-state", "3h", "--save-state", "6h,1h", "--quiet", "--no-plots", "--no-jobs-csv", "--out", dir)
+		"--load", "3", "--seed", "1", "--save-state", "3h", "--save-state", "6h,1h", "--no-plots", "--no-jobs-csv", "--out", dir)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}

@@ -48,7 +48,7 @@ func TestImportSlurm(t *testing.T) {
 func TestSimRunSlurm(t *testing.T) {
 	dir := t.TempDir()
 	code, stdout, stderr := gpusched(t, "", "sim", "run", "--slurm", "../../importers/slurm/testdata/site", "--trace", "synthetic:200",
-		"--runtime-estimate", "1.5", "--quiet", "--no-plots", "--no-jobs-csv", "--out", dir)
+		"--runtime-estimate", "1.5", "--no-plots", "--no-jobs-csv", "--out", dir)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

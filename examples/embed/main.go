@@ -83,7 +83,7 @@ func (j *job) remaining() time.Duration { return j.work - j.saved - j.ckpt.Sub(j
 // carries on; the events after the save would be replayed. The rest of
 // the day goes as it would have without the restart.
 func (h *host) restart() error {
-	st, err := snapshot.Capture(h.s, h.now, snapshot.CaptureOptions{Config: h.cfg, Order: h.order})
+	st, err := snapshot.Capture(h.s, h.now, snapshot.CaptureOptions{})
 	if err != nil {
 		return err
 	}

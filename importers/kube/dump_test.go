@@ -8,7 +8,7 @@ import (
 	"github.com/gpusched/gpusched/snapshot"
 )
 
-func loadOptions() snapshot.Options { return snapshot.Options{MaxHosts: 1000} }
+func loadOptions() snapshot.Options { return snapshot.Options{NoPreemption: true, MaxHosts: 1000} }
 
 func TestDumpState(t *testing.T) {
 	s, err := Prepare("testdata/dump", "testdata/kueue/gpu-cohorts", DumpOptions{})

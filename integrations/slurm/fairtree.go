@@ -180,7 +180,7 @@ type RankedJob struct {
 }
 
 // CompareFairTree imports sacctmgr's associations (assocOut: sacctmgr show
-// assoc -P) with slurmconf, gives every association the RawUsage sshare
+// assoc -P) with importers/slurm, gives every association the RawUsage sshare
 // reported, and ranks them with gpusched's Fair Tree twice: the Level
 // Fairshare and fair-share factor of fairshare.FairTree against sshare's,
 // and the order in which a queue.Tree under the FairTree policy, its

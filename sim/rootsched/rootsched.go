@@ -63,8 +63,14 @@ func Wrap(s *gpusched.Scheduler) *Scheduler {
 	return &Scheduler{S: s, models: map[string]bool{}}
 }
 
-// New builds a Scheduler from cfg and wraps it.
+// New builds a Scheduler from cfg and wraps it. A zero
+// cfg.MaxClockSkew becomes no limit: simulated time jumps from one event
+// to the next, however far apart (a Scheduler given to Wrap keeps its
+// own).
 func New(cfg gpusched.Config) (*Scheduler, error) {
+	if cfg.MaxClockSkew == 0 {
+		cfg.MaxClockSkew = -1
+	}
 	s, err := gpusched.New(cfg)
 	if err != nil {
 		return nil, err
@@ -268,7 +274,7 @@ func (a *Scheduler) SetGPUHealth(_ time.Duration, g topology.GPUID, h topology.H
 
 // SetHostHealth sets a host's health.
 func (a *Scheduler) SetHostHealth(_ time.Duration, h topology.HostID, hh topology.Health) error {
-	_, err := a.S.SetHostHealth(h, hh)
+	_, err := a.S.SetHostHealth(a.S.Cluster().HostName(h), hh)
 	return err
 }
 

@@ -107,6 +107,7 @@ unless --no-plots, inflation.png) to OUT/inflation; "gpusched sim compare
   gpusched sim --policies fgd,best-fit,random --out /tmp/openb`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			quietOutput(cmd, out.quiet)
 			if err := compare(cmd, rc, out, splitList(policies), cluster); err != nil {
 				return err
 			}
@@ -195,7 +196,7 @@ func (o *outFlags) bind(fs interface {
 }, def string) {
 	fs.StringVar(&o.dir, "out", def, "directory for summary.json, CSV time series and plots")
 	fs.BoolVar(&o.noPlots, "no-plots", false, "do not write PNG plots")
-	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar")
+	fs.BoolVar(&o.quiet, "quiet", false, "print nothing but errors (no table, no progress bar); the files are written as usual")
 	fs.BoolVar(&o.noJobs, "no-jobs-csv", false, "do not write jobs.csv (one row per job)")
 }
 
@@ -241,8 +242,9 @@ cannot carry (preemptions in progress, …; see gpusched explain --help).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if kr.dump != "" {
-				return kr.run(cmd, rc.horizon)
+				return kr.run(cmd, rc.horizon) // writes no files: its table is its output
 			}
+			quietOutput(cmd, out.quiet)
 			return runOne(cmd, rc, out, saveState, cluster)
 		},
 	}
@@ -361,7 +363,7 @@ func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stat
 			}
 			w = &d
 		}
-		cfg.Snapshots, cfg.Snapshot = ss.ats, ss.hook(s.S, scfg, rc.policy, w, jobs)
+		cfg.Snapshots, cfg.Snapshot = ss.ats, ss.hook(s.S, rc.policy, w)
 	}
 	sm, err := sim.New(cfg, jobs)
 	if err != nil {
@@ -530,6 +532,7 @@ own, listed by "sim compare --inflation --help": the cluster flags, --trace
 			if cmd.Flags().NArg() > 0 {
 				return fmt.Errorf("unexpected arguments %q", cmd.Flags().Args())
 			}
+			quietOutput(cmd, out.quiet)
 			if seeds != "" {
 				return compareSeeds(cmd, rc, out, splitList(policies), seeds, cluster)
 			}
@@ -733,6 +736,7 @@ sweep-i-of-n.csv.`,
   gpusched sim sweep --trace synthetic:5000 --load 1.3 --high-priority-share 0.2 --param preempt=off,queue,cluster`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			quietOutput(cmd, out.quiet)
 			return sweep(cmd, rc, out, params, shard, independent, cluster)
 		},
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,8 +16,12 @@ import (
 	"github.com/gpusched/gpusched/sim"
 )
 
+// execCmd runs the sim command with args and returns its standard output
+// and error. It drops --quiet, which would silence the output the tests
+// read (progress bars never show in tests anyway); TestQuiet tests it.
 func execCmd(t *testing.T, opt Options, args ...string) (string, string, error) {
 	t.Helper()
+	args = slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--quiet" })
 	cmd := Command(opt)
 	var out, errb bytes.Buffer
 	cmd.SetOut(&out)

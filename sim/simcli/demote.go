@@ -2,7 +2,6 @@ package simcli
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -57,9 +56,9 @@ func readGPUSpeeds(v string) (*sim.SpeedTable, error) {
 	case "gavel":
 		return sim.ReadSpeedTable(data.GPUSpeedsGavel(), data.GPUSpeedsGavelName)
 	}
-	f, err := os.Open(v)
+	f, err := openInput("--gpu-speeds", v)
 	if err != nil {
-		return nil, fmt.Errorf("--gpu-speeds: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	return sim.ReadSpeedTable(f, v)

@@ -1,8 +1,11 @@
 package simcli
 
 import (
+	"bytes"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -95,4 +98,56 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// TestQuiet: with --quiet a command prints nothing on its standard
+// output (no table, no "wrote" line) and still writes its files; errors
+// still reach the caller.
+func TestQuiet(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"run", "--preset", "h100-1k", "--trace", "synthetic:20", "--no-plots", "--out", dir},
+		{"compare", "--preset", "h100-1k", "--trace", "synthetic:20", "--policies", "topology,random", "--no-plots", "--out", dir},
+		{"sweep", "--preset", "h100-1k", "--trace", "synthetic:20", "--param", "policy=topology,random", "--out", dir},
+	} {
+		cmd := Command(Options{})
+		var out, errb bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&errb)
+		cmd.SetArgs(append(args, "--quiet"))
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		if out.Len() != 0 || errb.Len() != 0 {
+			t.Errorf("%s --quiet printed:\n%s%s", args[0], out.String(), errb.String())
+		}
+		if got, _, _ := execCmd(t, Options{}, args...); !strings.Contains(got, "wrote") && !strings.Contains(got, "written to") {
+			t.Errorf("%s without --quiet printed no table:\n%s", args[0], got)
+		}
+	}
+	cmd := Command(Options{})
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"run", "--quiet", "--trace", "philly:no-such-dir/philly.csv", "--out", dir})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "relative to the repository root") || !strings.Contains(err.Error(), "--trace") {
+		t.Errorf("missing relative trace: %v", err)
+	}
+}
+
+// TestSyntheticLoadExact: a synthetic trace offers exactly --load (the
+// summary's offeredLoad), not the expectation of its generator (1.17 for
+// 1.5 on 300 jobs before).
+func TestSyntheticLoadExact(t *testing.T) {
+	for _, load := range []string{"0.9", "1.5"} {
+		dir := t.TempDir()
+		if _, _, err := execCmd(t, Options{}, "run", "--preset", "h100-1k", "--trace", "synthetic:300", "--load", load, "--seed", "1",
+			"--no-plots", "--no-jobs-csv", "--out", dir); err != nil {
+			t.Fatal(err)
+		}
+		s := readSummary(t, filepath.Join(dir, "summary.json"))
+		want, _ := strconv.ParseFloat(load, 64)
+		if math.Abs(s.OfferedLoad-want) > 1e-3 {
+			t.Errorf("--load %s: offered load %.4f", load, s.OfferedLoad)
+		}
+	}
 }

@@ -1,7 +1,6 @@
 package simcli
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -17,7 +16,7 @@ const hardVCPrefix = "vc-hard:"
 
 // readVCs reads the VC file of --queues vc:PATH or vc-hard:PATH.
 func (r *runConfig) readVCs(path string) ([]trace.VC, error) {
-	f, err := os.Open(path)
+	f, err := openInput("--queues", path)
 	if err != nil {
 		return nil, err
 	}

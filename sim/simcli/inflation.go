@@ -123,10 +123,15 @@ drop every GPU-model constraint.`,
 	fs.BoolVar(&f.strict, "strict", false, "reject columns the openb reader does not know, and tasks whose CPU or memory no host with their GPUs has")
 	fs.StringVar(&f.out, "out", defOut, "directory for inflation.json and inflation.png")
 	fs.BoolVar(&f.noPlots, "no-plots", false, "do not write inflation.png (inflation.json is still written)")
-	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar; with --out, print nothing but errors")
 	fs.IntVar(&f.jobs, "jobs", 0, "runs in parallel (0: GOMAXPROCS)")
 	fs.BoolVar(&f.markdown, "markdown", false, "print the table as Markdown")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return runInflation(cmd, f, cluster) }
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if f.out != "" {
+			quietOutput(cmd, f.quiet) // without --out the table is the only output
+		}
+		return runInflation(cmd, f, cluster)
+	}
 	return cmd
 }
 
@@ -340,7 +345,7 @@ func readInflationTasks(c *topology.Cluster, path string, skipBad, strict bool) 
 		name = data.OpenBDefaultName
 		r = data.OpenBDefault()
 	} else {
-		fh, err := os.Open(path)
+		fh, err := openInput("--trace", path)
 		if err != nil {
 			return nil, err
 		}

@@ -11,7 +11,6 @@ import (
 	"github.com/gpusched/gpusched"
 	"github.com/gpusched/gpusched/frag"
 	"github.com/gpusched/gpusched/sim/rootsched"
-	"github.com/gpusched/gpusched/sim/trace"
 	"github.com/gpusched/gpusched/snapshot"
 )
 
@@ -64,21 +63,13 @@ func stateFileName(d time.Duration) string {
 }
 
 // hook returns the simulator's snapshot function for one run: at each
-// time it captures s, built from cfg with the placer policy (and, for
-// fgd, the workload w), and writes it. jobs are the run's, which the
-// simulator sorts into the order it submits them before the first
-// snapshot.
-func (ss *stateSaver) hook(s *gpusched.Scheduler, cfg gpusched.Config, policy string, w *frag.Distribution, jobs []trace.Job) func(time.Duration) error {
-	var opt *snapshot.CaptureOptions
+// time it captures s, built with the placer policy (and, for fgd, the
+// workload w), and writes it. The configuration and the submission order
+// are the Scheduler's own (Scheduler.Config, Submissions).
+func (ss *stateSaver) hook(s *gpusched.Scheduler, policy string, w *frag.Distribution) func(time.Duration) error {
+	opt := snapshot.CaptureOptions{Placer: policy, Workload: w}
 	return func(at time.Duration) error {
-		if opt == nil {
-			opt = &snapshot.CaptureOptions{Config: cfg, Placer: policy, Workload: w}
-			opt.Order = make([]string, len(jobs))
-			for i := range jobs {
-				opt.Order[i] = jobs[i].Spec.ID
-			}
-		}
-		st, err := snapshot.Capture(s, rootsched.Epoch.Add(at), *opt)
+		st, err := snapshot.Capture(s, rootsched.Epoch.Add(at), opt)
 		if err != nil {
 			return err
 		}

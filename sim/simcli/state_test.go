@@ -185,11 +185,11 @@ func TestSaveStateExplains(t *testing.T) {
 				// As gpusched explain loads it, twice: once to read the
 				// root Scheduler's decision, once through rootsched for
 				// the simulator's classes.
-				l, err := snapshot.Load(data, name, snapshot.Options{Dir: dir})
+				l, err := snapshot.Load(data, name, snapshot.Options{NoPreemption: true, Dir: dir})
 				if err != nil {
 					t.Fatal(err)
 				}
-				l2, err := snapshot.Load(data, name, snapshot.Options{Dir: dir})
+				l2, err := snapshot.Load(data, name, snapshot.Options{NoPreemption: true, Dir: dir})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -48,11 +48,11 @@ func TestDiscoverMatchesPreset(t *testing.T) {
 		m       machine
 		skipped []string
 	}{
-		{dgxA100(), []string{"1g.10gb+me"}},
-		{dgxH100(), []string{"1g.10gb+me"}},
-		{dgxH200(), []string{"1g.18gb+me"}},
-		{dgxB200(), []string{"1g.23gb+me"}},
-		{gb200Tray("gb200-r01-t01", uuid, 7), []string{"1g.23gb+me"}},
+		{dgxA100(), nil},
+		{dgxH100(), nil},
+		{dgxH200(), nil},
+		{dgxB200(), nil},
+		{gb200Tray("gb200-r01-t01", uuid, 7), nil},
 		{pcieBox(), nil},
 	} {
 		t.Run(tc.m.name, func(t *testing.T) {
@@ -238,8 +238,9 @@ func TestStockMockMIG(t *testing.T) {
 		{"3g.40gb", 3, []int{0, 4}, 40960},
 		{"4g.40gb", 4, []int{0}, 40960},
 		{"7g.80gb", 7, []int{0}, 81920},
+		{"1g.10gb+me", 1, []int{0, 1, 2, 3, 4, 5, 6}, 10240},
 	}, got)
-	assert.Equal(t, []string{"1g.10gb+me"}, res.SkippedMIGProfiles)
+	assert.Empty(t, res.SkippedMIGProfiles)
 	// The topology is the harness's and still matches.
 	assert.Equal(t, "dgx-h100", res.Preset)
 }

@@ -37,9 +37,11 @@
 //     bandwidth is active links × the per-link bandwidth of the version.
 //   - MIG: the GPU-instance profiles and their legal placements
 //     (nvmlDeviceGetGpuInstancePossiblePlacements), named as nvidia-smi
-//     names them ("3g.40gb"); media-extension and graphics variants, which
-//     share their base profile's slots but not its instance limits, are
-//     listed in Result.SkippedMIGProfiles instead.
+//     names them ("3g.40gb"). The media-extension variants ("1g.18gb+me")
+//     take their base profile's slots and the GPU's one set of media
+//     extensions (topology.MediaExtensions: one such instance per GPU);
+//     the other variants ("-me", "+me.all", "+gfx") are listed in
+//     Result.SkippedMIGProfiles instead.
 //   - Fabric: a GPU whose nvmlDeviceGetGpuFabricInfo state is completed
 //     with a non-zero cluster UUID belongs to the multi-node NVLink domain
 //     named by (cluster UUID, clique ID); the call is looked up first so

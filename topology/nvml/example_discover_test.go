@@ -85,6 +85,6 @@ func ExampleDiscover() {
 	// NUMA 0 (CPUs 0-7): 4 host bridges
 	// NUMA 1 (CPUs 8-15): 4 host bridges
 	// nvswitch domain: GPUs [0 1 2 3 4 5 6 7] at 450 GB/s
-	// MIG profiles: 6
+	// MIG profiles: 7
 	// warnings: 0
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,13 +22,49 @@ type topoMatrix struct {
 
 var gpuLabel = regexp.MustCompile(`^GPU\d+$`)
 
+// stripANSI removes terminal escape sequences: CSI sequences (ESC [
+// parameters, intermediates, a final byte, such as the "\x1b[4m" … "\x1b[0m"
+// nvidia-smi 580 puts around the header of topo -m) and two-byte ESC
+// sequences. An ESC that starts no complete sequence is kept.
+func stripANSI(s string) string {
+	if !strings.Contains(s, "\x1b") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != 0x1b || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		if c := s[i+1]; c != '[' && c >= 0x40 && c <= 0x5f {
+			i++
+			continue
+		}
+		if s[i+1] != '[' {
+			b.WriteByte(s[i])
+			continue
+		}
+		j := i + 2
+		for j < len(s) && s[j] >= 0x20 && s[j] <= 0x3f {
+			j++
+		}
+		if j < len(s) && s[j] >= 0x40 && s[j] <= 0x7e {
+			i = j
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
 // parseTopoM reads the GPU rows of nvidia-smi topo -m: a header of
 // tab-separated column names (GPU0 … GPUn, NICs, "CPU Affinity", "NUMA
-// Affinity", …) and one row per GPU; the legend after them is ignored.
+// Affinity", …) and one row per GPU; the legend after them is ignored, and
+// so are terminal escape sequences anywhere.
 func parseTopoM(text string) (*topoMatrix, error) {
 	var header []string
 	m := &topoMatrix{}
-	sc := bufio.NewScanner(strings.NewReader(text))
+	sc := bufio.NewScanner(strings.NewReader(stripANSI(text)))
 	for sc.Scan() {
 		line := strings.TrimRight(sc.Text(), " \r")
 		fields := strings.Split(line, "\t")
@@ -173,5 +210,163 @@ func TestTopoMParser(t *testing.T) {
 	}
 	if _, err := parseTopoM("no matrix here"); err == nil {
 		t.Error("parsed garbage")
+	}
+}
+
+// nvidia-smi 580 underlines the header with terminal escape codes even when
+// its output goes to a file (the h200-sxm-1 capture); the parser reads
+// through them.
+func TestTopoMParserEscapes(t *testing.T) {
+	const text = "\t\x1b[4mGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m\n" +
+		"GPU0\t X \tNV18\t0-15\t0\t\tN/A\n" +
+		"GPU1\tNV18\t X \t0-15\t0\t\tN/A\n\nLegend:\n"
+	m, err := parseTopoM(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.cells) != 2 || m.cells[0][1] != "NV18" || m.numa[1] != 0 {
+		t.Fatalf("parsed %+v", m)
+	}
+	if got := stripANSI("a\x1b[1;31mb\x1b[0mc\x1b[Kd\x1b"); got != "abcd\x1b" {
+		t.Errorf("stripANSI = %q", got)
+	}
+}
+
+// lgipProfile is one row of nvidia-smi mig -lgip: a GPU-instance profile's
+// name, driver id, instance limit and memory.
+type lgipProfile struct {
+	name      string
+	id        int
+	instances int
+	memMiB    int64
+}
+
+var lgipRow = regexp.MustCompile(`^\|\s+\d+\s+MIG\s+(\S+)\s+(\d+)\s+\d+/(\d+)\s+([\d.]+)\s`)
+var lgippRow = regexp.MustCompile(`Profile ID\s+(\d+)\s+Placements?\s*:\s*\{([\d,]+)\}:(\d+)`)
+
+// parseMIGCapture reads nvidia-smi mig -lgip and -lgipp as the driver
+// prints them into profiles and their placements by profile id.
+func parseMIGCapture(lgip, lgipp string) ([]lgipProfile, map[int][]MIGPlacement, error) {
+	var ps []lgipProfile
+	for _, line := range strings.Split(lgip, "\n") {
+		m := lgipRow.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		id, _ := strconv.Atoi(m[2])
+		n, _ := strconv.Atoi(m[3])
+		gib, err := strconv.ParseFloat(m[4], 64)
+		if err != nil {
+			return nil, nil, fmt.Errorf("mig-lgip.txt: %q: %v", line, err)
+		}
+		ps = append(ps, lgipProfile{name: m[1], id: id, instances: n, memMiB: int64(gib * 1024)})
+	}
+	pl := map[int][]MIGPlacement{}
+	for _, line := range strings.Split(lgipp, "\n") {
+		m := lgippRow.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		id, _ := strconv.Atoi(m[1])
+		size, _ := strconv.Atoi(m[3])
+		for _, s := range strings.Split(m[2], ",") {
+			start, _ := strconv.Atoi(s)
+			pl[id] = append(pl[id], MIGPlacement{Start: start, Size: size})
+		}
+	}
+	if len(ps) == 0 || len(pl) == 0 {
+		return nil, nil, fmt.Errorf("no MIG profiles")
+	}
+	return ps, pl, nil
+}
+
+// TestGoldenMIGProfiles replays the MIG facts of each golden capture
+// (nvidia-smi mig -lgip and -lgipp) through BuildMIG: every profile the
+// driver lists, media-extension variants included, comes out under the
+// driver's name with the driver's placements, and the topology engine
+// places one instance of each.
+func TestGoldenMIGProfiles(t *testing.T) {
+	dirs, _ := filepath.Glob(filepath.Join("testdata", "golden", "*"))
+	ran := 0
+	for _, dir := range dirs {
+		lgip, err1 := os.ReadFile(filepath.Join(dir, "mig-lgip.txt"))
+		lgipp, err2 := os.ReadFile(filepath.Join(dir, "mig-lgipp.txt"))
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		ps, pl, err := parseMIGCapture(string(lgip), string(lgipp))
+		if err != nil {
+			continue // MIG not supported on that machine
+		}
+		ran++
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			c, err := topology.LoadFile(filepath.Join(dir, "discover.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			total := c.Model(c.HostModel(0)).MemoryMiB
+			var facts []MIGProfileFacts
+			for _, p := range ps {
+				base, suffix, _ := strings.Cut(p.name, "+")
+				sl, _ := strconv.Atoi(base[:strings.IndexByte(base, 'g')])
+				kind := map[int]int{1: profile1Slice, 2: profile2Slice, 3: profile3Slice, 4: profile4Slice, 7: profile7Slice}[sl]
+				if pl[p.id][0].Size == 2 && sl == 1 {
+					kind = profile1SliceRev2
+				}
+				if suffix == "me" {
+					kind = map[int]int{1: profile1SliceRev1, 2: profile2SliceRev1}[sl]
+				}
+				facts = append(facts, MIGProfileFacts{Kind: kind, Slices: sl, MemoryMiB: p.memMiB, Placements: pl[p.id]})
+			}
+			mig, skipped, ws := BuildMIG(total, facts)
+			if len(skipped) != 0 || len(ws) != 0 || mig == nil {
+				t.Fatalf("skipped %q, warnings %v, MIG %+v", skipped, ws, mig)
+			}
+			if len(mig.Profiles) != len(ps) {
+				t.Errorf("%d profiles built, the driver lists %d", len(mig.Profiles), len(ps))
+			}
+			for _, p := range ps {
+				i := slices.IndexFunc(mig.Profiles, func(q topology.MIGProfileSpec) bool { return q.Name == p.name })
+				if i < 0 {
+					t.Errorf("profile %s (id %d) missing", p.name, p.id)
+					continue
+				}
+				q := mig.Profiles[i]
+				var want []int
+				for _, x := range pl[p.id] {
+					want = append(want, x.Start)
+				}
+				if q.Size != pl[p.id][0].Size || !slices.Equal(q.Starts, want) || q.MemoryMiB != p.memMiB {
+					t.Errorf("%s: built %+v, the driver says %d slots at %v, %d MiB", p.name, q, pl[p.id][0].Size, want, p.memMiB)
+				}
+				if (q.Exclusive != "") != (p.instances == 1 && len(want) > 1) {
+					t.Errorf("%s: exclusive %q with %d instance(s) at %d starts", p.name, q.Exclusive, p.instances, len(want))
+				}
+			}
+			// The engine holds each profile up to the driver's instance limit.
+			s := c.Spec()
+			s.Accelerators[0].MIG = mig
+			cl, err := topology.Build(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			acc := cl.Model(cl.HostModel(0))
+			for _, p := range ps {
+				id, _ := acc.MIGProfileByName(p.name)
+				l := topology.NewLedger(cl)
+				n := 0
+				for _, st := range acc.MIGProfiles[id].Starts {
+					if l.Allocate(topology.Claim{GPUs: []topology.GPUClaim{{GPU: 0, Kind: topology.ClaimMIG, Profile: id, Start: int8(st)}}}) == nil {
+						n++
+					}
+				}
+				if n != p.instances {
+					t.Errorf("%s: %d instances placed, the driver allows %d", p.name, n, p.instances)
+				}
+			}
+		})
+	}
+	if ran == 0 {
+		t.Skip("no golden capture with MIG profiles")
 	}
 }

@@ -146,7 +146,9 @@ func (h SysHost) PCIDevice(busID string) (PCIDevice, error) {
 // device path such as "../../../devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/0000:18:00.0":
 // the bridges between the host bridge directory (pciDDDD:BB) and the device
 // are a root port followed by an upstream and a downstream port per switch.
-// It reports false when the path does not have that shape.
+// A device directly on the root bus ("…/pci0000:00/0000:00:06.0", as a GPU
+// passed through to a VM often is) has none. It reports false when the path
+// does not have that shape.
 func SwitchesOnPath(path, busID string) (int, bool) {
 	parts := strings.Split(filepath.ToSlash(path), "/")
 	host := -1
@@ -159,6 +161,11 @@ func SwitchesOnPath(path, busID string) (int, bool) {
 		return 0, false
 	}
 	bridges := len(parts) - host - 2 // minus the host bridge dir and the device
+	if bridges == 0 {
+		// On the root bus itself, with no root port: an integrated
+		// endpoint, or a GPU passed through to a VM.
+		return 0, true
+	}
 	if bridges < 1 || (bridges-1)%2 != 0 {
 		return 0, false
 	}

@@ -127,6 +127,9 @@ func TestSwitchesOnPath(t *testing.T) {
 		{"../../../devices/pci0000:00/0000:00:01.0/0000:01:00.0", 0, true},
 		{"../../../devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/0000:18:00.0", 1, true},
 		{"/sys/devices/pci0000:80/0000:80:01.0/0000:81:00.0/0000:82:08.0/0000:83:00.0/0000:84:10.0/0000:85:00.0", 2, true},
+		// A device on the root bus itself, as in a VM (the h200-sxm-1 capture):
+		// no root port and no switch above it.
+		{"../../../devices/pci0000:00/0000:00:06.0", 0, true},
 		{"../../../devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:18:00.0", 0, false}, // half a switch
 		{"../../../devices/pci0000:00/0000:00:01.0", 0, false},                           // not the device
 		{"../../../devices/platform/0000:18:00.0", 0, false},

@@ -85,12 +85,14 @@ func MIGProfileName(kind, slices int, memMiB, totalMiB int64) string {
 	return strconv.Itoa(slices) + "g." + strconv.FormatInt(gb, 10) + "gb" + profileSuffix(kind)
 }
 
-// BuildMIG turns a GPU's profiles into the model's MIG geometry. Variants
-// (media extensions, graphics) occupy their base profile's slots but have
-// their own instance limits, which the model cannot express; they are
-// returned by name in skipped instead. The slot count is the end of the
-// furthest placement. Profiles are ordered by size, compute slices,
-// memory and name. It returns nil when no profile has a placement.
+// BuildMIG turns a GPU's profiles into the model's MIG geometry. The
+// media-extension variants ("+me") occupy their base profile's slots and
+// hold the GPU's media extensions (Exclusive topology.MediaExtensions). The other
+// variants ("-me", "+me.all", "+gfx") share engines in ways the model
+// cannot express; they are returned by name in skipped instead. The slot
+// count is the end of the furthest placement. Profiles are ordered by
+// size, compute slices, memory and name, the base profiles before the
+// variants. It returns nil when no profile has a placement.
 func BuildMIG(totalMiB int64, facts []MIGProfileFacts) (mig *topology.MIGSpec, skipped []string, ws []Warning) {
 	warn := func(format string, args ...any) {
 		ws = append(ws, Warning{GPU: -1, Feature: FeatureMIG, Msg: fmt.Sprintf(format, args...)})
@@ -105,7 +107,12 @@ func BuildMIG(totalMiB int64, facts []MIGProfileFacts) (mig *topology.MIGSpec, s
 	var profiles []topology.MIGProfileSpec
 	for _, f := range facts {
 		name := MIGProfileName(f.Kind, f.Slices, f.MemoryMiB, totalMiB)
-		if profileSuffix(f.Kind) != "" {
+		exclusive := ""
+		switch profileSuffix(f.Kind) {
+		case "":
+		case "+me":
+			exclusive = topology.MediaExtensions
+		default:
 			skipped = append(skipped, name)
 			continue
 		}
@@ -137,7 +144,7 @@ func BuildMIG(totalMiB int64, facts []MIGProfileFacts) (mig *topology.MIGSpec, s
 		}
 		seen[name] = true
 		profiles = append(profiles, topology.MIGProfileSpec{
-			Name: name, Size: size, Starts: starts, MemoryMiB: f.MemoryMiB, ComputeSlices: f.Slices,
+			Name: name, Size: size, Starts: starts, MemoryMiB: f.MemoryMiB, ComputeSlices: f.Slices, Exclusive: exclusive,
 		})
 	}
 	if len(profiles) == 0 {
@@ -148,7 +155,7 @@ func BuildMIG(totalMiB int64, facts []MIGProfileFacts) (mig *topology.MIGSpec, s
 		return nil, skipped, ws
 	}
 	slices.SortStableFunc(profiles, func(a, b topology.MIGProfileSpec) int {
-		return cmp.Or(cmp.Compare(a.Size, b.Size), cmp.Compare(a.ComputeSlices, b.ComputeSlices),
+		return cmp.Or(cmp.Compare(a.Exclusive, b.Exclusive), cmp.Compare(a.Size, b.Size), cmp.Compare(a.ComputeSlices, b.ComputeSlices),
 			cmp.Compare(a.MemoryMiB, b.MemoryMiB), cmp.Compare(a.Name, b.Name))
 	})
 	return &topology.MIGSpec{Slots: slots, Profiles: profiles}, skipped, ws

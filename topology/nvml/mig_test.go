@@ -12,6 +12,8 @@ import (
 func TestMIGProfileNamePresets(t *testing.T) {
 	kindOf := func(p topology.MIGProfileSpec) int {
 		switch {
+		case p.Exclusive == topology.MediaExtensions:
+			return profile1SliceRev1
 		case p.ComputeSlices == 1 && p.Size == 2:
 			return profile1SliceRev2
 		case p.ComputeSlices == 1:
@@ -77,6 +79,8 @@ func TestBuildMIG(t *testing.T) {
 		{Kind: profile4Slice, Slices: 4, MemoryMiB: 40192, Placements: []MIGPlacement{{0, 4}, {4, 3}}}, // mixed sizes
 		{Kind: profile8Slice, Slices: 8, MemoryMiB: 9856, Placements: pl(1, 0)},                        // named like 1g? no: 8g.10gb
 		{Kind: profile1SliceRev2, Slices: 1, MemoryMiB: 9856, Placements: pl(1, 0)},                    // a second "1g.10gb"
+		{Kind: profile1SliceAllME, Slices: 1, MemoryMiB: 9856, Placements: pl(1, 0)},                   // skipped
+		{Kind: profile1SliceGfx, Slices: 1, MemoryMiB: 9856, Placements: pl(1, 0)},
 	}
 	mig, skipped, ws := BuildMIG(81559, facts)
 	want := &topology.MIGSpec{Slots: 8, Profiles: []topology.MIGProfileSpec{
@@ -85,11 +89,12 @@ func TestBuildMIG(t *testing.T) {
 		{Name: "3g.40gb", Size: 4, Starts: []int{0, 4}, MemoryMiB: 40192, ComputeSlices: 3},
 		{Name: "4g.40gb", Size: 4, Starts: []int{0, 4}, MemoryMiB: 40192, ComputeSlices: 4},
 		{Name: "7g.80gb", Size: 8, Starts: []int{0}, MemoryMiB: 80384, ComputeSlices: 7},
+		{Name: "1g.10gb+me", Size: 1, Starts: []int{0, 1, 2, 3, 4, 5, 6}, MemoryMiB: 9856, ComputeSlices: 1, Exclusive: topology.MediaExtensions},
 	}}
 	if !reflect.DeepEqual(mig, want) {
 		t.Errorf("got  %+v\nwant %+v", mig, want)
 	}
-	if !reflect.DeepEqual(skipped, []string{"1g.10gb+me"}) {
+	if !reflect.DeepEqual(skipped, []string{"1g.10gb+me.all", "1g.10gb+gfx"}) {
 		t.Errorf("skipped %q", skipped)
 	}
 	var msgs []string

@@ -220,7 +220,7 @@ type Result struct {
 	// the host matches, ignoring CPU and memory; empty when none.
 	Preset string
 	// SkippedMIGProfiles names MIG profiles the GPU offers that the model
-	// leaves out (variants such as "1g.10gb+me").
+	// leaves out (variants such as "1g.10gb+me.all" or "1g.23gb+gfx").
 	SkippedMIGProfiles []string
 	// Warnings are in the order discovery met them.
 	Warnings []Warning

@@ -405,7 +405,7 @@ func (h *host) health(nodes []*v1.Node) {
 			want = topology.Draining
 		}
 		if h.s.Ledger().HostHealth(hid) != want {
-			if _, err := h.s.SetHostHealth(hid, want); err != nil {
+			if _, err := h.s.SetHostHealth(n.Name, want); err != nil {
 				h.log.Error(err, "Setting host health", "node", n.Name)
 			}
 		}
