@@ -584,7 +584,8 @@ type Resize struct {
 	// grows back to.
 	Size []int
 	// Shrink lists the claims of the tasks a shrink in flight stops (nil:
-	// none), asked for job For with Grace.
+	// none), asked for job For (empty for a failure recovery's shrink)
+	// with Grace.
 	Shrink []topology.Claim
 	For    string
 	Grace  time.Duration
