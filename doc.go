@@ -19,7 +19,8 @@
 //
 // The Scheduler does no I/O, starts no goroutines and never reads a
 // clock; every time is an argument, and the same calls give
-// byte-identical Decisions. It is not safe for concurrent use.
+// byte-identical Decisions. It is not safe for concurrent use;
+// Synchronize wraps it for a service whose goroutines share it.
 //
 // Inside a cycle, package queue says who goes next (quotas with
 // guarantees, borrowing and lending; priorities, FIFO or aging; fair share
