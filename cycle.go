@@ -253,11 +253,10 @@ func (cs *cycleState) listPending(tree *queue.Tree) []Pending { return cs.list.l
 // placement per class whose capacity changed, plus the admissions, plus
 // O(pending) to list the waiting jobs.
 func (s *Scheduler) Schedule(now time.Time) Decision {
-	if s.reentered("Schedule", "") != nil {
+	if s.mutating("Schedule", "") != nil {
 		return Decision{Now: s.now}
 	}
-	s.cb.enter() // the Preemptor and the Placer may read, not change
-	defer s.cb.leave()
+	defer s.cb.leave() // meanwhile the Preemptor and the Placer may read, not change
 	now = s.advance(now)
 	if s.testBeforeCycle != nil {
 		s.testBeforeCycle()

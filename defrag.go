@@ -327,9 +327,10 @@ var ErrNotMoving = errors.New("no migration in flight")
 // the destination was taken meanwhile, it waits in its queue as a
 // requeued job would.
 func (s *Scheduler) Migrated(id string, now time.Time) error {
-	if err := s.reentered("Migrated", id); err != nil {
+	if err := s.mutating("Migrated", id); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	if err := s.applied("Migrated", id); err != nil {
 		return err
 	}
