@@ -18,7 +18,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpusched/gpusched/frag"
+	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/sim"
+	"github.com/gpusched/gpusched/sim/policy"
 	"github.com/gpusched/gpusched/sim/report"
 	"github.com/gpusched/gpusched/sim/rootsched"
 	"github.com/gpusched/gpusched/sim/trace"
@@ -34,6 +36,11 @@ type Options struct {
 	// (openb) is used, and --preset philly always means PhillyCluster. Nil
 	// means simcli's own --preset and --file.
 	ClusterFlags func(cmd *cobra.Command) ClusterLoader
+	// Registry holds a researcher's own policies (placers, orderings,
+	// demotions), accepted by name wherever a built-in's is (--policy,
+	// --policies, --ordering, --orderings, --param); nil: the built-ins
+	// only. See package sim/policy.
+	Registry *policy.Registry
 }
 
 // ClusterLoader loads the cluster a command's flags select.
@@ -42,6 +49,7 @@ type ClusterLoader func(cmd *cobra.Command) (*topology.Cluster, error)
 // bindRun registers the run flags and, through opt.ClusterFlags or its own
 // flags, the cluster selection, and returns how to load the cluster.
 func bindRun(cmd *cobra.Command, rc *runConfig, opt Options) func(runConfig) (*topology.Cluster, error) {
+	rc.reg = opt.Registry
 	if opt.ClusterFlags == nil {
 		rc.bind(cmd.Flags(), true)
 		return func(r runConfig) (*topology.Cluster, error) { return r.loadCluster() }
@@ -108,7 +116,7 @@ unless --no-plots, inflation.png) to OUT/inflation; "gpusched sim compare
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			quietOutput(cmd, out.quiet)
-			if err := compare(cmd, rc, out, splitList(policies), cluster); err != nil {
+			if err := compare(cmd, rc, out, variants(splitSpecs(policies), nil, rc.ordering), cluster); err != nil {
 				return err
 			}
 			return paperReplay(cmd, opt, out)
@@ -317,6 +325,11 @@ var testWrap func(*rootsched.Scheduler) sim.Scheduler
 // execute runs one simulation of p under rc. It is safe to call from
 // several goroutines: everything mutable is its own.
 func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stateSaver) (*sim.Result, error) {
+	given := rc.ordering
+	rc, order, err := rc.effective()
+	if err != nil {
+		return nil, err
+	}
 	jobs := slices.Clone(p.lt.jobs)
 	qcfg, tenants, qmap, err := rc.queueSetup(jobs)
 	if p.part != nil {
@@ -325,7 +338,7 @@ func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stat
 	if err != nil {
 		return nil, err
 	}
-	placer, err := rootsched.Placer(p.c, rc.policy, jobs, rc.defrag.placer)
+	placer, err := rc.placer(p.c, jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -336,16 +349,24 @@ func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stat
 	if err != nil {
 		return nil, err
 	}
+	if order.themis {
+		qcfg.Fairness.Policy = queue.FinishTime
+	}
 	scfg.Cluster, scfg.Queues, scfg.Placer = p.c, qcfg, placer
 	s, err := rootsched.New(scfg)
 	if err != nil {
 		return nil, err
 	}
-	if d, err := parseDemote(rc.demote); err != nil {
+	if d, err := parseDemoteSeed(rc.demote, rc.reg, rc.seed); err != nil {
 		return nil, err
 	} else if d != nil {
 		s.Demote(d)
+		s.StarveLimit(rc.starveLimit)
 	}
+	if err := order.apply(s, rc.seed); err != nil {
+		return nil, err
+	}
+	defer s.CloseOrder()
 	cfg, err := rc.simConfig()
 	if err != nil {
 		return nil, err
@@ -372,6 +393,9 @@ func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stat
 	res, err := sm.Run()
 	if err != nil {
 		return nil, err
+	}
+	if err := s.OrderErr(); err != nil {
+		return nil, fmt.Errorf("--ordering %s: %w", given, err)
 	}
 	res.Summary.Policy, res.Summary.Trace, res.Summary.Input = rc.policy, p.lt.name, sim.NewInputStats(p.lt.stats)
 	return res, nil
@@ -496,14 +520,17 @@ func writeRun(out outFlags, dir string, res *sim.Result) error {
 func compareCmd(opt Options) *cobra.Command {
 	rc := defaultRun()
 	var out outFlags
-	var policies, seeds string
+	var policies, orderings, seeds string
 	var cluster func(runConfig) (*topology.Cluster, error)
 	cmd := &cobra.Command{
 		Use:   "compare",
-		Short: "Run several placement policies on one trace; one table and one set of plots",
-		Long: `Replay one trace once per placement policy (in parallel) and print one table
-with a column per policy; writes compare.json, each policy's summary.json and
-CSVs in a subdirectory, and plots with one line (or bar) per policy.
+		Short: "Run several placement policies or job orderings on one trace; one table and one set of plots",
+		Long: `Replay one trace once per placement policy (--policies) and job ordering
+(--orderings: fifo, sjf, srtf, las:1,8, themis, … as --ordering takes them),
+every pair of the two lists, in parallel, and print one table with a column
+per pair; writes compare.json, each pair's summary.json and CSVs in a
+subdirectory, and plots with one line (or bar) per pair. With --orderings
+alone, every ordering runs under --policy.
 
 With --inflation, runs the FGD paper's inflation experiment instead (openb pod
 lists resampled to a target load, no departures) and writes inflation.json
@@ -515,6 +542,7 @@ own, listed by "sim compare --inflation --help": the cluster flags, --trace
 (--load, --repeat, the model flags, …) are the time-based replay's, and
 --inflation rejects them.`,
 		Example: `  gpusched sim compare --policies topology,best-fit,fgd
+  gpusched sim compare --trace synthetic:300 --load 1.5 --orderings fifo,sjf,srtf,las:1,8,themis --ckpt-interval 1h
   gpusched sim compare --inflation --policies fgd,best-fit`,
 		// Flags are parsed here so that --inflation can hand the rest
 		// to the inflation experiment, whose flags differ.
@@ -533,17 +561,23 @@ own, listed by "sim compare --inflation --help": the cluster flags, --trace
 				return fmt.Errorf("unexpected arguments %q", cmd.Flags().Args())
 			}
 			quietOutput(cmd, out.quiet)
-			if seeds != "" {
-				return compareSeeds(cmd, rc, out, splitList(policies), seeds, cluster)
+			pols := splitSpecs(policies)
+			if orderings != "" && !cmd.Flags().Changed("policies") {
+				pols = []string{rc.policy}
 			}
-			return compare(cmd, rc, out, splitList(policies), cluster)
+			vs := variants(pols, splitSpecs(orderings), rc.ordering)
+			if seeds != "" {
+				return compareSeeds(cmd, rc, out, vs, seeds, cluster)
+			}
+			return compare(cmd, rc, out, vs, cluster)
 		},
 	}
 	cluster = bindRun(cmd, &rc, opt)
 	out.bind(cmd.Flags(), "sim-compare")
 	cmd.Flags().IntVar(&out.par, "parallel", 0, "runs at once (0: GOMAXPROCS)")
-	cmd.Flags().StringVar(&policies, "policies", "topology,best-fit,fgd", "comma-separated placement policies")
-	cmd.Flags().StringVar(&seeds, "seeds", "", "replicate: run every policy at each of these seeds (e.g. 1-10) and print medians with 95% intervals; the policies of a seed share its trace and random draws")
+	cmd.Flags().StringVar(&policies, "policies", "topology,best-fit,fgd", "comma-separated placement policies (each a --policy value)")
+	cmd.Flags().StringVar(&orderings, "orderings", "", "comma-separated job orderings (each an --ordering value: fifo, strict-fifo, priority-aging, sjf, srtf, las:H1,H2,…, slice:LEASE, themis, or a registered one; e.g. fifo,sjf,srtf,las:1,8,themis); empty: --ordering alone")
+	cmd.Flags().StringVar(&seeds, "seeds", "", "replicate: run every pair at each of these seeds (e.g. 1-10) and print medians with 95% intervals; the pairs of a seed share its trace and random draws")
 	cmd.Flags().Bool("inflation", false, "run the FGD paper's inflation experiment instead of a time-based replay, with that experiment's flags (see --inflation --help)")
 	cmd.Flags().BoolP("help", "h", false, "help for compare")
 	return cmd
@@ -589,12 +623,51 @@ func parallel(n, w int, b *progressbar.ProgressBar, fn func(i int) error) error 
 	return errors.Join(errs...)
 }
 
-func compare(cmd *cobra.Command, rc runConfig, out outFlags, policies []string, cluster func(runConfig) (*topology.Cluster, error)) error {
-	if len(policies) == 0 {
+// variant is one column of a comparison: a placement policy and a job
+// ordering, and its label.
+type variant struct {
+	label, policy, ordering string
+}
+
+// dir is the variant's subdirectory name: its label with '/', ':' and
+// ',' replaced.
+func (v variant) dir() string {
+	return strings.NewReplacer("/", "+", ":", "-", ",", "_").Replace(v.label)
+}
+
+// variants pairs every policy with every ordering (none: def). Labels
+// name what varies: the policy, the ordering, or policy/ordering.
+func variants(policies, orderings []string, def string) []variant {
+	many := len(orderings) > 0
+	if !many {
+		orderings = []string{def}
+	}
+	var out []variant
+	for _, p := range policies {
+		for _, o := range orderings {
+			label := p
+			switch {
+			case many && len(policies) == 1:
+				label = o
+			case many:
+				label = p + "/" + o
+			}
+			out = append(out, variant{label: label, policy: p, ordering: o})
+		}
+	}
+	return out
+}
+
+func compare(cmd *cobra.Command, rc runConfig, out outFlags, vs []variant, cluster func(runConfig) (*topology.Cluster, error)) error {
+	if len(vs) == 0 {
 		return errors.New("--policies: none given")
 	}
-	if err := rc.check(nil); err != nil {
-		return err
+	for _, v := range vs {
+		r := rc
+		r.policy, r.ordering = v.policy, v.ordering
+		if err := r.check(nil); err != nil {
+			return fmt.Errorf("%s: %w", v.label, err)
+		}
 	}
 	start := time.Now()
 	p, err := prepare(rc, cluster)
@@ -602,14 +675,14 @@ func compare(cmd *cobra.Command, rc runConfig, out outFlags, policies []string, 
 		return err
 	}
 	reportInput(cmd.OutOrStdout(), p.lt)
-	results := make([]*sim.Result, len(policies))
-	b := bar(cmd, len(policies), "policies", out.quiet)
-	err = parallel(len(policies), workers(out.par), b, func(i int) error {
+	results := make([]*sim.Result, len(vs))
+	b := bar(cmd, len(vs), "runs", out.quiet)
+	err = parallel(len(vs), workers(out.par), b, func(i int) error {
 		r := rc
-		r.policy = policies[i]
+		r.policy, r.ordering = vs[i].policy, vs[i].ordering
 		res, err := execute(r, p, nil, nil)
 		if err != nil {
-			return fmt.Errorf("policy %s: %w", policies[i], err)
+			return fmt.Errorf("%s: %w", vs[i].label, err)
 		}
 		results[i] = res
 		return nil
@@ -617,12 +690,12 @@ func compare(cmd *cobra.Command, rc runConfig, out outFlags, policies []string, 
 	if err != nil {
 		return err
 	}
-	runs := make([]report.Run, len(policies))
-	sums := make([]sim.Summary, len(policies))
-	for i, pol := range policies {
-		runs[i] = report.Run{Label: pol, Result: results[i]}
+	runs := make([]report.Run, len(vs))
+	sums := make([]sim.Summary, len(vs))
+	for i, v := range vs {
+		runs[i] = report.Run{Label: v.label, Result: results[i]}
 		sums[i] = results[i].Summary
-		if err := writeRun(out, filepath.Join(out.dir, pol), results[i]); err != nil {
+		if err := writeRun(out, filepath.Join(out.dir, v.dir()), results[i]); err != nil {
 			return err
 		}
 	}
@@ -672,7 +745,7 @@ func parseParam(s string) (param, error) {
 	if !ok || name == "" {
 		return param{}, fmt.Errorf("--param %q: want NAME=V1,V2,…", s)
 	}
-	p := param{name: name, values: splitList(vals)}
+	p := param{name: name, values: splitSpecs(vals)}
 	if len(p.values) == 0 {
 		return param{}, fmt.Errorf("--param %q: no values", s)
 	}

@@ -16,7 +16,9 @@ import (
 // seedRun is one policy's summary at one seed, as compare-seeds.json
 // lists them.
 type seedRun struct {
+	Label   string      `json:"label"`
 	Policy  string      `json:"policy"`
+	Order   string      `json:"ordering,omitempty"`
 	Seed    uint64      `json:"seed"`
 	Summary sim.Summary `json:"summary"`
 }
@@ -28,7 +30,7 @@ type seedRun struct {
 // failure and drain draws: common random numbers, so differences between
 // policies at a seed are the policies'. It writes compare-seeds.json with
 // every run's summary.
-func compareSeeds(cmd *cobra.Command, rc runConfig, out outFlags, policies []string, seedList string, cluster func(runConfig) (*topology.Cluster, error)) error {
+func compareSeeds(cmd *cobra.Command, rc runConfig, out outFlags, policies []variant, seedList string, cluster func(runConfig) (*topology.Cluster, error)) error {
 	if len(policies) == 0 {
 		return errors.New("--policies: none given")
 	}
@@ -36,8 +38,12 @@ func compareSeeds(cmd *cobra.Command, rc runConfig, out outFlags, policies []str
 	if err != nil {
 		return fmt.Errorf("--seeds: %w", err)
 	}
-	if err := rc.check(nil); err != nil {
-		return err
+	for _, v := range policies {
+		r := rc
+		r.policy, r.ordering = v.policy, v.ordering
+		if err := r.check(nil); err != nil {
+			return fmt.Errorf("%s: %w", v.label, err)
+		}
 	}
 	start := time.Now()
 	type cell struct{ seed, pol int }
@@ -61,10 +67,10 @@ func compareSeeds(cmd *cobra.Command, rc runConfig, out outFlags, policies []str
 	err = parallel(len(cells), workers(out.par), b, func(i int) error {
 		c := cells[i]
 		r := rc
-		r.seed, r.policy = seeds[c.seed], policies[c.pol]
+		r.seed, r.policy, r.ordering = seeds[c.seed], policies[c.pol].policy, policies[c.pol].ordering
 		res, err := execute(r, preps[c.seed], nil, nil)
 		if err != nil {
-			return fmt.Errorf("policy %s, seed %d: %w", policies[c.pol], seeds[c.seed], err)
+			return fmt.Errorf("%s, seed %d: %w", policies[c.pol].label, seeds[c.seed], err)
 		}
 		sums[i] = res.Summary
 		return nil
@@ -75,9 +81,10 @@ func compareSeeds(cmd *cobra.Command, rc runConfig, out outFlags, policies []str
 	labels := make([]report.SeedRuns, len(policies))
 	runs := make([]seedRun, len(cells))
 	for i, c := range cells {
-		labels[c.pol].Label = policies[c.pol]
+		v := policies[c.pol]
+		labels[c.pol].Label = v.label
 		labels[c.pol].Runs = append(labels[c.pol].Runs, sums[i])
-		runs[i] = seedRun{Policy: policies[c.pol], Seed: seeds[c.seed], Summary: sums[i]}
+		runs[i] = seedRun{Label: v.label, Policy: v.policy, Order: v.ordering, Seed: seeds[c.seed], Summary: sums[i]}
 	}
 	if err := writeJSONFile(filepath.Join(out.dir, "compare-seeds.json"), runs); err != nil {
 		return err
