@@ -30,8 +30,13 @@ type Summary struct {
 	// Policy and Trace are set by the caller (e.g. the CLI) to label the
 	// run.
 	Policy string `json:"policy,omitempty"`
-	Trace  string `json:"trace,omitempty"`
-	Seed   uint64 `json:"seed"`
+	// Ordering is the job ordering the caller asked for (e.g. srtf).
+	Ordering string `json:"ordering,omitempty"`
+	Trace    string `json:"trace,omitempty"`
+	Seed     uint64 `json:"seed"`
+	// Provenance is what produced the run, set by the caller (nil: not
+	// recorded).
+	Provenance *Provenance `json:"provenance,omitempty"`
 	// Input is what the trace reader read, skipped as malformed and
 	// filtered out; set by the caller (nil: not reported).
 	Input *InputStats `json:"input,omitempty"`

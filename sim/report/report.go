@@ -259,6 +259,37 @@ var rows = []row{
 	}},
 }
 
+// Definitions says what each row of the summary table (WriteTable, the
+// HTML report) measures, by its name; the HTML report prints them.
+var Definitions = map[string]string{
+	"jobs completed":                                 "jobs that ran to completion / jobs in the trace",
+	"rejected / failed / unfinished":                 "jobs the scheduler refused (too large, bad spec) / ended as failed by their recovery / still waiting or running at the horizon",
+	"not arrived by the horizon":                     "jobs whose submission lies after --horizon",
+	"queue wait mean (started jobs)":                 "mean time from submission to first start, over jobs that started: waits after preemptions are not in it (see total wait)",
+	"queue wait p50 / p95 / p99":                     "percentiles of the time to first start",
+	"still waiting at the end":                       "jobs that never started by the end, and the longest of their waits",
+	"JCT mean / p95":                                 "job completion time, submission to end, over completed jobs",
+	"slowdown p50 / p95":                             "JCT over the job's duration alone",
+	"makespan":                                       "first submission to last end",
+	"GPU allocation (whole run)":                     "GPU time held by jobs over the cluster's GPU time, start to end of the run",
+	"GPU allocation (while arriving)":                "the same over the span of arrivals only",
+	"GPU utilisation (useful)":                       "GPU time that did work jobs kept (not lost to preemptions, failures or overheads) over the cluster's",
+	"load offered / achieved":                        "GPU time the arrived jobs ask for over the cluster's during the arrivals (what --load sets) / mean of allocated + waiting GPUs over capacity then",
+	"allocation / useful while jobs wait":            "allocation and useful utilisation over the time some job was waiting: how well the scheduler used the cluster when it had a choice",
+	"free GPUs unusable (frag.)":                     "share of free GPUs that no waiting job could use although enough GPUs were free (time-averaged), of the mean free GPUs",
+	"top scheduling failure":                         "the most frequent reason a job could not start in a cycle, and how many jobs it held back",
+	"queue wait mean by priority":                    "mean time to first start per job priority",
+	"preemptions / fault / drain stops":              "runs stopped by preemption / by failures / by drains",
+	"migrations / GPU-hours lost to them":            "jobs moved to consolidate or make room, and the work they lost",
+	"shrinks / grows / GPU-hours lost to shrinks":    "elastic resizes, and the work shrinks lost",
+	"recoveries requeue / drain / keep / end":        "the scheduler's recovery actions for jobs hit by failures and drains",
+	"GPU-hours lost (preempt / fail / drain)":        "work since the last checkpoint lost by stopped runs (GPUs × time), by cause; a restart also costs --restart-cost (0 unless set)",
+	"fairness (Jain)":                                "Jain's index of the tenants' GPU time over the whole run (set by the trace more than the policy)",
+	"fairness per window (Jain mean / min)":          "per window in which a job waited, Jain's index of each tenant's allocation over its demand-capped fair share; mean and worst",
+	"finish-time fairness ρ p50 / p95 / worst queue": "Themis' ρ per job: JCT over its time alone on its fair share of the cluster; percentiles, and the worst queue's mean",
+	"multi-GPU in NVLink / host / switch":            "share of multi-GPU jobs placed within one NVLink domain / one host / one switch",
+}
+
 // WriteTable writes the summary of each run as a column of a table, one
 // metric per row.
 func WriteTable(w io.Writer, runs ...Run) error {

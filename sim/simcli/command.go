@@ -1,6 +1,7 @@
 package simcli
 
 import (
+	"cmp"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -268,7 +269,8 @@ cannot carry (preemptions in progress, …; see gpusched explain --help).`,
 type prepared struct {
 	c    *topology.Cluster
 	lt   *loadedTrace
-	part *sim.Partition // hard VCs (--queues vc-hard:PATH), else nil
+	part *sim.Partition  // hard VCs (--queues vc-hard:PATH), else nil
+	prov *sim.Provenance // the command's, for its runs' summaries; nil: none
 }
 
 func prepare(rc runConfig, cluster func(runConfig) (*topology.Cluster, error)) (*prepared, error) {
@@ -325,7 +327,7 @@ var testWrap func(*rootsched.Scheduler) sim.Scheduler
 // execute runs one simulation of p under rc. It is safe to call from
 // several goroutines: everything mutable is its own.
 func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stateSaver) (*sim.Result, error) {
-	given := rc.ordering
+	given := rc
 	rc, order, err := rc.effective()
 	if err != nil {
 		return nil, err
@@ -395,9 +397,13 @@ func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stat
 		return nil, err
 	}
 	if err := s.OrderErr(); err != nil {
-		return nil, fmt.Errorf("--ordering %s: %w", given, err)
+		return nil, fmt.Errorf("--ordering %s: %w", given.ordering, err)
 	}
 	res.Summary.Policy, res.Summary.Trace, res.Summary.Input = rc.policy, p.lt.name, sim.NewInputStats(p.lt.stats)
+	res.Summary.Ordering = cmp.Or(given.ordering, "fifo")
+	if p.prov != nil {
+		res.Summary.Provenance = runProvenance(p.prov, given, rc)
+	}
 	return res, nil
 }
 
@@ -461,10 +467,15 @@ func runOne(cmd *cobra.Command, rc runConfig, out outFlags, saveState []string, 
 		}
 		ss = &stateSaver{dir: out.dir, ats: ats}
 	}
+	prov, err := newProvenance(cmd, []uint64{rc.seed})
+	if err != nil {
+		return err
+	}
 	p, err := prepare(rc, cluster)
 	if err != nil {
 		return err
 	}
+	p.prov = prov
 	if ss != nil {
 		ss.header = fmt.Sprintf("of gpusched sim run: cluster %s, trace %s, policy %s, seed %d", p.c.Name(), p.lt.name, rc.policy, rc.seed)
 	}
@@ -488,7 +499,8 @@ func runOne(cmd *cobra.Command, rc runConfig, out outFlags, saveState []string, 
 			return err
 		}
 	}
-	if err := report.WriteHTML(out.dir, fmt.Sprintf("gpusched sim run: cluster %s, trace %s, policy %s, seed %d", p.c.Name(), p.lt.name, rc.policy, rc.seed), runs...); err != nil {
+	title := fmt.Sprintf("gpusched sim run: cluster %s, trace %s, policy %s, ordering %s, seed %d, config %s", p.c.Name(), p.lt.name, rc.policy, res.Summary.Ordering, rc.seed, prov.Config)
+	if err := report.WriteHTMLPage(out.dir, report.Page{Title: title, Runs: runs, Provenance: prov}); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "cluster %s (%d GPUs), trace %s, policy %s, seed %d\n\n", p.c.Name(), p.c.NumGPUs(), p.lt.name, rc.policy, rc.seed)
@@ -505,7 +517,16 @@ func runOne(cmd *cobra.Command, rc runConfig, out outFlags, saveState []string, 
 	return nil
 }
 
+// provenanceFile is the file, beside a run's CSVs, that says what
+// produced them (sim.Provenance; summary.json carries it too).
+const provenanceFile = "provenance.json"
+
 func writeRun(out outFlags, dir string, res *sim.Result) error {
+	if res.Summary.Provenance != nil {
+		if err := writeJSONFile(filepath.Join(dir, provenanceFile), res.Summary.Provenance); err != nil {
+			return err
+		}
+	}
 	if out.noJobs {
 		r := *res
 		r.Jobs = nil
@@ -670,10 +691,15 @@ func compare(cmd *cobra.Command, rc runConfig, out outFlags, vs []variant, clust
 		}
 	}
 	start := time.Now()
+	prov, err := newProvenance(cmd, []uint64{rc.seed})
+	if err != nil {
+		return err
+	}
 	p, err := prepare(rc, cluster)
 	if err != nil {
 		return err
 	}
+	p.prov = prov
 	reportInput(cmd.OutOrStdout(), p.lt)
 	results := make([]*sim.Result, len(vs))
 	b := bar(cmd, len(vs), "runs", out.quiet)
@@ -707,7 +733,8 @@ func compare(cmd *cobra.Command, rc runConfig, out outFlags, vs []variant, clust
 			return err
 		}
 	}
-	if err := report.WriteHTML(out.dir, fmt.Sprintf("gpusched sim compare: cluster %s, trace %s, seed %d", p.c.Name(), p.lt.name, rc.seed), runs...); err != nil {
+	title := fmt.Sprintf("gpusched sim compare: cluster %s, trace %s, seed %d, config %s", p.c.Name(), p.lt.name, rc.seed, prov.Config)
+	if err := report.WriteHTMLPage(out.dir, report.Page{Title: title, Runs: runs, Provenance: prov}); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "cluster %s (%d GPUs), trace %s, seed %d\n\n", p.c.Name(), p.c.NumGPUs(), p.lt.name, rc.seed)
@@ -902,6 +929,10 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 	}
 	// Load every cluster and trace this shard needs, in grid order, and
 	// report each trace once; the runs then share them read-only.
+	prov, err := newProvenance(cmd, nil)
+	if err != nil {
+		return err
+	}
 	cache := map[key]*prepared{}
 	loaded := make([]*prepared, len(mine))
 	for k, i := range mine {
@@ -911,12 +942,13 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 			if p, err = prepare(configs[i], cluster); err != nil {
 				return fmt.Errorf("run %d: %w", i, err)
 			}
+			p.prov = prov
 			cache[kk] = p
 			reportInput(cmd.OutOrStdout(), p.lt)
 		}
 		loaded[k] = p
 	}
-	if err := os.MkdirAll(out.dir, 0o755); err != nil {
+	if err := writeJSONFile(filepath.Join(out.dir, provenanceFile), prov); err != nil {
 		return err
 	}
 	rows := make([]sweepRow, len(mine))

@@ -29,7 +29,8 @@ type seedRun struct {
 // (a synthetic one is generated from the seed) and the same random
 // failure and drain draws: common random numbers, so differences between
 // policies at a seed are the policies'. It writes compare-seeds.json with
-// every run's summary.
+// every run's summary, each run's summary.json and CSVs in
+// OUT/seed-S/LABEL, and report.html with the medians and intervals.
 func compareSeeds(cmd *cobra.Command, rc runConfig, out outFlags, policies []variant, seedList string, cluster func(runConfig) (*topology.Cluster, error)) error {
 	if len(policies) == 0 {
 		return errors.New("--policies: none given")
@@ -53,6 +54,10 @@ func compareSeeds(cmd *cobra.Command, rc runConfig, out outFlags, policies []var
 			cells = append(cells, cell{si, pi})
 		}
 	}
+	prov, err := newProvenance(cmd, seeds)
+	if err != nil {
+		return err
+	}
 	preps := make([]*prepared, len(seeds))
 	for si, s := range seeds {
 		r := rc
@@ -60,6 +65,7 @@ func compareSeeds(cmd *cobra.Command, rc runConfig, out outFlags, policies []var
 		if preps[si], err = prepare(r, cluster); err != nil {
 			return fmt.Errorf("seed %d: %w", s, err)
 		}
+		preps[si].prov = prov
 	}
 	reportInput(cmd.OutOrStdout(), preps[0].lt)
 	sums := make([]sim.Summary, len(cells))
@@ -73,7 +79,7 @@ func compareSeeds(cmd *cobra.Command, rc runConfig, out outFlags, policies []var
 			return fmt.Errorf("%s, seed %d: %w", policies[c.pol].label, seeds[c.seed], err)
 		}
 		sums[i] = res.Summary
-		return nil
+		return writeRun(out, filepath.Join(out.dir, seedDir(seeds[c.seed]), policies[c.pol].dir()), res)
 	})
 	if err != nil {
 		return err
@@ -89,6 +95,10 @@ func compareSeeds(cmd *cobra.Command, rc runConfig, out outFlags, policies []var
 	if err := writeJSONFile(filepath.Join(out.dir, "compare-seeds.json"), runs); err != nil {
 		return err
 	}
+	title := fmt.Sprintf("gpusched sim compare --seeds: cluster %s, trace %s, %d seeds from %d, config %s", preps[0].c.Name(), preps[0].lt.name, len(seeds), seeds[0], prov.Config)
+	if err := report.WriteHTMLPage(out.dir, report.Page{Title: title, Seeds: labels, Provenance: prov}); err != nil {
+		return err
+	}
 	fmt.Fprintf(cmd.OutOrStdout(), "cluster %s (%d GPUs), trace %s, %d seeds from %d\n\n", preps[0].c.Name(), preps[0].c.NumGPUs(), preps[0].lt.name, len(seeds), seeds[0])
 	if err := report.WriteSeedTable(cmd.OutOrStdout(), labels); err != nil {
 		return err
@@ -96,3 +106,6 @@ func compareSeeds(cmd *cobra.Command, rc runConfig, out outFlags, policies []var
 	fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s (%.1fs)\n", out.dir, time.Since(start).Seconds())
 	return nil
 }
+
+// seedDir is the directory of one seed's runs under compare --seeds.
+func seedDir(seed uint64) string { return fmt.Sprintf("seed-%d", seed) }
