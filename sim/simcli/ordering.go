@@ -7,6 +7,7 @@ import (
 	"github.com/gpusched/gpusched/gang"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/sim/policy"
+	"github.com/gpusched/gpusched/sim/policy/extproc"
 	"github.com/gpusched/gpusched/sim/rootsched"
 	"github.com/gpusched/gpusched/sim/trace"
 	"github.com/gpusched/gpusched/topology"
@@ -17,7 +18,8 @@ const orderingHelp = `job ordering: fifo (best-effort FIFO: a job that does not 
 	`strict-fifo (a job that does not fit blocks those behind it; with --backfill, EASY backfill), priority-aging, ` +
 	`sjf (shortest job first by runtime estimate; also shortest-first), srtf (shortest remaining time first, preemptive: ` +
 	`a job with less time left preempts a running one), las:H1,H2,… (Tiresias' 2D-LAS, thresholds in GPU-hours, preemptive; see --starve-limit), ` +
-	`slice:LEASE (Gandiva-style time slicing, e.g. slice:10m, preemptive), themis (finish-time fairness ρ across queues, Themis)` +
+	`slice:LEASE (Gandiva-style time slicing, e.g. slice:10m, preemptive), themis (finish-time fairness ρ across queues, Themis), ` +
+	`exec:COMMAND ARGS (a policy in another process, e.g. exec:python3 my_policy.py: docs/policy-protocol.md)` +
 	`; sjf and srtf use --runtime-estimate (1, the true durations, when it is not set); a preemptive ordering turns on --preempt queue when --preempt is off`
 
 // jobOrder is what an --ordering value asks for.
@@ -53,13 +55,21 @@ func parseOrdering(v string, reg *policy.Registry) (jobOrder, error) {
 		}
 		return jobOrder{queue: queue.BestEffortFIFO, demote: v, preemptive: true}, nil
 	}
+	if name == "exec" && hasArg {
+		argv := strings.Fields(arg)
+		if len(argv) == 0 {
+			return jobOrder{}, fmt.Errorf("--ordering %q: want exec:COMMAND [ARGS…]", v)
+		}
+		start := func(_ string, seed uint64) (policy.Ordering, error) { return extproc.Start(argv, "", seed) }
+		return jobOrder{queue: queue.BestEffortFIFO, ext: start}, nil
+	}
 	if f, ok := reg.LookupOrdering(name); ok {
 		return jobOrder{queue: queue.BestEffortFIFO, ext: f, extArg: arg}, nil
 	}
 	if _, ok := reg.LookupDemotion(name); ok {
 		return jobOrder{queue: queue.BestEffortFIFO, demote: v, preemptive: true}, nil
 	}
-	known := "fifo, strict-fifo, priority-aging, sjf, srtf, las:H1,H2,…, slice:LEASE, themis"
+	known := "fifo, strict-fifo, priority-aging, sjf, srtf, las:H1,H2,…, slice:LEASE, themis, exec:COMMAND"
 	if r := reg.Orderings(); len(r) > 0 {
 		known += ", and the registered " + strings.Join(r, ", ")
 	}

@@ -91,6 +91,23 @@ func inputPath(flag, v string) string {
 // that the flags name.
 func hashInputs(flags map[string]string) ([]sim.InputFile, error) {
 	var out []sim.InputFile
+	// An exec: ordering's files (its script) are inputs too.
+	for _, name := range []string{"ordering", "orderings"} {
+		_, cmdline, ok := strings.Cut(flags[name], "exec:")
+		if !ok {
+			continue
+		}
+		for _, a := range strings.Fields(cmdline) {
+			if fi, err := os.Stat(a); err == nil && fi.Mode().IsRegular() {
+				in, err := hashFile(a)
+				if err != nil {
+					return nil, err
+				}
+				in.Flag = name
+				out = append(out, in)
+			}
+		}
+	}
 	for _, name := range inputFlags {
 		path := inputPath(name, flags[name])
 		if path == "" {
