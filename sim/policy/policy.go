@@ -71,10 +71,11 @@ type Ordering interface {
 
 // Reorderer is an Ordering whose running jobs' priorities change as they
 // run (shortest-remaining-time-first: remaining time shrinks). The
-// simulator calls Running once per cycle, after Enqueued, with every
-// running job, and sets the priorities that changed. Each call costs a
-// pass over the running jobs; an Ordering without it costs nothing per
-// running job.
+// simulator calls Running, after Enqueued, with every running job in each
+// cycle in which some job waits (a running job's priority matters only
+// against a waiting one's: whether it may preempt it), and sets the
+// priorities that changed. Each call costs a pass over the running jobs;
+// an Ordering without it costs nothing per running job.
 type Reorderer interface {
 	Ordering
 	Running(now time.Duration, jobs []Job) ([]int32, error)

@@ -32,6 +32,7 @@ type orderer struct {
 	jobs    map[string]*orderedJob
 	running []*orderedJob // swap-removed: deterministic for a given call sequence
 	entered []*orderedJob
+	waiting int // live jobs not running
 	err     error
 	batch   []policy.Job // reused per call
 }
@@ -72,10 +73,12 @@ func (m *orderer) submit(now time.Duration, j *workload.Job) {
 		GPUs: float64(j.Demand().GPUMilli) / topology.MilliPerGPU, Priority: j.Priority, Submit: now, Runtime: j.Runtime}}
 	m.jobs[j.ID] = o
 	m.entered = append(m.entered, o)
+	m.waiting++
 }
 
 func (m *orderer) started(now time.Duration, id string) {
 	if j := m.jobs[id]; j != nil && j.idx < 0 {
+		m.waiting--
 		j.since = now
 		j.idx = len(m.running)
 		j.job.Running = true
@@ -98,9 +101,11 @@ func (m *orderer) stopped(now time.Duration, id string, saved time.Duration, gon
 		m.running = m.running[:len(m.running)-1]
 		j.idx = -1
 		j.job.Running = false
+		m.waiting++
 	}
 	j.job.Done = saved
 	if gone {
+		m.waiting--
 		j.gone = true
 		delete(m.jobs, id)
 		return
@@ -126,8 +131,8 @@ func (m *orderer) update(a *Scheduler, now time.Duration) {
 		clear(m.entered)
 		m.entered = m.entered[:0]
 	}
-	if m.re == nil || len(m.running) == 0 {
-		return
+	if m.re == nil || len(m.running) == 0 || m.waiting == 0 {
+		return // running jobs' priorities matter only against waiting ones
 	}
 	m.batch = m.batch[:0]
 	for _, j := range m.running {
