@@ -77,6 +77,7 @@ type SeedMetric struct {
 var SeedMetrics = []SeedMetric{
 	{"queue wait mean", func(s *sim.Summary) float64 { return s.Wait.Mean }, secs},
 	{"queue wait p95", func(s *sim.Summary) float64 { return s.Wait.P95 }, secs},
+	{"total wait mean", func(s *sim.Summary) float64 { return s.TotalWait.Mean }, secs},
 	{"JCT mean", func(s *sim.Summary) float64 { return s.JCT.Mean }, secs},
 	{"JCT p95", func(s *sim.Summary) float64 { return s.JCT.P95 }, secs},
 	{"still waiting at the end", func(s *sim.Summary) float64 { return float64(s.StillWaiting.Jobs) }, func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }},

@@ -154,3 +154,21 @@ func TestOrderingError(t *testing.T) {
 		t.Errorf("OrderErr %v", err)
 	}
 }
+
+// TestTotalWait: under SRTF the 10-hour job starts at once (time to
+// first start 0) and waits again after the short job preempts it at 1 h:
+// from its stop after 30 s of grace to the short job's end at 1h30m30s,
+// 1,800 s in all. TotalWait counts that wait; Wait does not.
+func TestTotalWait(t *testing.T) {
+	res := ordered(t, rootsched.SRTF{}, []trace.Job{job8("long", 0, 10*time.Hour), job8("short", time.Hour, 30*time.Minute)})
+	got := byRecord(res)
+	if l := got["long"]; l.Start != 0 || l.Waited != 1800 {
+		t.Errorf("long: first start %v, waited %v s; want 0 and 1800", l.Start, l.Waited)
+	}
+	if s := got["short"]; s.Waited != 30 {
+		t.Errorf("short waited %v s, want the 30 s of grace", s.Waited)
+	}
+	if w, tw := res.Summary.Wait.Mean, res.Summary.TotalWait.Mean; w != 15 || tw != 915 {
+		t.Errorf("mean wait %v s, mean total wait %v s; want 15 and 915", w, tw)
+	}
+}

@@ -1027,6 +1027,8 @@ var sweepColumns = []struct {
 	{"shrinks", func(s *sim.Summary) string { return strconv.Itoa(s.Preemption.Shrinks) }},
 	{"grows", func(s *sim.Summary) string { return strconv.Itoa(s.Preemption.Grows) }},
 	{"gpu_hours_lost_shrink", func(s *sim.Summary) string { return ff(s.Preemption.GPUHoursLostShrink) }},
+	{"total_wait_mean_s", func(s *sim.Summary) string { return ff(s.TotalWait.Mean) }},
+	{"partitioned_free", func(s *sim.Summary) string { return ff(s.Fragmentation.PartitionedShareFree) }},
 }
 
 func ff(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
