@@ -154,6 +154,24 @@ func writeSeedsHTML(w io.Writer, labels []SeedRuns) {
 		fmt.Fprintf(w, "<td>%d / %s</td>", iv.N, esc(pct(iv.Coverage)))
 	}
 	fmt.Fprint(w, "</tr>\n</tbody></table>\n<p>Intervals are distribution-free (order statistics of the per-seed values); each seed's runs are in seed-S/.</p>\n")
+	if len(labels) < 2 {
+		return
+	}
+	fmt.Fprintf(w, "<h2>Paired differences from %s [95%% interval]</h2>\n<table id=\"paired\">\n<thead><tr><th>metric</th>", esc(labels[0].Label))
+	for i := 1; i < len(labels); i++ {
+		fmt.Fprintf(w, "<th>%s − %s</th>", esc(labels[i].Label), esc(labels[0].Label))
+		stats[i] = PairedStats(labels[0], labels[i])
+	}
+	fmt.Fprint(w, "</tr></thead>\n<tbody>\n")
+	for _, m := range SeedMetrics {
+		fmt.Fprintf(w, "<tr><td>%s</td>", esc(m.Name))
+		for i := 1; i < len(labels); i++ {
+			iv := stats[i][m.Name]
+			fmt.Fprintf(w, "<td>%s [%s, %s]</td>", esc(signed(m.Fmt, iv.Median)), esc(signed(m.Fmt, iv.Lo)), esc(signed(m.Fmt, iv.Hi)))
+		}
+		fmt.Fprint(w, "</tr>\n")
+	}
+	fmt.Fprint(w, "</tbody></table>\n<p>Each difference is taken seed by seed (common random numbers: the same trace and draws), then summarised; an interval that excludes 0 is the policies' difference, not the seeds'.</p>\n")
 }
 
 // writeConfigHTML writes the configuration: version, flags given, inputs

@@ -290,6 +290,17 @@ func prepare(rc runConfig, cluster func(runConfig) (*topology.Cluster, error)) (
 	if len(lt.jobs) == 0 {
 		return nil, fmt.Errorf("trace %s: no job to replay", lt.name)
 	}
+	if pt, err := trace.ParsePerturbation(rc.perturb); err != nil {
+		return nil, fmt.Errorf("--perturb: %w", err)
+	} else if pt != (trace.Perturbation{}) {
+		if strings.HasPrefix(rc.traceArg, "synthetic:") {
+			return nil, errors.New("--perturb varies a recorded trace; a synthetic one is drawn anew from each seed")
+		}
+		if lt.jobs, err = trace.Perturb(lt.jobs, pt, rc.dataSeed()); err != nil {
+			return nil, fmt.Errorf("--perturb: %w", err)
+		}
+		lt.name += "~" + pt.String()
+	}
 	if rc.repeat > 1 {
 		if lt.jobs, err = trace.Replicate(lt.jobs, rc.repeat, rc.dataSeed()); err != nil {
 			return nil, err
@@ -916,14 +927,15 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 		lvl                          string
 		load                         float64
 		repeat                       int
+		perturb                      string
 		span                         time.Duration
 		seed                         uint64
 	}
 	keyOf := func(r runConfig) key {
 		k := key{r.preset, r.file, r.traceArg, r.mapping, r.skipBad, r.strict, r.keepCPU, r.maxPerTask, r.cpuPerGPU, r.memPerGPU, r.topoLevel,
-			r.synLoad, r.repeat, r.arrivalSpan, 0}
-		if strings.HasPrefix(r.traceArg, "synthetic:") || r.repeat > 1 {
-			k.seed = r.dataSeed() // generation and replication draw from it
+			r.synLoad, r.repeat, r.perturb, r.arrivalSpan, 0}
+		if strings.HasPrefix(r.traceArg, "synthetic:") || r.repeat > 1 || r.perturb != "" {
+			k.seed = r.dataSeed() // generation, replication and perturbation draw from it
 		}
 		return k
 	}

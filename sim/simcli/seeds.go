@@ -103,6 +103,12 @@ func compareSeeds(cmd *cobra.Command, rc runConfig, out outFlags, policies []var
 	if err := report.WriteSeedTable(cmd.OutOrStdout(), labels); err != nil {
 		return err
 	}
+	if len(labels) > 1 {
+		fmt.Fprintln(cmd.OutOrStdout())
+		if err := report.WritePairedTable(cmd.OutOrStdout(), labels); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s (%.1fs)\n", out.dir, time.Since(start).Seconds())
 	return nil
 }
