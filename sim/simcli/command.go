@@ -1,6 +1,7 @@
 package simcli
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/csv"
 	"errors"
@@ -841,7 +842,9 @@ in the grid for its random models instead. A run has the same result
 whichever shard or machine runs it. With --shard i/n
 only the points whose index is i modulo n run, so Slurm job arrays or
 Kubernetes Indexed Jobs can split a large sweep; each shard writes
-sweep-i-of-n.csv.`,
+sweep-i-of-n.csv. When seed is swept (--param seed=1,2,…,10), an unsharded
+sweep also writes sweep-intervals.csv: per point of the other parameters,
+each metric's median over the seeds with its 95% interval.`,
 		Example: `  gpusched sim sweep --trace synthetic:5000 --param policy=topology,best-fit --param gpu-mtbf=1000h,10000h
   gpusched sim sweep --param load=0.8,1.0,1.2 --param policy=fgd,best-fit --shard 0/4
   gpusched sim sweep --trace synthetic:5000 --load 1.3 --high-priority-share 0.2 --param preempt=off,queue,cluster`,
@@ -995,6 +998,11 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 	if err := f.Close(); err != nil {
 		return err
 	}
+	if sn == 1 {
+		if err := writeIntervalsFile(filepath.Join(out.dir, "sweep-intervals.csv"), params, rows); err != nil {
+			return err
+		}
+	}
 	if len(mine) == 0 {
 		fmt.Fprintf(cmd.OutOrStdout(), "shard %d/%d has no runs: the grid has %d %s; wrote the header of %s\n", si, sn, len(points),
 			plural(len(points), "point", "points"), filepath.Join(out.dir, name))
@@ -1005,6 +1013,17 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "\n%d of %d runs (shard %d/%d) written to %s (%.1fs)\n", len(mine), len(points), si, sn, out.dir, time.Since(start).Seconds())
 	return nil
+}
+
+// writeIntervalsFile writes sweep-intervals.csv (writeSweepIntervals)
+// when seed is swept.
+func writeIntervalsFile(path string, params []param, rows []sweepRow) error {
+	var b bytes.Buffer
+	ok, err := writeSweepIntervals(&b, params, rows)
+	if err != nil || !ok {
+		return err
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
 // sweepColumns are the metrics sweep.csv reports per run.
