@@ -411,11 +411,11 @@ func (s *Scheduler) evaluate(leaf *queue.Leaf, j *job, now time.Time, ps pass) v
 	if b := s.tree.Check(lid, j.demand); b != nil {
 		// The Preemptor and a reservation place j with its own model
 		// filter of now.
-		ch := s.adm.models(lid, j)
+		ch := s.hosts.apply(j, s.adm.models(lid, j))
 		j.req.AllowHost = ch.allow
 		return verdict{kind: verdictBlocked, reason: s.quotaReason(b), block: b, preempt: true, mkey: ch.key}
 	}
-	ch := s.adm.models(lid, j)
+	ch := s.hosts.apply(j, s.adm.models(lid, j)) // hostfilter.go
 	if ch.block != nil {
 		j.req.AllowHost = ch.allow
 		return verdict{kind: verdictBlocked, reason: s.quotaReason(ch.block), block: ch.block, mkey: ch.key}

@@ -126,6 +126,12 @@ type jobRec struct {
 	// failed and vanished count its pods that failed, and that were
 	// deleted without a terminal phase (lifecycle.go).
 	failed, vanished int
+	// excluded are the nodes kube rejected for it, rejections how often;
+	// filter is the key of its host filter in the Scheduler
+	// (constraints.go).
+	excluded   map[string]exclusion
+	rejections int
+	filter     string
 }
 
 // assignment is where one pod of a bound job goes.
@@ -305,6 +311,7 @@ func (h *host) decide(nodes []*v1.Node, view *podView, now time.Time, fx *effect
 			}
 		}
 	}
+	h.filterJobs(nodes, now) // node constraints (constraints.go)
 	d := h.s.Schedule(now)
 	h.followCluster() // a cycle may have taken out or reshaped drained hosts
 	h.carryOut(&d, now, fx)
@@ -897,6 +904,9 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 			continue
 		}
 		msg := "gpusched: " + p.Reason.String()
+		if len(rec.excluded) > 0 {
+			msg += "; " + rec.exclusionNote()
+		}
 		if rec.blocked != "" {
 			// The eviction of a victim planned for it was refused (a
 			// PodDisruptionBudget) and is not retried: say so.

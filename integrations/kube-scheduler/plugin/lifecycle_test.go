@@ -500,3 +500,77 @@ func TestSchedulerBindRefusesWithdrawnPlan(t *testing.T) {
 		t.Errorf("withdrawn plan: Bind %v, want a refusal (not Skip to DefaultBinder)", st)
 	}
 }
+
+// TestHostNodeConstraints (issue 26, defect 4): a pod restricted to n2
+// (node selector), and one that does not tolerate n1's taint, are planned
+// on n2 though n1 comes first; a node kube-scheduler rejected for a pod
+// (PostFilter) is excluded for its job, with the reason in its pending
+// message, until a backoff ends, and the job is planned elsewhere.
+func TestHostNodeConstraints(t *testing.T) {
+	n1 := gpuNode("n1", 8, "NVIDIA-H100-80GB-HBM3", nil)
+	n1.Spec.Taints = []v1.Taint{{Key: "dedicated", Value: "infer", Effect: v1.TaintEffectNoSchedule}}
+	n2 := gpuNode("n2", 8, "NVIDIA-H100-80GB-HBM3", map[string]string{"zone": "b"})
+	h, io := newTestHost(t, n1, n2)
+	ctx := context.Background()
+	sel := schedPod("sel", 4, nil)
+	sel.Spec.NodeSelector = map[string]string{"zone": "b"}
+	sel.Spec.Tolerations = []v1.Toleration{{Key: "dedicated", Operator: v1.TolerationOpExists}}
+	io.pods = []*v1.Pod{sel}
+	h.cycle(ctx)
+	if a, ok := h.assignmentOf(sel.UID); !ok || a.node != "n2" {
+		t.Fatalf("sel (nodeSelector zone=b): %+v %v, want n2", a, ok)
+	}
+	bindAll(t, h, io)
+	untol := schedPod("untol", 4, nil)
+	io.pods = append(io.pods, untol)
+	io.clock = io.clock.Add(time.Second)
+	h.cycle(ctx)
+	if a, ok := h.assignmentOf(untol.UID); !ok || a.node != "n2" {
+		t.Fatalf("untol (no toleration of n1's taint): %+v %v, want n2", a, ok)
+	}
+	bindAll(t, h, io)
+
+	// kube rejects n1 for tol (which tolerates the taint); the job is
+	// planned elsewhere or waits saying why, and is not let through to
+	// n1 again before the backoff ends.
+	h2, io2 := newTestHost(t, n1, gpuNode("n2", 8, "NVIDIA-H100-80GB-HBM3", nil))
+	tol := schedPod("tol", 8, nil)
+	tol.Spec.Tolerations = []v1.Toleration{{Key: "dedicated", Operator: v1.TolerationOpExists}}
+	io2.pods = []*v1.Pod{tol}
+	h2.cycle(ctx)
+	a, ok := h2.assignmentOf(tol.UID)
+	if !ok {
+		t.Fatal("tol not planned")
+	}
+	first := a.node
+	h2.exclude(tol.UID, first, "NodeResourcesFit: Insufficient cpu", io2.clock)
+	h2.unreserve(tol.UID)
+	io2.clock = io2.clock.Add(time.Second)
+	h2.cycle(ctx)
+	if a, ok := h2.assignmentOf(tol.UID); !ok || a.node == first {
+		t.Fatalf("after kube rejected %s: %+v %v, want the other node", first, a, ok)
+	}
+	// Both nodes rejected: it waits with the reasons, and is not let
+	// through again within the backoff.
+	a, _ = h2.assignmentOf(tol.UID)
+	h2.exclude(tol.UID, a.node, "NodeResourcesFit: Insufficient memory", io2.clock)
+	h2.unreserve(tol.UID)
+	n := len(io2.activated)
+	for range 20 {
+		io2.clock = io2.clock.Add(time.Second)
+		h2.cycle(ctx)
+	}
+	if len(io2.activated) != n {
+		t.Errorf("re-activated within the backoff: %v", io2.activated[n:])
+	}
+	if r := h2.waitingReason(tol.UID); !strings.Contains(r, "rejected by kube-scheduler") || !strings.Contains(r, "Insufficient cpu") {
+		t.Errorf("reason %q, want the rejections", r)
+	}
+	for range 60 {
+		io2.clock = io2.clock.Add(time.Second)
+		h2.cycle(ctx)
+	}
+	if len(io2.activated) == n {
+		t.Error("never planned again after the backoff")
+	}
+}

@@ -354,11 +354,18 @@ func (p *SchedulerPlugin) Filter(_ context.Context, _ fwk.CycleState, pod *v1.Po
 // another plugin's filter (kube-scheduler's view of the node disagrees with
 // gpusched's): the job is requeued and placed again, instead of its pod
 // waiting for ever.
-func (p *SchedulerPlugin) PostFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+func (p *SchedulerPlugin) PostFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	a, ok := p.h.assignmentOf(pod.UID)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, p.h.waitingReason(pod.UID))
 	}
+	why := "its filters failed"
+	if m != nil {
+		if st := m.Get(a.node); st != nil && len(st.Reasons()) > 0 {
+			why = st.Plugin() + ": " + strings.Join(st.Reasons(), ", ")
+		}
+	}
+	p.h.exclude(pod.UID, a.node, why, p.h.io.now())
 	for _, uid := range p.h.unreserve(pod.UID) {
 		if wp := p.handle.GetWaitingPod(uid); wp != nil {
 			wp.Reject(Name, fmt.Sprintf("gpusched: pod %s/%s of the same job did not fit its planned node", pod.Namespace, pod.Name))
