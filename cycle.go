@@ -436,10 +436,10 @@ func (s *Scheduler) evaluate(leaf *queue.Leaf, j *job, now time.Time, ps pass) v
 	if b := s.tree.Check(lid, j.demand); b != nil {
 		// The Preemptor and a reservation place j with its own model
 		// filter of now.
-		ch := s.adm.models(lid, j)
+		ch := s.hosts.apply(j, s.adm.models(lid, j))
 		return verdict{kind: verdictBlocked, reason: s.quotaReason(b), block: b, preempt: true, allow: ch.allow, mkey: ch.key}
 	}
-	ch := s.adm.models(lid, j)
+	ch := s.hosts.apply(j, s.adm.models(lid, j)) // hostfilter.go
 	if ch.block != nil {
 		return verdict{kind: verdictBlocked, reason: s.quotaReason(ch.block), block: ch.block, allow: ch.allow, mkey: ch.key}
 	}

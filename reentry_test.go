@@ -36,6 +36,9 @@ var mutators = map[string]func(s *Scheduler, now time.Time) error{
 		_, err := s.SetGPUHealth(0, topology.Failed)
 		return err
 	},
+	"SetHostFilter": func(s *Scheduler, now time.Time) error {
+		return s.SetHostFilter("a", HostFilter{Key: "k", Allow: func(topology.HostID) bool { return true }})
+	},
 	"SetHostHealth": func(s *Scheduler, now time.Time) error {
 		_, err := s.SetHostHealth(s.Cluster().HostName(0), topology.Failed)
 		return err

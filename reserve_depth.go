@@ -68,7 +68,7 @@ func (d *deepReserver) after(s *Scheduler, leaf *queue.Leaf, j *job, r *Reason, 
 		if cj == j || cj.nom.nominated != nil || len(cj.nom.waitingFor) > 0 || holds(s, cj) {
 			return true
 		}
-		ch := s.adm.models(leaf.ID(), cj)
+		ch := s.hosts.apply(cj, s.adm.models(leaf.ID(), cj))
 		if ch.block != nil {
 			return true
 		}

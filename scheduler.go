@@ -174,6 +174,7 @@ type Scheduler struct {
 	// ARCHITECTURE.md for what each owns and its invariants.
 	jobs    jobTable      // live jobs; holding ones by end and by host (jobs.go)
 	adm     admission     // demands, charges, model filters, never-fits (admission.go)
+	hosts   hostFilters   // per-job host filters (hostfilter.go)
 	fit     failureCache  // placement failures and capacity gains (failcache.go)
 	res     reservations  // backfill: holds, reservations, shadows (reserve.go)
 	noms    nominations   // placements promised to preempting jobs (nominations.go)

@@ -53,6 +53,9 @@ profiles:
     bind:
       enabled:
       - {name: GPUSched}
+    postFilter:
+      disabled:
+      - {name: DefaultPreemption}
   pluginConfig:
   - name: GPUSched
     args: {mode: scheduler, cycleIntervalMilliseconds: 100, gangTimeoutSeconds: 120}

@@ -30,6 +30,9 @@ profiles:
     bind:
       enabled:
       - name: GPUSched
+    postFilter:
+      disabled:
+      - name: DefaultPreemption
   pluginConfig:
   - name: GPUSched
     args:

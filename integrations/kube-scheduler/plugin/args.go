@@ -149,6 +149,18 @@ type Args struct {
 	// victim again (gpusched.Config.EvictionRetry); the job it was for is
 	// planned again without it meanwhile. Default 300.
 	EvictionRetrySeconds int32 `json:"evictionRetrySeconds,omitempty"`
+	// GPUUnavailableGraceSeconds is how long a node that reports
+	// allocatable GPUs 0 while its capacity (or GPU count label) says it
+	// has GPUs counts as temporarily unavailable (the device plugin
+	// restarting and registering again): it takes no new pod, its
+	// running pods keep their GPUs and are not recovered or deleted.
+	// After it the node is a node without GPUs (it leaves; its jobs are
+	// recovered). Default 300.
+	GPUUnavailableGraceSeconds int32 `json:"gpuUnavailableGraceSeconds,omitempty"`
+	// AdmitTimeoutSeconds releases a job gpusched bound whose pods are
+	// not all bound within it (gpusched.Config.AdmitTimeout): its GPUs
+	// and quota come back and it waits again. Default 600.
+	AdmitTimeoutSeconds int32 `json:"admitTimeoutSeconds,omitempty"`
 }
 
 // Modes.
@@ -198,6 +210,10 @@ const (
 	DefaultCycleIntervalMillis  = 200
 	DefaultEventIntervalSeconds = 60
 	DefaultEvictionRetrySeconds = 300
+	// DefaultGPUUnavailableGraceSeconds and DefaultAdmitTimeoutSeconds
+	// default the Args fields of the same names.
+	DefaultGPUUnavailableGraceSeconds = 300
+	DefaultAdmitTimeoutSeconds        = 600
 	// QueueConfigMapKey is the ConfigMap key holding the queue tree.
 	QueueConfigMapKey = "queues.yaml"
 )
@@ -254,6 +270,12 @@ func (a *Args) SetDefaults() {
 	if a.EvictionRetrySeconds == 0 {
 		a.EvictionRetrySeconds = DefaultEvictionRetrySeconds
 	}
+	if a.GPUUnavailableGraceSeconds == 0 {
+		a.GPUUnavailableGraceSeconds = DefaultGPUUnavailableGraceSeconds
+	}
+	if a.AdmitTimeoutSeconds == 0 {
+		a.AdmitTimeoutSeconds = DefaultAdmitTimeoutSeconds
+	}
 	mt := make(map[string]string, len(DefaultMachineTemplates)+len(a.MachineTemplates))
 	for k, v := range DefaultMachineTemplates {
 		mt[k] = v
@@ -280,6 +302,16 @@ func (a *Args) EventInterval() time.Duration {
 // EvictionRetry returns EvictionRetrySeconds as a duration.
 func (a *Args) EvictionRetry() time.Duration {
 	return time.Duration(a.EvictionRetrySeconds) * time.Second
+}
+
+// GPUUnavailableGrace returns GPUUnavailableGraceSeconds as a duration.
+func (a *Args) GPUUnavailableGrace() time.Duration {
+	return time.Duration(a.GPUUnavailableGraceSeconds) * time.Second
+}
+
+// AdmitTimeout returns AdmitTimeoutSeconds as a duration.
+func (a *Args) AdmitTimeout() time.Duration {
+	return time.Duration(a.AdmitTimeoutSeconds) * time.Second
 }
 
 // GangTimeout returns GangTimeoutSeconds as a duration.
@@ -380,6 +412,12 @@ func (a *Args) Validate() error {
 	}
 	if a.EvictionRetrySeconds < 1 || a.EvictionRetrySeconds > 86400 {
 		errs = append(errs, field.Invalid(field.NewPath("evictionRetrySeconds"), a.EvictionRetrySeconds, "must be between 1 and 86400"))
+	}
+	if a.GPUUnavailableGraceSeconds < 1 || a.GPUUnavailableGraceSeconds > 86400 {
+		errs = append(errs, field.Invalid(field.NewPath("gpuUnavailableGraceSeconds"), a.GPUUnavailableGraceSeconds, "must be between 1 and 86400"))
+	}
+	if a.AdmitTimeoutSeconds < 1 || a.AdmitTimeoutSeconds > 86400 {
+		errs = append(errs, field.Invalid(field.NewPath("admitTimeoutSeconds"), a.AdmitTimeoutSeconds, "must be between 1 and 86400"))
 	}
 	if len(errs) == 0 {
 		return nil

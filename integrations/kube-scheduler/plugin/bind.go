@@ -117,14 +117,17 @@ func (p *SchedulerPlugin) bindsIndices(pod *v1.Pod) bool {
 }
 
 // Bind binds the pod of a one-pod job with its GPU indices annotation in
-// the Binding; gang members are left to the next Bind plugin.
+// the Binding; gang members are left to the next Bind plugin. A pod whose
+// job's binding was withdrawn after PreBind is not bound at all (issue 26,
+// defect 8): left to DefaultBinder it would be bound without the indices
+// annotation, on GPUs no one counts after a restart.
 func (p *SchedulerPlugin) Bind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
+	a, ok := p.h.assignmentOf(pod.UID)
+	if !ok || a.node != node {
+		return fwk.NewStatus(fwk.Unschedulable, "gpusched: the pod's binding was withdrawn")
+	}
 	if !p.bindsIndices(pod) {
 		return fwk.NewStatus(fwk.Skip)
-	}
-	a, ok := p.h.assignmentOf(pod.UID)
-	if !ok {
-		return fwk.NewStatus(fwk.Unschedulable, "gpusched: the pod's binding was withdrawn")
 	}
 	return p.binder.bind(ctx, pod, node, p.args.GPUIndicesAnnotation, formatIndices(a.gpus))
 }

@@ -43,8 +43,16 @@ type host struct {
 	queuesErr error
 
 	kick chan struct{}
+	// lead says when this scheduler leads: no cycle runs before (leader.go).
+	lead *leadership
+	// check, when set, vets the profile once the scheduler is built
+	// (postFilterConflict); its error is kept in refused.
+	check func() error
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// refused says why this host does not schedule (a profile scheduler
+	// mode cannot run in): every pod waits with it as its reason.
+	refused  error
 	s        *gpusched.Scheduler
 	topo     *Topology
 	shape    string
@@ -65,6 +73,12 @@ type host struct {
 	moved map[string]string
 	// parsed keeps last cycle's jobs, to reuse those whose pods did not change.
 	parsed jobCache
+	// ends books how jobs ended; finals keeps deleted pods' last phases
+	// (lifecycle.go).
+	ends   endBook
+	finals finalPhases
+	// away: GPU nodes temporarily unavailable (away.go).
+	away awayNodes
 }
 
 // submitAt is the time to submit a job created at created: created, or
@@ -89,6 +103,8 @@ type hostIO interface {
 	event(pod *v1.Pod, typ, reason, msg string)
 	setPending(ctx context.Context, pod *v1.Pod, msg string) error
 	deletePod(ctx context.Context, pod *v1.Pod) error
+	// annotate sets annotations on pod (a merge patch).
+	annotate(ctx context.Context, pod *v1.Pod, annotations map[string]string) error
 	evict(ctx context.Context, pod *v1.Pod, grace time.Duration) error
 	now() time.Time
 }
@@ -107,6 +123,15 @@ type jobRec struct {
 	partial bool
 	// checkpoint reported to the Scheduler.
 	checkpoint time.Time
+	// failed and vanished count its pods that failed, and that were
+	// deleted without a terminal phase (lifecycle.go).
+	failed, vanished int
+	// excluded are the nodes kube rejected for it, rejections how often;
+	// filter is the key of its host filter in the Scheduler
+	// (constraints.go).
+	excluded   map[string]exclusion
+	rejections int
+	filter     string
 }
 
 // assignment is where one pod of a bound job goes.
@@ -127,7 +152,7 @@ type podNote struct {
 }
 
 func newHost(args *Args, profile string, io hostIO, log klog.Logger) *host {
-	return &host{args: args, profile: profile, io: io, log: log, kick: make(chan struct{}, 1),
+	return &host{args: args, profile: profile, io: io, log: log, kick: make(chan struct{}, 1), lead: newLeadership(),
 		jobs: map[string]*jobRec{}, assign: map[types.UID]*assignment{}, byJob: map[string][]types.UID{},
 		notes: map[types.UID]*podNote{}, moved: map[string]string{}}
 }
@@ -145,13 +170,29 @@ func (h *host) poke() {
 const idleCycle = 5 * time.Second
 
 // run runs cycles until ctx ends: one after each burst of events, at most
-// one per CycleInterval, and one every idleCycle.
+// one per CycleInterval, and one every idleCycle. The first runs once the
+// informers synced and this scheduler leads (leader.go): before, the host
+// writes nothing.
 func (h *host) run(ctx context.Context) {
 	for !h.io.synced() {
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	select {
+	case <-ctx.Done():
+		return
+	case <-h.lead.leading:
+	}
+	h.log.Info("Leading: gpusched cycles start")
+	if h.check != nil {
+		if err := h.check(); err != nil {
+			h.log.Error(err, "Scheduler mode refuses this profile: it schedules nothing until the configuration is fixed")
+			h.mu.Lock()
+			h.refused = err
+			h.mu.Unlock()
 		}
 	}
 	idle := time.NewTimer(idleCycle)
@@ -176,11 +217,14 @@ func (h *host) run(ctx context.Context) {
 // effects is what a cycle asks of the apiserver, done after mu is released.
 type effects struct {
 	activate []*v1.Pod
-	reject   []types.UID
-	events   []podEvent
-	pending  []podEvent
-	evict    []eviction
-	del      []*v1.Pod
+	// plans are gang bindings: every member's plan is written before
+	// any member is activated (gangplan.go).
+	plans   []planWrite
+	reject  []types.UID
+	events  []podEvent
+	pending []podEvent
+	evict   []eviction
+	del     []*v1.Pod
 }
 
 type podEvent struct {
@@ -209,22 +253,25 @@ func (h *host) cycle(ctx context.Context) {
 		return
 	}
 	now := h.io.now()
-	var ours []*v1.Pod
-	for _, p := range all {
-		if p.Spec.SchedulerName == h.profile && !isTerminal(p) && p.DeletionTimestamp == nil {
-			ours = append(ours, p)
-		}
-	}
+	view := viewPods(all, h.profile, h.args)
 	var fx effects
 	h.mu.Lock()
-	h.decide(nodes, ours, now, &fx)
+	h.decide(nodes, &view, now, &fx)
 	h.mu.Unlock()
 	h.apply(ctx, &fx)
 }
 
 // decide is the part of a cycle under mu.
-func (h *host) decide(nodes []*v1.Node, ours []*v1.Pod, now time.Time, fx *effects) {
+func (h *host) decide(nodes []*v1.Node, view *podView, now time.Time, fx *effects) {
+	defer h.finals.endCycle()
+	if h.refused != nil {
+		for _, j := range h.parsed.jobsOf(view.live, h.args) {
+			h.note(fx, j.all(), "gpusched: "+h.refused.Error(), now)
+		}
+		return
+	}
 	slices.SortFunc(nodes, func(a, b *v1.Node) int { return strings.Compare(a.Name, b.Name) })
+	nodes, away := h.away.view(nodes, h.args, now)
 	if k := h.shapeOf(nodes); h.s == nil || k != h.shape {
 		if h.applyLive(nodes, now) { // nodes joined, left or changed (livenodes.go)
 			h.shape = k
@@ -232,7 +279,8 @@ func (h *host) decide(nodes []*v1.Node, ours []*v1.Pod, now time.Time, fx *effec
 			h.rebuild(nodes, k, fx)
 		}
 	}
-	jobs := h.parsed.jobsOf(ours, h.args)
+	h.cordonAway(away)
+	jobs := h.parsed.jobsOf(view.live, h.args)
 	if h.s == nil {
 		why := "gpusched: no GPU topology"
 		switch {
@@ -248,7 +296,10 @@ func (h *host) decide(nodes []*v1.Node, ours []*v1.Pod, now time.Time, fx *effec
 	}
 	h.followCluster()
 	h.health(nodes)
-	h.reconcile(jobs, now, fx)
+	h.reconcile(jobs, view.ended, now, fx)
+	for _, p := range view.held {
+		h.note(fx, []*v1.Pod{p}, fmt.Sprintf("gpusched: job %s: waiting for its members being deleted to go", jobID(p, h.args)), now)
+	}
 	if h.unhealthy {
 		h.unhealthy = false
 		for hid, n := range h.topo.unavailable {
@@ -260,6 +311,7 @@ func (h *host) decide(nodes []*v1.Node, ours []*v1.Pod, now time.Time, fx *effec
 			}
 		}
 	}
+	h.filterJobs(nodes, now) // node constraints (constraints.go)
 	d := h.s.Schedule(now)
 	h.followCluster() // a cycle may have taken out or reshaped drained hosts
 	h.carryOut(&d, now, fx)
@@ -310,7 +362,8 @@ func (h *host) rebuild(nodes []*v1.Node, shape string, fx *effects) {
 		h.buildErr = err
 		return
 	}
-	s, err := gpusched.New(gpusched.Config{Cluster: topo.Cluster, Queues: h.queues, Placer: placer, Preemptor: pre, EvictionRetry: h.args.EvictionRetry()})
+	s, err := gpusched.New(gpusched.Config{Cluster: topo.Cluster, Queues: h.queues, Placer: placer, Preemptor: pre,
+		EvictionRetry: h.args.EvictionRetry(), AdmitTimeout: h.args.AdmitTimeout()})
 	if err != nil {
 		h.buildErr = err
 		return
@@ -433,11 +486,11 @@ func hasNoExecute(n *v1.Node) bool {
 }
 
 // reconcile brings the Scheduler's jobs in line with the pods.
-func (h *host) reconcile(jobs []*podJob, now time.Time, fx *effects) {
+func (h *host) reconcile(jobs []*podJob, ended map[types.UID]v1.PodPhase, now time.Time, fx *effects) {
 	current := make(map[string]*podJob, len(jobs))
 	for _, j := range jobs {
 		current[j.spec.ID] = j
-		if j.err != nil {
+		if j.err != nil && !h.survives(j) {
 			current[j.spec.ID] = nil
 		}
 	}
@@ -453,8 +506,10 @@ func (h *host) reconcile(jobs []*podJob, now time.Time, fx *effects) {
 		case rec.evicting && st.State.Holding():
 			_ = h.s.Preempted(id, now)
 			_ = h.s.Cancel(id, now) // its pods are gone; a controller recreates them as a new job
+			h.ends.record(id, queue.Preempted)
 		case st.State.Holding():
-			_ = h.s.Finished(id, now)
+			h.podsGone(rec, nil, ended)
+			h.endHolding(id, rec, now)
 		default:
 			_ = h.s.Cancel(id, now)
 		}
@@ -473,7 +528,7 @@ func (h *host) reconcile(jobs []*podJob, now time.Time, fx *effects) {
 	h.requeue = h.requeue[:0]
 	for _, j := range jobs {
 		id := j.spec.ID
-		if j.err != nil {
+		if j.err != nil && current[id] != j {
 			var inc errIncomplete
 			if errors.As(j.err, &inc) {
 				if !forming(j, now) {
@@ -489,6 +544,7 @@ func (h *host) reconcile(jobs []*podJob, now time.Time, fx *effects) {
 			h.add(j, now, fx)
 			continue
 		}
+		h.podsGone(rec, j.all(), ended)
 		rec.job = j
 		st, ok := h.s.Job(id)
 		if !ok {
@@ -509,11 +565,12 @@ func (h *host) reconcile(jobs []*podJob, now time.Time, fx *effects) {
 				held++
 			}
 		}
-		if st.State == queue.Running && held != h.placedPods(st.Placement) && !rec.evicting {
-			// Pods of a running job were bound or lost outside this
-			// scheduler's bindings (a binding that landed after a restart,
-			// a pod bound by hand): the Scheduler's view is wrong; rebuild
-			// it from the pods next cycle.
+		if st.State == queue.Running && held > h.placedPods(st.Placement) && !rec.evicting {
+			// Pods of a running job were bound outside this scheduler's
+			// bindings (a binding that landed after a restart, a pod bound
+			// by hand): the Scheduler's view is wrong; rebuild it from the
+			// pods next cycle. (Fewer: members ended or were deleted; the
+			// job keeps its GPUs until all are gone.)
 			h.log.Info("Bound pods of a job changed outside gpusched's bindings; rebuilding", "job", id, "pods", held, "held", h.placedPods(st.Placement))
 			h.shape, h.live = "", liveNodes{}
 		}
@@ -531,6 +588,16 @@ func (h *host) reconcile(jobs []*podJob, now time.Time, fx *effects) {
 			}
 			rec.evicting, rec.recovery, rec.blocked = false, false, ""
 		}
+		if j.err != nil && st.State.Holding() {
+			// A gang that lost members runs on: its other pods wait.
+			var waiting []*v1.Pod
+			for _, p := range j.all() {
+				if _, assigned := h.assign[p.UID]; p.Spec.NodeName == "" && !assigned {
+					waiting = append(waiting, p)
+				}
+			}
+			h.note(fx, waiting, fmt.Sprintf("gpusched: gang %s runs on with %d of its pods (the others ended or were deleted) and keeps its GPUs; this pod waits until the gang's pods are all gone", id, bound), now)
+		}
 		if st.State == queue.Running && j.checkpoint.After(rec.checkpoint) {
 			rec.checkpoint = j.checkpoint
 			if err := h.s.Checkpointed(id, j.checkpoint, now); err != nil {
@@ -538,6 +605,24 @@ func (h *host) reconcile(jobs []*podJob, now time.Time, fx *effects) {
 			}
 		}
 	}
+}
+
+// survives reports whether j, a gang with fewer live pods than its size,
+// is a holding job some of whose pods are still bound: it keeps running,
+// and its GPUs, until all its pods are gone (a member that failed or was
+// deleted does not end it; the library's recovery may).
+func (h *host) survives(j *podJob) bool {
+	var inc errIncomplete
+	if !errors.As(j.err, &inc) {
+		return false
+	}
+	if _, known := h.jobs[j.spec.ID]; !known {
+		return false
+	}
+	if st, ok := h.s.Job(j.spec.ID); !ok || !st.State.Holding() {
+		return false
+	}
+	return slices.ContainsFunc(j.all(), func(p *v1.Pod) bool { return p.Spec.NodeName != "" })
 }
 
 // placedPods is the number of tasks a placement holds.
@@ -602,7 +687,7 @@ func (h *host) restore(j *podJob, complete bool, now time.Time, fx *effects) boo
 			if node != "" {
 				bound++
 			} else if complete {
-				node = p.Status.NominatedNodeName
+				node = plannedNode(p)
 			}
 			if node == "" {
 				continue
@@ -740,10 +825,16 @@ func (h *host) unassign(uid types.UID) {
 // carryOut turns a Decision into assignments, evictions and notes.
 func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 	c := h.topo.Cluster
+	h.expire(d, now, fx) // (before the bindings: an expired job may be bound again)
 	for _, b := range d.Bindings {
 		rec := h.jobs[b.Job]
 		if rec == nil {
 			continue
+		}
+		var plan *planWrite
+		if len(b.Placement.Claims) > 1 {
+			fx.plans = append(fx.plans, planWrite{job: b.Job})
+			plan = &fx.plans[len(fx.plans)-1]
 		}
 		placed := make([]int, len(rec.job.pods))
 		for i, t := range b.Placement.Tasks {
@@ -760,7 +851,11 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 				a.gpus = append(a.gpus, int(x.GPU-first))
 			}
 			h.setAssign(p.UID, a)
-			fx.activate = append(fx.activate, p)
+			if plan != nil {
+				plan.add(p, a)
+			} else {
+				fx.activate = append(fx.activate, p)
+			}
 			delete(h.notes, p.UID)
 		}
 		for g, pods := range rec.job.pods {
@@ -809,6 +904,9 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 			continue
 		}
 		msg := "gpusched: " + p.Reason.String()
+		if len(rec.excluded) > 0 {
+			msg += "; " + rec.exclusionNote()
+		}
 		if rec.blocked != "" {
 			// The eviction of a victim planned for it was refused (a
 			// PodDisruptionBudget) and is not retried: say so.
@@ -828,6 +926,9 @@ func (h *host) note(fx *effects, pods []*v1.Pod, msg string, now time.Time) {
 func (h *host) noteAs(fx *effects, pods []*v1.Pod, msg, reason string, now time.Time) {
 	iv := h.args.EventInterval()
 	for _, p := range pods {
+		if p.Spec.NodeName != "" && reason != ReasonInvalid {
+			continue // a bound pod is not pending
+		}
 		n := h.notes[p.UID]
 		if n == nil {
 			n = &podNote{}
@@ -864,6 +965,7 @@ func (h *host) apply(ctx context.Context, fx *effects) {
 	if len(fx.activate) > 0 {
 		h.io.activate(fx.activate)
 	}
+	h.writePlans(ctx, fx.plans)
 	h.evictAll(ctx, fx.evict)
 	for _, p := range fx.del {
 		if err := h.io.deletePod(ctx, p); err != nil {
@@ -975,12 +1077,22 @@ func (h *host) waitingReason(uid types.UID) string {
 	if n := h.notes[uid]; n != nil {
 		return n.msg
 	}
-	return "gpusched: waiting for a gpusched cycle to bind its job"
+	if h.refused != nil {
+		return "gpusched: " + h.refused.Error()
+	}
+	return defaultWaiting
 }
 
-// forget drops what the host noted about a deleted pod.
-func (h *host) forget(uid types.UID) {
+// defaultWaiting is the reason of a pod no cycle has noted yet.
+const defaultWaiting = "gpusched: waiting for a gpusched cycle to bind its job"
+
+// forget drops what the host noted about a deleted pod, and keeps its
+// phase if it was terminal (a finish a cycle may not have seen).
+func (h *host) forget(p *v1.Pod) {
 	h.mu.Lock()
-	delete(h.notes, uid)
+	delete(h.notes, p.UID)
+	if isTerminal(p) {
+		h.finals.record(p.UID, p.Status.Phase)
+	}
 	h.mu.Unlock()
 }

@@ -29,16 +29,43 @@ type fakeIO struct {
 	evicted   []string
 	refuse    map[string]error // per pod name: the Eviction API refuses it
 	attempts  map[string]int   // eviction attempts per pod name
+	deleted   []string
+	rejected  []string // UIDs rejected at Permit
+	ops       []string // "annotate POD", "activate POD", in order
+	annotErr  error    // annotate fails with it
 }
 
-func (f *fakeIO) synced() bool                    { return true }
-func (f *fakeIO) listNodes() ([]*v1.Node, error)  { return f.nodes, nil }
-func (f *fakeIO) listPods() ([]*v1.Pod, error)    { return f.pods, nil }
-func (f *fakeIO) now() time.Time                  { return f.clock }
-func (f *fakeIO) rejectWaiting(types.UID, string) {}
+func (f *fakeIO) annotate(_ context.Context, p *v1.Pod, annotations map[string]string) error {
+	if f.annotErr != nil {
+		return f.annotErr
+	}
+	f.ops = append(f.ops, "annotate "+p.Name)
+	for i, q := range f.pods {
+		if q.UID == p.UID {
+			c := q.DeepCopy()
+			if c.Annotations == nil {
+				c.Annotations = map[string]string{}
+			}
+			for k, v := range annotations {
+				c.Annotations[k] = v
+			}
+			f.pods[i] = c
+		}
+	}
+	return nil
+}
+
+func (f *fakeIO) synced() bool                   { return true }
+func (f *fakeIO) listNodes() ([]*v1.Node, error) { return f.nodes, nil }
+func (f *fakeIO) listPods() ([]*v1.Pod, error)   { return f.pods, nil }
+func (f *fakeIO) now() time.Time                 { return f.clock }
+func (f *fakeIO) rejectWaiting(uid types.UID, _ string) {
+	f.rejected = append(f.rejected, string(uid))
+}
 func (f *fakeIO) activate(pods []*v1.Pod) {
 	for _, p := range pods {
 		f.activated = append(f.activated, p.Name)
+		f.ops = append(f.ops, "activate "+p.Name)
 	}
 }
 func (f *fakeIO) event(p *v1.Pod, _, reason, msg string) {
@@ -52,7 +79,10 @@ func (f *fakeIO) setPending(_ context.Context, p *v1.Pod, msg string) error {
 	f.patches[p.Name]++
 	return nil
 }
-func (f *fakeIO) deletePod(context.Context, *v1.Pod) error { return nil }
+func (f *fakeIO) deletePod(_ context.Context, p *v1.Pod) error {
+	f.deleted = append(f.deleted, p.Name)
+	return nil
+}
 func (f *fakeIO) evict(_ context.Context, p *v1.Pod, _ time.Duration) error {
 	if f.attempts == nil {
 		f.attempts = map[string]int{}

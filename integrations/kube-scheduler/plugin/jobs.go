@@ -22,6 +22,8 @@ type podJob struct {
 	// created is the earliest creation time of its pods: jobs are
 	// submitted (and restored) in this order.
 	created time.Time
+	// ckey is constraintKey of its first pod (constraints.go).
+	ckey string
 	// err says why the job cannot be submitted (bad labels or annotations);
 	// problem names the pod and field for the event.
 	err error
@@ -172,6 +174,7 @@ func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
 		}
 	}
 	j.spec = spec
+	j.ckey = constraintKey(members[0])
 	return j
 }
 

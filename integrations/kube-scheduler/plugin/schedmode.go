@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
 	"github.com/gpusched/gpusched/queue"
 )
@@ -86,6 +88,7 @@ func newSchedulerPlugin(ctx context.Context, args *Args, h fwk.Handle) (*Schedul
 	nodeInf, podInf := f.Core().V1().Nodes().Informer(), f.Core().V1().Pods().Informer()
 	io.hasSynced = func() bool { return nodeInf.HasSynced() && podInf.HasSynced() }
 	p.h = newHost(args, h.ProfileName(), io, log)
+	p.h.check = func() error { return checkProfile(h) }
 	var raw string
 	p.h.queues, raw, p.h.queuesErr = loadQueues(ctx, args, h, log)
 	if p.h.queuesErr != nil && args.QueueConfigFile != "" {
@@ -122,7 +125,8 @@ func newSchedulerPlugin(ctx context.Context, args *Args, h fwk.Handle) (*Schedul
 				return
 			}
 			if pod, ok := o.(*v1.Pod); ok {
-				p.h.forget(pod.UID)
+				p.h.forget(pod)
+				p.h.lead.forget(pod.UID)
 			}
 			p.h.poke()
 		},
@@ -136,6 +140,43 @@ func newSchedulerPlugin(ctx context.Context, args *Args, h fwk.Handle) (*Schedul
 	}
 	go p.h.run(ctx)
 	return p, nil
+}
+
+// checkProfile vets the profile h serves, once kube-scheduler built it
+// (its plugin lists are empty while the plugins are being made): see
+// postFilterConflict.
+func checkProfile(h fwk.Handle) error {
+	l, ok := h.(interface{ ListPlugins() *config.Plugins })
+	if !ok {
+		return nil
+	}
+	ps := l.ListPlugins()
+	if ps == nil {
+		return nil
+	}
+	var names []string
+	for _, p := range ps.PostFilter.Enabled {
+		names = append(names, p.Name)
+	}
+	return postFilterConflict(h.ProfileName(), names)
+}
+
+// postFilterConflict returns an error naming the PostFilter plugins that
+// run before GPUSched in profile (postFilter, in kube-scheduler's order).
+// kube-scheduler runs PostFilter plugins in order until one succeeds or
+// says UnschedulableAndUnresolvable; one before GPUSched (DefaultPreemption
+// by default) would preempt pods for a gpusched pod whose planned node
+// kube rejected: victims gpusched did not choose, deleted with no regard
+// for its plans. Scheduler mode plans its own preemptions, so it refuses
+// such a profile. GPUSched's own PostFilter ends the chain
+// (UnschedulableAndUnresolvable), so plugins after it never run.
+func postFilterConflict(profile string, postFilter []string) error {
+	k := slices.Index(postFilter, Name)
+	if k <= 0 {
+		return nil
+	}
+	return fmt.Errorf("%s (mode: scheduler): profile %s runs the PostFilter plugin(s) %s before %s: they would preempt pods gpusched did not choose; disable them in the profile (plugins: {postFilter: {disabled: [{name: %s}]}}, as deploy/scheduler-mode.yaml does)",
+		Name, profile, strings.Join(postFilter[:k], ", "), Name, postFilter[0])
 }
 
 // watchQueues watches the queue ConfigMap (an informer on that one object)
@@ -187,13 +228,13 @@ func (p *SchedulerPlugin) applyQueues(cm *v1.ConfigMap, log klog.Logger) {
 	}
 	if err != nil {
 		log.Error(err, "Queue tree edit not applied; the tree in force stays")
-		if rec != nil {
+		if rec != nil && p.h.lead.isLeading() {
 			rec.Eventf(cm, nil, v1.EventTypeWarning, ReasonInvalid, "QueueConfig", "not applied, the queue tree in force stays: %s", err.Error())
 		}
 		return
 	}
 	log.Info("Queue tree applied", "configMap", cm.Namespace+"/"+cm.Name, "resourceVersion", cm.ResourceVersion)
-	if rec != nil {
+	if rec != nil && p.h.lead.isLeading() {
 		rec.Eventf(cm, nil, v1.EventTypeNormal, ReasonQueuesApplied, "QueueConfig", "queue tree applied (resourceVersion %s)", cm.ResourceVersion)
 	}
 	p.h.poke()
@@ -266,12 +307,16 @@ func (p *SchedulerPlugin) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status
 	if _, ok := p.h.assignmentOf(pod.UID); ok {
 		return nil
 	}
+	if p.h.lead.letProbe(pod) {
+		return nil // its scheduling cycle tells that this scheduler leads
+	}
 	p.h.poke()
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, p.h.waitingReason(pod.UID))
 }
 
 // PreFilter narrows the pod to its planned node.
 func (p *SchedulerPlugin) PreFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	p.h.lead.lead() // only the leader runs scheduling cycles
 	a, ok := p.h.assignmentOf(pod.UID)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, p.h.waitingReason(pod.UID))
@@ -309,18 +354,27 @@ func (p *SchedulerPlugin) Filter(_ context.Context, _ fwk.CycleState, pod *v1.Po
 // another plugin's filter (kube-scheduler's view of the node disagrees with
 // gpusched's): the job is requeued and placed again, instead of its pod
 // waiting for ever.
-func (p *SchedulerPlugin) PostFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+func (p *SchedulerPlugin) PostFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	a, ok := p.h.assignmentOf(pod.UID)
 	if !ok {
-		return nil, fwk.NewStatus(fwk.Unschedulable)
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, p.h.waitingReason(pod.UID))
 	}
+	why := "its filters failed"
+	if m != nil {
+		if st := m.Get(a.node); st != nil && len(st.Reasons()) > 0 {
+			why = st.Plugin() + ": " + strings.Join(st.Reasons(), ", ")
+		}
+	}
+	p.h.exclude(pod.UID, a.node, why, p.h.io.now())
 	for _, uid := range p.h.unreserve(pod.UID) {
 		if wp := p.handle.GetWaitingPod(uid); wp != nil {
 			wp.Reject(Name, fmt.Sprintf("gpusched: pod %s/%s of the same job did not fit its planned node", pod.Namespace, pod.Name))
 		}
 	}
 	p.h.poke()
-	return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gpusched: planned node %s failed; job %s is placed again", a.node, a.job))
+	// UnschedulableAndUnresolvable: no PostFilter plugin after GPUSched
+	// (kube's preemption) runs for this pod.
+	return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gpusched: planned node %s failed; job %s is placed again", a.node, a.job))
 }
 
 // Reserve takes the pod's planned slot.

@@ -1,0 +1,183 @@
+package plugin
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/gpusched/gpusched"
+	"github.com/gpusched/gpusched/topology"
+)
+
+// Node constraints in scheduler mode (issue 26, defect 4). A job is
+// planned only on nodes its pods' node selector, required node affinity
+// and tolerations accept (the first pod's: a gang's members share them),
+// through a host filter on the job (gpusched.Scheduler.SetHostFilter). A
+// node kube-scheduler's own filters reject for a planned pod (PostFilter:
+// resources kube counts that gpusched does not, pod affinity, volume
+// topology, ...) is excluded for that job, with the reason in its pending
+// message, for a backoff that doubles with each rejection (exclusionBase
+// up to exclusionMax): the job is planned elsewhere meanwhile, and is
+// never re-activated on that node more than once per backoff.
+
+const (
+	exclusionBase = 30 * time.Second
+	exclusionMax  = 10 * time.Minute
+)
+
+// exclusion is a node kube rejected for a job.
+type exclusion struct {
+	why   string
+	until time.Time
+}
+
+// constraintKey names what of p's spec constrains its nodes: its node
+// selector, required node affinity and tolerations.
+func constraintKey(p *v1.Pod) string {
+	var req *v1.NodeSelector
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+		req = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	b, err := json.Marshal(struct {
+		S map[string]string `json:"s,omitempty"`
+		A *v1.NodeSelector  `json:"a,omitempty"`
+		T []v1.Toleration   `json:"t,omitempty"`
+	}{p.Spec.NodeSelector, req, p.Spec.Tolerations})
+	if err != nil {
+		return fmt.Sprintf("%p", p) // cannot happen; a key of its own
+	}
+	return string(b)
+}
+
+// nodeFits reports whether p's node selector, required node affinity and
+// tolerations accept n, and if not, why.
+func (h *host) nodeFits(p *v1.Pod, aff nodeaffinity.RequiredNodeAffinity, n *v1.Node) (bool, string) {
+	if t, bad := corev1helpers.FindMatchingUntoleratedTaint(h.log, n.Spec.Taints, p.Spec.Tolerations, func(t *v1.Taint) bool {
+		return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
+	}, false); bad {
+		return false, fmt.Sprintf("untolerated taint %s=%s:%s", t.Key, t.Value, t.Effect)
+	}
+	if ok, err := aff.Match(n); err != nil || !ok {
+		return false, "node selector or affinity does not match"
+	}
+	return true, ""
+}
+
+// eligible is one constraint key's verdict on the cluster's hosts.
+type eligible struct {
+	ok  []bool
+	key string // the host filter's key: which hosts pass
+	all bool
+}
+
+// filterJobs sets each waiting job's host filter from its constraints and
+// exclusions (the Scheduler's cluster and nodes of this cycle).
+func (h *host) filterJobs(nodes []*v1.Node, now time.Time) {
+	c := h.topo.Cluster
+	byName := make(map[string]*v1.Node, len(nodes))
+	for _, n := range nodes {
+		byName[n.Name] = n
+	}
+	verdicts := map[string]*eligible{}
+	for _, id := range sortedKeys(h.jobs) {
+		rec := h.jobs[id]
+		st, ok := h.s.Job(id)
+		if !ok || st.State.Holding() {
+			continue
+		}
+		pods := rec.job.all()
+		if len(pods) == 0 {
+			continue
+		}
+		ck := rec.job.ckey
+		if ck == "" {
+			ck = constraintKey(pods[0])
+		}
+		e := verdicts[ck]
+		if e == nil {
+			e = &eligible{ok: make([]bool, c.NumHosts()), all: true}
+			aff := nodeaffinity.GetRequiredNodeAffinity(pods[0])
+			var kb strings.Builder
+			for i := range e.ok {
+				n := byName[c.HostName(topology.HostID(i))]
+				e.ok[i] = n == nil // (a host without its node: health decides)
+				if n != nil {
+					e.ok[i], _ = h.nodeFits(pods[0], aff, n)
+				}
+				if e.ok[i] {
+					kb.WriteByte('1')
+				} else {
+					kb.WriteByte('0')
+					e.all = false
+				}
+			}
+			e.key = kb.String()
+			verdicts[ck] = e
+		}
+		for node, x := range rec.excluded {
+			if !now.Before(x.until) {
+				delete(rec.excluded, node)
+			}
+		}
+		want := gpusched.HostFilter{}
+		switch {
+		case len(rec.excluded) > 0:
+			ok := append([]bool(nil), e.ok...)
+			for _, node := range sortedKeys(rec.excluded) {
+				if hid, found := c.HostByName(node); found {
+					ok[hid] = false
+				}
+			}
+			want = gpusched.HostFilter{Key: e.key + "/" + id + "/" + strings.Join(sortedKeys(rec.excluded), ","), Allow: func(hid topology.HostID) bool { return ok[hid] }}
+		case !e.all:
+			ok := e.ok
+			want = gpusched.HostFilter{Key: e.key, Allow: func(hid topology.HostID) bool { return ok[hid] }}
+		}
+		if want.Key == rec.filter {
+			continue
+		}
+		if err := h.s.SetHostFilter(id, want); err != nil {
+			h.log.Error(err, "Setting a job's node constraints", "job", id)
+			continue
+		}
+		rec.filter = want.Key
+	}
+}
+
+// exclude records that kube-scheduler rejected node for the job of pod
+// uid, saying why: the job is not planned there until its backoff ends.
+func (h *host) exclude(uid types.UID, node, why string, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	a, ok := h.assign[uid]
+	if !ok {
+		return
+	}
+	rec := h.jobs[a.job]
+	if rec == nil {
+		return
+	}
+	rec.rejections++
+	back := exclusionBase << min(rec.rejections-1, 10)
+	back = min(back, exclusionMax)
+	if rec.excluded == nil {
+		rec.excluded = map[string]exclusion{}
+	}
+	rec.excluded[node] = exclusion{why: why, until: now.Add(back)}
+}
+
+// exclusionNote says which nodes are excluded for rec, and why.
+func (rec *jobRec) exclusionNote() string {
+	var parts []string
+	for _, node := range sortedKeys(rec.excluded) {
+		x := rec.excluded[node]
+		parts = append(parts, fmt.Sprintf("node %s rejected by kube-scheduler (%s), not planned there before %s", node, x.why, x.until.UTC().Format(time.RFC3339)))
+	}
+	return strings.Join(parts, "; ")
+}
