@@ -17,7 +17,9 @@ import (
 // writes its slices or what they point to, so it may be kept, shared
 // with other goroutines or changed (changing it changes nothing in the
 // Scheduler). Reasons may be shared between its Pending rows and with
-// other Decisions: read them only.
+// other Decisions: read them only. A host listing many waiting jobs every
+// cycle may hand a Decision it is done with back (Scheduler.Recycle), so
+// that a later cycle reuses its Pending array.
 type Decision struct {
 	// Now is the time the cycle ran at: Schedule's now, or the latest
 	// time the Scheduler had seen if now was earlier.

@@ -34,6 +34,9 @@ type pendingList struct {
 	cycle  uint64
 	// spare is merge's scratch, swapped with a leaf's rows.
 	spare leafRows
+	// recycled is a Decision's Pending array its caller handed back
+	// (Scheduler.Recycle), for the next listing; nil: allocate.
+	recycled []Pending
 	// kept and merged count the leaves whose rows were kept as they were
 	// (patched or not) and merged, for tests and profiles.
 	kept, merged uint64
@@ -104,10 +107,15 @@ func (pl *pendingList) list(tree *queue.Tree, cs *cycleState) []Pending {
 		}
 		n += len(lr.rows)
 	}
-	// A new array every cycle: the Decision is the caller's (a later
-	// cycle never writes it), and never the rows kept here (a host that
-	// edits it changes nothing here).
-	buf := make([]Pending, 0, n)
+	// A new array every cycle, or one its caller handed back: the
+	// Decision is the caller's (a later cycle never writes it unless given
+	// back), and never the rows kept here (a host that edits it changes
+	// nothing here).
+	buf := pl.recycled[:0]
+	pl.recycled = nil
+	if cap(buf) < n {
+		buf = make([]Pending, 0, n+n/8)
+	}
 	for _, id := range tree.Leaves() {
 		buf = append(buf, pl.leaves[id].rows...)
 	}
@@ -275,4 +283,26 @@ func sameReason(a, b *Reason) bool {
 		a.Until == b.Until && a.UntilForever == b.UntilForever && slices.Equal(a.Victims, b.Victims) &&
 		a.Reserved == b.Reserved && a.ReservedForever == b.ReservedForever && a.HoldsQuota == b.HoldsQuota &&
 		a.Detail == b.Detail && a.ExplainedAt == b.ExplainedAt
+}
+
+// recycle keeps rows, a Pending array its caller is done with, for the
+// next listing (the larger of it and one kept already).
+func (pl *pendingList) recycle(rows []Pending) {
+	if cap(rows) > cap(pl.recycled) {
+		pl.recycled = rows
+	}
+}
+
+// Recycle hands back a Decision the caller is done with: a later
+// Schedule may reuse its Pending array instead of allocating one (at tens
+// of thousands of waiting jobs, listing them all every cycle allocates
+// megabytes a cycle, and the garbage collector's work grows with it).
+// After Recycle the caller must not read or keep d.Pending; without it,
+// a Decision stays the caller's for ever. O(1).
+func (s *Scheduler) Recycle(d Decision) {
+	if s.mutating("Recycle", "") != nil {
+		return
+	}
+	defer s.cb.leave()
+	s.cyc.list.recycle(d.Pending)
 }

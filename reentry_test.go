@@ -83,6 +83,13 @@ var mutators = map[string]func(s *Scheduler, now time.Time) error{
 	"RestoreStopping":    func(s *Scheduler, now time.Time) error { return s.RestoreStopping("a") },
 	"RestoreTombstone":   func(s *Scheduler, now time.Time) error { return s.RestoreTombstone(Tombstone{}) },
 	"RestoreFresh":       func(s *Scheduler, now time.Time) error { return s.RestoreFresh("a") },
+	"Recycle": func(s *Scheduler, now time.Time) error {
+		s.Recycle(Decision{Pending: make([]Pending, 1<<20)}) // refused: not kept
+		if cap(s.cyc.list.recycled) == 1<<20 {
+			return errors.New("Recycle from a callback kept the array")
+		}
+		return ErrReentrant
+	},
 	"Schedule": func(s *Scheduler, now time.Time) error {
 		if d := s.Schedule(now); !reflect.DeepEqual(d, Decision{Now: s.Now()}) {
 			return errors.New("Schedule from a callback decided something")

@@ -139,3 +139,27 @@ func TestSynchronized(t *testing.T) {
 		return nil
 	})
 }
+
+// TestRecycle: a Decision handed back with Recycle lends its Pending
+// array to a later cycle, which lists the same rows as a fresh one; one
+// not handed back is never written.
+func TestRecycle(t *testing.T) {
+	s := oneQueue(t, 1, queue.Policy{})
+	for _, id := range []string{"a", "b", "c"} {
+		if err := s.Submit(gpuJob(id, 6), t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d1 := s.Schedule(t0)
+	want := pendingText(d1)
+	arr := &d1.Pending[:1][0]
+	s.Recycle(d1)
+	d2 := s.Schedule(t0.Add(time.Minute))
+	if &d2.Pending[:1][0] != arr || pendingText(d2) != want {
+		t.Fatalf("after Recycle: reused %v, rows\n%s\nwant\n%s", &d2.Pending[:1][0] == arr, pendingText(d2), want)
+	}
+	d3 := s.Schedule(t0.Add(2 * time.Minute))
+	if &d3.Pending[:1][0] == &d2.Pending[:1][0] {
+		t.Fatal("a Decision not handed back was reused")
+	}
+}

@@ -73,6 +73,14 @@ func (x *Synchronized) Schedule(now time.Time) Decision {
 	return write(x, func(s *Scheduler) Decision { return s.Schedule(now) })
 }
 
+// Recycle is Scheduler.Recycle under the write lock: once no goroutine
+// reads d any more, a later cycle may reuse its Pending array.
+func (x *Synchronized) Recycle(d Decision) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.s.Recycle(d)
+}
+
 // Submit is Scheduler.Submit under the write lock.
 func (x *Synchronized) Submit(spec workload.Job, now time.Time) error {
 	return write(x, func(s *Scheduler) error { return s.Submit(spec, now) })

@@ -39,7 +39,7 @@ func kaiCases() []Case {
 		},
 		{
 			Name: "Schedule/kai315/incremental-listed", BenchTime: "1s", Figures: []Figure{fig("ms/op", 2, 14)},
-			Doc: "Schedule/kai315/incremental with every waiting job listed in Decision.Pending (OmitPending off): the rows of leaves whose jobs, stop and explanations did not change are kept from the last cycle and patched where a class's reason changed, so the listing costs a copy of every row plus the rows that changed",
+			Doc: "Schedule/kai315/incremental with every waiting job listed in Decision.Pending (OmitPending off): the rows of leaves whose jobs, stop and explanations did not change are kept from the last cycle and patched where a class's reason changed, so the listing costs a copy of every row plus the rows that changed; the host hands each Decision back when done (Scheduler.Recycle), so the array of rows is reused",
 			F:   func(b *testing.B) { benchIncrementalOf(b, kaiWorld(b), kaiPending, false) },
 		},
 	}

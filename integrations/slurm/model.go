@@ -62,6 +62,7 @@ func (m *Model) scheduler() (*gpusched.Scheduler, *topology.Cluster, error) {
 		cfg.ReserveDepth = m.ReserveDepth
 		cfg.MaxReservations = max(cfg.MaxReservations, m.ReserveDepth)
 	}
+	cfg.MaxClockSkew = -1 // a replay: the recorded clock jumps from one event to the next
 	s, err := gpusched.New(cfg)
 	return s, cfg.Cluster, err
 }

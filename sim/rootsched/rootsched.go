@@ -155,6 +155,7 @@ func (a *Scheduler) Schedule(now time.Duration) sim.Decision {
 		// cycle would cost more than the metrics need.
 		out.Pending[i] = sim.Pending{Job: p.Job, Reason: a.reason(p)}
 	}
+	a.S.Recycle(d) // out holds copies: the next cycle may reuse d's rows
 	if a.demote != nil {
 		out.Wake = a.demote.wake(now, &out)
 	}
