@@ -247,6 +247,12 @@ var rows = []row{
 	{"GPU-hours lost (preempt / fail / drain)", func(s *sim.Summary) string {
 		return num(s.Preemption.GPUHoursLostPreemption) + " / " + num(s.Preemption.GPUHoursLostFailure) + " / " + num(s.Preemption.GPUHoursLostDrain)
 	}},
+	{"GPU-hours lost per preemption", func(s *sim.Summary) string {
+		if s.Preemption.Preemptions == 0 {
+			return "-"
+		}
+		return num(s.Preemption.GPUHoursLostPreemption / float64(s.Preemption.Preemptions))
+	}},
 	{"fairness (Jain)", func(s *sim.Summary) string { return num(s.Fairness.JainIndex) }},
 	{"fairness per window (Jain mean / min)", func(s *sim.Summary) string {
 		if s.Fairness.Windows == 0 {
@@ -289,6 +295,7 @@ var Definitions = map[string]string{
 	"shrinks / grows / GPU-hours lost to shrinks":    "elastic resizes, and the work shrinks lost",
 	"recoveries requeue / drain / keep / end":        "the scheduler's recovery actions for jobs hit by failures and drains",
 	"GPU-hours lost (preempt / fail / drain)":        "work since the last checkpoint lost by stopped runs (GPUs × time), by cause; a restart also costs --restart-cost (0 unless set)",
+	"GPU-hours lost per preemption":                  "work lost since the last checkpoint per preemption, on average. The default model: a preempted job saves its progress at the end of its --grace only if it checkpoints at all (--ckpt-interval) and the grace covers one checkpoint's overhead, and a restart is free unless --restart-cost is set, so without those two flags preemption looks cheaper than on a real cluster",
 	"fairness (Jain)":                                "Jain's index of the tenants' GPU time over the whole run (set by the trace more than the policy)",
 	"fairness per window (Jain mean / min)":          "per window in which a job waited, Jain's index of each tenant's allocation over its demand-capped fair share; mean and worst",
 	"finish-time fairness ρ p50 / p95 / worst queue": "Themis' ρ per job: JCT over its time alone on its fair share of the cluster; percentiles, and the worst queue's mean",

@@ -330,7 +330,43 @@ func prepare(rc runConfig, cluster func(runConfig) (*topology.Cluster, error)) (
 		}
 		lt.name += fmt.Sprintf("@load=%g(x%.4g)", rc.synLoad, f)
 	}
+	if rc.vcLoad != 0 {
+		if err := rc.scalePerVC(lt); err != nil {
+			return nil, err
+		}
+	}
 	return &prepared{c: c, lt: lt, part: part}, nil
+}
+
+// scalePerVC applies --vc-load: each VC's arrivals scaled to the load on
+// its own GPUs.
+func (rc runConfig) scalePerVC(lt *loadedTrace) error {
+	path, ok := strings.CutPrefix(rc.queues, hardVCPrefix)
+	if !ok {
+		path, ok = strings.CutPrefix(rc.queues, "vc:")
+	}
+	switch {
+	case !ok:
+		return fmt.Errorf("--vc-load needs --queues vc:PATH or vc-hard:PATH (the VCs' GPUs), not %q", rc.queues)
+	case rc.synLoad != 0 || rc.arrivalSpan != 0:
+		return errors.New("--vc-load scales each VC on its own: give it without --load and --arrival-span")
+	case !(rc.vcLoad > 0):
+		return fmt.Errorf("--vc-load %g: want > 0", rc.vcLoad)
+	}
+	vcs, err := rc.readVCs(path)
+	if err != nil {
+		return err
+	}
+	capacity := map[string]int{}
+	for _, v := range vcs {
+		capacity[v.Name] = v.GPUs
+	}
+	trace.Rebase(lt.jobs)
+	if _, err := trace.ScaleToLoadPerQueue(lt.jobs, capacity, rc.vcLoad); err != nil {
+		return fmt.Errorf("--vc-load: %w", err)
+	}
+	lt.name += fmt.Sprintf("@vc-load=%g", rc.vcLoad)
+	return nil
 }
 
 // testWrap, when set (by tests), wraps the Scheduler of every run.
@@ -923,20 +959,21 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 	// Runs that share the cluster and trace flags share one loaded copy.
 	type key struct {
 		preset, file, trace, mapping string
+		queues                       string // hard VCs partition the cluster; --vc-load reads the VCs
 		skip, strict, keep           bool
 		per                          int
 		cpu                          float64
 		mem                          int64
 		lvl                          string
-		load                         float64
+		load, vcLoad                 float64
 		repeat                       int
 		perturb                      string
 		span                         time.Duration
 		seed                         uint64
 	}
 	keyOf := func(r runConfig) key {
-		k := key{r.preset, r.file, r.traceArg, r.mapping, r.skipBad, r.strict, r.keepCPU, r.maxPerTask, r.cpuPerGPU, r.memPerGPU, r.topoLevel,
-			r.synLoad, r.repeat, r.perturb, r.arrivalSpan, 0}
+		k := key{r.preset, r.file, r.traceArg, r.mapping, r.queues, r.skipBad, r.strict, r.keepCPU, r.maxPerTask, r.cpuPerGPU, r.memPerGPU, r.topoLevel,
+			r.synLoad, r.vcLoad, r.repeat, r.perturb, r.arrivalSpan, 0}
 		if strings.HasPrefix(r.traceArg, "synthetic:") || r.repeat > 1 || r.perturb != "" {
 			k.seed = r.dataSeed() // generation, replication and perturbation draw from it
 		}

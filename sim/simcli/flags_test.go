@@ -2,6 +2,7 @@ package simcli
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gpusched/gpusched/sim/trace"
+	"github.com/gpusched/gpusched/topology"
 )
 
 // A shard with no grid point writes a header-only CSV into a directory it
@@ -173,5 +177,57 @@ func TestSweepIntervals(t *testing.T) {
 	hi, _ := strconv.ParseFloat(rows[1][i+2], 64)
 	if i < 0 || h[i+1] != "wait_mean_s_lo" || !(lo <= med && med <= hi) || lo == hi {
 		t.Errorf("wait interval [%v, %v], median %v: want a real interval", lo, hi, med)
+	}
+}
+
+// TestVCLoad: --vc-load scales each VC on its own: both VCs of a
+// two-VC file offer the load on their own GPUs, whatever their share of
+// the trace; it needs a VC file and refuses --load beside it.
+func TestVCLoad(t *testing.T) {
+	dir := t.TempDir()
+	vcs := filepath.Join(dir, "vc.csv")
+	jobs := filepath.Join(dir, "jobs.csv")
+	var b strings.Builder
+	b.WriteString("ts,secs,n,vc\n")
+	for i := range 60 {
+		vc := "small"
+		if i%4 == 0 {
+			vc = "big"
+		}
+		fmt.Fprintf(&b, "%d,%d,%d,%s\n", i*600, 900+(i*37)%1800, 1+i%2, vc)
+	}
+	if err := os.WriteFile(jobs, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(vcs, []byte("vc,node num\nbig,2\nsmall,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"run", "--preset", "h100-1k", "--trace", "csv:" + jobs, "--map", "submit=ts,duration=secs,gpus=n,queue=vc", "--no-plots", "--out", t.TempDir()}
+	p, err := prepare(func() runConfig {
+		r := defaultRun()
+		r.preset, r.traceArg, r.mapping, r.queues, r.vcLoad = "h100-1k", "csv:"+jobs, "submit=ts,duration=secs,gpus=n,queue=vc", "vc-hard:"+vcs, 0.7
+		return r
+	}(), func(r runConfig) (*topology.Cluster, error) { return r.loadCluster() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for vc, gpus := range map[string]int{"big": 16, "small": 8} {
+		var g []trace.Job
+		for _, j := range p.lt.jobs {
+			if j.Spec.Queue == vc {
+				g = append(g, j)
+			}
+		}
+		if l := trace.OfferedLoad(g, gpus); math.Abs(l-0.7) > 1e-3 {
+			t.Errorf("VC %s offers %.4f on its %d GPUs, want 0.7", vc, l, gpus)
+		}
+	}
+	if _, _, err := execCmd(t, Options{}, append(base, "--vc-load", "0.7", "--queues", "vc-hard:"+vcs)...); err != nil {
+		t.Error(err)
+	}
+	for _, c := range [][]string{{"--vc-load", "0.7"}, {"--vc-load", "0.7", "--queues", "vc:" + vcs, "--load", "0.5"}} {
+		if _, _, err := execCmd(t, Options{}, append(base, c...)...); err == nil || !strings.Contains(err.Error(), "--vc-load") {
+			t.Errorf("%q: %v", c, err)
+		}
 	}
 }

@@ -70,3 +70,34 @@ func TestPerturb(t *testing.T) {
 		t.Error("the zero perturbation changed the trace")
 	}
 }
+
+// TestScaleToLoadPerQueue: each queue offers the target load on its own
+// GPUs; a queue without a capacity keeps its times.
+func TestScaleToLoadPerQueue(t *testing.T) {
+	jobs := perturbJobs(90)
+	for i := range jobs {
+		jobs[i].Spec.Queue = []string{"a", "b", "other"}[i%3]
+		jobs[i].Spec.Groups = []workload.TaskGroup{{Count: 1, GPUs: 1 + i%3*3}}
+	}
+	orig := slices.Clone(jobs)
+	f, err := ScaleToLoadPerQueue(jobs, map[string]int{"a": 8, "b": 64}, 0.8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for q, gpus := range map[string]int{"a": 8, "b": 64} {
+		var g []Job
+		for _, j := range jobs {
+			if j.Spec.Queue == q {
+				g = append(g, j)
+			}
+		}
+		if l := OfferedLoad(g, gpus); l < 0.799 || l > 0.801 {
+			t.Errorf("queue %s offers %.4f (factor %v), want 0.8", q, l, f[q])
+		}
+	}
+	for i, j := range jobs {
+		if j.Spec.Queue == "other" && j.Submit != orig[i].Submit {
+			t.Errorf("%s moved", j.Spec.ID)
+		}
+	}
+}

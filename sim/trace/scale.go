@@ -90,3 +90,52 @@ func Replicate(jobs []Job, k int, seed uint64) ([]Job, error) {
 	}
 	return out, nil
 }
+
+// ScaleToLoadPerQueue scales each queue's arrivals on its own, so that
+// the jobs of queue q offer load on capacity[q] GPUs (OfferedLoad over
+// the queue's own arrival span): each virtual cluster of a partitioned
+// cluster at the same load on its partition, where one factor for the
+// whole trace would leave some far above their capacity and others idle.
+// Arrivals are scaled from the trace's first arrival. Jobs of queues
+// without a capacity keep their times. It returns each scaled queue's
+// factor, and fails for a queue with jobs but no arrival span or demand.
+func ScaleToLoadPerQueue(jobs []Job, capacity map[string]int, load float64) (map[string]float64, error) {
+	if !(load > 0) || math.IsInf(load, 0) {
+		return nil, errors.New("trace: target load must be positive and finite")
+	}
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	lo := jobs[0].Submit
+	groups := map[string][]int{}
+	var names []string
+	for i := range jobs {
+		lo = min(lo, jobs[i].Submit)
+		q := jobs[i].Spec.Queue
+		if _, ok := capacity[q]; !ok {
+			continue
+		}
+		if _, ok := groups[q]; !ok {
+			names = append(names, q)
+		}
+		groups[q] = append(groups[q], i)
+	}
+	slices.Sort(names)
+	out := map[string]float64{}
+	for _, q := range names {
+		g := make([]Job, len(groups[q]))
+		for k, i := range groups[q] {
+			g[k] = jobs[i]
+		}
+		cur := OfferedLoad(g, capacity[q])
+		if cur == 0 {
+			return nil, errors.New("trace: queue " + q + ": no arrival span or no GPU demand to scale")
+		}
+		f := cur / load
+		for _, i := range groups[q] {
+			jobs[i].Submit = lo + time.Duration(float64(jobs[i].Submit-lo)*f)
+		}
+		out[q] = f
+	}
+	return out, nil
+}
