@@ -102,6 +102,9 @@ type Ledger struct {
 	// (nil freeWhole, freeMilli, healthy, hostGen and idx): adjust,
 	// touchShared and bumpHost skip it.
 	slim bool
+	// batch gathers one claim's changes to the domains its GPUs share
+	// (ledger_batch.go); off outside applyClaim and releaseClaim.
+	batch claimBatch
 }
 
 // NewLedger returns an empty ledger for c: everything healthy and free.
@@ -296,11 +299,21 @@ func (l *Ledger) adjust(g GPUID, dFree int32, dMilli int64, dOK int32) {
 	}
 }
 
-// count adds deltas to the counters of every domain containing g.
+// count adds deltas to the counters of every domain containing g; while
+// a claim is batched, those of the domains from g's host up are gathered
+// in l.batch instead (endClaim applies them).
 func (l *Ledger) count(g GPUID, dFree int32, dMilli int64, dOK int32) {
 	c := l.c
 	x := &c.gpus[g]
-	anc := c.anc[x.ancLo : x.ancLo+x.ancN]
+	end := x.ancLo + x.ancN
+	if b := &l.batch; b.on {
+		end -= l.sharedAnc()
+		b.gpu = g
+		b.free += dFree
+		b.milli += dMilli
+		b.ok += dOK
+	}
+	anc := c.anc[x.ancLo:end]
 	for _, d := range anc {
 		l.freeWhole[d] += dFree
 		l.freeMilli[d] += dMilli
@@ -496,17 +509,21 @@ func (l *Ledger) applyClaim(ci int, cl *Claim, health bool) error {
 	if cl.MemoryMiB > l.memFree[h] {
 		return l.fail("allocate", ci, h, NoGPU, ErrNoMemory, "needs %d MiB, %d free", cl.MemoryMiB, l.memFree[h])
 	}
+	l.beginClaim()
 	for gi := range cl.GPUs {
 		gc := cl.GPUs[gi]
 		if gc.GPU < 0 || int(gc.GPU) >= len(l.gpu) || l.c.gpus[gc.GPU].host != h {
 			l.undoClaimGPUs(cl, gi)
+			l.endClaim()
 			return l.fail("allocate", ci, h, NoGPU, ErrBadClaim, "GPU id %d is not on host %s", gc.GPU, l.c.hosts[h].name)
 		}
 		if err := l.takeGPU(ci, gc, health); err != nil {
 			l.undoClaimGPUs(cl, gi)
+			l.endClaim()
 			return err
 		}
 	}
+	l.endClaim()
 	l.cpuFree[h] -= cl.CPUMilli
 	l.memFree[h] -= cl.MemoryMiB
 	l.bumpHost(h)
@@ -545,6 +562,7 @@ func (l *Ledger) releaseClaim(ci int, cl *Claim) error {
 		return l.fail("release", ci, h, NoGPU, ErrNotAllocated, "releasing %d MiB, only %d allocated",
 			cl.MemoryMiB, l.c.hosts[h].memMiB-l.memFree[h])
 	}
+	l.beginClaim()
 	for gi := range cl.GPUs {
 		gc := cl.GPUs[gi]
 		var err error
@@ -559,9 +577,11 @@ func (l *Ledger) releaseClaim(ci int, cl *Claim) error {
 					panic("topology: ledger redo failed: " + e.Error())
 				}
 			}
+			l.endClaim()
 			return err
 		}
 	}
+	l.endClaim()
 	l.cpuFree[h] += cl.CPUMilli
 	l.memFree[h] += cl.MemoryMiB
 	l.bumpHost(h)

@@ -131,14 +131,19 @@ func (x *ledgerIndex) copyFrom(s *ledgerIndex) {
 }
 
 // touchGPU marks the index entries that g's free-GPU count feeds: its
-// host, its fabric domain and its network domains.
+// host, its fabric domain and its network domains (while a claim is
+// batched, the host's and networks' at endClaim).
 func (l *Ledger) touchGPU(g GPUID) {
 	x := &l.idx
 	gg := &l.c.gpus[g]
-	x.touchHost(gg.host)
 	if gg.fabric != NoDomain {
 		x.touchDomain(gg.fabric)
 	}
+	if l.batch.on { // the host and its networks: once, at endClaim
+		l.batch.touched = true
+		return
+	}
+	x.touchHost(gg.host)
 	top := gg.ancLo + gg.ancN
 	for i := top - 1 - int32(len(l.c.netLvls)); i < top-1; i++ {
 		x.touchDomain(l.c.anc[i])
