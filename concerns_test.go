@@ -22,6 +22,7 @@ var owners = map[string]string{
 	"around":  "backfill_around.go", "deep": "reserve_depth.go",
 	// parts of job
 	"vic": "victims.go", "nom": "nominations.go", "models": "admission.go", "ref": "refusals.go",
+	"noPlan": "noplan.go",
 }
 
 // TestConcernsWriteOnlyTheirOwn checks, on the package's source, that an
