@@ -20,8 +20,10 @@ var owners = map[string]string{
 	"cons":    "consolidate.go",
 	"refused": "refusals.go",
 	"around":  "backfill_around.go", "deep": "reserve_depth.go",
+	"live": "live.go", "dfg": "defrag.go", "admits": "admittimeout.go",
 	// parts of job
 	"vic": "victims.go", "nom": "nominations.go", "models": "admission.go", "ref": "refusals.go",
+	"noPlan": "noplan.go",
 }
 
 // TestConcernsWriteOnlyTheirOwn checks, on the package's source, that an

@@ -21,9 +21,9 @@ type cycleState struct {
 	// leaves is each leaf's state in the cycle, by node ID (nil before the
 	// first cycle).
 	leaves []leafState
-	// admits are the jobs admitted in the cycle so far, in order (a kept
+	// admitsNow are the jobs admitted in the cycle so far, in order (a kept
 	// reservation's shadow is brought up to date with them).
-	admits []*job
+	admitsNow []*job
 	// buf is the placer's output for the candidate being evaluated; an
 	// admitted placement is copied out of it.
 	buf gang.Placement
@@ -80,7 +80,7 @@ func (cs *cycleState) listIndex(c *queue.Class, stamp uint64, next int) int {
 // begin starts cycle n+1.
 func (cs *cycleState) begin() {
 	cs.n++
-	cs.admits = cs.admits[:0]
+	cs.admitsNow = cs.admitsNow[:0]
 }
 
 // openLeaves starts a cursor over every leaf of tree.
@@ -153,7 +153,7 @@ func (cs *cycleState) forget(j *job) { j.reason = nil }
 // admitted records that j was admitted in the cycle.
 func (cs *cycleState) admitted(j *job) {
 	cs.forget(j)
-	cs.admits = append(cs.admits, j)
+	cs.admitsNow = append(cs.admitsNow, j)
 }
 
 // classFail drops j's class from the cycle with reason r.
@@ -644,7 +644,7 @@ func (s *Scheduler) afterBlock(st *leafState, leaf *queue.Leaf, j *job, r *Reaso
 			}
 			return
 		}
-		in := reserveInput{ledger: s.ledger, jobs: &s.jobs, noms: &s.noms, commits: s.commits(), admits: s.cyc.admits, req: s.cyc.request(j, allow)}
+		in := reserveInput{ledger: s.ledger, jobs: &s.jobs, noms: &s.noms, commits: s.commits(), admits: s.cyc.admitsNow, req: s.cyc.request(j, allow)}
 		if res := s.res.reserve(j, now, mkey, in); res != nil {
 			s.res.holdCapacity(j, res)
 			jr := *r

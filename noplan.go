@@ -116,8 +116,48 @@ func (s *Scheduler) RestoreNoPlan(n NoPlan) error {
 			}
 		}
 	}
-	j.noPlan = noPlanMemo{ok: true, gen: s.ledger.Generation(), eligSeq: s.victims.elig.latest(), epoch: s.noms.quotaEpoch(s.tree),
-		drops: s.noms.drops, commits: s.commits(), until: n.Until, prio: n.Priority, queues: n.Quotas, exact: n.Exact,
-		gained: hostSet(slices.Clone(n.Gained)), eligible: hostSet(slices.Clone(n.Eligible))}
+	v := s.noPlanStamp()
+	v.until, v.prio, v.queues, v.exact = n.Until, n.Priority, n.Quotas, n.Exact
+	v.gained, v.eligible = hostSet(slices.Clone(n.Gained)), hostSet(slices.Clone(n.Eligible))
+	j.noPlan.reached(v)
 	return nil
+}
+
+// noPlanMemo is a PlanPreemptor's last "no plan" for a waiting job and
+// what it depends on (see stillNoPlan): the job's noPlan part, a concern
+// of its own whose methods (reached, fastForward) are its only writers.
+type noPlanMemo struct {
+	ok bool
+	// gen is the ledger generation it holds at (fast-forwarded while
+	// nothing that matters changes); eligSeq the same for the log of
+	// jobs that became possible victims; epoch the queue tree's epoch
+	// (when it depends on the quotas); drops the nominations dropped.
+	gen, eligSeq, epoch, drops, commits uint64
+	until                               time.Time // a minimum run time ends
+	prio                                int32     // the job's priority then
+	queues                              bool      // depends on the quotas' usage
+	exact                               bool      // holds only while nothing changes
+	// gained and eligible are hosts logged before a restore
+	// (RestoreNoPlan) that the verdict still asks about, as gains and
+	// as possible victims since gen and eligSeq; cleared when it is
+	// fast-forwarded.
+	gained, eligible []topology.HostID
+}
+
+// noPlanStamp is a verdict reached now, with the state it depends on
+// stamped (ledger generation, eligibility log, quota epoch, dropped
+// nominations, commitments) and the rest zero.
+func (s *Scheduler) noPlanStamp() noPlanMemo {
+	return noPlanMemo{ok: true, gen: s.ledger.Generation(), eligSeq: s.victims.elig.latest(), epoch: s.noms.quotaEpoch(s.tree),
+		drops: s.noms.drops, commits: s.commits()}
+}
+
+// reached records verdict v (noPlanStamp with what it counted on).
+func (m *noPlanMemo) reached(v noPlanMemo) { *m = v }
+
+// fastForward moves the verdict to ledger generation gen and eligibility
+// sequence eligSeq: nothing that matters changed since it was reached.
+func (m *noPlanMemo) fastForward(gen, eligSeq uint64) {
+	m.gen, m.eligSeq = gen, eligSeq
+	m.gained, m.eligible = nil, nil
 }

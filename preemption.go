@@ -139,26 +139,6 @@ func (p *PlanPreemptor) PreemptPlan(s *Scheduler, c PreemptCandidate, now time.T
 	return out, plan.Placement
 }
 
-// noPlanMemo is a PlanPreemptor's last "no plan" for a waiting job and
-// what it depends on (see stillNoPlan).
-type noPlanMemo struct {
-	ok bool
-	// gen is the ledger generation it holds at (fast-forwarded while
-	// nothing that matters changes); eligSeq the same for the log of
-	// jobs that became possible victims; epoch the queue tree's epoch
-	// (when it depends on the quotas); drops the nominations dropped.
-	gen, eligSeq, epoch, drops, commits uint64
-	until                               time.Time // a minimum run time ends
-	prio                                int32     // the job's priority then
-	queues                              bool      // depends on the quotas' usage
-	exact                               bool      // holds only while nothing changes
-	// gained and eligible are hosts logged before a restore
-	// (RestoreNoPlan) that the verdict still asks about, as gains and
-	// as possible victims since gen and eligSeq; cleared when it is
-	// fast-forwarded.
-	gained, eligible []topology.HostID
-}
-
 // noPlan records why no plan exists for j. A verdict that the search
 // reached by trying every possible victim (too large, protected,
 // placement) holds until something that could change it happens; a budget
@@ -166,10 +146,11 @@ type noPlanMemo struct {
 // (the queue tree governs some resource, or the job waits for quota) holds
 // only while the tree's usage does not change.
 func (p *PlanPreemptor) noPlan(s *Scheduler, j *job, why *preempt.NoPlan, quota bool) {
-	m := &j.noPlan
-	*m = noPlanMemo{ok: why.Err == nil, gen: s.ledger.Generation(), eligSeq: s.victims.elig.latest(), epoch: s.noms.quotaEpoch(s.tree), drops: s.noms.drops, commits: s.commits(),
-		until: why.Until, prio: j.spec.Priority, queues: quota || why.Verdict == preempt.VerdictQuota || s.tree.GovernsAny(),
-		exact: why.Verdict == preempt.VerdictBudget}
+	v := s.noPlanStamp()
+	v.ok, v.until, v.prio = why.Err == nil, why.Until, j.spec.Priority
+	v.queues = quota || why.Verdict == preempt.VerdictQuota || s.tree.GovernsAny()
+	v.exact = why.Verdict == preempt.VerdictBudget
+	j.noPlan.reached(v)
 }
 
 // stillNoPlan reports whether j's last "no plan" still holds: no minimum
@@ -187,8 +168,7 @@ func (p *PlanPreemptor) stillNoPlan(s *Scheduler, j *job, now time.Time) bool {
 	if !p.noPlanHolds(s, j, now) {
 		return false
 	}
-	j.noPlan.gen, j.noPlan.eligSeq = s.ledger.Generation(), s.victims.elig.latest()
-	j.noPlan.gained, j.noPlan.eligible = nil, nil
+	j.noPlan.fastForward(s.ledger.Generation(), s.victims.elig.latest())
 	return true
 }
 
