@@ -55,6 +55,10 @@ type Decision struct {
 	// reason it waits. Its backing array is reused by a later Schedule
 	// (like a bufio.Scanner's bytes): copy what must outlive the cycle.
 	Pending []Pending
+	// Stats are the cycle's figures (stats.go) when Config.Stats is set:
+	// counts by cause and queue, each queue's GPUs, the GPUs
+	// fragmentation strands. The caller's; nil without Config.Stats.
+	Stats *CycleStats
 }
 
 // Binding is one admitted job and where each of its tasks runs.
