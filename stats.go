@@ -157,6 +157,16 @@ type StrandedGPUs struct {
 // methods are the only writers of its fields.
 type statsBook struct {
 	refusals uint64 // refusals.count at the last cycle
+	// leaves are each leaf's shape needs, by node ID, as of the leaf's
+	// version then: a leaf whose jobs did not change is not walked again.
+	leaves []leafNeeds
+}
+
+// leafNeeds are the needs of one leaf's waiting classes at its version.
+type leafNeeds struct {
+	leaf    *queue.Leaf
+	version uint64
+	n       shapeNeeds
 }
 
 // collect returns cycle d's statistics. Cost: O(len(d.Pending)) over
@@ -185,7 +195,7 @@ func (sb *statsBook) collect(s *Scheduler, d *Decision) *CycleStats {
 	if len(root) > 0 {
 		st.FreeGPUs = s.ledger.FreeGPUs(root[0])
 	}
-	st.Stranded = stranded(s)
+	st.Stranded = stranded(s, sb.needs(s))
 	return st
 }
 
@@ -249,26 +259,57 @@ type shapeNeeds struct {
 	any   bool  // some shape needs GPUs
 }
 
-// needs gathers the needs of every waiting class of s's queues.
-func needs(s *Scheduler) shapeNeeds {
-	c := s.c
-	top := c.LevelCluster()
-	n := shapeNeeds{level: make([]int, top+1), model: make([]int, len(c.Models()))}
+// reset makes n need nothing, sized for cluster c.
+func (n *shapeNeeds) reset(c *topology.Cluster) {
+	levels, models := int(c.LevelCluster())+1, len(c.Models())
+	if len(n.level) != levels || len(n.model) != models {
+		n.level, n.model = make([]int, levels), make([]int, models)
+	}
 	for i := range n.level {
 		n.level[i] = math.MaxInt
 	}
 	for i := range n.model {
 		n.model[i] = math.MaxInt
 	}
-	for _, id := range s.tree.Leaves() {
-		s.tree.LeafOf(id).Classes(func(cl *queue.Class) bool {
-			if e, ok := cl.First(); ok {
-				n.add(c, e.Ref.(*job))
-			}
-			return true
-		})
+	n.any = false
+}
+
+// merge lowers n by o.
+func (n *shapeNeeds) merge(o *shapeNeeds) {
+	for i, v := range o.level {
+		n.level[i] = min(n.level[i], v)
 	}
-	return n
+	for i, v := range o.model {
+		n.model[i] = min(n.model[i], v)
+	}
+	n.any = n.any || o.any
+}
+
+// needs gathers the needs of every waiting class of s's queues, walking
+// the classes of the leaves whose jobs changed since the last call:
+// O(leaves + classes of changed leaves).
+func (sb *statsBook) needs(s *Scheduler) shapeNeeds {
+	c := s.c
+	if len(sb.leaves) != s.tree.NumNodes() {
+		sb.leaves = make([]leafNeeds, s.tree.NumNodes())
+	}
+	var all shapeNeeds
+	all.reset(c)
+	for _, id := range s.tree.Leaves() {
+		ln, l := &sb.leaves[id], s.tree.LeafOf(id)
+		if ln.leaf != l || ln.version != l.Version() || len(ln.n.level) != len(all.level) || len(ln.n.model) != len(all.model) {
+			ln.leaf, ln.version = l, l.Version()
+			ln.n.reset(c)
+			l.Classes(func(cl *queue.Class) bool {
+				if e, ok := cl.First(); ok {
+					ln.n.add(c, e.Ref.(*job))
+				}
+				return true
+			})
+		}
+		all.merge(&ln.n)
+	}
+	return all
 }
 
 // add lowers n by job j's shape.
@@ -328,9 +369,8 @@ func (n *shapeNeeds) add(c *topology.Cluster, j *job) {
 }
 
 // stranded counts the free GPUs no waiting shape can use, per level.
-func stranded(s *Scheduler) []StrandedGPUs {
+func stranded(s *Scheduler, n shapeNeeds) []StrandedGPUs {
 	c, l := s.c, s.ledger
-	n := needs(s)
 	var out []StrandedGPUs
 	for lv := topology.LevelFabric; lv <= c.LevelCluster(); lv++ {
 		if len(c.DomainsAt(lv)) == 0 {

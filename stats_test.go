@@ -279,3 +279,49 @@ func TestCycleStatsOff(t *testing.T) {
 		t.Errorf("Stats %+v without Config.Stats", d.Stats)
 	}
 }
+
+// TestCycleStatsRefusals: a stop the host refuses (EvictionRefused) is
+// counted once, in the next cycle's Refusals.
+func TestCycleStatsRefusals(t *testing.T) {
+	c := testCluster(t, 1, 1)
+	p, err := NewPlanPreemptor(preempt.Config{LowerPriority: preempt.AnyQueue}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Cluster: c, Preemptor: p, Stats: true, Queues: queue.Config{Root: queue.Node{Children: []queue.Node{{Name: "a"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := func(id string, prio int32) workload.Job {
+		return workload.Job{ID: id, Queue: "a", Priority: prio, Groups: []workload.TaskGroup{{Count: 1, GPUs: 8}}}
+	}
+	now := t0
+	if err := s.Submit(job("low", 0), now); err != nil {
+		t.Fatal(err)
+	}
+	s.Schedule(now)
+	if err := s.Started("low", now); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Minute)
+	if err := s.Submit(job("high", 10), now); err != nil {
+		t.Fatal(err)
+	}
+	d := s.Schedule(now)
+	checkStats(t, s, d)
+	if len(d.Preemptions) != 1 || d.Stats.Preemptions != 1 || d.Stats.Refusals != 0 {
+		t.Fatalf("preemptions %v, stats %+v", d.Preemptions, d.Stats)
+	}
+	if err := s.EvictionRefused("low", now, "a PodDisruptionBudget"); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Minute)
+	d = s.Schedule(now)
+	checkStats(t, s, d)
+	if d.Stats.Refusals != 1 {
+		t.Errorf("Refusals %d after one refusal", d.Stats.Refusals)
+	}
+	if d = s.Schedule(now); d.Stats.Refusals != 0 {
+		t.Errorf("Refusals %d in the cycle after", d.Stats.Refusals)
+	}
+}

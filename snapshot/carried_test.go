@@ -374,6 +374,7 @@ var concernFields = map[string]string{
 
 	"cb.depth":       "-the callbacks running now: none between calls",
 	"stats.refusals": "-an epoch (the refusals' count at the last cycle)",
+	"stats.leaves":   "-a cache (each leaf's waiting shapes' needs at its version)",
 
 	"ended.max": "State.MaxTombstones", "ended.ring": "State.Tombstones",
 	"ended.next": "-the ring's oldest slot, rebuilt by restoring in order", "ended.byID": "-an index of the ring",
