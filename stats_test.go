@@ -1,6 +1,7 @@
 package gpusched
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/topology"
 	"github.com/gpusched/gpusched/workload"
+	"pgregory.net/rapid"
 )
 
 // TestEveryReasonCodeHasToken: every ReasonCode (each one String names)
@@ -323,5 +325,79 @@ func TestCycleStatsRefusals(t *testing.T) {
 	}
 	if d = s.Schedule(now); d.Stats.Refusals != 0 {
 		t.Errorf("Refusals %d in the cycle after", d.Stats.Refusals)
+	}
+}
+
+// TestPropertyCycleStats: random streams on a cluster of one model with
+// ToRs or on one of two models (H100 hosts, GB200 trays), two queues with
+// random guarantees, jobs of random shapes (whole GPUs, shares, CPU-only
+// tasks), some restricted to a model, some required in one host or ToR,
+// finishing at random: every cycle's Decision.Stats matches checkStats'
+// naive recomputation.
+func TestPropertyCycleStats(t *testing.T) {
+	var strandedSeen int
+	rapid.Check(t, func(rt *rapid.T) {
+		var c *topology.Cluster
+		hetero := rapid.Bool().Draw(rt, "hetero")
+		if hetero {
+			var err error
+			if c, err = topology.Load([]byte(heteroCluster), "mixed.yaml", topology.FormatYAML); err != nil {
+				rt.Fatal(err)
+			}
+		} else {
+			c = testCluster(t, rapid.IntRange(2, 6).Draw(rt, "hosts"), 2)
+		}
+		total := int64(c.NumGPUs())
+		na := rapid.Int64Range(0, total).Draw(rt, "nominalA")
+		nb := rapid.Int64Range(0, total-na).Draw(rt, "nominalB")
+		gpu := func(n int64) []queue.Quota { return []queue.Quota{{Resource: "gpu", Nominal: n}} }
+		s, err := New(Config{Cluster: c, Stats: true, DefaultRuntime: time.Hour,
+			Queues: queue.Config{Root: queue.Node{Children: []queue.Node{{Name: "a", Quotas: gpu(na)}, {Name: "b", Quotas: gpu(nb)}}}}})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		now := t0
+		var running []string
+		for step := range 20 {
+			now = now.Add(time.Minute)
+			for range rapid.IntRange(0, 3).Draw(rt, "submits") {
+				g := shapes[rapid.IntRange(0, len(shapes)-1).Draw(rt, "shape")]
+				if rapid.IntRange(0, 5).Draw(rt, "cpuOnly") == 0 {
+					g = workload.TaskGroup{Count: 1, CPUMilli: 1000}
+				}
+				if hetero && rapid.Bool().Draw(rt, "model") {
+					g.Models = []string{rapid.SampledFrom([]string{"H100", "GB200"}).Draw(rt, "which")}
+				}
+				j := workload.Job{ID: fmt.Sprintf("j%d-%d", step, len(running)+rapid.IntRange(0, 1<<20).Draw(rt, "id")),
+					Queue: rapid.SampledFrom([]string{"a", "b"}).Draw(rt, "queue"), Groups: []workload.TaskGroup{g}}
+				if lv := rapid.SampledFrom([]string{"", "", "host", "tor"}).Draw(rt, "within"); lv != "" && (lv == "host" || !hetero) {
+					j.Topology = []workload.Constraint{{Level: lv, Required: true}}
+				}
+				if err := s.Submit(j, now); err != nil && !errors.Is(err, ErrNeverFits) && !errors.Is(err, ErrDuplicateJob) {
+					rt.Fatal(err)
+				}
+			}
+			d := s.Schedule(now)
+			checkStats(t, s, d)
+			for _, x := range d.Stats.Stranded {
+				strandedSeen += x.GPUs
+			}
+			for _, b := range d.Bindings {
+				if err := s.Started(b.Job, now); err != nil {
+					rt.Fatal(err)
+				}
+				running = append(running, b.Job)
+			}
+			if len(running) > 0 && rapid.Bool().Draw(rt, "finish") {
+				k := rapid.IntRange(0, len(running)-1).Draw(rt, "which")
+				if err := s.Finished(running[k], now); err != nil {
+					rt.Fatal(err)
+				}
+				running = slices.Delete(running, k, k+1)
+			}
+		}
+	})
+	if strandedSeen == 0 {
+		t.Error("no stranded GPUs in any stream")
 	}
 }
