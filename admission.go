@@ -59,6 +59,10 @@ func (m *modelSet) allows(h topology.HostID) bool {
 type jobModels struct {
 	allow, guar     modelSet
 	allowFn, guarFn func(topology.HostID) bool
+	// last is the host filter the job's last check returned
+	// (modelChoice.allow): what the PlanPreemptor's verdict asks about
+	// between cycles (hostCouldMatter).
+	last func(topology.HostID) bool
 }
 
 // modelChoice is the outcome of the per-model quota check of one
@@ -76,8 +80,19 @@ type modelChoice struct {
 }
 
 // models checks j (in leaf lid) against the per-model quotas and returns
-// its model filters (see modelChoice); the filters are j's own.
+// its model filters (see modelChoice); the filters are j's own, valid
+// until the next check of j.
 func (a *admission) models(lid queue.NodeID, j *job) modelChoice {
+	ch := a.checkModels(lid, j)
+	j.models.last = ch.allow
+	return ch
+}
+
+// filter returns the host filter of j's last check (nil: none).
+func (a *admission) filter(j *job) func(topology.HostID) bool { return j.models.last }
+
+// checkModels is models without recording the filter.
+func (a *admission) checkModels(lid queue.NodeID, j *job) modelChoice {
 	dims := a.tree.Dimensions()
 	if len(dims.Models) == 0 || j.demand[fairshare.DimGPU] == 0 {
 		return modelChoice{}

@@ -19,14 +19,15 @@ import (
 type aroundPlacer struct {
 	on      bool
 	scratch *topology.Ledger // the ledger with the reservations' claims held; reused
+	held    pieces           // what they hold in scratch (never given back: scratch is copied afresh)
 	buf     gang.Placement   // the placement found; valid until the next call
 }
 
-// place places j (starting now, its request's host filter as evaluate set
-// it) around the capacity reservations held in this cycle that it would
-// overlap, or returns nil: the option is off, no reservation is in the
-// way, or the job does not fit around them.
-func (a *aroundPlacer) place(s *Scheduler, j *job, now time.Time) *gang.Placement {
+// place places j (starting now, with model filter allow) around the
+// capacity reservations held in this cycle that it would overlap, or
+// returns nil: the option is off, no reservation is in the way, or the
+// job does not fit around them.
+func (a *aroundPlacer) place(s *Scheduler, j *job, allow func(topology.HostID) bool, now time.Time) *gang.Placement {
 	if !a.on {
 		return nil
 	}
@@ -37,14 +38,14 @@ func (a *aroundPlacer) place(s *Scheduler, j *job, now time.Time) *gang.Placemen
 		a.scratch.CopyFrom(s.ledger)
 	}
 	held := false
+	a.held.forget() // nothing to give back: scratch is copied afresh each call
 	for _, h := range s.res.holds {
 		if h.res == nil || (known && !h.res.forever && !end.After(h.res.at)) {
 			continue
 		}
-		// Nothing to release: scratch is copied afresh each call.
-		held = holdReserved(a.scratch, h.res.claims, s.res.wholeHosts, nil) || held
+		held = holdReserved(a.scratch, h.res.claims, s.res.wholeHosts, &a.held) || held
 	}
-	if !held || s.placer.Place(a.scratch, j.req, &a.buf) != nil {
+	if !held || s.placer.Place(a.scratch, s.cyc.request(j, allow), &a.buf) != nil {
 		return nil
 	}
 	return &a.buf

@@ -58,9 +58,10 @@ func (s *Scheduler) ConsolidateState() ConsolidateState {
 // NothingFound memo holds for the ledger as it is at the call). Errors
 // name the field; nothing changes on error.
 func (s *Scheduler) RestoreConsolidate(st ConsolidateState) error {
-	if err := s.reentered("RestoreConsolidate", ""); err != nil {
+	if err := s.mutating("RestoreConsolidate", ""); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	k := &s.cons
 	if k.cfg == nil {
 		if len(st.Issued) == 0 && st.Busy.IsZero() && !st.NothingFound {

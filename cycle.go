@@ -27,6 +27,8 @@ type cycleState struct {
 	// buf is the placer's output for the candidate being evaluated; an
 	// admitted placement is copied out of it.
 	buf gang.Placement
+	// req is a candidate's request with its model filter (request).
+	req gang.Request
 	// explained is, per leaf (by node ID), what the cycle's explanations
 	// changed (for list).
 	explained []leafExplained
@@ -130,6 +132,19 @@ func (cs *cycleState) explainedIn(id queue.NodeID) *leafExplained {
 		*e = leafExplained{n: cs.n}
 	}
 	return e
+}
+
+// request returns j's request with host filter allow (a model filter
+// of this cycle): j's own when allow is nil, else a copy in the cycle's
+// scratch, valid until the next call. Nothing keeps it: the filter is a
+// value of the candidate's evaluation, never parked in j.req.
+func (cs *cycleState) request(j *job, allow func(topology.HostID) bool) *gang.Request {
+	if allow == nil {
+		return j.req
+	}
+	cs.req = *j.req
+	cs.req.AllowHost = allow
+	return &cs.req
 }
 
 // forget drops j's reason (it was admitted, or waits again).
@@ -238,11 +253,10 @@ func (cs *cycleState) listPending(tree *queue.Tree) []Pending { return cs.list.l
 // placement per class whose capacity changed, plus the admissions, plus
 // O(pending) to list the waiting jobs.
 func (s *Scheduler) Schedule(now time.Time) Decision {
-	if s.reentered("Schedule", "") != nil {
+	if s.mutating("Schedule", "") != nil {
 		return Decision{Now: s.now}
 	}
-	s.cb.enter() // the Preemptor and the Placer may read, not change
-	defer s.cb.leave()
+	defer s.cb.leave() // meanwhile the Preemptor and the Placer may read, not change
 	now = s.advance(now)
 	if s.testBeforeCycle != nil {
 		s.testBeforeCycle()
@@ -385,7 +399,9 @@ type verdict struct {
 	// the placer's explanation (nil for a quota block).
 	preempt bool
 	x       *gang.Explanation
-	// mkey names the model filter it was placed with (reservations).
+	// allow is the model filter it was placed (or is to be planned)
+	// with, mkey its name (reservations).
+	allow    func(topology.HostID) bool
 	mkey     string
 	conflict *hold // verdictConflict: the reservation it would delay
 }
@@ -393,9 +409,9 @@ type verdict struct {
 // evaluate runs every check on candidate j of leaf at now, in order:
 // nominated or waiting for victims, quota holds, quotas, per-model quotas,
 // the failure cache, the placer (or a reservation whose time has come),
-// the reservations. It writes only j's model filter (into j.req, for the
-// placer, the Preemptor and a reservation), the failure cache (first
-// pass) and the reservation shadows that take a passing job's claims.
+// the reservations. It writes only the failure cache (first pass) and
+// the reservation shadows that take a passing job's claims; j's model
+// filter goes in the verdict (for the Preemptor and a reservation).
 func (s *Scheduler) evaluate(leaf *queue.Leaf, j *job, now time.Time, ps pass) verdict {
 	lid := leaf.ID()
 	if n := j.nom.nominated; n != nil {
@@ -424,39 +440,35 @@ func (s *Scheduler) evaluate(leaf *queue.Leaf, j *job, now time.Time, ps pass) v
 		// The Preemptor and a reservation place j with its own model
 		// filter of now.
 		ch := s.adm.models(lid, j)
-		j.req.AllowHost = ch.allow
-		return verdict{kind: verdictBlocked, reason: s.quotaReason(b), block: b, preempt: true, mkey: ch.key}
+		return verdict{kind: verdictBlocked, reason: s.quotaReason(b), block: b, preempt: true, allow: ch.allow, mkey: ch.key}
 	}
 	ch := s.adm.models(lid, j)
 	if ch.block != nil {
-		j.req.AllowHost = ch.allow
-		return verdict{kind: verdictBlocked, reason: s.quotaReason(ch.block), block: ch.block, mkey: ch.key}
+		return verdict{kind: verdictBlocked, reason: s.quotaReason(ch.block), block: ch.block, allow: ch.allow, mkey: ch.key}
 	}
 	if ch.guar != nil {
 		if p := s.place(j, ch.guar, j.shape+ch.gkey, now, ps); p != nil {
-			return s.clearOfReservations(j, p, now, ch.key)
+			return s.clearOfReservations(j, p, now, ch.guar, ch.key)
 		}
 	}
 	key := j.shape + ch.key
 	if r := s.fit.lookup(key, ch.allow, s.ledger, s.c); r != nil {
-		j.req.AllowHost = ch.allow
-		return verdict{kind: verdictBlocked, reason: r, preempt: true, x: r.Placement, mkey: ch.key}
+		return verdict{kind: verdictBlocked, reason: r, preempt: true, x: r.Placement, allow: ch.allow, mkey: ch.key}
 	}
-	j.req.AllowHost = ch.allow
 	p := &s.cyc.buf
-	if x := s.placer.Place(s.ledger, j.req, p); x != nil {
+	if x := s.placer.Place(s.ledger, s.cyc.request(j, ch.allow), p); x != nil {
 		if p = s.res.due(j, now, s.ledger); p == nil {
 			r := placementReason(x, s.c, now)
 			if ps == firstPass {
 				s.fit.record(key, s.ledger.Generation(), r, j.req)
 			}
-			return verdict{kind: verdictBlocked, reason: r, preempt: true, x: x, mkey: ch.key}
+			return verdict{kind: verdictBlocked, reason: r, preempt: true, x: x, allow: ch.allow, mkey: ch.key}
 		}
 	}
 	if ps == firstPass {
 		s.fit.forget(key)
 	}
-	return s.clearOfReservations(j, p, now, ch.key)
+	return s.clearOfReservations(j, p, now, ch.allow, ch.key)
 }
 
 // quotaReason is the reason of a job stopped by quota block b.
@@ -482,8 +494,7 @@ func (s *Scheduler) place(j *job, allow func(topology.HostID) bool, key string, 
 	if s.fit.lookup(key, allow, s.ledger, s.c) != nil {
 		return nil
 	}
-	j.req.AllowHost = allow
-	if x := s.placer.Place(s.ledger, j.req, &s.cyc.buf); x != nil {
+	if x := s.placer.Place(s.ledger, s.cyc.request(j, allow), &s.cyc.buf); x != nil {
 		if ps == firstPass {
 			s.fit.record(key, s.ledger.Generation(), placementReason(x, s.c, now), j.req)
 		}
@@ -495,18 +506,19 @@ func (s *Scheduler) place(j *job, allow func(topology.HostID) bool, key string, 
 	return &s.cyc.buf
 }
 
-// clearOfReservations checks j, placed at p, against the reservations.
-func (s *Scheduler) clearOfReservations(j *job, p *gang.Placement, now time.Time, mkey string) verdict {
+// clearOfReservations checks j, placed at p with model filter allow,
+// against the reservations.
+func (s *Scheduler) clearOfReservations(j *job, p *gang.Placement, now time.Time, allow func(topology.HostID) bool, mkey string) verdict {
 	shadows, conflict := s.res.check(j, p.Claims, now)
 	if conflict != nil {
-		if q := s.around.place(s, j, now); q != nil {
+		if q := s.around.place(s, j, allow, now); q != nil {
 			if sh, c := s.res.check(j, q.Claims, now); c == nil {
-				return verdict{kind: verdictAdmit, placed: q, shadows: sh, mkey: mkey}
+				return verdict{kind: verdictAdmit, placed: q, shadows: sh, allow: allow, mkey: mkey}
 			}
 		}
-		return verdict{kind: verdictConflict, conflict: conflict, mkey: mkey}
+		return verdict{kind: verdictConflict, conflict: conflict, allow: allow, mkey: mkey}
 	}
-	return verdict{kind: verdictAdmit, placed: p, shadows: shadows, mkey: mkey}
+	return verdict{kind: verdictAdmit, placed: p, shadows: shadows, allow: allow, mkey: mkey}
 }
 
 // try decides on one candidate of the first pass: evaluate, then admit,
@@ -526,19 +538,19 @@ func (s *Scheduler) try(d *Decision, leaf *queue.Leaf, j *job, now time.Time) {
 	case verdictConflict:
 		s.cyc.classFail(st.cur, j, backfillReason(v.conflict))
 		s.backfillShort(d, leaf, j, v.conflict, now)
-		s.deep.after(s, leaf, j, backfillReason(v.conflict), v.mkey, now)
+		s.deep.after(s, leaf, j, backfillReason(v.conflict), v.mkey, v.allow, now)
 	case verdictBlocked:
 		s.cyc.classFail(st.cur, j, v.reason)
-		if v.preempt && s.maybePreempt(d, leaf, j, v.x, now) {
+		if v.preempt && s.maybePreempt(d, leaf, j, v.x, v.allow, now) {
 			// j waits for its victims, explained so in this cycle as in
 			// the next (evaluate: verdictWait): no reservation (its
 			// nomination, if any, holds its room), and its queue's
 			// policy applies to the next blocked candidate.
 			return
 		}
-		s.afterBlock(st, leaf, j, v.reason, v.block, v.mkey, now)
+		s.afterBlock(st, leaf, j, v.reason, v.block, v.mkey, v.allow, now)
 		if v.block == nil || (v.block.Kind == queue.BlockCluster && v.block.Capacity) {
-			s.deep.after(s, leaf, j, v.reason, v.mkey, now)
+			s.deep.after(s, leaf, j, v.reason, v.mkey, v.allow, now)
 		}
 	}
 }
@@ -607,10 +619,11 @@ func (s *Scheduler) admit(d *Decision, leaf *queue.Leaf, j *job, placed *gang.Pl
 
 // afterBlock applies the queue's policy after j (its queue's candidate)
 // could not be admitted for reason r (block is the quota that binds, if
-// that was the cause; mkey names j's model filter). The first blocked job
-// of a backfilling queue gets a reservation (or a quota hold); a strict
-// FIFO queue stops unless it backfills behind a reservation.
-func (s *Scheduler) afterBlock(st *leafState, leaf *queue.Leaf, j *job, r *Reason, block *queue.Block, mkey string, now time.Time) {
+// that was the cause; allow is j's model filter, mkey its name). The
+// first blocked job of a backfilling queue gets a reservation (or a
+// quota hold); a strict FIFO queue stops unless it backfills behind a
+// reservation.
+func (s *Scheduler) afterBlock(st *leafState, leaf *queue.Leaf, j *job, r *Reason, block *queue.Block, mkey string, allow func(topology.HostID) bool, now time.Time) {
 	if st.blockedOnce {
 		return
 	}
@@ -634,7 +647,7 @@ func (s *Scheduler) afterBlock(st *leafState, leaf *queue.Leaf, j *job, r *Reaso
 			}
 			return
 		}
-		in := reserveInput{ledger: s.ledger, jobs: &s.jobs, noms: &s.noms, commits: s.commits(), admits: s.cyc.admits}
+		in := reserveInput{ledger: s.ledger, jobs: &s.jobs, noms: &s.noms, commits: s.commits(), admits: s.cyc.admits, req: s.cyc.request(j, allow)}
 		if res := s.res.reserve(j, now, mkey, in); res != nil {
 			s.res.holdCapacity(j, res)
 			jr := *r

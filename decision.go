@@ -13,8 +13,11 @@ import (
 
 // Decision is what one scheduling cycle decided: the host binds the
 // bindings, carries out the preemptions, and reports back with Started,
-// Preempted and the other events. It is a plain value; only the backing
-// array of Pending is reused by a later cycle.
+// Preempted and the other events. It is the caller's: no later cycle
+// writes its slices or what they point to, so it may be kept, shared
+// with other goroutines or changed (changing it changes nothing in the
+// Scheduler). Reasons may be shared between its Pending rows and with
+// other Decisions: read them only.
 type Decision struct {
 	// Now is the time the cycle ran at: Schedule's now, or the latest
 	// time the Scheduler had seen if now was earlier.
@@ -52,8 +55,7 @@ type Decision struct {
 	Grows []Grow
 	// Pending lists every job still waiting, queue by queue (depth-first
 	// order of the queue tree) and in queue order within each, with the
-	// reason it waits. Its backing array is reused by a later Schedule
-	// (like a bufio.Scanner's bytes): copy what must outlive the cycle.
+	// reason it waits.
 	Pending []Pending
 	// Stats are the cycle's figures (stats.go) when Config.Stats is set:
 	// counts by cause and queue, each queue's GPUs, the GPUs

@@ -116,7 +116,7 @@ type defragger struct {
 	order []string
 	// held is what the destinations of moving jobs hold in the ledger in
 	// the current cycle (trial allocations, given back at its end).
-	held []topology.Claim
+	held pieces
 	// moves counts the migrations each live job has completed.
 	moves map[string]int
 	// failed maps a job to the ledger generation at which its last plan
@@ -204,25 +204,16 @@ func (x *defragger) holdAll(l *topology.Ledger) {
 func (x *defragger) hold(l *topology.Ledger, p *gang.Placement) bool {
 	all := true
 	for _, cl := range p.Claims {
-		if l.TrialAllocate(cl) == nil {
-			x.held = append(x.held, cl)
-		} else {
-			all = false
-		}
+		all = x.held.trialTake(l, cl) && all
 	}
 	return all
 }
 
 // unholdAll gives back what the cycle's holds took.
 func (x *defragger) unholdAll(l *topology.Ledger) {
-	if len(x.held) == 0 {
-		return
-	}
-	if err := l.TrialRelease(x.held...); err != nil {
+	if err := x.held.trialGiveBack(l); err != nil {
 		panic("gpusched: releasing a migration destination's hold failed: " + err.Error())
 	}
-	clear(x.held)
-	x.held = x.held[:0]
 }
 
 // gone drops id from moving and order.
@@ -267,7 +258,7 @@ func (x *defragger) forget(id string, ended bool) {
 // they may have turned it into fragmentation; Defragment itself answers
 // capacity, without a plan, when the free GPUs are too few. So the
 // decision does not depend on the cache.
-func (s *Scheduler) maybeDefrag(d *Decision, leaf *queue.Leaf, j *job, x *gang.Explanation, now time.Time) bool {
+func (s *Scheduler) maybeDefrag(d *Decision, leaf *queue.Leaf, j *job, req *gang.Request, x *gang.Explanation, now time.Time) bool {
 	g := &s.dfg
 	if g.cfg == nil || x == nil || x.Verdict != gang.VerdictFragmentation && x.Verdict != gang.VerdictCapacity || j.nom.nominated != nil || len(j.nom.waitingFor) > 0 {
 		return false
@@ -279,7 +270,7 @@ func (s *Scheduler) maybeDefrag(d *Decision, leaf *queue.Leaf, j *job, x *gang.E
 	if at, ok := g.failed[j.spec.ID]; ok && at == gen {
 		return false // nothing changed since the last plan failed
 	}
-	pend := &preempt.Pending{Request: j.req, Queue: leaf.Name(), Priority: j.spec.Priority, Demand: s.adm.demand(j.req)}
+	pend := &preempt.Pending{Request: req, Queue: leaf.Name(), Priority: j.spec.Priority, Demand: s.adm.demand(req)}
 	plan, _ := g.planner(s.placer).Defragment(schedSnapshot{s, now}, pend, now)
 	if plan == nil || len(plan.Migrations) == 0 {
 		g.failed[j.spec.ID] = gen
@@ -336,9 +327,10 @@ var ErrNotMoving = errors.New("no migration in flight")
 // the destination was taken meanwhile, it waits in its queue as a
 // requeued job would.
 func (s *Scheduler) Migrated(id string, now time.Time) error {
-	if err := s.reentered("Migrated", id); err != nil {
+	if err := s.mutating("Migrated", id); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	if err := s.applied("Migrated", id); err != nil {
 		return err
 	}

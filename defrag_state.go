@@ -88,9 +88,10 @@ func (s *Scheduler) DefragState(ids []string) DefragState {
 // it is not yet; its destination must match its groups as Restore's
 // tasks do. Errors name the job; nothing changes on error.
 func (s *Scheduler) RestoreDefrag(st DefragState) error {
-	if err := s.reentered("RestoreDefrag", ""); err != nil {
+	if err := s.mutating("RestoreDefrag", ""); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	x := &s.dfg
 	if x.cfg == nil {
 		if len(st.Moving) == 0 && len(st.Moves) == 0 && len(st.Issued) == 0 {

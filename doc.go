@@ -17,9 +17,32 @@
 //     within its grace period and report Preempted; show Pending reasons to
 //     users.
 //
+// The event contract, for a host whose messages may arrive late, twice or
+// from a wrong clock:
+//
+//   - Time never goes backwards: an event before Now() is ErrTimeBackwards;
+//     one more than Config.MaxClockSkew (default a day) ahead of it is
+//     ErrClockSkew. Both name the event, the job and the times, and change
+//     nothing. Schedule's time is the host's own clock: it clamps, and
+//     moves Now() without a limit.
+//   - Events are idempotent: Started for a running job, Preempted or
+//     Requeue for a job already waiting again, and any event or Submit for
+//     an ended job still remembered (Tombstones, Config.MaxTombstones,
+//     carried in saved state) is ErrAlreadyApplied — checked before the
+//     time, changing nothing — distinct from ErrUnknownJob for an ID never
+//     seen or long forgotten.
+//   - A reported checkpoint (Checkpointed) is authoritative; a job's
+//     CheckpointInterval only estimates one for a run that reported none.
+//   - Callbacks read, they do not change: a change called from inside
+//     Holding's fn, a Tree or Ledger reader's Ascend, or a Preemptor or
+//     Placer is ErrReentrant (Schedule returns an empty Decision), never a
+//     panic.
+//   - A Decision is the caller's: no later cycle writes it.
+//
 // The Scheduler does no I/O, starts no goroutines and never reads a
 // clock; every time is an argument, and the same calls give
-// byte-identical Decisions. It is not safe for concurrent use.
+// byte-identical Decisions. It is not safe for concurrent use;
+// Synchronize wraps it for a service whose goroutines share it.
 //
 // Inside a cycle, package queue says who goes next (quotas with
 // guarantees, borrowing and lending; priorities, FIFO or aging; fair share

@@ -303,9 +303,10 @@ func (s *Scheduler) shrinkForRecovery(j *job, tasks []gang.TaskRef, grace time.D
 // released, the rest of the job runs on, and the job the shrink made room
 // for binds in the next cycle.
 func (s *Scheduler) Shrunk(id string, now time.Time) error {
-	if err := s.reentered("Shrunk", id); err != nil {
+	if err := s.mutating("Shrunk", id); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	if err := s.applied("Shrunk", id); err != nil {
 		return err
 	}
@@ -333,9 +334,10 @@ func (s *Scheduler) Shrunk(id string, now time.Time) error {
 // Grown reports that job id started the new tasks of a Decision.Grows
 // entry at now.
 func (s *Scheduler) Grown(id string, now time.Time) error {
-	if err := s.reentered("Grown", id); err != nil {
+	if err := s.mutating("Grown", id); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	if err := s.applied("Grown", id); err != nil {
 		return err
 	}
@@ -584,7 +586,8 @@ type Resize struct {
 	// grows back to.
 	Size []int
 	// Shrink lists the claims of the tasks a shrink in flight stops (nil:
-	// none), asked for job For with Grace.
+	// none), asked for job For (empty for a failure recovery's shrink)
+	// with Grace.
 	Shrink []topology.Claim
 	For    string
 	Grace  time.Duration
@@ -622,9 +625,10 @@ func (s *Scheduler) Resizes() []Resize {
 // A shrink in flight marks the job as being stopped (as a victim is).
 // Nothing changes on error.
 func (s *Scheduler) RestoreResize(r Resize) error {
-	if err := s.reentered("RestoreResize", ""); err != nil {
+	if err := s.mutating("RestoreResize", ""); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	j, err := s.lookup(r.Job)
 	if err != nil {
 		return err

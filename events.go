@@ -24,9 +24,10 @@ func jobErr(id string, err error) error { return &JobError{Job: id, Err: err} }
 // ended and is still remembered (Tombstones) is ErrAlreadyApplied: a
 // redelivered Submit does not bring a finished job back.
 func (s *Scheduler) Submit(spec workload.Job, now time.Time) error {
-	if err := s.reentered("Submit", spec.ID); err != nil {
+	if err := s.mutating("Submit", spec.ID); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	if err := s.applied("Submit", spec.ID); err != nil {
 		return err
 	}
@@ -107,9 +108,10 @@ func (s *Scheduler) lookup(id string) (*job, error) {
 
 // Started reports that an admitted job began running at now.
 func (s *Scheduler) Started(id string, now time.Time) error {
-	if err := s.reentered("Started", id); err != nil {
+	if err := s.mutating("Started", id); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	if err := s.applied("Started", id); err != nil {
 		return err
 	}
@@ -147,26 +149,29 @@ func (s *Scheduler) setEnd(j *job, t time.Time) {
 // released and it is forgotten, but for a tombstone (Tombstones): a
 // second Finished, or any other event for it, is ErrAlreadyApplied.
 func (s *Scheduler) Finished(id string, now time.Time) error {
-	if err := s.reentered("Finished", id); err != nil {
+	if err := s.mutating("Finished", id); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	return s.end(id, now, queue.Succeeded)
 }
 
 // Failed reports that a job failed (or, for a waiting job, that the host
 // gave up on it): resources are released and it is forgotten.
 func (s *Scheduler) Failed(id string, now time.Time) error {
-	if err := s.reentered("Failed", id); err != nil {
+	if err := s.mutating("Failed", id); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	return s.end(id, now, queue.Failed)
 }
 
 // Cancel removes a job in any live state, releasing what it holds.
 func (s *Scheduler) Cancel(id string, now time.Time) error {
-	if err := s.reentered("Cancel", id); err != nil {
+	if err := s.mutating("Cancel", id); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	return s.end(id, now, queue.Cancelled)
 }
 
@@ -224,9 +229,10 @@ func (s *Scheduler) forget(j *job) {
 // original place (same submission time), releasing its resources: the host
 // could not start it, or it must restart.
 func (s *Scheduler) Requeue(id string, now time.Time) error {
-	if err := s.reentered("Requeue", id); err != nil {
+	if err := s.mutating("Requeue", id); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	return s.back(id, now, queue.Requeued, "Requeue")
 }
 
@@ -234,9 +240,10 @@ func (s *Scheduler) Requeue(id string, now time.Time) error {
 // Preemption of the Decision, or the host's own): its resources are
 // released and it waits in its queue again, at its original place.
 func (s *Scheduler) Preempted(id string, now time.Time) error {
-	if err := s.reentered("Preempted", id); err != nil {
+	if err := s.mutating("Preempted", id); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	return s.back(id, now, queue.Preempted, "Preempted")
 }
 
@@ -365,9 +372,10 @@ func (s *Scheduler) release(j *job, now time.Time) error {
 // SetPriority changes a live job's priority; a waiting job moves to its
 // new place in the queue.
 func (s *Scheduler) SetPriority(id string, p int32) error {
-	if err := s.reentered("SetPriority", id); err != nil {
+	if err := s.mutating("SetPriority", id); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	j, err := s.lookup(id)
 	if err != nil {
 		return err
@@ -390,9 +398,10 @@ func (s *Scheduler) SetPriority(id string, p int32) error {
 // Failed, Requeue or Preempted. It returns the IDs of the jobs holding g,
 // sorted, so the host can act on them.
 func (s *Scheduler) SetGPUHealth(g topology.GPUID, h topology.Health) ([]string, error) {
-	if err := s.reentered("SetGPUHealth", ""); err != nil {
+	if err := s.mutating("SetGPUHealth", ""); err != nil {
 		return nil, err
 	}
+	defer s.cb.leave()
 	if g < 0 || int(g) >= s.c.NumGPUs() {
 		return nil, fmt.Errorf("gpusched: SetGPUHealth: GPU %d out of range 0..%d", g, s.c.NumGPUs()-1)
 	}
@@ -419,9 +428,10 @@ func (s *Scheduler) SetGPUHealth(g topology.GPUID, h topology.Health) ([]string,
 // hosts. It returns the IDs of the jobs holding resources on it, sorted.
 // An unknown name is an error naming it, and nothing changes.
 func (s *Scheduler) SetHostHealth(name string, hh topology.Health) ([]string, error) {
-	if err := s.reentered("SetHostHealth", ""); err != nil {
+	if err := s.mutating("SetHostHealth", ""); err != nil {
 		return nil, err
 	}
+	defer s.cb.leave()
 	h, ok := s.c.HostByName(name)
 	if !ok {
 		return nil, fmt.Errorf("gpusched: SetHostHealth: unknown host %q", name)
@@ -497,9 +507,10 @@ func usesGPU(p *gang.Placement, g topology.GPUID) bool {
 // (all or nothing) and the charge against the quotas: a state the queue
 // tree could not have produced is an error, and nothing changes.
 func (s *Scheduler) Restore(spec workload.Job, tasks [][]topology.Claim, st queue.State, submitted, started time.Time) error {
-	if err := s.reentered("Restore", spec.ID); err != nil {
+	if err := s.mutating("Restore", spec.ID); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	if st != queue.Admitted && st != queue.Running {
 		return jobErr(spec.ID, fmt.Errorf("%w: Restore needs state admitted or running, not %s", ErrState, st))
 	}

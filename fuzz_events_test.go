@@ -1,12 +1,14 @@
 package gpusched
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"testing"
 	"time"
 
 	"github.com/gpusched/gpusched/fairshare"
+	"github.com/gpusched/gpusched/gang"
 	"github.com/gpusched/gpusched/preempt"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/topology"
@@ -44,7 +46,11 @@ func pick[T any](t *eventTape, vals ...T) T { return vals[int(t.byte())%len(vals
 // Shrunk, Grown, RestoreResize, cycles whose shrinks and grows are
 // confirmed or left in flight — with hostile values: negative, huge and
 // out-of-range numbers, unknown IDs and queues, bad MIG profiles and
-// claims, times going backwards, starts in the future. After every step
+// claims, times going backwards, starts in the future, times a year
+// ahead (ErrClockSkew), events delivered twice (the second must be
+// ErrAlreadyApplied and change nothing), and callbacks — Holding's, a
+// queue reader's Ascend, a Placer's during Schedule — that call back in
+// (ErrReentrant, never a panic). After every step
 // nothing has panicked, the ledger's counters and indexes agree with its
 // GPUs (Ledger.Check), no quota is exceeded (Tree.Over), the holding jobs
 // are exactly those the ledger's claims are for, and no job holds fewer
@@ -67,6 +73,10 @@ func FuzzEvents(f *testing.F) {
 	f.Add([]byte{33, 0, 0, 0, 0, 0, 9, 1, 0, 9, 2, 0, 9, 10, 200, 9, 3, 3, 9, 1, 1, 9})
 	f.Add([]byte{45, 0, 0, 0, 0, 0, 9, 1, 0, 9, 2, 0, 9, 10, 200, 9, 3, 3, 9, 1, 1, 9})
 	f.Add([]byte{2, 22, 1, 0, 1, 1, 0, 0, 0, 22, 1, 1, 1, 1, 0, 0, 9, 1, 2, 0, 1, 22, 0, 0, 0, 2, 0, 0, 9, 1, 2, 0, 0, 7, 1, 0, 9, 1, 30, 0, 1, 23, 0, 1, 24, 0, 1, 25, 0, 3, 4})
+	// Events delivered twice, a year ahead, callbacks calling back in;
+	// then the same with a Placer that calls back in (first byte 48).
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 9, 1, 0, 0, 1, 0, 26, 0, 1, 1, 0, 9, 1, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 9, 1, 0, 0, 1, 0, 26, 1, 1, 4, 0, 9, 1, 2, 0, 1, 0, 27, 0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 27, 1, 0, 7, 27, 2, 6, 0})
+	f.Add([]byte{48, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 9, 1, 0, 0, 0, 1, 0, 0, 1, 1, 1, 1, 1, 1, 0})
 	c := testClusterTB(f, 2, 2)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 512 {
@@ -82,11 +92,21 @@ func FuzzEvents(f *testing.F) {
 		}
 		around, whole := opt&1 != 0, opt&2 != 0
 		depth := []int{0, 2, 3, -1}[opt>>2&3]
+		// Bit 4: a Placer that calls back in while Schedule runs.
+		var placer gang.Placer
+		var inPlacer func()
+		if opt&16 != 0 {
+			tpl, err := gang.New("topology", gang.Options{Explain: gang.DetailBrief})
+			if err != nil {
+				t.Fatal(err)
+			}
+			placer = reentrantPlacer{Placer: tpl, fn: func() { inPlacer() }}
+		}
 		pp, err := NewPlanPreemptor(preempt.Config{LowerPriority: preempt.WithinQueue, Reclaim: preempt.ReclaimAny}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := New(Config{Cluster: c, Preemptor: pp, AdmitTimeout: 10 * time.Minute, MaxRestarts: 2, DefaultRuntime: time.Hour, Defrag: &DefragConfig{MaxPerJob: 2},
+		s, err := New(Config{Cluster: c, Preemptor: pp, Placer: placer, AdmitTimeout: 10 * time.Minute, MaxRestarts: 2, DefaultRuntime: time.Hour, Defrag: &DefragConfig{MaxPerJob: 2},
 			Elastic:        pick(tp, nil, &ElasticConfig{}, &ElasticConfig{NoGrow: true}),
 			BackfillAround: around, ReserveWholeHosts: whole, ReserveDepth: depth,
 			Queues: queue.Config{Fairness: queue.Fairness{Policy: queue.FairTree}, Root: queue.Node{Children: []queue.Node{
@@ -100,7 +120,7 @@ func FuzzEvents(f *testing.F) {
 		ids := []string{"j0", "j1", "j2", "j3", "j4", "j5", "nope", ""}
 		id := func() string { return pick(tp, ids...) }
 		when := func() time.Time {
-			return now.Add(pick(tp, time.Duration(0), time.Minute, 11*time.Minute, -time.Hour, 100*time.Hour, math.MinInt64/2, time.Nanosecond))
+			return now.Add(pick(tp, time.Duration(0), time.Minute, 11*time.Minute, -time.Hour, 100*time.Hour, math.MinInt64/2, time.Nanosecond, 365*24*time.Hour))
 		}
 		num := func() int { return pick(tp, 0, 1, 2, 8, -1, -1000, math.MaxInt32, math.MinInt32) }
 		group := func() workload.TaskGroup {
@@ -175,8 +195,56 @@ func FuzzEvents(f *testing.F) {
 			return workload.Job{ID: id(), Queue: pick(tp, "a", "b"), Priority: int32(pick(tp, 0, 1, 10)), Groups: []workload.TaskGroup{g},
 				Topology: pick(tp, []workload.Constraint(nil), []workload.Constraint{{Level: "host", Required: true}})}
 		}
+		// reenter calls one of the methods that change the Scheduler from
+		// inside a callback: it must be refused with ErrReentrant.
+		reenter := func(where string) {
+			var err error
+			switch tp.byte() % 8 {
+			case 0:
+				err = s.Submit(spec(), when())
+			case 1:
+				err = s.Cancel(id(), when())
+			case 2:
+				err = s.Finished(id(), when())
+			case 3:
+				err = s.Preempted(id(), when())
+			case 4:
+				err = s.SetPriority(id(), int32(num()))
+			case 5:
+				_, err = s.SetHostHealth(c.HostName(0), topology.Failed)
+			case 6:
+				if d := s.Schedule(when()); len(d.Bindings)+len(d.Pending)+len(d.Preemptions) > 0 {
+					t.Fatalf("Schedule inside %s decided something", where)
+				}
+				err = ErrReentrant
+			case 7:
+				err = s.Cordon(c.HostName(1))
+			}
+			if !errors.Is(err, ErrReentrant) {
+				t.Fatalf("a change inside %s: %v, want ErrReentrant", where, err)
+			}
+		}
+		inPlacer = func() {
+			if tp.byte()%4 == 0 {
+				reenter("the Placer")
+			}
+		}
+		// redeliver replays an event that was just applied: it must be
+		// ErrAlreadyApplied and change nothing.
+		redeliver := func(what string, ev func() error) {
+			if ev() != nil || tp.byte()%2 != 0 {
+				return
+			}
+			gen, n, at := s.ledger.Generation(), s.Len(), s.Now()
+			if err := ev(); !errors.Is(err, ErrAlreadyApplied) {
+				t.Fatalf("%s delivered twice: %v, want ErrAlreadyApplied", what, err)
+			}
+			if s.ledger.Generation() != gen || s.Len() != n || !s.Now().Equal(at) {
+				t.Fatalf("%s delivered twice changed the Scheduler", what)
+			}
+		}
 		for step := 0; !tp.done() && step < 200; step++ {
-			op := tp.byte() % 26
+			op := tp.byte() % 28
 			what := fmt.Sprintf("step %d op %d", step, op)
 			func() {
 				defer func() {
@@ -307,6 +375,33 @@ func FuzzEvents(f *testing.F) {
 					_ = s.Shrunk(id(), when())
 				case 24:
 					_ = s.Grown(id(), when())
+				case 26: // events delivered twice
+					j, at := id(), when()
+					switch tp.byte() % 6 {
+					case 0:
+						redeliver("Started", func() error { return s.Started(j, at) })
+					case 1:
+						redeliver("Finished", func() error { return s.Finished(j, at) })
+					case 2:
+						redeliver("Failed", func() error { return s.Failed(j, at) })
+					case 3:
+						redeliver("Cancel", func() error { return s.Cancel(j, at) })
+					case 4:
+						redeliver("Preempted", func() error { return s.Preempted(j, at) })
+					case 5:
+						redeliver("Requeue", func() error { return s.Requeue(j, at) })
+					}
+				case 27: // callbacks that call back in
+					switch tp.byte() % 3 {
+					case 0:
+						s.Holding(func(string, JobStatus) bool { reenter("Holding"); return tp.byte()%2 == 0 })
+					case 1:
+						if l, ok := s.Tree().Leaf(pick(tp, "a", "b")); ok {
+							l.Ascend(func(queue.PendingJob) bool { reenter("a leaf's Ascend"); return false })
+						}
+					case 2:
+						s.Ledger().AscendHosts(c.Root(), topology.NoModel, 0, func(topology.HostID, int) bool { reenter("AscendHosts"); return false })
+					}
 				case 25: // resizes in flight (snapshot version 6)
 					_ = s.RestoreResize(Resize{Job: id(), Size: pick(tp, []int(nil), []int{8}, []int{-1}, []int{2, 2}),
 						Shrink: pick(tp, []topology.Claim(nil), claims()), Grow: pick(tp, []topology.Claim(nil), claims()), Grace: pick(tp, time.Duration(0), -time.Second)})

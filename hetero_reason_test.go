@@ -57,19 +57,26 @@ func TestHeterogeneousReasonNamesShape(t *testing.T) {
 	if err := s.Submit(job("big", 8), t0.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
+	// mixed: its 4-GPU tasks fit on the trays, its 8-GPU task does not.
+	mixed := workload.Job{ID: "mixed", Queue: "q", Groups: []workload.TaskGroup{{Name: "x", Count: 1, GPUs: 8}, {Name: "y", Count: 2, GPUs: 4}}}
+	if err := s.Submit(mixed, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
 	s.Schedule(t0.Add(time.Minute))
-	st, _ := s.Job("big")
-	r := st.Reason
-	if r == nil {
-		t.Fatal("no reason")
-	}
-	text := r.String()
-	if r.Code == WaitFragmentation {
-		t.Errorf("reason %q: code fragmentation, want capacity (no H100 host has room, the trays cannot hold the task)", text)
-	}
-	for _, want := range []string{"no H100 host has 8 free GPUs", "16 free GPUs are on hosts whose shape cannot hold an 8-GPU task"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("reason %q does not say %q", text, want)
+	for _, id := range []string{"big", "mixed"} {
+		st, _ := s.Job(id)
+		r := st.Reason
+		if r == nil {
+			t.Fatalf("%s: no reason", id)
+		}
+		text := r.String()
+		if r.Code == WaitFragmentation {
+			t.Errorf("%s: reason %q: code fragmentation, want capacity (no H100 host has room, the trays cannot hold an 8-GPU task)", id, text)
+		}
+		for _, want := range []string{"no H100 host has 8 free GPUs", "16 free GPUs are on hosts whose shape cannot hold an 8-GPU task"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s: reason %q does not say %q", id, text, want)
+			}
 		}
 	}
 }

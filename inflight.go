@@ -89,9 +89,10 @@ func (s *Scheduler) stillStopping(j *job) []string {
 // nominations in the order Nominations lists them. Nothing changes on
 // error.
 func (s *Scheduler) RestoreNomination(n Nomination) error {
-	if err := s.reentered("RestoreNomination", ""); err != nil {
+	if err := s.mutating("RestoreNomination", ""); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	j, err := s.lookup(n.Job)
 	if err != nil {
 		return err

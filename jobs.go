@@ -36,8 +36,9 @@ type job struct {
 	// jobTable.moveLeaf. Invariant: placement, txn, charged and hosts are
 	// set exactly while state (above) is Holding(); end and
 	// endKnown are then its estimated end (the jobTable's ends order).
-	// req.AllowHost is the model filter of its last evaluation (cycle.go),
-	// req.Seed and entry.Seq are set once by jobTable.add.
+	// req.Seed and entry.Seq are set once by jobTable.add; nothing else
+	// writes req (a candidate's model filter travels as a value:
+	// cycleState.request).
 	placement   *gang.Placement
 	txn         gang.Txn
 	charged     queue.Vector // what admission charged (from the placement)

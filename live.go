@@ -48,9 +48,10 @@ func liveErr(format string, args ...any) error {
 // Cost: topology.Cluster.Apply and Ledger.Follow, plus O(leaves) to grow
 // the queue tree's capacity; nothing per job.
 func (s *Scheduler) AddHosts(ch topology.Change, now time.Time) error {
-	if err := s.reentered("AddHosts", ""); err != nil {
+	if err := s.mutating("AddHosts", ""); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	if len(ch.Remove) > 0 {
 		return liveErr("AddHosts: the change removes hosts; use RemoveHosts, whose jobs are drained first")
 	}
@@ -66,9 +67,10 @@ func (s *Scheduler) AddHosts(ch topology.Change, now time.Time) error {
 // first. Unknown names, and hosts already going, are errors (nothing
 // changes).
 func (s *Scheduler) RemoveHosts(names []string, now time.Time) ([]string, error) {
-	if err := s.reentered("RemoveHosts", ""); err != nil {
+	if err := s.mutating("RemoveHosts", ""); err != nil {
 		return nil, err
 	}
+	defer s.cb.leave()
 	return s.drainHosts(names, nil, s.advance(now))
 }
 
@@ -78,9 +80,10 @@ func (s *Scheduler) RemoveHosts(names []string, now time.Time) ([]string, error)
 // for RemoveHosts, a host with jobs is drained first; it returns those
 // jobs.
 func (s *Scheduler) SetHostGPUs(name, template string, templates []topology.HostTemplate, now time.Time) ([]string, error) {
-	if err := s.reentered("SetHostGPUs", ""); err != nil {
+	if err := s.mutating("SetHostGPUs", ""); err != nil {
 		return nil, err
 	}
+	defer s.cb.leave()
 	h, ok := s.c.HostByName(name)
 	if !ok {
 		return nil, liveErr("SetHostGPUs: unknown host %q", name)
@@ -277,9 +280,10 @@ func capacityOf(c *topology.Cluster) queue.Capacity {
 // changes nothing. Cost: queue.Tree.Reconfigure, plus O(jobs that change
 // queue).
 func (s *Scheduler) Reconfigure(cfg queue.Config, moves []queue.Move, now time.Time) ([]string, error) {
-	if err := s.reentered("Reconfigure", ""); err != nil {
+	if err := s.mutating("Reconfigure", ""); err != nil {
 		return nil, err
 	}
+	defer s.cb.leave()
 	now = s.advance(now)
 	if len(s.live.draining) > 0 { // the hosts waiting to leave must be able to
 		if err := s.checkCapacityWithout(cfg, nil); err != nil {
@@ -319,17 +323,19 @@ func (s *Scheduler) switchTree(tree *queue.Tree, rc *queue.Reconfigured) []strin
 // Cordon stops new work on host name; what runs there keeps running.
 // Uncordon lets it take work again (unless its health says otherwise).
 func (s *Scheduler) Cordon(name string) error {
-	if err := s.reentered("Cordon", ""); err != nil {
+	if err := s.mutating("Cordon", ""); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	return s.cordon(name, true)
 }
 
 // Uncordon undoes Cordon.
 func (s *Scheduler) Uncordon(name string) error {
-	if err := s.reentered("Uncordon", ""); err != nil {
+	if err := s.mutating("Uncordon", ""); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	return s.cordon(name, false)
 }
 
@@ -362,9 +368,10 @@ func (s *Scheduler) cordon(name string, on bool) error {
 // next cycle's recovery plan (preempt.DomainFault). It returns the jobs
 // holding resources there, sorted.
 func (s *Scheduler) SetDomainHealth(domain string, h topology.Health) ([]string, error) {
-	if err := s.reentered("SetDomainHealth", ""); err != nil {
+	if err := s.mutating("SetDomainHealth", ""); err != nil {
 		return nil, err
 	}
+	defer s.cb.leave()
 	d, ok := s.c.DomainByName(domain)
 	if !ok {
 		return nil, liveErr("SetDomainHealth: unknown domain %q", domain)

@@ -44,7 +44,7 @@ type nomination struct {
 	job     *job
 	p       *gang.Placement
 	victims []*job
-	held    []topology.Claim // trial-held in the current cycle
+	held    pieces // trial-held in the current cycle
 	// charge is what p charges to the job's queue; charged whether it is
 	// charged in the current cycle (see hold).
 	charge  queue.Vector
@@ -138,24 +138,22 @@ func (ns *nominations) keep(fn func(*nomination) bool) {
 // both.
 func (ns *nominations) hold(n *nomination, l *topology.Ledger, tree *queue.Tree, now time.Time) {
 	for _, cl := range n.p.Claims {
-		if l.TrialAllocate(cl) == nil {
-			n.held = append(n.held, cl)
+		if n.held.trialTake(l, cl) {
 			continue
 		}
 		for _, g := range cl.GPUs {
-			part := topology.Claim{Host: cl.Host, GPUs: []topology.GPUClaim{g}}
-			if l.TrialAllocate(part) == nil {
-				n.held = append(n.held, part)
-			} else if part, ok := freeShare(l, cl.Host, g); ok && l.TrialAllocate(part) == nil {
-				n.held = append(n.held, part)
+			if !n.held.trialTake(l, topology.Claim{Host: cl.Host, GPUs: []topology.GPUClaim{g}}) {
+				if part, ok := freeShare(l, cl.Host, g); ok {
+					n.held.trialTake(l, part)
+				}
 			}
 		}
 		if n.overdue(now) {
 			continue
 		}
 		part := topology.Claim{Host: cl.Host, CPUMilli: min(cl.CPUMilli, l.CPUFree(cl.Host)), MemoryMiB: min(cl.MemoryMiB, l.MemoryFree(cl.Host))}
-		if (part.CPUMilli > 0 || part.MemoryMiB > 0) && l.TrialAllocate(part) == nil {
-			n.held = append(n.held, part)
+		if part.CPUMilli > 0 || part.MemoryMiB > 0 {
+			n.held.trialTake(l, part)
 		}
 	}
 	if !n.charged && !n.overdue(now) && tree.GovernsAny() {
@@ -196,12 +194,8 @@ func (ns *nominations) unholdAll(l *topology.Ledger, tree *queue.Tree, now time.
 }
 
 func (ns *nominations) unhold(n *nomination, l *topology.Ledger, tree *queue.Tree, now time.Time) {
-	if len(n.held) > 0 {
-		if err := l.TrialRelease(n.held...); err != nil {
-			panic("gpusched: releasing a nomination's hold failed: " + err.Error())
-		}
-		clear(n.held)
-		n.held = n.held[:0]
+	if err := n.held.trialGiveBack(l); err != nil {
+		panic("gpusched: releasing a nomination's hold failed: " + err.Error())
 	}
 	if n.charged {
 		tree.Release(n.job.leaf.ID(), n.charge, false, now)

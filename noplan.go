@@ -95,9 +95,10 @@ func hostSet(hs []topology.HostID) []topology.HostID {
 // would already have lapsed), and so is an unknown or removed host, or
 // hosts with Exact. Without a *PlanPreemptor it is kept but never read.
 func (s *Scheduler) RestoreNoPlan(n NoPlan) error {
-	if err := s.reentered("RestoreNoPlan", ""); err != nil {
+	if err := s.mutating("RestoreNoPlan", ""); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	j, err := s.lookup(n.Job)
 	if err != nil {
 		return err

@@ -32,11 +32,6 @@ type pendingList struct {
 	// were listed in (0: never).
 	leaves []leafRows
 	cycle  uint64
-	// bufs are the backing arrays of the last two Decisions' Pending, used
-	// in turn: a Decision's list is never the rows kept here, so a host
-	// that edits it changes nothing here.
-	bufs [2][]Pending
-	turn int
 	// spare is merge's scratch, swapped with a leaf's rows.
 	spare leafRows
 	// kept and merged count the leaves whose rows were kept as they were
@@ -109,15 +104,13 @@ func (pl *pendingList) list(tree *queue.Tree, cs *cycleState) []Pending {
 		}
 		n += len(lr.rows)
 	}
-	buf := pl.bufs[pl.turn][:0]
-	if cap(buf) < n {
-		buf = make([]Pending, 0, n+n/4)
-	}
+	// A new array every cycle: the Decision is the caller's (a later
+	// cycle never writes it), and never the rows kept here (a host that
+	// edits it changes nothing here).
+	buf := make([]Pending, 0, n)
 	for _, id := range tree.Leaves() {
 		buf = append(buf, pl.leaves[id].rows...)
 	}
-	pl.bufs[pl.turn] = buf
-	pl.turn ^= 1
 	pl.cycle = cs.n
 	return buf
 }

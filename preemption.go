@@ -253,7 +253,7 @@ func (p *PlanPreemptor) hostCouldMatter(s *Scheduler, h topology.HostID, j *job,
 	if l.HostHealth(h) != topology.Healthy {
 		return false
 	}
-	if allow := j.req.AllowHost; allow != nil && !allow(h) {
+	if allow := s.adm.filter(j); allow != nil && !allow(h) {
 		return false
 	}
 	var cpu, mem int64
@@ -314,13 +314,16 @@ func (p *PlanPreemptor) hostHasVictim(s *Scheduler, h topology.HostID, j *job) b
 
 // mayBeVictim reports whether holding job v could be a victim of waiting
 // job j by the rules of p (optimistic: minimum run times and fresh
-// admissions ignored; with the quotas, any job of another queue).
+// admissions ignored; with the quotas, any job of another queue). Its
+// protections are preempt's one rule (preempt.Job.Protection), on a
+// view without a start time.
 func (p *PlanPreemptor) mayBeVictim(v, j *job, queues bool) bool {
 	sp := &v.spec
-	switch {
-	case v.vic.preempting || v.rec.recovering || v.ref.excludes(v) || sp.NonPreemptible || sp.MaxPreemptions > 0 && v.preemptions >= sp.MaxPreemptions:
+	view := preempt.Job{Spec: sp, Preemptions: v.preemptions, Stopping: v.vic.preempting || v.rec.recovering || v.ref.excludes(v)}
+	if _, protected := view.Protection(time.Time{}); protected {
 		return false // (a stop in progress frees its host later: a gain then)
-	case queues && v.leaf != j.leaf:
+	}
+	if queues && v.leaf != j.leaf {
 		return true
 	}
 	switch p.cfg.LowerPriority {
@@ -391,18 +394,19 @@ func (s *Scheduler) commits() uint64 { return s.victims.stops + s.noms.changes }
 
 // maybePreempt asks the Preemptor, if any, for victims for j, which the
 // cycle could not admit (x is the placer's explanation, nil for a quota
-// block; j.req carries j's own model filter of this cycle). With a
+// block; allow is j's own model filter of this cycle). With a
 // PlacingPreemptor the job is nominated to the planned placement. It
 // reports whether it asked for stops (or moves) for j: j then waits for
 // them, explained as WaitPreemption.
-func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.Explanation, now time.Time) bool {
-	if s.maybeDefrag(d, leaf, j, x, now) { // moving jobs first (defrag.go)
+func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.Explanation, allow func(topology.HostID) bool, now time.Time) bool {
+	req := s.cyc.request(j, allow)
+	if s.maybeDefrag(d, leaf, j, req, x, now) { // moving jobs first (defrag.go)
 		return true
 	}
 	if s.cfg.Preemptor == nil || j.nom.nominated != nil {
 		return false
 	}
-	c := PreemptCandidate{Job: &j.spec, Request: j.req, Queue: leaf.Name(), Why: x}
+	c := PreemptCandidate{Job: &j.spec, Request: req, Queue: leaf.Name(), Why: x}
 	var vs []Preemption
 	var p *gang.Placement
 	if pp, ok := s.cfg.Preemptor.(PlacingPreemptor); ok {

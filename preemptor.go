@@ -27,8 +27,10 @@ type Preemptor interface {
 // PreemptCandidate is the pending job a Preemptor is asked to make room
 // for.
 type PreemptCandidate struct {
-	// Job is the waiting job's spec; Request its resolved gang request;
-	// Queue its leaf queue. Read them only.
+	// Job is the waiting job's spec; Request its resolved gang request,
+	// with the job's model filter of this cycle (AllowHost: the models
+	// whose per-model quota has room; nil when none narrows them), valid
+	// during the call only; Queue its leaf queue. Read them only.
 	Job     *workload.Job
 	Request *gang.Request // resolved against the cluster
 	Queue   string        // the job's leaf queue

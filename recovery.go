@@ -144,9 +144,10 @@ func lastCheckpoint(j *job, now time.Time) time.Time {
 // Recovery.RestartFrom use the last reported). A checkpoint earlier than
 // the last reported one is ignored.
 func (s *Scheduler) Checkpointed(id string, at, now time.Time) error {
-	if err := s.reentered("Checkpointed", id); err != nil {
+	if err := s.mutating("Checkpointed", id); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	if err := s.applied("Checkpointed", id); err != nil {
 		return err
 	}

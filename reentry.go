@@ -12,15 +12,17 @@ import (
 // ErrReentrant: a method that changes the Scheduler was called from
 // inside one of its callbacks — Holding's fn, the Ascend callbacks of the
 // readers Tree and Ledger return, or a Preemptor or Placer while
-// Schedule runs. It is refused (a *JobError for a job's event) and
+// Schedule (or another change: Submit asks the Placer whether a job could
+// ever fit) runs. It is refused (a *JobError for a job's event) and
 // nothing changes: collect what to do in the callback, and call the
 // method after the callback returned. Read methods (Job, Holding, Now,
 // Ledger, Tree, …) work inside callbacks.
 var ErrReentrant = errors.New("gpusched: called from inside a callback")
 
-// callbackGuard counts the callbacks of the Scheduler running now (Holding
-// and the readers' Ascend may nest; Schedule counts as one for the
-// Preemptor and Placer it calls). Its methods are the only writers of
+// callbackGuard counts the callbacks of the Scheduler running now, and
+// the calls that change it (Holding and the readers' Ascend may nest; a
+// change — Schedule, an event — counts as one for the Preemptor and
+// Placer it calls). Its methods are the only writers of
 // depth; it is atomic so that concurrent readers (Synchronized) may enter
 // and leave at once. Invariant: depth ≥ 0, and 0 between calls.
 type callbackGuard struct{ depth atomic.Int32 }
@@ -28,17 +30,22 @@ type callbackGuard struct{ depth atomic.Int32 }
 func (g *callbackGuard) enter() { g.depth.Add(1) }
 func (g *callbackGuard) leave() { g.depth.Add(-1) }
 
-// reentered returns the error of call (on job id, if not empty) while a
-// callback runs, else nil. Every method that changes the Scheduler asks
-// it first, before it checks anything else.
-func (s *Scheduler) reentered(call, id string) error {
-	if s.cb.depth.Load() == 0 {
-		return nil
+// mutating starts call (on job id, if not empty), a method that changes
+// the Scheduler: while a callback runs it returns ErrReentrant; otherwise
+// it counts the call as running (a callback it makes — a Placer asked
+// whether a job could ever fit — may read, not change) and the caller
+// defers s.cb.leave(). Every method that changes the Scheduler calls it
+// first, before it checks anything else.
+func (s *Scheduler) mutating(call, id string) error {
+	if s.cb.depth.Load() != 0 {
+		const msg = "while a callback of the Scheduler runs (Holding, a reader's Ascend, a Preemptor or Placer); call it after the callback returns"
+		if id == "" {
+			return fmt.Errorf("%w: %s %s", ErrReentrant, call, msg)
+		}
+		return jobErr(id, fmt.Errorf("%w: %s(%s) %s", ErrReentrant, call, id, msg))
 	}
-	if id == "" {
-		return fmt.Errorf("%w: %s while a callback of the Scheduler runs (Holding, a reader's Ascend, a Preemptor or Placer during Schedule); call it after the callback returns", ErrReentrant, call)
-	}
-	return jobErr(id, fmt.Errorf("%w: %s(%s) while a callback of the Scheduler runs (Holding, a reader's Ascend, a Preemptor or Placer during Schedule); call it after the callback returns", ErrReentrant, call, id))
+	s.cb.enter()
+	return nil
 }
 
 // guardedTree is the queue reader Tree returns: the leaves it hands out

@@ -137,9 +137,10 @@ func (r *refusals) annotate(pending []Pending) {
 // preempted (no Preemption asked for it, or it already stopped), and with
 // ErrTimeBackwards.
 func (s *Scheduler) EvictionRefused(victim string, now time.Time, reason string) error {
-	if err := s.reentered("EvictionRefused", victim); err != nil {
+	if err := s.mutating("EvictionRefused", victim); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	if err := s.applied("EvictionRefused", victim); err != nil {
 		return err
 	}

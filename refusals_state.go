@@ -39,9 +39,10 @@ func (s *Scheduler) Refusals() []Refusal {
 // at the next cycle, as the captured one would). Errors name the job; nothing changes
 // on error.
 func (s *Scheduler) RestoreRefusal(r Refusal) error {
-	if err := s.reentered("RestoreRefusal", ""); err != nil {
+	if err := s.mutating("RestoreRefusal", ""); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	j, err := s.lookup(r.Victim)
 	if err != nil {
 		return err

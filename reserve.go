@@ -89,6 +89,8 @@ type reserveInput struct {
 	noms    *nominations
 	commits uint64 // Scheduler.commits
 	admits  []*job // admitted in this cycle so far
+	// req is the job's request with its model filter (placed with).
+	req *gang.Request
 }
 
 func newReservations(c *topology.Cluster, placer gang.Placer, defaultRuntime time.Duration, max int) reservations {
@@ -397,7 +399,7 @@ func (rs *reservations) reserve(j *job, now time.Time, mkey string, in reserveIn
 		placedByPlacer bool
 	)
 	fits := func() bool {
-		return live.FreeMilli(root) >= need && rs.placer.Place(live, j.req, &p) == nil
+		return live.FreeMilli(root) >= need && rs.placer.Place(live, in.req, &p) == nil
 	}
 	// tryHere tries the state after every released group. On success it
 	// searches back, by bisection over the groups released since the last

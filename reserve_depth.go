@@ -24,10 +24,10 @@ import (
 // modelled in these plans. Its methods are the only writers of its
 // fields.
 type deepReserver struct {
-	depth  int              // Config.ReserveDepth (≤ 1: off)
-	buf    gang.Placement   // the placer's result
-	pieces []topology.Claim // the pieces of earlier reservations held at one candidate time
-	ends   []time.Time      // the earlier reservations' estimated ends, in order
+	depth  int            // Config.ReserveDepth (≤ 1: off)
+	buf    gang.Placement // the placer's result
+	pieces pieces         // the pieces of earlier reservations held at one candidate time
+	ends   []time.Time    // the earlier reservations' estimated ends, in order
 }
 
 // more reports whether j, blocked in leaf after the leaf's first blocked
@@ -52,11 +52,11 @@ func (d *deepReserver) more(s *Scheduler, leaf *queue.Leaf) bool {
 // blocked job does), then for the jobs of j's class behind it in queue
 // order, which the cycle skips, while more allows. Each is held and
 // recorded in the job's reason.
-func (d *deepReserver) after(s *Scheduler, leaf *queue.Leaf, j *job, r *Reason, mkey string, now time.Time) {
+func (d *deepReserver) after(s *Scheduler, leaf *queue.Leaf, j *job, r *Reason, mkey string, allow func(topology.HostID) bool, now time.Time) {
 	if d.depth <= 1 || r == nil || r.Code == WaitQuotaHeld {
 		return
 	}
-	if !holds(s, j) && !d.reserve(s, leaf, j, r, mkey, now) {
+	if !holds(s, j) && !d.reserve(s, leaf, j, r, mkey, allow, now) {
 		return
 	}
 	cl := j.entry.ClassOf()
@@ -72,8 +72,7 @@ func (d *deepReserver) after(s *Scheduler, leaf *queue.Leaf, j *job, r *Reason, 
 		if ch.block != nil {
 			return true
 		}
-		cj.req.AllowHost = ch.allow
-		return d.reserve(s, leaf, cj, r, ch.key, now)
+		return d.reserve(s, leaf, cj, r, ch.key, ch.allow, now)
 	})
 }
 
@@ -89,11 +88,11 @@ func holds(s *Scheduler, j *job) bool {
 
 // reserve plans and holds a reservation for j if more allows; it reports
 // whether another may follow (a hold was free).
-func (d *deepReserver) reserve(s *Scheduler, leaf *queue.Leaf, j *job, r *Reason, mkey string, now time.Time) bool {
+func (d *deepReserver) reserve(s *Scheduler, leaf *queue.Leaf, j *job, r *Reason, mkey string, allow func(topology.HostID) bool, now time.Time) bool {
 	if !d.more(s, leaf) {
 		return false
 	}
-	res := d.plan(s, j, mkey, now)
+	res := d.plan(s, j, mkey, allow, now)
 	if res == nil {
 		return true
 	}
@@ -107,19 +106,20 @@ func (d *deepReserver) reserve(s *Scheduler, leaf *queue.Leaf, j *job, r *Reason
 // plan returns j's reservation around the earlier ones, or nil when j has
 // no runtime estimate (its run cannot be placed in time), or fits only
 // once jobs without an estimate end.
-func (d *deepReserver) plan(s *Scheduler, j *job, mkey string, now time.Time) *reservation {
+func (d *deepReserver) plan(s *Scheduler, j *job, mkey string, allow func(topology.HostID) bool, now time.Time) *reservation {
 	if _, known := s.res.estimatedEnd(j, now); !known {
 		return nil
 	}
 	sh := s.res.shadowLedger(s.ledger)
 	prev := s.res.byJob[j]
 	need := j.req.MinDemand().Milli
+	req := s.cyc.request(j, allow)
 	root := s.c.Root()
 	var claims []topology.Claim
 	var p *gang.Placement
 	try := func(t time.Time) bool {
 		d.holdEarlier(s, sh, j, t)
-		if sh.FreeMilli(root) >= need && s.placer.Place(sh, j.req, &d.buf) == nil {
+		if sh.FreeMilli(root) >= need && s.placer.Place(sh, req, &d.buf) == nil {
 			p = d.buf.Clone()
 			claims = p.Claims
 		} else if prev != nil && prev.p != nil && !prev.forever && !t.Before(prev.at) && sh.Allocate(prev.claims...) == nil {
@@ -131,9 +131,7 @@ func (d *deepReserver) plan(s *Scheduler, j *job, mkey string, now time.Time) *r
 		if p != nil {
 			return true
 		}
-		for _, c := range d.pieces {
-			_ = sh.Release(c)
-		}
+		_ = d.pieces.giveBack(sh)
 		return false
 	}
 	// The candidate times: now, each distinct estimated end of a running
@@ -212,7 +210,7 @@ func (d *deepReserver) plan(s *Scheduler, j *job, mkey string, now time.Time) *r
 // taken), what the reservations held so far in this cycle need while j
 // would run from t by its estimate; d.pieces lists what it took.
 func (d *deepReserver) holdEarlier(s *Scheduler, l *topology.Ledger, j *job, t time.Time) {
-	d.pieces = d.pieces[:0]
+	d.pieces.forget() // taken for good in a shadow that became a reservation, or given back
 	end, _ := s.res.estimatedEnd(j, t)
 	for _, h := range s.res.holds {
 		if h.res == nil || h.holder == j || !h.res.at.Before(end) {

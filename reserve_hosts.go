@@ -20,18 +20,13 @@ import "github.com/gpusched/gpusched/topology"
 // each host of claims (every free GPU whole, then the free cores and
 // memory; a host named twice is held once), otherwise what is free of
 // each claim (its GPUs one by one, then its cores and memory; what a
-// running job holds now is not free anyway). It appends what it took to
-// pieces when pieces is not nil, so the caller can release it, and
-// reports whether it took anything.
-func holdReserved(l *topology.Ledger, claims []topology.Claim, whole bool, pieces *[]topology.Claim) bool {
-	held := false
+// running job holds now is not free anyway). It records what it took in
+// held, so the caller can give it back, and reports whether it took
+// anything.
+func holdReserved(l *topology.Ledger, claims []topology.Claim, whole bool, held *pieces) bool {
+	took := false
 	take := func(p topology.Claim) {
-		if l.Allocate(p) == nil {
-			held = true
-			if pieces != nil {
-				*pieces = append(*pieces, p)
-			}
-		}
+		took = held.take(l, p) || took
 	}
 	c := l.Cluster()
 	for _, cl := range claims {
@@ -55,7 +50,7 @@ func holdReserved(l *topology.Ledger, claims []topology.Claim, whole bool, piece
 			take(topology.Claim{Host: h, CPUMilli: max(cpu, 0), MemoryMiB: max(mem, 0)})
 		}
 	}
-	return held
+	return took
 }
 
 // sharesHost reports whether claims a and b name a common host.

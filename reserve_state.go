@@ -74,9 +74,10 @@ func reservedTasks(j *job, claims []topology.Claim, p *gang.Placement) [][]topol
 // what-if ledger is rebuilt from the live state as it will be at At.
 // Nothing changes on error.
 func (s *Scheduler) RestoreReservation(r Reservation) error {
-	if err := s.reentered("RestoreReservation", ""); err != nil {
+	if err := s.mutating("RestoreReservation", ""); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	j, err := s.lookup(r.Job)
 	if err != nil {
 		return err

@@ -52,9 +52,10 @@ type RestoredJob struct {
 // Submit and Restore check it. Nothing changes on error. Restore jobs in
 // order of submission.
 func (s *Scheduler) RestoreJob(r RestoredJob) error {
-	if err := s.reentered("RestoreJob", ""); err != nil {
+	if err := s.mutating("RestoreJob", ""); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	id := r.Spec.ID
 	bad := func(field, format string, args ...any) error {
 		return &workload.FieldError{Job: id, Field: field, Msg: fmt.Sprintf(format, args...)}
@@ -172,9 +173,10 @@ func checkTimes(id string, st queue.State, submitted, admitted, started, now tim
 // queue order depends on (queue.TreeReader's FairTreeUsage reads it).
 // Call it after restoring the jobs.
 func (s *Scheduler) RestoreQueueUsage(name string, u fairshare.Usage) error {
-	if err := s.reentered("RestoreQueueUsage", ""); err != nil {
+	if err := s.mutating("RestoreQueueUsage", ""); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	id := queue.NodeID(0)
 	if name != "" {
 		var ok bool

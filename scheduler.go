@@ -146,7 +146,8 @@ func (e *JobError) Unwrap() error { return e.Err }
 // Schedule, carries out the Decision, and reports back.
 //
 // A Scheduler is not safe for concurrent use; the host serialises events
-// and cycles. It does no I/O, starts no goroutines and never reads a clock:
+// and cycles, or wraps it with Synchronize (writes serialised, reads
+// concurrent). It does no I/O, starts no goroutines and never reads a clock:
 // every time is an argument. The same sequence of calls gives
 // byte-identical Decisions.
 //

@@ -25,9 +25,10 @@ func (s *Scheduler) Stopping(ids []string) []string {
 // already marked. It fails with ErrUnknownJob, and with ErrState for a
 // job that holds nothing.
 func (s *Scheduler) RestoreStopping(id string) error {
-	if err := s.reentered("RestoreStopping", id); err != nil {
+	if err := s.mutating("RestoreStopping", id); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	j, err := s.lookup(id)
 	if err != nil {
 		return err
@@ -67,9 +68,10 @@ func (s *Scheduler) Fresh(ids []string) []string {
 // victim anew. It fails with ErrUnknownJob, and with ErrState for a job
 // that holds nothing.
 func (s *Scheduler) RestoreFresh(id string) error {
-	if err := s.reentered("RestoreFresh", id); err != nil {
+	if err := s.mutating("RestoreFresh", id); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	j, err := s.lookup(id)
 	if err != nil {
 		return err

@@ -97,9 +97,10 @@ func (s *Scheduler) Tombstones() []Tombstone { return s.ended.list() }
 // live job's ID, a state that is not an end, or a zero time is an error,
 // and nothing changes.
 func (s *Scheduler) RestoreTombstone(t Tombstone) error {
-	if err := s.reentered("RestoreTombstone", t.Job); err != nil {
+	if err := s.mutating("RestoreTombstone", t.Job); err != nil {
 		return err
 	}
+	defer s.cb.leave()
 	if _, live := s.jobs.byID[t.Job]; live {
 		return jobErr(t.Job, fmt.Errorf("%w: a live job cannot be remembered as ended", ErrDuplicateJob))
 	}

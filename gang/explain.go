@@ -147,20 +147,21 @@ type Explanation struct {
 	// most of Limit one such host has free. Room and RoomNeeds are -1 for
 	// every other explanation.
 	Room, RoomNeeds int
-	// ShapeTask, ShapeModels, ShapeHas, ShapeMost and ShapeFree explain a
-	// VerdictCapacity by host shape, on a cluster of several GPU models:
-	// every task of the gang takes whole GPUs, ShapeTask the fewest; the
-	// hosts whose model can hold a task (ShapeModels, their names joined
-	// by " or ": a task accepts the model and the model's largest host
-	// has its GPUs) have
-	// ShapeHas free GPUs in all, fewer than the gang needs, ShapeMost the
+	// ShapeTask, ShapeNeed, ShapeModels, ShapeHas, ShapeMost and
+	// ShapeFree explain a VerdictCapacity by host shape, on a cluster of
+	// several GPU models: a group of the gang needs ShapeNeed GPUs in
+	// tasks of ShapeTask whole GPUs; the hosts whose model can hold one
+	// of its tasks (ShapeModels, their names joined by " or ": the group
+	// accepts the model and the model's largest host has ShapeTask GPUs)
+	// have ShapeHas free GPUs in all, fewer than ShapeNeed, ShapeMost the
 	// most on one host; the other ShapeFree free GPUs are on hosts whose
-	// shape (ShapeBySize: too few GPUs per host for any task) or model
-	// (ShapeByModel: no task accepts it) rules every task out: no packing
-	// makes room there. ShapeTask is 0 for every other explanation.
-	ShapeTask, ShapeHas, ShapeMost, ShapeFree int
-	ShapeModels                               string
-	ShapeBySize, ShapeByModel                 bool
+	// shape (ShapeBySize: too few GPUs per host for such a task) or model
+	// (ShapeByModel: the group does not accept it) rules its tasks out:
+	// no packing makes room there. ShapeTask is 0 for every other
+	// explanation.
+	ShapeTask, ShapeNeed, ShapeHas, ShapeMost, ShapeFree int
+	ShapeModels                                          string
+	ShapeBySize, ShapeByModel                            bool
 }
 
 // filterLabel returns FilterLabel, or "quota".
@@ -273,7 +274,7 @@ func (x *Explanation) shapeClause() string {
 	if x.ShapeMost < x.ShapeTask {
 		s = "no " + models + " host has " + strconv.Itoa(x.ShapeTask) + " free GPUs"
 	} else {
-		s = models + " hosts have " + plural(x.ShapeHas, "free GPU") + " of the " + strconv.Itoa(x.GPUs) + " needed"
+		s = models + " hosts have " + plural(x.ShapeHas, "free GPU") + " of the " + strconv.Itoa(x.ShapeNeed) + " needed"
 	}
 	are := " are"
 	if x.ShapeFree == 1 {
@@ -281,7 +282,7 @@ func (x *Explanation) shapeClause() string {
 	}
 	s += "; " + plural(x.ShapeFree, "free GPU") + are + " on hosts "
 	if !x.ShapeBySize {
-		return s + "of models no task accepts"
+		return s + "of models the task does not accept"
 	}
 	art := "a"
 	if t := strconv.Itoa(x.ShapeTask); t[0] == '8' || t == "11" || t == "18" {
@@ -401,7 +402,7 @@ func (pl *policy) explain() *Explanation {
 		x.Verdict = VerdictCapacity
 	case scanned && pl.roomShort(x, d):
 		x.Verdict = VerdictCapacity
-	case d.GPUs > 0 && pl.shapeShort(x, d):
+	case d.GPUs > 0 && pl.shapeShort(x):
 		x.Verdict = VerdictCapacity
 	default:
 		x.Verdict = VerdictFragmentation
@@ -409,80 +410,73 @@ func (pl *policy) explain() *Explanation {
 	return x
 }
 
-// shapeShort reports whether the gang, whose tasks all take whole GPUs,
-// is short of GPUs on the hosts that can hold one of its tasks (a group
-// accepts the host's model, and the model's largest host has the
-// group's GPUs per task), while other hosts have GPUs free: on a cluster
-// of several models, free GPUs on hosts too small for every task (4-GPU
-// trays for an 8-GPU task) are not fragmentation. If so it fills x's
-// Shape fields. It reads the ledger's per-model host index only: the
-// capable models' hosts with free GPUs are summed until the gang's need
-// is reached, so O(models × (log hosts + GPUs needed)).
-func (pl *policy) shapeShort(x *Explanation, d Demand) bool {
+// shapeShort reports whether some group of the gang whose tasks take
+// whole GPUs (the first in the request's order) is short of GPUs on the
+// hosts that can hold one of its tasks (the group accepts the host's
+// model, and the model's largest host has the group's GPUs per task),
+// while other hosts have GPUs free: on a cluster of several models, free
+// GPUs on hosts too small for a task (4-GPU trays for an 8-GPU task) are
+// not fragmentation. If so it fills x's Shape fields. It reads the
+// ledger's per-model host index only: the capable models' hosts with
+// free GPUs are summed until the group's need is reached, so
+// O(groups × models × (log hosts + GPUs needed)).
+func (pl *policy) shapeShort(x *Explanation) bool {
 	e := &pl.e
-	r := e.r
-	k := 0
-	for i := range r.Groups {
-		g := &r.Groups[i]
-		if g.Min == 0 {
-			continue
-		}
-		if g.Kind != TaskWhole {
-			return false
-		}
-		if k == 0 || g.GPUs < k {
-			k = g.GPUs
-		}
-	}
 	models := e.c.Models()
-	bySize, byModel := false, false // some model holds no task: its hosts are too small; no task accepts it
-	var capable []topology.ModelID
-	for m := range models {
-		if e.hostMax[m].hosts == 0 {
+	for i := range e.r.Groups {
+		g := &e.r.Groups[i]
+		if g.Min == 0 || g.Kind != TaskWhole {
 			continue
 		}
-		ok, accepted := false, false
-		for i := range r.Groups {
-			if g := &r.Groups[i]; g.Min > 0 && g.Accepts(topology.ModelID(m)) {
-				accepted = true
-				if e.hostMax[m].gpus >= g.GPUs {
-					ok = true
-					break
-				}
+		capable := func(m int) bool {
+			return e.hostMax[m].hosts > 0 && g.Accepts(topology.ModelID(m)) && e.hostMax[m].gpus >= g.GPUs
+		}
+		bySize, byModel, some := false, false, false // hosts too small; of a model g does not accept; capable ones
+		for m := range models {
+			switch {
+			case e.hostMax[m].hosts == 0:
+			case capable(m):
+				some = true
+			case g.Accepts(topology.ModelID(m)):
+				bySize = true
+			default:
+				byModel = true
 			}
 		}
-		switch {
-		case ok:
-			capable = append(capable, topology.ModelID(m))
-		case accepted:
-			bySize = true
-		default:
-			byModel = true
+		if !some || !bySize && !byModel {
+			continue
 		}
-	}
-	if !bySize && !byModel || len(capable) == 0 {
-		return false
-	}
-	has, most := 0, 0
-	for _, m := range capable {
-		e.l.AscendHosts(e.c.Root(), m, 1, func(_ topology.HostID, free int) bool {
-			has += free
-			most = max(most, free)
-			return has < d.GPUs
-		})
-		if has >= d.GPUs {
-			return false
+		need := g.Min * g.GPUs
+		has, most := 0, 0
+		for m := range models {
+			if !capable(m) {
+				continue
+			}
+			e.l.AscendHosts(e.c.Root(), topology.ModelID(m), 1, func(_ topology.HostID, free int) bool {
+				has += free
+				most = max(most, free)
+				return has < need
+			})
+			if has >= need {
+				break
+			}
 		}
-	}
-	x.ShapeTask, x.ShapeHas, x.ShapeMost, x.ShapeFree = k, has, most, x.FreeGPUs-has
-	x.ShapeBySize, x.ShapeByModel = bySize, byModel
-	for i, m := range capable {
-		if i > 0 {
-			x.ShapeModels += " or "
+		if has >= need || x.FreeGPUs-has <= 0 {
+			continue
 		}
-		x.ShapeModels += models[m].Model
+		x.ShapeTask, x.ShapeNeed, x.ShapeHas, x.ShapeMost, x.ShapeFree = g.GPUs, need, has, most, x.FreeGPUs-has
+		x.ShapeBySize, x.ShapeByModel = bySize, byModel
+		for m := range models {
+			if capable(m) {
+				if x.ShapeModels != "" {
+					x.ShapeModels += " or "
+				}
+				x.ShapeModels += models[m].Model
+			}
+		}
+		return true
 	}
-	return x.ShapeFree > 0
+	return false
 }
 
 // taskTooLarge reports whether one task of some group (with Min > 0)

@@ -141,14 +141,14 @@ func checkExplanation(t *rapid.T, l *topology.Ledger, r *Request, x *Explanation
 	if x.Usable > x.FreeGPUs || x.Allowed > x.Usable {
 		t.Fatalf("usable %d / allowed %d / free %d out of order", x.Usable, x.Allowed, x.FreeGPUs)
 	}
-	if x.Verdict == VerdictCapacity && x.Limit == ReasonGPU && d.GPUs > 0 && x.Usable >= d.GPUs && (x.ShapeTask == 0 || x.ShapeHas >= d.GPUs) {
+	if x.Verdict == VerdictCapacity && x.Limit == ReasonGPU && d.GPUs > 0 && x.Usable >= d.GPUs && (x.ShapeTask == 0 || x.ShapeHas >= x.ShapeNeed) {
 		t.Fatalf("capacity verdict with %d usable GPUs for %d (%d on hosts that can hold a task)", x.Usable, d.GPUs, x.ShapeHas)
 	}
 	if x.ShapeTask > 0 {
 		// By shape: the hosts that can hold a task have too few free
 		// GPUs, the rest is free elsewhere; and truly no host of the
 		// models named has a task's GPUs when the reason says so.
-		if x.Verdict != VerdictCapacity || x.ShapeHas >= d.GPUs || x.ShapeFree <= 0 || x.ShapeHas+x.ShapeFree != x.FreeGPUs || x.ShapeModels == "" {
+		if x.Verdict != VerdictCapacity || x.ShapeHas >= x.ShapeNeed || x.ShapeNeed > d.GPUs || x.ShapeFree <= 0 || x.ShapeHas+x.ShapeFree != x.FreeGPUs || x.ShapeModels == "" {
 			t.Fatalf("shape explanation %+v for demand %+v", x, d)
 		}
 	}

@@ -158,19 +158,11 @@ type consCand struct {
 // movable reports whether j may be moved by Consolidate (the rules of
 // classifyMove, and started: a job still starting is left alone).
 func (s *Search) movable(j *Job, c *topology.Cluster, now time.Time) bool {
-	sp := j.Spec
-	switch {
-	case j.Stopping, sp.NonPreemptible, j.Started.IsZero():
-		return false
-	case sp.MinRunTime > 0 && now.Sub(j.Started) < sp.MinRunTime:
-		return false
-	case sp.MaxPreemptions > 0 && j.Preemptions >= sp.MaxPreemptions:
-		return false
-	case s.cfg.MaxMigrations > 0 && j.Migrations >= s.cfg.MaxMigrations:
+	if j.Started.IsZero() {
 		return false
 	}
-	_, err := j.request(c)
-	return err == nil
+	_, excluded := s.moveExclusion(j, c, now)
+	return !excluded
 }
 
 // lostOf is the GPU time j (milli GPUs) loses when stopped at now.

@@ -152,21 +152,8 @@ func (r *run) allModels() bool {
 
 // classifyMove decides whether j may be migrated.
 func (r *run) classifyMove(j *Job) (Exclusion, Ground, queue.NodeID) {
-	sp := j.Spec
-	switch {
-	case j.Stopping:
-		return ExclStopping, 0, -1
-	case sp.NonPreemptible:
-		return ExclNonPreemptible, 0, -1
-	case !j.Started.IsZero() && sp.MinRunTime > 0 && r.now.Sub(j.Started) < sp.MinRunTime:
-		return ExclMinRunTime, 0, -1
-	case sp.MaxPreemptions > 0 && j.Preemptions >= sp.MaxPreemptions:
-		return ExclMaxPreemptions, 0, -1
-	case r.s.cfg.MaxMigrations > 0 && j.Migrations >= r.s.cfg.MaxMigrations:
-		return ExclMaxMigrations, 0, -1
-	}
-	if _, err := j.request(r.c); err != nil {
-		return ExclSpec, 0, -1
+	if ex, ok := r.s.moveExclusion(j, r.c, r.now); ok {
+		return ex, 0, -1
 	}
 	return 0, GroundMigration, -1
 }

@@ -162,18 +162,11 @@ func claimsMilli(c *topology.Cluster, claims []topology.Claim) int64 {
 // queue node it depends on.
 func (r *run) classify(j *Job) (Exclusion, Ground, queue.NodeID) {
 	sp := j.Spec
-	switch {
-	case j.Stopping:
-		return ExclStopping, 0, -1
-	case sp.NonPreemptible:
-		return ExclNonPreemptible, 0, -1
-	case !j.Started.IsZero() && sp.MinRunTime > 0 && r.now.Sub(j.Started) < sp.MinRunTime:
-		if t := j.Started.Add(sp.MinRunTime); r.until.IsZero() || t.Before(r.until) {
-			r.until = t
+	if ex, ok := j.Protection(r.now); ok {
+		if ex == ExclMinRunTime {
+			r.protectedUntil(j)
 		}
-		return ExclMinRunTime, 0, -1
-	case sp.MaxPreemptions > 0 && j.Preemptions >= sp.MaxPreemptions:
-		return ExclMaxPreemptions, 0, -1
+		return ex, 0, -1
 	}
 	lower := sp.Priority < r.pend.Priority
 	cfg := &r.s.cfg
@@ -219,6 +212,14 @@ func (r *run) classify(j *Job) (Exclusion, Ground, queue.NodeID) {
 		}
 	}
 	return ExclBorrowing, 0, -1
+}
+
+// protectedUntil notes when j's minimum run time ends (NoPlan.Until is
+// the earliest).
+func (r *run) protectedUntil(j *Job) {
+	if t := j.Started.Add(j.Spec.MinRunTime); r.until.IsZero() || t.Before(r.until) {
+		r.until = t
+	}
 }
 
 // crossPriority says whether a lower-priority job of leaf qv may be a

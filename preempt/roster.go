@@ -149,7 +149,7 @@ func rosterFlags(j *Job) uint8 {
 		return rNonPre
 	}
 	var f uint8
-	if sp.MaxPreemptions > 0 && j.Preemptions >= sp.MaxPreemptions {
+	if j.capped() {
 		f |= rCapped
 	}
 	if !j.Started.IsZero() && sp.MinRunTime > 0 {
@@ -300,14 +300,12 @@ func (r *run) collectIndexed(ro *Roster) {
 			r.excluded[ExclNonPreemptible] += b.nonPre
 			active, activeCapped := 0, 0
 			for _, j := range b.minRun {
-				if r.now.Sub(j.Started) < j.Spec.MinRunTime {
+				if j.inMinRun(r.now) {
 					active++
 					if j.rflags&rCapped != 0 {
 						activeCapped++
 					}
-					if t := j.Started.Add(j.Spec.MinRunTime); r.until.IsZero() || t.Before(r.until) {
-						r.until = t
-					}
+					r.protectedUntil(j)
 				}
 			}
 			r.excluded[ExclMinRunTime] += active

@@ -30,8 +30,13 @@ type Summary struct {
 	// Policy and Trace are set by the caller (e.g. the CLI) to label the
 	// run.
 	Policy string `json:"policy,omitempty"`
-	Trace  string `json:"trace,omitempty"`
-	Seed   uint64 `json:"seed"`
+	// Ordering is the job ordering the caller asked for (e.g. srtf).
+	Ordering string `json:"ordering,omitempty"`
+	Trace    string `json:"trace,omitempty"`
+	Seed     uint64 `json:"seed"`
+	// Provenance is what produced the run, set by the caller (nil: not
+	// recorded).
+	Provenance *Provenance `json:"provenance,omitempty"`
 	// Input is what the trace reader read, skipped as malformed and
 	// filtered out; set by the caller (nil: not reported).
 	Input *InputStats `json:"input,omitempty"`
@@ -39,8 +44,15 @@ type Summary struct {
 	Jobs JobCounts `json:"jobs"`
 	// Makespan is the time from the first arrival to the end of the run.
 	Makespan float64 `json:"makespanSeconds"`
-	// Wait is the queue wait (first start − submit) of jobs that started.
+	// Wait is the queue wait (first start − submit) of jobs that started:
+	// the time to first start. It leaves out the waits after preemptions
+	// and other stops, which TotalWait counts.
 	Wait Dist `json:"waitSeconds"`
+	// TotalWait is, over the same jobs, the time each spent waiting in
+	// all: before its first start and again after every preemption,
+	// failure or drain stop, until it ran again (or the run ended). Under a
+	// preemptive policy (2D-LAS, SRTF) it can be many times Wait.
+	TotalWait Dist `json:"totalWaitSeconds"`
 	// StillWaiting counts the jobs that arrived but had not started when
 	// the run ended, which Wait leaves out: their waits are censored
 	// (each would wait at least end − submit), and with many of them Wait
@@ -215,11 +227,20 @@ type GPUTime struct {
 // GPU job was pending, the free GPUs and the free GPUs no pending job
 // could use: GPUs on hosts whose free count is below the smallest
 // whole-GPU task of every pending job that accepts the host's model.
+// Free GPUs that no pending job may use at all are not fragmentation but
+// partition boundaries, counted apart (Partitioned): hosts of a model no
+// pending job accepts (another hard VC's, sim.HardPartition), and hosts
+// only jobs held by their queue's quota could use.
 type Fragmentation struct {
 	Samples           int     `json:"samples"`
 	MeanFreeGPUs      float64 `json:"meanFreeGPUs"`
 	MeanUnusableGPUs  float64 `json:"meanUnusableGPUs"`
 	UnusableShareFree float64 `json:"unusableShareOfFree"`
+	// MeanPartitionedGPUs and PartitionedShareFree are the free GPUs
+	// behind partition boundaries and quotas, out of fragmentation's
+	// count.
+	MeanPartitionedGPUs  float64 `json:"meanPartitionedGPUs"`
+	PartitionedShareFree float64 `json:"partitionedShareOfFree"`
 	// Levels, with Config.StrandedByLevel, averages gang.Stranded over the
 	// same samples: per topology level, innermost first, the free GPUs no
 	// pending job could use if it had to fit inside one domain of that
@@ -346,10 +367,13 @@ type Sample struct {
 	Utilisation  float64 `json:"utilisation"`
 	FreeGPUs     int     `json:"freeGPUs"`
 	UnusableGPUs int     `json:"unusableGPUs"`
-	FailedGPUs   int     `json:"failedGPUs"`
-	Running      int     `json:"running"`
-	Pending      int     `json:"pending"`
-	PendingGPUs  float64 `json:"pendingGPUs"`
+	// PartitionedGPUs are free GPUs no pending job may use (another hard
+	// VC's, or usable only by jobs their quota holds): not fragmentation.
+	PartitionedGPUs int     `json:"partitionedGPUs"`
+	FailedGPUs      int     `json:"failedGPUs"`
+	Running         int     `json:"running"`
+	Pending         int     `json:"pending"`
+	PendingGPUs     float64 `json:"pendingGPUs"`
 	// Stranded is set with Config.StrandedByLevel while GPU jobs wait.
 	Stranded []LevelStranded `json:"stranded,omitempty"`
 
@@ -360,15 +384,18 @@ type Sample struct {
 // JobRecord is one job's outcome. Start is -1 for jobs that never
 // started; End is the end of the run for unfinished and not-arrived jobs.
 type JobRecord struct {
-	ID          string
-	Queue       string
-	Priority    int32
-	GPUs        float64
-	State       JobState
-	Submit      float64
-	Start       float64
-	End         float64
-	Duration    float64
+	ID       string
+	Queue    string
+	Priority int32
+	GPUs     float64
+	State    JobState
+	Submit   float64
+	Start    float64
+	End      float64
+	Duration float64
+	// Waited is its waiting time in all (Summary.TotalWait): before its
+	// first start and after every stop, up to the end of the run.
+	Waited      float64
 	Preemptions int
 	FaultStops  int
 	DrainStops  int
@@ -412,21 +439,22 @@ type metrics struct {
 	// Useful GPU-seconds per sampling period k, (k·every, (k+1)·every]:
 	// usefulEdge[k] plus every × the sum of usefulRate[0..k] (a
 	// difference array of GPU rates, so a segment costs O(1)).
-	usefulEdge  []float64
-	usefulRate  []float64
-	multi       int
-	inFabric    int
-	inHost      int
-	inSwitch    int
-	minByModel  []int
-	arrivalEnd  time.Duration
-	arrivalUsed float64
-	levelNames  []string
-	reqs        []*gang.Request
-	load        loadTracker
-	arrivalDem  float64 // load.demandInt at arrivalEnd
-	busyUseful  float64 // useful GPU-seconds done while a job waited
-	tenantNames []string
+	usefulEdge     []float64
+	usefulRate     []float64
+	multi          int
+	inFabric       int
+	inHost         int
+	inSwitch       int
+	minByModel     []int
+	minFreeByModel []int // minByModel over the jobs no quota holds
+	arrivalEnd     time.Duration
+	arrivalUsed    float64
+	levelNames     []string
+	reqs           []*gang.Request
+	load           loadTracker
+	arrivalDem     float64 // load.demandInt at arrivalEnd
+	busyUseful     float64 // useful GPU-seconds done while a job waited
+	tenantNames    []string
 }
 
 func (m *metrics) init(s *Simulation) {
@@ -438,6 +466,7 @@ func (m *metrics) init(s *Simulation) {
 	}
 	m.tenantUsed = map[string]float64{}
 	m.minByModel = make([]int, len(s.c.Models()))
+	m.minFreeByModel = make([]int, len(s.c.Models()))
 	// Tenants: those of the jobs and of Config.Tenants, sorted; weights
 	// their entitled GPUs, or equal when none are configured.
 	idx := map[string]int32{}
@@ -726,9 +755,11 @@ func (m *metrics) sample(now time.Duration) {
 		at:            now,
 	}
 	const none = math.MaxInt
-	minAny := none
+	// The smallest task of any pending GPU job, and of those their quota
+	// does not hold, per accepted model (minByModel) or for any model.
+	minAny, minFree := none, none
 	for k := range m.minByModel {
-		m.minByModel[k] = none
+		m.minByModel[k], m.minFreeByModel[k] = none, none
 	}
 	gpuPending := false
 	for _, i := range s.pending {
@@ -739,13 +770,20 @@ func (m *metrics) sample(now time.Duration) {
 		}
 		gpuPending = true
 		need := max(j.minGPUs, 1)
+		held := j.reasons != 0 && j.lastWhy == ReasonQuota
 		if len(j.models) == 0 {
 			minAny = min(minAny, need)
+			if !held {
+				minFree = min(minFree, need)
+			}
 			continue
 		}
 		for _, md := range j.models {
 			if md >= 0 {
 				m.minByModel[md] = min(m.minByModel[md], need)
+				if !held {
+					m.minFreeByModel[md] = min(m.minFreeByModel[md], need)
+				}
 			}
 		}
 	}
@@ -756,12 +794,17 @@ func (m *metrics) sample(now time.Duration) {
 			if f == 0 {
 				continue
 			}
-			need := minAny
+			need, needFree := minAny, minFree
 			if md := s.c.HostModel(hid); md >= 0 {
-				need = min(need, m.minByModel[md])
+				need, needFree = min(need, m.minByModel[md]), min(needFree, m.minFreeByModel[md])
 			}
-			if f < need {
+			switch {
+			case need == none: // no pending job accepts the host's model
+				sm.PartitionedGPUs += f
+			case f < need:
 				sm.UnusableGPUs += f
+			case f < needFree: // only jobs their quota holds could use it
+				sm.PartitionedGPUs += f
 			}
 		}
 		sm.gpuPending = true
@@ -845,7 +888,7 @@ func (m *metrics) result(now time.Duration) *Result {
 	}
 	var still censoredAcc
 	prios := map[int32]*prioAcc{}
-	var wait, jct, slow, rhos []float64
+	var wait, totalWait, jct, slow, rhos []float64
 	var jobsWith [numReasons]int
 	pre := &sum.Preemption
 	for i := range s.jobs {
@@ -865,7 +908,7 @@ func (m *metrics) result(now time.Duration) *Result {
 		pa.preempted += j.preempted
 		rec := JobRecord{ID: j.spec.ID, Queue: j.tenant, Priority: j.spec.Priority, GPUs: float64(j.spec.Demand().GPUMilli) / topology.MilliPerGPU, State: j.state,
 			Submit: j.submit.Seconds(), Start: -1, End: j.end.Seconds(), Duration: j.duration.Seconds(), Preemptions: j.preempted, FaultStops: j.faults,
-			DrainStops: j.drained, EndReason: j.endReason, Rho: j.rho}
+			DrainStops: j.drained, EndReason: j.endReason, Rho: j.rho, Waited: j.waited.Seconds()}
 		if j.reasons != 0 {
 			rec.LastReason = j.lastWhy.String()
 		}
@@ -873,6 +916,7 @@ func (m *metrics) result(now time.Duration) *Result {
 			rec.Start = j.firstRun.Seconds()
 			w := (j.firstRun - j.submit).Seconds()
 			wait = append(wait, w)
+			totalWait = append(totalWait, j.waited.Seconds())
 			ta.wait = append(ta.wait, w)
 			pa.wait = append(pa.wait, w)
 		} else if j.state == StateUnfinished {
@@ -937,6 +981,7 @@ func (m *metrics) result(now time.Duration) *Result {
 		}
 	}
 	sum.Wait, sum.JCT, sum.Slowdown, sum.FinishTimeFairness = dist(wait), dist(jct), dist(slow), dist(rhos)
+	sum.TotalWait = dist(totalWait)
 	sum.StillWaiting = still.summary()
 	pre.Faults, pre.Drains = m.faults, m.drains
 	pre.RecoveryRate = ratio(float64(pre.Recovered), float64(pre.JobsStopped))
@@ -1036,7 +1081,7 @@ func (m *metrics) result(now time.Duration) *Result {
 // pending.
 func (m *metrics) fragmentation() Fragmentation {
 	var n int
-	var free, unusable float64
+	var free, unusable, parted float64
 	levels := make([]float64, len(m.levelNames))
 	for i := range m.samples {
 		sm := &m.samples[i]
@@ -1046,6 +1091,7 @@ func (m *metrics) fragmentation() Fragmentation {
 		n++
 		free += float64(sm.FreeGPUs)
 		unusable += float64(sm.UnusableGPUs)
+		parted += float64(sm.PartitionedGPUs)
 		for k := range min(len(levels), len(sm.Stranded)) {
 			levels[k] += float64(sm.Stranded[k].Stranded)
 		}
@@ -1053,7 +1099,8 @@ func (m *metrics) fragmentation() Fragmentation {
 	if n == 0 {
 		return Fragmentation{}
 	}
-	f := Fragmentation{Samples: n, MeanFreeGPUs: free / float64(n), MeanUnusableGPUs: unusable / float64(n), UnusableShareFree: ratio(unusable, free)}
+	f := Fragmentation{Samples: n, MeanFreeGPUs: free / float64(n), MeanUnusableGPUs: unusable / float64(n), UnusableShareFree: ratio(unusable, free),
+		MeanPartitionedGPUs: parted / float64(n), PartitionedShareFree: ratio(parted, free)}
 	for k, name := range m.levelNames {
 		f.Levels = append(f.Levels, LevelFragmentation{Level: name, MeanStrandedGPUs: levels[k] / float64(n), StrandedShareFree: ratio(levels[k], free)})
 	}

@@ -76,6 +76,8 @@ type job struct {
 	crashAt   time.Duration
 	started   bool
 	firstRun  time.Duration
+	waitFrom  time.Duration // start of its current wait (while pending)
+	waited    time.Duration // its finished waits, all of them (TotalWait)
 	end       time.Duration
 	endReason string
 	preempted int
@@ -365,6 +367,7 @@ func (s *Simulation) submit(now time.Duration, i int32) {
 		return
 	}
 	j.state = StatePending
+	j.waitFrom = now
 	s.addPending(i)
 	j.actAt = s.m.load.activeInt
 }
@@ -528,6 +531,7 @@ func (s *Simulation) bind(now time.Duration, b Binding) error {
 	}
 	s.removePending(i)
 	j.req = nil
+	j.waited += now - j.waitFrom
 	j.state = StateRunning
 	j.claims = slices.Clone(b.Claims)
 	j.gpuMilli = claimMilli(s.c, j.claims)
@@ -896,6 +900,7 @@ func (s *Simulation) stop(now time.Duration, i int32, cause StopCause, graceful 
 	}
 	s.halt(now, i, cause, graceful)
 	j.state = StatePending
+	j.waitFrom = now
 	if err := s.cfg.Scheduler.Stopped(now, j.spec.ID, cause); err != nil {
 		s.fail(fmt.Errorf("sim: Stopped(%s): %w", j.spec.ID, err))
 		return
@@ -953,6 +958,7 @@ func (s *Simulation) finish() *Result {
 			s.m.segment(j, now, cut, math.Min(worked*j.speed, j.work), false, 0)
 			fallthrough
 		case StatePending:
+			j.waited += now - j.waitFrom // censored: it waits on
 			j.state = StateUnfinished
 			j.end = now
 			s.m.unfinished(j)

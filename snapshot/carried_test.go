@@ -351,7 +351,7 @@ var concernFields = map[string]string{
 	"rec.faults": "State.Health", // recomputed by the first cycle (Limits)
 
 	"cyc.n": "-the last cycle's", "cyc.leaves": "-the last cycle's", "cyc.admits": "-the last cycle's",
-	"cyc.buf": "-scratch", "cyc.explained": "-the last cycle's", "cyc.list": "-the last cycle's",
+	"cyc.buf": "-scratch", "cyc.req": "-scratch", "cyc.explained": "-the last cycle's", "cyc.list": "-the last cycle's",
 
 	"admits.timeout": "State.AdmitTimeout", "admits.waiting": "Job.Admitted",
 
@@ -368,7 +368,7 @@ var concernFields = map[string]string{
 
 	"refused.list": "State.Refusals", "refused.count": "-an epoch",
 
-	"around.on": "State.BackfillAround", "around.scratch": "-scratch", "around.buf": "-scratch",
+	"around.on": "State.BackfillAround", "around.scratch": "-scratch", "around.buf": "-scratch", "around.held": "-scratch",
 
 	"deep.depth": "State.ReserveDepth", "deep.buf": "-scratch", "deep.pieces": "-scratch", "deep.ends": "-scratch",
 
@@ -389,7 +389,8 @@ var concernFields = map[string]string{
 	"job.admitted": "Job.Admitted", "job.started": "Job.Started", "job.end": "-derived from Started and the runtime",
 	"job.endKnown": "-derived from the runtime", "job.preemptions": "Job.Preemptions",
 	"job.models.allow": "-a cache", "job.models.guar": "-a cache", "job.models.allowFn": "-a cache", "job.models.guarFn": "-a cache",
-	"job.vic.pj": "-the planner's view, derived", "job.vic.indexed": "-derived", "job.vic.listed": "-derived",
+	"job.models.last": "-the last check's, made again by the next cycle",
+	"job.vic.pj":      "-the planner's view, derived", "job.vic.indexed": "-derived", "job.vic.listed": "-derived",
 	"job.vic.prio": "-derived", "job.vic.preempting": "-derived from the nominations, migrations and stopping victims",
 	"job.nom.nominated": "State.Nominations", "job.nom.waitingFor": "Nomination.Victims",
 	"job.rec.checkpoint": "Job.Checkpoint", "job.rec.progress": "Job.Progress", "job.rec.restarts": "Job.Restarts",

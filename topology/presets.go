@@ -36,7 +36,9 @@ var presetAccelerators = []AcceleratorSpec{
 	{Model: "H100-SXM5-80GB", Vendor: "nvidia", MemoryMiB: 81559, ComputeCapability: "9.0",
 		MIG: migGeometry(9856, 19968, 19968, 40192, 40192, 80384, "1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")},
 	{Model: "H200-SXM5-141GB", Vendor: "nvidia", MemoryMiB: 143771, ComputeCapability: "9.0",
-		MIG: migGeometry(16384, 32768, 32768, 71680, 71680, 143360, "1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb")},
+		// MIG memory as driver 580 reports it on a real H200 (the
+		// h200-sxm-1 capture in nvml/testdata/golden).
+		MIG: migGeometry(16384, 33280, 33280, 71424, 71424, 143360, "1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb")},
 	{Model: "B200-SXM6-180GB", Vendor: "nvidia", MemoryMiB: 183359, ComputeCapability: "10.0",
 		MIG: migGeometry(23040, 45824, 45824, 91904, 91904, 182272, "1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb")},
 	{Model: "GB200-186GB", Vendor: "nvidia", MemoryMiB: 189471, ComputeCapability: "10.0",

@@ -14,6 +14,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gpusched/gpusched/sim/simcli"
 )
 
 func main() {
@@ -36,7 +38,9 @@ Start with a built-in cluster:
   gpusched topology matrix --preset dgx-a100`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       simcli.Version(), // --version: the module version, commit and Go version
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see '%s --help')", err, cmd.CommandPath())
 	})

@@ -91,3 +91,12 @@ func TestSaveStateExplain(t *testing.T) {
 		}
 	}
 }
+
+// TestVersion: gpusched --version prints the version line that every
+// simulator output records.
+func TestVersion(t *testing.T) {
+	code, out, errOut := gpusched(t, "", "--version")
+	if code != 0 || !strings.HasPrefix(out, "gpusched ") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}

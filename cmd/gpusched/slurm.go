@@ -12,13 +12,13 @@ import (
 )
 
 // newTopologyImportCmd builds "topology import": cluster files from other
-// schedulers' configuration (today: slurm).
+// schedulers' configuration (slurm) and from Kubernetes DRA ResourceSlices.
 func newTopologyImportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "import",
 		Short: "Import a cluster from another scheduler's configuration",
 	}
-	cmd.AddCommand(newImportSlurmCmd())
+	cmd.AddCommand(newImportSlurmCmd(), newImportDRACmd())
 	return cmd
 }
 

@@ -82,11 +82,12 @@ func WriteSamples(w io.Writer, samples []sim.Sample) error {
 }
 
 // JobHeader is the header row of the per-job CSV.
-var JobHeader = []string{"id", "queue", "priority", "gpus", "state", "submit", "start", "end", "duration", "wait", "jct", "preemptions", "fault_stops", "drain_stops", "last_reason", "end_reason", "rho"}
+var JobHeader = []string{"id", "queue", "priority", "gpus", "state", "submit", "start", "end", "duration", "wait", "jct", "preemptions", "fault_stops", "drain_stops", "last_reason", "end_reason", "rho", "waited"}
 
 // WriteJobs writes one row per job as CSV; wait, jct and rho (finish-time
 // fairness, sim.JobRecord.Rho) are empty for jobs that never started or
-// did not complete.
+// did not complete. wait is the time to first start, waited the waiting
+// time in all (after preemptions too, sim.JobRecord.Waited).
 func WriteJobs(w io.Writer, jobs []sim.JobRecord) error {
 	cw := csv.NewWriter(w)
 	cw.Write(JobHeader)
@@ -103,7 +104,7 @@ func WriteJobs(w io.Writer, jobs []sim.JobRecord) error {
 			}
 		}
 		cw.Write([]string{j.ID, j.Queue, strconv.Itoa(int(j.Priority)), ff(j.GPUs), j.State.String(), ff(j.Submit), ff(j.Start), ff(j.End), ff(j.Duration),
-			wait, jct, strconv.Itoa(j.Preemptions), strconv.Itoa(j.FaultStops), strconv.Itoa(j.DrainStops), j.LastReason, j.EndReason, rho})
+			wait, jct, strconv.Itoa(j.Preemptions), strconv.Itoa(j.FaultStops), strconv.Itoa(j.DrainStops), j.LastReason, j.EndReason, rho, ff(j.Waited)})
 	}
 	cw.Flush()
 	return cw.Error()
@@ -188,6 +189,7 @@ var rows = []row{
 	{"queue wait p50 / p95 / p99", func(s *sim.Summary) string {
 		return secs(s.Wait.P50) + " / " + secs(s.Wait.P95) + " / " + secs(s.Wait.P99)
 	}},
+	{"total wait mean / p95 (every wait)", func(s *sim.Summary) string { return secs(s.TotalWait.Mean) + " / " + secs(s.TotalWait.P95) }},
 	{"still waiting at the end", func(s *sim.Summary) string {
 		if s.StillWaiting.Jobs == 0 {
 			return "0"
@@ -212,6 +214,7 @@ var rows = []row{
 	{"free GPUs unusable (frag.)", func(s *sim.Summary) string {
 		return pct(s.Fragmentation.UnusableShareFree) + " of " + num(s.Fragmentation.MeanFreeGPUs)
 	}},
+	{"free GPUs behind partitions / quotas", func(s *sim.Summary) string { return pct(s.Fragmentation.PartitionedShareFree) }},
 	{"top scheduling failure", func(s *sim.Summary) string {
 		if len(s.Failures) == 0 || s.Failures[0].JobCycles == 0 {
 			return "-"
@@ -257,6 +260,39 @@ var rows = []row{
 	{"multi-GPU in NVLink / host / switch", func(s *sim.Summary) string {
 		return pct(s.Locality.InFabric) + " / " + pct(s.Locality.InHost) + " / " + pct(s.Locality.InSwitch)
 	}},
+}
+
+// Definitions says what each row of the summary table (WriteTable, the
+// HTML report) measures, by its name; the HTML report prints them.
+var Definitions = map[string]string{
+	"jobs completed":                                 "jobs that ran to completion / jobs in the trace",
+	"rejected / failed / unfinished":                 "jobs the scheduler refused (too large, bad spec) / ended as failed by their recovery / still waiting or running at the horizon",
+	"not arrived by the horizon":                     "jobs whose submission lies after --horizon",
+	"queue wait mean (started jobs)":                 "mean time from submission to first start, over jobs that started: waits after preemptions are not in it (see total wait)",
+	"queue wait p50 / p95 / p99":                     "percentiles of the time to first start",
+	"total wait mean / p95 (every wait)":             "time each started job spent waiting in all: before its first start and after every preemption, failure or drain stop until it ran again",
+	"still waiting at the end":                       "jobs that never started by the end, and the longest of their waits",
+	"JCT mean / p95":                                 "job completion time, submission to end, over completed jobs",
+	"slowdown p50 / p95":                             "JCT over the job's duration alone",
+	"makespan":                                       "first submission to last end",
+	"GPU allocation (whole run)":                     "GPU time held by jobs over the cluster's GPU time, start to end of the run",
+	"GPU allocation (while arriving)":                "the same over the span of arrivals only",
+	"GPU utilisation (useful)":                       "GPU time that did work jobs kept (not lost to preemptions, failures or overheads) over the cluster's",
+	"load offered / achieved":                        "GPU time the arrived jobs ask for over the cluster's during the arrivals (what --load sets) / mean of allocated + waiting GPUs over capacity then",
+	"allocation / useful while jobs wait":            "allocation and useful utilisation over the time some job was waiting: how well the scheduler used the cluster when it had a choice",
+	"free GPUs unusable (frag.)":                     "share of free GPUs on hosts with too few free GPUs for any waiting job's smallest task (time-averaged, while GPU jobs wait), of the mean free GPUs; GPUs behind partitions are not counted",
+	"free GPUs behind partitions / quotas":           "share of free GPUs no waiting job may use at all: another hard VC's hosts, or hosts only jobs held by their queue's quota could use",
+	"top scheduling failure":                         "the most frequent reason a job could not start in a cycle, and how many jobs it held back",
+	"queue wait mean by priority":                    "mean time to first start per job priority",
+	"preemptions / fault / drain stops":              "runs stopped by preemption / by failures / by drains",
+	"migrations / GPU-hours lost to them":            "jobs moved to consolidate or make room, and the work they lost",
+	"shrinks / grows / GPU-hours lost to shrinks":    "elastic resizes, and the work shrinks lost",
+	"recoveries requeue / drain / keep / end":        "the scheduler's recovery actions for jobs hit by failures and drains",
+	"GPU-hours lost (preempt / fail / drain)":        "work since the last checkpoint lost by stopped runs (GPUs × time), by cause; a restart also costs --restart-cost (0 unless set)",
+	"fairness (Jain)":                                "Jain's index of the tenants' GPU time over the whole run (set by the trace more than the policy)",
+	"fairness per window (Jain mean / min)":          "per window in which a job waited, Jain's index of each tenant's allocation over its demand-capped fair share; mean and worst",
+	"finish-time fairness ρ p50 / p95 / worst queue": "Themis' ρ per job: JCT over its time alone on its fair share of the cluster; percentiles, and the worst queue's mean",
+	"multi-GPU in NVLink / host / switch":            "share of multi-GPU jobs placed within one NVLink domain / one host / one switch",
 }
 
 // WriteTable writes the summary of each run as a column of a table, one

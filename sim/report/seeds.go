@@ -77,6 +77,7 @@ type SeedMetric struct {
 var SeedMetrics = []SeedMetric{
 	{"queue wait mean", func(s *sim.Summary) float64 { return s.Wait.Mean }, secs},
 	{"queue wait p95", func(s *sim.Summary) float64 { return s.Wait.P95 }, secs},
+	{"total wait mean", func(s *sim.Summary) float64 { return s.TotalWait.Mean }, secs},
 	{"JCT mean", func(s *sim.Summary) float64 { return s.JCT.Mean }, secs},
 	{"JCT p95", func(s *sim.Summary) float64 { return s.JCT.P95 }, secs},
 	{"still waiting at the end", func(s *sim.Summary) float64 { return float64(s.StillWaiting.Jobs) }, func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }},
@@ -132,4 +133,58 @@ func WriteSeedTable(w io.Writer, labels []SeedRuns) error {
 	}
 	fmt.Fprintln(tw)
 	return tw.Flush()
+}
+
+// PairedStats returns, for each SeedMetric, the median of other − base
+// over their seeds, paired seed by seed (the i-th run of each: the same
+// seed, so the same trace and random draws), with its 95% interval. The
+// runs must be in the same seed order; extra runs of the longer are left
+// out. An interval that excludes 0 says the difference is the policies',
+// not the seeds'.
+func PairedStats(base, other SeedRuns) map[string]Interval {
+	n := min(len(base.Runs), len(other.Runs))
+	out := map[string]Interval{}
+	for _, m := range SeedMetrics {
+		xs := make([]float64, n)
+		for i := range n {
+			xs[i] = m.Get(&other.Runs[i]) - m.Get(&base.Runs[i])
+		}
+		out[m.Name] = MedianCI(xs, 0.95)
+	}
+	return out
+}
+
+// WritePairedTable writes, for each label after the first, every
+// SeedMetric's paired difference from the first label (PairedStats) as
+// "median [lo, hi]".
+func WritePairedTable(w io.Writer, labels []SeedRuns) error {
+	if len(labels) < 2 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "paired difference from %s (median [95%% CI] over seeds)", labels[0].Label)
+	stats := make([]map[string]Interval, len(labels))
+	for i := 1; i < len(labels); i++ {
+		fmt.Fprint(tw, "\t"+labels[i].Label+" − "+labels[0].Label)
+		stats[i] = PairedStats(labels[0], labels[i])
+	}
+	fmt.Fprintln(tw)
+	for _, m := range SeedMetrics {
+		fmt.Fprint(tw, m.Name)
+		for i := 1; i < len(labels); i++ {
+			iv := stats[i][m.Name]
+			fmt.Fprintf(tw, "\t%s [%s, %s]", signed(m.Fmt, iv.Median), signed(m.Fmt, iv.Lo), signed(m.Fmt, iv.Hi))
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
+// signed formats v with f, with a leading minus for negative values
+// (the duration and share formats print magnitudes).
+func signed(f func(float64) string, v float64) string {
+	if v < 0 {
+		return "−" + f(-v)
+	}
+	return f(v)
 }

@@ -4,11 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpusched/gpusched"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/sim"
 	"github.com/gpusched/gpusched/sim/internal/simtest"
-	"github.com/gpusched/gpusched/sim/rootsched"
 	"github.com/gpusched/gpusched/sim/trace"
 	"github.com/gpusched/gpusched/topology"
 	"github.com/gpusched/gpusched/workload"
@@ -20,14 +18,7 @@ import (
 // their 30-second grace period when preempted.
 func demoted(t testing.TB, c *topology.Cluster, d queue.Demotion, jobs []trace.Job) *sim.Result {
 	t.Helper()
-	pre, err := rootsched.Preemptor("queue", 30*time.Second, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := rootsched.New(gpusched.Config{Cluster: c, Queues: rootsched.FlatQueues([]string{"q"}, queue.Policy{}), Preemptor: pre})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := oneQueue(t, c)
 	if d != nil {
 		s.Demote(d)
 	}

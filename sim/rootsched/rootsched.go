@@ -50,6 +50,7 @@ type Scheduler struct {
 	S      *gpusched.Scheduler
 	models map[string]bool // jobs that restrict the GPU model
 	demote *demoter        // nil: priorities stay as submitted (see Demote)
+	order  *orderer        // nil: no Ordering (see Order)
 }
 
 var (
@@ -88,6 +89,9 @@ func (a *Scheduler) Submit(now time.Duration, j workload.Job) error {
 	if a.demote != nil {
 		a.demote.submit(&j)
 	}
+	if a.order != nil {
+		a.order.submit(now, &j)
+	}
 	for _, g := range j.Groups {
 		if len(g.Models) > 0 {
 			a.models[j.ID] = true
@@ -101,6 +105,9 @@ func (a *Scheduler) Submit(now time.Duration, j workload.Job) error {
 func (a *Scheduler) Schedule(now time.Duration) sim.Decision {
 	if a.demote != nil {
 		a.demote.update(a, now)
+	}
+	if a.order != nil {
+		a.order.update(a, now)
 	}
 	d := a.S.Schedule(at(now))
 	out := sim.Decision{
@@ -213,6 +220,9 @@ func (a *Scheduler) Started(now time.Duration, id string) error {
 	if a.demote != nil {
 		a.demote.started(now, id)
 	}
+	if a.order != nil {
+		a.order.started(now, id)
+	}
 	return a.S.Started(id, at(now))
 }
 
@@ -230,18 +240,19 @@ func (a *Scheduler) Saved(id string) (time.Duration, bool) {
 // Finished reports the job done.
 func (a *Scheduler) Finished(now time.Duration, id string) error {
 	delete(a.models, id)
-	if a.demote != nil {
-		a.demote.stopped(now, id, true)
-	}
+	a.stopped(now, id, true)
 	return a.S.Finished(id, at(now))
 }
 
 // Stopped reports a preempted job as Preempted and a job stopped by a
 // recovery (failure or drain) as Requeue.
 func (a *Scheduler) Stopped(now time.Duration, id string, cause sim.StopCause) error {
-	if a.demote != nil {
-		a.demote.stopped(now, id, false)
-	}
+	err := a.stopCall(now, id, cause)
+	a.stopped(now, id, false) // after the call: saved work includes this run's checkpoints
+	return err
+}
+
+func (a *Scheduler) stopCall(now time.Duration, id string, cause sim.StopCause) error {
 	switch cause {
 	case sim.StopPreempted:
 		return a.S.Preempted(id, at(now))
@@ -260,10 +271,23 @@ func (a *Scheduler) Grown(now time.Duration, id string) error { return a.S.Grown
 // Removed reports a job ended by its recovery as Failed.
 func (a *Scheduler) Removed(now time.Duration, id string) error {
 	delete(a.models, id)
-	if a.demote != nil {
-		a.demote.stopped(now, id, true)
-	}
+	a.stopped(now, id, true)
 	return a.S.Failed(id, at(now))
+}
+
+// stopped tells the demoter and the orderer that a job's run ended at
+// now; gone: the job ended.
+func (a *Scheduler) stopped(now time.Duration, id string, gone bool) {
+	if a.demote != nil {
+		a.demote.stopped(now, id, gone)
+	}
+	if a.order != nil {
+		var saved time.Duration
+		if !gone {
+			_, saved, _ = a.S.Progress(id)
+		}
+		a.order.stopped(now, id, saved, gone)
+	}
 }
 
 // SetGPUHealth sets a GPU's health.

@@ -1,6 +1,8 @@
 package simcli
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -18,7 +20,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpusched/gpusched/frag"
+	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/sim"
+	"github.com/gpusched/gpusched/sim/policy"
 	"github.com/gpusched/gpusched/sim/report"
 	"github.com/gpusched/gpusched/sim/rootsched"
 	"github.com/gpusched/gpusched/sim/trace"
@@ -34,6 +38,11 @@ type Options struct {
 	// (openb) is used, and --preset philly always means PhillyCluster. Nil
 	// means simcli's own --preset and --file.
 	ClusterFlags func(cmd *cobra.Command) ClusterLoader
+	// Registry holds a researcher's own policies (placers, orderings,
+	// demotions), accepted by name wherever a built-in's is (--policy,
+	// --policies, --ordering, --orderings, --param); nil: the built-ins
+	// only. See package sim/policy.
+	Registry *policy.Registry
 }
 
 // ClusterLoader loads the cluster a command's flags select.
@@ -42,6 +51,7 @@ type ClusterLoader func(cmd *cobra.Command) (*topology.Cluster, error)
 // bindRun registers the run flags and, through opt.ClusterFlags or its own
 // flags, the cluster selection, and returns how to load the cluster.
 func bindRun(cmd *cobra.Command, rc *runConfig, opt Options) func(runConfig) (*topology.Cluster, error) {
+	rc.reg = opt.Registry
 	if opt.ClusterFlags == nil {
 		rc.bind(cmd.Flags(), true)
 		return func(r runConfig) (*topology.Cluster, error) { return r.loadCluster() }
@@ -108,7 +118,7 @@ unless --no-plots, inflation.png) to OUT/inflation; "gpusched sim compare
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			quietOutput(cmd, out.quiet)
-			if err := compare(cmd, rc, out, splitList(policies), cluster); err != nil {
+			if err := compare(cmd, rc, out, variants(splitSpecs(policies), nil, rc.ordering), cluster); err != nil {
 				return err
 			}
 			return paperReplay(cmd, opt, out)
@@ -260,7 +270,8 @@ cannot carry (preemptions in progress, …; see gpusched explain --help).`,
 type prepared struct {
 	c    *topology.Cluster
 	lt   *loadedTrace
-	part *sim.Partition // hard VCs (--queues vc-hard:PATH), else nil
+	part *sim.Partition  // hard VCs (--queues vc-hard:PATH), else nil
+	prov *sim.Provenance // the command's, for its runs' summaries; nil: none
 }
 
 func prepare(rc runConfig, cluster func(runConfig) (*topology.Cluster, error)) (*prepared, error) {
@@ -279,6 +290,17 @@ func prepare(rc runConfig, cluster func(runConfig) (*topology.Cluster, error)) (
 	replayable(lt)
 	if len(lt.jobs) == 0 {
 		return nil, fmt.Errorf("trace %s: no job to replay", lt.name)
+	}
+	if pt, err := trace.ParsePerturbation(rc.perturb); err != nil {
+		return nil, fmt.Errorf("--perturb: %w", err)
+	} else if pt != (trace.Perturbation{}) {
+		if strings.HasPrefix(rc.traceArg, "synthetic:") {
+			return nil, errors.New("--perturb varies a recorded trace; a synthetic one is drawn anew from each seed")
+		}
+		if lt.jobs, err = trace.Perturb(lt.jobs, pt, rc.dataSeed()); err != nil {
+			return nil, fmt.Errorf("--perturb: %w", err)
+		}
+		lt.name += "~" + pt.String()
 	}
 	if rc.repeat > 1 {
 		if lt.jobs, err = trace.Replicate(lt.jobs, rc.repeat, rc.dataSeed()); err != nil {
@@ -317,6 +339,11 @@ var testWrap func(*rootsched.Scheduler) sim.Scheduler
 // execute runs one simulation of p under rc. It is safe to call from
 // several goroutines: everything mutable is its own.
 func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stateSaver) (*sim.Result, error) {
+	given := rc
+	rc, order, err := rc.effective()
+	if err != nil {
+		return nil, err
+	}
 	jobs := slices.Clone(p.lt.jobs)
 	qcfg, tenants, qmap, err := rc.queueSetup(jobs)
 	if p.part != nil {
@@ -325,7 +352,7 @@ func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stat
 	if err != nil {
 		return nil, err
 	}
-	placer, err := rootsched.Placer(p.c, rc.policy, jobs, rc.defrag.placer)
+	placer, err := rc.placer(p.c, jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -336,16 +363,24 @@ func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stat
 	if err != nil {
 		return nil, err
 	}
+	if order.themis {
+		qcfg.Fairness.Policy = queue.FinishTime
+	}
 	scfg.Cluster, scfg.Queues, scfg.Placer = p.c, qcfg, placer
 	s, err := rootsched.New(scfg)
 	if err != nil {
 		return nil, err
 	}
-	if d, err := parseDemote(rc.demote); err != nil {
+	if d, err := parseDemoteSeed(rc.demote, rc.reg, rc.seed); err != nil {
 		return nil, err
 	} else if d != nil {
 		s.Demote(d)
+		s.StarveLimit(rc.starveLimit)
 	}
+	if err := order.apply(s, rc.seed); err != nil {
+		return nil, err
+	}
+	defer s.CloseOrder()
 	cfg, err := rc.simConfig()
 	if err != nil {
 		return nil, err
@@ -373,7 +408,14 @@ func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stat
 	if err != nil {
 		return nil, err
 	}
+	if err := s.OrderErr(); err != nil {
+		return nil, fmt.Errorf("--ordering %s: %w", given.ordering, err)
+	}
 	res.Summary.Policy, res.Summary.Trace, res.Summary.Input = rc.policy, p.lt.name, sim.NewInputStats(p.lt.stats)
+	res.Summary.Ordering = cmp.Or(given.ordering, "fifo")
+	if p.prov != nil {
+		res.Summary.Provenance = runProvenance(p.prov, given, rc)
+	}
 	return res, nil
 }
 
@@ -437,10 +479,15 @@ func runOne(cmd *cobra.Command, rc runConfig, out outFlags, saveState []string, 
 		}
 		ss = &stateSaver{dir: out.dir, ats: ats}
 	}
+	prov, err := newProvenance(cmd, []uint64{rc.seed})
+	if err != nil {
+		return err
+	}
 	p, err := prepare(rc, cluster)
 	if err != nil {
 		return err
 	}
+	p.prov = prov
 	if ss != nil {
 		ss.header = fmt.Sprintf("of gpusched sim run: cluster %s, trace %s, policy %s, seed %d", p.c.Name(), p.lt.name, rc.policy, rc.seed)
 	}
@@ -464,7 +511,8 @@ func runOne(cmd *cobra.Command, rc runConfig, out outFlags, saveState []string, 
 			return err
 		}
 	}
-	if err := report.WriteHTML(out.dir, fmt.Sprintf("gpusched sim run: cluster %s, trace %s, policy %s, seed %d", p.c.Name(), p.lt.name, rc.policy, rc.seed), runs...); err != nil {
+	title := fmt.Sprintf("gpusched sim run: cluster %s, trace %s, policy %s, ordering %s, seed %d, config %s", p.c.Name(), p.lt.name, rc.policy, res.Summary.Ordering, rc.seed, prov.Config)
+	if err := report.WriteHTMLPage(out.dir, report.Page{Title: title, Runs: runs, Provenance: prov}); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "cluster %s (%d GPUs), trace %s, policy %s, seed %d\n\n", p.c.Name(), p.c.NumGPUs(), p.lt.name, rc.policy, rc.seed)
@@ -481,7 +529,16 @@ func runOne(cmd *cobra.Command, rc runConfig, out outFlags, saveState []string, 
 	return nil
 }
 
+// provenanceFile is the file, beside a run's CSVs, that says what
+// produced them (sim.Provenance; summary.json carries it too).
+const provenanceFile = "provenance.json"
+
 func writeRun(out outFlags, dir string, res *sim.Result) error {
+	if res.Summary.Provenance != nil {
+		if err := writeJSONFile(filepath.Join(dir, provenanceFile), res.Summary.Provenance); err != nil {
+			return err
+		}
+	}
 	if out.noJobs {
 		r := *res
 		r.Jobs = nil
@@ -496,14 +553,17 @@ func writeRun(out outFlags, dir string, res *sim.Result) error {
 func compareCmd(opt Options) *cobra.Command {
 	rc := defaultRun()
 	var out outFlags
-	var policies, seeds string
+	var policies, orderings, seeds string
 	var cluster func(runConfig) (*topology.Cluster, error)
 	cmd := &cobra.Command{
 		Use:   "compare",
-		Short: "Run several placement policies on one trace; one table and one set of plots",
-		Long: `Replay one trace once per placement policy (in parallel) and print one table
-with a column per policy; writes compare.json, each policy's summary.json and
-CSVs in a subdirectory, and plots with one line (or bar) per policy.
+		Short: "Run several placement policies or job orderings on one trace; one table and one set of plots",
+		Long: `Replay one trace once per placement policy (--policies) and job ordering
+(--orderings: fifo, sjf, srtf, las:1,8, themis, … as --ordering takes them),
+every pair of the two lists, in parallel, and print one table with a column
+per pair; writes compare.json, each pair's summary.json and CSVs in a
+subdirectory, and plots with one line (or bar) per pair. With --orderings
+alone, every ordering runs under --policy.
 
 With --inflation, runs the FGD paper's inflation experiment instead (openb pod
 lists resampled to a target load, no departures) and writes inflation.json
@@ -515,6 +575,7 @@ own, listed by "sim compare --inflation --help": the cluster flags, --trace
 (--load, --repeat, the model flags, …) are the time-based replay's, and
 --inflation rejects them.`,
 		Example: `  gpusched sim compare --policies topology,best-fit,fgd
+  gpusched sim compare --trace synthetic:300 --load 1.5 --orderings fifo,sjf,srtf,las:1,8,themis --ckpt-interval 1h
   gpusched sim compare --inflation --policies fgd,best-fit`,
 		// Flags are parsed here so that --inflation can hand the rest
 		// to the inflation experiment, whose flags differ.
@@ -533,17 +594,23 @@ own, listed by "sim compare --inflation --help": the cluster flags, --trace
 				return fmt.Errorf("unexpected arguments %q", cmd.Flags().Args())
 			}
 			quietOutput(cmd, out.quiet)
-			if seeds != "" {
-				return compareSeeds(cmd, rc, out, splitList(policies), seeds, cluster)
+			pols := splitSpecs(policies)
+			if orderings != "" && !cmd.Flags().Changed("policies") {
+				pols = []string{rc.policy}
 			}
-			return compare(cmd, rc, out, splitList(policies), cluster)
+			vs := variants(pols, splitSpecs(orderings), rc.ordering)
+			if seeds != "" {
+				return compareSeeds(cmd, rc, out, vs, seeds, cluster)
+			}
+			return compare(cmd, rc, out, vs, cluster)
 		},
 	}
 	cluster = bindRun(cmd, &rc, opt)
 	out.bind(cmd.Flags(), "sim-compare")
 	cmd.Flags().IntVar(&out.par, "parallel", 0, "runs at once (0: GOMAXPROCS)")
-	cmd.Flags().StringVar(&policies, "policies", "topology,best-fit,fgd", "comma-separated placement policies")
-	cmd.Flags().StringVar(&seeds, "seeds", "", "replicate: run every policy at each of these seeds (e.g. 1-10) and print medians with 95% intervals; the policies of a seed share its trace and random draws")
+	cmd.Flags().StringVar(&policies, "policies", "topology,best-fit,fgd", "comma-separated placement policies (each a --policy value)")
+	cmd.Flags().StringVar(&orderings, "orderings", "", "comma-separated job orderings (each an --ordering value: fifo, strict-fifo, priority-aging, sjf, srtf, las:H1,H2,…, slice:LEASE, themis, or a registered one; e.g. fifo,sjf,srtf,las:1,8,themis); empty: --ordering alone")
+	cmd.Flags().StringVar(&seeds, "seeds", "", "replicate: run every pair at each of these seeds (e.g. 1-10) and print medians with 95% intervals; the pairs of a seed share its trace and random draws")
 	cmd.Flags().Bool("inflation", false, "run the FGD paper's inflation experiment instead of a time-based replay, with that experiment's flags (see --inflation --help)")
 	cmd.Flags().BoolP("help", "h", false, "help for compare")
 	return cmd
@@ -589,27 +656,71 @@ func parallel(n, w int, b *progressbar.ProgressBar, fn func(i int) error) error 
 	return errors.Join(errs...)
 }
 
-func compare(cmd *cobra.Command, rc runConfig, out outFlags, policies []string, cluster func(runConfig) (*topology.Cluster, error)) error {
-	if len(policies) == 0 {
+// variant is one column of a comparison: a placement policy and a job
+// ordering, and its label.
+type variant struct {
+	label, policy, ordering string
+}
+
+// dir is the variant's subdirectory name: its label with '/', ':' and
+// ',' replaced.
+func (v variant) dir() string {
+	return strings.NewReplacer("/", "+", ":", "-", ",", "_").Replace(v.label)
+}
+
+// variants pairs every policy with every ordering (none: def). Labels
+// name what varies: the policy, the ordering, or policy/ordering.
+func variants(policies, orderings []string, def string) []variant {
+	many := len(orderings) > 0
+	if !many {
+		orderings = []string{def}
+	}
+	var out []variant
+	for _, p := range policies {
+		for _, o := range orderings {
+			label := p
+			switch {
+			case many && len(policies) == 1:
+				label = o
+			case many:
+				label = p + "/" + o
+			}
+			out = append(out, variant{label: label, policy: p, ordering: o})
+		}
+	}
+	return out
+}
+
+func compare(cmd *cobra.Command, rc runConfig, out outFlags, vs []variant, cluster func(runConfig) (*topology.Cluster, error)) error {
+	if len(vs) == 0 {
 		return errors.New("--policies: none given")
 	}
-	if err := rc.check(nil); err != nil {
-		return err
+	for _, v := range vs {
+		r := rc
+		r.policy, r.ordering = v.policy, v.ordering
+		if err := r.check(nil); err != nil {
+			return fmt.Errorf("%s: %w", v.label, err)
+		}
 	}
 	start := time.Now()
+	prov, err := newProvenance(cmd, []uint64{rc.seed})
+	if err != nil {
+		return err
+	}
 	p, err := prepare(rc, cluster)
 	if err != nil {
 		return err
 	}
+	p.prov = prov
 	reportInput(cmd.OutOrStdout(), p.lt)
-	results := make([]*sim.Result, len(policies))
-	b := bar(cmd, len(policies), "policies", out.quiet)
-	err = parallel(len(policies), workers(out.par), b, func(i int) error {
+	results := make([]*sim.Result, len(vs))
+	b := bar(cmd, len(vs), "runs", out.quiet)
+	err = parallel(len(vs), workers(out.par), b, func(i int) error {
 		r := rc
-		r.policy = policies[i]
+		r.policy, r.ordering = vs[i].policy, vs[i].ordering
 		res, err := execute(r, p, nil, nil)
 		if err != nil {
-			return fmt.Errorf("policy %s: %w", policies[i], err)
+			return fmt.Errorf("%s: %w", vs[i].label, err)
 		}
 		results[i] = res
 		return nil
@@ -617,12 +728,12 @@ func compare(cmd *cobra.Command, rc runConfig, out outFlags, policies []string, 
 	if err != nil {
 		return err
 	}
-	runs := make([]report.Run, len(policies))
-	sums := make([]sim.Summary, len(policies))
-	for i, pol := range policies {
-		runs[i] = report.Run{Label: pol, Result: results[i]}
+	runs := make([]report.Run, len(vs))
+	sums := make([]sim.Summary, len(vs))
+	for i, v := range vs {
+		runs[i] = report.Run{Label: v.label, Result: results[i]}
 		sums[i] = results[i].Summary
-		if err := writeRun(out, filepath.Join(out.dir, pol), results[i]); err != nil {
+		if err := writeRun(out, filepath.Join(out.dir, v.dir()), results[i]); err != nil {
 			return err
 		}
 	}
@@ -634,7 +745,8 @@ func compare(cmd *cobra.Command, rc runConfig, out outFlags, policies []string, 
 			return err
 		}
 	}
-	if err := report.WriteHTML(out.dir, fmt.Sprintf("gpusched sim compare: cluster %s, trace %s, seed %d", p.c.Name(), p.lt.name, rc.seed), runs...); err != nil {
+	title := fmt.Sprintf("gpusched sim compare: cluster %s, trace %s, seed %d, config %s", p.c.Name(), p.lt.name, rc.seed, prov.Config)
+	if err := report.WriteHTMLPage(out.dir, report.Page{Title: title, Runs: runs, Provenance: prov}); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "cluster %s (%d GPUs), trace %s, seed %d\n\n", p.c.Name(), p.c.NumGPUs(), p.lt.name, rc.seed)
@@ -672,7 +784,7 @@ func parseParam(s string) (param, error) {
 	if !ok || name == "" {
 		return param{}, fmt.Errorf("--param %q: want NAME=V1,V2,…", s)
 	}
-	p := param{name: name, values: splitList(vals)}
+	p := param{name: name, values: splitSpecs(vals)}
 	if len(p.values) == 0 {
 		return param{}, fmt.Errorf("--param %q: no values", s)
 	}
@@ -730,7 +842,9 @@ in the grid for its random models instead. A run has the same result
 whichever shard or machine runs it. With --shard i/n
 only the points whose index is i modulo n run, so Slurm job arrays or
 Kubernetes Indexed Jobs can split a large sweep; each shard writes
-sweep-i-of-n.csv.`,
+sweep-i-of-n.csv. When seed is swept (--param seed=1,2,…,10), an unsharded
+sweep also writes sweep-intervals.csv: per point of the other parameters,
+each metric's median over the seeds with its 95% interval.`,
 		Example: `  gpusched sim sweep --trace synthetic:5000 --param policy=topology,best-fit --param gpu-mtbf=1000h,10000h
   gpusched sim sweep --param load=0.8,1.0,1.2 --param policy=fgd,best-fit --shard 0/4
   gpusched sim sweep --trace synthetic:5000 --load 1.3 --high-priority-share 0.2 --param preempt=off,queue,cluster`,
@@ -816,19 +930,24 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 		lvl                          string
 		load                         float64
 		repeat                       int
+		perturb                      string
 		span                         time.Duration
 		seed                         uint64
 	}
 	keyOf := func(r runConfig) key {
 		k := key{r.preset, r.file, r.traceArg, r.mapping, r.skipBad, r.strict, r.keepCPU, r.maxPerTask, r.cpuPerGPU, r.memPerGPU, r.topoLevel,
-			r.synLoad, r.repeat, r.arrivalSpan, 0}
-		if strings.HasPrefix(r.traceArg, "synthetic:") || r.repeat > 1 {
-			k.seed = r.dataSeed() // generation and replication draw from it
+			r.synLoad, r.repeat, r.perturb, r.arrivalSpan, 0}
+		if strings.HasPrefix(r.traceArg, "synthetic:") || r.repeat > 1 || r.perturb != "" {
+			k.seed = r.dataSeed() // generation, replication and perturbation draw from it
 		}
 		return k
 	}
 	// Load every cluster and trace this shard needs, in grid order, and
 	// report each trace once; the runs then share them read-only.
+	prov, err := newProvenance(cmd, nil)
+	if err != nil {
+		return err
+	}
 	cache := map[key]*prepared{}
 	loaded := make([]*prepared, len(mine))
 	for k, i := range mine {
@@ -838,12 +957,13 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 			if p, err = prepare(configs[i], cluster); err != nil {
 				return fmt.Errorf("run %d: %w", i, err)
 			}
+			p.prov = prov
 			cache[kk] = p
 			reportInput(cmd.OutOrStdout(), p.lt)
 		}
 		loaded[k] = p
 	}
-	if err := os.MkdirAll(out.dir, 0o755); err != nil {
+	if err := writeJSONFile(filepath.Join(out.dir, provenanceFile), prov); err != nil {
 		return err
 	}
 	rows := make([]sweepRow, len(mine))
@@ -878,6 +998,11 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 	if err := f.Close(); err != nil {
 		return err
 	}
+	if sn == 1 {
+		if err := writeIntervalsFile(filepath.Join(out.dir, "sweep-intervals.csv"), params, rows); err != nil {
+			return err
+		}
+	}
 	if len(mine) == 0 {
 		fmt.Fprintf(cmd.OutOrStdout(), "shard %d/%d has no runs: the grid has %d %s; wrote the header of %s\n", si, sn, len(points),
 			plural(len(points), "point", "points"), filepath.Join(out.dir, name))
@@ -888,6 +1013,17 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "\n%d of %d runs (shard %d/%d) written to %s (%.1fs)\n", len(mine), len(points), si, sn, out.dir, time.Since(start).Seconds())
 	return nil
+}
+
+// writeIntervalsFile writes sweep-intervals.csv (writeSweepIntervals)
+// when seed is swept.
+func writeIntervalsFile(path string, params []param, rows []sweepRow) error {
+	var b bytes.Buffer
+	ok, err := writeSweepIntervals(&b, params, rows)
+	if err != nil || !ok {
+		return err
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
 // sweepColumns are the metrics sweep.csv reports per run.
@@ -922,6 +1058,8 @@ var sweepColumns = []struct {
 	{"shrinks", func(s *sim.Summary) string { return strconv.Itoa(s.Preemption.Shrinks) }},
 	{"grows", func(s *sim.Summary) string { return strconv.Itoa(s.Preemption.Grows) }},
 	{"gpu_hours_lost_shrink", func(s *sim.Summary) string { return ff(s.Preemption.GPUHoursLostShrink) }},
+	{"total_wait_mean_s", func(s *sim.Summary) string { return ff(s.TotalWait.Mean) }},
+	{"partitioned_free", func(s *sim.Summary) string { return ff(s.Fragmentation.PartitionedShareFree) }},
 }
 
 func ff(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }

@@ -20,6 +20,7 @@ import (
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/sim"
 	"github.com/gpusched/gpusched/sim/data"
+	"github.com/gpusched/gpusched/sim/policy"
 	"github.com/gpusched/gpusched/sim/rootsched"
 	"github.com/gpusched/gpusched/sim/trace"
 	"github.com/gpusched/gpusched/topology"
@@ -80,6 +81,10 @@ type runConfig struct {
 	slurm        string // a Slurm site directory (see slurm.go)
 	defrag       defragFlags
 	elastic      elasticFlags // (elastic.go)
+	starveLimit  float64
+	perturb      string // a trace.Perturbation (--perturb)
+	// reg holds the registered policies (Options.Registry); nil: none.
+	reg *policy.Registry
 }
 
 func defaultRun() runConfig {
@@ -104,15 +109,17 @@ func (r *runConfig) bind(fs *pflag.FlagSet, cluster bool) {
 	fs.StringVar(&r.topoLevel, "prefer-level", r.topoLevel, "topology level multi-task jobs prefer to stay within (e.g. tor); empty: none")
 	fs.BoolVar(&r.keepCPU, "keep-cpu-only", r.keepCPU, "keep jobs that request no GPU")
 	fs.Float64Var(&r.synLoad, "load", r.synLoad, "offered load (1 = 100% of the cluster's GPUs): a synthetic trace is generated at it (0: 0.9); a recorded trace has its arrival times scaled to it (0: replayed as recorded)")
+	fs.StringVar(&r.perturb, "perturb", r.perturb, "vary a recorded trace by the seed, so that --seeds replications differ: a comma-separated list of bootstrap (resample the jobs with replacement), jitter=DURATION (move each arrival by up to ± DURATION), window=DURATION (keep a random window of arrivals this long); empty: replay as recorded (with a deterministic placer every seed then gives the same run)")
 	fs.IntVar(&r.repeat, "repeat", r.repeat, "replay k out-of-phase copies of a recorded trace at once (k times its load; 0 or 1: one)")
 	fs.DurationVar(&r.arrivalSpan, "arrival-span", r.arrivalSpan, "scale a recorded trace's arrival times so they span this long (0: as recorded; see also --load)")
-	fs.StringVar(&r.policy, "policy", r.policy, "placement policy (gang placers: topology, best-fit, first-fit, worst-fit, random, buddy, fgd, dot-product, gpu-packing, gpu-clustering)")
+	fs.StringVar(&r.policy, "policy", r.policy, policyHelp(r.reg))
 	fs.StringVar(&r.queues, "queues", r.queues, "queue setup: flat (one queue per tenant, no quota), single (one queue), vc:PATH (one queue per VC of a philly_vc.csv-style file, guaranteed nodes × --gpus-per-node GPUs, idle GPUs lent to other VCs), vc-hard:PATH (the same VCs as hard partitions: each owns its nodes, in the file's order, and its jobs run only there, as on Philly), or config:PATH (a queue tree in YAML or JSON, the queue package's Config)")
 	fs.StringVar(&r.defaultQueue, "default-queue", r.defaultQueue, "with --queues config:PATH, the leaf for trace tenants that name no leaf (empty: such jobs are rejected)")
 	fs.IntVar(&r.gpusPerNode, "gpus-per-node", r.gpusPerNode, "GPUs per node in a VC file")
-	fs.StringVar(&r.ordering, "ordering", r.ordering, "queue ordering (best-effort-fifo, strict-fifo, priority-aging, …; empty: the queue package's default)")
+	fs.StringVar(&r.ordering, "ordering", r.ordering, orderingHelp+registeredOrderings(r.reg))
+	fs.Float64Var(&r.starveLimit, "starve-limit", r.starveLimit, "with --demote or --ordering las:…, Tiresias' starvation guard (its STARVELIMIT): a demoted job that has waited this many times its last run since that run ended goes back to the top level, its attained service counted from zero (0: off)")
 	fs.StringVar(&r.gpuSpeeds, "gpu-speeds", r.gpuSpeeds, "per-GPU-model speed factors: a table file (sim.ReadSpeedTable's YAML) or gavel (the embedded table from Gavel's published K80/P100/V100 throughputs); a job runs at its slowest GPU's factor")
-	fs.StringVar(&r.demote, "demote", r.demote, "lower jobs' priority as they attain service, needing no durations: las:H1,H2,… (Tiresias' 2D-LAS, thresholds in GPU-hours) or slice:LEASE (Gandiva-style time slicing, e.g. slice:10m); with --preempt a job of a higher level preempts one of a lower level")
+	fs.StringVar(&r.demote, "demote", r.demote, "lower jobs' priority as they attain service, needing no durations: las:H1,H2,… (Tiresias' 2D-LAS, thresholds in GPU-hours) or slice:LEASE (Gandiva-style time slicing, e.g. slice:10m), or a registered demotion; it turns on --preempt queue when --preempt is off, so a job of a higher level preempts one of a lower level")
 	fs.BoolVar(&r.backfill, "backfill", r.backfill, "EASY backfill in every queue (runtime estimates: see --runtime-estimate)")
 	fs.Uint64Var(&r.seed, "seed", r.seed, "seed of the random models and placers")
 	fs.DurationVar(&r.ckptInterval, "ckpt-interval", r.ckptInterval, "checkpoint interval of jobs (0: they do not checkpoint)")
@@ -174,6 +181,15 @@ func (r *runConfig) check(swept map[string]bool) error {
 	}
 	if r.repeat < 0 {
 		return fmt.Errorf("--repeat %d: want the number of copies of the trace, 0 or 1 for one", r.repeat)
+	}
+	if e, _, err := r.effective(); err != nil {
+		return err
+	} else if _, err := parseDemote(e.demote, r.reg); err != nil {
+		return err
+	} else if strings.HasPrefix(e.demote, "slice:") && r.ckptInterval == 0 && !swept["ckpt-interval"] {
+		return fmt.Errorf("--demote %s without --ckpt-interval: jobs never checkpoint, so each one longer than a lease restarts from zero at every lease's end and never finishes", e.demote)
+	} else if r.starveLimit < 0 || (r.starveLimit > 0 && e.demote == "" && !swept["demote"] && !swept["ordering"]) {
+		return fmt.Errorf("--starve-limit %g: want ≥ 0, with --demote or --ordering las:…", r.starveLimit)
 	}
 	if err := r.defrag.check(r.preempt, swept); err != nil {
 		return err

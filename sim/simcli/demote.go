@@ -9,16 +9,29 @@ import (
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/sim"
 	"github.com/gpusched/gpusched/sim/data"
+	"github.com/gpusched/gpusched/sim/policy"
 )
 
 // parseDemote reads --demote: "" (none), "las:H1,H2,…" (Tiresias'
-// 2D-LAS with thresholds in GPU-hours) or "slice:LEASE" (Gandiva-style
-// time slicing with a lease such as 10m).
-func parseDemote(v string) (queue.Demotion, error) {
+// 2D-LAS with thresholds in GPU-hours), "slice:LEASE" (Gandiva-style
+// time slicing with a lease such as 10m) or a demotion registered in reg,
+// NAME[:ARG] (built with seed 0: parseDemoteSeed builds a run's).
+func parseDemote(v string, reg *policy.Registry) (queue.Demotion, error) {
+	return parseDemoteSeed(v, reg, 0)
+}
+
+func parseDemoteSeed(v string, reg *policy.Registry, seed uint64) (queue.Demotion, error) {
 	if v == "" {
 		return nil, nil
 	}
 	kind, arg, _ := strings.Cut(v, ":")
+	if f, ok := reg.LookupDemotion(kind); ok {
+		d, err := f(arg, seed)
+		if err != nil {
+			return nil, fmt.Errorf("--demote %q: %w", v, err)
+		}
+		return d, nil
+	}
 	switch kind {
 	case "las":
 		var l queue.LAS
@@ -44,7 +57,11 @@ func parseDemote(v string) (queue.Demotion, error) {
 		}
 		return s, nil
 	}
-	return nil, fmt.Errorf("--demote %q: want las:GPU-HOURS,… (Tiresias 2D-LAS) or slice:LEASE (time slicing)", v)
+	known := "las:H1,H2,… (Tiresias 2D-LAS, thresholds in GPU-hours) or slice:LEASE (time slicing)"
+	if r := reg.Orderings(); len(r) > 0 {
+		known += ", or a registered " + strings.Join(r, ", ")
+	}
+	return nil, fmt.Errorf("--demote %q: want %s", v, known)
 }
 
 // readGPUSpeeds reads --gpu-speeds: "" (none), "gavel" (the embedded

@@ -13,7 +13,7 @@ func ExampleCommand() {
 		fmt.Println(cmd.Name(), c.Name()+":", c.Short)
 	}
 	// Output:
-	// sim compare: Run several placement policies on one trace; one table and one set of plots
+	// sim compare: Run several placement policies or job orderings on one trace; one table and one set of plots
 	// sim run: Run one simulation and write its summary, time series and plots
 	// sim sweep: Run a grid of parameters in parallel, optionally one shard of it
 }

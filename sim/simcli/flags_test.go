@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -149,5 +150,28 @@ func TestSyntheticLoadExact(t *testing.T) {
 		if math.Abs(s.OfferedLoad-want) > 1e-3 {
 			t.Errorf("--load %s: offered load %.4f", load, s.OfferedLoad)
 		}
+	}
+}
+
+// TestSweepIntervals: with seed swept, sweep-intervals.csv has one row per
+// point of the other parameters, with each metric's median and interval
+// over the seeds.
+func TestSweepIntervals(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, err := execCmd(t, Options{}, "sweep", "--preset", "dgx-h100", "--trace", "synthetic:40", "--load", "1.3",
+		"--param", "ordering=fifo,sjf", "--param", "seed=1,2,3,4,5,6", "--out", dir); err != nil {
+		t.Fatal(err)
+	}
+	rows := readCSV(t, filepath.Join(dir, "sweep-intervals.csv"))
+	if len(rows) != 3 || rows[0][0] != "ordering" || rows[0][1] != "seeds" || rows[1][0] != "fifo" || rows[2][0] != "sjf" || rows[1][1] != "6" {
+		t.Fatalf("sweep-intervals.csv: %q", rows)
+	}
+	h := rows[0]
+	i := slices.Index(h, "wait_mean_s_median")
+	lo, _ := strconv.ParseFloat(rows[1][i+1], 64)
+	med, _ := strconv.ParseFloat(rows[1][i], 64)
+	hi, _ := strconv.ParseFloat(rows[1][i+2], 64)
+	if i < 0 || h[i+1] != "wait_mean_s_lo" || !(lo <= med && med <= hi) || lo == hi {
+		t.Errorf("wait interval [%v, %v], median %v: want a real interval", lo, hi, med)
 	}
 }

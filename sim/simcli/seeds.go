@@ -16,7 +16,9 @@ import (
 // seedRun is one policy's summary at one seed, as compare-seeds.json
 // lists them.
 type seedRun struct {
+	Label   string      `json:"label"`
 	Policy  string      `json:"policy"`
+	Order   string      `json:"ordering,omitempty"`
 	Seed    uint64      `json:"seed"`
 	Summary sim.Summary `json:"summary"`
 }
@@ -27,8 +29,9 @@ type seedRun struct {
 // (a synthetic one is generated from the seed) and the same random
 // failure and drain draws: common random numbers, so differences between
 // policies at a seed are the policies'. It writes compare-seeds.json with
-// every run's summary.
-func compareSeeds(cmd *cobra.Command, rc runConfig, out outFlags, policies []string, seedList string, cluster func(runConfig) (*topology.Cluster, error)) error {
+// every run's summary, each run's summary.json and CSVs in
+// OUT/seed-S/LABEL, and report.html with the medians and intervals.
+func compareSeeds(cmd *cobra.Command, rc runConfig, out outFlags, policies []variant, seedList string, cluster func(runConfig) (*topology.Cluster, error)) error {
 	if len(policies) == 0 {
 		return errors.New("--policies: none given")
 	}
@@ -36,8 +39,12 @@ func compareSeeds(cmd *cobra.Command, rc runConfig, out outFlags, policies []str
 	if err != nil {
 		return fmt.Errorf("--seeds: %w", err)
 	}
-	if err := rc.check(nil); err != nil {
-		return err
+	for _, v := range policies {
+		r := rc
+		r.policy, r.ordering = v.policy, v.ordering
+		if err := r.check(nil); err != nil {
+			return fmt.Errorf("%s: %w", v.label, err)
+		}
 	}
 	start := time.Now()
 	type cell struct{ seed, pol int }
@@ -47,6 +54,10 @@ func compareSeeds(cmd *cobra.Command, rc runConfig, out outFlags, policies []str
 			cells = append(cells, cell{si, pi})
 		}
 	}
+	prov, err := newProvenance(cmd, seeds)
+	if err != nil {
+		return err
+	}
 	preps := make([]*prepared, len(seeds))
 	for si, s := range seeds {
 		r := rc
@@ -54,6 +65,7 @@ func compareSeeds(cmd *cobra.Command, rc runConfig, out outFlags, policies []str
 		if preps[si], err = prepare(r, cluster); err != nil {
 			return fmt.Errorf("seed %d: %w", s, err)
 		}
+		preps[si].prov = prov
 	}
 	reportInput(cmd.OutOrStdout(), preps[0].lt)
 	sums := make([]sim.Summary, len(cells))
@@ -61,13 +73,13 @@ func compareSeeds(cmd *cobra.Command, rc runConfig, out outFlags, policies []str
 	err = parallel(len(cells), workers(out.par), b, func(i int) error {
 		c := cells[i]
 		r := rc
-		r.seed, r.policy = seeds[c.seed], policies[c.pol]
+		r.seed, r.policy, r.ordering = seeds[c.seed], policies[c.pol].policy, policies[c.pol].ordering
 		res, err := execute(r, preps[c.seed], nil, nil)
 		if err != nil {
-			return fmt.Errorf("policy %s, seed %d: %w", policies[c.pol], seeds[c.seed], err)
+			return fmt.Errorf("%s, seed %d: %w", policies[c.pol].label, seeds[c.seed], err)
 		}
 		sums[i] = res.Summary
-		return nil
+		return writeRun(out, filepath.Join(out.dir, seedDir(seeds[c.seed]), policies[c.pol].dir()), res)
 	})
 	if err != nil {
 		return err
@@ -75,17 +87,31 @@ func compareSeeds(cmd *cobra.Command, rc runConfig, out outFlags, policies []str
 	labels := make([]report.SeedRuns, len(policies))
 	runs := make([]seedRun, len(cells))
 	for i, c := range cells {
-		labels[c.pol].Label = policies[c.pol]
+		v := policies[c.pol]
+		labels[c.pol].Label = v.label
 		labels[c.pol].Runs = append(labels[c.pol].Runs, sums[i])
-		runs[i] = seedRun{Policy: policies[c.pol], Seed: seeds[c.seed], Summary: sums[i]}
+		runs[i] = seedRun{Label: v.label, Policy: v.policy, Order: v.ordering, Seed: seeds[c.seed], Summary: sums[i]}
 	}
 	if err := writeJSONFile(filepath.Join(out.dir, "compare-seeds.json"), runs); err != nil {
+		return err
+	}
+	title := fmt.Sprintf("gpusched sim compare --seeds: cluster %s, trace %s, %d seeds from %d, config %s", preps[0].c.Name(), preps[0].lt.name, len(seeds), seeds[0], prov.Config)
+	if err := report.WriteHTMLPage(out.dir, report.Page{Title: title, Seeds: labels, Provenance: prov}); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "cluster %s (%d GPUs), trace %s, %d seeds from %d\n\n", preps[0].c.Name(), preps[0].c.NumGPUs(), preps[0].lt.name, len(seeds), seeds[0])
 	if err := report.WriteSeedTable(cmd.OutOrStdout(), labels); err != nil {
 		return err
 	}
+	if len(labels) > 1 {
+		fmt.Fprintln(cmd.OutOrStdout())
+		if err := report.WritePairedTable(cmd.OutOrStdout(), labels); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s (%.1fs)\n", out.dir, time.Since(start).Seconds())
 	return nil
 }
+
+// seedDir is the directory of one seed's runs under compare --seeds.
+func seedDir(seed uint64) string { return fmt.Sprintf("seed-%d", seed) }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -341,6 +342,13 @@ func TestGoldenMIGProfiles(t *testing.T) {
 				}
 				if (q.Exclusive != "") != (p.instances == 1 && len(want) > 1) {
 					t.Errorf("%s: exclusive %q with %d instance(s) at %d starts", p.name, q.Exclusive, p.instances, len(want))
+				}
+			}
+			// A preset of the same model has the same geometry.
+			model := c.Model(c.HostModel(0)).Model
+			for _, name := range topology.MachineNames() {
+				if _, acc, err := topology.MachineTemplate(name); err == nil && acc.Model == model && !reflect.DeepEqual(acc.MIG, mig) {
+					t.Errorf("preset %s's MIG geometry differs from the driver's:\n%+v\n%+v", name, acc.MIG, mig)
 				}
 			}
 			// The engine holds each profile up to the driver's instance limit.

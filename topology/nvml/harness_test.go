@@ -142,7 +142,7 @@ func dgxH100() machine {
 func dgxH200() machine {
 	m := dgxH100()
 	m.name, m.memMiB = "dgx-h200", 143771
-	m.mig = hwMIG(16384, 32768, 32768, 71680, 71680, 143360)
+	m.mig = hwMIG(16384, 33280, 33280, 71424, 71424, 143360) // as the h200-sxm-1 capture reports
 	m.host.Hostname = "dgx-h200-001"
 	return m
 }

@@ -41,11 +41,14 @@ func TestSysHost(t *testing.T) {
 		dev + "0000:18:00.0/numa_node":  "0\n",
 		dev + "0008:01:00.0/numa_node":  "1\n",
 		dev + "0000:99:00.0/numa_node":  "-1\n",
+		dev + "0000:00:06.0/numa_node":  "0\n",
 	}, nil)
 	// The devices are directories here; replace two with sysfs-like links.
 	for bus, target := range map[string]string{
 		"0000:18:00.0": "../../../devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/0000:18:00.0",
 		"0008:01:00.0": "../../../devices/pci0008:00/0008:00:00.0/0008:01:00.0",
+		// A GPU on the root bus of a VM (the h200-sxm-1 capture).
+		"0000:00:06.0": "../../../devices/pci0000:00/0000:00:06.0",
 	} {
 		dir := filepath.Join(root, "sys/devices", strings.TrimPrefix(target, "../../../devices/"))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -72,6 +75,7 @@ func TestSysHost(t *testing.T) {
 	for bus, want := range map[string]PCIDevice{
 		"0000:18:00.0": {NUMANode: 0, Switches: 1},
 		"0008:01:00.0": {NUMANode: 1, Switches: 0},
+		"0000:00:06.0": {NUMANode: 0, Switches: 0},
 	} {
 		got, err := h.PCIDevice(bus)
 		if err != nil || got != want {
