@@ -280,6 +280,9 @@ func (s *Scheduler) Schedule(now time.Time) Decision {
 		s.refused.annotate(d.Pending) // jobs whose plans a refused stop broke say so
 	}
 	s.res.keep() // this cycle's reservations, for the next
+	if s.cfg.Stats {
+		d.Stats = s.stats.collect(s, &d) // the cycle's figures (stats.go)
+	}
 	return d
 }
 

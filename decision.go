@@ -59,6 +59,10 @@ type Decision struct {
 	// order of the queue tree) and in queue order within each, with the
 	// reason it waits.
 	Pending []Pending
+	// Stats are the cycle's figures (stats.go) when Config.Stats is set:
+	// counts by cause and queue, each queue's GPUs, the GPUs
+	// fragmentation strands. The caller's; nil without Config.Stats.
+	Stats *CycleStats
 }
 
 // Binding is one admitted job and where each of its tasks runs.

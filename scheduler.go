@@ -88,6 +88,12 @@ type Config struct {
 	// per cycle for hosts that do not show reasons every cycle (a
 	// simulator); Job(id).Reason still answers for any waiting job.
 	OmitPending bool
+	// Stats fills Decision.Stats with the cycle's figures (CycleStats: the
+	// waiting jobs by queue and cause, each queue's GPUs, the GPUs
+	// fragmentation strands per topology level) for a host that exports
+	// them; it costs O(waiting classes + listed rows) per cycle. False
+	// leaves Decision.Stats nil.
+	Stats bool
 	// EvictionRetry is how long a victim whose stop the host reported
 	// refused (EvictionRefused: a PodDisruptionBudget) is not chosen as a
 	// victim again; 0 or less means DefaultEvictionRetry.
@@ -191,6 +197,7 @@ type Scheduler struct {
 	deep    deepReserver  // reservations after a queue's first blocked job (reserve_depth.go)
 	cb      callbackGuard // callbacks running: no change meanwhile (reentry.go)
 	ended   tombstones    // ended jobs remembered: redeliveries refused (tombstones.go)
+	stats   statsBook     // the cycle statistics' counts since the last cycle (stats.go)
 
 	// testBeforeCycle, if set, runs at the start of Schedule (tests).
 	testBeforeCycle func()

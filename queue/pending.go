@@ -139,6 +139,20 @@ func (l *Leaf) Count(admitted, running int) {
 	l.running += running
 }
 
+// Classes calls fn for the leaf's classes that hold pending jobs, in a
+// deterministic order (not queue order), until fn returns false. O(classes).
+func (l *Leaf) Classes(fn func(*Class) bool) {
+	for _, c := range l.list {
+		if c.jobs.Len() > 0 && !fn(c) {
+			return
+		}
+	}
+}
+
+// First returns the class's first job in queue order, or false when the
+// class is empty. O(log n).
+func (c *Class) First() (*Entry, bool) { return c.jobs.Min() }
+
 // Add queues e. It panics if e is already queued (a programmer error).
 func (l *Leaf) Add(e *Entry) {
 	if e.leaf != nil {

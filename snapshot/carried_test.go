@@ -373,7 +373,9 @@ var concernFields = map[string]string{
 
 	"deep.depth": "State.ReserveDepth", "deep.buf": "-scratch", "deep.pieces": "-scratch", "deep.ends": "-scratch",
 
-	"cb.depth": "-the callbacks running now: none between calls",
+	"cb.depth":       "-the callbacks running now: none between calls",
+	"stats.refusals": "-an epoch (the refusals' count at the last cycle)",
+	"stats.leaves":   "-a cache (each leaf's waiting shapes' needs at its version)",
 
 	"ended.max": "State.MaxTombstones", "ended.ring": "State.Tombstones",
 	"ended.next": "-the ring's oldest slot, rebuilt by restoring in order", "ended.byID": "-an index of the ring",

@@ -21,6 +21,7 @@ var notInState = map[string]string{
 	"Placer":      "named by CaptureOptions.Placer (State.Placer)",
 	"Preemptor":   "a value with code: Options.Preemptor at Load (a note says so)",
 	"OmitPending": "documented as not saved (Limits)",
+	"Stats":       "documented as not saved (Limits)",
 	"Queues":      "State.Queues (TestRoundTrip)",
 	"Defrag":      "State.Defrag (TestV6Loads, the Defrag equivalence property)",
 	"Elastic":     "State.Elastic (the elastic equivalence tests)",
