@@ -350,7 +350,7 @@ var concernFields = map[string]string{
 
 	"rec.faults": "State.Health", // recomputed by the first cycle (Limits)
 
-	"cyc.n": "-the last cycle's", "cyc.leaves": "-the last cycle's", "cyc.admits": "-the last cycle's",
+	"cyc.n": "-the last cycle's", "cyc.leaves": "-the last cycle's", "cyc.admitsNow": "-the last cycle's",
 	"hosts.byJob": "-functions the host sets again after a restart (SetHostFilter)",
 	"cyc.buf":     "-scratch", "cyc.req": "-scratch", "cyc.explained": "-the last cycle's", "cyc.list": "-the last cycle's",
 
