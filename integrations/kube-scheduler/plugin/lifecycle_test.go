@@ -574,3 +574,38 @@ func TestHostNodeConstraints(t *testing.T) {
 		t.Error("never planned again after the backoff")
 	}
 }
+
+// TestExtensionPointsDoNotWaitForADecision (issue 26, defect 8): while a
+// cycle decides (it holds the host's lock, here for 2 s), PreEnqueue,
+// PreFilter, Filter and Reserve of the profile's pods answer at once
+// instead of stalling kube-scheduler's queue behind the decision.
+func TestExtensionPointsDoNotWaitForADecision(t *testing.T) {
+	h, io := newTestHost(t, gpuNode("n1", 8, "NVIDIA-H100-80GB-HBM3", nil))
+	io.pods = []*v1.Pod{schedPod("planned", 2, nil), schedPod("other", 8, nil)}
+	h.cycle(context.Background())
+	h.lead.lead()
+	p := &SchedulerPlugin{h: h, args: h.args}
+	ctx := context.Background()
+	h.mu.Lock() // a slow decision
+	done := make(chan time.Duration, 1)
+	start := time.Now()
+	go func() {
+		p.PreEnqueue(ctx, io.pods[0])
+		p.PreEnqueue(ctx, io.pods[1])
+		p.PreFilter(ctx, nil, io.pods[0], nil)
+		p.Filter(ctx, nil, io.pods[0], nil)
+		p.Reserve(ctx, nil, io.pods[0], "n1")
+		done <- time.Since(start)
+	}()
+	var took time.Duration
+	select {
+	case took = <-done:
+	case <-time.After(2 * time.Second):
+	}
+	h.mu.Unlock()
+	if took == 0 {
+		<-done
+		t.Fatal("the extension points waited for the decision (2 s and more)")
+	}
+	t.Logf("five extension-point calls during a decision: %v", took)
+}
