@@ -150,7 +150,10 @@ func TestPostFilterOrder(t *testing.T) {
 	if err := postFilterConflict("gpusched", []string{"DefaultPreemption", Name}); err == nil || !strings.Contains(err.Error(), "DefaultPreemption") || !strings.Contains(err.Error(), "gpusched") {
 		t.Errorf("DefaultPreemption before GPUSched: %v, want an error naming it and the profile", err)
 	}
-	for _, ok := range [][]string{{Name}, {Name, "Other"}, nil} {
+	if err := postFilterConflict("gpusched", []string{"DynamicResources", "DefaultPreemption", Name}); err == nil || strings.Contains(err.Error(), "DynamicResources") {
+		t.Errorf("DynamicResources and DefaultPreemption before GPUSched: %v, want an error naming DefaultPreemption only", err)
+	}
+	for _, ok := range [][]string{{Name}, {Name, "Other"}, {"DynamicResources", Name}, nil} {
 		if err := postFilterConflict("gpusched", ok); err != nil {
 			t.Errorf("%v: %v", ok, err)
 		}
