@@ -135,8 +135,8 @@ func (p *SchedulerPlugin) Bind(ctx context.Context, _ fwk.CycleState, pod *v1.Po
 // soloAssignment reports whether pod has an assignment and is its job's
 // only pod.
 func (h *host) soloAssignment(uid types.UID) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.amu.Lock()
+	defer h.amu.Unlock()
 	a, ok := h.assign[uid]
 	return ok && len(h.byJob[a.job]) == 1
 }

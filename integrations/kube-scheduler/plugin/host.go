@@ -50,6 +50,12 @@ type host struct {
 	check func() error
 
 	mu sync.Mutex
+	// amu guards assign, byJob, the notes' map and msg, and refused for
+	// the extension points, which read them under amu alone: a slow
+	// decision (which holds mu) never stalls PreEnqueue, PreFilter,
+	// Filter, Reserve or Permit (issue 26, defect 8). Writers hold mu and
+	// amu; the cycle reads under mu alone.
+	amu sync.Mutex
 	// refused says why this host does not schedule (a profile scheduler
 	// mode cannot run in): every pod waits with it as its reason.
 	refused  error
@@ -191,7 +197,9 @@ func (h *host) run(ctx context.Context) {
 		if err := h.check(); err != nil {
 			h.log.Error(err, "Scheduler mode refuses this profile: it schedules nothing until the configuration is fixed")
 			h.mu.Lock()
+			h.amu.Lock()
 			h.refused = err
+			h.amu.Unlock()
 			h.mu.Unlock()
 		}
 	}
@@ -339,7 +347,9 @@ func (h *host) shapeOf(nodes []*v1.Node) string {
 func (h *host) rebuild(nodes []*v1.Node, shape string, fx *effects) {
 	fx.reject = append(fx.reject, sortedKeys(h.assign)...)
 	h.s, h.topo, h.shape, h.buildErr, h.live = nil, nil, shape, nil, liveNodes{}
+	h.amu.Lock()
 	h.jobs, h.assign, h.byJob = map[string]*jobRec{}, map[types.UID]*assignment{}, map[string][]types.UID{}
+	h.amu.Unlock()
 	if h.queuesErr != nil {
 		return
 	}
@@ -784,6 +794,8 @@ func (h *host) bad(fx *effects, j *podJob, msg string, now time.Time) {
 // dropAssignments forgets the assignments of a job and rejects its pods
 // waiting at Permit.
 func (h *host) dropAssignments(id string, fx *effects) {
+	h.amu.Lock()
+	defer h.amu.Unlock()
 	for _, uid := range h.byJob[id] {
 		delete(h.assign, uid)
 		fx.reject = append(fx.reject, uid)
@@ -793,12 +805,14 @@ func (h *host) dropAssignments(id string, fx *effects) {
 
 // setAssign records a pod's assignment.
 func (h *host) setAssign(uid types.UID, a *assignment) {
+	h.amu.Lock()
+	defer h.amu.Unlock()
 	if old, ok := h.assign[uid]; ok {
 		if old.job == a.job {
 			h.assign[uid] = a
 			return
 		}
-		h.unassign(uid)
+		h.unassignLocked(uid)
 	}
 	h.assign[uid] = a
 	h.byJob[a.job] = append(h.byJob[a.job], uid)
@@ -806,6 +820,13 @@ func (h *host) setAssign(uid types.UID, a *assignment) {
 
 // unassign forgets one pod's assignment.
 func (h *host) unassign(uid types.UID) {
+	h.amu.Lock()
+	defer h.amu.Unlock()
+	h.unassignLocked(uid)
+}
+
+// unassignLocked is unassign under amu.
+func (h *host) unassignLocked(uid types.UID) {
 	a, ok := h.assign[uid]
 	if !ok {
 		return
@@ -856,7 +877,9 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 			} else {
 				fx.activate = append(fx.activate, p)
 			}
+			h.amu.Lock()
 			delete(h.notes, p.UID)
+			h.amu.Unlock()
 		}
 		for g, pods := range rec.job.pods {
 			for _, p := range pods[placed[g]:] {
@@ -929,12 +952,14 @@ func (h *host) noteAs(fx *effects, pods []*v1.Pod, msg, reason string, now time.
 		if p.Spec.NodeName != "" && reason != ReasonInvalid {
 			continue // a bound pod is not pending
 		}
+		h.amu.Lock()
 		n := h.notes[p.UID]
 		if n == nil {
 			n = &podNote{}
 			h.notes[p.UID] = n
 		}
 		n.msg = msg
+		h.amu.Unlock()
 		typ := v1.EventTypeNormal
 		if reason == ReasonInvalid {
 			typ = v1.EventTypeWarning
@@ -1025,8 +1050,8 @@ func (h *host) evictAll(ctx context.Context, evs []eviction) {
 
 // assignment returns a copy of pod's assignment, if it has one.
 func (h *host) assignmentOf(uid types.UID) (assignment, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.amu.Lock()
+	defer h.amu.Unlock()
 	a, ok := h.assign[uid]
 	if !ok {
 		return assignment{}, false
@@ -1037,8 +1062,8 @@ func (h *host) assignmentOf(uid types.UID) (assignment, bool) {
 // reserve marks pod's assignment reserved and reports whether every pod of
 // its job has reserved, with their UIDs.
 func (h *host) reserve(uid types.UID, node string) (all bool, members []types.UID, err error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.amu.Lock()
+	defer h.amu.Unlock()
 	a, ok := h.assign[uid]
 	if !ok {
 		return false, nil, fmt.Errorf("gpusched: the pod's binding was withdrawn")
@@ -1072,8 +1097,8 @@ func (h *host) unreserve(uid types.UID) []types.UID {
 
 // waitingReason is the last reason noted for a pod.
 func (h *host) waitingReason(uid types.UID) string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.amu.Lock()
+	defer h.amu.Unlock()
 	if n := h.notes[uid]; n != nil {
 		return n.msg
 	}
@@ -1090,7 +1115,9 @@ const defaultWaiting = "gpusched: waiting for a gpusched cycle to bind its job"
 // phase if it was terminal (a finish a cycle may not have seen).
 func (h *host) forget(p *v1.Pod) {
 	h.mu.Lock()
+	h.amu.Lock()
 	delete(h.notes, p.UID)
+	h.amu.Unlock()
 	if isTerminal(p) {
 		h.finals.record(p.UID, p.Status.Phase)
 	}

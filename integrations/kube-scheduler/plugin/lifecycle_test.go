@@ -150,7 +150,10 @@ func TestPostFilterOrder(t *testing.T) {
 	if err := postFilterConflict("gpusched", []string{"DefaultPreemption", Name}); err == nil || !strings.Contains(err.Error(), "DefaultPreemption") || !strings.Contains(err.Error(), "gpusched") {
 		t.Errorf("DefaultPreemption before GPUSched: %v, want an error naming it and the profile", err)
 	}
-	for _, ok := range [][]string{{Name}, {Name, "Other"}, nil} {
+	if err := postFilterConflict("gpusched", []string{"DynamicResources", "DefaultPreemption", Name}); err == nil || strings.Contains(err.Error(), "DynamicResources") {
+		t.Errorf("DynamicResources and DefaultPreemption before GPUSched: %v, want an error naming DefaultPreemption only", err)
+	}
+	for _, ok := range [][]string{{Name}, {Name, "Other"}, {"DynamicResources", Name}, nil} {
 		if err := postFilterConflict("gpusched", ok); err != nil {
 			t.Errorf("%v: %v", ok, err)
 		}
@@ -573,4 +576,39 @@ func TestHostNodeConstraints(t *testing.T) {
 	if len(io2.activated) == n {
 		t.Error("never planned again after the backoff")
 	}
+}
+
+// TestExtensionPointsDoNotWaitForADecision (issue 26, defect 8): while a
+// cycle decides (it holds the host's lock, here for 2 s), PreEnqueue,
+// PreFilter, Filter and Reserve of the profile's pods answer at once
+// instead of stalling kube-scheduler's queue behind the decision.
+func TestExtensionPointsDoNotWaitForADecision(t *testing.T) {
+	h, io := newTestHost(t, gpuNode("n1", 8, "NVIDIA-H100-80GB-HBM3", nil))
+	io.pods = []*v1.Pod{schedPod("planned", 2, nil), schedPod("other", 8, nil)}
+	h.cycle(context.Background())
+	h.lead.lead()
+	p := &SchedulerPlugin{h: h, args: h.args}
+	ctx := context.Background()
+	h.mu.Lock() // a slow decision
+	done := make(chan time.Duration, 1)
+	start := time.Now()
+	go func() {
+		p.PreEnqueue(ctx, io.pods[0])
+		p.PreEnqueue(ctx, io.pods[1])
+		p.PreFilter(ctx, nil, io.pods[0], nil)
+		p.Filter(ctx, nil, io.pods[0], nil)
+		p.Reserve(ctx, nil, io.pods[0], "n1")
+		done <- time.Since(start)
+	}()
+	var took time.Duration
+	select {
+	case took = <-done:
+	case <-time.After(2 * time.Second):
+	}
+	h.mu.Unlock()
+	if took == 0 {
+		<-done
+		t.Fatal("the extension points waited for the decision (2 s and more)")
+	}
+	t.Logf("five extension-point calls during a decision: %v", took)
 }

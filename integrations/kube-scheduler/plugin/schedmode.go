@@ -175,9 +175,23 @@ func postFilterConflict(profile string, postFilter []string) error {
 	if k <= 0 {
 		return nil
 	}
+	var before []string
+	for _, n := range postFilter[:k] {
+		if !harmlessPostFilter[n] {
+			before = append(before, n)
+		}
+	}
+	if len(before) == 0 {
+		return nil
+	}
 	return fmt.Errorf("%s (mode: scheduler): profile %s runs the PostFilter plugin(s) %s before %s: they would preempt pods gpusched did not choose; disable them in the profile (plugins: {postFilter: {disabled: [{name: %s}]}}, as deploy/scheduler-mode.yaml does)",
-		Name, profile, strings.Join(postFilter[:k], ", "), Name, postFilter[0])
+		Name, profile, strings.Join(before, ", "), Name, before[0])
 }
+
+// harmlessPostFilter are the PostFilter plugins that may run before
+// GPUSched: they evict nothing (DynamicResources, in kube-scheduler's
+// default set, only releases resource claims of the pod it runs for).
+var harmlessPostFilter = map[string]bool{"DynamicResources": true}
 
 // watchQueues watches the queue ConfigMap (an informer on that one object)
 // and applies each edit live (applyQueues); initial is the content read at
