@@ -22,10 +22,14 @@ var mutators = map[string]func(s *Scheduler, now time.Time) error{
 	"Submit": func(s *Scheduler, now time.Time) error {
 		return s.Submit(workload.Job{ID: "new", Queue: "q", Groups: []workload.TaskGroup{{Count: 1, GPUs: 1}}}, now)
 	},
-	"Started":   func(s *Scheduler, now time.Time) error { return s.Started("a", now) },
-	"Finished":  func(s *Scheduler, now time.Time) error { return s.Finished("a", now) },
-	"Failed":    func(s *Scheduler, now time.Time) error { return s.Failed("a", now) },
-	"Cancel":    func(s *Scheduler, now time.Time) error { return s.Cancel("a", now) },
+	"Started":  func(s *Scheduler, now time.Time) error { return s.Started("a", now) },
+	"Finished": func(s *Scheduler, now time.Time) error { return s.Finished("a", now) },
+	"Failed":   func(s *Scheduler, now time.Time) error { return s.Failed("a", now) },
+	"Cancel":   func(s *Scheduler, now time.Time) error { return s.Cancel("a", now) },
+	"ForgetEnded": func(s *Scheduler, now time.Time) error {
+		_, err := s.ForgetEnded("a")
+		return err
+	},
 	"Requeue":   func(s *Scheduler, now time.Time) error { return s.Requeue("a", now) },
 	"Preempted": func(s *Scheduler, now time.Time) error { return s.Preempted("a", now) },
 	"Checkpointed": func(s *Scheduler, now time.Time) error {

@@ -79,6 +79,24 @@ func (x *tombstones) lookup(id string) (Tombstone, bool) {
 	return x.ring[i], true
 }
 
+// remove forgets id's end, keeping the others in their order. It
+// reports whether id was remembered. O(remembered): rare (ForgetEnded).
+func (x *tombstones) remove(id string) bool {
+	if _, ok := x.byID[id]; !ok {
+		return false
+	}
+	kept := x.list()
+	x.ring, x.next = x.ring[:0], 0
+	clear(x.byID)
+	for _, t := range kept {
+		if t.Job != id {
+			x.ring = append(x.ring, t)
+			x.byID[t.Job] = len(x.ring) - 1
+		}
+	}
+	return true
+}
+
 // list returns the remembered ends, oldest first.
 func (x *tombstones) list() []Tombstone {
 	out := make([]Tombstone, 0, len(x.ring))
@@ -112,6 +130,20 @@ func (s *Scheduler) RestoreTombstone(t Tombstone) error {
 	}
 	s.ended.add(t)
 	return nil
+}
+
+// ForgetEnded forgets that job id ended, so that its ID may be submitted
+// (or restored) again; it reports whether the end was remembered. It is
+// for a host whose own record says the ID is reused on purpose, not
+// redelivered: a Kubernetes gang recreated under its name, whose pods in
+// the API server are the record. A host that replays messages does not
+// call it — the tombstone is what refuses their redeliveries.
+func (s *Scheduler) ForgetEnded(id string) (bool, error) {
+	if err := s.mutating("ForgetEnded", id); err != nil {
+		return false, err
+	}
+	defer s.cb.leave()
+	return s.ended.remove(id), nil
 }
 
 // applied returns ErrAlreadyApplied for an event on job id that was

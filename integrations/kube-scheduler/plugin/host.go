@@ -647,6 +647,14 @@ func (h *host) placedPods(p *gang.Placement) int {
 // (bound before a restart or a rebuild).
 func (h *host) add(j *podJob, now time.Time, fx *effects) {
 	id := j.spec.ID
+	// The pods in the API server are the record: a job seen again under an
+	// ID that ended (a gang recreated under its name, a job cancelled when
+	// it turned bad and fixed since) is new, not a redelivery, so the
+	// library's tombstone for it goes.
+	if _, err := h.s.ForgetEnded(id); err != nil {
+		h.bad(fx, j, err.Error(), now)
+		return
+	}
 	var bound int
 	for _, p := range j.all() {
 		if p.Spec.NodeName != "" {
