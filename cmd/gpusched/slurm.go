@@ -61,16 +61,7 @@ trace on the site directly.`,
 			for _, w := range s.Warnings {
 				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
 			}
-			w := cmd.OutOrStdout()
-			if out != "" && out != "-" {
-				fh, err := os.Create(out)
-				if err != nil {
-					return err
-				}
-				defer fh.Close()
-				w = fh
-			}
-			if err := topology.Encode(w, sp, f); err != nil {
+			if err := encodeTo(cmd, out, sp, f); err != nil {
 				return err
 			}
 			if queues != "" {
