@@ -95,3 +95,23 @@ func (k *consolidator) restore(log preempt.DefragLog, busy time.Time, failed boo
 	k.log, k.busy = log, busy
 	k.failed, k.failedGen, k.failedRoom = failed, gen, r
 }
+
+// saveConsolidation fills st.Consolidation (ConsolidateState).
+func (s *Scheduler) saveConsolidation(st *State) { st.Consolidation = s.ConsolidateState() }
+
+// restoreConsolidation restores st.Consolidation at the State's time,
+// last: its "nothing found" memo holds for the ledger as restored
+// (RestoreConsolidate).
+func (s *Scheduler) restoreConsolidation(st *State) error {
+	cs := st.Consolidation
+	cs.Now = st.Now
+	for i, e := range cs.Issued {
+		if e.At.IsZero() {
+			return stateErr(errors.New("missing: when the migration was issued"), "consolidation.issued[%d].at", i)
+		}
+	}
+	if err := s.RestoreConsolidate(cs); err != nil {
+		return stateErr(err, "consolidation")
+	}
+	return nil
+}

@@ -174,3 +174,27 @@ func (s *Scheduler) dropMove(id string, ended bool) {
 	}
 	s.dfg.forget(id, ended)
 }
+
+// saveDefrag fills st.Defrag (DefragState of st's jobs).
+func (s *Scheduler) saveDefrag(st *State) { st.Defrag = s.DefragState(st.ids()) }
+
+// restoreDefrag restores st.Defrag at the State's time, after the
+// nominations that wait for the moving jobs (RestoreDefrag).
+func (s *Scheduler) restoreDefrag(st *State) error {
+	ds := st.Defrag
+	ds.Now = st.Now
+	for i, m := range ds.Moving {
+		if err := st.hasJob(m.Job, "defrag.moving[%d].job", i); err != nil {
+			return err
+		}
+	}
+	for i, e := range ds.Issued {
+		if e.At.IsZero() {
+			return stateErr(errors.New("missing: when the migration was issued"), "defrag.issued[%d].at", i)
+		}
+	}
+	if err := s.RestoreDefrag(ds); err != nil {
+		return stateErr(err, "defrag")
+	}
+	return nil
+}

@@ -541,11 +541,9 @@ func (s *Scheduler) resize(j *job, p *gang.Placement, released []topology.HostID
 		j.txn = back
 		return err
 	}
-	s.res.released(j)
-	if s.tracker != nil {
-		s.tracker.Undone(j.req, old)
-		s.tracker.Committed(j.req, p)
-	}
+	// Out of every concern as release takes it out, back in as take
+	// files it, with the quota charged for the new placement.
+	s.unindexHolding(j)
 	charge := s.adm.charge(p)
 	running := j.state == queue.Running
 	s.tree.Release(j.leaf.ID(), j.charged, running, now)
@@ -553,11 +551,8 @@ func (s *Scheduler) resize(j *job, p *gang.Placement, released []topology.HostID
 	if running {
 		s.tree.Start(j.leaf.ID(), charge, now)
 	}
-	s.victims.unindex(j)
-	s.jobs.unindex(j)
 	j.placement, j.txn, j.charged = p, txn, charge
-	s.jobs.index(j)
-	s.victims.index(j, now)
+	s.indexHolding(j, now)
 	gen := s.ledger.Generation()
 	for _, h := range released {
 		s.fit.gained(gen, h)

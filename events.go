@@ -314,14 +314,35 @@ func (s *Scheduler) take(j *job, h holding, now time.Time) {
 	if h.running {
 		s.start(j, h.started, now)
 	}
+	s.indexHolding(j, now)
+	if !h.running {
+		s.admits.admitted(j)
+	}
+}
+
+// indexHolding files holding job j's placement (as take and resize set
+// it) with the concerns that follow where jobs hold: the job table's
+// indexes by end and host, the placer's tracker, the victim index.
+// unindexHolding undoes it; take, release and resize fan out through
+// this pair.
+func (s *Scheduler) indexHolding(j *job, now time.Time) {
 	s.jobs.index(j)
 	if s.tracker != nil {
 		s.tracker.Committed(j.req, j.placement)
 	}
 	s.victims.index(j, now)
-	if !h.running {
-		s.admits.admitted(j)
+}
+
+// unindexHolding takes holding job j's placement out of the concerns
+// indexHolding filed it with, and out of the reservations' shadows that
+// may model it (reservations.released); it returns the hosts j leaves.
+func (s *Scheduler) unindexHolding(j *job) []topology.HostID {
+	s.res.released(j)
+	if s.tracker != nil {
+		s.tracker.Undone(j.req, j.placement)
 	}
+	s.victims.unindex(j)
+	return s.jobs.unindex(j)
 }
 
 // start records that admitted job j runs since started (at now): the
@@ -345,10 +366,7 @@ func (s *Scheduler) release(j *job, now time.Time) error {
 	if err := j.txn.Undo(); err != nil {
 		return fmt.Errorf("gpusched: ledger out of step with job: %w", err)
 	}
-	s.res.released(j)
-	if s.tracker != nil {
-		s.tracker.Undone(j.req, j.placement)
-	}
+	left := s.unindexHolding(j)
 	running := j.state == queue.Running
 	if !running {
 		s.admits.done(j)
@@ -359,9 +377,8 @@ func (s *Scheduler) release(j *job, now time.Time) error {
 	} else {
 		j.leaf.Count(-1, 0)
 	}
-	s.victims.unindex(j)
 	gen := s.ledger.Generation()
-	for _, h := range s.jobs.unindex(j) {
+	for _, h := range left {
 		s.fit.gained(gen, h)
 	}
 	j.placement, j.txn, j.hosts, j.charged = nil, gang.Txn{}, nil, nil

@@ -58,14 +58,7 @@ func (s *Scheduler) SetHostFilter(id string, f HostFilter) error {
 	}
 	// Jobs of one queue class share a cycle's placement failures: a
 	// filtered job is of its own class (shape and filter).
-	if j.entry.Class != class {
-		if !j.state.Holding() && j.leaf.Remove(&j.entry) {
-			j.entry.Class = class
-			j.leaf.Add(&j.entry)
-		} else {
-			j.entry.Class = class
-		}
-	}
+	s.jobs.reclass(j, class)
 	if n := len(s.hosts.byJob); n > 64 && n > 2*len(s.jobs.byID) {
 		for jid := range s.hosts.byJob { // order does not matter: each entry on its own
 			if _, ok := s.jobs.byID[jid]; !ok {

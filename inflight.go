@@ -212,3 +212,12 @@ func (s *Scheduler) domainWithin(name string, tasks [][]topology.Claim) (lv topo
 	}
 	return lv, d, ""
 }
+
+// saveNominations fills st.Nominations (Nominations of st's jobs).
+func (s *Scheduler) saveNominations(st *State) { st.Nominations = s.Nominations(st.ids()) }
+
+// restoreNominations restores st.Nominations, after the jobs and resizes
+// (RestoreNomination).
+func (s *Scheduler) restoreNominations(st *State) error {
+	return restoreEach(st, "nominations", st.Nominations, func(n Nomination) string { return n.Job }, s.RestoreNomination)
+}

@@ -179,3 +179,18 @@ func (t *jobTable) moveLeaf(j *job, leaf *queue.Leaf) { j.leaf, j.spec.Queue = l
 func (t *jobTable) placedWithin(j *job, lv topology.Level, d topology.DomainID) {
 	j.placement.Level, j.placement.Domain = lv, d
 }
+
+// reclass sets j's class (its queue entry's Class: the jobs of one class
+// share a cycle's placement failures), filing a waiting job in its leaf
+// again under it.
+func (t *jobTable) reclass(j *job, class string) {
+	if j.entry.Class == class {
+		return
+	}
+	if !j.state.Holding() && j.leaf.Remove(&j.entry) {
+		j.entry.Class = class
+		j.leaf.Add(&j.entry)
+		return
+	}
+	j.entry.Class = class
+}

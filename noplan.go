@@ -161,3 +161,12 @@ func (m *noPlanMemo) fastForward(gen, eligSeq uint64) {
 	m.gen, m.eligSeq = gen, eligSeq
 	m.gained, m.eligible = nil, nil
 }
+
+// saveNoPlans fills st.NoPlans (NoPlans of st's jobs).
+func (s *Scheduler) saveNoPlans(st *State) { st.NoPlans = s.NoPlans(st.ids()) }
+
+// restoreNoPlans restores st.NoPlans after everything else they depend
+// on: each holds from the restored state on (RestoreNoPlan).
+func (s *Scheduler) restoreNoPlans(st *State) error {
+	return restoreEach(st, "noPlans", st.NoPlans, func(n NoPlan) string { return n.Job }, s.RestoreNoPlan)
+}

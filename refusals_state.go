@@ -1,6 +1,7 @@
 package gpusched
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -59,5 +60,29 @@ func (s *Scheduler) RestoreRefusal(r Refusal) error {
 	}
 	s.refused.restore(j, r.Run, r.Until, r.Reason, slices.Clone(r.Blocked))
 	s.victims.update(j, s.now) // its view: excluded while the refusal holds
+	return nil
+}
+
+// saveRefusals fills st.Refusals (Refusals).
+func (s *Scheduler) saveRefusals(st *State) { st.Refusals = s.Refusals() }
+
+// restoreRefusals restores st.Refusals, after the nominations (a refusal
+// dropped those that counted on its victim): RestoreRefusal.
+func (s *Scheduler) restoreRefusals(st *State) error {
+	for i, r := range st.Refusals {
+		switch {
+		case st.hasJob(r.Victim, "") != nil:
+			return stateErr(fmt.Errorf("no job %q in the state", r.Victim), "refusals[%d].victim", i)
+		case r.Run.IsZero():
+			return stateErr(errors.New("missing: the admission of the run whose stop was refused"), "refusals[%d].run", i)
+		case r.Until.IsZero():
+			return stateErr(errors.New("missing: when the refusal lapses"), "refusals[%d].until", i)
+		case r.Run.After(st.Now):
+			return stateErr(fmt.Errorf("%s is after now", stamp(r.Run)), "refusals[%d].run", i)
+		}
+		if err := s.RestoreRefusal(r); err != nil {
+			return stateErr(err, "refusals[%d]", i)
+		}
+	}
 	return nil
 }

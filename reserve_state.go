@@ -150,3 +150,13 @@ func (rs *reservations) rebuild(r *reservation, live *topology.Ledger, jobs *job
 	}
 	return sh
 }
+
+// saveReservations fills st.Reservations (Reservations).
+func (s *Scheduler) saveReservations(st *State) { st.Reservations = s.Reservations() }
+
+// restoreReservations restores st.Reservations last but for the
+// verdicts: their what-if ledgers are rebuilt from the live state,
+// health and cordons included (RestoreReservation).
+func (s *Scheduler) restoreReservations(st *State) error {
+	return restoreEach(st, "reservations", st.Reservations, func(r Reservation) string { return r.Job }, s.RestoreReservation)
+}

@@ -1,7 +1,10 @@
 package gpusched
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gpusched/gpusched/fairshare"
@@ -185,4 +188,86 @@ func (s *Scheduler) RestoreQueueUsage(name string, u fairshare.Usage) error {
 		}
 	}
 	return s.tree.RestoreUsage(id, u)
+}
+
+// saveJobs fills st.Jobs: every live job in order of submission, as
+// RestoreJob takes it.
+func (s *Scheduler) saveJobs(st *State) {
+	js := make([]*job, 0, len(s.jobs.byID))
+	for _, j := range s.jobs.byID {
+		js = append(js, j)
+	}
+	slices.SortFunc(js, func(a, b *job) int {
+		if c := a.entry.Submitted.Compare(b.entry.Submitted); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.entry.Seq, b.entry.Seq)
+	})
+	st.Jobs = make([]RestoredJob, 0, len(js))
+	for _, j := range js {
+		r := RestoredJob{Spec: j.spec.Clone(), State: j.state, Submitted: j.entry.Submitted, Now: st.Now,
+			Preemptions: j.preemptions, Restarts: j.rec.restarts, Progress: j.rec.progress}
+		if j.state.Holding() {
+			r.Tasks, r.Admitted, r.Domain = claimsPerGroup(j.placement, len(j.req.Groups)), j.admitted, s.domainOf(j.placement)
+		}
+		if j.state == queue.Running {
+			r.Started, r.Checkpoint = j.started, lastCheckpoint(j, s.now)
+		}
+		st.Jobs = append(st.Jobs, r)
+	}
+}
+
+// restoredFields are the fields RestoreJob names in its errors that are
+// fields of RestoredJob too.
+var restoredFields = map[string]bool{"domain": true, "submitted": true, "admitted": true, "started": true, "preemptions": true, "restarts": true, "progress": true, "checkpoint": true}
+
+// restoreJobs restores st.Jobs in order of submission (a stable sort:
+// jobs submitted at the same time in the State's order), each at the
+// State's time.
+func (s *Scheduler) restoreJobs(st *State) error {
+	order := make([]int, len(st.Jobs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return st.Jobs[a].Submitted.Compare(st.Jobs[b].Submitted) })
+	for _, i := range order {
+		r := st.Jobs[i]
+		r.Now = st.Now
+		if err := s.RestoreJob(r); err != nil {
+			var we *workload.FieldError
+			if errors.As(err, &we) && restoredFields[we.Field] {
+				return stateErr(errors.New(we.Msg), "jobs[%d].%s", i, we.Field)
+			}
+			return stateErr(err, "jobs[%d]", i)
+		}
+	}
+	return nil
+}
+
+// saveUsage fills st.Usage: under Fair Tree, every queue's decayed usage
+// that is not zero, root first.
+func (s *Scheduler) saveUsage(st *State) {
+	t := s.tree.ReadOnly()
+	if t.Fairness().Policy != queue.FairTree {
+		return
+	}
+	for id := queue.NodeID(0); int(id) < t.NumNodes(); id++ {
+		if u := t.FairTreeUsage(id); u.Value != 0 || !u.At.IsZero() {
+			name := t.Name(id)
+			if id == 0 {
+				name = "" // the root
+			}
+			st.Usage = append(st.Usage, QueueUsage{Queue: name, Usage: u})
+		}
+	}
+}
+
+// restoreUsage restores st.Usage (RestoreQueueUsage).
+func (s *Scheduler) restoreUsage(st *State) error {
+	for i, u := range st.Usage {
+		if err := s.RestoreQueueUsage(u.Queue, u.Usage); err != nil {
+			return stateErr(err, "usage[%d]", i)
+		}
+	}
+	return nil
 }

@@ -82,3 +82,40 @@ func (s *Scheduler) RestoreFresh(id string) error {
 	s.victims.restoreFresh(j)
 	return nil
 }
+
+// saveStopping fills st.Stopping with the victims asked to stop that
+// no nomination, migration or shrink of st names (they mark their own),
+// and st.Fresh (Stopping, Fresh of st's jobs).
+func (s *Scheduler) saveStopping(st *State) {
+	named := map[string]bool{}
+	for _, n := range st.Nominations {
+		for _, v := range n.Victims {
+			named[v] = true
+		}
+	}
+	for _, m := range st.Defrag.Moving {
+		named[m.Job] = true
+	}
+	for _, r := range st.Resizes {
+		if r.Shrink != nil {
+			named[r.Job] = true
+		}
+	}
+	ids := st.ids()
+	st.Fresh = s.Fresh(ids)
+	for _, id := range s.Stopping(ids) {
+		if !named[id] {
+			st.Stopping = append(st.Stopping, id)
+		}
+	}
+}
+
+// restoreStopping restores st.Stopping, after the nominations, resizes
+// and migrations (RestoreStopping), then st.Fresh (RestoreFresh).
+func (s *Scheduler) restoreStopping(st *State) error {
+	id := func(id string) string { return id }
+	if err := restoreEach(st, "stopping", st.Stopping, id, s.RestoreStopping); err != nil {
+		return err
+	}
+	return restoreEach(st, "fresh", st.Fresh, id, s.RestoreFresh)
+}

@@ -170,3 +170,20 @@ func (s *Scheduler) applied(event, id string) error {
 	}
 	return nil
 }
+
+// saveTombstones fills st.Tombstones (Tombstones).
+func (s *Scheduler) saveTombstones(st *State) { st.Tombstones = s.Tombstones() }
+
+// restoreTombstones restores st.Tombstones oldest first, none after the
+// State's time (RestoreTombstone).
+func (s *Scheduler) restoreTombstones(st *State) error {
+	for i, t := range st.Tombstones {
+		if t.At.After(st.Now) {
+			return stateErr(fmt.Errorf("%s is after now", stamp(t.At)), "tombstones[%d].at", i)
+		}
+		if err := s.RestoreTombstone(t); err != nil {
+			return stateErr(err, "tombstones[%d]", i)
+		}
+	}
+	return nil
+}

@@ -16,9 +16,9 @@ import (
 	"github.com/gpusched/gpusched/workload"
 )
 
-// CaptureOptions say what Capture cannot read from the Scheduler itself.
-// The configuration (as last reconfigured) and the submission order come
-// from the Scheduler (Scheduler.Config, Scheduler.Submissions).
+// CaptureOptions say what a state cannot read from the Scheduler itself
+// (the configuration as last reconfigured, the submission order and every
+// concern's state come from Scheduler.State).
 type CaptureOptions struct {
 	// Placer names the placer Config.Placer is (gang.New's name; empty
 	// means topology), and Workload is the target workload it was built
@@ -39,15 +39,11 @@ const (
 	defaultMaxReservations = 4
 )
 
-// Capture returns the state of s at now: its cluster, the queue tree and
-// configuration as last reconfigured (Scheduler.Config), the health of every GPU and host that is not
-// healthy, and every live job (waiting, admitted, running) with its spec
-// as submitted (priority as last set), state, submission and start times,
-// progress and placement, in order of submission (Scheduler.Submissions
-// breaks ties between jobs submitted at the same time). now must not be before
-// any job's submission or start; it is the time a cycle on the loaded
-// Scheduler runs at. Notes lists the package's limits that apply to
-// this state.
+// Capture returns the state of s at now, as the file holds it: FromState
+// of s.State() at now (see there), with Notes saying which of the
+// package's limits apply to it. now must not be before any job's
+// submission or start; it is the time a cycle on the loaded Scheduler runs
+// at.
 //
 // Capture only reads s. Cost: O(jobs × tasks + GPUs), and for a cluster
 // named as a preset, building the preset once to compare.
@@ -55,12 +51,52 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 	if now.IsZero() {
 		return nil, errors.New("snapshot: Capture: zero now")
 	}
-	c := s.Cluster()
-	config := s.Config()
-	cfg := &config
+	gs := s.State()
+	gs.Now = now
+	st, err := fromState(&gs, opt, "Capture")
+	if err != nil {
+		return nil, err
+	}
+	if gs.Config.Preemptor != nil {
+		st.Notes = append(st.Notes, "the Scheduler preempts (Config.Preemptor), which a state does not carry: a loaded Scheduler preempts only with Options.Preemptor")
+	}
+	if opt.Placer == "random" {
+		st.Notes = append(st.Notes, "placer random seeds each job from its submission sequence number, which a loaded Scheduler numbers afresh: its placements differ")
+	}
+	return st, nil
+}
+
+// FromState encodes a Scheduler's state (gpusched.Scheduler.State, with
+// Now the time the loaded Scheduler's first cycle runs at) as the file
+// holds it: its cluster, the configuration (New's defaults written as
+// absent), the health of every GPU and host that is not healthy, every
+// live job with its spec as submitted (priority as last set), state,
+// times, counts, progress and placement, in order of submission, and
+// every concern's part, with hosts, GPUs and levels by name. It is the
+// encoding only: what gs holds, it writes. A job submitted or started
+// after gs.Now is an error. O(jobs × tasks + GPUs).
+func FromState(gs gpusched.State, opt CaptureOptions) (*State, error) {
+	return fromState(&gs, opt, "FromState")
+}
+
+// fromState is FromState; what names the caller in errors.
+func fromState(gs *gpusched.State, opt CaptureOptions, what string) (*State, error) {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("snapshot: "+what+": "+format, args...)
+	}
+	now, cfg := gs.Now, &gs.Config
+	if now.IsZero() {
+		return nil, fail("zero now")
+	}
+	c := cfg.Cluster
+	if c == nil {
+		return nil, fail("no cluster")
+	}
 	st := &State{Version: Version, Now: now, Placer: opt.Placer, Seed: cfg.Seed, DefaultRuntime: cfg.DefaultRuntime,
 		MaxReservations: cfg.MaxReservations, MaxRestarts: cfg.MaxRestarts, DrainGrace: cfg.DrainGrace, DrainKeep: cfg.DrainKeep,
-		AdmitTimeout: cfg.AdmitTimeout, MaxGrace: cfg.MaxGrace, BackfillAround: cfg.BackfillAround, ReserveDepth: cfg.ReserveDepth, Queues: cfg.Queues}
+		AdmitTimeout: cfg.AdmitTimeout, MaxGrace: cfg.MaxGrace, BackfillAround: cfg.BackfillAround, ReserveDepth: cfg.ReserveDepth,
+		Queues: cfg.Queues.Clone(), EvictionRetry: cfg.EvictionRetry, ReserveWholeHosts: cfg.ReserveWholeHosts,
+		MaxClockSkew: cfg.MaxClockSkew, MaxTombstones: cfg.MaxTombstones}
 	// New's defaults are written as absent, as a Config that left them
 	// zero has them (the file then reads as it did before
 	// Scheduler.Config gave them).
@@ -77,17 +113,17 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 		st.Placer = ""
 	}
 	if opt.Placer != "" && !slices.Contains(gang.PolicyNames(), opt.Placer) {
-		return nil, fmt.Errorf("snapshot: Capture: unknown placer %q", opt.Placer)
+		return nil, fail("unknown placer %q", opt.Placer)
 	}
 	switch {
 	case opt.Placer == "fgd" && opt.Workload == nil:
-		return nil, errors.New("snapshot: Capture: placer fgd needs its Workload")
+		return nil, fail("placer fgd needs its Workload")
 	case opt.Placer == "fgd":
 		for _, cl := range opt.Workload.Classes {
 			wc := WorkloadClass{GPUs: cl.Task.GPUs, GPUMilli: cl.Task.GPUMilli, CPUMilli: cl.Task.CPUMilli, MemoryMiB: cl.Task.MemoryMiB, Weight: cl.Weight}
 			for _, m := range cl.Task.Models {
 				if m < 0 || int(m) >= len(c.Models()) {
-					return nil, fmt.Errorf("snapshot: Capture: workload model %d is not one of cluster %s", m, c.Name())
+					return nil, fail("workload model %d is not one of cluster %s", m, c.Name())
 				}
 				wc.Models = append(wc.Models, c.Model(m).Model)
 			}
@@ -99,111 +135,6 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 	if reflect.ValueOf(st.Cluster).IsZero() {
 		st.Cluster = clusterRef(c)
 	}
-
-	// Every live job: the waiting ones from the queues, the others from
-	// the holding index.
-	var ids []string
-	tree := s.Tree()
-	for _, id := range tree.Leaves() {
-		if leaf, ok := tree.LeafOf(id); ok {
-			leaf.Ascend(func(e queue.PendingJob) bool {
-				ids = append(ids, e.ID)
-				return true
-			})
-		}
-	}
-	s.Holding(func(id string, _ gpusched.JobStatus) bool {
-		ids = append(ids, id)
-		return true
-	})
-	order := s.Submissions()
-	rank := make(map[string]int, len(order))
-	for i, id := range order {
-		rank[id] = i
-	}
-	st.Jobs = make([]Job, 0, len(ids))
-	for _, id := range ids {
-		js, ok := s.Job(id)
-		if !ok {
-			continue
-		}
-		j, err := captureJob(s, c, id, js)
-		if err != nil {
-			return nil, err
-		}
-		at := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-		if j.Submitted.After(now) || j.Started.After(now) {
-			return nil, fmt.Errorf("snapshot: Capture at %s: job %s was submitted at %s and started at %s, after it", at(now), id, at(j.Submitted), at(j.Started))
-		}
-		st.Jobs = append(st.Jobs, j)
-	}
-	slices.SortFunc(st.Jobs, func(a, b Job) int {
-		if c := a.Submitted.Compare(b.Submitted); c != 0 {
-			return c
-		}
-		return rank[a.ID] - rank[b.ID]
-	})
-
-	// Fair Tree history: every queue's decayed usage, which orders the
-	// queues under FairTree only.
-	for id := queue.NodeID(0); tree.Fairness().Policy == queue.FairTree && int(id) < tree.NumNodes(); id++ {
-		if u := tree.FairTreeUsage(id); u.Value != 0 || !u.At.IsZero() {
-			name := tree.Name(id)
-			if id == 0 {
-				name = "" // the root
-			}
-			st.Usage = append(st.Usage, QueueUsage{Queue: name, Value: u.Value, At: u.At})
-		}
-	}
-
-	l := s.Ledger()
-	for h := 0; h < c.NumHosts(); h++ {
-		if c.Removed(topology.HostID(h)) {
-			continue // gone (a live change); the spec says so
-		}
-		if hh := l.HostHealth(topology.HostID(h)); hh != topology.Healthy {
-			st.Health = append(st.Health, Health{Host: c.HostName(topology.HostID(h)), State: healthName(hh)})
-		}
-	}
-	for g := 0; g < c.NumGPUs(); g++ {
-		if c.Removed(c.GPUHost(topology.GPUID(g))) {
-			continue
-		}
-		if gh := l.GPU(topology.GPUID(g)).Health; gh != topology.Healthy {
-			st.Health = append(st.Health, Health{GPU: c.GPUName(topology.GPUID(g)), State: healthName(gh)})
-		}
-	}
-
-	// Preemptions in flight (version 3): the placements promised in the
-	// order made, then the jobs waiting for victims without one.
-	ids = ids[:0]
-	groups := make(map[string][]workload.TaskGroup, len(st.Jobs))
-	for _, j := range st.Jobs {
-		ids = append(ids, j.ID)
-		groups[j.ID] = j.Groups
-	}
-	for _, n := range s.Nominations(ids) {
-		sn := Nomination{Job: n.Job, Victims: n.Victims, Due: n.Due, Domain: n.Domain}
-		if n.Tasks != nil {
-			sn.Placement = tasksOf(c, groups[n.Job], grouped(n.Tasks))
-		}
-		st.Nominations = append(st.Nominations, sn)
-	}
-	// Backfill reservations kept across cycles (version 4).
-	for _, r := range s.Reservations() {
-		st.Reservations = append(st.Reservations, Reservation{Job: r.Job, At: r.At, Forever: r.Forever, Placement: tasksOf(c, groups[r.Job], grouped(r.Tasks)), Current: r.Current, Filter: r.Filter, Built: r.Built, Domain: r.Domain})
-	}
-
-	// Cordons, migrations in flight and the budget's log, and the
-	// preemption verdicts (version 5).
-	for h := 0; h < c.NumHosts(); h++ {
-		if !c.Removed(topology.HostID(h)) && l.HostCordoned(topology.HostID(h)) {
-			st.Cordoned = append(st.Cordoned, c.HostName(topology.HostID(h)))
-		}
-	}
-	for _, lh := range s.Leaving() {
-		st.Leaving = append(st.Leaving, Leaving{Host: lh.Name, Template: lh.Template})
-	}
 	if d := cfg.Defrag; d != nil {
 		st.Defrag = &Defrag{After: d.After, PerHour: d.Budget.PerHour, LostPerHour: int64(d.Budget.LostPerHour), MinValue: d.Budget.MinValue,
 			MaxPerJob: d.MaxPerJob, Grace: d.Grace}
@@ -213,7 +144,7 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 				sk.Levels = append(sk.Levels, c.LevelName(lv))
 			}
 			st.Defrag.Consolidate = sk
-			cs := s.ConsolidateState()
+			cs := &gs.Consolidation
 			sc := &Consolidation{Busy: cs.Busy, NothingFound: cs.NothingFound, FoundMoves: cs.FoundMoves, FoundLost: int64(cs.FoundLost)}
 			for _, e := range cs.Issued {
 				sc.Log = append(sc.Log, DefragIssued{At: e.At, Lost: int64(e.Lost)})
@@ -221,26 +152,67 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 			st.Consolidation = sc
 		}
 	}
-	// Refused stops in force (version 6).
-	st.EvictionRetry = cfg.EvictionRetry
-	st.ReserveWholeHosts = cfg.ReserveWholeHosts
-	st.MaxClockSkew, st.MaxTombstones = cfg.MaxClockSkew, cfg.MaxTombstones // version 8
-	for _, t := range s.Tombstones() {
+
+	groups := make(map[string][]workload.TaskGroup, len(gs.Jobs))
+	moves := make(map[string]int, len(gs.Defrag.Moves))
+	for _, m := range gs.Defrag.Moves {
+		moves[m.Job] = m.Moves
+	}
+	at := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+	st.Jobs = make([]Job, 0, len(gs.Jobs))
+	for _, r := range gs.Jobs {
+		if r.Submitted.After(now) || r.Started.After(now) {
+			return nil, fail("at %s: job %s was submitted at %s and started at %s, after it", at(now), r.Spec.ID, at(r.Submitted), at(r.Started))
+		}
+		j := Job{Job: r.Spec.Clone(), Submitted: r.Submitted, Started: r.Started, Preemptions: r.Preemptions, Restarts: r.Restarts,
+			Progress: r.Progress, Checkpoint: r.Checkpoint, Moves: moves[r.Spec.ID], Domain: r.Domain}
+		if r.State != queue.Pending {
+			j.State = r.State.String()
+		}
+		if r.State.Holding() {
+			if !r.Admitted.IsZero() && !r.Admitted.Equal(r.Submitted) {
+				j.Admitted = r.Admitted
+			}
+			j.Placement = tasksOf(c, j.Groups, grouped(r.Tasks))
+		}
+		groups[j.ID] = j.Groups
+		st.Jobs = append(st.Jobs, j)
+	}
+	for _, u := range gs.Usage {
+		st.Usage = append(st.Usage, QueueUsage{Queue: u.Queue, Value: u.Usage.Value, At: u.Usage.At})
+	}
+	for _, u := range gs.Health {
+		h := Health{Host: u.Host, State: healthName(u.Health)}
+		if u.Host == "" {
+			h.GPU = c.GPUName(u.GPU)
+		}
+		st.Health = append(st.Health, h)
+	}
+	for _, n := range gs.Nominations {
+		sn := Nomination{Job: n.Job, Victims: n.Victims, Due: n.Due, Domain: n.Domain}
+		if n.Tasks != nil {
+			sn.Placement = tasksOf(c, groups[n.Job], grouped(n.Tasks))
+		}
+		st.Nominations = append(st.Nominations, sn)
+	}
+	for _, r := range gs.Reservations {
+		st.Reservations = append(st.Reservations, Reservation{Job: r.Job, At: r.At, Forever: r.Forever, Placement: tasksOf(c, groups[r.Job], grouped(r.Tasks)),
+			Current: r.Current, Filter: r.Filter, Built: r.Built, Domain: r.Domain})
+	}
+	st.Cordoned = gs.Cordoned
+	for _, lh := range gs.Leaving {
+		st.Leaving = append(st.Leaving, Leaving{Host: lh.Name, Template: lh.Template})
+	}
+	for _, t := range gs.Tombstones {
 		st.Tombstones = append(st.Tombstones, Tombstone{Job: t.Job, State: t.State, At: t.At})
 	}
-	for _, r := range s.Refusals() {
+	for _, r := range gs.Refusals {
 		st.Refusals = append(st.Refusals, Refusal{Victim: r.Victim, Run: r.Run, Until: r.Until, Reason: r.Reason, Blocked: r.Blocked})
 	}
-	ds := s.DefragState(ids)
-	for _, m := range ds.Moving {
+	for _, m := range gs.Defrag.Moving {
 		st.Migrations = append(st.Migrations, Migration{Job: m.Job, To: tasksOf(c, groups[m.Job], grouped(m.To)), Domain: m.Domain})
 	}
-	for _, m := range ds.Moves {
-		if k := slices.IndexFunc(st.Jobs, func(j Job) bool { return j.ID == m.Job }); k >= 0 {
-			st.Jobs[k].Moves = m.Moves
-		}
-	}
-	for _, e := range ds.Issued {
+	for _, e := range gs.Defrag.Issued {
 		st.DefragLog = append(st.DefragLog, DefragIssued{At: e.At, Lost: int64(e.Lost)})
 	}
 	hostNames := func(hs []topology.HostID) []string {
@@ -250,13 +222,11 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 		}
 		return out
 	}
-	for _, n := range s.NoPlans(ids) {
+	for _, n := range gs.NoPlans {
 		st.NoPlans = append(st.NoPlans, NoPlan{Job: n.Job, Until: n.Until, Priority: n.Priority, Quotas: n.Quotas, Exact: n.Exact,
-			Gained: hostNames(n.Gained), Eligible: hostNames(n.Eligible)}) // (version 7)
+			Gained: hostNames(n.Gained), Eligible: hostNames(n.Eligible)})
 	}
-
-	// Resized elastic jobs.
-	for _, r := range s.Resizes() {
+	for _, r := range gs.Resizes {
 		sr := Resize{Job: r.Job, Size: r.Size, For: r.For, Grace: r.Grace}
 		if r.Shrink != nil {
 			sr.Shrink = tasksOf(c, groups[r.Job], &gang.Placement{Claims: r.Shrink})
@@ -266,68 +236,8 @@ func Capture(s *gpusched.Scheduler, now time.Time, opt CaptureOptions) (*State, 
 		}
 		st.Resizes = append(st.Resizes, sr)
 	}
-
-	// Victims asked to stop that nothing in flight names (version 6).
-	named := map[string]bool{}
-	for _, n := range st.Nominations {
-		for _, v := range n.Victims {
-			named[v] = true
-		}
-	}
-	for _, m := range st.Migrations {
-		named[m.Job] = true
-	}
-	for _, r := range st.Resizes {
-		if r.Shrink != nil {
-			named[r.Job] = true
-		}
-	}
-	st.Fresh = s.Fresh(ids)
-	for _, id := range s.Stopping(ids) {
-		if !named[id] {
-			st.Stopping = append(st.Stopping, id)
-		}
-	}
-
-	if cfg.Preemptor != nil {
-		st.Notes = append(st.Notes, "the Scheduler preempts (Config.Preemptor), which a state does not carry: a loaded Scheduler preempts only with Options.Preemptor")
-	}
-	if opt.Placer == "random" {
-		st.Notes = append(st.Notes, "placer random seeds each job from its submission sequence number, which a loaded Scheduler numbers afresh: its placements differ")
-	}
+	st.Stopping, st.Fresh = gs.Stopping, gs.Fresh
 	return st, nil
-}
-
-// captureJob turns one job's status into the state's job.
-func captureJob(s *gpusched.Scheduler, c *topology.Cluster, id string, js gpusched.JobStatus) (Job, error) {
-	j := Job{Job: js.Spec.Clone(), Submitted: js.Submitted, Preemptions: js.Preemptions, Restarts: js.Restarts}
-	if js.State != queue.Pending {
-		j.State = js.State.String()
-	}
-	if js.State.Holding() && !js.Admitted.Equal(js.Submitted) {
-		j.Admitted = js.Admitted
-	}
-	if js.State == queue.Running {
-		j.Started = js.Started
-	}
-	if cp, saved, ok := s.Progress(id); ok {
-		j.Progress = saved
-		if js.State == queue.Running {
-			j.Checkpoint = cp
-		}
-	}
-	if !js.State.Holding() {
-		return j, nil
-	}
-	p := js.Placement
-	if p == nil {
-		return j, fmt.Errorf("snapshot: Capture: job %s is %s without a placement", id, js.State)
-	}
-	j.Placement = tasksOf(c, j.Groups, p)
-	if p.Level < c.LevelCluster() && p.Domain != topology.NoDomain && p.Domain != c.Root() {
-		j.Domain = c.DomainName(p.Domain)
-	}
-	return j, nil
 }
 
 // grouped turns claims per task group (as Restore's tasks) into a

@@ -68,12 +68,14 @@ var notCarried = map[string]string{
 // all state: each file of a corpus (one state of every version, and
 // tinyAll for the rest) loads, captures, encodes and loads again to the
 // same state (a fixed point: what Capture writes, Load restores and
-// Capture reads back, field by field), and every field of State and the
-// types it holds (by reflection) is set in at least one of them. A field
-// added to State that Capture does not fill, or that Load does not hand
-// back to the Scheduler, fails here, as does one listed in concernFields
-// (every field of every concern of the Scheduler) as carried by a State
-// path that does not exist.
+// Capture reads back, field by field), and every field of the file's
+// State and the types it holds (by reflection) is set in at least one of
+// them, and so is every field of the Scheduler's own state
+// (gpusched.State, which each concern fills and restores in its own
+// file) of the Scheduler loaded again. A field added to either that is
+// not saved, encoded, decoded and restored fails here, as does one listed
+// in concernFields (every field of every concern of the Scheduler) as
+// carried by a gpusched.State path that does not exist.
 func TestEveryConcernStateCarried(t *testing.T) {
 	pp, err := gpusched.NewPlanPreemptor(preemptConfig(), 0)
 	if err != nil {
@@ -99,7 +101,7 @@ func TestEveryConcernStateCarried(t *testing.T) {
 		return Capture(l.Scheduler, l.State.Now, opt)
 	}
 	ef := elasticFiles(t)
-	set := map[string]bool{}
+	set, rootSet := map[string]bool{}, map[string]bool{}
 	for name, data := range map[string]string{"shrinking": ef[0], "growing": ef[1], "tiny": tinyState, "v5": tinyV5, "v6": tinyV6, "v7": tinyV7, "sample": string(readSample(t)),
 		"settings": tinySettings, "moving": tinyMoving, "rich": encoded(t, st), "preset": preset} {
 		opt := Options{Preemptor: pp}
@@ -124,17 +126,33 @@ func TestEveryConcernStateCarried(t *testing.T) {
 			t.Errorf("%s: loading what Capture wrote and capturing again differs:\n%s\nagain:\n%s", name, file, file2)
 		}
 		stateFields(reflect.ValueOf(st).Elem(), func(p string, on bool) { set[p] = set[p] || on })
+		gs := l2.Scheduler.State()
+		stateFields(reflect.ValueOf(&gs).Elem(), func(p string, on bool) { rootSet[p] = rootSet[p] || on })
 	}
-	var missing []string
-	for p, on := range set {
-		if _, ok := notCarried[p]; !ok && !on {
-			missing = append(missing, p)
+	unset := func(set map[string]bool, except map[string]string) string {
+		var missing []string
+		for p, on := range set {
+			if _, ok := except[p]; !ok && !on {
+				missing = append(missing, p)
+			}
 		}
+		slices.Sort(missing)
+		return strings.Join(missing, "\n")
 	}
-	slices.Sort(missing)
-	if len(missing) > 0 {
-		t.Errorf("no captured state sets these fields: capture and restore them (and set them in tinyAll), or list them in notCarried:\n%s", strings.Join(missing, "\n"))
+	if m := unset(set, notCarried); m != "" {
+		t.Errorf("no captured state sets these fields: capture and restore them (and set them in tinyAll), or list them in notCarried:\n%s", m)
 	}
+	if m := unset(rootSet, rootNotCarried); m != "" {
+		t.Errorf("no loaded Scheduler's State (gpusched.State) sets these fields: save and restore them in their concern's file (stateParts), encode them (FromState, SchedulerState), or list them in rootNotCarried:\n%s", m)
+	}
+}
+
+// rootNotCarried are the gpusched.State paths no loaded Scheduler's
+// State sets, with why.
+var rootNotCarried = map[string]string{
+	"Config.OmitPending": "a host's choice of output, not state (the package's limits)",
+	"Config.Stats":       "a host's choice of output, not state (the package's limits)",
+	"Reservation.Filter": notCarried["Reservation.Filter"],
 }
 
 // tinySettings sets every setting, the fgd placer with its workload, a
@@ -309,18 +327,19 @@ func TestRichSchedulerCarried(t *testing.T) {
 }
 
 // concernFields says, for every field of every concern of the Scheduler
-// and of its per-job state (unexported, read by reflection), where a
-// state carries it: a field of this package's types ("Job.Moves"), or,
-// after "-", why it need not be (derived from what is carried, a cache
-// rebuilt, scratch, an epoch compared only within one Scheduler).
-// TestEveryConcernStateCarried fails for a field added to a concern and
-// not listed here, so a new concern decides where its state goes.
+// and of its per-job state (unexported, read by reflection), which field
+// of the Scheduler's state (gpusched.State and the types it holds:
+// "DefragState.Moves") carries it, or, after "-", why it need not be
+// (derived from what is carried, a cache rebuilt, scratch, an epoch
+// compared only within one Scheduler). TestConcernFieldsListed fails for
+// a field added to a concern and not listed here, so a new concern
+// decides where its state goes.
 var concernFields = map[string]string{
 	"cfg":     "-the settings: TestEveryConfigSettingCarried (and Scheduler.Config)",
-	"c":       "State.Cluster",
-	"tree":    "State.Queues", // and State.Usage
-	"ledger":  "State.Health", // placements are the jobs'; cordons State.Cordoned
-	"placer":  "State.Placer",
+	"c":       "Config.Cluster",
+	"tree":    "Config.Queues", // and State.Usage
+	"ledger":  "State.Health",  // placements are the jobs'; cordons State.Cordoned
+	"placer":  "Config.Placer",
 	"tracker": "-the placer's",
 	"now":     "State.Now",
 
@@ -328,15 +347,15 @@ var concernFields = map[string]string{
 	"jobs.ends":   "-an index of the jobs",
 	"jobs.onHost": "-an index of the jobs",
 	"jobs.seq":    "-numbered afresh in the state's order of submission (Scheduler.Submissions)",
-	"jobs.seed":   "State.Seed",
+	"jobs.seed":   "Config.Seed",
 
 	"adm.c": "-the cluster", "adm.tree": "-the tree", "adm.vec": "-scratch", "adm.empty": "-derived from the cluster",
 	"adm.idleFail": "-a cache", "adm.checked": "-a cache",
 
 	"fit.byKey": "-a cache: placement failures are rebuilt (Limits)", "fit.gains": "-with byKey",
 
-	"res.c": "-the cluster", "res.placer": "-the placer", "res.defaultRuntime": "State.DefaultRuntime",
-	"res.max": "State.MaxReservations", "res.wholeHosts": "State.ReserveWholeHosts",
+	"res.c": "-the cluster", "res.placer": "-the placer", "res.defaultRuntime": "Config.DefaultRuntime",
+	"res.max": "Config.MaxReservations", "res.wholeHosts": "Config.ReserveWholeHosts",
 	"res.holds": "-made each cycle", "res.byJob": "-made each cycle (the kept ones are res.kept)",
 	"res.kept": "State.Reservations", "res.keptSpare": "-scratch", "res.shadowPool": "-scratch",
 	"res.occPool": "-scratch", "res.wi": "-rebuilt from the live state (Reservation.Built)",
@@ -354,49 +373,49 @@ var concernFields = map[string]string{
 	"hosts.byJob": "-functions the host sets again after a restart (SetHostFilter)",
 	"cyc.buf":     "-scratch", "cyc.req": "-scratch", "cyc.explained": "-the last cycle's", "cyc.list": "-the last cycle's",
 
-	"admits.timeout": "State.AdmitTimeout", "admits.waiting": "Job.Admitted",
+	"admits.timeout": "Config.AdmitTimeout", "admits.waiting": "RestoredJob.Admitted",
 
 	"live.draining": "State.Leaving",
 
-	"dfg.cfg": "State.Defrag", "dfg.search": "-derived from the settings", "dfg.placer": "-the placer",
-	"dfg.log": "State.DefragLog", "dfg.moving": "State.Migrations", "dfg.order": "State.Migrations",
-	"dfg.held": "-derived from the migrations", "dfg.moves": "Job.Moves", "dfg.failed": "-a cache: failed plans are planned again (Limits)",
+	"dfg.cfg": "Config.Defrag", "dfg.search": "-derived from the settings", "dfg.placer": "-the placer",
+	"dfg.log": "DefragState.Issued", "dfg.moving": "DefragState.Moving", "dfg.order": "DefragState.Moving",
+	"dfg.held": "-derived from the migrations", "dfg.moves": "DefragState.Moves", "dfg.failed": "-a cache: failed plans are planned again (Limits)",
 
-	"elastic.cfg": "State.Elastic", "elastic.resized": "State.Resizes",
+	"elastic.cfg": "Config.Elastic", "elastic.resized": "State.Resizes",
 
-	"cons.cfg": "Defrag.Consolidate", "cons.log": "Consolidation.Log", "cons.busy": "Consolidation.Busy",
-	"cons.failed": "Consolidation.NothingFound", "cons.failedGen": "-an epoch", "cons.failedRoom": "Consolidation.FoundMoves",
+	"cons.cfg": "DefragConfig.Consolidate", "cons.log": "ConsolidateState.Issued", "cons.busy": "ConsolidateState.Busy",
+	"cons.failed": "ConsolidateState.NothingFound", "cons.failedGen": "-an epoch", "cons.failedRoom": "ConsolidateState.FoundMoves",
 
 	"refused.list": "State.Refusals", "refused.count": "-an epoch",
 
-	"around.on": "State.BackfillAround", "around.scratch": "-scratch", "around.buf": "-scratch", "around.held": "-scratch",
+	"around.on": "Config.BackfillAround", "around.scratch": "-scratch", "around.buf": "-scratch", "around.held": "-scratch",
 
-	"deep.depth": "State.ReserveDepth", "deep.buf": "-scratch", "deep.pieces": "-scratch", "deep.ends": "-scratch",
+	"deep.depth": "Config.ReserveDepth", "deep.buf": "-scratch", "deep.pieces": "-scratch", "deep.ends": "-scratch",
 
 	"cb.depth":       "-the callbacks running now: none between calls",
 	"stats.refusals": "-an epoch (the refusals' count at the last cycle)",
 	"stats.leaves":   "-a cache (each leaf's waiting shapes' needs at its version)",
 
-	"ended.max": "State.MaxTombstones", "ended.ring": "State.Tombstones",
+	"ended.max": "Config.MaxTombstones", "ended.ring": "State.Tombstones",
 	"ended.next": "-the ring's oldest slot, rebuilt by restoring in order", "ended.byID": "-an index of the ring",
 
 	"testBeforeCycle": "-tests",
 
 	"job.reason": "-the last cycle's explanation", "job.reasonCycle": "-the last cycle's",
-	"job.state": "Job.State", "job.entry": "Job.Submitted", "job.spec": "Job.Job",
+	"job.state": "RestoredJob.State", "job.entry": "RestoredJob.Submitted", "job.spec": "RestoredJob.Spec",
 	"job.req": "-derived from the spec", "job.leaf": "-the spec's queue", "job.shape": "-derived from the spec",
-	"job.demand": "-derived from the spec", "job.placement": "Job.Placement", "job.txn": "-the placer's, made again on restore",
+	"job.demand": "-derived from the spec", "job.placement": "RestoredJob.Tasks", "job.txn": "-the placer's, made again on restore",
 	"job.charged": "-derived from the placement", "job.hosts": "-derived from the placement",
-	"job.admitted": "Job.Admitted", "job.started": "Job.Started", "job.end": "-derived from Started and the runtime",
-	"job.endKnown": "-derived from the runtime", "job.preemptions": "Job.Preemptions",
+	"job.admitted": "RestoredJob.Admitted", "job.started": "RestoredJob.Started", "job.end": "-derived from Started and the runtime",
+	"job.endKnown": "-derived from the runtime", "job.preemptions": "RestoredJob.Preemptions",
 	"job.models.allow": "-a cache", "job.models.guar": "-a cache", "job.models.allowFn": "-a cache", "job.models.guarFn": "-a cache",
 	"job.models.last": "-the last check's, made again by the next cycle",
 	"job.vic.pj":      "-the planner's view, derived", "job.vic.indexed": "-derived", "job.vic.listed": "-derived",
 	"job.vic.prio": "-derived", "job.vic.preempting": "-derived from the nominations, migrations and stopping victims",
 	"job.nom.nominated": "State.Nominations", "job.nom.waitingFor": "Nomination.Victims",
-	"job.rec.checkpoint": "Job.Checkpoint", "job.rec.progress": "Job.Progress", "job.rec.restarts": "Job.Restarts",
+	"job.rec.checkpoint": "RestoredJob.Checkpoint", "job.rec.progress": "RestoredJob.Progress", "job.rec.restarts": "RestoredJob.Restarts",
 	"job.rec.recovering": "-recomputed from the health by the first cycle (Limits)", "job.rec.action": "-with recovering",
-	"job.el.p": "Job.Placement", "job.el.orig": "Resize.Size", "job.el.shrink": "Resize.Shrink",
+	"job.el.p": "RestoredJob.Tasks", "job.el.orig": "Resize.Size", "job.el.shrink": "Resize.Shrink",
 	"job.el.shrinkFor": "Resize.For", "job.el.shrinkGrace": "Resize.Grace", "job.el.shrinkAt": "-the state's time (RestoreResize)",
 	"job.el.grow":   "Resize.Grow",
 	"job.noPlan.ok": "State.NoPlans", "job.noPlan.gen": "-an epoch", "job.noPlan.eligSeq": "-an epoch",
@@ -443,19 +462,20 @@ func schedulerFields() []string {
 }
 
 // TestConcernFieldsListed: every field of every concern (and of a job's
-// state) says where a state carries it (concernFields), every entry is a
-// field that exists, and every place named is a field of the state's
-// types that TestEveryConcernStateCarried checks.
+// state) says where the Scheduler's state carries it (concernFields),
+// every entry is a field that exists, and every place named is a field of
+// gpusched.State's types, which TestEveryConcernStateCarried checks are
+// carried.
 func TestConcernFieldsListed(t *testing.T) {
 	known := map[string]bool{}
-	stateFields(reflect.ValueOf(&State{}).Elem(), func(f string, _ bool) { known[f] = true })
+	stateFields(reflect.ValueOf(&gpusched.State{}).Elem(), func(f string, _ bool) { known[f] = true })
 	seen := map[string]bool{}
 	for _, f := range schedulerFields() {
 		seen[f] = true
 		where, ok := concernFields[f]
 		switch {
 		case !ok:
-			t.Errorf("%s: a concern's field the state does not say it carries: add it to the state (Capture and Load) and to concernFields, or say in concernFields why it need not be", f)
+			t.Errorf("%s: a concern's field the state does not say it carries: add it to gpusched.State (its concern's save and restore) and to concernFields, or say in concernFields why it need not be", f)
 		case !strings.HasPrefix(where, "-") && !known[where]:
 			t.Errorf("%s: carried by %s, which is no field of the state's types", f, where)
 		}

@@ -3,13 +3,17 @@
 // times and placement — the file `gpusched explain` reads to say why each
 // waiting job waits, and `gpusched sim run --save-state` writes.
 //
-// Capture reads a running gpusched.Scheduler through its public API (Job,
-// Holding, Tree, Ledger, Progress) into a State; Encode writes it as YAML;
-// Load (or Decode, then State.Restore) reads a file back into a fresh
-// Scheduler, with Submit for waiting jobs and Restore for jobs that hold
-// resources, in order of submission, then the health of GPUs and hosts.
-// A cycle run on the loaded Scheduler at State.Now decides what the
-// captured one would decide at that time, within the limits below.
+// The package is the encoding and its versions only. The state itself is
+// the Scheduler's (gpusched.State: the configuration as reconfigured, the
+// live jobs in order of submission, every concern's part), which
+// Scheduler.State returns and gpusched.Restore turns back into a
+// Scheduler. Capture (FromState of Scheduler.State) writes it into a
+// State, naming hosts, GPUs and levels; Encode writes that as YAML, sealed;
+// Load (or Decode, then State.Restore) reads a file back: it decodes the
+// names (State.SchedulerState) and calls gpusched.Restore, with errors
+// naming the file's line and field. A cycle run on the loaded Scheduler at
+// State.Now decides what the captured one would decide at that time,
+// within the limits below.
 //
 // # The file
 //

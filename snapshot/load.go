@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -22,10 +21,6 @@ import (
 	"github.com/gpusched/gpusched/topology"
 	"github.com/gpusched/gpusched/workload"
 )
-
-// restoredFields are the fields of a job RestoreJob names in errors that
-// are fields of the state's job too.
-var restoredFields = map[string]bool{"domain": true, "submitted": true, "admitted": true, "started": true, "preemptions": true, "restarts": true, "progress": true, "checkpoint": true}
 
 // MaxBytes bounds a state file, so that a wrong path (a trace, a disk
 // image) is an error rather than an out-of-memory.
@@ -114,14 +109,13 @@ func Load(data []byte, name string, opt Options) (*Loaded, error) {
 	return st.restore(name, data, opt)
 }
 
-// Restore builds the state's cluster and a Scheduler on it, and puts the
-// state's jobs into it in order of submission — waiting jobs with Submit,
-// admitted and running ones with Restore, on their placements — then sets
-// the health of the GPUs and hosts listed. Errors are *Error naming the
-// field (without a line: Load knows the lines). A state the Scheduler
-// could not have been in is an error: a job submitted or started after
-// Now, or started before it was submitted; placements that collide or
-// break a quota; a pending job with a placement.
+// Restore builds the state's cluster and a Scheduler on it holding the
+// state's jobs, health and every concern's part: SchedulerState, then
+// gpusched.Restore. Errors are *Error naming the field (without a line:
+// Load knows the lines). A state the Scheduler could not have been in is
+// an error: a job submitted or started after Now, or started before it was
+// submitted; placements that collide or break a quota; a pending job with
+// a placement.
 func (st *State) Restore(opt Options) (*Loaded, error) {
 	return st.restore("state", nil, opt)
 }
@@ -142,116 +136,92 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 	if (opt.Preemptor == nil) == !opt.NoPreemption {
 		return nil, &Error{File: name, Err: ErrPreemptorChoice}
 	}
+	gs, states, fe := st.schedulerState(opt)
+	if fe != nil {
+		return nil, bad(fe.field, fe.err)
+	}
+	s, err := gpusched.Restore(gs)
+	if err != nil {
+		return nil, bad(st.fileField(err))
+	}
+	return &Loaded{State: st, Cluster: s.Cluster(), Scheduler: s, States: states}, nil
+}
+
+// SchedulerState decodes the state into a Scheduler's (gpusched.State),
+// which gpusched.Restore turns into a Scheduler: it builds the cluster
+// and the placer, reads the settings into a gpusched.Config (with
+// opt.Preemptor), and turns names (hosts, GPUs, levels, job states,
+// health) and placements into the Scheduler's IDs and claims. Errors are
+// *Error naming the field (without a line). What a State must be to be
+// restored (times, collisions, quotas) gpusched.Restore checks; Restore
+// and Load do both.
+func (st *State) SchedulerState(opt Options) (gpusched.State, error) {
+	gs, _, fe := st.schedulerState(opt)
+	if fe != nil {
+		return gpusched.State{}, &Error{File: "state", Field: fe.field, Err: fe.err}
+	}
+	return gs, nil
+}
+
+// schedulerState is SchedulerState, with each job's state.
+func (st *State) schedulerState(opt Options) (gpusched.State, map[string]queue.State, *fieldErr) {
+	var gs gpusched.State
+	bad := func(field string, err error) (gpusched.State, map[string]queue.State, *fieldErr) {
+		return gpusched.State{}, nil, &fieldErr{field, err}
+	}
 	if st.Version < 0 || st.Version > Version {
-		return nil, bad("version", fmt.Errorf("version %d; this gpusched reads versions 1 to %d", st.Version, Version))
+		return bad("version", fmt.Errorf("version %d; this gpusched reads versions 1 to %d", st.Version, Version))
 	}
 	if st.Now.IsZero() {
-		return nil, bad("now", errors.New("missing: the time of the state"))
+		return bad("now", errors.New("missing: the time of the state"))
 	}
 	c, field, err := st.Cluster.build(opt)
 	if err != nil {
-		return nil, bad(field, err)
+		return bad(field, err)
 	}
 	if n := hostsOf(c); st.Hosts != 0 && st.Hosts != n {
-		return nil, bad("hosts", fmt.Errorf("%w: the state counts %d hosts, its cluster has %d", ErrNotWhole, st.Hosts, n))
+		return bad("hosts", fmt.Errorf("%w: the state counts %d hosts, its cluster has %d", ErrNotWhole, st.Hosts, n))
 	}
-	placer, field, err := st.placer(c)
-	if err != nil {
-		return nil, bad(field, err)
+	cfg, fe := st.config(c, opt)
+	if fe != nil {
+		return bad(fe.field, fe.err)
 	}
-	cfg := gpusched.Config{Cluster: c, Queues: st.Queues, Placer: placer, Seed: st.Seed, DefaultRuntime: st.DefaultRuntime, MaxReservations: st.MaxReservations,
-		MaxRestarts: st.MaxRestarts, DrainGrace: st.DrainGrace, DrainKeep: st.DrainKeep, AdmitTimeout: st.AdmitTimeout, MaxGrace: st.MaxGrace,
-		BackfillAround: st.BackfillAround, ReserveDepth: st.ReserveDepth, Preemptor: opt.Preemptor}
-	if st.Elastic != nil {
-		cfg.Elastic = &gpusched.ElasticConfig{NoGrow: st.Elastic.NoGrow}
-	}
-	if d := st.Defrag; d != nil {
-		cfg.Defrag = &gpusched.DefragConfig{After: d.After, Budget: preempt.DefragBudget{PerHour: d.PerHour, LostPerHour: preempt.GPUTime(d.LostPerHour), MinValue: d.MinValue},
-			MaxPerJob: d.MaxPerJob, Grace: d.Grace}
-		if k := d.Consolidate; k != nil {
-			kc := &gpusched.ConsolidateConfig{Idle: k.Idle, Budget: preempt.DefragBudget{PerHour: k.PerHour, LostPerHour: preempt.GPUTime(k.LostPerHour)},
-				Target: k.Target, MaxDomains: k.MaxDomains}
-			for i, name := range k.Levels {
-				lv, ok := c.LevelByName(name)
-				if !ok {
-					return nil, bad(fmt.Sprintf("defrag.consolidate.levels[%d]", i), fmt.Errorf("cluster %s has no level %q", c.Name(), name))
-				}
-				kc.Levels = append(kc.Levels, lv)
-			}
-			cfg.Defrag.Consolidate = kc
-		}
-	}
-	if st.Consolidation != nil && (st.Defrag == nil || st.Defrag.Consolidate == nil) {
-		return nil, bad("consolidation", errors.New("a consolidation state needs defrag.consolidate"))
-	}
-	cfg.EvictionRetry = st.EvictionRetry
-	cfg.ReserveWholeHosts = st.ReserveWholeHosts
-	cfg.MaxClockSkew, cfg.MaxTombstones = st.MaxClockSkew, st.MaxTombstones
-	s, err := gpusched.New(cfg)
-	if err != nil {
-		var ce *queue.ConfigError
-		if errors.As(err, &ce) {
-			return nil, bad("queues."+ce.Field, errors.New(ce.Msg))
-		}
-		return nil, bad("", err)
-	}
+	gs.Now, gs.Config = st.Now, cfg
 	states := make(map[string]queue.State, len(st.Jobs))
-	// Jobs in order of submission (stable), holding jobs restored before
-	// health is applied (their GPUs may have failed since).
-	order := make([]int, len(st.Jobs))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return st.Jobs[a].Submitted.Compare(st.Jobs[b].Submitted) })
-	for _, i := range order {
+	groups := make(map[string][]workload.TaskGroup, len(st.Jobs))
+	for i := range st.Jobs {
 		j := &st.Jobs[i]
 		f := fmt.Sprintf("jobs[%d]", i)
 		js, field, err := j.check(f)
 		if err != nil {
-			return nil, bad(field, err)
+			return bad(field, err)
 		}
 		var tasks [][]topology.Claim
 		if js.Holding() {
 			var fe *fieldErr
 			if tasks, fe = j.claims(c, f); fe != nil {
-				return nil, bad(fe.field, fe.err)
+				return bad(fe.field, fe.err)
 			}
 		}
-		r := gpusched.RestoredJob{Spec: j.Job, State: js, Tasks: tasks, Submitted: j.Submitted, Admitted: j.Admitted, Started: j.Started,
-			Now: st.Now, Preemptions: j.Preemptions, Restarts: j.Restarts, Progress: j.Progress, Checkpoint: j.Checkpoint, Domain: j.Domain}
-		if err := s.RestoreJob(r); err != nil {
-			var we *workload.FieldError
-			if errors.As(err, &we) && restoredFields[we.Field] {
-				return nil, bad(f+"."+we.Field, errors.New(we.Msg))
-			}
-			return nil, bad(f, err)
+		if j.Moves < 0 {
+			return bad(f+".moves", fmt.Errorf("negative count %d", j.Moves))
 		}
-		states[j.ID] = js
+		if j.Moves > 0 {
+			gs.Defrag.Moves = append(gs.Defrag.Moves, gpusched.JobMoves{Job: j.ID, Moves: j.Moves})
+		}
+		gs.Jobs = append(gs.Jobs, gpusched.RestoredJob{Spec: j.Job, State: js, Tasks: tasks, Submitted: j.Submitted, Admitted: j.Admitted, Started: j.Started,
+			Now: st.Now, Preemptions: j.Preemptions, Restarts: j.Restarts, Progress: j.Progress, Checkpoint: j.Checkpoint, Domain: j.Domain})
+		states[j.ID], groups[j.ID] = js, j.Groups
 	}
-	// inFlight checks that a nomination or reservation f names a job of
-	// the state and turns its placement, if wanted, into claims per task
-	// group; restoreErr names the field of f a Restore… error is about.
-	inFlight := func(f, id string, placement []Task, want bool) ([][]topology.Claim, error) {
-		k := slices.IndexFunc(st.Jobs, func(j Job) bool { return j.ID == id })
-		if k < 0 {
-			return nil, bad(f+".job", fmt.Errorf("no job %q in the state", id))
+	// claimsOf turns the placement of in-flight entry f for job id into
+	// claims per task group; the job must be one of the state's.
+	claimsOf := func(f, id string, placement []Task) ([][]topology.Claim, *fieldErr) {
+		g, ok := groups[id]
+		if !ok {
+			return nil, &fieldErr{f + ".job", fmt.Errorf("no job %q in the state", id)}
 		}
-		if !want {
-			return nil, nil
-		}
-		tmp := Job{Job: st.Jobs[k].Job, Placement: placement}
-		tasks, fe := tmp.claims(c, f)
-		if fe != nil {
-			return nil, bad(fe.field, fe.err)
-		}
-		return tasks, nil
-	}
-	restoreErr := func(f string, err error) error {
-		var we *workload.FieldError
-		if errors.As(err, &we) {
-			return bad(f+".placement", errors.New(we.Field+": "+we.Msg))
-		}
-		return bad(f, err)
+		tmp := Job{Job: workload.Job{Groups: g}, Placement: placement}
+		return tmp.claims(c, f)
 	}
 	for i, r := range st.Resizes {
 		f := fmt.Sprintf("resizes[%d]", i)
@@ -264,182 +234,81 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 			if part.tasks == nil {
 				continue
 			}
-			tasks, err := inFlight(f+"."+part.name, r.Job, part.tasks, true)
-			if err != nil {
-				return nil, err
+			tasks, fe := claimsOf(f+"."+part.name, r.Job, part.tasks)
+			if fe != nil {
+				return bad(fe.field, fe.err)
 			}
 			for _, g := range tasks {
 				*part.out = append(*part.out, g...)
 			}
 		}
-		if err := s.RestoreResize(rz); err != nil {
-			return nil, bad(f, err)
-		}
+		gs.Resizes = append(gs.Resizes, rz)
 	}
 	for i, n := range st.Nominations {
-		f := fmt.Sprintf("nominations[%d]", i)
 		nm := gpusched.Nomination{Job: n.Job, Victims: n.Victims, Due: n.Due, Domain: n.Domain}
-		var err error
-		if nm.Tasks, err = inFlight(f, n.Job, n.Placement, len(n.Placement) > 0); err != nil {
-			return nil, err
+		if len(n.Placement) > 0 {
+			var fe *fieldErr
+			if nm.Tasks, fe = claimsOf(fmt.Sprintf("nominations[%d]", i), n.Job, n.Placement); fe != nil {
+				return bad(fe.field, fe.err)
+			}
 		}
-		if err := s.RestoreNomination(nm); err != nil {
-			return nil, restoreErr(f, err)
-		}
+		gs.Nominations = append(gs.Nominations, nm)
 	}
-	// Ended jobs remembered (version 8), oldest first.
-	for i, t := range st.Tombstones {
-		f := fmt.Sprintf("tombstones[%d]", i)
-		if t.At.After(st.Now) {
-			return nil, bad(f+".at", fmt.Errorf("%s is after now", t.At.UTC().Format(time.RFC3339Nano)))
-		}
-		if err := s.RestoreTombstone(gpusched.Tombstone{Job: t.Job, State: t.State, At: t.At}); err != nil {
-			return nil, bad(f, err)
-		}
+	for _, t := range st.Tombstones {
+		gs.Tombstones = append(gs.Tombstones, gpusched.Tombstone{Job: t.Job, State: t.State, At: t.At})
 	}
-	// Refused stops in force, after the nominations (a refusal dropped
-	// those that counted on its victim).
-	for i, r := range st.Refusals {
-		f := fmt.Sprintf("refusals[%d]", i)
-		switch {
-		case !slices.ContainsFunc(st.Jobs, func(j Job) bool { return j.ID == r.Victim }):
-			return nil, bad(f+".victim", fmt.Errorf("no job %q in the state", r.Victim))
-		case r.Run.IsZero():
-			return nil, bad(f+".run", errors.New("missing: the admission of the run whose stop was refused"))
-		case r.Until.IsZero():
-			return nil, bad(f+".until", errors.New("missing: when the refusal lapses"))
-		case r.Run.After(st.Now):
-			return nil, bad(f+".run", fmt.Errorf("%s is after now", r.Run.UTC().Format(time.RFC3339Nano)))
-		}
-		if err := s.RestoreRefusal(gpusched.Refusal{Victim: r.Victim, Run: r.Run, Until: r.Until, Reason: r.Reason, Blocked: r.Blocked}); err != nil {
-			return nil, bad(f, err)
-		}
+	for _, r := range st.Refusals {
+		gs.Refusals = append(gs.Refusals, gpusched.Refusal{Victim: r.Victim, Run: r.Run, Until: r.Until, Reason: r.Reason, Blocked: r.Blocked})
 	}
-	// Migrations in flight, after the nominations that wait for them.
-	ds := gpusched.DefragState{Now: st.Now}
 	for i, m := range st.Migrations {
-		f := fmt.Sprintf("migrations[%d]", i)
-		tasks, err := inFlight(f, m.Job, m.To, true)
-		if err != nil {
-			return nil, err
+		to, fe := claimsOf(fmt.Sprintf("migrations[%d]", i), m.Job, m.To)
+		if fe != nil {
+			return bad(fe.field, fe.err)
 		}
-		ds.Moving = append(ds.Moving, gpusched.MigrationInFlight{Job: m.Job, To: tasks, Domain: m.Domain})
+		gs.Defrag.Moving = append(gs.Defrag.Moving, gpusched.MigrationInFlight{Job: m.Job, To: to, Domain: m.Domain})
 	}
-	for i, j := range st.Jobs {
-		if j.Moves < 0 {
-			return nil, bad(fmt.Sprintf("jobs[%d].moves", i), fmt.Errorf("negative count %d", j.Moves))
-		}
-		if j.Moves > 0 {
-			ds.Moves = append(ds.Moves, gpusched.JobMoves{Job: j.ID, Moves: j.Moves})
-		}
+	for _, e := range st.DefragLog {
+		gs.Defrag.Issued = append(gs.Defrag.Issued, preempt.DefragIssued{At: e.At, Lost: preempt.GPUTime(e.Lost)})
 	}
-	for i, e := range st.DefragLog {
-		if e.At.IsZero() {
-			return nil, bad(fmt.Sprintf("defragLog[%d].at", i), errors.New("missing: when the migration was issued"))
-		}
-		ds.Issued = append(ds.Issued, preempt.DefragIssued{At: e.At, Lost: preempt.GPUTime(e.Lost)})
-	}
-	if err := s.RestoreDefrag(ds); err != nil {
-		field := "migrations"
-		if errors.Is(err, gpusched.ErrDefragOff) {
-			field = "defrag"
-		}
-		return nil, restoreErr(field, err)
-	}
-	// Victims asked to stop that nothing in flight names, after those
-	// that name theirs.
-	for i, id := range st.Stopping {
-		f := fmt.Sprintf("stopping[%d]", i)
-		if _, err := inFlight(f, id, nil, false); err != nil {
-			return nil, bad(f, fmt.Errorf("no job %q in the state", id))
-		}
-		if err := s.RestoreStopping(id); err != nil {
-			return nil, bad(f, err)
-		}
-	}
-	for i, id := range st.Fresh {
-		f := fmt.Sprintf("fresh[%d]", i)
-		if _, err := inFlight(f, id, nil, false); err != nil {
-			return nil, bad(f, fmt.Errorf("no job %q in the state", id))
-		}
-		if err := s.RestoreFresh(id); err != nil {
-			return nil, bad(f, err)
-		}
-	}
-	for i, u := range st.Usage {
-		f := fmt.Sprintf("usage[%d]", i)
-		if err := s.RestoreQueueUsage(u.Queue, fairshare.Usage{Value: u.Value, At: u.At}); err != nil {
-			return nil, bad(f, err)
-		}
+	gs.Stopping, gs.Fresh = st.Stopping, st.Fresh
+	for _, u := range st.Usage {
+		gs.Usage = append(gs.Usage, gpusched.QueueUsage{Queue: u.Queue, Usage: fairshare.Usage{Value: u.Value, At: u.At}})
 	}
 	for i, h := range st.Health {
 		f := fmt.Sprintf("health[%d]", i)
 		hh, ok := healthStates[h.State]
 		if !ok {
-			return nil, bad(f+".state", fmt.Errorf("unknown health %q (want healthy, draining or failed)", h.State))
+			return bad(f+".state", fmt.Errorf("unknown health %q (want healthy, draining or failed)", h.State))
 		}
+		u := gpusched.Unhealthy{Host: h.Host, Health: hh}
 		switch {
 		case h.Host != "" && h.GPU == "":
 			if _, ok := c.HostByName(h.Host); !ok {
-				return nil, bad(f+".host", fmt.Errorf("unknown host %q", h.Host))
-			}
-			if _, err := s.SetHostHealth(h.Host, hh); err != nil {
-				return nil, bad(f, err)
+				return bad(f+".host", fmt.Errorf("unknown host %q", h.Host))
 			}
 		case h.GPU != "" && h.Host == "":
-			g, err := gpuByName(c, h.GPU)
-			if err != nil {
-				return nil, bad(f+".gpu", err)
-			}
-			if _, err := s.SetGPUHealth(g, hh); err != nil {
-				return nil, bad(f, err)
+			if u.GPU, err = gpuByName(c, h.GPU); err != nil {
+				return bad(f+".gpu", err)
 			}
 		default:
-			return nil, bad(f, errors.New("give exactly one of host and gpu"))
+			return bad(f, errors.New("give exactly one of host and gpu"))
 		}
+		gs.Health = append(gs.Health, u)
 	}
-	for i, name := range st.Cordoned {
-		if err := s.Cordon(name); err != nil {
-			return nil, bad(fmt.Sprintf("cordoned[%d]", i), err)
-		}
+	gs.Cordoned = st.Cordoned
+	for _, lh := range st.Leaving {
+		gs.Leaving = append(gs.Leaving, gpusched.LeavingHost{Name: lh.Host, Template: lh.Template})
 	}
-	// Hosts waiting to leave, asked again (after their health and
-	// cordons, which the asking keeps).
-	for i, lh := range st.Leaving {
-		f := fmt.Sprintf("leaving[%d]", i)
-		var err error
-		if lh.Template == "" {
-			_, err = s.RemoveHosts([]string{lh.Host}, st.Now)
-		} else {
-			_, err = s.SetHostGPUs(lh.Host, lh.Template, nil, st.Now)
-		}
-		if err != nil {
-			return nil, bad(f, err)
-		}
-	}
-	if c2 := s.Cluster(); c2 != c {
-		c = c2 // an idle host left, or changed shape, at once
-	}
-	// Reservations last: their what-if ledgers are rebuilt from the
-	// live state, health and cordons included.
 	for i, r := range st.Reservations {
-		f := fmt.Sprintf("reservations[%d]", i)
 		rv := gpusched.Reservation{Job: r.Job, At: r.At, Forever: r.Forever, Current: r.Current, Filter: r.Filter, Built: r.Built, Domain: r.Domain}
-		var err error
-		if rv.Tasks, err = inFlight(f, r.Job, r.Placement, true); err != nil {
-			return nil, err
+		var fe *fieldErr
+		if rv.Tasks, fe = claimsOf(fmt.Sprintf("reservations[%d]", i), r.Job, r.Placement); fe != nil {
+			return bad(fe.field, fe.err)
 		}
-		if err := s.RestoreReservation(rv); err != nil {
-			return nil, restoreErr(f, err)
-		}
+		gs.Reservations = append(gs.Reservations, rv)
 	}
-	// The preemption verdicts after everything else: each holds from the
-	// restored state on.
 	for i, n := range st.NoPlans {
 		f := fmt.Sprintf("noPlans[%d]", i)
-		if _, err := inFlight(f, n.Job, nil, false); err != nil {
-			return nil, err
-		}
 		np := gpusched.NoPlan{Job: n.Job, Until: n.Until, Priority: n.Priority, Quotas: n.Quotas, Exact: n.Exact}
 		for _, x := range []struct {
 			field string
@@ -449,30 +318,107 @@ func (st *State) restore(name string, data []byte, opt Options) (*Loaded, error)
 			for k, name := range x.names {
 				h, ok := c.HostByName(name)
 				if !ok {
-					return nil, bad(fmt.Sprintf("%s.%s[%d]", f, x.field, k), fmt.Errorf("unknown host %q", name))
+					return bad(fmt.Sprintf("%s.%s[%d]", f, x.field, k), fmt.Errorf("unknown host %q", name))
 				}
 				*x.into = append(*x.into, h)
 			}
 		}
-		if err := s.RestoreNoPlan(np); err != nil {
-			return nil, bad(f, err)
-		}
+		gs.NoPlans = append(gs.NoPlans, np)
 	}
-	// Consolidation's state last: its "nothing found" memo holds for the
-	// ledger as restored.
 	if k := st.Consolidation; k != nil {
-		cs := gpusched.ConsolidateState{Busy: k.Busy, NothingFound: k.NothingFound, FoundMoves: k.FoundMoves, FoundLost: preempt.GPUTime(k.FoundLost), Now: st.Now}
-		for i, e := range k.Log {
-			if e.At.IsZero() {
-				return nil, bad(fmt.Sprintf("consolidation.log[%d].at", i), errors.New("missing: when the migration was issued"))
-			}
-			cs.Issued = append(cs.Issued, preempt.DefragIssued{At: e.At, Lost: preempt.GPUTime(e.Lost)})
-		}
-		if err := s.RestoreConsolidate(cs); err != nil {
-			return nil, bad("consolidation", err)
+		gs.Consolidation = gpusched.ConsolidateState{Busy: k.Busy, NothingFound: k.NothingFound, FoundMoves: k.FoundMoves, FoundLost: preempt.GPUTime(k.FoundLost), Now: st.Now}
+		for _, e := range k.Log {
+			gs.Consolidation.Issued = append(gs.Consolidation.Issued, preempt.DefragIssued{At: e.At, Lost: preempt.GPUTime(e.Lost)})
 		}
 	}
-	return &Loaded{State: st, Cluster: c, Scheduler: s, States: states}, nil
+	return gs, states, nil
+}
+
+// config reads the state's settings into a gpusched.Config on cluster c,
+// with opt's Preemptor.
+func (st *State) config(c *topology.Cluster, opt Options) (gpusched.Config, *fieldErr) {
+	placer, field, err := st.placer(c)
+	if err != nil {
+		return gpusched.Config{}, &fieldErr{field, err}
+	}
+	cfg := gpusched.Config{Cluster: c, Queues: st.Queues, Placer: placer, Seed: st.Seed, DefaultRuntime: st.DefaultRuntime, MaxReservations: st.MaxReservations,
+		MaxRestarts: st.MaxRestarts, DrainGrace: st.DrainGrace, DrainKeep: st.DrainKeep, AdmitTimeout: st.AdmitTimeout, MaxGrace: st.MaxGrace,
+		BackfillAround: st.BackfillAround, ReserveDepth: st.ReserveDepth, Preemptor: opt.Preemptor, EvictionRetry: st.EvictionRetry,
+		ReserveWholeHosts: st.ReserveWholeHosts, MaxClockSkew: st.MaxClockSkew, MaxTombstones: st.MaxTombstones}
+	if st.Elastic != nil {
+		cfg.Elastic = &gpusched.ElasticConfig{NoGrow: st.Elastic.NoGrow}
+	}
+	if d := st.Defrag; d != nil {
+		cfg.Defrag = &gpusched.DefragConfig{After: d.After, Budget: preempt.DefragBudget{PerHour: d.PerHour, LostPerHour: preempt.GPUTime(d.LostPerHour), MinValue: d.MinValue},
+			MaxPerJob: d.MaxPerJob, Grace: d.Grace}
+		if k := d.Consolidate; k != nil {
+			kc := &gpusched.ConsolidateConfig{Idle: k.Idle, Budget: preempt.DefragBudget{PerHour: k.PerHour, LostPerHour: preempt.GPUTime(k.LostPerHour)},
+				Target: k.Target, MaxDomains: k.MaxDomains}
+			for i, name := range k.Levels {
+				lv, ok := c.LevelByName(name)
+				if !ok {
+					return cfg, &fieldErr{fmt.Sprintf("defrag.consolidate.levels[%d]", i), fmt.Errorf("cluster %s has no level %q", c.Name(), name)}
+				}
+				kc.Levels = append(kc.Levels, lv)
+			}
+			cfg.Defrag.Consolidate = kc
+		}
+	}
+	if st.Consolidation != nil && (st.Defrag == nil || st.Defrag.Consolidate == nil) {
+		return cfg, &fieldErr{"consolidation", errors.New("a consolidation state needs defrag.consolidate")}
+	}
+	return cfg, nil
+}
+
+// fileFields map the fields gpusched.Restore names (gpusched.StateError)
+// to the file's, where they differ.
+var fileFields = []struct{ from, to string }{
+	{"defrag.moving[", "migrations["},
+	{"defrag.issued[", "defragLog["},
+	{"consolidation.issued[", "consolidation.log["},
+}
+
+// fileField turns an error of gpusched.Restore into the field of the file
+// at fault and the error to report there.
+func (st *State) fileField(err error) (string, error) {
+	var se *gpusched.StateError
+	if !errors.As(err, &se) {
+		return "", err
+	}
+	field, err := se.Field, se.Err
+	// A placement's error names the field within it.
+	placement := func() (string, error) {
+		var we *workload.FieldError
+		if errors.As(err, &we) {
+			return field + ".placement", errors.New(we.Field + ": " + we.Msg)
+		}
+		return field, err
+	}
+	switch {
+	case field == "config":
+		var ce *queue.ConfigError
+		if errors.As(err, &ce) {
+			return "queues." + ce.Field, errors.New(ce.Msg)
+		}
+		return "", err
+	case field == "defrag" && errors.Is(err, gpusched.ErrDefragOff):
+		return "defrag", err
+	case field == "defrag":
+		field = "migrations"
+		return placement()
+	case strings.HasPrefix(field, "nominations[") || strings.HasPrefix(field, "reservations["):
+		if !strings.HasSuffix(field, ".job") {
+			return placement()
+		}
+	case strings.HasPrefix(field, "stopping[") || strings.HasPrefix(field, "fresh["):
+		return strings.TrimSuffix(field, ".job"), err
+	}
+	for _, m := range fileFields {
+		if strings.HasPrefix(field, m.from) {
+			return m.to + field[len(m.from):], err
+		}
+	}
+	return field, err
 }
 
 // check checks what of a job's state RestoreJob cannot see: its state's
