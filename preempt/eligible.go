@@ -161,13 +161,19 @@ func claimsMilli(c *topology.Cluster, claims []topology.Claim) int64 {
 // which ground. It returns the exclusion (ground 0) or the ground and the
 // queue node it depends on.
 func (r *run) classify(j *Job) (Exclusion, Ground, queue.NodeID) {
-	sp := j.Spec
 	if ex, ok := j.Protection(r.now); ok {
 		if ex == ExclMinRunTime {
 			r.protectedUntil(j)
 		}
 		return ex, 0, -1
 	}
+	return r.ground(j)
+}
+
+// ground is classify for a job no protection excludes: its ground, or
+// the exclusion that no ground applies.
+func (r *run) ground(j *Job) (Exclusion, Ground, queue.NodeID) {
+	sp := j.Spec
 	lower := sp.Priority < r.pend.Priority
 	cfg := &r.s.cfg
 	if r.tree == nil {
