@@ -376,10 +376,10 @@ func (r *run) contribute(u *unit, allWhole bool) {
 			r.contributeSolo(u, cl, allWhole)
 			continue
 		}
-		if len(cl.GPUs) == 0 || !r.hostUsable(h) {
+		if len(cl.GPUs) == 0 || !r.everyHost && !r.hostUsable(h) {
 			continue
 		}
-		whole := r.allHealthy(h)
+		whole := r.everyHost || r.allHealthy(h)
 		if whole && allWhole && (r.lv >= topology.LevelHost || r.lx.hostFab[h] >= 0) && r.req.AllowGPU == nil {
 			// Fast path: one domain, every GPU counts (at LevelFabric,
 			// when the host's GPUs all lie in one fabric domain).
