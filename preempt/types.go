@@ -51,6 +51,10 @@ type Job struct {
 	cclaims  int
 	milli    int64
 	allWhole bool
+	// request cache, for migrations: req is reqSpec resolved against reqC.
+	req     *gang.Request
+	reqSpec *workload.Job
+	reqC    *topology.Cluster
 
 	// Preemptions counts how often it was preempted already; at
 	// Spec.MaxPreemptions (when positive) it is never chosen again.
@@ -78,9 +82,6 @@ type Job struct {
 	// charge cache when Charge is nil.
 	ctree  *queue.Tree
 	charge queue.Vector
-	// request cache, for migrations.
-	req     *gang.Request
-	reqSpec *workload.Job
 	// roster filing (roster.go): the roster, the ID and flags it was
 	// filed under, its group and bucket, its positions in the bucket's
 	// jobs and minRun, and in the roster's stopping list (+1; 0: none).
