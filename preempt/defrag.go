@@ -160,14 +160,14 @@ func (r *run) classifyMove(j *Job) (Exclusion, Ground, queue.NodeID) {
 
 // request returns j's spec resolved against c (cached).
 func (j *Job) request(c *topology.Cluster) (*gang.Request, error) {
-	if j.req != nil && j.req.Cluster() == c && j.reqSpec == j.Spec {
+	if j.req != nil && j.reqC == c && j.reqSpec == j.Spec {
 		return j.req, nil
 	}
 	req, err := gang.NewRequest(c, j.Spec)
 	if err != nil {
 		return nil, err
 	}
-	j.req, j.reqSpec = req, j.Spec
+	j.req, j.reqSpec, j.reqC = req, j.Spec, c
 	return req, nil
 }
 

@@ -161,13 +161,19 @@ func claimsMilli(c *topology.Cluster, claims []topology.Claim) int64 {
 // which ground. It returns the exclusion (ground 0) or the ground and the
 // queue node it depends on.
 func (r *run) classify(j *Job) (Exclusion, Ground, queue.NodeID) {
-	sp := j.Spec
 	if ex, ok := j.Protection(r.now); ok {
 		if ex == ExclMinRunTime {
 			r.protectedUntil(j)
 		}
 		return ex, 0, -1
 	}
+	return r.ground(j)
+}
+
+// ground is classify for a job no protection excludes: its ground, or
+// the exclusion that no ground applies.
+func (r *run) ground(j *Job) (Exclusion, Ground, queue.NodeID) {
+	sp := j.Spec
 	lower := sp.Priority < r.pend.Priority
 	cfg := &r.s.cfg
 	if r.tree == nil {
@@ -370,10 +376,10 @@ func (r *run) contribute(u *unit, allWhole bool) {
 			r.contributeSolo(u, cl, allWhole)
 			continue
 		}
-		if len(cl.GPUs) == 0 || !r.hostUsable(h) {
+		if len(cl.GPUs) == 0 || !r.everyHost && !r.hostUsable(h) {
 			continue
 		}
-		whole := r.allHealthy(h)
+		whole := r.everyHost || r.allHealthy(h)
 		if whole && allWhole && (r.lv >= topology.LevelHost || r.lx.hostFab[h] >= 0) && r.req.AllowGPU == nil {
 			// Fast path: one domain, every GPU counts (at LevelFabric,
 			// when the host's GPUs all lie in one fabric domain).

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/gpusched/gpusched/queue"
+	"github.com/gpusched/gpusched/topology"
 )
 
 // Roster indexes the jobs of a Snapshot by queue and, within a queue, by
@@ -29,8 +30,10 @@ type Roster struct {
 	ids     map[string]*Job
 	// all holds the filed jobs (those holding something) by the host of
 	// their first claim: a plan that visits many of them visits them in
-	// host order, which keeps the cluster's per-host data in cache.
-	all []*Job
+	// host order, which keeps the cluster's per-host data in cache. Each
+	// entry carries the job's bucket and host, so that the jobs a plan
+	// does not visit are skipped without reading them.
+	all []rentry
 	// stamp marks the buckets a plan visits (rbucket.visit).
 	stamp uint64
 	// stopping lists the jobs with Stopping set (for the planner's quota
@@ -61,6 +64,15 @@ type rbucket struct {
 	// minRun lists the started jobs with a minimum run time (neither
 	// stopping nor non-preemptible).
 	minRun []*Job
+}
+
+// rentry is a filed job in Roster.all: the job, its bucket, the host of
+// its first claim and its flags (as filed).
+type rentry struct {
+	j     *Job
+	b     *rbucket
+	host  topology.HostID
+	flags uint8
 }
 
 // Flags a roster keeps of a job, as they were when it was filed.
@@ -195,8 +207,8 @@ func (x *Roster) file(j *Job) {
 	j.rg, j.rb = g, b
 	j.rpos = int32(len(b.jobs))
 	b.jobs = append(b.jobs, j)
-	k := sort.Search(len(x.all), func(k int) bool { return x.all[k].rhost > j.rhost })
-	x.all = slices.Insert(x.all, k, j)
+	k := sort.Search(len(x.all), func(k int) bool { return x.all[k].host > j.rhost })
+	x.all = slices.Insert(x.all, k, rentry{j: j, b: b, host: j.rhost, flags: j.rflags})
 	switch f := j.rflags; {
 	case f&rStopping != 0:
 		b.stopping++
@@ -226,8 +238,8 @@ func (x *Roster) unfile(j *Job) {
 	if b == nil {
 		return
 	}
-	k := sort.Search(len(x.all), func(k int) bool { return x.all[k].rhost >= j.rhost })
-	for x.all[k] != j {
+	k := sort.Search(len(x.all), func(k int) bool { return x.all[k].host >= j.rhost })
+	for x.all[k].j != j {
 		k++
 	}
 	x.all = slices.Delete(x.all, k, k+1)
@@ -317,9 +329,9 @@ func (r *run) collectIndexed(ro *Roster) {
 	// visiting its hosts' data in order is much faster. Many jobs are
 	// picked out of the roster's host order; a few are sorted.
 	if 4*n >= len(ro.all) {
-		for _, j := range ro.all {
-			if j.rb.visit == ro.stamp {
-				r.consider(j)
+		for i := range ro.all {
+			if e := &ro.all[i]; e.b.visit == ro.stamp {
+				r.considerFiled(e.j, e.flags, self)
 			}
 		}
 		return
@@ -334,10 +346,42 @@ func (r *run) collectIndexed(ro *Roster) {
 	}
 	slices.SortFunc(visit, func(a, b *Job) int { return int(a.rhost) - int(b.rhost) })
 	for _, j := range visit {
-		r.consider(j)
+		r.considerFiled(j, j.rflags, self)
 	}
 	clear(visit)
 	r.visit = visit[:0]
+}
+
+// considerFiled is consider for a job of the roster in a bucket the plan
+// visits: its protections that do not depend on the time are its filing
+// flags f (the Roster is told of every change to them), and self is the
+// filed job the plan is for (nil: none), so that a visit reads little of
+// the job besides what its units need.
+func (r *run) considerFiled(j *Job, f uint8, self *Job) {
+	if j == self || j.Placement == nil || len(j.Placement.Claims) == 0 {
+		return
+	}
+	var ex Exclusion
+	switch {
+	case f&rStopping != 0:
+		ex = ExclStopping
+	case f&rNonPre != 0:
+		ex = ExclNonPreemptible
+	case f&rMinRun != 0 && j.inMinRun(r.now):
+		ex = ExclMinRunTime
+		r.protectedUntil(j)
+	case f&rCapped != 0:
+		ex = ExclMaxPreemptions
+	default:
+		var g Ground
+		var node queue.NodeID
+		if ex, g, node = r.ground(j); g != 0 {
+			r.eligible++
+			r.addUnits(j, g, node)
+			return
+		}
+	}
+	r.excluded[ex]++
 }
 
 // bucketClass says how classify decides the unprotected jobs of group g

@@ -149,6 +149,11 @@ type run struct {
 	soloGPU   gang.TaskKind
 	soloQ     int
 	soloMilli int32
+	// everyHost: every host with GPUs is usable by the gang, its GPUs all
+	// allocatable (the ledger counts every GPU of the cluster healthy, and
+	// some GPU group takes every model, with no host filter), so that
+	// contribute need not ask host by host.
+	everyHost bool
 	// relevant is what count said of the last unit removed.
 	relevant bool
 	qp       queue.NodeID
@@ -385,6 +390,7 @@ func (s *Search) begin(snap Snapshot, p *Pending, now time.Time) *run {
 		r.amount = func(_ int32, m int64) int64 { return m }
 	}
 	r.setLevel(p.Request.Within())
+	r.everyHost = r.req.AllowHost == nil && l.HealthyGPUs(c.Root()) == c.NumGPUs() && r.allModels()
 	if r.tree != nil {
 		r.setupQueues()
 	}

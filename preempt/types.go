@@ -39,6 +39,23 @@ type Job struct {
 	// checkpointed at the last whole interval since Started. A reported
 	// Checkpoint is authoritative: the interval is then not used.
 	CheckpointInterval time.Duration
+	// Stopping marks a job already asked to stop (a preemption or recovery
+	// in progress): it is never chosen, and what it holds is not counted as
+	// free, since it is promised to someone else.
+	Stopping bool
+
+	// placement cache: its GPU milli, and whether every GPU claim is whole.
+	// Kept beside the fields above, which every plan reads of every job it
+	// visits, so that a visit reads few cache lines.
+	cplace   *gang.Placement
+	cclaims  int
+	milli    int64
+	allWhole bool
+	// request cache, for migrations: req is reqSpec resolved against reqC.
+	req     *gang.Request
+	reqSpec *workload.Job
+	reqC    *topology.Cluster
+
 	// Preemptions counts how often it was preempted already; at
 	// Spec.MaxPreemptions (when positive) it is never chosen again.
 	Preemptions int
@@ -58,10 +75,6 @@ type Job struct {
 	// Grace overrides Config.Grace for this job: how long it gets between
 	// SIGTERM and the release of its resources. Zero means the default.
 	Grace time.Duration
-	// Stopping marks a job already asked to stop (a preemption or recovery
-	// in progress): it is never chosen, and what it holds is not counted as
-	// free, since it is promised to someone else.
-	Stopping bool
 
 	// planner cache: the resolved queue and its tree.
 	qtree *queue.Tree
@@ -69,14 +82,6 @@ type Job struct {
 	// charge cache when Charge is nil.
 	ctree  *queue.Tree
 	charge queue.Vector
-	// placement cache: its GPU milli, and whether every GPU claim is whole.
-	cplace   *gang.Placement
-	cclaims  int
-	milli    int64
-	allWhole bool
-	// request cache, for migrations.
-	req     *gang.Request
-	reqSpec *workload.Job
 	// roster filing (roster.go): the roster, the ID and flags it was
 	// filed under, its group and bucket, its positions in the bucket's
 	// jobs and minRun, and in the roster's stopping list (+1; 0: none).

@@ -241,14 +241,22 @@ func (e *Engine) fill(x entry) {
 	h := e.heap
 	n := len(h)
 	i := 0
-	for {
-		c := 2*i + 1
-		if c >= n {
-			break
+	// Both children exist: pick the smaller without a hard-to-predict
+	// branch (ties in time are rare; their sequence decides apart).
+	for c := 1; c+1 < n; c = 2*i + 1 {
+		l, r := &h[c], &h[c+1]
+		d := 0
+		if r.at < l.at {
+			d = 1
 		}
-		if r := c + 1; r < n && less(&h[r], &h[c]) {
-			c = r
+		if r.at == l.at && r.seq < l.seq {
+			d = 1
 		}
+		c += d
+		h[i] = h[c]
+		i = c
+	}
+	if c := 2*i + 1; c < n { // a last child alone
 		h[i] = h[c]
 		i = c
 	}

@@ -121,6 +121,41 @@ func BenchmarkAllocReleaseClaim(b *testing.B) {
 	})
 }
 
+// BenchmarkAllocReleaseHosts allocates 32 whole hosts (256 GPUs, a ToR's
+// worth, each claim with CPU and memory) in one call and releases them:
+// the ledger's share of committing and undoing a ToR gang.
+func BenchmarkAllocReleaseHosts(b *testing.B) {
+	eachSize(b, func(b *testing.B, c *Cluster, _ *Ledger, _ []GPUID) {
+		l := NewLedger(c)
+		n := min(32, c.NumHosts())
+		claims := make([]Claim, n)
+		for h := range claims {
+			first, ng := c.HostGPUs(HostID(h))
+			claims[h] = Claim{Host: HostID(h), CPUMilli: 1000, MemoryMiB: 1024}
+			for g := 0; g < ng; g++ {
+				claims[h].GPUs = append(claims[h].GPUs, GPUClaim{GPU: first + GPUID(g)})
+			}
+		}
+		want := l.FreeGPUs(c.Root())
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := l.Allocate(claims...); err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Release(claims...); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		if l.FreeGPUs(c.Root()) != want {
+			b.Fatalf("%d free GPUs after the loop, want %d", l.FreeGPUs(c.Root()), want)
+		}
+		if err := l.Check(); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
 // BenchmarkBestHostToR asks for the best-fit host with at least 3 free GPUs
 // under each ToR in turn. Target at 100k GPUs: ≤ 1 µs/op.
 func BenchmarkBestHostToR(b *testing.B) {

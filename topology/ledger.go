@@ -509,6 +509,7 @@ func (l *Ledger) applyClaim(ci int, cl *Claim, health bool) error {
 	if cl.MemoryMiB > l.memFree[h] {
 		return l.fail("allocate", ci, h, NoGPU, ErrNoMemory, "needs %d MiB, %d free", cl.MemoryMiB, l.memFree[h])
 	}
+	usable := l.HostUsable(h)
 	l.beginClaim()
 	for gi := range cl.GPUs {
 		gc := cl.GPUs[gi]
@@ -516,6 +517,9 @@ func (l *Ledger) applyClaim(ci int, cl *Claim, health bool) error {
 			l.undoClaimGPUs(cl, gi)
 			l.endClaim()
 			return l.fail("allocate", ci, h, NoGPU, ErrBadClaim, "GPU id %d is not on host %s", gc.GPU, l.c.hosts[h].name)
+		}
+		if gc.Kind == ClaimWhole && usable && l.takeWhole(gc.GPU) {
+			continue
 		}
 		if err := l.takeGPU(ci, gc, health); err != nil {
 			l.undoClaimGPUs(cl, gi)
@@ -562,13 +566,16 @@ func (l *Ledger) releaseClaim(ci int, cl *Claim) error {
 		return l.fail("release", ci, h, NoGPU, ErrNotAllocated, "releasing %d MiB, only %d allocated",
 			cl.MemoryMiB, l.c.hosts[h].memMiB-l.memFree[h])
 	}
+	usable := l.HostUsable(h)
 	l.beginClaim()
 	for gi := range cl.GPUs {
 		gc := cl.GPUs[gi]
 		var err error
-		if gc.GPU < 0 || int(gc.GPU) >= len(l.gpu) || l.c.gpus[gc.GPU].host != h {
+		switch {
+		case gc.GPU < 0 || int(gc.GPU) >= len(l.gpu) || l.c.gpus[gc.GPU].host != h:
 			err = l.fail("release", ci, h, NoGPU, ErrBadClaim, "GPU id %d is not on host %s", gc.GPU, l.c.hosts[h].name)
-		} else {
+		case gc.Kind == ClaimWhole && l.giveWhole(gc.GPU, usable):
+		default:
 			err = l.giveGPU(ci, gc)
 		}
 		if err != nil {
@@ -620,6 +627,42 @@ func (l *Ledger) takeGPU(ci int, gc GPUClaim, health bool) error {
 	}
 	l.apply(gc)
 	return nil
+}
+
+// takeWhole is takeGPU's fast path for a whole-GPU claim on a usable host
+// (checked by the caller, once per claim): a healthy free GPU goes from
+// contributing (1 free, 1000 milli, 1 allocatable) to (0, 0, 1). It
+// reports false, changing nothing, for any other GPU; takeGPU then takes
+// it or says why not. The caller bumps the host's stamp.
+func (l *Ledger) takeWhole(g GPUID) bool {
+	s := &l.gpu[g]
+	if s.mode != ModeFree || s.health != Healthy {
+		return false
+	}
+	s.mode, s.used = ModeWhole, MilliPerGPU
+	if !l.slim {
+		l.count(g, -1, -MilliPerGPU, 0)
+		l.touchGPU(g)
+	}
+	return true
+}
+
+// giveWhole is giveGPU's fast path for a whole-GPU claim: a GPU held whole
+// is freed, and counted free again when it is allocatable (healthy, on a
+// host that is usable, which the caller says). It reports false, changing
+// nothing, for a GPU not held whole; giveGPU then says why. The caller
+// bumps the host's stamp.
+func (l *Ledger) giveWhole(g GPUID, usable bool) bool {
+	s := &l.gpu[g]
+	if s.mode != ModeWhole {
+		return false
+	}
+	s.mode, s.used = ModeFree, 0
+	if !l.slim && usable && s.health == Healthy {
+		l.count(g, 1, MilliPerGPU, 0)
+		l.touchGPU(g)
+	}
+	return true
 }
 
 func (l *Ledger) checkTake(ci int, gc GPUClaim) error {

@@ -31,12 +31,13 @@ type naiveLedger struct {
 	c          *Cluster
 	gpus       []naiveGPUState
 	hostHealth []Health
+	cordoned   []bool
 	cpu, mem   []int64 // free
 }
 
 func newNaiveLedger(c *Cluster) *naiveLedger {
 	n := &naiveLedger{c: c, gpus: make([]naiveGPUState, c.NumGPUs()), hostHealth: make([]Health, c.NumHosts()),
-		cpu: make([]int64, c.NumHosts()), mem: make([]int64, c.NumHosts())}
+		cordoned: make([]bool, c.NumHosts()), cpu: make([]int64, c.NumHosts()), mem: make([]int64, c.NumHosts())}
 	for h := range n.cpu {
 		n.cpu[h], n.mem[h] = c.CPUMilli(HostID(h)), c.MemoryMiB(HostID(h))
 	}
@@ -47,12 +48,14 @@ func (n *naiveLedger) clone() *naiveLedger {
 	x := *n
 	x.gpus = slices.Clone(n.gpus)
 	x.hostHealth = slices.Clone(n.hostHealth)
+	x.cordoned = slices.Clone(n.cordoned)
 	x.cpu, x.mem = slices.Clone(n.cpu), slices.Clone(n.mem)
 	return &x
 }
 
 func (n *naiveLedger) allocatable(g GPUID) bool {
-	return n.gpus[g].health == Healthy && n.hostHealth[n.c.GPUHost(g)] == Healthy
+	h := n.c.GPUHost(g)
+	return n.gpus[g].health == Healthy && n.hostHealth[h] == Healthy && !n.cordoned[h]
 }
 
 func (n *naiveLedger) free(g GPUID) bool { return n.allocatable(g) && n.gpus[g].mode == ModeFree }
@@ -108,6 +111,8 @@ func (n *naiveLedger) allocate(claims []Claim) *naiveErr {
 			return bad(NoGPU, ErrBadClaim)
 		case w.hostHealth[h] != Healthy:
 			return bad(NoGPU, ErrUnhealthy)
+		case w.cordoned[h]:
+			return bad(NoGPU, ErrCordoned)
 		case cl.CPUMilli > w.cpu[h]:
 			return bad(NoGPU, ErrNoCPU)
 		case cl.MemoryMiB > w.mem[h]:
@@ -766,6 +771,9 @@ func (m *ledgerMachine) AllocateGPU(t *rapid.T) {
 		want = m.n.allocate(claims)
 		if want != nil && want.gpu == NoGPU {
 			want.gpu = g // AllocateGPU names the GPU even when its host is at fault
+			if want.err == ErrCordoned && m.n.gpus[g].health != Healthy {
+				want.err = ErrUnhealthy // and the GPU's own health first
+			}
 		}
 	}
 	m.apply(t, "AllocateGPU", claims, want, func() error { return m.l.AllocateGPU(g) })
@@ -876,6 +884,26 @@ func (m *ledgerMachine) SetHostHealth(t *rapid.T) {
 	if m.l.Generation() != before.gen+1 || m.l.HostGeneration(h) == gen {
 		t.Fatal("SetHostHealth did not move the generations on")
 	}
+}
+
+// SetHostCordoned cordons or uncordons a host: its GPUs leave or rejoin
+// the counters, and the fast paths of whole-GPU claims must see it.
+func (m *ledgerMachine) SetHostCordoned(t *rapid.T) {
+	h := HostID(rapid.IntRange(-1, m.c.NumHosts()).Draw(t, "host"))
+	on := rapid.Bool().Draw(t, "cordoned")
+	before := rawOf(m.l)
+	valid := h >= 0 && int(h) < m.c.NumHosts()
+	err := m.l.SetHostCordoned(h, on)
+	if valid != (err == nil) {
+		t.Fatalf("SetHostCordoned(%d, %v) = %v", h, on, err)
+	}
+	if !valid || m.n.cordoned[h] == on {
+		if !reflect.DeepEqual(before, rawOf(m.l)) {
+			t.Fatalf("SetHostCordoned(%d, %v) that changes nothing changed the ledger", h, on)
+		}
+		return
+	}
+	m.n.cordoned[h] = on
 }
 
 // checkFrozen checks that the ledger set aside has not changed.
