@@ -20,7 +20,10 @@
 // share of its time in the system it has run on m (a job that has not run
 // on m ranks above every job that has, by X[m]); its priority is the
 // largest over models, and Policy.Placer places it on the model of the
-// highest priority that fits, among those it is allocated time on. Gavel
+// highest priority that fits, among those it is allocated time on. The
+// allocation is recomputed once a round when jobs came or went (a job of
+// a (type, GPUs) group no live job had gets one at once; one of a known
+// group takes its group's row until the next round). Gavel
 // fills what is left of a model with jobs of no priority there once the
 // others are placed; here a job that has waited a whole round may take
 // any model (its allocated ones first, then by throughput). Priorities
@@ -83,6 +86,7 @@ type Policy struct {
 	jobs    map[string]*gjob
 	groups  map[group]*groupAlloc
 	dirty   bool  // the live jobs changed since the allocation
+	fresh   bool  // a group without an allocation row appeared
 	round   int64 // the round the priorities are of (-1: none yet)
 	err     error
 }
@@ -178,6 +182,7 @@ func (p *Policy) add(j policy.Job) *gjob {
 	if ga == nil {
 		ga = &groupAlloc{tput: p.throughputs(g)}
 		p.groups[g] = ga
+		p.fresh = true
 	}
 	ga.n++
 	p.dirty = true
@@ -258,21 +263,23 @@ func (p *Policy) Running(now time.Duration, jobs []policy.Job) ([]int32, error) 
 	return out, nil
 }
 
-// refresh recomputes the allocation when the live jobs changed, and
-// every job's priority when a new round began.
+// refresh recomputes the allocation at the first call of a round when
+// the live jobs changed (as Gavel recomputes it each round), or at once
+// when a job of a new (type, GPUs) group arrived; and every job's
+// priority when a new round began or the allocation changed.
 func (p *Policy) refresh(now time.Duration) error {
 	if p.err != nil {
 		return p.err
 	}
-	changed := p.dirty
-	if p.dirty {
+	r := int64(now / p.cfg.Round)
+	changed := p.dirty && (r != p.round || p.fresh)
+	if changed {
 		if err := p.allocate(); err != nil {
 			p.err = err
 			return err
 		}
-		p.dirty = false
+		p.dirty, p.fresh = false, false
 	}
-	r := int64(now / p.cfg.Round)
 	if r == p.round && !changed {
 		return nil
 	}

@@ -110,7 +110,8 @@ func TestGavelModelChoice(t *testing.T) {
 // TestGavelRounds: two jobs of one type share one V100. The one that ran
 // the first round has had its share (1/2) for all its time, the other
 // none: at the next round the waiting one ranks above the running one,
-// and priorities stay put within a round.
+// and priorities stay put within a round. When a ends, b gets the whole
+// V100 from the next round.
 func TestGavelRounds(t *testing.T) {
 	p, err := gavel.New(gavel.Config{Cluster: cluster(t, "V100"), Speeds: speeds(t), Round: time.Minute})
 	if err != nil {
@@ -137,7 +138,13 @@ func TestGavelRounds(t *testing.T) {
 		t.Errorf("a's priority after a round %d, want %d", run[0], want)
 	}
 	p.Ended(90*time.Second, "a")
-	if _, err := p.Running(90*time.Second, nil); err != nil {
+	if _, err := p.Running(100*time.Second, nil); err != nil {
+		t.Fatal(err)
+	}
+	if x, _ := p.Allocation("b"); math.Abs(x[0]-0.5) > 1e-6 {
+		t.Errorf("b within the round a ended: allocation %v, want the round's 1/2", x)
+	}
+	if _, err := p.Running(2*time.Minute, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := p.Allocation("a"); ok {
