@@ -1,13 +1,10 @@
 package simcli
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/gpusched/gpusched/sim"
 )
 
 // gavelCluster is Gavel's 36:36:36 cluster (nine 4-GPU servers of V100,
@@ -30,17 +27,7 @@ func TestCompareGavel(t *testing.T) {
 	if !strings.Contains(out, "gavel-agnostic") {
 		t.Errorf("table has no gavel-agnostic column:\n%s", out)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "compare.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sums []sim.Summary
-	if err := json.Unmarshal(b, &sums); err != nil {
-		t.Fatal(err)
-	}
-	if len(sums) != 2 {
-		t.Fatalf("%d summaries, want 2", len(sums))
-	}
+	sums := readCompare(t, dir, 2)
 	aware, agnostic := sums[0], sums[1]
 	if !(aware.JCT.Mean < agnostic.JCT.Mean) {
 		t.Errorf("mean JCT aware %.0f s, agnostic %.0f s: want aware lower", aware.JCT.Mean, agnostic.JCT.Mean)
