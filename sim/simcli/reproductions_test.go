@@ -23,10 +23,10 @@ type repro struct {
 	key, study string
 	published  string   // direction and size, with where
 	args       []string // sim compare's arguments; ROOT/ is the repository root
-	labels     []string // the compared variants, in the order of --orderings
+	labels     []string // the compared variants, in the order of --orderings, the baseline first
 	metric     string   // what is compared
 	value      func(s sim.Summary) float64
-	lowerWins  bool   // the second variant should have the lower value
+	lowerWins  bool   // every later variant should have a lower value than the first
 	heavy      bool   // needs ../shared/data and GPUSCHED_REPRO_FULL=1
 	gap        string // why our size differs
 }
@@ -72,21 +72,33 @@ var repros = []repro{
 			"The 3.5× is Gavel's best case (makespan and the multi-GPU trace at high load).",
 	},
 	{
-		key: "helios", study: "Helios (Hu et al., SC'21): FIFO vs SJF on Philly",
-		published: "on Philly with 11 hard VCs, SJF cuts mean JCT from 86,072 s to 34,272 s (2.5×) against FIFO (Helios artifact)",
+		key: "helios", study: "Helios (Hu et al., SC'21): FIFO vs SJF and SRTF on Philly",
+		published: "on Philly with 11 hard VCs, SJF cuts mean JCT from 86,072 s to 34,272 s (2.5×) against FIFO (Helios artifact; its SRTF figure is not among the numbers cited here, so SRTF is held to the direction only)",
 		args: []string{"--preset", "philly", "--trace", "philly:" + phillyDir + "/philly.csv", "--queues", "vc-hard:" + phillyDir + "/philly_vc.csv",
-			"--policy", "best-fit", "--load", "0.9", "--min-cycle-interval", "1m", "--runtime-estimate", "1", "--orderings", "strict-fifo,shortest-first"},
-		labels: []string{"strict-fifo", "shortest-first"}, metric: "mean JCT", lowerWins: true, heavy: true,
+			"--policy", "best-fit", "--load", "0.9", "--min-cycle-interval", "1m", "--runtime-estimate", "1", "--orderings", "strict-fifo,shortest-first,srtf"},
+		labels: []string{"strict-fifo", "shortest-first", "srtf"}, metric: "mean JCT", lowerWins: true, heavy: true,
 		value: func(s sim.Summary) float64 { return s.JCT.Mean },
-		gap: "Our philly.csv is the Sia artefact's processed Philly trace, not Helios' job list, and as recorded offers 13% of the cluster: " +
+		gap: "Direction holds, size larger (SJF 4× against Helios' 2.5×; SRTF, preemptive with true remaining times, about as good as SJF here). " +
+			"Our philly.csv is the Sia artefact's processed Philly trace, not Helios' job list, and as recorded offers 13% of the cluster: " +
 			"`--load 0.9` compresses all arrivals by one factor, which leaves VCs at different loads on their partitions " +
-			"(see research-policies.md); `shortest-first` lets a job that does not fit be passed, Helios' SJF does not.",
+			"(see research-policies.md; `--vc-load` scales each VC on its own); `shortest-first` lets a job that does not fit be passed, Helios' SJF does not; " +
+			"FIFO's mean JCT here (97,873 s) is near Helios' 86,072 s, SJF's falls further.",
 	},
 }
 
-// reproResult is one row's outcome.
-type reproResult struct {
-	base, policy float64
+// reproResult is one row's outcome: the metric of each variant, the
+// baseline first.
+type reproResult []float64
+
+// holds reports whether every variant beats the baseline in the
+// published direction.
+func (r repro) holds(res reproResult) bool {
+	for _, v := range res[1:] {
+		if (r.lowerWins && !(v < res[0])) || (!r.lowerWins && !(v > res[0])) {
+			return false
+		}
+	}
+	return true
 }
 
 // runRepro runs a row's compare and returns its two values.
@@ -101,8 +113,12 @@ func runRepro(t *testing.T, r repro) reproResult {
 	if _, errs, err := execCmd(t, Options{}, args...); err != nil {
 		t.Fatalf("%s: %v %s", r.key, err, errs)
 	}
-	sums := readCompare(t, dir, 2)
-	return reproResult{r.value(sums[0]), r.value(sums[1])}
+	sums := readCompare(t, dir, len(r.labels))
+	res := make(reproResult, len(sums))
+	for i, s := range sums {
+		res[i] = r.value(s)
+	}
+	return res
 }
 
 // readCompare reads a compare's summaries from dir/compare.json and
@@ -123,10 +139,10 @@ func readCompare(t *testing.T, dir string, n int) []sim.Summary {
 	return sums
 }
 
-// num formats a value: seconds above 10 as whole numbers, others with
-// three digits.
+// num formats a value: from 1,000 as a whole number, below with three
+// significant digits.
 func num(v float64) string {
-	if v >= 10 {
+	if v >= 1000 {
 		return fmt.Sprintf("%.0f", v)
 	}
 	return fmt.Sprintf("%.3g", v)
@@ -134,12 +150,15 @@ func num(v float64) string {
 
 // tableLine and section render a row.
 func (r repro) tableLine(res reproResult) string {
-	ratio := res.base / res.policy
 	holds := "yes"
-	if (r.lowerWins && !(res.policy < res.base)) || (!r.lowerWins && !(res.policy > res.base)) {
+	if !r.holds(res) {
 		holds = "**no**"
 	}
-	return fmt.Sprintf("| %s | %s | %s: %s → %s: %s (%.2f×) | %s |", r.study, r.published, r.labels[0], num(res.base), r.labels[1], num(res.policy), ratio, holds)
+	cells := []string{r.labels[0] + ": " + num(res[0])}
+	for i, v := range res[1:] {
+		cells = append(cells, fmt.Sprintf("%s: %s (%.2f×)", r.labels[i+1], num(v), res[0]/v))
+	}
+	return fmt.Sprintf("| %s | %s | %s | %s |", r.study, r.published, strings.Join(cells, " → "), holds)
 }
 
 func (r repro) section(res reproResult) string {
@@ -152,8 +171,15 @@ func (r repro) section(res reproResult) string {
 		}
 		fmt.Fprintf(&b, " %s", a)
 	}
-	fmt.Fprintf(&b, " --out out/\n```\n\n| %s | %s | %s | ratio |\n|---|---|---|---|\n", r.metric, r.labels[0], r.labels[1])
-	fmt.Fprintf(&b, "| gpusched | %s | %s | %.2f× |\n\n", num(res.base), num(res.policy), res.base/res.policy)
+	fmt.Fprintf(&b, " --out out/\n```\n\n| %s | %s |\n|---|%s\n| gpusched |", r.metric, strings.Join(r.labels, " | "), strings.Repeat("---|", len(r.labels)))
+	for i, v := range res {
+		if i == 0 {
+			fmt.Fprintf(&b, " %s |", num(v))
+		} else {
+			fmt.Fprintf(&b, " %s (%.2f×) |", num(v), res[0]/v)
+		}
+	}
+	b.WriteString("\n\n")
 	fmt.Fprintf(&b, "Gap: %s\n<!-- end %s -->\n", r.gap, r.key)
 	return b.String()
 }
@@ -204,8 +230,8 @@ func TestReproductions(t *testing.T) {
 			continue
 		}
 		res := runRepro(t, r)
-		if (r.lowerWins && !(res.policy < res.base)) || (!r.lowerWins && !(res.policy > res.base)) {
-			t.Errorf("%s: %s %s %s, %s %s: the published direction does not hold", r.key, r.metric, r.labels[0], num(res.base), r.labels[1], num(res.policy))
+		if !r.holds(res) {
+			t.Errorf("%s: %s of %v: %v: the published direction does not hold", r.key, r.metric, r.labels, res)
 		}
 		lines, sections = append(lines, r.tableLine(res)), append(sections, r.section(res))
 	}
