@@ -85,9 +85,10 @@ type Policy struct {
 	modelOf []int    // topology.ModelID → model index
 	jobs    map[string]*gjob
 	groups  map[group]*groupAlloc
-	dirty   bool  // the live jobs changed since the allocation
-	fresh   bool  // a group without an allocation row appeared
-	round   int64 // the round the priorities are of (-1: none yet)
+	dirty   bool      // the live jobs changed since the allocation
+	fresh   bool      // a group without an allocation row appeared
+	round   int64     // the round the priorities are of (-1: none yet)
+	score   []float64 // rank's scratch, per model
 	err     error
 }
 
@@ -333,14 +334,18 @@ const (
 
 // rank computes a job's priority and placement order at now.
 func (p *Policy) rank(now time.Duration, gj *gjob) {
-	ga := p.groups[gj.g]
+	ga := p.groups[gj.g] // never nil for a live job (add, Ended)
 	nm := len(p.names)
 	life := max((now - gj.submit).Seconds(), 1)
-	score := make([]float64, nm) // per model: X/f, +Inf when f = 0 < X
+	if cap(p.score) < nm {
+		p.score = make([]float64, nm)
+	}
+	score := p.score[:nm] // per model: X/f, +Inf when f = 0 < X
+	clear(score)
 	best := 0.0
 	for m := range nm {
 		x := 0.0
-		if ga != nil && ga.x != nil {
+		if ga.x != nil {
 			x = ga.x[m]
 		}
 		if x <= 1e-9 {
@@ -368,7 +373,7 @@ func (p *Policy) rank(now time.Duration, gj *gjob) {
 			gj.order = append(gj.order, m)
 		}
 	}
-	tput := p.throughputs(gj.g)
+	tput := ga.tput
 	slices.SortStableFunc(gj.order, func(a, b int) int {
 		switch {
 		case score[a] > score[b]:
