@@ -23,6 +23,14 @@ type gavelOrder struct {
 	round    time.Duration
 }
 
+// name is the ordering's name, without its round.
+func (g *gavelOrder) name() string {
+	if g.agnostic {
+		return "gavel-agnostic"
+	}
+	return "gavel"
+}
+
 // parseGavel reads gavel[:ROUND] and gavel-agnostic[:ROUND]; ok is false
 // for other names.
 func parseGavel(name, arg string, hasArg bool) (*gavelOrder, bool, error) {
@@ -59,7 +67,7 @@ func (o jobOrder) gavelPolicy(rc runConfig, c *topology.Cluster, jobs []trace.Jo
 	}
 	p, err := gavel.New(gavel.Config{Cluster: c, Speeds: speeds, Types: types, Round: o.gavel.round, Agnostic: o.gavel.agnostic})
 	if err != nil {
-		return nil, fmt.Errorf("--ordering %s: %w", rc.ordering, err)
+		return nil, fmt.Errorf("--ordering %s: %w", o.gavel.name(), err)
 	}
 	return p, nil
 }

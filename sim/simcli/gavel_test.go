@@ -73,7 +73,16 @@ func TestGavelFlagErrors(t *testing.T) {
 			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
 		}
 	}
-	_, _, err := execCmd(t, Options{}, "run", "--file", gavelCluster, "--trace", "csv:"+trace, "--map", "submit=t,duration=d,gpus=g,type=net",
+	vcs := filepath.Join(dir, "vcs.csv")
+	if err := os.WriteFile(vcs, []byte("vc,node num\na,4\nb,5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := execCmd(t, Options{}, "run", "--file", gavelCluster, "--trace", "synthetic:20", "--queues", "vc-hard:"+vcs, "--gpus-per-node", "4",
+		"--gpu-speeds", "gavel", "--ordering", "gavel-agnostic", "--no-plots", "--out", dir)
+	if err == nil || !strings.Contains(err.Error(), "--ordering gavel-agnostic: gavel: model") || !strings.Contains(err.Error(), "hard partition") {
+		t.Errorf("gavel over hard VCs: %v", err)
+	}
+	_, _, err = execCmd(t, Options{}, "run", "--file", gavelCluster, "--trace", "csv:"+trace, "--map", "submit=t,duration=d,gpus=g,type=net",
 		"--gpu-speeds", "gavel", "--no-plots", "--out", dir)
 	if err == nil || !strings.Contains(err.Error(), "trace.csv:3: field type: \"gpt\" is not a job type") {
 		t.Errorf("a trace's unknown type: %v", err)
