@@ -17,7 +17,17 @@ type HeteroJob struct {
 	ID         string
 	GPUs       int
 	Throughput []float64
+	// Count is how many identical jobs this one stands for (0: one). They
+	// share one row of the allocation — each gets Time[j] — and count
+	// Count times in the equal share, in the capacity used and in the sum
+	// of normalised throughputs: a round's jobs grouped by (type, GPUs)
+	// give the same allocation as the jobs one by one, with a program of
+	// the groups' size.
+	Count int
 }
+
+// count is j's Count, at least 1.
+func (j *HeteroJob) count() float64 { return float64(max(j.Count, 1)) }
 
 // HeteroCluster is how many GPUs of each model the cluster has.
 type HeteroCluster struct {
@@ -73,7 +83,7 @@ var ErrHetero = errors.New("fairshare: bad heterogeneous allocation input")
 // throughputs (so capacity no one's minimum needs goes where it runs
 // fastest). Jobs that run faster on a model get more of it when that
 // helps the slowest job. The equal share of job j gives it n-th of each
-// model's GPUs (n jobs) as time C_m / (n × GPUs_j), scaled down so its
+// model's GPUs (n jobs, Counts included) as time C_m / (n × GPUs_j), scaled down so its
 // total time is at most 1. A job that fits no model (more GPUs than any
 // model with a positive throughput has) gets no time and normalised
 // throughput 0, and is left out of the minimum.
@@ -106,6 +116,9 @@ func HeteroMaxMin(jobs []HeteroJob, c HeteroCluster) (*HeteroAllocation, error) 
 		if jb.GPUs <= 0 {
 			return nil, fmt.Errorf("%w: job %s: %d GPUs", ErrHetero, jb.ID, jb.GPUs)
 		}
+		if jb.Count < 0 {
+			return nil, fmt.Errorf("%w: job %s: count %d", ErrHetero, jb.ID, jb.Count)
+		}
 		tp[j] = make([]float64, nm)
 		for m, x := range jb.Throughput {
 			if x < 0 {
@@ -116,7 +129,10 @@ func HeteroMaxMin(jobs []HeteroJob, c HeteroCluster) (*HeteroAllocation, error) 
 			}
 		}
 	}
-	n := float64(len(jobs))
+	var n float64
+	for j := range jobs {
+		n += jobs[j].count()
+	}
 	for j, jb := range jobs {
 		var total float64
 		for m := range nm {
@@ -166,7 +182,7 @@ func HeteroMaxMin(jobs []HeteroJob, c HeteroCluster) (*HeteroAllocation, error) 
 			for m := range nm {
 				A.Set(r, k*nm+m, sign*tp[j][m]/equal[j])
 				if stage2 {
-					cost[k*nm+m] -= tp[j][m] / equal[j]
+					cost[k*nm+m] -= jobs[j].count() * tp[j][m] / equal[j]
 				}
 			}
 			if stage2 {
@@ -179,7 +195,7 @@ func HeteroMaxMin(jobs []HeteroJob, c HeteroCluster) (*HeteroAllocation, error) 
 		}
 		for m := range nm {
 			for k, j := range live {
-				A.Set(r, k*nm+m, float64(jobs[j].GPUs))
+				A.Set(r, k*nm+m, jobs[j].count()*float64(jobs[j].GPUs))
 			}
 			A.Set(r, nx+tc+r, 1)
 			b[r] = float64(c.GPUs[m])

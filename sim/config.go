@@ -32,8 +32,9 @@ type Config struct {
 	Speed   SpeedModel
 	// GPUSpeeds, when set, slows or speeds jobs by the GPU models they
 	// run on: a job runs at the factor of the slowest model among its
-	// GPUs (SpeedTable.Factor, default class) times the Speed model's
-	// factor. Nil: every model at 1.
+	// GPUs for its type (SpeedTable.Factor with the trace job's Type as
+	// the class; "" the default factors) times the Speed model's factor.
+	// Nil: every model at 1.
 	GPUSpeeds  *SpeedTable
 	Preemption PreemptionModel
 	// Tenants are the entitlements fairness is measured against; jobs

@@ -180,7 +180,7 @@ func (s *Simulation) resized(now time.Duration, i int32, claims []topology.Claim
 	s.m.load.run(now, int(j.tk), m, +1)
 	j.gpuMilli = m
 	j.level = s.spread(claims)
-	j.speed = s.speedFor(j.level) * s.modelSpeed(j.claims) * sizeSpeed(j)
+	j.speed = s.speedFor(j.level) * s.modelSpeed(j.claims, j) * sizeSpeed(j)
 	j.segStart, j.restart, j.segBusy = now, 0, s.m.load.busyTime
 	j.endEv = s.eng.Schedule(now+s.segmentLength(j), func(t time.Duration) { s.complete(t, i) })
 	j.ckptK, j.ckptN = 0, s.checkpointsDue(j)

@@ -99,6 +99,7 @@ type job struct {
 	actAt     float64        // ∫ jobs in the system dt at its submission (finish-time fairness)
 	rho       float64        // finish-time fairness ρ once completed (0: not computed)
 	segBusy   float64        // the load tracker's busy time at segStart
+	typ       int32          // its type's row of Simulation.modelFactor (0: the default factors)
 }
 
 // reasonBits fails to compile when job.reasons has no bit for a Reason.
@@ -138,7 +139,7 @@ type Simulation struct {
 	rngFail, rngDrain *rand.Rand
 	outages           []outage
 	m                 metrics
-	modelFactor       []float64       // Config.GPUSpeeds by ModelID; nil: all 1
+	modelFactor       [][]float64     // Config.GPUSpeeds by job type index (job.typ), then ModelID; nil: all 1
 	snaps             []time.Duration // Config.Snapshots not taken yet, sorted
 }
 
@@ -208,21 +209,39 @@ func New(cfg Config, jobs []trace.Job) (*Simulation, error) {
 	}
 	s.m.init(s)
 	if cfg.GPUSpeeds != nil {
-		s.modelFactor = cfg.GPUSpeeds.modelFactors(c.Models())
+		s.typeFactors(jobs)
 	}
 	return s, nil
 }
 
-// modelSpeed is the speed factor of the slowest GPU model among claims
-// (1 without Config.GPUSpeeds, or for claims without GPUs).
-func (s *Simulation) modelSpeed(claims []topology.Claim) float64 {
+// typeFactors fills modelFactor: a row of factors per job type of the
+// trace (row 0 the default one's), and each job's row.
+func (s *Simulation) typeFactors(jobs []trace.Job) {
+	idx := map[string]int32{"": 0}
+	s.modelFactor = [][]float64{s.cfg.GPUSpeeds.modelFactors(s.c.Models(), "")}
+	for i := range jobs {
+		t := jobs[i].Type
+		k, ok := idx[t]
+		if !ok {
+			k = int32(len(s.modelFactor))
+			idx[t] = k
+			s.modelFactor = append(s.modelFactor, s.cfg.GPUSpeeds.modelFactors(s.c.Models(), t))
+		}
+		s.jobs[i].typ = k
+	}
+}
+
+// modelSpeed is the speed factor for j's type of the slowest GPU model
+// among claims (1 without Config.GPUSpeeds, or for claims without GPUs).
+func (s *Simulation) modelSpeed(claims []topology.Claim, j *job) float64 {
 	if s.modelFactor == nil {
 		return 1
 	}
+	row := s.modelFactor[j.typ]
 	f := math.Inf(1)
 	for _, c := range claims {
-		if m := s.c.HostModel(c.Host); len(c.GPUs) > 0 && m >= 0 && int(m) < len(s.modelFactor) {
-			f = min(f, s.modelFactor[m])
+		if m := s.c.HostModel(c.Host); len(c.GPUs) > 0 && m >= 0 && int(m) < len(row) {
+			f = min(f, row[m])
 		}
 	}
 	if math.IsInf(f, 1) {
@@ -540,7 +559,7 @@ func (s *Simulation) bind(now time.Duration, b Binding) error {
 	j.segBusy = s.m.load.busyTime
 	s.running++
 	j.level = s.spread(j.claims)
-	j.speed = s.speedFor(j.level) * s.modelSpeed(j.claims) * sizeSpeed(j) // (resize.go)
+	j.speed = s.speedFor(j.level) * s.modelSpeed(j.claims, j) * sizeSpeed(j) // (resize.go)
 	j.segStart, j.runStart, j.unsaved = now, now, 0
 	j.restart = 0
 	if j.started {

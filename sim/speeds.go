@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -132,18 +133,40 @@ func ReadSpeedTable(r io.Reader, file string) (*SpeedTable, error) {
 	return &SpeedTable{Source: f.Source, Reference: f.Reference, Models: f.Models, Classes: f.Classes}, nil
 }
 
-// modelFactors returns the default factor of each of the cluster's models
-// by ModelID.
-func (t *SpeedTable) modelFactors(models []topology.Accelerator) []float64 {
+// modelFactors returns class's factor ("" for the default) of each of
+// the cluster's models by ModelID.
+func (t *SpeedTable) modelFactors(models []topology.Accelerator, class string) []float64 {
 	out := make([]float64, len(models))
 	for i := range models {
 		m := models[i].Model
 		if base, _, ok := strings.Cut(m, "@"); ok {
 			m = base // a hard partition's copy (HardPartition) runs as its model
 		}
-		out[i] = t.Factor(m, "")
+		out[i] = t.Factor(m, class)
 	}
 	return out
+}
+
+// ClassNames returns the table's classes (job types), sorted.
+func (t *SpeedTable) ClassNames() []string {
+	if t == nil {
+		return nil
+	}
+	out := make([]string, 0, len(t.Classes))
+	for c := range t.Classes {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// HasClass reports whether the table names class.
+func (t *SpeedTable) HasClass(class string) bool {
+	if t == nil {
+		return false
+	}
+	_, ok := t.Classes[class]
+	return ok
 }
 
 // Throughputs returns class's factor on each of models, in order: the

@@ -28,7 +28,9 @@ type orderedJob struct {
 // error the ordering returns is kept (Err) and ends its calls.
 type orderer struct {
 	o       policy.Ordering
-	re      policy.Reorderer // o, when it reorders running jobs
+	re      policy.Reorderer  // o, when it reorders running jobs
+	tr      policy.Tracker    // o, when it follows runs
+	bound   map[string]string // job → the GPU model of its last binding, for tr
 	jobs    map[string]*orderedJob
 	running []*orderedJob // swap-removed: deterministic for a given call sequence
 	entered []*orderedJob
@@ -45,7 +47,8 @@ type orderer struct {
 // ordering failed with.
 func (a *Scheduler) Order(o policy.Ordering) {
 	r, _ := o.(policy.Reorderer)
-	a.order = &orderer{o: o, re: r, jobs: map[string]*orderedJob{}}
+	t, _ := o.(policy.Tracker)
+	a.order = &orderer{o: o, re: r, tr: t, jobs: map[string]*orderedJob{}, bound: map[string]string{}}
 }
 
 // OrderErr returns the first error of the Order ordering, or nil.
@@ -76,7 +79,26 @@ func (m *orderer) submit(now time.Duration, j *workload.Job) {
 	m.waiting++
 }
 
+// bind records the GPU model of a binding's first GPU, for a Tracker.
+func (m *orderer) bind(c *topology.Cluster, job string, claims []topology.Claim) {
+	if m.tr == nil {
+		return
+	}
+	model := ""
+	for _, cl := range claims {
+		if id := c.HostModel(cl.Host); len(cl.GPUs) > 0 && id >= 0 {
+			model = c.Model(id).Model
+			break
+		}
+	}
+	m.bound[job] = model
+}
+
 func (m *orderer) started(now time.Duration, id string) {
+	if m.tr != nil {
+		m.tr.Started(now, id, m.bound[id])
+		delete(m.bound, id)
+	}
 	if j := m.jobs[id]; j != nil && j.idx < 0 {
 		m.waiting--
 		j.since = now
@@ -104,6 +126,9 @@ func (m *orderer) stopped(now time.Duration, id string, saved time.Duration, gon
 		m.waiting++
 	}
 	j.job.Done = saved
+	if gone && m.tr != nil {
+		m.tr.Ended(now, id)
+	}
 	if gone {
 		m.waiting--
 		j.gone = true

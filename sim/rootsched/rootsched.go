@@ -133,6 +133,9 @@ func (a *Scheduler) Schedule(now time.Duration) sim.Decision {
 	}
 	for i, b := range d.Bindings {
 		out.Bindings[i] = sim.Binding{Job: b.Job, Claims: b.Placement.Claims}
+		if a.order != nil {
+			a.order.bind(a.S.Cluster(), b.Job, b.Placement.Claims)
+		}
 	}
 	for i, p := range d.Preemptions {
 		out.Preemptions[i] = sim.Preemption{Job: p.Job, Grace: p.Grace, Reason: p.Reason}

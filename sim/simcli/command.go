@@ -287,6 +287,9 @@ func prepare(rc runConfig, cluster func(runConfig) (*topology.Cluster, error)) (
 	if err != nil {
 		return nil, err
 	}
+	if err := rc.assignJobTypes(lt); err != nil { // (gavel.go)
+		return nil, err
+	}
 	replayable(lt)
 	if len(lt.jobs) == 0 {
 		return nil, fmt.Errorf("trace %s: no job to replay", lt.name)
@@ -395,6 +398,13 @@ func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stat
 	if placer, err = rc.slurmPlacer(placer); err != nil {
 		return nil, err
 	}
+	gav, err := order.gavelPolicy(rc, p.c, jobs)
+	if err != nil {
+		return nil, err
+	}
+	if gav != nil {
+		placer = gav.Placer(placer) // each job on its allocation's GPU model
+	}
 	scfg, err := rc.schedConfig()
 	if err != nil {
 		return nil, err
@@ -415,6 +425,9 @@ func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stat
 	}
 	if err := order.apply(s, rc.seed); err != nil {
 		return nil, err
+	}
+	if gav != nil {
+		s.Order(gav)
 	}
 	defer s.CloseOrder()
 	cfg, err := rc.simConfig()

@@ -68,7 +68,7 @@ func Version() string {
 
 // inputFlags are the flags whose values name input files: the file is
 // the value, or what follows its KIND: prefix.
-var inputFlags = []string{"file", "trace", "queues", "gpu-speeds", "slurm", "kube", "config", "baseline"}
+var inputFlags = []string{"file", "trace", "queues", "gpu-speeds", "job-types", "slurm", "kube", "config", "baseline"}
 
 // inputPath returns the file a flag's value names, or "".
 func inputPath(flag, v string) string {
@@ -81,7 +81,7 @@ func inputPath(flag, v string) string {
 			return ""
 		}
 		return path
-	case flag == "gpu-speeds" && v == "gavel":
+	case flag == "gpu-speeds" && v == "gavel", flag == "job-types" && v == "uniform":
 		return ""
 	}
 	return v

@@ -42,6 +42,8 @@ type Mapping struct {
 	Priority string
 	// Models holds the acceptable GPU models, separated by '|'.
 	Models string
+	// Type holds the job's type (Job.Type: a class of the speed table).
+	Type string
 	// SubmitFormat is "seconds" (the default: an offset in seconds),
 	// "ms", "unix" (epoch seconds), "unix-ms", "datetime" (the
 	// timestamp forms the public traces use, e.g. "2017-10-07 01:12:09"
@@ -54,8 +56,8 @@ type Mapping struct {
 // ParseMapping parses "field=column,…" (e.g.
 // "submit=ts,duration=secs,gpus=n,queue=team,submit-format=datetime") into
 // a Mapping. Fields: id, submit, duration, gpus, gpu-milli, tasks, cpu,
-// memory-mib, queue, priority, models, submit-format, duration-unit (a Go
-// duration such as 1ms).
+// memory-mib, queue, priority, models, type (the job type, Job.Type),
+// submit-format, duration-unit (a Go duration such as 1ms).
 func ParseMapping(s string) (Mapping, error) {
 	var m Mapping
 	for _, kv := range strings.Split(s, ",") {
@@ -91,6 +93,8 @@ func ParseMapping(s string) (Mapping, error) {
 			m.Priority = v
 		case "models", "model":
 			m.Models = v
+		case "type", "job-type":
+			m.Type = v
 		case "submit-format":
 			m.SubmitFormat = v
 		case "duration-unit":
@@ -100,7 +104,7 @@ func ParseMapping(s string) (Mapping, error) {
 			}
 			m.DurationUnit = d
 		default:
-			return m, fmt.Errorf("trace: mapping: unknown field %q (known: id, submit, duration, gpus, gpu-milli, tasks, cpu, memory-mib, queue, priority, models, submit-format, duration-unit)", k)
+			return m, fmt.Errorf("trace: mapping: unknown field %q (known: id, submit, duration, gpus, gpu-milli, tasks, cpu, memory-mib, queue, priority, models, type, submit-format, duration-unit)", k)
 		}
 	}
 	return m, m.validate()
@@ -127,7 +131,7 @@ func (m Mapping) validate() error {
 
 func (m Mapping) columns() []string {
 	var out []string
-	for _, c := range []string{m.ID, m.Submit, m.Duration, m.GPUs, m.GPUMilli, m.Tasks, m.CPU, m.MemoryMiB, m.Queue, m.Priority, m.Models} {
+	for _, c := range []string{m.ID, m.Submit, m.Duration, m.GPUs, m.GPUMilli, m.Tasks, m.CPU, m.MemoryMiB, m.Queue, m.Priority, m.Models, m.Type} {
 		if c != "" {
 			out = append(out, strings.ToLower(c))
 		}
@@ -279,7 +283,7 @@ func (g *mapped) convert(get func(string) string, line int) (Job, bool, *ParseEr
 			}
 		}
 	}
-	return Job{Spec: j, Submit: off, Duration: d, Line: line}, true, nil
+	return Job{Spec: j, Submit: off, Duration: d, Line: line, Type: field(m.Type)}, true, nil
 }
 
 // CSV reads a CSV file with a header row through a Mapping.

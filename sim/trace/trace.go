@@ -26,6 +26,12 @@ type Job struct {
 	Duration time.Duration
 	// Line is the 1-based line (or record) of the source it came from.
 	Line int
+	// Type is the job's type: the network it trains (Gavel's job types,
+	// e.g. resnet50-bs64), naming a class of the speed table the
+	// simulator runs it by (sim.SpeedTable.Classes). Empty: the table's
+	// default factors. Set from a trace column (Mapping.Type) or a
+	// mapping file (ReadJobTypes, AssignTypes).
+	Type string
 }
 
 // Reader yields jobs one at a time. Next returns io.EOF after the last job.

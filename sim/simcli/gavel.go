@@ -1,0 +1,160 @@
+package simcli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gpusched/gpusched/sim/gavel"
+	"github.com/gpusched/gpusched/sim/trace"
+	"github.com/gpusched/gpusched/topology"
+)
+
+// jobTypesHelp is --job-types' help: every value it takes.
+const jobTypesHelp = `job types (Gavel's: the network a job trains), naming classes of the --gpu-speeds table, by which each job runs on each GPU model and --ordering gavel allocates: ` +
+	`empty (the trace's own type column, e.g. --map …,type=COLUMN, else the table's default factors), ` +
+	`uniform (each job a type drawn uniformly from the table's classes by the seed and its ID, as Gavel's simulator draws them), ` +
+	`or a file of JOB,TYPE lines (an optional job,type header; # comments); needs --gpu-speeds`
+
+// gavelOrder is what an --ordering gavel value asks for.
+type gavelOrder struct {
+	agnostic bool
+	round    time.Duration
+}
+
+// name is the ordering's name, without its round.
+func (g *gavelOrder) name() string {
+	if g.agnostic {
+		return "gavel-agnostic"
+	}
+	return "gavel"
+}
+
+// parseGavel reads gavel[:ROUND] and gavel-agnostic[:ROUND]; ok is false
+// for other names.
+func parseGavel(name, arg string, hasArg bool) (*gavelOrder, bool, error) {
+	if name != "gavel" && name != "gavel-agnostic" {
+		return nil, false, nil
+	}
+	g := &gavelOrder{agnostic: name == "gavel-agnostic"}
+	if hasArg {
+		d, err := time.ParseDuration(arg)
+		if err != nil || d <= 0 {
+			return nil, true, fmt.Errorf("--ordering %s:%s: want %s:ROUND, a positive round length such as 6m", name, arg, name)
+		}
+		g.round = d
+	}
+	return g, true, nil
+}
+
+// gavelPolicy builds the run's Gavel policy (nil when the ordering is not
+// gavel): its allocation over c's models by the run's speed table and
+// the jobs' types.
+func (o jobOrder) gavelPolicy(rc runConfig, c *topology.Cluster, jobs []trace.Job) (*gavel.Policy, error) {
+	if o.gavel == nil {
+		return nil, nil
+	}
+	speeds, err := readGPUSpeeds(rc.gpuSpeeds)
+	if err != nil {
+		return nil, err
+	}
+	types := map[string]string{}
+	for i := range jobs {
+		if jobs[i].Type != "" {
+			types[jobs[i].Spec.ID] = jobs[i].Type
+		}
+	}
+	p, err := gavel.New(gavel.Config{Cluster: c, Speeds: speeds, Types: types, Round: o.gavel.round, Agnostic: o.gavel.agnostic})
+	if err != nil {
+		return nil, fmt.Errorf("--ordering %s: %w", o.gavel.name(), err)
+	}
+	return p, nil
+}
+
+// gavelEffective completes a gavel ordering's run: it needs --gpu-speeds
+// (the jobs' speeds per model, the same for the runs it is compared
+// with), preempts across queues (Gavel's rounds share the whole cluster)
+// when --preempt is off, and runs a cycle every round unless
+// --schedule-every says otherwise.
+func (r *runConfig) gavelEffective(o jobOrder) error {
+	if o.gavel == nil {
+		return nil
+	}
+	if r.gpuSpeeds == "" {
+		return fmt.Errorf("--ordering %s needs --gpu-speeds (e.g. gavel, the embedded table); give the same to the runs it is compared with", r.ordering)
+	}
+	switch r.preempt {
+	case "", "off", "none", "false":
+		r.preempt = "cluster"
+	}
+	if r.scheduleEvery == 0 {
+		r.scheduleEvery = o.gavel.round
+		if r.scheduleEvery == 0 {
+			r.scheduleEvery = gavel.DefaultRound
+		}
+	}
+	return nil
+}
+
+// assignJobTypes applies --job-types to a loaded trace and checks every
+// job's type against the speed table: a type the table does not have is
+// an error naming the mapping file's (or the trace's) line and field.
+func (r *runConfig) assignJobTypes(lt *loadedTrace) error {
+	hasTypes := r.jobTypes != ""
+	for i := range lt.jobs {
+		hasTypes = hasTypes || lt.jobs[i].Type != ""
+	}
+	if !hasTypes {
+		return nil
+	}
+	if r.gpuSpeeds == "" {
+		if r.jobTypes != "" {
+			return errors.New("--job-types needs --gpu-speeds: the table whose classes the types name")
+		}
+		return nil // a trace's type column without a table: types unused
+	}
+	speeds, err := readGPUSpeeds(r.gpuSpeeds)
+	if err != nil {
+		return err
+	}
+	known := speeds.ClassNames()
+	switch r.jobTypes {
+	case "":
+	case "uniform":
+		if len(known) == 0 {
+			return fmt.Errorf("--job-types uniform: the --gpu-speeds table %s has no classes to draw from", r.gpuSpeeds)
+		}
+		trace.AssignUniform(lt.jobs, known, r.dataSeed())
+		lt.name += "+types=uniform"
+		return nil
+	default:
+		f, err := openInput("--job-types", r.jobTypes)
+		if err != nil {
+			return err
+		}
+		m, err := trace.ReadJobTypes(f, r.jobTypes)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("--job-types: %w", err)
+		}
+		if err := m.Check(speeds.HasClass, known); err != nil {
+			return fmt.Errorf("--job-types: %w", err)
+		}
+		// Rows for jobs the trace lacks (a mapping for a longer trace than
+		// the one replayed) are counted in the trace's name, not refused.
+		if n := m.Assign(lt.jobs); n > 0 {
+			lt.name += fmt.Sprintf("+types(%d of %d rows unmatched)", n, len(m.Rows))
+		} else {
+			lt.name += "+types"
+		}
+	}
+	_, file, _ := strings.Cut(r.traceArg, ":")
+	for i := range lt.jobs {
+		if t := lt.jobs[i].Type; t != "" && !speeds.HasClass(t) {
+			return fmt.Errorf("--trace: %w", &trace.ParseError{File: file, Line: lt.jobs[i].Line, Field: "type",
+				Msg: fmt.Sprintf("%q is not a job type of the --gpu-speeds table (%s)", t, strings.Join(known, ", "))})
+		}
+	}
+	return nil
+}
