@@ -491,6 +491,7 @@ func unplaceable(c *topology.Cluster, file string, line int, g *workload.TaskGro
 // parseSeeds reads "42-51", "1,5,9" or a mix.
 func parseSeeds(s string) ([]uint64, error) {
 	var out []uint64
+	seen := map[uint64]bool{}
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		lo, hi, isRange := strings.Cut(part, "-")
@@ -504,9 +505,13 @@ func parseSeeds(s string) ([]uint64, error) {
 				return nil, fmt.Errorf("%q is not a range of at most 10000 seeds", part)
 			}
 		}
-		for v := a; v <= b; v++ {
-			if !slices.Contains(out, v) {
+		for v := a; ; v++ { // to b inclusive, without counting past 2^64−1
+			if !seen[v] {
+				seen[v] = true
 				out = append(out, v)
+			}
+			if v == b {
+				break
 			}
 		}
 	}
