@@ -64,6 +64,21 @@ type LearnOptions struct {
 	// told apart by GPU demand, CPU and acceptable models only, and a
 	// class's MemoryMiB is zero (the paper's measure ignores memory).
 	KeepMemory bool
+	// Labels, when set, holds one label per task that tells GPU tasks'
+	// classes apart instead of their set of acceptable models (CPU-only
+	// tasks ignore it). The FGD artifact keys its "typical pods" by the
+	// pod's GPU-model annotation as the trace wrote it (gpu_spec without
+	// empty parts): "V100M16|V100M32" and "V100M16|V100M32|V100M32" are two
+	// classes there, one model set here. A class's Task is its first
+	// task's. len(Labels) must be len(tasks).
+	Labels []string
+	// ArtifactOrder orders classes of equal count as the FGD artifact does
+	// (its TargetPodList sorted in reverse: decreasing CPU, then per-GPU
+	// milli, GPU count and label) instead of by increasing demand, and
+	// computes each kept class's weight with the artifact's float
+	// arithmetic ((count/total) / (kept/total)). Which classes make the
+	// coverage cut-off depends on it when counts tie there.
+	ArtifactOrder bool
 }
 
 // Learn builds the distribution of a trace: tasks with equal demand (GPUs
@@ -79,9 +94,13 @@ func Learn(tasks []Task, opt LearnOptions) (Distribution, error) {
 	if !(cov > 0 && cov <= 1) {
 		return Distribution{}, fmt.Errorf("%w: coverage %v outside (0, 1]", ErrBadDistribution, opt.Coverage)
 	}
+	if opt.Labels != nil && len(opt.Labels) != len(tasks) {
+		return Distribution{}, fmt.Errorf("%w: %d labels for %d tasks", ErrBadDistribution, len(opt.Labels), len(tasks))
+	}
 	type entry struct {
-		t Task
-		n int
+		t     Task
+		n     int
+		label string
 	}
 	var entries []entry
 	index := map[classKey]int{}
@@ -101,11 +120,16 @@ func Learn(tasks []Task, opt LearnOptions) (Distribution, error) {
 		}
 		t.Models = canonModels(t.Models)
 		k := keyOf(t)
+		label := ""
+		if opt.Labels != nil && !t.CPUOnly() {
+			label = opt.Labels[i]
+			k.models, k.label = "", label
+		}
 		if e, ok := index[k]; ok {
 			entries[e].n++
 		} else {
 			index[k] = len(entries)
-			entries = append(entries, entry{t: t, n: 1})
+			entries = append(entries, entry{t: t, n: 1, label: label})
 		}
 		total++
 	}
@@ -113,6 +137,13 @@ func Learn(tasks []Task, opt LearnOptions) (Distribution, error) {
 		return Distribution{}, fmt.Errorf("%w: no tasks to learn from", ErrBadDistribution)
 	}
 	slices.SortStableFunc(entries, func(a, b entry) int {
+		if opt.ArtifactOrder {
+			// Reverse of the artifact's PodResource.Less: CPU, per-GPU milli,
+			// GPU count, label.
+			ar, an := a.t.perGPU()
+			br, bn := b.t.perGPU()
+			return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(b.t.CPUMilli, a.t.CPUMilli), cmp.Compare(br, ar), cmp.Compare(bn, an), cmp.Compare(b.label, a.label))
+		}
 		return cmp.Or(cmp.Compare(b.n, a.n), compareTasks(a.t, b.t))
 	})
 	need := cov * float64(total)
@@ -123,7 +154,13 @@ func Learn(tasks []Task, opt LearnOptions) (Distribution, error) {
 	}
 	d := Distribution{Classes: make([]Class, kept)}
 	for i := range kept {
-		d.Classes[i] = Class{Task: entries[i].t, Weight: float64(entries[i].n) / float64(sum)}
+		w := float64(entries[i].n) / float64(sum)
+		if opt.ArtifactOrder && kept < len(entries) {
+			w = float64(entries[i].n) / float64(total) / (float64(sum) / float64(total))
+		} else if opt.ArtifactOrder {
+			w = float64(entries[i].n) / float64(total)
+		}
+		d.Classes[i] = Class{Task: entries[i].t, Weight: w}
 	}
 	return d, nil
 }
@@ -133,6 +170,7 @@ type classKey struct {
 	gpus, milli int
 	cpu, mem    int64
 	models      string
+	label       string // LearnOptions.Labels
 }
 
 func keyOf(t Task) classKey {

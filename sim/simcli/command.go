@@ -333,7 +333,7 @@ func prepare(rc runConfig, cluster func(runConfig) (*topology.Cluster, error)) (
 		}
 		lt.name += fmt.Sprintf("@load=%g(x%.4g)", rc.synLoad, f)
 	}
-	if rc.vcLoad != 0 {
+	if rc.vcLoad != 0 || rc.vcLoadOf != "" {
 		if err := rc.scalePerVC(lt); err != nil {
 			return nil, err
 		}
@@ -341,8 +341,8 @@ func prepare(rc runConfig, cluster func(runConfig) (*topology.Cluster, error)) (
 	return &prepared{c: c, lt: lt, part: part}, nil
 }
 
-// scalePerVC applies --vc-load: each VC's arrivals scaled to the load on
-// its own GPUs.
+// scalePerVC applies --vc-load and --vc-load-of: each VC's arrivals
+// scaled to its load on its own GPUs.
 func (rc runConfig) scalePerVC(lt *loadedTrace) error {
 	path, ok := strings.CutPrefix(rc.queues, hardVCPrefix)
 	if !ok {
@@ -353,8 +353,8 @@ func (rc runConfig) scalePerVC(lt *loadedTrace) error {
 		return fmt.Errorf("--vc-load needs --queues vc:PATH or vc-hard:PATH (the VCs' GPUs), not %q", rc.queues)
 	case rc.synLoad != 0 || rc.arrivalSpan != 0:
 		return errors.New("--vc-load scales each VC on its own: give it without --load and --arrival-span")
-	case !(rc.vcLoad > 0):
-		return fmt.Errorf("--vc-load %g: want > 0", rc.vcLoad)
+	case !(rc.vcLoad >= 0):
+		return fmt.Errorf("--vc-load %g: want a positive load (0: off)", rc.vcLoad)
 	}
 	vcs, err := rc.readVCs(path)
 	if err != nil {
@@ -364,11 +364,20 @@ func (rc runConfig) scalePerVC(lt *loadedTrace) error {
 	for _, v := range vcs {
 		capacity[v.Name] = v.GPUs
 	}
+	loads, err := rc.vcLoads(capacity)
+	if err != nil {
+		return err
+	}
 	trace.Rebase(lt.jobs)
-	if _, err := trace.ScaleToLoadPerQueue(lt.jobs, capacity, rc.vcLoad); err != nil {
+	if _, err := trace.ScaleToLoadEachQueue(lt.jobs, capacity, loads); err != nil {
 		return fmt.Errorf("--vc-load: %w", err)
 	}
-	lt.name += fmt.Sprintf("@vc-load=%g", rc.vcLoad)
+	if rc.vcLoad != 0 {
+		lt.name += fmt.Sprintf("@vc-load=%g", rc.vcLoad)
+	}
+	if rc.vcLoadOf != "" {
+		lt.name += "@vc-load-of=" + rc.vcLoadOf
+	}
 	return nil
 }
 
@@ -979,6 +988,7 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 		mem                          int64
 		lvl                          string
 		load, vcLoad                 float64
+		vcLoadOf                     string
 		repeat                       int
 		perturb                      string
 		span                         time.Duration
@@ -986,7 +996,7 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 	}
 	keyOf := func(r runConfig) key {
 		k := key{r.preset, r.file, r.traceArg, r.mapping, r.queues, r.skipBad, r.strict, r.keepCPU, r.maxPerTask, r.cpuPerGPU, r.memPerGPU, r.topoLevel,
-			r.synLoad, r.vcLoad, r.repeat, r.perturb, r.arrivalSpan, 0}
+			r.synLoad, r.vcLoad, r.vcLoadOf, r.repeat, r.perturb, r.arrivalSpan, 0}
 		if strings.HasPrefix(r.traceArg, "synthetic:") || r.repeat > 1 || r.perturb != "" {
 			k.seed = r.dataSeed() // generation, replication and perturbation draw from it
 		}

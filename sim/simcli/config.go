@@ -85,6 +85,7 @@ type runConfig struct {
 	starveLimit  float64
 	perturb      string // a trace.Perturbation (--perturb)
 	vcLoad       float64
+	vcLoadOf     string // per-VC loads, VC=LOAD,… (vcload.go)
 	// reg holds the registered policies (Options.Registry); nil: none.
 	reg *policy.Registry
 }
@@ -113,6 +114,7 @@ func (r *runConfig) bind(fs *pflag.FlagSet, cluster bool) {
 	fs.Float64Var(&r.synLoad, "load", r.synLoad, "offered load (1 = 100% of the cluster's GPUs): a synthetic trace is generated at it (0: 0.9); a recorded trace has its arrival times scaled to it (0: replayed as recorded)")
 	fs.StringVar(&r.perturb, "perturb", r.perturb, "vary a recorded trace by the seed, so that --seeds replications differ: a comma-separated list of bootstrap (resample the jobs with replacement), jitter=DURATION (move each arrival by up to ± DURATION), window=DURATION (keep a random window of arrivals this long); empty: replay as recorded (with a deterministic placer every seed then gives the same run)")
 	fs.Float64Var(&r.vcLoad, "vc-load", r.vcLoad, "with --queues vc:PATH or vc-hard:PATH, scale each VC's arrivals on their own so that its jobs offer this load on its own GPUs (nodes × --gpus-per-node; trace.ScaleToLoadPerQueue), instead of one --load factor for the whole trace (0: off)")
+	fs.StringVar(&r.vcLoadOf, "vc-load-of", r.vcLoadOf, vcLoadOfHelp)
 	fs.IntVar(&r.repeat, "repeat", r.repeat, "replay k out-of-phase copies of a recorded trace at once (k times its load; 0 or 1: one)")
 	fs.DurationVar(&r.arrivalSpan, "arrival-span", r.arrivalSpan, "scale a recorded trace's arrival times so they span this long (0: as recorded; see also --load)")
 	fs.StringVar(&r.policy, "policy", r.policy, policyHelp(r.reg))

@@ -1,6 +1,7 @@
 package simcli
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -195,7 +196,10 @@ func runInflationArgs(parent *cobra.Command, opt Options, args []string) error {
 type inflationInput struct {
 	path  string // the file, or "builtin"
 	tasks []frag.Task
-	stats trace.Stats
+	// labels holds each task's gpu_spec as written (openbSpecLabels), for
+	// FGD's workload learned the artifact's way.
+	labels []string
+	stats  trace.Stats
 	// kept counts tasks whose CPU or memory no host with their GPUs has,
 	// kept as the paper's simulator keeps them; first is the first one.
 	kept  int
@@ -272,7 +276,13 @@ func runInflation(cmd *cobra.Command, f *inflationFlags, loadCluster ClusterLoad
 		return err
 	}
 	if slices.Contains(policies, frag.FGD) {
-		d, err := frag.Learn(in.tasks, frag.LearnOptions{Coverage: f.coverage})
+		lo := frag.LearnOptions{Coverage: f.coverage}
+		if opt.Sampling == frag.SampleArtifact {
+			// The artifact's typical pods: classes by gpu_spec as written,
+			// its order among equal counts and its weights.
+			lo.Labels, lo.ArtifactOrder = in.labels, true
+		}
+		d, err := frag.Learn(in.tasks, lo)
 		if err != nil {
 			return fmt.Errorf("--coverage: %w", err)
 		}
@@ -352,7 +362,12 @@ func readInflationTasks(c *topology.Cluster, path string, skipBad, strict bool) 
 		defer fh.Close()
 		r = fh
 	}
-	rd, err := trace.NewOpenB(r, trace.OpenBOptions{File: name, SkipMalformed: skipBad, Strict: strict})
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	specs := openbSpecLabels(raw)
+	rd, err := trace.NewOpenB(bytes.NewReader(raw), trace.OpenBOptions{File: name, SkipMalformed: skipBad, Strict: strict})
 	if err != nil {
 		return nil, err
 	}
@@ -377,6 +392,9 @@ func readInflationTasks(c *topology.Cluster, path string, skipBad, strict bool) 
 			continue
 		}
 		in.tasks = append(in.tasks, job...)
+		for range job {
+			in.labels = append(in.labels, specs[j.Line])
+		}
 	}
 	st := rd.Stats()
 	st.Read -= left.Skipped
@@ -491,6 +509,7 @@ func unplaceable(c *topology.Cluster, file string, line int, g *workload.TaskGro
 // parseSeeds reads "42-51", "1,5,9" or a mix.
 func parseSeeds(s string) ([]uint64, error) {
 	var out []uint64
+	seen := map[uint64]bool{}
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		lo, hi, isRange := strings.Cut(part, "-")
@@ -504,9 +523,13 @@ func parseSeeds(s string) ([]uint64, error) {
 				return nil, fmt.Errorf("%q is not a range of at most 10000 seeds", part)
 			}
 		}
-		for v := a; v <= b; v++ {
-			if !slices.Contains(out, v) {
+		for v := a; ; v++ { // to b inclusive, without counting past 2^64−1
+			if !seen[v] {
+				seen[v] = true
 				out = append(out, v)
+			}
+			if v == b {
+				break
 			}
 		}
 	}

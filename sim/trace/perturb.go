@@ -28,8 +28,13 @@ type Perturbation struct {
 	Window time.Duration
 }
 
+// MaxPerturbation is the longest jitter or window a Perturbation takes:
+// ten years, beyond any recorded trace and far from time.Duration's limit.
+const MaxPerturbation = 10 * 365 * 24 * time.Hour
+
 // ParsePerturbation reads a comma-separated list of bootstrap,
-// jitter=DURATION and window=DURATION ("" or "none": none).
+// jitter=DURATION and window=DURATION ("" or "none": none), each
+// duration at most MaxPerturbation.
 func ParsePerturbation(s string) (Perturbation, error) {
 	var p Perturbation
 	if s == "" || s == "none" {
@@ -50,6 +55,9 @@ func ParsePerturbation(s string) (Perturbation, error) {
 		}
 		if err != nil || p.Jitter < 0 || p.Window < 0 {
 			return p, fmt.Errorf("perturbation %q: %s wants a non-negative duration such as 10m", s, k)
+		}
+		if p.Jitter > MaxPerturbation || p.Window > MaxPerturbation {
+			return p, fmt.Errorf("perturbation %q: %s beyond %v", s, k, MaxPerturbation)
 		}
 	}
 	return p, nil
@@ -72,8 +80,12 @@ func (p Perturbation) String() string {
 
 // Perturb returns jobs varied by p with draws from seed: first the window,
 // then the bootstrap, then the jitter. The result is sorted by (Submit,
-// ID); jobs is not changed. It fails when the window keeps no job.
+// ID); jobs is not changed. It fails when the window keeps no job, and
+// for a jitter or window outside [0, MaxPerturbation].
 func Perturb(jobs []Job, p Perturbation, seed uint64) ([]Job, error) {
+	if p.Jitter < 0 || p.Jitter > MaxPerturbation || p.Window < 0 || p.Window > MaxPerturbation {
+		return nil, fmt.Errorf("trace: perturbation %s: jitter and window must be within [0, %v]", p, MaxPerturbation)
+	}
 	out := slices.Clone(jobs)
 	if p == (Perturbation{}) || len(out) == 0 {
 		return out, nil

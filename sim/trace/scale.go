@@ -103,6 +103,22 @@ func ScaleToLoadPerQueue(jobs []Job, capacity map[string]int, load float64) (map
 	if !(load > 0) || math.IsInf(load, 0) {
 		return nil, errors.New("trace: target load must be positive and finite")
 	}
+	loads := make(map[string]float64, len(capacity))
+	for q := range capacity {
+		loads[q] = load
+	}
+	return ScaleToLoadEachQueue(jobs, capacity, loads)
+}
+
+// ScaleToLoadEachQueue is ScaleToLoadPerQueue with a load of its own for
+// each queue: the jobs of queue q offer loads[q] on capacity[q] GPUs.
+// Jobs of queues without a load or a capacity keep their times.
+func ScaleToLoadEachQueue(jobs []Job, capacity map[string]int, loads map[string]float64) (map[string]float64, error) {
+	for q, l := range loads {
+		if !(l > 0) || math.IsInf(l, 0) {
+			return nil, errors.New("trace: queue " + q + ": target load must be positive and finite")
+		}
+	}
 	if len(jobs) == 0 {
 		return nil, nil
 	}
@@ -113,6 +129,9 @@ func ScaleToLoadPerQueue(jobs []Job, capacity map[string]int, load float64) (map
 		lo = min(lo, jobs[i].Submit)
 		q := jobs[i].Spec.Queue
 		if _, ok := capacity[q]; !ok {
+			continue
+		}
+		if _, ok := loads[q]; !ok {
 			continue
 		}
 		if _, ok := groups[q]; !ok {
@@ -131,7 +150,7 @@ func ScaleToLoadPerQueue(jobs []Job, capacity map[string]int, load float64) (map
 		if cur == 0 {
 			return nil, errors.New("trace: queue " + q + ": no arrival span or no GPU demand to scale")
 		}
-		f := cur / load
+		f := cur / loads[q]
 		for _, i := range groups[q] {
 			jobs[i].Submit = lo + time.Duration(float64(jobs[i].Submit-lo)*f)
 		}
