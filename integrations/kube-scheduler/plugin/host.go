@@ -85,6 +85,8 @@ type host struct {
 	finals finalPhases
 	// away: GPU nodes temporarily unavailable (away.go).
 	away awayNodes
+	// freed: when bound pods last left each node (constraints.go).
+	freed freedNodes
 }
 
 // submitAt is the time to submit a job created at created: created, or
@@ -138,6 +140,9 @@ type jobRec struct {
 	excluded   map[string]exclusion
 	rejections int
 	filter     string
+	// lagRetried: the last rejection taken for kube's cache lagging
+	// (freedNodes).
+	lagRetried time.Time
 }
 
 // assignment is where one pod of a bound job goes.
@@ -1128,6 +1133,9 @@ func (h *host) forget(p *v1.Pod) {
 	h.amu.Unlock()
 	if isTerminal(p) {
 		h.finals.record(p.UID, p.Status.Phase)
+	}
+	if p.Spec.NodeName != "" {
+		h.freed.record(p.Spec.NodeName, h.io.now())
 	}
 	h.mu.Unlock()
 }
