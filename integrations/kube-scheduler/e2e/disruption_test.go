@@ -276,8 +276,6 @@ func gpusLost(n *v1.Node) {
 // deleted for its controller to recreate; a pod on a fourth, healthy node
 // is left alone, and a new 8-GPU pod binds only there once it is free.
 func testRecoveriesDelete(ctx context.Context, t *testing.T, cp *controlPlane, start func()) {
-	t.Skip("known failure since issue 26's scheduler-mode changes merged (2026-12-05): after the faulty nodes' pods are deleted, " +
-		"\"next\" is not bound on n4 within 30 s of its pod finishing; under investigation, see the closing note of that day")
 	c := cp.Client
 	nodes := []string{"n1", "n2", "n3", "n4"}
 	for _, n := range nodes {

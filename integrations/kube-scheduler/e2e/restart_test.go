@@ -287,8 +287,6 @@ wait:
 // gpusched places on n0's last free GPU fails NodeResourcesFit for as long
 // as the gang waits.
 func testStaleNomination(ctx context.Context, t *testing.T, cp *controlPlane, start func()) {
-	t.Skip("known failure since issue 26's leader probe merged (2026-12-05): with the binary, kube's own FailedScheduling " +
-		"condition (\"waiting for a gpusched cycle\") can land after gpusched's \"partly bound\" one; under investigation")
 	c := cp.Client
 	createNode(ctx, t, c, nodeSpec{Name: "n0", GPUs: 8, Product: h100})
 	gang := map[string]string{queueLabel: "batch", gangLabelKey: "s", plugin.DefaultGangSizeKey: "4"}

@@ -163,9 +163,16 @@ func (h *host) exclude(uid types.UID, node, why string, now time.Time) {
 	if rec == nil {
 		return
 	}
-	rec.rejections++
-	back := exclusionBase << min(rec.rejections-1, 10)
-	back = min(back, exclusionMax)
+	var back time.Duration
+	if h.freed.lagging(node, now, rec.lagRetried) {
+		// kube-scheduler's cache may still count a pod that just left
+		// node (see freedNodes): retry soon, once, not as a rejection.
+		rec.lagRetried = now
+		back = cacheLagRetry
+	} else {
+		rec.rejections++
+		back = min(exclusionBase<<min(rec.rejections-1, 10), exclusionMax)
+	}
 	if rec.excluded == nil {
 		rec.excluded = map[string]exclusion{}
 	}
@@ -180,4 +187,46 @@ func (rec *jobRec) exclusionNote() string {
 		parts = append(parts, fmt.Sprintf("node %s rejected by kube-scheduler (%s), not planned there before %s", node, x.why, x.until.UTC().Format(time.RFC3339)))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// cacheLagWindow is how long after a bound pod of the profile left the
+// informer kube-scheduler's own cache may still count it on its node, and
+// cacheLagRetry how soon a job rejected there meanwhile is planned again.
+const (
+	cacheLagWindow = 5 * time.Second
+	cacheLagRetry  = time.Second
+)
+
+// freedNodes records when bound pods of the profile last left each node
+// (the pod informer's delete events; a pod that ends leaves it too, since
+// kube-scheduler's informer lists no terminal pods). kube-scheduler's
+// cache and gpusched follow that informer through different handlers, so
+// a cycle that gives the freed GPUs to a waiting pod may activate it
+// before kube's cache dropped the pod that held them: NodeResourcesFit
+// then rejects the node once. Such a rejection, within cacheLagWindow of
+// a pod leaving the node and the first since, is retried after
+// cacheLagRetry instead of excluding the node for exclusionBase.
+type freedNodes struct {
+	at map[string]time.Time
+}
+
+// record notes that a bound pod left node at t.
+func (f *freedNodes) record(node string, t time.Time) {
+	if f.at == nil {
+		f.at = map[string]time.Time{}
+	}
+	for n, u := range f.at {
+		if t.Sub(u) >= cacheLagWindow {
+			delete(f.at, n)
+		}
+	}
+	f.at[node] = t
+}
+
+// lagging reports whether a rejection of node at now may be kube's cache
+// lagging: a pod left node within cacheLagWindow, after retried (the
+// job's last such retry).
+func (f *freedNodes) lagging(node string, now, retried time.Time) bool {
+	t, ok := f.at[node]
+	return ok && now.Sub(t) < cacheLagWindow && retried.Before(t)
 }

@@ -85,6 +85,8 @@ type host struct {
 	finals finalPhases
 	// away: GPU nodes temporarily unavailable (away.go).
 	away awayNodes
+	// freed: when bound pods last left each node (constraints.go).
+	freed freedNodes
 }
 
 // submitAt is the time to submit a job created at created: created, or
@@ -125,8 +127,10 @@ type jobRec struct {
 	// blocked says why the eviction of a victim planned for this job was
 	// refused (a PodDisruptionBudget).
 	blocked string
-	// partial: restored from a gang only part of which was bound.
+	// partial: restored from a gang only part of which was bound; note
+	// is what its unbound pods are told, every cycle.
 	partial bool
+	note    string
 	// checkpoint reported to the Scheduler.
 	checkpoint time.Time
 	// failed and vanished count its pods that failed, and that were
@@ -138,6 +142,9 @@ type jobRec struct {
 	excluded   map[string]exclusion
 	rejections int
 	filter     string
+	// lagRetried: the last rejection taken for kube's cache lagging
+	// (freedNodes).
+	lagRetried time.Time
 }
 
 // assignment is where one pod of a bound job goes.
@@ -600,13 +607,9 @@ func (h *host) reconcile(jobs []*podJob, ended map[types.UID]v1.PodPhase, now ti
 		}
 		if j.err != nil && st.State.Holding() {
 			// A gang that lost members runs on: its other pods wait.
-			var waiting []*v1.Pod
-			for _, p := range j.all() {
-				if _, assigned := h.assign[p.UID]; p.Spec.NodeName == "" && !assigned {
-					waiting = append(waiting, p)
-				}
-			}
-			h.note(fx, waiting, fmt.Sprintf("gpusched: gang %s runs on with %d of its pods (the others ended or were deleted) and keeps its GPUs; this pod waits until the gang's pods are all gone", id, bound), now)
+			h.note(fx, h.unplaced(j), fmt.Sprintf("gpusched: gang %s runs on with %d of its pods (the others ended or were deleted) and keeps its GPUs; this pod waits until the gang's pods are all gone", id, bound), now)
+		} else if rec.note != "" && st.State.Holding() {
+			h.note(fx, h.unplaced(j), rec.note, now) // (said again: kube's own condition may land after it)
 		}
 		if st.State == queue.Running && j.checkpoint.After(rec.checkpoint) {
 			rec.checkpoint = j.checkpoint
@@ -615,6 +618,17 @@ func (h *host) reconcile(jobs []*podJob, ended map[types.UID]v1.PodPhase, now ti
 			}
 		}
 	}
+}
+
+// unplaced are j's pods neither bound nor assigned.
+func (h *host) unplaced(j *podJob) []*v1.Pod {
+	var out []*v1.Pod
+	for _, p := range j.all() {
+		if _, assigned := h.assign[p.UID]; p.Spec.NodeName == "" && !assigned {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // survives reports whether j, a gang with fewer live pods than its size,
@@ -767,7 +781,8 @@ func (h *host) restore(j *podJob, complete bool, now time.Time, fx *effects) boo
 				waiting = append(waiting, p)
 			}
 		}
-		h.note(fx, waiting, fmt.Sprintf("gpusched: gang %s was partly bound (%d of %d pods) when the scheduler restarted; its bound pods keep their GPUs and this pod is not placed: delete the gang's pods to place it again", id, bound+len(finish), total), now)
+		rec.note = fmt.Sprintf("gpusched: gang %s was partly bound (%d of %d pods) when the scheduler restarted; its bound pods keep their GPUs and this pod is not placed: delete the gang's pods to place it again", id, bound+len(finish), total)
+		h.note(fx, waiting, rec.note, now)
 	}
 	return true
 }
@@ -981,13 +996,26 @@ func (h *host) noteAs(fx *effects, pods []*v1.Pod, msg, reason string, now time.
 		// does not patch every cycle). A waiting pod that still carries a
 		// nominated node (kube-scheduler's, from before a restart) is
 		// patched again even with the same reason: the patch clears it
-		// (patchPending).
-		stale := p.Status.NominatedNodeName != ""
+		// (patchPending). So is one whose condition says something else
+		// (kube-scheduler's own, from a scheduling cycle of the pod such
+		// as the leader probe's, can land after gpusched's), or nothing
+		// yet (a patch that failed).
+		stale := p.Status.NominatedNodeName != "" || scheduledMessage(p) != msg
 		if (n.patchMsg != msg || stale) && (n.patched.IsZero() || now.Sub(n.patched) >= min(iv, 5*time.Second)) {
 			n.patched, n.patchMsg = now, msg
 			fx.pending = append(fx.pending, podEvent{pod: p, what: msg})
 		}
 	}
+}
+
+// scheduledMessage is the message of p's PodScheduled condition.
+func scheduledMessage(p *v1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodScheduled {
+			return c.Message
+		}
+	}
+	return ""
 }
 
 // apply does what a cycle decided, outside mu.
@@ -1128,6 +1156,9 @@ func (h *host) forget(p *v1.Pod) {
 	h.amu.Unlock()
 	if isTerminal(p) {
 		h.finals.record(p.UID, p.Status.Phase)
+	}
+	if p.Spec.NodeName != "" {
+		h.freed.record(p.Spec.NodeName, h.io.now())
 	}
 	h.mu.Unlock()
 }

@@ -82,17 +82,18 @@ func TestHostPartlyBoundGangNominationCleared(t *testing.T) {
 	if strings.Join(io.activated, ",") != "s" {
 		t.Fatalf("activated %v, want s on one of n1's 5 free GPUs", io.activated)
 	}
-	// The informer still shows g-3 nominated: its patch is sent again,
+	// The informer still shows g-3 nominated: its patch is sent again
+	// (by that cycle, which says the partly bound gang's reason again),
 	// though its reason is the same.
-	fx := &effects{}
-	h.note(fx, []*v1.Pod{io.pods[3]}, io.pending["g-3"], io.clock)
-	if len(fx.pending) != 1 {
-		t.Fatalf("a waiting pod still nominated: %d pending patches, want 1", len(fx.pending))
+	if io.patches["g-3"] != 2 {
+		t.Fatalf("a waiting pod still nominated: %d pending patches, want 2", io.patches["g-3"])
 	}
-	// Once the nomination is gone, the same reason is not patched again.
+	// Once the nomination is gone (and the condition shows gpusched's
+	// reason), the same reason is not patched again.
 	cleared := io.pods[3].DeepCopy()
 	cleared.Status.NominatedNodeName = ""
-	fx = &effects{}
+	cleared.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Message: io.pending["g-3"]}}
+	fx := &effects{}
 	h.note(fx, []*v1.Pod{cleared}, io.pending["g-3"], io.clock.Add(time.Minute))
 	if len(fx.pending) != 0 {
 		t.Fatalf("a waiting pod with no nomination and the same reason: %d pending patches, want 0", len(fx.pending))
