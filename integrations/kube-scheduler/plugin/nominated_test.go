@@ -22,7 +22,7 @@ func TestPatchPendingClearsNomination(t *testing.T) {
 	cs := fake.NewClientset(stale, plain)
 	at := metav1.Unix(2e9, 0)
 	for _, p := range []*v1.Pod{stale, plain} {
-		if err := patchPending(ctx, cs, p, "gpusched: waits", at); err != nil {
+		if err := patchPending(ctx, cs, p, "", "gpusched: waits", at); err != nil {
 			t.Fatalf("%s: %v", p.Name, err)
 		}
 		got, err := cs.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
