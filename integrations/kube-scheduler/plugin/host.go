@@ -63,14 +63,11 @@ type host struct {
 	topo     *Topology
 	shape    string
 	buildErr error
-	// unhealthy: the GPUs topo.unavailable counts are still to be marked
-	// failed (after the rebuild's restores).
-	unhealthy bool
-	jobs      map[string]*jobRec
-	assign    map[types.UID]*assignment
-	byJob     map[string][]types.UID // assign's pods per job, in assignment order
-	requeue   []string
-	notes     map[types.UID]*podNote
+	jobs     map[string]*jobRec
+	assign   map[types.UID]*assignment
+	byJob    map[string][]types.UID // assign's pods per job, in assignment order
+	requeue  []string
+	notes    map[types.UID]*podNote
 	// live: the nodes the Scheduler's cluster follows (livenodes.go).
 	live liveNodes
 	// moved maps each queue a live edit removed to the leaf that took its
@@ -85,6 +82,9 @@ type host struct {
 	finals finalPhases
 	// away: GPU nodes temporarily unavailable (away.go).
 	away awayNodes
+	// lost: GPUs marked failed because their node does not offer them
+	// (gpuidentity.go).
+	lost lostGPUs
 	// metrics exports each cycle's figures (metrics.go); nil: none.
 	metrics *cycleMetrics
 }
@@ -317,17 +317,10 @@ func (h *host) decide(nodes []*v1.Node, view *podView, now time.Time, fx *effect
 	for _, p := range view.held {
 		h.noteWhy(fx, []*v1.Pod{p}, TokenWaitingForGangMembers, fmt.Sprintf("gpusched: job %s: waiting for its members being deleted to go", jobID(p, h.args)), ReasonPending, now)
 	}
-	if h.unhealthy {
-		h.unhealthy = false
-		for hid, n := range h.topo.unavailable {
-			first, count := h.topo.Cluster.HostGPUs(topology.HostID(hid))
-			for i := count - n; i < count; i++ {
-				if _, err := h.s.SetGPUHealth(first+topology.GPUID(i), topology.Failed); err != nil {
-					h.log.Error(err, "Marking an unavailable GPU failed", "node", h.topo.Cluster.HostName(topology.HostID(hid)))
-				}
-			}
-		}
-	}
+	// GPUs the device plugin does not offer are marked failed, after the
+	// rebuild's restores, so that jobs on them are recovered
+	// (gpuidentity.go).
+	h.markLost(fx)
 	h.filterJobs(nodes, now) // node constraints (constraints.go)
 	start := time.Now()
 	d := h.s.Schedule(now)
@@ -391,7 +384,7 @@ func (h *host) rebuild(nodes []*v1.Node, shape string, fx *effects) {
 	}
 	// GPUs the device plugin no longer offers are marked failed after the
 	// jobs are restored (see decide), so that jobs on them are recovered.
-	h.s, h.topo, h.unhealthy = s, topo, true
+	h.s, h.topo, h.lost = s, topo, lostGPUs{}
 	h.live.record(nodes, h.args, topo.Cluster)
 	h.log.V(2).Info("Built gpusched scheduler", "hosts", topo.Cluster.NumHosts(), "gpus", topo.Cluster.NumGPUs())
 }

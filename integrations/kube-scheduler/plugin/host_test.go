@@ -317,7 +317,7 @@ func FuzzJobsOf(f *testing.F) {
 }
 
 // TestHostGPUsLostAreRecovered: a node whose allocatable GPUs drop below its
-// GPU count label rebuilds the Scheduler; the pod on a lost GPU is restored
+// GPU count label, naming the lost ones, rebuilds the Scheduler; the pod on a lost GPU is restored
 // (not dropped from the books) and gets a recovery event, and no new pod is
 // placed on the lost GPUs.
 func TestHostGPUsLostAreRecovered(t *testing.T) {
@@ -331,6 +331,7 @@ func TestHostGPUsLostAreRecovered(t *testing.T) {
 	h.cycle(ctx)
 	lost := n.DeepCopy()
 	lost.Status.Allocatable[DefaultGPUResource] = *resource.NewQuantity(6, resource.DecimalSI)
+	lost.Annotations = map[string]string{UnhealthyGPUsAnnotation: "6,7"} // the node names them (gpuidentity.go)
 	io.nodes = []*v1.Node{lost}
 	io.pods = append(io.pods, schedPod("new", 6, nil))
 	io.clock = io.clock.Add(time.Second)
