@@ -2,6 +2,9 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -189,4 +192,47 @@ func slicesDeleteName(pods []*v1.Pod, name string) []*v1.Pod {
 		}
 	}
 	return out
+}
+
+// TestDashboardUsesExportedMetrics: every gpusched_ metric the Grafana
+// dashboard in deploy/monitoring queries is one the plugin exports.
+func TestDashboardUsesExportedMetrics(t *testing.T) {
+	b, err := os.ReadFile("../deploy/monitoring/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, n := range []string{metricPendingJobs, metricQueueGPUs, metricFreeGPUs, metricStrandedGPUs, metricCycleDuration,
+		metricAdmitted, metricEvictions, metricRefusals, metricWithdrawn} {
+		known[metricsSubsystem+"_"+n] = true
+	}
+	used := map[string]bool{}
+	re := regexp.MustCompile(`gpusched_[a-z_]+`)
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			for _, m := range re.FindAllString(tg.Expr, -1) {
+				m = strings.TrimSuffix(m, "_bucket")
+				used[m] = true
+				if !known[m] {
+					t.Errorf("panel %q queries %s, which the plugin does not export", p.Title, m)
+				}
+			}
+		}
+	}
+	for m := range known {
+		if !used[m] {
+			t.Errorf("the dashboard shows nothing of %s", m)
+		}
+	}
 }
