@@ -85,6 +85,8 @@ type host struct {
 	// lost: GPUs marked failed because their node does not offer them
 	// (gpuidentity.go).
 	lost lostGPUs
+	// page is what the live page shows of the last cycle (live.go).
+	page board
 	// metrics exports each cycle's figures (metrics.go); nil: none.
 	metrics *cycleMetrics
 }
@@ -325,6 +327,7 @@ func (h *host) decide(nodes []*v1.Node, view *podView, now time.Time, fx *effect
 	start := time.Now()
 	d := h.s.Schedule(now)
 	h.metrics.record(&d, time.Since(start))
+	h.page.record(&d)
 	h.followCluster() // a cycle may have taken out or reshaped drained hosts
 	h.carryOut(&d, now, fx)
 }

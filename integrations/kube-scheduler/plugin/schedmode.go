@@ -139,6 +139,11 @@ func newSchedulerPlugin(ctx context.Context, args *Args, h fwk.Handle) (*Schedul
 			return nil, err
 		}
 	}
+	if args.LiveAddress != "" {
+		if err := p.h.servePage(ctx, args.LiveAddress); err != nil {
+			return nil, err
+		}
+	}
 	go p.h.run(ctx)
 	return p, nil
 }
