@@ -2,7 +2,9 @@ package plugin
 
 import (
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -161,6 +163,12 @@ type Args struct {
 	// not all bound within it (gpusched.Config.AdmitTimeout): its GPUs
 	// and quota come back and it waits again. Default 600.
 	AdmitTimeoutSeconds int32 `json:"admitTimeoutSeconds,omitempty"`
+	// LiveAddress, when set (e.g. ":10270"), serves scheduler mode's live
+	// page on that address (plain HTTP, read-only, live.go): the queues
+	// with their guarantee, usage and borrowing, the pending jobs with
+	// their reasons, the cluster as cells per domain and host coloured by
+	// occupancy. Default "": off.
+	LiveAddress string `json:"liveAddress,omitempty"`
 }
 
 // Modes.
@@ -418,6 +426,13 @@ func (a *Args) Validate() error {
 	}
 	if a.AdmitTimeoutSeconds < 1 || a.AdmitTimeoutSeconds > 86400 {
 		errs = append(errs, field.Invalid(field.NewPath("admitTimeoutSeconds"), a.AdmitTimeoutSeconds, "must be between 1 and 86400"))
+	}
+	if a.LiveAddress != "" {
+		if _, port, err := net.SplitHostPort(a.LiveAddress); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("liveAddress"), a.LiveAddress, err.Error()))
+		} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+			errs = append(errs, field.Invalid(field.NewPath("liveAddress"), a.LiveAddress, "the port must be a number from 0 to 65535"))
+		}
 	}
 	if len(errs) == 0 {
 		return nil

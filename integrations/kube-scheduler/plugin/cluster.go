@@ -62,6 +62,9 @@ type nodeShape struct {
 	machine   string // machine preset, "" for a flat host
 	clique    string
 	levels    []string // label value per topology level, "" if absent
+	// failed are the indices of the lost GPUs (gpus − allocGPUs) when the
+	// node names them (UnhealthyGPUsAnnotation), sorted; nil otherwise.
+	failed []int
 }
 
 // shapeOf reads n; ok is false for nodes without allocatable GPUs.
@@ -76,6 +79,7 @@ func shapeOf(n *v1.Node, a *Args) (s nodeShape, ok bool) {
 	if c, err := strconv.Atoi(n.Labels[a.GPUCountLabel]); err == nil && c > s.gpus {
 		s.gpus = min(c, topology.MaxGPUsPerHost)
 	}
+	s.failed = failedIndices(n, s.gpus, s.gpus-s.allocGPUs)
 	s.model = n.Labels[a.GPUProductLabel]
 	if s.model == "" {
 		s.model = unknownModel

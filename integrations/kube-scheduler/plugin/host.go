@@ -63,14 +63,11 @@ type host struct {
 	topo     *Topology
 	shape    string
 	buildErr error
-	// unhealthy: the GPUs topo.unavailable counts are still to be marked
-	// failed (after the rebuild's restores).
-	unhealthy bool
-	jobs      map[string]*jobRec
-	assign    map[types.UID]*assignment
-	byJob     map[string][]types.UID // assign's pods per job, in assignment order
-	requeue   []string
-	notes     map[types.UID]*podNote
+	jobs     map[string]*jobRec
+	assign   map[types.UID]*assignment
+	byJob    map[string][]types.UID // assign's pods per job, in assignment order
+	requeue  []string
+	notes    map[types.UID]*podNote
 	// live: the nodes the Scheduler's cluster follows (livenodes.go).
 	live liveNodes
 	// moved maps each queue a live edit removed to the leaf that took its
@@ -87,6 +84,13 @@ type host struct {
 	away awayNodes
 	// freed: when bound pods last left each node (constraints.go).
 	freed freedNodes
+	// lost: GPUs marked failed because their node does not offer them
+	// (gpuidentity.go).
+	lost lostGPUs
+	// page is what the live page shows of the last cycle (live.go).
+	page board
+	// metrics exports each cycle's figures (metrics.go); nil: none.
+	metrics *cycleMetrics
 }
 
 // submitAt is the time to submit a job created at created: created, or
@@ -109,7 +113,9 @@ type hostIO interface {
 	activate(pods []*v1.Pod)
 	rejectWaiting(uid types.UID, why string)
 	event(pod *v1.Pod, typ, reason, msg string)
-	setPending(ctx context.Context, pod *v1.Pod, msg string) error
+	// setPending sets the pod's PodScheduled condition False, with
+	// reason (a reason token, reasons.go) and msg.
+	setPending(ctx context.Context, pod *v1.Pod, reason, msg string) error
 	deletePod(ctx context.Context, pod *v1.Pod) error
 	// annotate sets annotations on pod (a merge patch).
 	annotate(ctx context.Context, pod *v1.Pod, annotations map[string]string) error
@@ -240,6 +246,9 @@ type effects struct {
 	pending []podEvent
 	evict   []eviction
 	del     []*v1.Pod
+	// eventCauses are the reason tokens of events (by index in events):
+	// their action (reasons.go).
+	eventCauses map[int]string
 }
 
 type podEvent struct {
@@ -257,6 +266,8 @@ type eviction struct {
 // cycle reconciles the Scheduler with the pods, runs Schedule and carries
 // out the Decision.
 func (h *host) cycle(ctx context.Context) {
+	start := time.Now()
+	defer func() { h.metrics.cycle(time.Since(start)) }()
 	nodes, err := h.io.listNodes()
 	if err != nil {
 		h.log.Error(err, "Listing nodes")
@@ -281,7 +292,7 @@ func (h *host) decide(nodes []*v1.Node, view *podView, now time.Time, fx *effect
 	defer h.finals.endCycle()
 	if h.refused != nil {
 		for _, j := range h.parsed.jobsOf(view.live, h.args) {
-			h.note(fx, j.all(), "gpusched: "+h.refused.Error(), now)
+			h.noteWhy(fx, j.all(), TokenSchedulerConfig, "gpusched: "+h.refused.Error(), ReasonPending, now)
 		}
 		return
 	}
@@ -297,15 +308,15 @@ func (h *host) decide(nodes []*v1.Node, view *podView, now time.Time, fx *effect
 	h.cordonAway(away)
 	jobs := h.parsed.jobsOf(view.live, h.args)
 	if h.s == nil {
-		why := "gpusched: no GPU topology"
+		why, cause := "gpusched: no GPU topology", TokenNoGPUNodes
 		switch {
 		case h.queuesErr != nil:
-			why = "gpusched: " + h.queuesErr.Error()
+			why, cause = "gpusched: "+h.queuesErr.Error(), TokenSchedulerConfig
 		case h.buildErr != nil:
-			why = "gpusched: " + h.buildErr.Error()
+			why, cause = "gpusched: "+h.buildErr.Error(), TokenSchedulerConfig
 		}
 		for _, j := range jobs {
-			h.note(fx, j.all(), why, now)
+			h.noteWhy(fx, j.all(), cause, why, ReasonPending, now)
 		}
 		return
 	}
@@ -313,21 +324,17 @@ func (h *host) decide(nodes []*v1.Node, view *podView, now time.Time, fx *effect
 	h.health(nodes)
 	h.reconcile(jobs, view.ended, now, fx)
 	for _, p := range view.held {
-		h.note(fx, []*v1.Pod{p}, fmt.Sprintf("gpusched: job %s: waiting for its members being deleted to go", jobID(p, h.args)), now)
+		h.noteWhy(fx, []*v1.Pod{p}, TokenWaitingForGangMembers, fmt.Sprintf("gpusched: job %s: waiting for its members being deleted to go", jobID(p, h.args)), ReasonPending, now)
 	}
-	if h.unhealthy {
-		h.unhealthy = false
-		for hid, n := range h.topo.unavailable {
-			first, count := h.topo.Cluster.HostGPUs(topology.HostID(hid))
-			for i := count - n; i < count; i++ {
-				if _, err := h.s.SetGPUHealth(first+topology.GPUID(i), topology.Failed); err != nil {
-					h.log.Error(err, "Marking an unavailable GPU failed", "node", h.topo.Cluster.HostName(topology.HostID(hid)))
-				}
-			}
-		}
-	}
+	// GPUs the device plugin does not offer are marked failed, after the
+	// rebuild's restores, so that jobs on them are recovered
+	// (gpuidentity.go).
+	h.markLost(fx)
 	h.filterJobs(nodes, now) // node constraints (constraints.go)
+	start := time.Now()
 	d := h.s.Schedule(now)
+	h.metrics.record(&d, time.Since(start))
+	h.page.record(&d)
 	h.followCluster() // a cycle may have taken out or reshaped drained hosts
 	h.carryOut(&d, now, fx)
 }
@@ -380,14 +387,14 @@ func (h *host) rebuild(nodes []*v1.Node, shape string, fx *effects) {
 		return
 	}
 	s, err := gpusched.New(gpusched.Config{Cluster: topo.Cluster, Queues: h.queues, Placer: placer, Preemptor: pre,
-		EvictionRetry: h.args.EvictionRetry(), AdmitTimeout: h.args.AdmitTimeout()})
+		EvictionRetry: h.args.EvictionRetry(), AdmitTimeout: h.args.AdmitTimeout(), Stats: true})
 	if err != nil {
 		h.buildErr = err
 		return
 	}
 	// GPUs the device plugin no longer offers are marked failed after the
 	// jobs are restored (see decide), so that jobs on them are recovered.
-	h.s, h.topo, h.unhealthy = s, topo, true
+	h.s, h.topo, h.lost = s, topo, lostGPUs{}
 	h.live.record(nodes, h.args, topo.Cluster)
 	h.log.V(2).Info("Built gpusched scheduler", "hosts", topo.Cluster.NumHosts(), "gpus", topo.Cluster.NumGPUs())
 }
@@ -549,7 +556,7 @@ func (h *host) reconcile(jobs []*podJob, ended map[types.UID]v1.PodPhase, now ti
 			var inc errIncomplete
 			if errors.As(j.err, &inc) {
 				if !forming(j, now) {
-					h.note(fx, j.all(), "gpusched: "+j.err.Error(), now)
+					h.noteWhy(fx, j.all(), TokenWaitingForGangMembers, "gpusched: "+j.err.Error(), ReasonPending, now)
 				}
 			} else {
 				h.bad(fx, j, j.err.Error(), now)
@@ -607,9 +614,9 @@ func (h *host) reconcile(jobs []*podJob, ended map[types.UID]v1.PodPhase, now ti
 		}
 		if j.err != nil && st.State.Holding() {
 			// A gang that lost members runs on: its other pods wait.
-			h.note(fx, h.unplaced(j), fmt.Sprintf("gpusched: gang %s runs on with %d of its pods (the others ended or were deleted) and keeps its GPUs; this pod waits until the gang's pods are all gone", id, bound), now)
+			h.noteWhy(fx, h.unplaced(j), TokenWaitingForGangMembers, fmt.Sprintf("gpusched: gang %s runs on with %d of its pods (the others ended or were deleted) and keeps its GPUs; this pod waits until the gang's pods are all gone", id, bound), ReasonPending, now)
 		} else if rec.note != "" && st.State.Holding() {
-			h.note(fx, h.unplaced(j), rec.note, now) // (said again: kube's own condition may land after it)
+			h.noteWhy(fx, h.unplaced(j), TokenGangPartlyBound, rec.note, ReasonPending, now) // (said again: kube's own condition may land after it)
 		}
 		if st.State == queue.Running && j.checkpoint.After(rec.checkpoint) {
 			rec.checkpoint = j.checkpoint
@@ -782,7 +789,7 @@ func (h *host) restore(j *podJob, complete bool, now time.Time, fx *effects) boo
 			}
 		}
 		rec.note = fmt.Sprintf("gpusched: gang %s was partly bound (%d of %d pods) when the scheduler restarted; its bound pods keep their GPUs and this pod is not placed: delete the gang's pods to place it again", id, bound+len(finish), total)
-		h.note(fx, waiting, rec.note, now)
+		h.noteWhy(fx, waiting, TokenGangPartlyBound, rec.note, ReasonPending, now)
 	}
 	return true
 }
@@ -906,7 +913,7 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 		}
 		for g, pods := range rec.job.pods {
 			for _, p := range pods[placed[g]:] {
-				h.note(fx, []*v1.Pod{p}, fmt.Sprintf("gpusched: job %s runs with %d pods, above its minimum; this one is not placed", b.Job, len(b.Placement.Claims)), now)
+				h.noteWhy(fx, []*v1.Pod{p}, TokenAboveMinimum, fmt.Sprintf("gpusched: job %s runs with %d pods, above its minimum; this one is not placed", b.Job, len(b.Placement.Claims)), ReasonPending, now)
 			}
 		}
 	}
@@ -958,7 +965,7 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 			// PodDisruptionBudget) and is not retried: say so.
 			msg += "; " + rec.blocked
 		}
-		h.note(fx, rec.job.all(), msg, now)
+		h.noteWhy(fx, rec.job.all(), p.Reason.Token(), msg, ReasonPending, now)
 	}
 }
 
@@ -969,7 +976,21 @@ func (h *host) note(fx *effects, pods []*v1.Pod, msg string, now time.Time) {
 	h.noteAs(fx, pods, msg, ReasonPending, now)
 }
 
+// noteAs is note with the event reason reason (ReasonPending,
+// ReasonInvalid); the cause token is TokenInvalidJob for ReasonInvalid,
+// else gpusched.TokenUnschedulable.
 func (h *host) noteAs(fx *effects, pods []*v1.Pod, msg, reason string, now time.Time) {
+	cause := gpusched.TokenUnschedulable
+	if reason == ReasonInvalid {
+		cause = TokenInvalidJob
+	}
+	h.noteWhy(fx, pods, cause, msg, reason, now)
+}
+
+// noteWhy is noteAs with the cause's reason token (reasons.go): the
+// reason of the pods' PodScheduled condition and the action of their
+// events.
+func (h *host) noteWhy(fx *effects, pods []*v1.Pod, cause, msg, reason string, now time.Time) {
 	iv := h.args.EventInterval()
 	for _, p := range pods {
 		if p.Spec.NodeName != "" && reason != ReasonInvalid {
@@ -989,6 +1010,7 @@ func (h *host) noteAs(fx *effects, pods []*v1.Pod, msg, reason string, now time.
 		}
 		if (n.evMsg != msg && now.Sub(n.event) >= time.Second) || now.Sub(n.event) >= iv {
 			n.event, n.evMsg = now, msg
+			fx.causeOf(len(fx.events), cause)
 			fx.events = append(fx.events, podEvent{p, typ, reason, msg})
 		}
 		// The condition follows a new reason at once the first time, then
@@ -1001,9 +1023,10 @@ func (h *host) noteAs(fx *effects, pods []*v1.Pod, msg, reason string, now time.
 		// as the leader probe's, can land after gpusched's), or nothing
 		// yet (a patch that failed).
 		stale := p.Status.NominatedNodeName != "" || scheduledMessage(p) != msg
-		if (n.patchMsg != msg || stale) && (n.patched.IsZero() || now.Sub(n.patched) >= min(iv, 5*time.Second)) {
-			n.patched, n.patchMsg = now, msg
-			fx.pending = append(fx.pending, podEvent{pod: p, what: msg})
+		key := cause + ": " + msg
+		if (n.patchMsg != key || stale) && (n.patched.IsZero() || now.Sub(n.patched) >= min(iv, 5*time.Second)) {
+			n.patched, n.patchMsg = now, key
+			fx.pending = append(fx.pending, podEvent{pod: p, why: cause, what: msg})
 		}
 	}
 }
@@ -1033,11 +1056,11 @@ func (h *host) apply(ctx context.Context, fx *effects) {
 			h.log.Error(err, "Deleting a pod to requeue its job", "pod", klog.KObj(p))
 		}
 	}
-	for _, e := range fx.events {
-		h.io.event(e.pod, e.typ, e.why, e.what)
+	for i, e := range fx.events {
+		h.event(e, fx.eventCauses[i])
 	}
 	for _, e := range fx.pending {
-		if err := h.io.setPending(ctx, e.pod, e.what); err != nil {
+		if err := h.io.setPending(ctx, e.pod, e.why, e.what); err != nil {
 			h.log.V(3).Info("Setting the PodScheduled condition", "pod", klog.KObj(e.pod), "err", err)
 		}
 	}

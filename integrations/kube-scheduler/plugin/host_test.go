@@ -25,7 +25,9 @@ type fakeIO struct {
 	activated []string
 	events    []string // "POD REASON: MSG"
 	pending   map[string]string
-	patches   map[string]int // setPending calls per pod name
+	causes    map[string]string // PodScheduled reason per pod name
+	actions   []string          // "POD REASON ACTION" of events with an action
+	patches   map[string]int    // setPending calls per pod name
 	evicted   []string
 	refuse    map[string]error // per pod name: the Eviction API refuses it
 	attempts  map[string]int   // eviction attempts per pod name
@@ -71,8 +73,12 @@ func (f *fakeIO) activate(pods []*v1.Pod) {
 func (f *fakeIO) event(p *v1.Pod, _, reason, msg string) {
 	f.events = append(f.events, p.Name+" "+reason+": "+msg)
 }
-func (f *fakeIO) setPending(_ context.Context, p *v1.Pod, msg string) error {
+func (f *fakeIO) setPending(_ context.Context, p *v1.Pod, reason, msg string) error {
 	f.pending[p.Name] = msg
+	if f.causes == nil {
+		f.causes = map[string]string{}
+	}
+	f.causes[p.Name] = reason
 	if f.patches == nil {
 		f.patches = map[string]int{}
 	}
@@ -311,7 +317,7 @@ func FuzzJobsOf(f *testing.F) {
 }
 
 // TestHostGPUsLostAreRecovered: a node whose allocatable GPUs drop below its
-// GPU count label rebuilds the Scheduler; the pod on a lost GPU is restored
+// GPU count label, naming the lost ones, rebuilds the Scheduler; the pod on a lost GPU is restored
 // (not dropped from the books) and gets a recovery event, and no new pod is
 // placed on the lost GPUs.
 func TestHostGPUsLostAreRecovered(t *testing.T) {
@@ -325,6 +331,7 @@ func TestHostGPUsLostAreRecovered(t *testing.T) {
 	h.cycle(ctx)
 	lost := n.DeepCopy()
 	lost.Status.Allocatable[DefaultGPUResource] = *resource.NewQuantity(6, resource.DecimalSI)
+	lost.Annotations = map[string]string{UnhealthyGPUsAnnotation: "6,7"} // the node names them (gpuidentity.go)
 	io.nodes = []*v1.Node{lost}
 	io.pods = append(io.pods, schedPod("new", 6, nil))
 	io.clock = io.clock.Add(time.Second)

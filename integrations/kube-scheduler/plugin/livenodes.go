@@ -196,35 +196,14 @@ func (h *host) applyLive(nodes []*v1.Node, now time.Time) bool {
 		}
 		h.log.Info("GPU nodes leaving", "nodes", removed, "jobsToLeaveFirst", jobs)
 	}
-	// GPUs the device plugin no longer offers (or offers again).
+	// GPUs the device plugin no longer offers (or offers again): their
+	// marks follow in the cycle (host.markLost, gpuidentity.go).
 	c = h.s.Cluster()
-	oldUnavail := h.topo.unavailable
 	unavail := make([]int, c.NumHosts())
 	for _, name := range names {
 		s := next[name]
 		if hid, ok := c.HostByName(name); ok && s.gpus > s.allocGPUs {
 			unavail[hid] = s.gpus - s.allocGPUs
-		}
-	}
-	for _, name := range health {
-		hid, _ := c.HostByName(name)
-		first, count := c.HostGPUs(hid)
-		was := 0
-		if int(hid) < len(oldUnavail) {
-			was = oldUnavail[hid]
-		}
-		for i := 0; i < count; i++ {
-			failed, wasFailed := i >= count-unavail[hid], i >= count-was
-			if failed == wasFailed {
-				continue
-			}
-			want := topology.Healthy
-			if failed {
-				want = topology.Failed
-			}
-			if _, err := h.s.SetGPUHealth(first+topology.GPUID(i), want); err != nil {
-				h.log.Error(err, "Setting the health of a GPU", "node", name)
-			}
 		}
 	}
 	h.topo = &Topology{Cluster: c, Warnings: h.topo.Warnings, unavailable: unavail}

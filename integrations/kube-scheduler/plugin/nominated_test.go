@@ -22,7 +22,7 @@ func TestPatchPendingClearsNomination(t *testing.T) {
 	cs := fake.NewClientset(stale, plain)
 	at := metav1.Unix(2e9, 0)
 	for _, p := range []*v1.Pod{stale, plain} {
-		if err := patchPending(ctx, cs, p, "gpusched: waits", at); err != nil {
+		if err := patchPending(ctx, cs, p, "", "gpusched: waits", at); err != nil {
 			t.Fatalf("%s: %v", p.Name, err)
 		}
 		got, err := cs.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
@@ -92,9 +92,9 @@ func TestHostPartlyBoundGangNominationCleared(t *testing.T) {
 	// reason), the same reason is not patched again.
 	cleared := io.pods[3].DeepCopy()
 	cleared.Status.NominatedNodeName = ""
-	cleared.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Message: io.pending["g-3"]}}
+	cleared.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: TokenGangPartlyBound, Message: io.pending["g-3"]}}
 	fx := &effects{}
-	h.note(fx, []*v1.Pod{cleared}, io.pending["g-3"], io.clock.Add(time.Minute))
+	h.noteWhy(fx, []*v1.Pod{cleared}, TokenGangPartlyBound, io.pending["g-3"], ReasonPending, io.clock.Add(time.Minute))
 	if len(fx.pending) != 0 {
 		t.Fatalf("a waiting pod with no nomination and the same reason: %d pending patches, want 0", len(fx.pending))
 	}

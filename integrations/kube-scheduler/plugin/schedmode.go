@@ -88,6 +88,7 @@ func newSchedulerPlugin(ctx context.Context, args *Args, h fwk.Handle) (*Schedul
 	nodeInf, podInf := f.Core().V1().Nodes().Informer(), f.Core().V1().Pods().Informer()
 	io.hasSynced = func() bool { return nodeInf.HasSynced() && podInf.HasSynced() }
 	p.h = newHost(args, h.ProfileName(), io, log)
+	p.h.metrics = newCycleMetrics(defaultMetrics(), h.ProfileName())
 	p.h.check = func() error { return checkProfile(h) }
 	var raw string
 	p.h.queues, raw, p.h.queuesErr = loadQueues(ctx, args, h, log)
@@ -135,6 +136,11 @@ func newSchedulerPlugin(ctx context.Context, args *Args, h fwk.Handle) (*Schedul
 	}
 	if args.QueueConfigMap != "" {
 		if err := p.watchQueues(ctx, raw, log); err != nil {
+			return nil, err
+		}
+	}
+	if args.LiveAddress != "" {
+		if err := p.h.servePage(ctx, args.LiveAddress); err != nil {
 			return nil, err
 		}
 	}
@@ -380,7 +386,11 @@ func (p *SchedulerPlugin) PostFilter(_ context.Context, _ fwk.CycleState, pod *v
 		}
 	}
 	p.h.exclude(pod.UID, a.node, why, p.h.io.now())
-	for _, uid := range p.h.unreserve(pod.UID) {
+	withdrawn := p.h.unreserve(pod.UID)
+	if len(withdrawn) > 0 {
+		p.h.metrics.withdrew(WithdrawnNodeRejected)
+	}
+	for _, uid := range withdrawn {
 		if wp := p.handle.GetWaitingPod(uid); wp != nil {
 			wp.Reject(Name, fmt.Sprintf("gpusched: pod %s/%s of the same job did not fit its planned node", pod.Namespace, pod.Name))
 		}
@@ -402,7 +412,11 @@ func (p *SchedulerPlugin) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.P
 // Unreserve withdraws the binding of the pod's job: its other pods waiting
 // at Permit are rejected, and the next cycle requeues the job.
 func (p *SchedulerPlugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
-	for _, uid := range p.h.unreserve(pod.UID) {
+	withdrawn := p.h.unreserve(pod.UID)
+	if len(withdrawn) > 0 {
+		p.h.metrics.withdrew(WithdrawnBindFailed)
+	}
+	for _, uid := range withdrawn {
 		if uid != pod.UID {
 			if wp := p.handle.GetWaitingPod(uid); wp != nil {
 				wp.Reject(Name, fmt.Sprintf("gpusched: pod %s/%s of the same job could not be bound", pod.Namespace, pod.Name))
@@ -471,18 +485,26 @@ func (k *kubeIO) activate(pods []*v1.Pod) {
 }
 
 func (k *kubeIO) event(pod *v1.Pod, typ, reason, msg string) {
+	k.eventWithAction(pod, typ, reason, "Scheduling", msg)
+}
+
+// eventWithAction records an event whose action is action (a reason
+// token for a pending pod's event, reasons.go).
+func (k *kubeIO) eventWithAction(pod *v1.Pod, typ, reason, action, msg string) {
 	if r := k.handle.EventRecorder(); r != nil {
-		r.Eventf(pod, nil, typ, reason, "Scheduling", "%s", msg)
+		r.Eventf(pod, nil, typ, reason, action, "%s", msg)
 	}
 }
 
-// setPending sets the pod's PodScheduled condition to False with msg.
-func (k *kubeIO) setPending(ctx context.Context, pod *v1.Pod, msg string) error {
-	return patchPending(ctx, k.handle.ClientSet(), pod, msg, metav1.Now())
+// setPending sets the pod's PodScheduled condition to False with reason
+// and msg.
+func (k *kubeIO) setPending(ctx context.Context, pod *v1.Pod, reason, msg string) error {
+	return patchPending(ctx, k.handle.ClientSet(), pod, reason, msg, metav1.Now())
 }
 
-// patchPending sets the pod's PodScheduled condition to False with msg, at
-// now, and clears the nominated node the pod carries, if any.
+// patchPending sets the pod's PodScheduled condition to False with reason
+// (a reason token; v1.PodReasonUnschedulable when empty) and msg, at now,
+// and clears the nominated node the pod carries, if any.
 //
 // A pod gpusched holds at PreEnqueue never runs a scheduling cycle, so
 // kube-scheduler never clears a nomination it made itself: the
@@ -492,9 +514,12 @@ func (k *kubeIO) setPending(ctx context.Context, pod *v1.Pod, msg string) error 
 // priority, so a stale nomination keeps GPUs free in gpusched's ledger
 // unusable: the pods gpusched places there fail NodeResourcesFit for as
 // long as the nominated pod waits.
-func patchPending(ctx context.Context, cs kubernetes.Interface, pod *v1.Pod, msg string, now metav1.Time) error {
+func patchPending(ctx context.Context, cs kubernetes.Interface, pod *v1.Pod, reason, msg string, now metav1.Time) error {
+	if reason == "" {
+		reason = v1.PodReasonUnschedulable
+	}
 	status := map[string]any{"conditions": []map[string]any{{
-		"type": string(v1.PodScheduled), "status": string(v1.ConditionFalse), "reason": v1.PodReasonUnschedulable,
+		"type": string(v1.PodScheduled), "status": string(v1.ConditionFalse), "reason": reason,
 		"message": msg, "lastTransitionTime": now,
 	}}}
 	if pod.Status.NominatedNodeName != "" {

@@ -1,0 +1,127 @@
+package plugin
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// liveHost is a test host on three nodes in two ToRs: n1 and n2 in tor-a,
+// n3 in tor-b, whose GPU 7 failed (the node names it). Queue a runs a1
+// (8 GPUs) and a2 (4) and a3 (2) waits for quota.
+func liveHost(t *testing.T) (*host, *fakeIO) {
+	t.Helper()
+	tor := func(name, d string) *v1.Node {
+		return gpuNode(name, 8, "NVIDIA-H100-80GB-HBM3", map[string]string{"net.example.com/tor": d})
+	}
+	n3 := withLostGPUs(tor("n3", "tor-b"), 7, "7")
+	h, io, _, _ := metricsHost(t, twoQueues, tor("n1", "tor-a"), tor("n2", "tor-a"), n3)
+	h.args.TopologyLevels = defaultArgs("tor").TopologyLevels
+	qa := map[string]string{DefaultQueueLabel: "a"}
+	io.pods = []*v1.Pod{schedPod("a1", 8, qa), schedPod("a2", 4, qa)}
+	h.cycle(context.Background())
+	bindAll(t, h, io)
+	io.pods = append(io.pods, schedPod("a3", 2, qa))
+	h.cycle(context.Background())
+	return h, io
+}
+
+// TestLivePage (issue 26, deliver 3): the page lists the queues with
+// their guarantee, usage and borrowing, the pending jobs with their
+// reason token, and the cluster: a box per ToR, a cell per host with a
+// mark per GPU (the failed one marked).
+func TestLivePage(t *testing.T) {
+	h, _ := liveHost(t)
+	srv := httptest.NewServer(h.pageHandler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	page := string(b)
+	for _, want := range []string{
+		// queue a: guarantee 8, 12 used, 4 borrowed
+		`<tr data-queue="a"><td class="l" style="padding-left:18px">a</td><td>1</td><td>0</td><td>2</td><td>8</td><td>12</td><td>0</td><td>4</td></tr>`,
+		`data-job="default/a3" data-reason="WaitingForQuota"`,
+		`data-level="tor" data-name="tor-a"`, `data-level="tor" data-name="tor-b"`,
+		`data-host="n3" data-used="4" data-gpus="8" data-failed="1"`, // a2, and the failed GPU 7
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %s\n%s", want, page[strings.Index(page, "<h2>Cluster"):])
+		}
+	}
+	if n := strings.Count(page, `class="host"`); n != 3 {
+		t.Errorf("%d host cells, want 3", n)
+	}
+	if resp, err := http.Get(srv.URL + "/other"); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /other: %v %v, want 404", resp.Status, err)
+	}
+}
+
+// TestLivePageInBrowser renders the page in headless chromium (as
+// sim/report's TestHTMLInBrowser does): the page's script counted the
+// host cells and GPU marks in the DOM, and a screenshot is taken.
+func TestLivePageInBrowser(t *testing.T) {
+	h, _ := liveHost(t)
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, "live.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.writePage(f)
+	f.Close()
+	browser := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			browser = p
+			break
+		}
+	}
+	if browser == "" {
+		t.Skip("no chromium installed (apt-get install chromium); the page was written but not rendered")
+	}
+	run := func(args ...string) []byte {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		args = append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=" + t.TempDir()}, args...)
+		out, err := exec.CommandContext(ctx, browser, append(args, "file://"+f.Name())...).Output()
+		if err != nil {
+			t.Fatalf("%s: %v", browser, err)
+		}
+		return out
+	}
+	dom := string(run("--virtual-time-budget=3000", "--dump-dom"))
+	if m := regexp.MustCompile(`data-cells="(\d+)" data-gpus="(\d+)"`).FindStringSubmatch(dom); m == nil || m[1] != "3" || m[2] != "24" {
+		t.Errorf("the browser counted %v, want 3 host cells and 24 GPU marks", m)
+	}
+	shot := filepath.Join(dir, "live.png")
+	run("--window-size=1200,900", "--screenshot="+shot)
+	if st, err := os.Stat(shot); err != nil || st.Size() < 1000 {
+		t.Errorf("no screenshot: %v", err)
+	}
+}
+
+// TestLiveAddressValidated: a liveAddress that is no host:port is refused
+// naming the field.
+func TestLiveAddressValidated(t *testing.T) {
+	for addr, ok := range map[string]bool{"": true, ":10270": true, "127.0.0.1:0": true, "10270": false, ":http-ish": false} {
+		a := schedArgs()
+		a.LiveAddress = addr
+		err := a.Validate()
+		if (err == nil) != ok || (err != nil && !strings.Contains(err.Error(), "liveAddress")) {
+			t.Errorf("liveAddress %q: %v, want ok=%v", addr, err, ok)
+		}
+	}
+}
