@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -80,8 +81,10 @@ type drat struct {
 	io            draIO
 	log           klog.Logger
 	// settle is how long allocate waits for the informer to show its
-	// writes before letting the pods through.
-	settle time.Duration
+	// writes before letting the pods through; grace is a wait after it,
+	// for the handlers of the informer (kube's DynamicResources reads an
+	// assume cache that its handler updates after the store).
+	settle, grace time.Duration
 
 	sliceKey string              // the slices last built from
 	nodes    map[string]*draNode // node name → its GPUs
@@ -91,6 +94,12 @@ type drat struct {
 	pods      map[types.UID]*draPod
 	// stale are claims to release (see view).
 	stale []claimRef
+
+	// gmu guards granted: the binding (node and GPU indices) each pod's
+	// claims were last written for. PreEnqueue lets a pod through only
+	// when its current binding is the one granted (notReady).
+	gmu     sync.Mutex
+	granted map[types.UID]string
 }
 
 // draNode is one node's GPUs in the driver's slices.
@@ -140,7 +149,8 @@ func newDRA(args *Args, io draIO, log klog.Logger) *drat {
 	}
 	return &drat{driver: args.DRADriver, class: args.DRADeviceClass, indices: args.GPUIndicesAnnotation,
 		gpuResource: v1.ResourceName(args.GPUResource), productLabel: args.GPUProductLabel, countLabel: args.GPUCountLabel,
-		io: io, log: log, settle: 5 * time.Second, nodeCache: map[string]draNodeCopy{}, pods: map[types.UID]*draPod{}}
+		io: io, log: log, settle: 5 * time.Second, grace: 50 * time.Millisecond, nodeCache: map[string]draNodeCopy{},
+		pods: map[types.UID]*draPod{}, granted: map[types.UID]string{}}
 }
 
 // synced reports whether the DRA informers have synced (true when off).
@@ -186,6 +196,9 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 			continue
 		}
 		out = append(out, dp.out)
+		if p.Spec.NodeName == "" && !assigned(p.UID) {
+			d.grant(p.UID, "")
+		}
 		if p.Spec.NodeName == "" && !assigned(p.UID) && p.Annotations[PlannedNodeAnnotation] == "" && !isTerminal(p) {
 			// Allocated for a pod gpusched has not bound (a restart, a
 			// withdrawn binding): the allocation goes, the job is placed
@@ -580,6 +593,7 @@ func (d *drat) allocate(ctx context.Context, pods []*v1.Pod, assignmentOf func(t
 			continue
 		}
 		k := 0
+		d.grant(p.UID, "")
 		for _, c := range dp.claims {
 			n := 0
 			for _, r := range c.requests {
@@ -600,20 +614,44 @@ func (d *drat) allocate(ctx context.Context, pods []*v1.Pod, assignmentOf func(t
 			wrote = append(wrote, c)
 			k += n
 		}
+		if failed[p.UID] == nil {
+			d.grant(p.UID, bindingKey(a))
+		}
 	}
 	d.await(ctx, wrote)
 	return failed
+}
+
+// bindingKey identifies a binding: its node and GPUs.
+func bindingKey(a assignment) string { return a.node + "/" + formatIndices(a.gpus) }
+
+// grant records the binding uid's claims were written for ("": none).
+func (d *drat) grant(uid types.UID, key string) {
+	d.gmu.Lock()
+	defer d.gmu.Unlock()
+	if key == "" {
+		delete(d.granted, uid)
+	} else {
+		d.granted[uid] = key
+	}
+}
+
+// grantedFor returns the binding uid's claims were written for.
+func (d *drat) grantedFor(uid types.UID) string {
+	d.gmu.Lock()
+	defer d.gmu.Unlock()
+	return d.granted[uid]
 }
 
 // write sets c's allocation to alloc and reserves it for p, unless it is
 // so already. A claim allocated otherwise is released first when it is
 // reserved for nobody else.
 func (d *drat) write(ctx context.Context, c gpuClaim, p *v1.Pod, alloc *resourceapi.AllocationResult) error {
-	cur, err := d.io.claim(c.ns, c.name)
-	if err != nil || cur == nil {
-		if cur, err = d.io.fetch(ctx, c.ns, c.name); err != nil {
-			return err
-		}
+	// The apiserver's copy: the informer's may not show a release made
+	// this cycle yet.
+	cur, err := d.io.fetch(ctx, c.ns, c.name)
+	if err != nil {
+		return err
 	}
 	for attempt := 0; ; attempt++ {
 		err = d.writeOnce(ctx, cur, p, alloc)
@@ -701,18 +739,23 @@ func (d *drat) await(ctx context.Context, claims []gpuClaim) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+	time.Sleep(d.grace)
 }
 
 func reservedFor(c *resourceapi.ResourceClaim, uid types.UID) bool {
 	return slices.ContainsFunc(c.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == uid })
 }
 
-// release clears the allocations view found stale.
-func (d *drat) release(ctx context.Context) {
+// release clears the allocations view found stale, but those of pods
+// about to be let through (keep): allocate writes them.
+func (d *drat) release(ctx context.Context, keep map[types.UID]bool) {
 	if d == nil {
 		return
 	}
 	for _, c := range d.stale {
+		if c.uid != "" && keep[c.uid] {
+			continue
+		}
 		cur, err := d.io.claim(c.ns, c.name)
 		if err != nil || cur == nil || cur.Status.Allocation == nil {
 			continue
@@ -728,13 +771,14 @@ func (d *drat) release(ctx context.Context) {
 	d.stale = d.stale[:0]
 }
 
-// notReady says why pod, which has a binding, may not enter a scheduling
-// cycle yet: a GPU claim of it that the informer does not show allocated
-// and reserved for it. "" when it may.
-func (d *drat) notReady(p *v1.Pod) string {
+// notReady says why pod, whose binding is a, may not enter a scheduling
+// cycle yet: a GPU claim of it not yet written for a, or that the informer
+// does not show allocated and reserved for it. "" when it may.
+func (d *drat) notReady(p *v1.Pod, a assignment) string {
 	if d == nil || len(p.Spec.ResourceClaims) == 0 {
 		return ""
 	}
+	granted := d.grantedFor(p.UID) == bindingKey(a)
 	for _, rc := range p.Spec.ResourceClaims {
 		name := claimName(p, rc)
 		if name == "" {
@@ -747,7 +791,7 @@ func (d *drat) notReady(p *v1.Pod) string {
 		if reqs, other, _ := d.classify(c); len(reqs) == 0 || other {
 			continue
 		}
-		if c.Status.Allocation == nil || !reservedFor(c, p.UID) {
+		if !granted || c.Status.Allocation == nil || !reservedFor(c, p.UID) {
 			return fmt.Sprintf("gpusched: waiting for its ResourceClaim %s to show the GPUs gpusched allocated", name)
 		}
 	}
@@ -776,11 +820,15 @@ func (h *host) allocateClaims(ctx context.Context, fx *effects) {
 	if h.dra == nil {
 		return
 	}
-	h.dra.release(ctx)
 	pods := slices.Clone(fx.activate)
 	for _, g := range fx.plans {
 		pods = append(pods, g.pods...)
 	}
+	keep := map[types.UID]bool{}
+	for _, p := range pods {
+		keep[p.UID] = true
+	}
+	h.dra.release(ctx, keep)
 	failed := h.dra.allocate(ctx, pods, h.assignmentOf, h.io.now())
 	if len(failed) == 0 {
 		return

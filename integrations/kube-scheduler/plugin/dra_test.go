@@ -144,7 +144,7 @@ func oneDGX(gpuClaims map[string]int) *fakeDRA {
 func newDRAHost(t *testing.T, f *fakeDRA, nodes ...*v1.Node) (*host, *fakeIO) {
 	h, io := newTestHost(t, nodes...)
 	h.dra = newDRA(h.args, f, ktesting.NewLogger(t, ktesting.NewConfig()))
-	h.dra.settle = 0
+	h.dra.settle, h.dra.grace = 0, 0
 	return h, io
 }
 
@@ -227,8 +227,13 @@ func TestDRAAllocatesChosenGPUs(t *testing.T) {
 	if n0 := numaOf(want[0]); slices.ContainsFunc(want, func(d string) bool { return numaOf(d) != n0 }) {
 		t.Errorf("4 GPUs %v span NUMA nodes", want)
 	}
-	if why := h.dra.notReady(io.pods[0]); why != "" {
+	if why := h.dra.notReady(io.pods[0], a); why != "" {
 		t.Errorf("a is not let through after its claim was written: %s", why)
+	}
+	other := a
+	other.gpus = []int{9}
+	if why := h.dra.notReady(io.pods[0], other); !strings.Contains(why, "waiting for its ResourceClaim") {
+		t.Errorf("a let through on a binding its claims were not written for: %q", why)
 	}
 	bindDRA(h, io)
 

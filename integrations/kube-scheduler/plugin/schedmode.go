@@ -325,8 +325,8 @@ func (p *SchedulerPlugin) EventsToRegister(context.Context) ([]fwk.ClusterEventW
 
 // PreEnqueue lets a pod into the scheduling queue once its job is bound.
 func (p *SchedulerPlugin) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
-	if _, ok := p.h.assignmentOf(pod.UID); ok {
-		if why := p.h.dra.notReady(pod); why != "" {
+	if a, ok := p.h.assignmentOf(pod.UID); ok {
+		if why := p.h.dra.notReady(pod, a); why != "" {
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why) // (dra.go)
 		}
 		return nil
