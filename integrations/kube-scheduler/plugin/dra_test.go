@@ -362,3 +362,80 @@ func TestDRAStaleAllocationReleased(t *testing.T) {
 		t.Errorf("writes %v", f.writes)
 	}
 }
+
+// TestDRAGangPartlyBoundAtRestart: a gang whose claims were written and
+// one of whose members was bound when the scheduler stopped completes on
+// the GPUs its claims name; one stopped before any member had its plan
+// written is released and placed again. No device is in two claims.
+func TestDRAGangPartlyBoundAtRestart(t *testing.T) {
+	for _, planned := range []bool{true, false} {
+		t.Run(fmt.Sprintf("planned=%t", planned), func(t *testing.T) {
+			f := oneDGX(map[string]int{"g0": 4, "g1": 4})
+			f.slices = append(f.slices, dgxSlice("dgx-2"))
+			nodes := []*v1.Node{node("dgx-1", -1, nil), node("dgx-2", -1, nil)}
+			h, io := newDRAHost(t, f, nodes...)
+			ctx := context.Background()
+			g := map[string]string{DefaultGangLabel: "g", DefaultGangSizeKey: "2"}
+			for _, name := range []string{"g0", "g1"} {
+				p := draPodOf("m-"+name, name)
+				p.Labels = g
+				io.pods = append(io.pods, p)
+			}
+			h.cycle(ctx)
+			if strings.Join(io.activated, ",") != "m-g0,m-g1" {
+				t.Fatalf("activated %v, want the gang", io.activated)
+			}
+			before := map[string]string{}
+			for _, c := range []string{"g0", "g1"} {
+				devs, node := claimed(t, f, c, types.UID("uid-m-"+c))
+				before[c] = node + ":" + devs
+			}
+			// The scheduler stops with m-g0 bound.
+			a, _ := h.assignmentOf("uid-m-g0")
+			b := io.pods[0].DeepCopy()
+			b.Spec.NodeName = a.node
+			io.pods[0] = b
+			for i, p := range io.pods {
+				// The claims are the record of the GPUs, not the annotation.
+				q := p.DeepCopy()
+				delete(q.Annotations, DefaultGPUIndicesAnnotation)
+				if !planned {
+					delete(q.Annotations, PlannedNodeAnnotation)
+				}
+				io.pods[i] = q
+			}
+			if !planned {
+				// (then m-g0 could not have been bound: unbind it)
+				io.pods[0].Spec.NodeName = ""
+			}
+			h2, io2 := newDRAHost(t, f, nodes...)
+			io2.pods = slices.Clone(io.pods)
+			h2.cycle(ctx)
+			h2.cycle(ctx)
+			if planned {
+				if !slices.Contains(io2.activated, "m-g1") {
+					t.Fatalf("gang not completed: activated %v, pending %v", io2.activated, io2.pending)
+				}
+				a1, _ := h2.assignmentOf("uid-m-g1")
+				devs, node := claimed(t, f, "g1", "uid-m-g1")
+				if node+":"+devs != before["g1"] || why(h2, io2.pods[1], a1) != "" {
+					t.Errorf("m-g1 completed on %s:%s (ready: %q); its claim named %s", node, devs, why(h2, io2.pods[1], a1), before["g1"])
+				}
+			} else if strings.Join(io2.activated, ",") != "m-g0,m-g1" {
+				t.Fatalf("gang not placed again: activated %v, pending %v", io2.activated, io2.pending)
+			}
+			owner := map[string]string{}
+			for _, c := range []string{"g0", "g1"} {
+				devs, node := claimed(t, f, c, types.UID("uid-m-"+c))
+				for _, d := range strings.Split(devs, ",") {
+					if o, dup := owner[node+"/"+d]; dup {
+						t.Errorf("%s/%s in claims %s and %s", node, d, o, c)
+					}
+					owner[node+"/"+d] = c
+				}
+			}
+		})
+	}
+}
+
+func why(h *host, p *v1.Pod, a assignment) string { return h.dra.notReady(p, a) }
