@@ -439,3 +439,30 @@ func TestDRAGangPartlyBoundAtRestart(t *testing.T) {
 }
 
 func why(h *host, p *v1.Pod, a assignment) string { return h.dra.notReady(p, a) }
+
+// TestDRATemplateClaims: a claim made from a ResourceClaimTemplate is
+// found through the pod's status.resourceClaimStatuses; before kube's
+// resourceclaim controller has made it, the pod waits saying so.
+func TestDRATemplateClaims(t *testing.T) {
+	f := oneDGX(map[string]int{"t-gpus-x7k": 2})
+	h, io := newDRAHost(t, f, node("dgx-1", -1, nil))
+	tmpl := "two-gpus"
+	p := schedPod("t", 0, nil)
+	p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpus", ResourceClaimTemplateName: &tmpl}}
+	io.pods = []*v1.Pod{p}
+	h.cycle(context.Background())
+	if len(io.activated) != 0 || !strings.Contains(io.pending["t"], `ResourceClaim "gpus" (from a template) is not made yet`) {
+		t.Fatalf("activated %v, reason %q", io.activated, io.pending["t"])
+	}
+	q := p.DeepCopy()
+	made := "t-gpus-x7k"
+	q.Status.ResourceClaimStatuses = []v1.PodResourceClaimStatus{{Name: "gpus", ResourceClaimName: &made}}
+	io.pods = []*v1.Pod{q}
+	h.cycle(context.Background())
+	if strings.Join(io.activated, ",") != "t" {
+		t.Fatalf("activated %v, reason %q", io.activated, io.pending["t"])
+	}
+	if devs, _ := claimed(t, f, made, "uid-t"); len(strings.Split(devs, ",")) != 2 {
+		t.Errorf("claim names %s", devs)
+	}
+}
