@@ -169,6 +169,14 @@ type Args struct {
 	// their reasons, the cluster as cells per domain and host coloured by
 	// occupancy. Default "": off.
 	LiveAddress string `json:"liveAddress,omitempty"`
+	// DRADriver (scheduler mode) is the Dynamic Resource Allocation driver
+	// whose ResourceSlices publish GPUs (dra.go); "none" turns DRA off.
+	// Default "gpu.nvidia.com", NVIDIA's DRA driver for GPUs.
+	DRADriver string `json:"draDriver,omitempty"`
+	// DRADeviceClass (scheduler mode) is the DeviceClass of whole GPUs:
+	// gpusched allocates the ResourceClaims whose requests all name it.
+	// Default "gpu.nvidia.com".
+	DRADeviceClass string `json:"draDeviceClass,omitempty"`
 }
 
 // Modes.
@@ -215,6 +223,8 @@ const (
 	DefaultQueueName            = "default"
 	DefaultRuntimeKey           = "gpusched.io/runtime"
 	DefaultCheckpointKey        = "gpusched.io/checkpointed-at"
+	DefaultDRADriver            = "gpu.nvidia.com"
+	DefaultDRADeviceClass       = "gpu.nvidia.com"
 	DefaultCycleIntervalMillis  = 200
 	DefaultEventIntervalSeconds = 60
 	DefaultEvictionRetrySeconds = 300
@@ -266,6 +276,8 @@ func (a *Args) SetDefaults() {
 	def(&a.DefaultQueue, DefaultQueueName)
 	def(&a.RuntimeKey, DefaultRuntimeKey)
 	def(&a.CheckpointKey, DefaultCheckpointKey)
+	def(&a.DRADriver, DefaultDRADriver)
+	def(&a.DRADeviceClass, DefaultDRADeviceClass)
 	if a.CycleIntervalMilliseconds == 0 {
 		a.CycleIntervalMilliseconds = DefaultCycleIntervalMillis
 	}

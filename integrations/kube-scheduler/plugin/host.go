@@ -91,6 +91,9 @@ type host struct {
 	page board
 	// metrics exports each cycle's figures (metrics.go); nil: none.
 	metrics *cycleMetrics
+	// dra: GPUs and claims of Dynamic Resource Allocation (dra.go); nil
+	// when off.
+	dra *drat
 }
 
 // submitAt is the time to submit a job created at created: created, or
@@ -279,10 +282,14 @@ func (h *host) cycle(ctx context.Context) {
 		return
 	}
 	now := h.io.now()
+	nodes, all = h.dra.view(nodes, all, func(uid types.UID) bool { _, ok := h.assignmentOf(uid); return ok })
 	view := viewPods(all, h.profile, h.args)
 	var fx effects
 	h.mu.Lock()
 	h.decide(nodes, &view, now, &fx)
+	for _, w := range h.dra.left() {
+		h.note(&fx, []*v1.Pod{w.pod}, w.what, now)
+	}
 	h.mu.Unlock()
 	h.apply(ctx, &fx)
 }
@@ -1046,6 +1053,7 @@ func (h *host) apply(ctx context.Context, fx *effects) {
 	for _, uid := range fx.reject {
 		h.io.rejectWaiting(uid, "gpusched: the job's binding was withdrawn")
 	}
+	h.allocateClaims(ctx, fx) // (dra.go)
 	if len(fx.activate) > 0 {
 		h.io.activate(fx.activate)
 	}

@@ -86,9 +86,16 @@ func newSchedulerPlugin(ctx context.Context, args *Args, h fwk.Handle) (*Schedul
 	}
 	io := &kubeIO{handle: h, nodes: f.Core().V1().Nodes().Lister(), pods: f.Core().V1().Pods().Lister(), log: log}
 	nodeInf, podInf := f.Core().V1().Nodes().Informer(), f.Core().V1().Pods().Informer()
-	io.hasSynced = func() bool { return nodeInf.HasSynced() && podInf.HasSynced() }
 	p.h = newHost(args, h.ProfileName(), io, log)
 	p.h.metrics = newCycleMetrics(defaultMetrics(), h.ProfileName())
+	if args.DRADriver != "none" {
+		k, err := newKubeDRA(h, p.h.poke)
+		if err != nil {
+			return nil, err
+		}
+		p.h.dra = newDRA(args, k, log)
+	}
+	io.hasSynced = func() bool { return nodeInf.HasSynced() && podInf.HasSynced() && p.h.dra.synced() }
 	p.h.check = func() error { return checkProfile(h) }
 	var raw string
 	p.h.queues, raw, p.h.queuesErr = loadQueues(ctx, args, h, log)
@@ -324,7 +331,10 @@ func (p *SchedulerPlugin) EventsToRegister(context.Context) ([]fwk.ClusterEventW
 
 // PreEnqueue lets a pod into the scheduling queue once its job is bound.
 func (p *SchedulerPlugin) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
-	if _, ok := p.h.assignmentOf(pod.UID); ok {
+	if a, ok := p.h.assignmentOf(pod.UID); ok {
+		if why := p.h.dra.notReady(pod, a); why != "" {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why) // (dra.go)
+		}
 		return nil
 	}
 	if p.h.lead.letProbe(pod) {

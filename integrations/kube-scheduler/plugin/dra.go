@@ -1,0 +1,846 @@
+package plugin
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// Dynamic Resource Allocation in scheduler mode (docs/dra.md).
+//
+// GPUs published as ResourceSlices by the GPU driver (Args.DRADriver,
+// NVIDIA's gpu.nvidia.com by default) are GPUs of gpusched's cluster, and
+// a pod's ResourceClaims whose requests all name the GPU device class
+// (Args.DRADeviceClass) are GPUs of its job: whole GPUs, by count.
+// gpusched allocates those claims itself, with the devices it chose:
+//
+//   - each cycle (drat.view), a node with GPUs in the driver's slices and
+//     no device-plugin GPUs is seen as a GPU node of that many GPUs of its
+//     productName (so a DGX H100 gets its machine preset's NVSwitch and
+//     NUMA layout); a pod with GPU claims is seen as requesting that many
+//     GPUs, and a bound pod (or a gang member with a planned node) holds
+//     the GPUs its claims' allocations name: the allocations, not the
+//     indices annotation, are the record a restarted scheduler reads;
+//   - when a cycle binds a job, before its pods are let through PreEnqueue
+//     (drat.allocate), each GPU claim gets status.allocation naming the
+//     chosen devices (node selector: the planned node), reservedFor the
+//     pod and kube's delete-protection finalizer, in one status update;
+//   - PreEnqueue lets a pod through only once the scheduler's informer
+//     shows its GPU claims so (drat.notReady).
+//
+// kube's DynamicResources plugin, in the same profile, then finds these
+// claims allocated and reserved for the pod: it checks their node
+// selector, allocates the pod's other claims (NICs, storage; other
+// drivers) on the planned node and skips the GPU claims at PreBind. It
+// never allocates a GPU claim of a gpusched pod, and its allocator
+// counts the devices of every allocated claim as taken, so the two never
+// hand out one device twice. A claim allocated for a pod that is not
+// bound and has no binding of gpusched's (a scheduler restart, a binding
+// withdrawn), or for a pod that ended, is released (drat.release).
+//
+// Not handled (the pod waits, saying why): CEL selectors, allocation mode
+// All, FirstAvailable, admin access, claims mixing the GPU class with
+// others, MIG and shared (consumable capacity) devices.
+
+// draIO is what the DRA concern needs of the apiserver; tests give fakes.
+type draIO interface {
+	synced() bool
+	listSlices() ([]*resourceapi.ResourceSlice, error)
+	listClaims() ([]*resourceapi.ResourceClaim, error)
+	// claim returns a claim from the informer's store; nil when absent.
+	claim(ns, name string) (*resourceapi.ResourceClaim, error)
+	// fetch reads a claim from the apiserver.
+	fetch(ctx context.Context, ns, name string) (*resourceapi.ResourceClaim, error)
+	update(ctx context.Context, c *resourceapi.ResourceClaim) (*resourceapi.ResourceClaim, error)
+	updateStatus(ctx context.Context, c *resourceapi.ResourceClaim) (*resourceapi.ResourceClaim, error)
+}
+
+// drat is scheduler mode's DRA concern: the GPUs of the driver's slices,
+// the GPU claims of the profile's pods, and the claim writes. view,
+// allocate and release run on the cycle goroutine only; notReady reads
+// the informer's store alone.
+type drat struct {
+	driver, class string
+	indices       string // Args.GPUIndicesAnnotation
+	gpuResource   v1.ResourceName
+	productLabel  string
+	countLabel    string
+	io            draIO
+	log           klog.Logger
+	// settle is how long allocate waits for the informer to show its
+	// writes before letting the pods through; grace is a wait after it,
+	// for the handlers of the informer (kube's DynamicResources reads an
+	// assume cache that its handler updates after the store).
+	settle, grace time.Duration
+
+	sliceKey string              // the slices last built from
+	nodes    map[string]*draNode // node name → its GPUs
+	byPool   map[string]string   // pool → node name
+
+	nodeCache map[string]draNodeCopy
+	pods      map[types.UID]*draPod
+	// stale are claims to release (see view).
+	stale []claimRef
+
+	// gmu guards granted: the binding (node and GPU indices) each pod's
+	// claims were last written for. PreEnqueue lets a pod through only
+	// when its current binding is the one granted (notReady).
+	gmu     sync.Mutex
+	granted map[types.UID]string
+}
+
+// draNode is one node's GPUs in the driver's slices.
+type draNode struct {
+	pool    string
+	product string   // productName, as a GPU feature discovery label value
+	devices []string // device name per GPU index
+	index   map[string]int
+}
+
+type draNodeCopy struct {
+	src, out *v1.Node
+	gpus     int
+	product  string
+}
+
+// draPod is what view made of one pod with claims.
+type draPod struct {
+	src    *v1.Pod
+	key    string
+	out    *v1.Pod // the pod as the cycle sees it; nil: left out (why)
+	claims []gpuClaim
+	gpus   int
+	why    string
+}
+
+// gpuClaim is one ResourceClaim of a pod whose requests are GPUs.
+type gpuClaim struct {
+	claimRef
+	requests []gpuRequest
+}
+
+type gpuRequest struct {
+	name  string
+	count int
+}
+
+type claimRef struct {
+	ns, name string
+	uid      types.UID // the pod it is (to be) reserved for
+}
+
+// newDRA returns the DRA concern for args, or nil when DRA is off.
+func newDRA(args *Args, io draIO, log klog.Logger) *drat {
+	if args.DRADriver == "" || args.DRADriver == "none" || io == nil {
+		return nil
+	}
+	return &drat{driver: args.DRADriver, class: args.DRADeviceClass, indices: args.GPUIndicesAnnotation,
+		gpuResource: v1.ResourceName(args.GPUResource), productLabel: args.GPUProductLabel, countLabel: args.GPUCountLabel,
+		io: io, log: log, settle: 5 * time.Second, grace: 50 * time.Millisecond, nodeCache: map[string]draNodeCopy{},
+		pods: map[types.UID]*draPod{}, granted: map[types.UID]string{}}
+}
+
+// synced reports whether the DRA informers have synced (true when off).
+func (d *drat) synced() bool { return d == nil || d.io.synced() }
+
+// view returns the nodes and pods as a cycle sees them: GPU nodes of the
+// driver's slices with their GPUs as allocatable GPUs, and pods with GPU
+// claims requesting their GPUs (holding, when allocated, the claimed
+// GPUs in the indices annotation). Unbound pods whose claims cannot be
+// read yet are left out. assigned says whether a pod has a binding of
+// gpusched's. Claims to release are kept for release.
+func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) bool) ([]*v1.Node, []*v1.Pod) {
+	if d == nil {
+		return nodes, pods
+	}
+	d.readSlices()
+	outNodes := make([]*v1.Node, 0, len(nodes))
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		outNodes = append(outNodes, d.node(n))
+		seen[n.Name] = true
+	}
+	for name := range d.nodeCache {
+		if !seen[name] {
+			delete(d.nodeCache, name)
+		}
+	}
+	out := make([]*v1.Pod, 0, len(pods))
+	live := map[types.UID]bool{}
+	next := make(map[types.UID]*draPod, len(d.pods))
+	d.stale = d.stale[:0]
+	for _, p := range pods {
+		if !isTerminal(p) {
+			live[p.UID] = true
+		}
+		if len(p.Spec.ResourceClaims) == 0 {
+			out = append(out, p)
+			continue
+		}
+		dp := d.pod(p)
+		next[p.UID] = dp
+		if dp.out == nil {
+			continue
+		}
+		out = append(out, dp.out)
+		if p.Spec.NodeName == "" && !assigned(p.UID) {
+			d.grant(p.UID, "")
+		}
+		if p.Spec.NodeName == "" && !assigned(p.UID) && p.Annotations[PlannedNodeAnnotation] == "" && !isTerminal(p) {
+			// Allocated for a pod gpusched has not bound (a restart, a
+			// withdrawn binding): the allocation goes, the job is placed
+			// afresh.
+			for _, c := range dp.claims {
+				if cl, _ := d.io.claim(c.ns, c.name); cl != nil && cl.Status.Allocation != nil {
+					d.stale = append(d.stale, c.claimRef)
+				}
+			}
+		}
+	}
+	d.pods = next
+	// Claims gpusched allocated whose pods are gone or ended.
+	if claims, err := d.io.listClaims(); err == nil {
+		for _, c := range claims {
+			if c.Status.Allocation == nil || !d.ours(c) || c.DeletionTimestamp != nil {
+				continue
+			}
+			users := 0
+			for _, r := range c.Status.ReservedFor {
+				if r.Resource == "pods" && live[r.UID] {
+					users++
+				}
+			}
+			if users == 0 && len(c.Status.ReservedFor) > 0 {
+				d.stale = append(d.stale, claimRef{ns: c.Namespace, name: c.Name})
+			}
+		}
+	}
+	return outNodes, out
+}
+
+// ours reports whether c's requests all name the GPU class and its
+// allocation devices of the driver.
+func (d *drat) ours(c *resourceapi.ResourceClaim) bool {
+	reqs, other, _ := d.classify(c)
+	if len(reqs) == 0 || other {
+		return false
+	}
+	for _, r := range c.Status.Allocation.Devices.Results {
+		if r.Driver != d.driver {
+			return false
+		}
+	}
+	return true
+}
+
+// readSlices rebuilds the GPU nodes when the driver's slices changed:
+// per node, its "gpu" devices (devices with a type attribute "gpu", or
+// none and no MIG profile) ordered by their index attribute, else minor,
+// else name, as importers/dra orders them. Of a pool published in several
+// generations only the newest counts.
+func (d *drat) readSlices() {
+	list, err := d.io.listSlices()
+	if err != nil {
+		d.log.Error(err, "Listing ResourceSlices")
+		return
+	}
+	var mine []*resourceapi.ResourceSlice
+	newest := map[string]int64{}
+	for _, s := range list {
+		if s.Spec.Driver == d.driver && s.Spec.NodeName != nil && *s.Spec.NodeName != "" {
+			mine = append(mine, s)
+			newest[s.Spec.Pool.Name] = max(newest[s.Spec.Pool.Name], s.Spec.Pool.Generation)
+		}
+	}
+	slices.SortFunc(mine, func(a, b *resourceapi.ResourceSlice) int { return strings.Compare(a.Name, b.Name) })
+	var kb strings.Builder
+	for _, s := range mine {
+		kb.WriteString(s.Name + "@" + s.ResourceVersion + ";")
+	}
+	key := kb.String()
+	if key == d.sliceKey && d.nodes != nil {
+		return
+	}
+	d.sliceKey = key
+	d.nodes, d.byPool = map[string]*draNode{}, map[string]string{}
+	type gpu struct {
+		name         string
+		index, minor int64
+	}
+	found := map[string][]gpu{}
+	for _, s := range mine {
+		if s.Spec.Pool.Generation < newest[s.Spec.Pool.Name] {
+			continue
+		}
+		node := *s.Spec.NodeName
+		if other, ok := d.byPool[s.Spec.Pool.Name]; ok && other != node {
+			d.log.Info("A GPU pool spans nodes; its slices are left out", "pool", s.Spec.Pool.Name)
+			continue
+		}
+		n := d.nodes[node]
+		if n == nil {
+			n = &draNode{pool: s.Spec.Pool.Name, index: map[string]int{}}
+			d.nodes[node] = n
+			d.byPool[s.Spec.Pool.Name] = node
+		}
+		for _, dev := range s.Spec.Devices {
+			typ := attrString(dev.Attributes, d.driver, attrType)
+			if typ != "gpu" && (typ != "" || attrString(dev.Attributes, d.driver, attrProfile) != "") {
+				continue // MIG devices and others: not supported yet
+			}
+			g := gpu{name: dev.Name, index: attrInt(dev.Attributes, d.driver, attrIndex), minor: attrInt(dev.Attributes, d.driver, attrMinor)}
+			found[node] = append(found[node], g)
+			if p := attrString(dev.Attributes, d.driver, attrProductName); p != "" && n.product == "" {
+				n.product = strings.ReplaceAll(strings.TrimSpace(p), " ", "-")
+			}
+		}
+	}
+	for node, gs := range found {
+		slices.SortFunc(gs, func(a, b gpu) int {
+			return cmp.Or(cmp.Compare(a.index, b.index), cmp.Compare(a.minor, b.minor), strings.Compare(a.name, b.name))
+		})
+		n := d.nodes[node]
+		for i, g := range gs {
+			n.devices = append(n.devices, g.name)
+			n.index[g.name] = i
+		}
+	}
+}
+
+// Attributes of NVIDIA's DRA driver read here (names in the driver's
+// domain; see importers/dra, which reads the same slices for the CLI).
+const (
+	attrType        = "type"
+	attrIndex       = "index"
+	attrMinor       = "minor"
+	attrProductName = "productName"
+	attrProfile     = "profile"
+)
+
+// attrString reads a string attribute by its name, with or without the
+// driver's domain.
+func attrString(m map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, driver, name string) string {
+	a := attr(m, driver, name)
+	if a.StringValue == nil {
+		return ""
+	}
+	return *a.StringValue
+}
+
+// attrInt reads an int attribute; 1<<40 when absent (sorts last).
+func attrInt(m map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, driver, name string) int64 {
+	a := attr(m, driver, name)
+	if a.IntValue == nil {
+		return 1 << 40
+	}
+	return *a.IntValue
+}
+
+func attr(m map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, driver, name string) resourceapi.DeviceAttribute {
+	a, ok := m[resourceapi.QualifiedName(name)]
+	if !ok {
+		a = m[resourceapi.QualifiedName(driver+"/"+name)]
+	}
+	return a
+}
+
+// node returns n, or a copy with the GPUs of its slices as allocatable
+// GPUs and their product as its product label when the device plugin
+// publishes none.
+func (d *drat) node(n *v1.Node) *v1.Node {
+	g := d.nodes[n.Name]
+	if g == nil || len(g.devices) == 0 {
+		return n
+	}
+	if q, ok := n.Status.Allocatable[d.gpuResource]; ok && q.Value() > 0 {
+		return n // device-plugin GPUs: the extended resource counts
+	}
+	if c, ok := d.nodeCache[n.Name]; ok && c.src == n && c.gpus == len(g.devices) && c.product == g.product {
+		return c.out
+	}
+	out := n.DeepCopy()
+	if out.Status.Allocatable == nil {
+		out.Status.Allocatable = v1.ResourceList{}
+	}
+	out.Status.Allocatable[d.gpuResource] = *resource.NewQuantity(int64(len(g.devices)), resource.DecimalSI)
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	if g.product != "" {
+		out.Labels[d.productLabel] = g.product
+	}
+	delete(out.Labels, d.countLabel)
+	d.nodeCache[n.Name] = draNodeCopy{src: n, out: out, gpus: len(g.devices), product: g.product}
+	return out
+}
+
+// claimName returns the name of the ResourceClaim a pod's claim entry
+// refers to; "" when a template's claim is not made yet.
+func claimName(p *v1.Pod, rc v1.PodResourceClaim) string {
+	if rc.ResourceClaimName != nil {
+		return *rc.ResourceClaimName
+	}
+	for _, s := range p.Status.ResourceClaimStatuses {
+		if s.Name == rc.Name && s.ResourceClaimName != nil {
+			return *s.ResourceClaimName
+		}
+	}
+	return ""
+}
+
+// classify returns c's GPU requests; other says it has requests of other
+// classes; why says what gpusched cannot allocate in it.
+func (d *drat) classify(c *resourceapi.ResourceClaim) (reqs []gpuRequest, other bool, why string) {
+	for _, r := range c.Spec.Devices.Requests {
+		switch {
+		case r.Exactly != nil && r.Exactly.DeviceClassName == d.class:
+			e := r.Exactly
+			switch {
+			case len(e.Selectors) > 0:
+				why = fmt.Sprintf("request %q: CEL selectors are not supported yet", r.Name)
+			case e.AllocationMode == resourceapi.DeviceAllocationModeAll:
+				why = fmt.Sprintf("request %q: allocationMode All is not supported yet", r.Name)
+			case e.AdminAccess != nil && *e.AdminAccess:
+				why = fmt.Sprintf("request %q: adminAccess is not supported", r.Name)
+			case len(e.Tolerations) > 0:
+				why = fmt.Sprintf("request %q: device tolerations are not supported yet", r.Name)
+			}
+			reqs = append(reqs, gpuRequest{name: r.Name, count: int(max(cmp.Or(e.Count, 1), 1))})
+		case r.FirstAvailable != nil && slices.ContainsFunc(r.FirstAvailable, func(s resourceapi.DeviceSubRequest) bool { return s.DeviceClassName == d.class }):
+			why = fmt.Sprintf("request %q: firstAvailable with the GPU class is not supported yet", r.Name)
+		default:
+			other = true
+		}
+	}
+	if len(c.Spec.Devices.Constraints) > 0 && len(reqs) > 0 {
+		why = cmp.Or(why, "constraints (matchAttribute) are not supported yet")
+	}
+	if len(reqs) > 0 && other {
+		why = cmp.Or(why, "the claim mixes the GPU class "+d.class+" with other device classes")
+	}
+	return reqs, other, why
+}
+
+// pod returns what view makes of p (cached while p and its claims are
+// the same objects).
+func (d *drat) pod(p *v1.Pod) *draPod {
+	var claims []*resourceapi.ResourceClaim
+	var kb strings.Builder
+	why := ""
+	for _, rc := range p.Spec.ResourceClaims {
+		name := claimName(p, rc)
+		if name == "" {
+			why = cmp.Or(why, fmt.Sprintf("its ResourceClaim %q (from a template) is not made yet", rc.Name))
+			continue
+		}
+		c, err := d.io.claim(p.Namespace, name)
+		if err != nil || c == nil {
+			why = cmp.Or(why, fmt.Sprintf("its ResourceClaim %s/%s does not exist yet", p.Namespace, name))
+			continue
+		}
+		claims = append(claims, c)
+		kb.WriteString(c.Name + "@" + c.ResourceVersion + ";")
+	}
+	key := kb.String() + d.sliceKey
+	if old, ok := d.pods[p.UID]; ok && old.src == p && old.key == key {
+		return old
+	}
+	dp := &draPod{src: p, key: key, why: why}
+	var held []int
+	allocated := true
+	heldOn := p.Spec.NodeName
+	if heldOn == "" {
+		heldOn = p.Annotations[PlannedNodeAnnotation]
+	}
+	for _, c := range claims {
+		reqs, _, w := d.classify(c)
+		if len(reqs) == 0 {
+			continue
+		}
+		if w != "" {
+			dp.why = cmp.Or(dp.why, fmt.Sprintf("ResourceClaim %s: %s", c.Name, w))
+			continue
+		}
+		dp.claims = append(dp.claims, gpuClaim{claimRef: claimRef{ns: c.Namespace, name: c.Name, uid: p.UID}, requests: reqs})
+		for _, r := range reqs {
+			dp.gpus += r.count
+		}
+		if c.Status.Allocation == nil {
+			allocated = false
+			continue
+		}
+		idx, ok := d.indicesOf(c, heldOn, reqs)
+		if !ok {
+			allocated = false
+			continue
+		}
+		held = append(held, idx...)
+	}
+	if dp.why != "" && p.Spec.NodeName == "" {
+		return dp // left out: waits
+	}
+	if dp.gpus == 0 {
+		dp.out = p
+		return dp
+	}
+	out := p.DeepCopy()
+	c := &out.Spec.Containers[0]
+	if c.Resources.Requests == nil {
+		c.Resources.Requests = v1.ResourceList{}
+	}
+	if c.Resources.Limits == nil {
+		c.Resources.Limits = v1.ResourceList{}
+	}
+	q := c.Resources.Requests[d.gpuResource]
+	q.Add(*resource.NewQuantity(int64(dp.gpus), resource.DecimalSI))
+	c.Resources.Requests[d.gpuResource] = q
+	c.Resources.Limits[d.gpuResource] = q
+	if allocated && heldOn != "" && len(held) == dp.gpus {
+		// The allocations are the record of the GPUs it holds.
+		if out.Annotations == nil {
+			out.Annotations = map[string]string{}
+		}
+		out.Annotations[d.indices] = formatIndices(held)
+	}
+	dp.out = out
+	return dp
+}
+
+// indicesOf returns the GPU indices on node that c's allocation names, in
+// request order; ok is false when it names anything else.
+func (d *drat) indicesOf(c *resourceapi.ResourceClaim, node string, reqs []gpuRequest) ([]int, bool) {
+	n := d.nodes[node]
+	if n == nil {
+		return nil, false
+	}
+	var idx []int
+	for _, r := range reqs {
+		k := 0
+		for _, res := range c.Status.Allocation.Devices.Results {
+			if res.Request != r.name {
+				continue
+			}
+			i, ok := n.index[res.Device]
+			if res.Driver != d.driver || res.Pool != n.pool || !ok {
+				return nil, false
+			}
+			idx = append(idx, i)
+			k++
+		}
+		if k != r.count {
+			return nil, false
+		}
+	}
+	return idx, true
+}
+
+// allocation is the AllocationResult giving c's requests the devices of
+// gpus (indices on node, in request order).
+func (d *drat) allocation(c gpuClaim, node string, gpus []int, now time.Time) (*resourceapi.AllocationResult, error) {
+	n := d.nodes[node]
+	if n == nil {
+		return nil, fmt.Errorf("node %s has no GPUs of driver %s", node, d.driver)
+	}
+	a := &resourceapi.AllocationResult{
+		NodeSelector: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchFields: []v1.NodeSelectorRequirement{
+			{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{node}}}}}},
+		AllocationTimestamp: &metav1.Time{Time: now},
+	}
+	k := 0
+	for _, r := range c.requests {
+		for range r.count {
+			if k >= len(gpus) || gpus[k] < 0 || gpus[k] >= len(n.devices) || n.devices[gpus[k]] == "" {
+				return nil, fmt.Errorf("GPU %d of node %s is no device of driver %s", gpus[min(k, len(gpus)-1)], node, d.driver)
+			}
+			a.Devices.Results = append(a.Devices.Results, resourceapi.DeviceRequestAllocationResult{
+				Request: r.name, Driver: d.driver, Pool: n.pool, Device: n.devices[gpus[k]]})
+			k++
+		}
+	}
+	return a, nil
+}
+
+// allocate writes the GPU claims of pods (about to be let through) with
+// the devices of their assignments, then waits (at most settle) until the
+// informer shows them. It returns the pods whose claims could not be
+// written, with why.
+func (d *drat) allocate(ctx context.Context, pods []*v1.Pod, assignmentOf func(types.UID) (assignment, bool), now time.Time) map[types.UID]error {
+	if d == nil {
+		return nil
+	}
+	failed := map[types.UID]error{}
+	var wrote []gpuClaim
+	for _, p := range pods {
+		dp := d.pods[p.UID]
+		if dp == nil || len(dp.claims) == 0 {
+			continue
+		}
+		a, ok := assignmentOf(p.UID)
+		if !ok {
+			continue
+		}
+		k := 0
+		d.grant(p.UID, "")
+		for _, c := range dp.claims {
+			n := 0
+			for _, r := range c.requests {
+				n += r.count
+			}
+			if k+n > len(a.gpus) {
+				failed[p.UID] = fmt.Errorf("ResourceClaim %s/%s: the pod's binding has %d GPUs, its claims %d", c.ns, c.name, len(a.gpus), dp.gpus)
+				break
+			}
+			alloc, err := d.allocation(c, a.node, a.gpus[k:k+n], now)
+			if err == nil {
+				err = d.write(ctx, c, p, alloc)
+			}
+			if err != nil {
+				failed[p.UID] = fmt.Errorf("ResourceClaim %s/%s: %w", c.ns, c.name, err)
+				break
+			}
+			wrote = append(wrote, c)
+			k += n
+		}
+		if failed[p.UID] == nil {
+			d.grant(p.UID, bindingKey(a))
+		}
+	}
+	d.await(ctx, wrote)
+	return failed
+}
+
+// bindingKey identifies a binding: its node and GPUs.
+func bindingKey(a assignment) string { return a.node + "/" + formatIndices(a.gpus) }
+
+// grant records the binding uid's claims were written for ("": none).
+func (d *drat) grant(uid types.UID, key string) {
+	d.gmu.Lock()
+	defer d.gmu.Unlock()
+	if key == "" {
+		delete(d.granted, uid)
+	} else {
+		d.granted[uid] = key
+	}
+}
+
+// grantedFor returns the binding uid's claims were written for.
+func (d *drat) grantedFor(uid types.UID) string {
+	d.gmu.Lock()
+	defer d.gmu.Unlock()
+	return d.granted[uid]
+}
+
+// write sets c's allocation to alloc and reserves it for p, unless it is
+// so already. A claim allocated otherwise is released first when it is
+// reserved for nobody else.
+func (d *drat) write(ctx context.Context, c gpuClaim, p *v1.Pod, alloc *resourceapi.AllocationResult) error {
+	// The apiserver's copy: the informer's may not show a release made
+	// this cycle yet.
+	cur, err := d.io.fetch(ctx, c.ns, c.name)
+	if err != nil {
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		err = d.writeOnce(ctx, cur, p, alloc)
+		if err == nil || !apierrors.IsConflict(err) || attempt >= 4 {
+			return err
+		}
+		if cur, err = d.io.fetch(ctx, c.ns, c.name); err != nil {
+			return err
+		}
+	}
+}
+
+func (d *drat) writeOnce(ctx context.Context, cur *resourceapi.ResourceClaim, p *v1.Pod, alloc *resourceapi.AllocationResult) error {
+	if cur.DeletionTimestamp != nil {
+		return fmt.Errorf("being deleted")
+	}
+	reserved := slices.ContainsFunc(cur.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == p.UID })
+	if a := cur.Status.Allocation; a != nil {
+		if sameDevices(a, alloc) && reserved {
+			return nil
+		}
+		for _, r := range cur.Status.ReservedFor {
+			if r.UID != p.UID {
+				return fmt.Errorf("allocated and reserved for %s %s", r.Resource, r.Name)
+			}
+		}
+		if !sameDevices(a, alloc) {
+			x := cur.DeepCopy()
+			x.Status.Allocation, x.Status.ReservedFor, x.Status.Devices = nil, nil, nil
+			var err error
+			if cur, err = d.io.updateStatus(ctx, x); err != nil {
+				return err
+			}
+		}
+	}
+	if !slices.Contains(cur.Finalizers, resourceapi.Finalizer) {
+		x := cur.DeepCopy()
+		x.Finalizers = append(x.Finalizers, resourceapi.Finalizer)
+		var err error
+		if cur, err = d.io.update(ctx, x); err != nil {
+			return err
+		}
+	}
+	x := cur.DeepCopy()
+	if x.Status.Allocation == nil {
+		x.Status.Allocation = alloc
+	}
+	if !reserved {
+		x.Status.ReservedFor = append(x.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: p.Name, UID: p.UID})
+	}
+	_, err := d.io.updateStatus(ctx, x)
+	return err
+}
+
+// sameDevices reports whether two allocations name the same devices for
+// the same requests on the same nodes.
+func sameDevices(a, b *resourceapi.AllocationResult) bool {
+	key := func(x *resourceapi.AllocationResult) []string {
+		var out []string
+		for _, r := range x.Devices.Results {
+			out = append(out, r.Request+"|"+r.Driver+"|"+r.Pool+"|"+r.Device)
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(key(a), key(b))
+}
+
+// await waits until the informer's store shows the claims allocated and
+// reserved for their pods, at most settle.
+func (d *drat) await(ctx context.Context, claims []gpuClaim) {
+	if len(claims) == 0 {
+		return
+	}
+	deadline := time.Now().Add(d.settle)
+	for _, c := range claims {
+		for {
+			if cl, _ := d.io.claim(c.ns, c.name); cl != nil && cl.Status.Allocation != nil && reservedFor(cl, c.uid) {
+				break
+			}
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				d.log.Info("The scheduler's informer does not show a claim gpusched allocated yet; letting its pod through", "claim", c.ns+"/"+c.name)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	time.Sleep(d.grace)
+}
+
+func reservedFor(c *resourceapi.ResourceClaim, uid types.UID) bool {
+	return slices.ContainsFunc(c.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == uid })
+}
+
+// release clears the allocations view found stale, but those of pods
+// about to be let through (keep): allocate writes them.
+func (d *drat) release(ctx context.Context, keep map[types.UID]bool) {
+	if d == nil {
+		return
+	}
+	for _, c := range d.stale {
+		if c.uid != "" && keep[c.uid] {
+			continue
+		}
+		cur, err := d.io.claim(c.ns, c.name)
+		if err != nil || cur == nil || cur.Status.Allocation == nil {
+			continue
+		}
+		x := cur.DeepCopy()
+		x.Status.Allocation, x.Status.ReservedFor, x.Status.Devices = nil, nil, nil
+		if _, err := d.io.updateStatus(ctx, x); err != nil {
+			d.log.V(2).Info("Releasing a ResourceClaim's GPUs", "claim", c.ns+"/"+c.name, "err", err)
+			continue
+		}
+		d.log.V(2).Info("Released the GPUs of a ResourceClaim no pod of gpusched's uses", "claim", c.ns+"/"+c.name)
+	}
+	d.stale = d.stale[:0]
+}
+
+// notReady says why pod, whose binding is a, may not enter a scheduling
+// cycle yet: a GPU claim of it not yet written for a, or that the informer
+// does not show allocated and reserved for it. "" when it may.
+func (d *drat) notReady(p *v1.Pod, a assignment) string {
+	if d == nil || len(p.Spec.ResourceClaims) == 0 {
+		return ""
+	}
+	granted := d.grantedFor(p.UID) == bindingKey(a)
+	for _, rc := range p.Spec.ResourceClaims {
+		name := claimName(p, rc)
+		if name == "" {
+			continue
+		}
+		c, err := d.io.claim(p.Namespace, name)
+		if err != nil || c == nil {
+			continue
+		}
+		if reqs, other, _ := d.classify(c); len(reqs) == 0 || other {
+			continue
+		}
+		if !granted || c.Status.Allocation == nil || !reservedFor(c, p.UID) {
+			return fmt.Sprintf("gpusched: waiting for its ResourceClaim %s to show the GPUs gpusched allocated", name)
+		}
+	}
+	return ""
+}
+
+// left returns the pods view left out, with why, in UID order.
+func (d *drat) left() []podEvent {
+	if d == nil {
+		return nil
+	}
+	var out []podEvent
+	for _, uid := range slices.Sorted(maps.Keys(d.pods)) {
+		if dp := d.pods[uid]; dp.out == nil && dp.why != "" {
+			out = append(out, podEvent{pod: dp.src, what: "gpusched: " + dp.why})
+		}
+	}
+	return out
+}
+
+// allocateClaims releases the stale claims view found and writes the GPU
+// claims of the pods fx lets through (drat.allocate). A pod whose claims
+// could not be written is not let through: its job's binding is
+// withdrawn and the job requeued, as when a member fails to bind.
+func (h *host) allocateClaims(ctx context.Context, fx *effects) {
+	if h.dra == nil {
+		return
+	}
+	pods := slices.Clone(fx.activate)
+	for _, g := range fx.plans {
+		pods = append(pods, g.pods...)
+	}
+	keep := map[types.UID]bool{}
+	for _, p := range pods {
+		keep[p.UID] = true
+	}
+	h.dra.release(ctx, keep)
+	failed := h.dra.allocate(ctx, pods, h.assignmentOf, h.io.now())
+	if len(failed) == 0 {
+		return
+	}
+	for _, uid := range slices.Sorted(maps.Keys(failed)) {
+		h.log.Error(failed[uid], "Allocating a pod's GPU claims; its job's binding is withdrawn", "pod", uid)
+		for _, r := range h.unreserve(uid) {
+			h.io.rejectWaiting(r, "gpusched: the job's GPU claims could not be allocated")
+		}
+	}
+	withdrawn := func(p *v1.Pod) bool { _, ok := h.assignmentOf(p.UID); return !ok }
+	fx.activate = slices.DeleteFunc(fx.activate, withdrawn)
+	fx.plans = slices.DeleteFunc(fx.plans, func(g planWrite) bool { return slices.ContainsFunc(g.pods, withdrawn) })
+	h.poke()
+}
