@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -102,7 +103,12 @@ func TestSchedulerModeMetrics(t *testing.T) {
 	for _, n := range []string{"n1", "n2"} {
 		createNode(ctx, t, c, nodeSpec{Name: n, GPUs: 8, Product: h100})
 	}
-	sp := startSchedulerProcess(t, bin, cp, schedModeConfig)
+	live, err := freePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	liveURL := fmt.Sprintf("http://127.0.0.1:%d/", live[0])
+	sp := startSchedulerProcess(t, bin, cp, schedModeConfig+fmt.Sprintf("      liveAddress: 127.0.0.1:%d\n", live[0]))
 	port := securePort(t, sp)
 	q := func(name string) map[string]string { return map[string]string{queueLabel: name} }
 	// research: r1 (8) binds, r2 (2) would take it beyond its 8:
@@ -155,7 +161,7 @@ func TestSchedulerModeMetrics(t *testing.T) {
 		)
 	}
 	var last string
-	err := waitFor(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+	err = waitFor(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
 		mfs, err := scrapeMetrics(ctx, cp, port)
 		if err != nil {
 			last = err.Error()
@@ -176,6 +182,7 @@ func TestSchedulerModeMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatalf("/metrics disagrees with the apiserver (pending %v, bound GPUs %v):\n%s", pending, bound, last)
 	}
+	checkLivePage(ctx, t, liveURL, pending, listPods(ctx, t, c, "default"))
 	// The waiting pods' PodScheduled reason is the cause's token.
 	for _, name := range []string{"r2", "b2"} {
 		p, err := c.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
@@ -187,5 +194,56 @@ func TestSchedulerModeMetrics(t *testing.T) {
 				t.Errorf("%s: PodScheduled reason %q, want WaitingForQuota", name, cd.Reason)
 			}
 		}
+	}
+}
+
+// checkLivePage reads the binary's live page (args liveAddress) and checks
+// it against the apiserver's pods: a WaitingForQuota row per waiting pod,
+// and per node a cell whose used GPUs are those bound there; then, when
+// chromium is installed, renders it headless and checks the DOM its
+// script counted.
+func checkLivePage(ctx context.Context, t *testing.T, url string, pending map[string]int, pods []v1.Pod) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("live page: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	page := string(b)
+	if got, want := strings.Count(page, `data-reason="WaitingForQuota"`), pending["research"]+pending["batch"]; got != want {
+		t.Errorf("live page: %d WaitingForQuota rows, want %d (the waiting pods)", got, want)
+	}
+	usedOn := map[string]int64{}
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			usedOn[p.Spec.NodeName] += p.Spec.Containers[0].Resources.Requests.Name(gpuResource, "").Value()
+		}
+	}
+	for _, n := range []string{"n1", "n2"} {
+		if want := fmt.Sprintf(`data-host="%s" data-used="%d" data-gpus="8"`, n, usedOn[n]); !strings.Contains(page, want) {
+			t.Errorf("live page lacks %s", want)
+		}
+	}
+	browser := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			browser = p
+			break
+		}
+	}
+	if browser == "" {
+		t.Log("no chromium: the live page was not rendered")
+		return
+	}
+	bctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(bctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+		"--user-data-dir="+t.TempDir(), "--virtual-time-budget=3000", "--dump-dom", url).Output()
+	if err != nil {
+		t.Fatalf("%s: %v", browser, err)
+	}
+	if !strings.Contains(string(out), `data-cells="2" data-gpus="16"`) {
+		t.Errorf("chromium's DOM of the live page lacks the 2 host cells and 16 GPU marks")
 	}
 }

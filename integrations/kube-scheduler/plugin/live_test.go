@@ -125,3 +125,24 @@ func TestLiveAddressValidated(t *testing.T) {
 		}
 	}
 }
+
+// TestLivePageRacks: the trays of a multi-node NVLink domain (GB200) are
+// drawn again as one rack.
+func TestLivePageRacks(t *testing.T) {
+	clique := map[string]string{DefaultGPUCliqueLabel: "5c9f1d2e-uuid.7", "net.example.com/tor": "rack1"}
+	h, io := newTestHost(t, gpuNode("gb-r1-t01", 4, "NVIDIA-GB200", clique), gpuNode("gb-r1-t02", 4, "NVIDIA-GB200", clique),
+		gpuNode("gb-r1-t03", 4, "NVIDIA-GB200", clique))
+	h.args.TopologyLevels = defaultArgs("tor").TopologyLevels
+	io.pods = []*v1.Pod{schedPod("p", 4, nil)}
+	h.cycle(context.Background())
+	var b strings.Builder
+	h.writePage(&b)
+	page := b.String()
+	i := strings.Index(page, `<div class="dom rack" data-level="nvlink" data-name="5c9f1d2e-uuid.7">`)
+	if i < 0 {
+		t.Fatalf("no rack for the clique:\n%s", page)
+	}
+	if n := strings.Count(page[i:], `class="host"`); n != 3 {
+		t.Errorf("the rack has %d trays, want 3", n)
+	}
+}

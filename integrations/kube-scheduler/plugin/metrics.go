@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"strings"
 	"sync"
 	"time"
 
@@ -123,33 +122,49 @@ func defaultMetrics() *metricSet {
 }
 
 // cycleMetrics records one profile's figures into a metricSet. It keeps
-// the gauge series it set at the last cycle, so that a queue, reason or
-// level that went away reads 0 (pending jobs) or disappears (a removed
-// queue, a level no longer in the cluster). Safe for concurrent use.
+// the gauge series it set, with the cycle that last set each, so that a
+// queue, reason or level that went away disappears (a removed queue, a
+// level no longer in the cluster); pending jobs are set for every leaf and
+// token, so a cause nobody waits for reads 0. Safe for concurrent use.
 type cycleMetrics struct {
 	set     *metricSet
 	profile string
 
-	mu   sync.Mutex
-	last map[*metrics.GaugeVec]map[string][]string // series set at the last record, by key
-	now  map[*metrics.GaugeVec]map[string][]string
+	mu     sync.Mutex
+	gen    uint64                    // records so far
+	series map[gaugeKey]*gaugeSeries // every series set, by vector and labels
+}
+
+// gaugeKey names one series: its vector and its labels but the profile.
+type gaugeKey struct {
+	v      *metrics.GaugeVec
+	labels [2]string
+	n      int // labels used
+}
+
+// gaugeSeries is one series' handle and the record that last set it.
+type gaugeSeries struct {
+	m   metrics.GaugeMetric
+	gen uint64
 }
 
 // newCycleMetrics records profile's figures into set.
 func newCycleMetrics(set *metricSet, profile string) *cycleMetrics {
-	return &cycleMetrics{set: set, profile: profile, last: map[*metrics.GaugeVec]map[string][]string{}}
+	return &cycleMetrics{set: set, profile: profile, series: map[gaugeKey]*gaugeSeries{}}
 }
 
-// gauge sets one series of v for this cycle.
+// gauge sets one series of v (at most two labels besides the profile)
+// for this record.
 func (c *cycleMetrics) gauge(v *metrics.GaugeVec, val float64, labels ...string) {
-	lv := append([]string{c.profile}, labels...)
-	v.WithLabelValues(lv...).Set(val)
-	m := c.now[v]
-	if m == nil {
-		m = map[string][]string{}
-		c.now[v] = m
+	k := gaugeKey{v: v, n: len(labels)}
+	copy(k.labels[:], labels)
+	x := c.series[k]
+	if x == nil {
+		x = &gaugeSeries{m: v.WithLabelValues(append([]string{c.profile}, labels...)...)}
+		c.series[k] = x
 	}
-	m[strings.Join(lv, "\x00")] = lv
+	x.m.Set(val)
+	x.gen = c.gen
 }
 
 // record exports cycle d's figures (d.Stats must be set) and schedule, how
@@ -163,7 +178,7 @@ func (c *cycleMetrics) record(d *gpusched.Decision, schedule time.Duration) {
 	defer c.mu.Unlock()
 	s := c.set
 	s.duration.WithLabelValues(c.profile, "schedule").Observe(schedule.Seconds())
-	c.now = map[*metrics.GaugeVec]map[string][]string{}
+	c.gen++
 	// Pending: every leaf and token, 0 included, so that a cause with no
 	// waiting job reads 0 rather than missing.
 	counts := map[[2]string]int{}
@@ -191,14 +206,12 @@ func (c *cycleMetrics) record(d *gpusched.Decision, schedule time.Duration) {
 	for _, x := range st.Stranded {
 		c.gauge(s.stranded, float64(x.GPUs), x.Name)
 	}
-	for v, series := range c.last {
-		for k, lv := range series {
-			if _, ok := c.now[v][k]; !ok {
-				v.DeleteLabelValues(lv...)
-			}
+	for k, x := range c.series {
+		if x.gen != c.gen {
+			k.v.DeleteLabelValues(append([]string{c.profile}, k.labels[:k.n]...)...)
+			delete(c.series, k)
 		}
 	}
-	c.last = c.now
 	for _, b := range d.Bindings {
 		s.admitted.WithLabelValues(c.profile, b.Queue).Inc()
 	}
