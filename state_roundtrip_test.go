@@ -2,7 +2,9 @@ package gpusched
 
 import (
 	"errors"
+	"path/filepath"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
 
@@ -54,16 +56,11 @@ func TestStateRestoreFixedPoint(t *testing.T) {
 	must(err)
 	again := r.State()
 	// The restored Scheduler's latest time is its latest submission, the
-	// parts' times too; a restored holding job is fresh until the next
-	// cycle (a possible victim from then on, as in the original).
+	// parts' times too.
 	again.Now, again.Defrag.Now, again.Consolidation.Now = st.Now, st.Now, st.Now
 	for i := range again.Jobs {
 		again.Jobs[i].Now = st.Now
 	}
-	if len(again.Fresh) != 1 || again.Fresh[0] != "adm" {
-		t.Errorf("fresh %v, want [adm]", again.Fresh)
-	}
-	again.Fresh = st.Fresh
 	if !reflect.DeepEqual(again, st) {
 		t.Fatalf("restored State differs:\n%+v\nwant\n%+v", again, st)
 	}
@@ -112,5 +109,29 @@ func TestRestoreStateErrors(t *testing.T) {
 		if !errors.As(err, &se) || se.Field != tc.field {
 			t.Errorf("%s: got %v, want an error at %s", tc.name, err, tc.field)
 		}
+	}
+}
+
+// TestStatePartsInTheirConcernsFiles: each concern's part of State is
+// saved and restored in one file of its own (beside its Restore… method),
+// none in state.go, and no two parts share a file.
+func TestStatePartsInTheirConcernsFiles(t *testing.T) {
+	fileOf := func(fn any) string {
+		f := runtime.FuncForPC(reflect.ValueOf(fn).Pointer())
+		file, _ := f.FileLine(f.Entry())
+		return filepath.Base(file)
+	}
+	seen := map[string]bool{}
+	for i, p := range stateParts {
+		save, restore := fileOf(p.save), fileOf(p.restore)
+		switch {
+		case save != restore:
+			t.Errorf("part %d: saved in %s, restored in %s", i, save, restore)
+		case save == "state.go":
+			t.Errorf("part %d: in state.go, not its concern's file", i)
+		case seen[save] && save != "restore.go": // (the jobs and the tree's usage: RestoreJob, RestoreQueueUsage)
+			t.Errorf("part %d: %s holds another part", i, save)
+		}
+		seen[save] = true
 	}
 }

@@ -1,6 +1,9 @@
 package gpusched
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Stopping returns, of the jobs ids in that order, those asked to stop
 // (a Decision's Preemptions, Shrinks or Migrations, or RestoreNomination)
@@ -117,5 +120,10 @@ func (s *Scheduler) restoreStopping(st *State) error {
 	if err := restoreEach(st, "stopping", st.Stopping, id, s.RestoreStopping); err != nil {
 		return err
 	}
-	return restoreEach(st, "fresh", st.Fresh, id, s.RestoreFresh)
+	if err := restoreEach(st, "fresh", st.Fresh, id, s.RestoreFresh); err != nil {
+		return err
+	}
+	// The other holding jobs were made possible victims by the original.
+	s.victims.settleFresh(func(j *job) bool { return slices.Contains(st.Fresh, j.spec.ID) }, st.Now)
+	return nil
 }

@@ -240,3 +240,24 @@ func (x *victimIndex) restoreFresh(j *job) {
 		x.fresh = append(x.fresh, j)
 	}
 }
+
+// settleFresh ends, as of now, the freshness of the jobs filed as fresh
+// that keep does not name and that were admitted before now: a restore
+// files a holding job as fresh when its admission is the latest time
+// restored so far, which a saved state's Fresh may say it was not (the
+// original's cycle had made it a possible victim). As the original did
+// then, it is viewed again; its hosts are not logged, as the verdicts
+// restored after it carry what was logged (NoPlan.Eligible).
+func (x *victimIndex) settleFresh(keep func(*job) bool, now time.Time) {
+	out := x.fresh[:0]
+	for _, j := range x.fresh {
+		switch {
+		case keep(j) || j.fresh(now):
+			out = append(out, j)
+		case j.vic.indexed:
+			x.view(j, now)
+		}
+	}
+	clear(x.fresh[len(out):])
+	x.fresh = out
+}
