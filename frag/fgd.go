@@ -110,9 +110,14 @@ func (p *policy) fgdDelta(hs *hostState, t *Task, f0 int64) (float64, int16) {
 	}
 	buf := p.scratch[:len(hs.free)]
 	copy(buf, hs.free)
+	cost := func() float64 { return p.fgdCost(m.frag(hs.model, cpu, mem, true, buf) - f0) }
+	if p.scoring == ScoreArtifact {
+		a0 := p.artFrag(hs.model, hs.cpu, hs.free)
+		cost = func() float64 { return artCost(a0, p.artFrag(hs.model, cpu, buf)) }
+	}
 	switch {
 	case n == 0:
-		return p.fgdCost(m.frag(hs.model, cpu, mem, true, buf) - f0), -1
+		return cost(), -1
 	case per == topology.MilliPerGPU:
 		k := 0
 		for i := range buf {
@@ -127,7 +132,7 @@ func (p *policy) fgdDelta(hs *hostState, t *Task, f0 int64) (float64, int16) {
 		if k < n {
 			return math.Inf(1), -1
 		}
-		return p.fgdCost(m.frag(hs.model, cpu, mem, true, buf) - f0), -1
+		return cost(), -1
 	}
 	best, bg := math.Inf(1), -1
 	var triedBuf [16]int16
@@ -144,7 +149,7 @@ outer:
 		}
 		tried = append(tried, f)
 		buf[i] = f - int16(per)
-		if c := p.fgdCost(m.frag(hs.model, cpu, mem, true, buf) - f0); c < best {
+		if c := cost(); c < best {
 			best, bg = c, i
 		}
 		buf[i] = f

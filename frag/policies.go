@@ -86,6 +86,14 @@ const (
 	// ScoreExact ranks hosts by the exact quantity behind each score;
 	// hosts tie only when it is equal.
 	ScoreExact
+	// ScoreArtifact is ScorePaper with FGD's fragmentation computed in
+	// the artifact's float arithmetic (its class order and weights, its
+	// sums by fragment kind) instead of exactly: where the exact growth is
+	// zero, the artifact's rounding can leave it a hair either side, and
+	// the score 49 or 50. It reproduces the artifact's placements seed by
+	// seed (with SampleArtifact and a distribution learned with
+	// LearnOptions.ArtifactOrder); the other policies score as ScorePaper.
+	ScoreArtifact
 )
 
 // Options configure NewPolicy.
@@ -182,7 +190,7 @@ func NewPolicy(name string, opt Options) (Policy, error) {
 	}
 	p := &policy{kind: kind(k), tie: opt.TieBreak, rng: opt.Rand, scoring: opt.Scoring}
 	switch {
-	case opt.Scoring > ScoreExact:
+	case opt.Scoring > ScoreArtifact:
 		return nil, fmt.Errorf("frag: %s: unknown scoring %d", name, opt.Scoring)
 	case opt.TieBreak > TieShuffled:
 		return nil, fmt.Errorf("frag: %s: unknown tie-break %d", name, opt.TieBreak)
@@ -223,6 +231,8 @@ type policy struct {
 	tags   clusterTags
 
 	slotCap int // FGD shape slots; 0: sized by the cluster (tests shrink it)
+
+	art []artClass // ScoreArtifact's classes (fgd_artifact.go)
 
 	okModel []bool // per model+1: the current task accepts it
 	scratch []int16
@@ -278,6 +288,9 @@ func (p *policy) bind(l *topology.Ledger) {
 				panic("frag: distribution validated at construction failed: " + err.Error())
 			}
 			p.meas, usesMem = m, m.usesMem
+			if p.scoring == ScoreArtifact {
+				p.compileArtifact(c)
+			}
 		}
 		if p.cached() {
 			p.fgd.init(nh, usesMem, p.slotCap)
@@ -537,7 +550,7 @@ func (p *policy) baseCost(l *topology.Ledger, hs *hostState, t *Task) float64 {
 	tm := t.milli()
 	switch p.kind {
 	case kindBestFit, kindWorstFit:
-		if p.scoring == ScorePaper {
+		if p.scoring != ScoreExact {
 			// ⌊100(1 − left)⌋ for best-fit, ⌊100·left⌋ for worst-fit. The
 			// artifact then rescales scores to 0..100 over the candidates,
 			// which never lets another host join the top score.
@@ -557,7 +570,7 @@ func (p *policy) baseCost(l *topology.Ledger, hs *hostState, t *Task) float64 {
 	case kindDotProduct:
 		c, g := float64(p.maxCPU), float64(p.maxGPU)
 		d := 0.5 * (float64(hs.cpu)*float64(t.CPUMilli)/(c*c) + float64(hs.total)*float64(tm)/(g*g))
-		if p.scoring == ScorePaper {
+		if p.scoring != ScoreExact {
 			return -math.Trunc(100 * (1 - d))
 		}
 		return d

@@ -118,7 +118,7 @@ drop every GPU-model constraint.`,
 	fs.IntVar(&f.maxLoad, "max-load", 130, "target arrived GPU demand, percent of capacity")
 	fs.StringVar(&f.sampling, "sampling", "paper", "arrival sequence: paper (the trace shuffled, topped up by draws), iid, or artifact (the authors' simulator's own draws for each seed, its host order and its reading of the curve: reproduces their per-seed results)")
 	fs.StringVar(&f.tie, "tie", "shuffled", "tie-break among equal scores: shuffled (a seeded host order, as the paper's simulator), lowest (HostID) or random")
-	fs.StringVar(&f.scoring, "scoring", "paper", "scores: paper (the artifact's 0-100 integers) or exact")
+	fs.StringVar(&f.scoring, "scoring", "", "scores: paper (the artifact's 0-100 integers), exact, or artifact (paper's integers with FGD's fragmentation in the artifact's float arithmetic); empty: artifact with --sampling artifact, else paper")
 	fs.Float64Var(&f.coverage, "coverage", 0.95, "FGD's workload: keep the most frequent task classes covering this share of tasks")
 	fs.BoolVar(&f.skipBad, "skip-bad", false, "leave out malformed rows and tasks that fit no host of the cluster (counted and reported) instead of stopping at the first")
 	fs.BoolVar(&f.strict, "strict", false, "reject columns the openb reader does not know, and tasks whose CPU or memory no host with their GPUs has")
@@ -265,11 +265,17 @@ func runInflation(cmd *cobra.Command, f *inflationFlags, loadCluster ClusterLoad
 	}
 	opt.TieBreak = &tie
 	switch f.scoring {
+	case "":
+		if opt.Sampling == frag.SampleArtifact {
+			opt.Scoring = frag.ScoreArtifact
+		}
 	case "paper":
 	case "exact":
 		opt.Scoring = frag.ScoreExact
+	case "artifact":
+		opt.Scoring = frag.ScoreArtifact
 	default:
-		return fmt.Errorf("--scoring %q: want paper or exact", f.scoring)
+		return fmt.Errorf("--scoring %q: want paper, exact or artifact", f.scoring)
 	}
 	in, err := readInflationTasks(c, path, f.skipBad, f.strict)
 	if err != nil {
