@@ -110,6 +110,7 @@ type gjob struct {
 	g        group
 	submit   time.Duration
 	on       []float64 // seconds run on each model, finished runs
+	credited float64   // the attained service (policy.Job.Ran) on credits, in seconds
 	model    int       // model index of the current run; -1: not running
 	runStart time.Duration
 	waitFrom time.Duration // when it last entered a queue
@@ -190,10 +191,13 @@ func (p *Policy) add(j policy.Job) *gjob {
 	return gj
 }
 
-// stop ends a job's run at now, crediting its model.
+// stop ends a job's run at now, crediting its model: for a start with
+// no Enqueued since the last (not seen from the simulator).
 func (gj *gjob) stop(now time.Duration) {
 	if gj.model >= 0 {
-		gj.on[gj.model] += (now - gj.runStart).Seconds()
+		d := (now - gj.runStart).Seconds()
+		gj.on[gj.model] += d
+		gj.credited += d
 		gj.model = -1
 	}
 }
@@ -233,7 +237,13 @@ func (p *Policy) Enqueued(now time.Duration, jobs []policy.Job) ([]int32, error)
 		if gj == nil {
 			gj = p.add(j)
 		}
-		gj.stop(now)
+		if gj.model >= 0 {
+			// A stopped run: credit its model with the run's exact length
+			// (the stop may precede this cycle).
+			gj.on[gj.model] += max(j.Ran.Seconds()-gj.credited, 0)
+			gj.model = -1
+		}
+		gj.credited = j.Ran.Seconds()
 		gj.waitFrom = now
 	}
 	if err := p.refresh(now); err != nil {
