@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpusched/gpusched/sim/gavel"
+	"github.com/gpusched/gpusched/sim/policy/extproc"
 	"github.com/gpusched/gpusched/sim/trace"
 	"github.com/gpusched/gpusched/topology"
 )
@@ -16,6 +17,10 @@ const jobTypesHelp = `job types (Gavel's: the network a job trains), naming clas
 	`empty (the trace's own type column, e.g. --map …,type=COLUMN, else the table's default factors), ` +
 	`uniform (each job a type drawn uniformly from the table's classes by the seed and its ID, as Gavel's simulator draws them), ` +
 	`or a file of JOB,TYPE lines (an optional job,type header; # comments); needs --gpu-speeds`
+
+// gavelAllocHelp is --gavel-allocator's help.
+const gavelAllocHelp = `the allocation step of --ordering gavel and gavel-agnostic: empty (the built-in max-min, fairshare.HeteroMaxMin) ` +
+	`or exec:COMMAND ARGS (a process speaking docs/policy-protocol.md's allocate request, e.g. exec:python3 python/examples/gavel_maxmin.py); other orderings ignore it`
 
 // gavelOrder is what an --ordering gavel value asks for.
 type gavelOrder struct {
@@ -65,8 +70,24 @@ func (o jobOrder) gavelPolicy(rc runConfig, c *topology.Cluster, jobs []trace.Jo
 			types[jobs[i].Spec.ID] = jobs[i].Type
 		}
 	}
-	p, err := gavel.New(gavel.Config{Cluster: c, Speeds: speeds, Types: types, Round: o.gavel.round, Agnostic: o.gavel.agnostic})
+	cfg := gavel.Config{Cluster: c, Speeds: speeds, Types: types, Round: o.gavel.round, Agnostic: o.gavel.agnostic}
+	if rc.gavelAlloc != "" {
+		cmdline, ok := strings.CutPrefix(rc.gavelAlloc, "exec:")
+		argv := strings.Fields(cmdline)
+		if !ok || len(argv) == 0 {
+			return nil, fmt.Errorf("--gavel-allocator %q: want exec:COMMAND [ARGS…]", rc.gavelAlloc)
+		}
+		a, err := extproc.StartAllocator(argv, rc.seed)
+		if err != nil {
+			return nil, fmt.Errorf("--gavel-allocator: %w", err)
+		}
+		cfg.Allocator = a
+	}
+	p, err := gavel.New(cfg)
 	if err != nil {
+		if cfg.Allocator != nil {
+			cfg.Allocator.(*extproc.Allocator).Close()
+		}
 		return nil, fmt.Errorf("--ordering %s: %w", o.gavel.name(), err)
 	}
 	return p, nil

@@ -2,6 +2,7 @@ package simcli
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -101,5 +102,29 @@ func TestOrderingHelpGavel(t *testing.T) {
 		if !strings.Contains(jobTypesHelp, v) {
 			t.Errorf("--job-types help lacks %s", v)
 		}
+	}
+}
+
+// TestGavelPythonAllocator: --gavel-allocator runs the allocation step in
+// a Python process (python/examples/gavel_maxmin.py) through a whole run;
+// a value that is not exec:COMMAND is refused.
+func TestGavelPythonAllocator(t *testing.T) {
+	dir := t.TempDir()
+	base := []string{"run", "--file", gavelCluster, "--max-gpus-per-task", "4", "--trace", "synthetic:40", "--load", "1.5",
+		"--gpu-speeds", "gavel", "--job-types", "uniform", "--ordering", "gavel", "--no-plots", "--out", dir}
+	_, _, err := execCmd(t, Options{}, append(base, "--gavel-allocator", "python3 x.py")...)
+	if err == nil || !strings.Contains(err.Error(), "want exec:COMMAND") {
+		t.Errorf("a value without exec: %v", err)
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not on PATH")
+	}
+	if _, errs, err := execCmd(t, Options{}, append(base, "--gavel-allocator", "exec:"+py+" ../../python/examples/gavel_maxmin.py")...); err != nil {
+		t.Fatalf("%v %s", err, errs)
+	}
+	s := readSummary(t, filepath.Join(dir, "summary.json"))
+	if s.Jobs.Completed != s.Jobs.Total || s.Jobs.Total != 40 {
+		t.Errorf("jobs %+v, want all 40 completed", s.Jobs)
 	}
 }
