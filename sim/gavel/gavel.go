@@ -83,12 +83,9 @@ type Config struct {
 	Allocator Allocator
 }
 
-// Allocator computes a round's allocation: for each job group, its share
-// of time on each model (one row per job, of len(c.Models)), as
-// fairshare.HeteroMaxMin's Time.
-type Allocator interface {
-	Allocate(jobs []fairshare.HeteroJob, c fairshare.HeteroCluster) ([][]float64, error)
-}
+// Allocator computes a round's allocation (policy.Allocator): for each
+// job group, its share of time on each model.
+type Allocator = policy.Allocator
 
 // Policy is a Gavel policy for one run. Build it with New; give the
 // run's Scheduler its Placer and itself as the ordering.

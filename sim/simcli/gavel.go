@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpusched/gpusched/sim/gavel"
+	"github.com/gpusched/gpusched/sim/policy"
 	"github.com/gpusched/gpusched/sim/policy/extproc"
 	"github.com/gpusched/gpusched/sim/trace"
 	"github.com/gpusched/gpusched/topology"
@@ -20,7 +21,17 @@ const jobTypesHelp = `job types (Gavel's: the network a job trains), naming clas
 
 // gavelAllocHelp is --gavel-allocator's help.
 const gavelAllocHelp = `the allocation step of --ordering gavel and gavel-agnostic: empty (the built-in max-min, fairshare.HeteroMaxMin) ` +
-	`or exec:COMMAND ARGS (a process speaking docs/policy-protocol.md's allocate request, e.g. exec:python3 python/examples/gavel_maxmin.py); other orderings ignore it`
+	`exec:COMMAND ARGS (a process speaking docs/policy-protocol.md's allocate request, e.g. exec:python3 python/examples/gavel_maxmin.py), ` +
+	`or NAME[:ARG] of an allocator registered in a policy.Registry; other orderings ignore it`
+
+// registeredAllocators completes --gavel-allocator's help with the
+// registered allocators.
+func registeredAllocators(reg *policy.Registry) string {
+	if r := reg.Allocators(); len(r) > 0 {
+		return "; registered: " + strings.Join(r, ", ")
+	}
+	return ""
+}
 
 // gavelOrder is what an --ordering gavel value asks for.
 type gavelOrder struct {
@@ -72,21 +83,27 @@ func (o jobOrder) gavelPolicy(rc runConfig, c *topology.Cluster, jobs []trace.Jo
 	}
 	cfg := gavel.Config{Cluster: c, Speeds: speeds, Types: types, Round: o.gavel.round, Agnostic: o.gavel.agnostic}
 	if rc.gavelAlloc != "" {
-		cmdline, ok := strings.CutPrefix(rc.gavelAlloc, "exec:")
-		argv := strings.Fields(cmdline)
-		if !ok || len(argv) == 0 {
-			return nil, fmt.Errorf("--gavel-allocator %q: want exec:COMMAND [ARGS…]", rc.gavelAlloc)
+		name, arg, _ := strings.Cut(rc.gavelAlloc, ":")
+		var err error
+		if f, ok := rc.reg.LookupAllocator(name); ok {
+			cfg.Allocator, err = f(arg, rc.seed)
+		} else if argv := strings.Fields(arg); name == "exec" && len(argv) > 0 {
+			cfg.Allocator, err = extproc.StartAllocator(argv, rc.seed)
+		} else {
+			known := "exec:COMMAND [ARGS…]"
+			if r := rc.reg.Allocators(); len(r) > 0 {
+				known += ", or the registered " + strings.Join(r, ", ")
+			}
+			return nil, fmt.Errorf("--gavel-allocator %q: want %s", rc.gavelAlloc, known)
 		}
-		a, err := extproc.StartAllocator(argv, rc.seed)
 		if err != nil {
-			return nil, fmt.Errorf("--gavel-allocator: %w", err)
+			return nil, fmt.Errorf("--gavel-allocator %s: %w", name, err)
 		}
-		cfg.Allocator = a
 	}
 	p, err := gavel.New(cfg)
 	if err != nil {
-		if cfg.Allocator != nil {
-			cfg.Allocator.(*extproc.Allocator).Close()
+		if c, ok := cfg.Allocator.(interface{ Close() error }); ok {
+			c.Close()
 		}
 		return nil, fmt.Errorf("--ordering %s: %w", o.gavel.name(), err)
 	}
