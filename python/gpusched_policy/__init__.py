@@ -24,6 +24,11 @@ and, with preemption, may preempt a lower one. Priorities must fit in a
 signed 32-bit integer. Print nothing else on standard output (log to
 standard error: the simulator shows its tail when the process fails).
 
+An Allocator (subclass it, implement `allocate`, serve it the same way)
+computes the per-GPU-model allocation of --ordering gavel instead:
+--gavel-allocator 'exec:python3 my_allocator.py'
+(python/examples/gavel_maxmin.py).
+
 Standard library only; no third-party package is needed.
 """
 
@@ -32,7 +37,7 @@ import sys
 
 PROTOCOL = 1
 
-__all__ = ["Ordering", "serve", "remaining", "PROTOCOL"]
+__all__ = ["Ordering", "Allocator", "serve", "remaining", "PROTOCOL"]
 
 
 def remaining(job):
@@ -65,6 +70,26 @@ class Ordering:
         raise NotImplementedError
 
 
+class Allocator:
+    """Base class of a per-GPU-model allocator served to the simulator's
+    gavel ordering (--gavel-allocator 'exec:...'; docs/policy-protocol.md):
+    implement allocate."""
+
+    name = "python-allocator"
+    wants_running = False
+
+    def hello(self, arg, seed):
+        """Called once before any request."""
+
+    def allocate(self, models, gpus, jobs):
+        """Each job group's share of time on each model: models are the GPU
+        models' names, gpus their GPU counts, and each job a dict with id,
+        gpus (per job), count (identical jobs it stands for) and throughput
+        (one per model). Return one list of len(models) shares in [0, 1]
+        per job, summing to at most 1, within the models' capacity."""
+        raise NotImplementedError
+
+
 def _reply(policy, msg):
     method = msg.get("method")
     if method == "hello":
@@ -74,6 +99,8 @@ def _reply(policy, msg):
         return {"priorities": [int(p) for p in policy.enqueued(msg["now"], msg["jobs"])]}
     if method == "running":
         return {"priorities": [int(p) for p in policy.running(msg["now"], msg["jobs"])]}
+    if method == "allocate":
+        return {"time": [[float(v) for v in row] for row in policy.allocate(msg["models"], msg["gpus"], msg["jobs"])]}
     return {"error": "unknown method %r" % (method,)}
 
 

@@ -74,7 +74,18 @@ type Config struct {
 	// Agnostic solves the allocation with every throughput 1: Gavel's
 	// heterogeneity-agnostic max-min fairness baseline.
 	Agnostic bool
+	// Allocator, if set, computes the allocation instead of
+	// fairshare.HeteroMaxMin (an allocator in another process:
+	// extproc.Allocator). Its rows are checked: shares in [0, 1], each
+	// row's sum at most 1, each model's GPUs not exceeded (a tolerance of
+	// 1e-6). A Policy whose Allocator has a Close method closes it in
+	// Close.
+	Allocator Allocator
 }
+
+// Allocator computes a round's allocation (policy.Allocator): for each
+// job group, its share of time on each model.
+type Allocator = policy.Allocator
 
 // Policy is a Gavel policy for one run. Build it with New; give the
 // run's Scheduler its Placer and itself as the ordering.
@@ -110,6 +121,7 @@ type gjob struct {
 	g        group
 	submit   time.Duration
 	on       []float64 // seconds run on each model, finished runs
+	credited float64   // the attained service (policy.Job.Ran) on credits, in seconds
 	model    int       // model index of the current run; -1: not running
 	runStart time.Duration
 	waitFrom time.Duration // when it last entered a queue
@@ -190,10 +202,13 @@ func (p *Policy) add(j policy.Job) *gjob {
 	return gj
 }
 
-// stop ends a job's run at now, crediting its model.
+// stop ends a job's run at now, crediting its model: for a start with
+// no Enqueued since the last (not seen from the simulator).
 func (gj *gjob) stop(now time.Duration) {
 	if gj.model >= 0 {
-		gj.on[gj.model] += (now - gj.runStart).Seconds()
+		d := (now - gj.runStart).Seconds()
+		gj.on[gj.model] += d
+		gj.credited += d
 		gj.model = -1
 	}
 }
@@ -233,7 +248,13 @@ func (p *Policy) Enqueued(now time.Duration, jobs []policy.Job) ([]int32, error)
 		if gj == nil {
 			gj = p.add(j)
 		}
-		gj.stop(now)
+		if gj.model >= 0 {
+			// A stopped run: credit its model with the run's exact length
+			// (the stop may precede this cycle).
+			gj.on[gj.model] += max(j.Ran.Seconds()-gj.credited, 0)
+			gj.model = -1
+		}
+		gj.credited = j.Ran.Seconds()
 		gj.waitFrom = now
 	}
 	if err := p.refresh(now); err != nil {
@@ -313,12 +334,64 @@ func (p *Policy) allocate() error {
 		ga := p.groups[g]
 		hj[i] = fairshare.HeteroJob{ID: fmt.Sprintf("%s/%d", g.typ, g.gpus), GPUs: g.gpus, Throughput: ga.tput, Count: ga.n}
 	}
-	a, err := fairshare.HeteroMaxMin(hj, fairshare.HeteroCluster{Models: p.names, GPUs: p.gpus})
-	if err != nil {
-		return fmt.Errorf("gavel: allocation over %d groups: %w", len(gs), err)
+	hc := fairshare.HeteroCluster{Models: p.names, GPUs: p.gpus}
+	var x [][]float64
+	if p.cfg.Allocator != nil {
+		var err error
+		if x, err = p.cfg.Allocator.Allocate(hj, hc); err != nil {
+			return fmt.Errorf("gavel: allocator: %w", err)
+		}
+		if err := checkAllocation(hj, hc, x); err != nil {
+			return fmt.Errorf("gavel: allocator: %w", err)
+		}
+	} else {
+		a, err := fairshare.HeteroMaxMin(hj, hc)
+		if err != nil {
+			return fmt.Errorf("gavel: allocation over %d groups: %w", len(gs), err)
+		}
+		x = a.Time
 	}
 	for i, g := range gs {
-		p.groups[g].x = a.Time[i]
+		p.groups[g].x = x[i]
+	}
+	return nil
+}
+
+// checkAllocation checks an Allocator's rows.
+func checkAllocation(jobs []fairshare.HeteroJob, c fairshare.HeteroCluster, x [][]float64) error {
+	const tol = 1e-6
+	if len(x) != len(jobs) {
+		return fmt.Errorf("%d rows for %d job groups", len(x), len(jobs))
+	}
+	used := make([]float64, len(c.GPUs))
+	for k, row := range x {
+		if len(row) != len(c.GPUs) {
+			return fmt.Errorf("group %s: %d shares for %d models", jobs[k].ID, len(row), len(c.GPUs))
+		}
+		var sum float64
+		for m, v := range row {
+			if !(v >= -tol && v <= 1+tol) {
+				return fmt.Errorf("group %s: share %g of model %s outside [0, 1]", jobs[k].ID, v, c.Models[m])
+			}
+			sum += v
+			used[m] += float64(max(jobs[k].Count, 1)*jobs[k].GPUs) * v
+		}
+		if sum > 1+tol {
+			return fmt.Errorf("group %s: shares sum to %g, more than 1", jobs[k].ID, sum)
+		}
+	}
+	for m, u := range used {
+		if u > float64(c.GPUs[m])+tol {
+			return fmt.Errorf("model %s: %g GPUs allocated, %d exist", c.Models[m], u, c.GPUs[m])
+		}
+	}
+	return nil
+}
+
+// Close closes the Allocator when it has a Close method (a process).
+func (p *Policy) Close() error {
+	if c, ok := p.cfg.Allocator.(interface{ Close() error }); ok {
+		return c.Close()
 	}
 	return nil
 }

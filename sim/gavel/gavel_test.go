@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpusched/gpusched/fairshare"
 	"github.com/gpusched/gpusched/gang"
 	"github.com/gpusched/gpusched/sim"
 	"github.com/gpusched/gpusched/sim/data"
@@ -164,5 +165,50 @@ func TestGavelConfigErrors(t *testing.T) {
 	}
 	if _, err := gavel.New(gavel.Config{Cluster: cluster(t, "V100@vc1")}); err == nil || !strings.Contains(err.Error(), "hard partition") {
 		t.Errorf("a hard partition's model: %v", err)
+	}
+}
+
+// badAllocator returns fixed rows.
+type badAllocator [][]float64
+
+func (b badAllocator) Allocate([]fairshare.HeteroJob, fairshare.HeteroCluster) ([][]float64, error) {
+	return b, nil
+}
+
+// TestGavelAllocatorChecked: an Allocator's rows are used when they fit,
+// and refused, naming the problem, when they do not.
+func TestGavelAllocatorChecked(t *testing.T) {
+	c := cluster(t, "V100", "K80")
+	jobs := []policy.Job{{ID: "a", GPUs: 1}}
+	for _, tc := range []struct {
+		rows badAllocator
+		want string
+	}{
+		{badAllocator{{0.25, 0.5}}, ""},
+		{badAllocator{{0.5, 0.6}}, "sum to 1.1"},
+		{badAllocator{{-0.5, 0}}, "outside [0, 1]"},
+		{badAllocator{{1}}, "1 shares for 2 models"},
+		{badAllocator{}, "0 rows for 1 job groups"},
+	} {
+		p, err := gavel.New(gavel.Config{Cluster: c, Allocator: tc.rows})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Enqueued(0, jobs)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.rows, err)
+		case tc.want == "":
+			if x, _ := p.Allocation("a"); x[0] != 0.25 || x[1] != 0.5 {
+				t.Errorf("allocation %v, want the allocator's", x)
+			}
+		case err == nil || !strings.Contains(err.Error(), tc.want):
+			t.Errorf("%v: error %v, want %q", tc.rows, err, tc.want)
+		}
+	}
+	// Capacity: two 1-GPU jobs of one group with the whole V100 each.
+	p, _ := gavel.New(gavel.Config{Cluster: c, Allocator: badAllocator{{1, 0}}})
+	if _, err := p.Enqueued(0, []policy.Job{{ID: "a", GPUs: 1}, {ID: "b", GPUs: 1}}); err == nil || !strings.Contains(err.Error(), "model V100: 2 GPUs allocated, 1 exist") {
+		t.Errorf("over capacity: %v", err)
 	}
 }

@@ -33,6 +33,8 @@ type Registry struct {
 	placers   map[string]PlacerFactory
 	orderings map[string]OrderingFactory
 	demotions map[string]DemotionFactory
+	// allocators are in allocator.go.
+	allocators map[string]AllocatorFactory
 }
 
 // reserved are the built-in orderings' names (sim --ordering, --demote),
@@ -70,7 +72,8 @@ func (r *Registry) taken(name string) bool {
 	_, p := r.placers[name]
 	_, o := r.orderings[name]
 	_, d := r.demotions[name]
-	return p || o || d
+	_, a := r.allocators[name]
+	return p || o || d || a
 }
 
 // Placer registers a placement policy under name: --policy NAME,

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/gpusched/gpusched/sim/gavel"
+	"github.com/gpusched/gpusched/sim/policy"
+	"github.com/gpusched/gpusched/sim/policy/extproc"
 	"github.com/gpusched/gpusched/sim/trace"
 	"github.com/gpusched/gpusched/topology"
 )
@@ -16,6 +18,20 @@ const jobTypesHelp = `job types (Gavel's: the network a job trains), naming clas
 	`empty (the trace's own type column, e.g. --map …,type=COLUMN, else the table's default factors), ` +
 	`uniform (each job a type drawn uniformly from the table's classes by the seed and its ID, as Gavel's simulator draws them), ` +
 	`or a file of JOB,TYPE lines (an optional job,type header; # comments); needs --gpu-speeds`
+
+// gavelAllocHelp is --gavel-allocator's help.
+const gavelAllocHelp = `the allocation step of --ordering gavel and gavel-agnostic: empty (the built-in max-min, fairshare.HeteroMaxMin) ` +
+	`exec:COMMAND ARGS (a process speaking docs/policy-protocol.md's allocate request, e.g. exec:python3 python/examples/gavel_maxmin.py), ` +
+	`or NAME[:ARG] of an allocator registered in a policy.Registry; other orderings ignore it`
+
+// registeredAllocators completes --gavel-allocator's help with the
+// registered allocators.
+func registeredAllocators(reg *policy.Registry) string {
+	if r := reg.Allocators(); len(r) > 0 {
+		return "; registered: " + strings.Join(r, ", ")
+	}
+	return ""
+}
 
 // gavelOrder is what an --ordering gavel value asks for.
 type gavelOrder struct {
@@ -65,8 +81,30 @@ func (o jobOrder) gavelPolicy(rc runConfig, c *topology.Cluster, jobs []trace.Jo
 			types[jobs[i].Spec.ID] = jobs[i].Type
 		}
 	}
-	p, err := gavel.New(gavel.Config{Cluster: c, Speeds: speeds, Types: types, Round: o.gavel.round, Agnostic: o.gavel.agnostic})
+	cfg := gavel.Config{Cluster: c, Speeds: speeds, Types: types, Round: o.gavel.round, Agnostic: o.gavel.agnostic}
+	if rc.gavelAlloc != "" {
+		name, arg, _ := strings.Cut(rc.gavelAlloc, ":")
+		var err error
+		if f, ok := rc.reg.LookupAllocator(name); ok {
+			cfg.Allocator, err = f(arg, rc.seed)
+		} else if argv := strings.Fields(arg); name == "exec" && len(argv) > 0 {
+			cfg.Allocator, err = extproc.StartAllocator(argv, rc.seed)
+		} else {
+			known := "exec:COMMAND [ARGS…]"
+			if r := rc.reg.Allocators(); len(r) > 0 {
+				known += ", or the registered " + strings.Join(r, ", ")
+			}
+			return nil, fmt.Errorf("--gavel-allocator %q: want %s", rc.gavelAlloc, known)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--gavel-allocator %s: %w", name, err)
+		}
+	}
+	p, err := gavel.New(cfg)
 	if err != nil {
+		if c, ok := cfg.Allocator.(interface{ Close() error }); ok {
+			c.Close()
+		}
 		return nil, fmt.Errorf("--ordering %s: %w", o.gavel.name(), err)
 	}
 	return p, nil

@@ -2,9 +2,13 @@ package simcli
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpusched/gpusched/fairshare"
+	"github.com/gpusched/gpusched/sim/policy"
 )
 
 // gavelCluster is Gavel's 36:36:36 cluster (nine 4-GPU servers of V100,
@@ -101,5 +105,83 @@ func TestOrderingHelpGavel(t *testing.T) {
 		if !strings.Contains(jobTypesHelp, v) {
 			t.Errorf("--job-types help lacks %s", v)
 		}
+	}
+}
+
+// TestGavelPythonAllocator: --gavel-allocator runs the allocation step in
+// a Python process (python/examples/gavel_maxmin.py) through a whole run;
+// a value that is not exec:COMMAND is refused.
+func TestGavelPythonAllocator(t *testing.T) {
+	dir := t.TempDir()
+	base := []string{"run", "--file", gavelCluster, "--max-gpus-per-task", "4", "--trace", "synthetic:40", "--load", "1.5",
+		"--gpu-speeds", "gavel", "--job-types", "uniform", "--ordering", "gavel", "--no-plots", "--out", dir}
+	_, _, err := execCmd(t, Options{}, append(base, "--gavel-allocator", "python3 x.py")...)
+	if err == nil || !strings.Contains(err.Error(), "want exec:COMMAND") {
+		t.Errorf("a value without exec: %v", err)
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not on PATH")
+	}
+	if _, errs, err := execCmd(t, Options{}, append(base, "--gavel-allocator", "exec:"+py+" ../../python/examples/gavel_maxmin.py")...); err != nil {
+		t.Fatalf("%v %s", err, errs)
+	}
+	s := readSummary(t, filepath.Join(dir, "summary.json"))
+	if s.Jobs.Completed != s.Jobs.Total || s.Jobs.Total != 40 {
+		t.Errorf("jobs %+v, want all 40 completed", s.Jobs)
+	}
+}
+
+// halves is a registered Go allocator: every group half a share of the
+// first model its throughput is positive on, scaled to fit.
+type halves struct{ calls *int }
+
+func (h halves) Allocate(jobs []fairshare.HeteroJob, c fairshare.HeteroCluster) ([][]float64, error) {
+	*h.calls++
+	var need float64
+	for _, j := range jobs {
+		need += float64(max(j.Count, 1) * j.GPUs)
+	}
+	out := make([][]float64, len(jobs))
+	for k := range jobs {
+		out[k] = make([]float64, len(c.Models))
+		out[k][0] = min(0.5, float64(c.GPUs[0])/need)
+	}
+	return out, nil
+}
+
+// TestGavelRegisteredAllocator: an allocator registered by name serves
+// --gavel-allocator NAME:ARG, gets its arg, and --gavel-allocator's help
+// lists it.
+func TestGavelRegisteredAllocator(t *testing.T) {
+	var reg policy.Registry
+	calls, gotArg := 0, ""
+	if err := reg.Allocator("halves", func(arg string, _ uint64) (policy.Allocator, error) {
+		gotArg = arg
+		return halves{&calls}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Allocator("exec", nil); err == nil {
+		t.Error("a built-in's name was registered")
+	}
+	dir := t.TempDir()
+	if _, errs, err := execCmd(t, Options{Registry: &reg}, "run", "--file", gavelCluster, "--max-gpus-per-task", "4", "--trace", "synthetic:30",
+		"--gpu-speeds", "gavel", "--ordering", "gavel", "--gavel-allocator", "halves:x", "--no-plots", "--out", dir); err != nil {
+		t.Fatalf("%v %s", err, errs)
+	}
+	if calls == 0 || gotArg != "x" {
+		t.Errorf("allocator called %d times with arg %q", calls, gotArg)
+	}
+	if s := readSummary(t, filepath.Join(dir, "summary.json")); s.Jobs.Completed != 30 {
+		t.Errorf("jobs %+v", s.Jobs)
+	}
+	_, _, err := execCmd(t, Options{Registry: &reg}, "run", "--file", gavelCluster, "--trace", "synthetic:5", "--gpu-speeds", "gavel",
+		"--ordering", "gavel", "--gavel-allocator", "nope", "--no-plots", "--out", dir)
+	if err == nil || !strings.Contains(err.Error(), "or the registered halves") {
+		t.Errorf("an unknown allocator: %v", err)
+	}
+	if h := gavelAllocHelp + registeredAllocators(&reg); !strings.Contains(h, "registered: halves") {
+		t.Errorf("help %q does not list halves", h)
 	}
 }

@@ -92,7 +92,7 @@ func inputPath(flag, v string) string {
 func hashInputs(flags map[string]string) ([]sim.InputFile, error) {
 	var out []sim.InputFile
 	// An exec: ordering's files (its script) are inputs too.
-	for _, name := range []string{"ordering", "orderings"} {
+	for _, name := range []string{"ordering", "orderings", "gavel-allocator"} {
 		_, cmdline, ok := strings.Cut(flags[name], "exec:")
 		if !ok {
 			continue

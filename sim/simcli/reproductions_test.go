@@ -26,9 +26,10 @@ type repro struct {
 	labels     []string // the compared variants, in the order of --orderings, the baseline first
 	metric     string   // what is compared
 	value      func(s sim.Summary) float64
-	lowerWins  bool   // every later variant should have a lower value than the first
-	heavy      bool   // needs ../shared/data and GPUSCHED_REPRO_FULL=1
-	gap        string // why our size differs
+	lowerWins  bool     // every later variant should have a lower value than the first
+	heavy      bool     // needs ../shared/data and GPUSCHED_REPRO_FULL=1
+	seeds      []uint64 // the seeds of args' --seeds (nil: one run); values are their means
+	gap        string   // why our size differs
 }
 
 const phillyDir = "ROOT/../shared/data/philly"
@@ -37,9 +38,9 @@ var repros = []repro{
 	{
 		key: "tiresias", study: "Tiresias (Gu et al., NSDI'19): 2D-LAS vs FIFO",
 		published: "2D-LAS (no duration knowledge) cuts mean JCT by up to 5.5× against YARN-CS (FIFO, consolidated) on a 60-P100 testbed and in simulations of a Microsoft trace (abstract)",
-		args: []string{"--preset", "dgx-h100", "--trace", "synthetic:300", "--load", "1.5", "--seed", "1",
+		args: []string{"--preset", "dgx-h100", "--trace", "synthetic:300", "--load", "1.5", "--seeds", "1,2,3",
 			"--orderings", "fifo,las:1,8", "--ckpt-interval", "1h"},
-		labels: []string{"fifo", "las:1,8"}, metric: "mean JCT", lowerWins: true,
+		labels: []string{"fifo", "las:1,8"}, seeds: []uint64{1, 2, 3}, metric: "mean JCT", lowerWins: true,
 		value: func(s sim.Summary) float64 { return s.JCT.Mean },
 		gap: "Direction holds, size smaller. The trace is the CLI's synthetic one (log-normal durations, 1–8 GPUs) on one 8-GPU DGX H100 at 1.5× load, " +
 			"not Microsoft's; the 5.5× is Tiresias' best case (its trace has a heavier tail of long multi-GPU jobs, whose head-of-line blocking under FIFO 2D-LAS removes). " +
@@ -61,9 +62,9 @@ var repros = []repro{
 	{
 		key: "gavel", study: "Gavel (Narayanan et al., OSDI'20): heterogeneity-aware vs agnostic",
 		published: "heterogeneity-aware policies improve average JCT and makespan by up to 3.5× against heterogeneity-agnostic ones, and sustain a higher input load, on a simulated 36 V100 / 36 P100 / 36 K80 cluster (abstract; LAS: Figures 8–9)",
-		args: []string{"--file", "ROOT/testdata/clusters/gavel-36x3.yaml", "--max-gpus-per-task", "4", "--trace", "synthetic:200", "--load", "1.5", "--seed", "2",
+		args: []string{"--file", "ROOT/testdata/clusters/gavel-36x3.yaml", "--max-gpus-per-task", "4", "--trace", "synthetic:200", "--load", "1.5", "--seeds", "1,2,3",
 			"--gpu-speeds", "gavel", "--job-types", "uniform", "--ckpt-interval", "10m", "--orderings", "gavel-agnostic,gavel"},
-		labels: []string{"gavel-agnostic", "gavel"}, metric: "mean JCT", lowerWins: true,
+		labels: []string{"gavel-agnostic", "gavel"}, seeds: []uint64{1, 2, 3}, metric: "mean JCT", lowerWins: true,
 		value: func(s sim.Summary) float64 { return s.JCT.Mean },
 		gap: "Same cluster and throughput table (Gavel's measured single-GPU throughputs, job types drawn uniformly as its simulator does); " +
 			"the jobs are the CLI's synthetic ones (1–8 GPUs, log-normal durations) rather than Gavel's job table and Poisson arrivals, " +
@@ -87,14 +88,18 @@ var repros = []repro{
 }
 
 // reproResult is one row's outcome: the metric of each variant, the
-// baseline first.
-type reproResult []float64
+// baseline first (with seeds, the mean over them); perSeed, with seeds,
+// each seed's.
+type reproResult struct {
+	v       []float64
+	perSeed [][]float64
+}
 
 // holds reports whether every variant beats the baseline in the
 // published direction.
 func (r repro) holds(res reproResult) bool {
-	for _, v := range res[1:] {
-		if (r.lowerWins && !(v < res[0])) || (!r.lowerWins && !(v > res[0])) {
+	for _, v := range res.v[1:] {
+		if (r.lowerWins && !(v < res.v[0])) || (!r.lowerWins && !(v > res.v[0])) {
 			return false
 		}
 	}
@@ -113,10 +118,22 @@ func runRepro(t *testing.T, r repro) reproResult {
 	if _, errs, err := execCmd(t, Options{}, args...); err != nil {
 		t.Fatalf("%s: %v %s", r.key, err, errs)
 	}
-	sums := readCompare(t, dir, len(r.labels))
-	res := make(reproResult, len(sums))
-	for i, s := range sums {
-		res[i] = r.value(s)
+	if len(r.seeds) == 0 {
+		sums := readCompare(t, dir, len(r.labels))
+		res := reproResult{v: make([]float64, len(sums))}
+		for i, s := range sums {
+			res.v[i] = r.value(s)
+		}
+		return res
+	}
+	res := reproResult{v: make([]float64, len(r.labels))}
+	for _, seed := range r.seeds {
+		row := make([]float64, len(r.labels))
+		for i, l := range r.labels {
+			row[i] = r.value(readSummary(t, filepath.Join(dir, seedDir(seed), variant{label: l}.dir(), "summary.json")))
+			res.v[i] += row[i] / float64(len(r.seeds))
+		}
+		res.perSeed = append(res.perSeed, row)
 	}
 	return res
 }
@@ -154,11 +171,15 @@ func (r repro) tableLine(res reproResult) string {
 	if !r.holds(res) {
 		holds = "**no**"
 	}
-	cells := []string{r.labels[0] + ": " + num(res[0])}
-	for i, v := range res[1:] {
-		cells = append(cells, fmt.Sprintf("%s: %s (%.2f×)", r.labels[i+1], num(v), res[0]/v))
+	cells := []string{r.labels[0] + ": " + num(res.v[0])}
+	for i, v := range res.v[1:] {
+		cells = append(cells, fmt.Sprintf("%s: %s (%.2f×)", r.labels[i+1], num(v), res.v[0]/v))
 	}
-	return fmt.Sprintf("| %s | %s | %s | %s |", r.study, r.published, strings.Join(cells, " → "), holds)
+	of := ""
+	if len(r.seeds) > 0 {
+		of = fmt.Sprintf(" (means of %d seeds)", len(r.seeds))
+	}
+	return fmt.Sprintf("| %s | %s | %s%s | %s |", r.study, r.published, strings.Join(cells, " → "), of, holds)
 }
 
 func (r repro) section(res reproResult) string {
@@ -171,15 +192,27 @@ func (r repro) section(res reproResult) string {
 		}
 		fmt.Fprintf(&b, " %s", a)
 	}
-	fmt.Fprintf(&b, " --out out/\n```\n\n| %s | %s |\n|---|%s\n| gpusched |", r.metric, strings.Join(r.labels, " | "), strings.Repeat("---|", len(r.labels)))
-	for i, v := range res {
-		if i == 0 {
-			fmt.Fprintf(&b, " %s |", num(v))
-		} else {
-			fmt.Fprintf(&b, " %s (%.2f×) |", num(v), res[0]/v)
+	fmt.Fprintf(&b, " --out out/\n```\n\n| %s | %s |\n|---|%s\n", r.metric, strings.Join(r.labels, " | "), strings.Repeat("---|", len(r.labels)))
+	cells := func(name string, vs []float64) {
+		fmt.Fprintf(&b, "| %s |", name)
+		for i, v := range vs {
+			if i == 0 {
+				fmt.Fprintf(&b, " %s |", num(v))
+			} else {
+				fmt.Fprintf(&b, " %s (%.2f×) |", num(v), vs[0]/v)
+			}
 		}
+		b.WriteString("\n")
 	}
-	b.WriteString("\n\n")
+	for i, row := range res.perSeed {
+		cells(fmt.Sprintf("seed %d", r.seeds[i]), row)
+	}
+	name := "gpusched"
+	if len(r.seeds) > 0 {
+		name = "mean"
+	}
+	cells(name, res.v)
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "Gap: %s\n<!-- end %s -->\n", r.gap, r.key)
 	return b.String()
 }
@@ -190,8 +223,9 @@ Generated by ` + "`go test ./sim/simcli -run TestReproductions -update-reproduct
 commands below (paths from the repository root); ` + "`go test`" + ` reruns the quick rows and fails
 when a number here differs. The Helios row replays the whole Philly trace from
 ` + "`../shared/data/philly`" + ` (minutes): it runs only with GPUSCHED_REPRO_FULL=1 and the data
-present, and is otherwise kept as last generated. Each row compares two orderings of one
-` + "`sim compare`" + ` run; "ratio" is the first's value over the second's.
+present, and is otherwise kept as last generated. Each row compares the orderings of one
+` + "`sim compare`" + ` run, the baseline first; a ratio is the baseline's value over the other's
+(above 1: the other is lower). With ` + "`--seeds`" + `, each seed's values and their means.
 
 | study | published | gpusched (same command below) | direction holds |
 |---|---|---|---|
@@ -231,7 +265,7 @@ func TestReproductions(t *testing.T) {
 		}
 		res := runRepro(t, r)
 		if !r.holds(res) {
-			t.Errorf("%s: %s of %v: %v: the published direction does not hold", r.key, r.metric, r.labels, res)
+			t.Errorf("%s: %s of %v: %v: the published direction does not hold", r.key, r.metric, r.labels, res.v)
 		}
 		lines, sections = append(lines, r.tableLine(res)), append(sections, r.section(res))
 	}
