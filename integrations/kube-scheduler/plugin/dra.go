@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/gpusched/gpusched/topology"
 )
 
 // Dynamic Resource Allocation in scheduler mode (docs/dra.md).
@@ -108,6 +110,9 @@ type draNode struct {
 	product string   // productName, as a GPU feature discovery label value
 	devices []string // device name per GPU index
 	index   map[string]int
+	// health per GPU index, from the device's taints: NoExecute Failed,
+	// NoSchedule Draining.
+	health []topology.Health
 }
 
 type draNodeCopy struct {
@@ -279,6 +284,7 @@ func (d *drat) readSlices() {
 	type gpu struct {
 		name         string
 		index, minor int64
+		health       topology.Health
 	}
 	found := map[string][]gpu{}
 	for _, s := range mine {
@@ -301,7 +307,8 @@ func (d *drat) readSlices() {
 			if typ != "gpu" && (typ != "" || attrString(dev.Attributes, d.driver, attrProfile) != "") {
 				continue // MIG devices and others: not supported yet
 			}
-			g := gpu{name: dev.Name, index: attrInt(dev.Attributes, d.driver, attrIndex), minor: attrInt(dev.Attributes, d.driver, attrMinor)}
+			g := gpu{name: dev.Name, index: attrInt(dev.Attributes, d.driver, attrIndex), minor: attrInt(dev.Attributes, d.driver, attrMinor),
+				health: taintHealth(dev.Taints)}
 			found[node] = append(found[node], g)
 			if p := attrString(dev.Attributes, d.driver, attrProductName); p != "" && n.product == "" {
 				n.product = strings.ReplaceAll(strings.TrimSpace(p), " ", "-")
@@ -315,7 +322,52 @@ func (d *drat) readSlices() {
 		n := d.nodes[node]
 		for i, g := range gs {
 			n.devices = append(n.devices, g.name)
+			n.health = append(n.health, g.health)
 			n.index[g.name] = i
+		}
+	}
+}
+
+// taintHealth maps a device's taints to GPU health, as importers/dra
+// does: NoExecute evicts (Failed), NoSchedule keeps what runs (Draining).
+func taintHealth(ts []resourceapi.DeviceTaint) topology.Health {
+	h := topology.Healthy
+	for _, t := range ts {
+		switch t.Effect {
+		case resourceapi.DeviceTaintEffectNoExecute:
+			h = topology.Failed
+		case resourceapi.DeviceTaintEffectNoSchedule:
+			if h == topology.Healthy {
+				h = topology.Draining
+			}
+		}
+	}
+	return h
+}
+
+// draHealth gives the GPUs of DRA nodes the health their device taints
+// say (Scheduler.SetGPUHealth): a job on a GPU tainted NoExecute is
+// recovered, a GPU tainted NoSchedule takes no new job. h.mu is held.
+func (h *host) draHealth() {
+	if h.dra == nil || h.s == nil {
+		return
+	}
+	c := h.topo.Cluster
+	for _, name := range sortedKeys(h.dra.nodes) {
+		n := h.dra.nodes[name]
+		hid, ok := c.HostByName(name)
+		if !ok || h.s.Ledger().HostCordoned(hid) {
+			continue
+		}
+		first, count := c.HostGPUs(hid)
+		for i := 0; i < count && i < len(n.health); i++ {
+			g := first + topology.GPUID(i)
+			if h.s.Ledger().GPU(g).Health == n.health[i] {
+				continue
+			}
+			if _, err := h.s.SetGPUHealth(g, n.health[i]); err != nil {
+				h.log.Error(err, "Setting the health of a tainted GPU", "node", name, "device", n.devices[i])
+			}
 		}
 	}
 }

@@ -466,3 +466,46 @@ func TestDRATemplateClaims(t *testing.T) {
 		t.Errorf("claim names %s", devs)
 	}
 }
+
+// TestDRADeviceTaintRecovers: a GPU device tainted NoExecute by the driver
+// is a failed GPU: the job on it is recovered, and no new pod gets it; a
+// NoSchedule taint keeps the running pod and takes no new one.
+func TestDRADeviceTaintRecovers(t *testing.T) {
+	f := oneDGX(map[string]int{"c1": 1, "c6": 6, "n1": 1})
+	h, io := newDRAHost(t, f, node("dgx-1", -1, nil))
+	ctx := context.Background()
+	io.pods = []*v1.Pod{draPodOf("one", "c1")}
+	h.cycle(ctx)
+	bindDRA(h, io)
+	h.cycle(ctx)
+	dev, _ := claimed(t, f, "c1", "uid-one")
+	s := f.slices[0].DeepCopy()
+	s.ResourceVersion = "2"
+	for i := range s.Spec.Devices {
+		if s.Spec.Devices[i].Name == dev {
+			s.Spec.Devices[i].Taints = []resourceapi.DeviceTaint{{Key: "gpu.nvidia.com/xid", Value: "79", Effect: resourceapi.DeviceTaintEffectNoExecute}}
+		}
+	}
+	f.slices = []*resourceapi.ResourceSlice{s}
+	io.pods = append(io.pods, draPodOf("six", "c6"), draPodOf("next", "n1"))
+	h.cycle(ctx)
+	if !slices.ContainsFunc(io.events, func(e string) bool { return strings.HasPrefix(e, "one "+ReasonRecovery) }) {
+		t.Errorf("no recovery for the pod on the tainted GPU %s: events %v", dev, io.events)
+	}
+	got := map[string]bool{}
+	for _, c := range []string{"c6", "n1"} {
+		if f.claims["default/"+c].Status.Allocation == nil {
+			continue
+		}
+		devs, _ := claimed(t, f, c, types.UID("uid-"+map[string]string{"c6": "six", "n1": "next"}[c]))
+		for _, d := range strings.Split(devs, ",") {
+			if d == dev || got[d] {
+				t.Errorf("device %s given again (claim %s: %s)", d, c, devs)
+			}
+			got[d] = true
+		}
+	}
+	if len(got) != 7 {
+		t.Errorf("%d healthy GPUs allocated, want the 7 untainted ones (activated %v, pending %v)", len(got), io.activated, io.pending)
+	}
+}

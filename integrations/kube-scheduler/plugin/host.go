@@ -315,6 +315,7 @@ func (h *host) decide(nodes []*v1.Node, view *podView, now time.Time, fx *effect
 	for _, p := range view.held {
 		h.note(fx, []*v1.Pod{p}, fmt.Sprintf("gpusched: job %s: waiting for its members being deleted to go", jobID(p, h.args)), now)
 	}
+	h.draHealth() // device taints (dra.go), once jobs are restored
 	if h.unhealthy {
 		h.unhealthy = false
 		for hid, n := range h.topo.unavailable {
