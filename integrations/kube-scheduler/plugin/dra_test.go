@@ -141,6 +141,19 @@ func oneDGX(gpuClaims map[string]int) *fakeDRA {
 	return f
 }
 
+// oneRunning is a DRA host on one DGX (claims as oneDGX) whose pod name
+// runs, bound on its claim; devs are the devices the claim names.
+func oneRunning(t *testing.T, claims map[string]int, name, claim string) (h *host, io *fakeIO, f *fakeDRA, devs string) {
+	f = oneDGX(claims)
+	h, io = newDRAHost(t, f, node("dgx-1", -1, nil))
+	io.pods = []*v1.Pod{draPodOf(name, claim)}
+	h.cycle(context.Background())
+	bindDRA(h, io)
+	h.cycle(context.Background())
+	devs, _ = claimed(t, f, claim, types.UID("uid-"+name))
+	return h, io, f, devs
+}
+
 func newDRAHost(t *testing.T, f *fakeDRA, nodes ...*v1.Node) (*host, *fakeIO) {
 	h, io := newTestHost(t, nodes...)
 	h.dra = newDRA(h.args, f, ktesting.NewLogger(t, ktesting.NewConfig()))
@@ -291,14 +304,8 @@ func TestDRAUnsupportedClaimWaits(t *testing.T) {
 // on the GPUs their claims' allocations name, with no indices
 // annotation, and places a new pod around them.
 func TestDRARestartReadsClaims(t *testing.T) {
-	f := oneDGX(map[string]int{"c6": 6, "c2": 2, "c4": 4})
-	h, io := newDRAHost(t, f, node("dgx-1", -1, nil))
+	_, io, f, six := oneRunning(t, map[string]int{"c6": 6, "c2": 2, "c4": 4}, "six", "c6")
 	ctx := context.Background()
-	io.pods = []*v1.Pod{draPodOf("six", "c6")}
-	h.cycle(ctx)
-	bindDRA(h, io)
-	h.cycle(ctx)
-	six, _ := claimed(t, f, "c6", "uid-six")
 	for _, p := range io.pods {
 		if p.Annotations[DefaultGPUIndicesAnnotation] != "" {
 			t.Fatalf("test pod carries the indices annotation")
@@ -468,17 +475,11 @@ func TestDRATemplateClaims(t *testing.T) {
 }
 
 // TestDRADeviceTaintRecovers: a GPU device tainted NoExecute by the driver
-// is a failed GPU: the job on it is recovered, and no new pod gets it; a
-// NoSchedule taint keeps the running pod and takes no new one.
+// is a failed GPU: the job on it is recovered (its pod left running, as
+// without deleteOnRecovery), and no new pod gets it.
 func TestDRADeviceTaintRecovers(t *testing.T) {
-	f := oneDGX(map[string]int{"c1": 1, "c6": 6, "n1": 1})
-	h, io := newDRAHost(t, f, node("dgx-1", -1, nil))
+	h, io, f, dev := oneRunning(t, map[string]int{"c1": 1, "c6": 6, "n1": 1}, "one", "c1")
 	ctx := context.Background()
-	io.pods = []*v1.Pod{draPodOf("one", "c1")}
-	h.cycle(ctx)
-	bindDRA(h, io)
-	h.cycle(ctx)
-	dev, _ := claimed(t, f, "c1", "uid-one")
 	s := f.slices[0].DeepCopy()
 	s.ResourceVersion = "2"
 	for i := range s.Spec.Devices {
