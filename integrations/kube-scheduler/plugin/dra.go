@@ -3,6 +3,7 @@ package plugin
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -113,12 +114,21 @@ type draNode struct {
 	// health per GPU index, from the device's taints: NoExecute Failed,
 	// NoSchedule Draining.
 	health []topology.Health
+	// layout is the NUMA nodes and PCIe host bridges of its GPUs, as JSON
+	// of []topology.NUMASpec ("" when the slices say nothing of them).
+	layout string
 }
 
+// DRALayoutAnnotation carries, on the node as a cycle sees it (never
+// written to the apiserver), the NUMA and PCIe layout of a DRA node's
+// GPUs read from their resource.kubernetes.io/numaNode and pcieRoot
+// attributes: BuildTopology gives it to nodes no machine preset fits.
+const DRALayoutAnnotation = "gpusched.io/dra-layout"
+
 type draNodeCopy struct {
-	src, out *v1.Node
-	gpus     int
-	product  string
+	src, out        *v1.Node
+	gpus            int
+	product, layout string
 }
 
 // draPod is what view made of one pod with claims.
@@ -285,6 +295,8 @@ func (d *drat) readSlices() {
 		name         string
 		index, minor int64
 		health       topology.Health
+		numa         int64
+		root         string
 	}
 	found := map[string][]gpu{}
 	for _, s := range mine {
@@ -308,7 +320,7 @@ func (d *drat) readSlices() {
 				continue // MIG devices and others: not supported yet
 			}
 			g := gpu{name: dev.Name, index: attrInt(dev.Attributes, d.driver, attrIndex), minor: attrInt(dev.Attributes, d.driver, attrMinor),
-				health: taintHealth(dev.Taints)}
+				health: taintHealth(dev.Taints), numa: attrInt(dev.Attributes, d.driver, attrNUMANode), root: attrString(dev.Attributes, d.driver, attrPCIeRoot)}
 			found[node] = append(found[node], g)
 			if p := attrString(dev.Attributes, d.driver, attrProductName); p != "" && n.product == "" {
 				n.product = strings.ReplaceAll(strings.TrimSpace(p), " ", "-")
@@ -320,12 +332,55 @@ func (d *drat) readSlices() {
 			return cmp.Or(cmp.Compare(a.index, b.index), cmp.Compare(a.minor, b.minor), strings.Compare(a.name, b.name))
 		})
 		n := d.nodes[node]
+		numa := make([]int64, len(gs))
+		roots := make([]string, len(gs))
 		for i, g := range gs {
 			n.devices = append(n.devices, g.name)
 			n.health = append(n.health, g.health)
 			n.index[g.name] = i
+			numa[i], roots[i] = g.numa, g.root
 		}
+		n.layout = layoutOf(numa, roots)
 	}
+}
+
+// layoutOf is the NUMA and PCIe layout of a node's GPUs (by index) from
+// their NUMA nodes (1<<40: unknown, node 0) and PCIe roots ("": a bridge
+// of its own), as JSON of []topology.NUMASpec; "" when neither is known.
+func layoutOf(numa []int64, roots []string) string {
+	known := false
+	for i := range numa {
+		known = known || numa[i] != 1<<40 || roots[i] != ""
+	}
+	if !known {
+		return ""
+	}
+	var specs []topology.NUMASpec
+	bridge := map[string]*topology.PCIeSpec{}
+	for i := range numa {
+		id := 0
+		if numa[i] >= 0 && numa[i] < 1<<20 {
+			id = int(numa[i])
+		}
+		k := slices.IndexFunc(specs, func(s topology.NUMASpec) bool { return s.ID == id })
+		if k < 0 {
+			specs = append(specs, topology.NUMASpec{ID: id})
+			k = len(specs) - 1
+		}
+		key := fmt.Sprintf("%d/%s", id, roots[i])
+		if b := bridge[key]; b != nil && roots[i] != "" {
+			b.GPUs = append(b.GPUs, i)
+			continue
+		}
+		specs[k].PCIe = append(specs[k].PCIe, topology.PCIeSpec{GPUs: []int{i}})
+		bridge[key] = &specs[k].PCIe[len(specs[k].PCIe)-1]
+	}
+	slices.SortStableFunc(specs, func(a, b topology.NUMASpec) int { return cmp.Compare(a.ID, b.ID) })
+	b, err := json.Marshal(specs)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // taintHealth maps a device's taints to GPU health, as importers/dra
@@ -380,6 +435,8 @@ const (
 	attrMinor       = "minor"
 	attrProductName = "productName"
 	attrProfile     = "profile"
+	attrNUMANode    = "resource.kubernetes.io/numaNode"
+	attrPCIeRoot    = "resource.kubernetes.io/pcieRoot"
 )
 
 // attrString reads a string attribute by its name, with or without the
@@ -420,7 +477,7 @@ func (d *drat) node(n *v1.Node) *v1.Node {
 	if q, ok := n.Status.Allocatable[d.gpuResource]; ok && q.Value() > 0 {
 		return n // device-plugin GPUs: the extended resource counts
 	}
-	if c, ok := d.nodeCache[n.Name]; ok && c.src == n && c.gpus == len(g.devices) && c.product == g.product {
+	if c, ok := d.nodeCache[n.Name]; ok && c.src == n && c.gpus == len(g.devices) && c.product == g.product && c.layout == g.layout {
 		return c.out
 	}
 	out := n.DeepCopy()
@@ -435,7 +492,13 @@ func (d *drat) node(n *v1.Node) *v1.Node {
 		out.Labels[d.productLabel] = g.product
 	}
 	delete(out.Labels, d.countLabel)
-	d.nodeCache[n.Name] = draNodeCopy{src: n, out: out, gpus: len(g.devices), product: g.product}
+	if g.layout != "" {
+		if out.Annotations == nil {
+			out.Annotations = map[string]string{}
+		}
+		out.Annotations[DRALayoutAnnotation] = g.layout
+	}
+	d.nodeCache[n.Name] = draNodeCopy{src: n, out: out, gpus: len(g.devices), product: g.product, layout: g.layout}
 	return out
 }
 

@@ -510,3 +510,46 @@ func TestDRADeviceTaintRecovers(t *testing.T) {
 		t.Errorf("%d healthy GPUs allocated, want the 7 untainted ones (activated %v, pending %v)", len(got), io.activated, io.pending)
 	}
 }
+
+// TestDRALayoutFromSlices: a node no machine preset fits (four L40S)
+// takes its NUMA nodes and PCIe roots from the slices' numaNode and
+// pcieRoot attributes: after a 1-GPU pod, a 2-GPU pod gets the pair of
+// the other NUMA node, not one across both.
+func TestDRALayoutFromSlices(t *testing.T) {
+	f := newFakeDRA()
+	name := "pcie-1"
+	s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: name + "-gpu", ResourceVersion: "1"},
+		Spec: resourceapi.ResourceSliceSpec{Driver: DefaultDRADriver, NodeName: &name, Pool: resourceapi.ResourcePool{Name: name, ResourceSliceCount: 1}}}
+	for i := range 4 {
+		idx, numa := int64(i), int64(i/2)
+		prod, root := "NVIDIA L40S", fmt.Sprintf("pci0000:%02x", 0x20*(i+1))
+		s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i), Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+			"index": {IntValue: &idx}, "productName": {StringValue: &prod},
+			"resource.kubernetes.io/numaNode": {IntValue: &numa}, "resource.kubernetes.io/pcieRoot": {StringValue: &root}}})
+	}
+	f.slices = []*resourceapi.ResourceSlice{s}
+	f.put(claimFor("one", DefaultDRADeviceClass, 1))
+	f.put(claimFor("two", DefaultDRADeviceClass, 2))
+	h, io := newDRAHost(t, f, node(name, -1, nil))
+	ctx := context.Background()
+	io.pods = []*v1.Pod{draPodOf("a", "one")}
+	h.cycle(ctx)
+	bindDRA(h, io)
+	io.pods = append(io.pods, draPodOf("b", "two"))
+	h.cycle(ctx)
+	one, _ := claimed(t, f, "one", "uid-a")
+	two, _ := claimed(t, f, "two", "uid-b")
+	pair := strings.Split(two, ",")
+	if len(pair) != 2 || numaOf2(pair[0]) != numaOf2(pair[1]) || numaOf2(pair[0]) == numaOf2(one) {
+		t.Errorf("after %s, the 2-GPU pod got %v; want the other NUMA node's pair", one, pair)
+	}
+	if h.topo.Cluster.Link(0, 1).Kind == h.topo.Cluster.Link(0, 2).Kind {
+		t.Errorf("GPUs 0-1 (%s) and 0-2 (%s) are linked alike: no NUMA layout", h.topo.Cluster.Link(0, 1).Kind, h.topo.Cluster.Link(0, 2).Kind)
+	}
+}
+
+// numaOf2 is the NUMA node of a device of TestDRALayoutFromSlices.
+func numaOf2(dev string) int {
+	i, _ := strconv.Atoi(strings.TrimPrefix(dev, "gpu-"))
+	return i / 2
+}

@@ -112,7 +112,7 @@ func (s *state) shapeKey(n *v1.Node) string {
 	if !ok {
 		return ""
 	}
-	return fmt.Sprintf("%d|%d|%s|%d|%d|%s|%s|%q", sh.gpus, sh.allocGPUs, sh.model, sh.cpuMilli, sh.memoryMiB, sh.machine, sh.clique, sh.levels)
+	return fmt.Sprintf("%d|%d|%s|%d|%d|%s|%s|%q|%s", sh.gpus, sh.allocGPUs, sh.model, sh.cpuMilli, sh.memoryMiB, sh.machine, sh.clique, sh.levels, sh.layout)
 }
 
 // setNode records a node added or updated.
