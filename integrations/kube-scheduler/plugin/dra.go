@@ -33,7 +33,9 @@ import (
 //   - each cycle (drat.view), a node with GPUs in the driver's slices and
 //     no device-plugin GPUs is seen as a GPU node of that many GPUs of its
 //     productName (so a DGX H100 gets its machine preset's NVSwitch and
-//     NUMA layout); a pod with GPU claims is seen as requesting that many
+//     NUMA layout; other nodes the NUMA nodes and PCIe roots of their
+//     devices' attributes, DRALayoutAnnotation), and its devices' taints
+//     set its GPUs' health (host.draHealth); a pod with GPU claims is seen as requesting that many
 //     GPUs, and a bound pod (or a gang member with a planned node) holds
 //     the GPUs its claims' allocations name: the allocations, not the
 //     indices annotation, are the record a restarted scheduler reads;
@@ -41,8 +43,9 @@ import (
 //     (drat.allocate), each GPU claim gets status.allocation naming the
 //     chosen devices (node selector: the planned node), reservedFor the
 //     pod and kube's delete-protection finalizer, in one status update;
-//   - PreEnqueue lets a pod through only once the scheduler's informer
-//     shows its GPU claims so (drat.notReady).
+//   - PreEnqueue lets a pod through only once its GPU claims were written
+//     for its current binding and the scheduler's informer shows them so
+//     (drat.notReady).
 //
 // kube's DynamicResources plugin, in the same profile, then finds these
 // claims allocated and reserved for the pod: it checks their node
@@ -55,8 +58,9 @@ import (
 // withdrawn), or for a pod that ended, is released (drat.release).
 //
 // Not handled (the pod waits, saying why): CEL selectors, allocation mode
-// All, FirstAvailable, admin access, claims mixing the GPU class with
-// others, MIG and shared (consumable capacity) devices.
+// All, FirstAvailable, admin access, device tolerations, constraints,
+// claims mixing the GPU class with others. MIG devices, shared
+// (consumable capacity) devices and ComputeDomains are not allocated.
 
 // draIO is what the DRA concern needs of the apiserver; tests give fakes.
 type draIO interface {
