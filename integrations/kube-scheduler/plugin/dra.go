@@ -34,7 +34,8 @@ import (
 //     no device-plugin GPUs is seen as a GPU node of that many GPUs of its
 //     productName (so a DGX H100 gets its machine preset's NVSwitch and
 //     NUMA layout; other nodes the NUMA nodes and PCIe roots of their
-//     devices' attributes, DRALayoutAnnotation), and its devices' taints
+//     devices' attributes, DRALayoutAnnotation; the multi-node NVLink
+//     clique of their cliqueId), and its devices' taints
 //     set its GPUs' health (host.draHealth); a pod with GPU claims is seen as requesting that many
 //     GPUs, and a bound pod (or a gang member with a planned node) holds
 //     the GPUs its claims' allocations name: the allocations, not the
@@ -85,6 +86,7 @@ type drat struct {
 	gpuResource   v1.ResourceName
 	productLabel  string
 	countLabel    string
+	cliqueLabel   string
 	io            draIO
 	log           klog.Logger
 	// settle is how long allocate waits for the informer to show its
@@ -121,6 +123,9 @@ type draNode struct {
 	// layout is the NUMA nodes and PCIe host bridges of its GPUs, as JSON
 	// of []topology.NUMASpec ("" when the slices say nothing of them).
 	layout string
+	// clique is its GPUs' cliqueId ("<cluster UUID>.<clique id>"), the
+	// multi-node NVLink domain they share; "" when none.
+	clique string
 }
 
 // DRALayoutAnnotation carries, on the node as a cycle sees it (never
@@ -130,9 +135,9 @@ type draNode struct {
 const DRALayoutAnnotation = "gpusched.io/dra-layout"
 
 type draNodeCopy struct {
-	src, out        *v1.Node
-	gpus            int
-	product, layout string
+	src, out                *v1.Node
+	gpus                    int
+	product, layout, clique string
 }
 
 // draPod is what view made of one pod with claims.
@@ -167,7 +172,7 @@ func newDRA(args *Args, io draIO, log klog.Logger) *drat {
 		return nil
 	}
 	return &drat{driver: args.DRADriver, class: args.DRADeviceClass, indices: args.GPUIndicesAnnotation,
-		gpuResource: v1.ResourceName(args.GPUResource), productLabel: args.GPUProductLabel, countLabel: args.GPUCountLabel,
+		gpuResource: v1.ResourceName(args.GPUResource), productLabel: args.GPUProductLabel, countLabel: args.GPUCountLabel, cliqueLabel: args.GPUCliqueLabel,
 		io: io, log: log, settle: 5 * time.Second, grace: 50 * time.Millisecond, nodeCache: map[string]draNodeCopy{},
 		pods: map[types.UID]*draPod{}, granted: map[types.UID]string{}}
 }
@@ -329,6 +334,9 @@ func (d *drat) readSlices() {
 			if p := attrString(dev.Attributes, d.driver, attrProductName); p != "" && n.product == "" {
 				n.product = strings.ReplaceAll(strings.TrimSpace(p), " ", "-")
 			}
+			if c := attrString(dev.Attributes, d.driver, attrCliqueID); c != "" && n.clique == "" {
+				n.clique = c
+			}
 		}
 	}
 	for node, gs := range found {
@@ -439,6 +447,7 @@ const (
 	attrMinor       = "minor"
 	attrProductName = "productName"
 	attrProfile     = "profile"
+	attrCliqueID    = "cliqueId"
 	attrNUMANode    = "resource.kubernetes.io/numaNode"
 	attrPCIeRoot    = "resource.kubernetes.io/pcieRoot"
 )
@@ -481,7 +490,7 @@ func (d *drat) node(n *v1.Node) *v1.Node {
 	if q, ok := n.Status.Allocatable[d.gpuResource]; ok && q.Value() > 0 {
 		return n // device-plugin GPUs: the extended resource counts
 	}
-	if c, ok := d.nodeCache[n.Name]; ok && c.src == n && c.gpus == len(g.devices) && c.product == g.product && c.layout == g.layout {
+	if c, ok := d.nodeCache[n.Name]; ok && c.src == n && c.gpus == len(g.devices) && c.product == g.product && c.layout == g.layout && c.clique == g.clique {
 		return c.out
 	}
 	out := n.DeepCopy()
@@ -502,7 +511,10 @@ func (d *drat) node(n *v1.Node) *v1.Node {
 		}
 		out.Annotations[DRALayoutAnnotation] = g.layout
 	}
-	d.nodeCache[n.Name] = draNodeCopy{src: n, out: out, gpus: len(g.devices), product: g.product, layout: g.layout}
+	if g.clique != "" && out.Labels[d.cliqueLabel] == "" {
+		out.Labels[d.cliqueLabel] = g.clique // (GPU feature discovery's label wins)
+	}
+	d.nodeCache[n.Name] = draNodeCopy{src: n, out: out, gpus: len(g.devices), product: g.product, layout: g.layout, clique: g.clique}
 	return out
 }
 

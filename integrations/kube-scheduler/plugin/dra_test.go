@@ -553,3 +553,33 @@ func numaOf2(dev string) int {
 	i, _ := strconv.Atoi(strings.TrimPrefix(dev, "gpu-"))
 	return i / 2
 }
+
+// TestDRACliqueFromSlices: nodes whose GPUs publish one cliqueId share a
+// multi-node NVLink domain, as with GPU feature discovery's clique label.
+func TestDRACliqueFromSlices(t *testing.T) {
+	f := newFakeDRA()
+	var nodes []*v1.Node
+	for _, name := range []string{"gb-t01", "gb-t02", "gb-t03"} {
+		s := dgxSlice(name)
+		clique := "4c2a1e7b-0000-0000-0000-000000000001.7"
+		if name == "gb-t03" {
+			clique = "4c2a1e7b-0000-0000-0000-000000000001.8"
+		}
+		for i := range s.Spec.Devices {
+			s.Spec.Devices[i].Attributes["cliqueId"] = resourceapi.DeviceAttribute{StringValue: &clique}
+		}
+		f.slices = append(f.slices, s)
+		nodes = append(nodes, node(name, -1, nil))
+	}
+	h, _ := newDRAHost(t, f, nodes...)
+	h.cycle(context.Background())
+	c := h.topo.Cluster
+	fabric := func(name string) string {
+		hid, _ := c.HostByName(name)
+		first, _ := c.HostGPUs(hid)
+		return fmt.Sprint(c.GPUFabric(first))
+	}
+	if fabric("gb-t01") != fabric("gb-t02") || fabric("gb-t01") == fabric("gb-t03") {
+		t.Errorf("fabrics %s %s %s: want t01 and t02 in one clique, t03 in another", fabric("gb-t01"), fabric("gb-t02"), fabric("gb-t03"))
+	}
+}
