@@ -32,7 +32,9 @@ const (
 // and of two NICs of another driver. gpusched writes the GPUs it chose
 // into each GPU claim (NUMA-aware: not kube's first fit); a 2-GPU pod on
 // the half-used DGX gets a pair on one NUMA node; kube's DynamicResources
-// allocates the NIC claim of the same pod; no device is in two claims.
+// allocates the NIC claim of the same pod; a gang of two goes whole to a
+// DGX that joins; a device tainted NoExecute recovers the job on it; no
+// device is in two claims.
 func TestDRA(t *testing.T) {
 	ctx := context.Background()
 	cp := startControlPlane(t)
@@ -58,11 +60,12 @@ func TestDRA(t *testing.T) {
 	// a takes one GPU; b's 4 GPUs must then be the other NUMA node's (the
 	// first four free devices, kube's first fit, would span both).
 	createClaim(ctx, t, c, "a-gpus", gpuClass, 1)
-	createDRAPod(ctx, t, c, "a", "a-gpus")
+	batch := map[string]string{queueLabel: "batch"}
+	createDRAPod(ctx, t, c, "a", batch, "a-gpus")
 	bound := waitBound(ctx, t, c, "default", []string{"a"}, 60*time.Second)
 	devsA := checkClaim(ctx, t, c, "a-gpus", bound["a"])
 	createClaim(ctx, t, c, "b-gpus", gpuClass, 4)
-	createDRAPod(ctx, t, c, "b", "b-gpus")
+	createDRAPod(ctx, t, c, "b", batch, "b-gpus")
 	bound = waitBound(ctx, t, c, "default", []string{"b"}, 60*time.Second)
 	devsB := checkClaim(ctx, t, c, "b-gpus", bound["b"])
 	if numa := numaNodes(devsB); len(numa) != 1 || slices.Contains(numa, numaNodes(devsA)[0]) {
@@ -73,7 +76,7 @@ func TestDRA(t *testing.T) {
 	// NIC claim is kube's.
 	createClaim(ctx, t, c, "c-gpus", gpuClass, 2)
 	createClaim(ctx, t, c, "c-nic", nicDriver, 1)
-	createDRAPod(ctx, t, c, "c", "c-gpus", "c-nic")
+	createDRAPod(ctx, t, c, "c", batch, "c-gpus", "c-nic")
 	bound = waitBound(ctx, t, c, "default", []string{"c"}, 60*time.Second)
 	devsC := checkClaim(ctx, t, c, "c-gpus", bound["c"])
 	if numa := numaNodes(devsC); len(numa) != 1 {
@@ -85,6 +88,44 @@ func TestDRA(t *testing.T) {
 	}
 	if a := nic.Status.Allocation; a == nil || len(a.Devices.Results) != 1 || a.Devices.Results[0].Driver != nicDriver || len(nic.Status.ReservedFor) != 1 || nic.Status.ReservedFor[0].UID != bound["c"].UID {
 		t.Errorf("NIC claim not allocated by kube's DynamicResources for c: %+v", nic.Status)
+	}
+
+	// A second DGX joins; a gang of two 4-GPU pods goes there whole, one
+	// NUMA node each, both claims written before either is bound.
+	createNode(ctx, t, c, nodeSpec{Name: "dgx-2"})
+	publishDGX(ctx, t, c, "dgx-2")
+	gang := map[string]string{queueLabel: "batch", plugin.DefaultGangLabel: "g", plugin.DefaultGangSizeKey: "2"}
+	for _, m := range []string{"g-0", "g-1"} {
+		createClaim(ctx, t, c, m+"-gpus", gpuClass, 4)
+		createDRAPod(ctx, t, c, m, gang, m+"-gpus")
+	}
+	bound = waitBound(ctx, t, c, "default", []string{"g-0", "g-1"}, 60*time.Second)
+	var numas []int
+	for _, m := range []string{"g-0", "g-1"} {
+		if bound[m].Spec.NodeName != "dgx-2" {
+			t.Errorf("gang member %s on %s, want dgx-2 (dgx-1 has 1 GPU free)", m, bound[m].Spec.NodeName)
+		}
+		numas = append(numas, numaNodes(checkClaim(ctx, t, c, m+"-gpus", bound[m]))...)
+	}
+	if slices.Sort(numas); !slices.Equal(numas, []int{0, 1}) {
+		t.Errorf("gang members on NUMA nodes %v, want one whole each", numas)
+	}
+
+	// The driver taints a's GPU NoExecute: a's job is recovered.
+	s, err := c.ResourceV1().ResourceSlices().Get(ctx, "dgx-1-gpu.nvidia.com", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range s.Spec.Devices {
+		if s.Spec.Devices[i].Name == devsA[0] {
+			s.Spec.Devices[i].Taints = []resourceapi.DeviceTaint{{Key: "gpu.nvidia.com/xid", Value: "79", Effect: resourceapi.DeviceTaintEffectNoExecute}}
+		}
+	}
+	if _, err := c.ResourceV1().ResourceSlices().Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("taint %s: %v", devsA[0], err)
+	}
+	if !hasEvent(ctx, t, c, "default", "a", plugin.ReasonRecovery, "") {
+		t.Errorf("a on tainted %s: no %s Warning\n%s", devsA[0], plugin.ReasonRecovery, describeEvents(ctx, c, "default"))
 	}
 
 	// No device in two claims.
@@ -167,10 +208,11 @@ func createClaim(ctx context.Context, t *testing.T, c kubernetes.Interface, name
 	}
 }
 
-// createDRAPod creates a scheduler-mode pod whose container uses claims.
-func createDRAPod(ctx context.Context, t *testing.T, c kubernetes.Interface, name string, claims ...string) {
+// createDRAPod creates a scheduler-mode pod with labels whose container
+// uses claims.
+func createDRAPod(ctx context.Context, t *testing.T, c kubernetes.Interface, name string, labels map[string]string, claims ...string) {
 	t.Helper()
-	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{queueLabel: "batch"}}, Spec: v1.PodSpec{
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels}, Spec: v1.PodSpec{
 		SchedulerName: schedModeName,
 		Containers: []v1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10",
 			Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}}},

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -62,6 +63,7 @@ type nodeShape struct {
 	machine   string // machine preset, "" for a flat host
 	clique    string
 	levels    []string // label value per topology level, "" if absent
+	layout    string   // DRALayoutAnnotation: NUMA/PCIe layout from DRA slices
 	// failed are the indices of the lost GPUs (gpus − allocGPUs) when the
 	// node names them (UnhealthyGPUsAnnotation), sorted; nil otherwise.
 	failed []int
@@ -94,6 +96,7 @@ func shapeOf(n *v1.Node, a *Args) (s nodeShape, ok bool) {
 		s.machine = m
 	}
 	s.clique = n.Labels[a.GPUCliqueLabel]
+	s.layout = n.Annotations[DRALayoutAnnotation]
 	s.levels = make([]string, len(a.TopologyLevels))
 	for i, l := range a.TopologyLevels {
 		s.levels[i] = n.Labels[l.NodeLabel]
@@ -128,7 +131,12 @@ func (s *nodeShape) template() (topology.HostTemplate, string) {
 			}
 		}
 	}
-	return ht, fmt.Sprintf("%s|%d|%d|%d|%s|%t", s.model, s.gpus, s.cpuMilli, s.memoryMiB, machine, s.clique != "")
+	layout := ""
+	var numa []topology.NUMASpec
+	if machine == "" && s.layout != "" && json.Unmarshal([]byte(s.layout), &numa) == nil {
+		ht.NUMA, layout = numa, s.layout // (dra.go)
+	}
+	return ht, fmt.Sprintf("%s|%d|%d|%d|%s|%t|%s", s.model, s.gpus, s.cpuMilli, s.memoryMiB, machine, s.clique != "", layout)
 }
 
 // BuildTopology builds the gpusched cluster of the GPU nodes among nodes (those

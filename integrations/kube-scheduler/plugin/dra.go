@@ -3,6 +3,7 @@ package plugin
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -17,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/gpusched/gpusched/topology"
 )
 
 // Dynamic Resource Allocation in scheduler mode (docs/dra.md).
@@ -30,7 +33,10 @@ import (
 //   - each cycle (drat.view), a node with GPUs in the driver's slices and
 //     no device-plugin GPUs is seen as a GPU node of that many GPUs of its
 //     productName (so a DGX H100 gets its machine preset's NVSwitch and
-//     NUMA layout); a pod with GPU claims is seen as requesting that many
+//     NUMA layout; other nodes the NUMA nodes and PCIe roots of their
+//     devices' attributes, DRALayoutAnnotation; the multi-node NVLink
+//     clique of their cliqueId), and its devices' taints
+//     set its GPUs' health (host.draHealth); a pod with GPU claims is seen as requesting that many
 //     GPUs, and a bound pod (or a gang member with a planned node) holds
 //     the GPUs its claims' allocations name: the allocations, not the
 //     indices annotation, are the record a restarted scheduler reads;
@@ -38,8 +44,9 @@ import (
 //     (drat.allocate), each GPU claim gets status.allocation naming the
 //     chosen devices (node selector: the planned node), reservedFor the
 //     pod and kube's delete-protection finalizer, in one status update;
-//   - PreEnqueue lets a pod through only once the scheduler's informer
-//     shows its GPU claims so (drat.notReady).
+//   - PreEnqueue lets a pod through only once its GPU claims were written
+//     for its current binding and the scheduler's informer shows them so
+//     (drat.notReady).
 //
 // kube's DynamicResources plugin, in the same profile, then finds these
 // claims allocated and reserved for the pod: it checks their node
@@ -52,8 +59,9 @@ import (
 // withdrawn), or for a pod that ended, is released (drat.release).
 //
 // Not handled (the pod waits, saying why): CEL selectors, allocation mode
-// All, FirstAvailable, admin access, claims mixing the GPU class with
-// others, MIG and shared (consumable capacity) devices.
+// All, FirstAvailable, admin access, device tolerations, constraints,
+// claims mixing the GPU class with others. MIG devices, shared
+// (consumable capacity) devices and ComputeDomains are not allocated.
 
 // draIO is what the DRA concern needs of the apiserver; tests give fakes.
 type draIO interface {
@@ -78,6 +86,7 @@ type drat struct {
 	gpuResource   v1.ResourceName
 	productLabel  string
 	countLabel    string
+	cliqueLabel   string
 	io            draIO
 	log           klog.Logger
 	// settle is how long allocate waits for the informer to show its
@@ -108,12 +117,27 @@ type draNode struct {
 	product string   // productName, as a GPU feature discovery label value
 	devices []string // device name per GPU index
 	index   map[string]int
+	// health per GPU index, from the device's taints: NoExecute Failed,
+	// NoSchedule Draining.
+	health []topology.Health
+	// layout is the NUMA nodes and PCIe host bridges of its GPUs, as JSON
+	// of []topology.NUMASpec ("" when the slices say nothing of them).
+	layout string
+	// clique is its GPUs' cliqueId ("<cluster UUID>.<clique id>"), the
+	// multi-node NVLink domain they share; "" when none.
+	clique string
 }
 
+// DRALayoutAnnotation carries, on the node as a cycle sees it (never
+// written to the apiserver), the NUMA and PCIe layout of a DRA node's
+// GPUs read from their resource.kubernetes.io/numaNode and pcieRoot
+// attributes: BuildTopology gives it to nodes no machine preset fits.
+const DRALayoutAnnotation = "gpusched.io/dra-layout"
+
 type draNodeCopy struct {
-	src, out *v1.Node
-	gpus     int
-	product  string
+	src, out                *v1.Node
+	gpus                    int
+	product, layout, clique string
 }
 
 // draPod is what view made of one pod with claims.
@@ -148,7 +172,7 @@ func newDRA(args *Args, io draIO, log klog.Logger) *drat {
 		return nil
 	}
 	return &drat{driver: args.DRADriver, class: args.DRADeviceClass, indices: args.GPUIndicesAnnotation,
-		gpuResource: v1.ResourceName(args.GPUResource), productLabel: args.GPUProductLabel, countLabel: args.GPUCountLabel,
+		gpuResource: v1.ResourceName(args.GPUResource), productLabel: args.GPUProductLabel, countLabel: args.GPUCountLabel, cliqueLabel: args.GPUCliqueLabel,
 		io: io, log: log, settle: 5 * time.Second, grace: 50 * time.Millisecond, nodeCache: map[string]draNodeCopy{},
 		pods: map[types.UID]*draPod{}, granted: map[types.UID]string{}}
 }
@@ -279,6 +303,9 @@ func (d *drat) readSlices() {
 	type gpu struct {
 		name         string
 		index, minor int64
+		health       topology.Health
+		numa         int64
+		root         string
 	}
 	found := map[string][]gpu{}
 	for _, s := range mine {
@@ -301,10 +328,14 @@ func (d *drat) readSlices() {
 			if typ != "gpu" && (typ != "" || attrString(dev.Attributes, d.driver, attrProfile) != "") {
 				continue // MIG devices and others: not supported yet
 			}
-			g := gpu{name: dev.Name, index: attrInt(dev.Attributes, d.driver, attrIndex), minor: attrInt(dev.Attributes, d.driver, attrMinor)}
+			g := gpu{name: dev.Name, index: attrInt(dev.Attributes, d.driver, attrIndex), minor: attrInt(dev.Attributes, d.driver, attrMinor),
+				health: taintHealth(dev.Taints), numa: attrInt(dev.Attributes, d.driver, attrNUMANode), root: attrString(dev.Attributes, d.driver, attrPCIeRoot)}
 			found[node] = append(found[node], g)
 			if p := attrString(dev.Attributes, d.driver, attrProductName); p != "" && n.product == "" {
 				n.product = strings.ReplaceAll(strings.TrimSpace(p), " ", "-")
+			}
+			if c := attrString(dev.Attributes, d.driver, attrCliqueID); c != "" && n.clique == "" {
+				n.clique = c
 			}
 		}
 	}
@@ -313,9 +344,97 @@ func (d *drat) readSlices() {
 			return cmp.Or(cmp.Compare(a.index, b.index), cmp.Compare(a.minor, b.minor), strings.Compare(a.name, b.name))
 		})
 		n := d.nodes[node]
+		numa := make([]int64, len(gs))
+		roots := make([]string, len(gs))
 		for i, g := range gs {
 			n.devices = append(n.devices, g.name)
+			n.health = append(n.health, g.health)
 			n.index[g.name] = i
+			numa[i], roots[i] = g.numa, g.root
+		}
+		n.layout = layoutOf(numa, roots)
+	}
+}
+
+// layoutOf is the NUMA and PCIe layout of a node's GPUs (by index) from
+// their NUMA nodes (1<<40: unknown, node 0) and PCIe roots ("": a bridge
+// of its own), as JSON of []topology.NUMASpec; "" when neither is known.
+func layoutOf(numa []int64, roots []string) string {
+	known := false
+	for i := range numa {
+		known = known || numa[i] != 1<<40 || roots[i] != ""
+	}
+	if !known {
+		return ""
+	}
+	var specs []topology.NUMASpec
+	bridge := map[string]*topology.PCIeSpec{}
+	for i := range numa {
+		id := 0
+		if numa[i] >= 0 && numa[i] < 1<<20 {
+			id = int(numa[i])
+		}
+		k := slices.IndexFunc(specs, func(s topology.NUMASpec) bool { return s.ID == id })
+		if k < 0 {
+			specs = append(specs, topology.NUMASpec{ID: id})
+			k = len(specs) - 1
+		}
+		key := fmt.Sprintf("%d/%s", id, roots[i])
+		if b := bridge[key]; b != nil && roots[i] != "" {
+			b.GPUs = append(b.GPUs, i)
+			continue
+		}
+		specs[k].PCIe = append(specs[k].PCIe, topology.PCIeSpec{GPUs: []int{i}})
+		bridge[key] = &specs[k].PCIe[len(specs[k].PCIe)-1]
+	}
+	slices.SortStableFunc(specs, func(a, b topology.NUMASpec) int { return cmp.Compare(a.ID, b.ID) })
+	b, err := json.Marshal(specs)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// taintHealth maps a device's taints to GPU health, as importers/dra
+// does: NoExecute evicts (Failed), NoSchedule keeps what runs (Draining).
+func taintHealth(ts []resourceapi.DeviceTaint) topology.Health {
+	h := topology.Healthy
+	for _, t := range ts {
+		switch t.Effect {
+		case resourceapi.DeviceTaintEffectNoExecute:
+			h = topology.Failed
+		case resourceapi.DeviceTaintEffectNoSchedule:
+			if h == topology.Healthy {
+				h = topology.Draining
+			}
+		}
+	}
+	return h
+}
+
+// draHealth gives the GPUs of DRA nodes the health their device taints
+// say (Scheduler.SetGPUHealth): a job on a GPU tainted NoExecute is
+// recovered, a GPU tainted NoSchedule takes no new job. h.mu is held.
+func (h *host) draHealth() {
+	if h.dra == nil || h.s == nil {
+		return
+	}
+	c := h.topo.Cluster
+	for _, name := range sortedKeys(h.dra.nodes) {
+		n := h.dra.nodes[name]
+		hid, ok := c.HostByName(name)
+		if !ok || h.s.Ledger().HostCordoned(hid) {
+			continue
+		}
+		first, count := c.HostGPUs(hid)
+		for i := 0; i < count && i < len(n.health); i++ {
+			g := first + topology.GPUID(i)
+			if h.s.Ledger().GPU(g).Health == n.health[i] {
+				continue
+			}
+			if _, err := h.s.SetGPUHealth(g, n.health[i]); err != nil {
+				h.log.Error(err, "Setting the health of a tainted GPU", "node", name, "device", n.devices[i])
+			}
 		}
 	}
 }
@@ -328,6 +447,9 @@ const (
 	attrMinor       = "minor"
 	attrProductName = "productName"
 	attrProfile     = "profile"
+	attrCliqueID    = "cliqueId"
+	attrNUMANode    = "resource.kubernetes.io/numaNode"
+	attrPCIeRoot    = "resource.kubernetes.io/pcieRoot"
 )
 
 // attrString reads a string attribute by its name, with or without the
@@ -368,7 +490,7 @@ func (d *drat) node(n *v1.Node) *v1.Node {
 	if q, ok := n.Status.Allocatable[d.gpuResource]; ok && q.Value() > 0 {
 		return n // device-plugin GPUs: the extended resource counts
 	}
-	if c, ok := d.nodeCache[n.Name]; ok && c.src == n && c.gpus == len(g.devices) && c.product == g.product {
+	if c, ok := d.nodeCache[n.Name]; ok && c.src == n && c.gpus == len(g.devices) && c.product == g.product && c.layout == g.layout && c.clique == g.clique {
 		return c.out
 	}
 	out := n.DeepCopy()
@@ -383,7 +505,16 @@ func (d *drat) node(n *v1.Node) *v1.Node {
 		out.Labels[d.productLabel] = g.product
 	}
 	delete(out.Labels, d.countLabel)
-	d.nodeCache[n.Name] = draNodeCopy{src: n, out: out, gpus: len(g.devices), product: g.product}
+	if g.layout != "" {
+		if out.Annotations == nil {
+			out.Annotations = map[string]string{}
+		}
+		out.Annotations[DRALayoutAnnotation] = g.layout
+	}
+	if g.clique != "" && out.Labels[d.cliqueLabel] == "" {
+		out.Labels[d.cliqueLabel] = g.clique // (GPU feature discovery's label wins)
+	}
+	d.nodeCache[n.Name] = draNodeCopy{src: n, out: out, gpus: len(g.devices), product: g.product, layout: g.layout, clique: g.clique}
 	return out
 }
 

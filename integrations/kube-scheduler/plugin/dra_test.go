@@ -141,6 +141,19 @@ func oneDGX(gpuClaims map[string]int) *fakeDRA {
 	return f
 }
 
+// oneRunning is a DRA host on one DGX (claims as oneDGX) whose pod name
+// runs, bound on its claim; devs are the devices the claim names.
+func oneRunning(t *testing.T, claims map[string]int, name, claim string) (h *host, io *fakeIO, f *fakeDRA, devs string) {
+	f = oneDGX(claims)
+	h, io = newDRAHost(t, f, node("dgx-1", -1, nil))
+	io.pods = []*v1.Pod{draPodOf(name, claim)}
+	h.cycle(context.Background())
+	bindDRA(h, io)
+	h.cycle(context.Background())
+	devs, _ = claimed(t, f, claim, types.UID("uid-"+name))
+	return h, io, f, devs
+}
+
 func newDRAHost(t *testing.T, f *fakeDRA, nodes ...*v1.Node) (*host, *fakeIO) {
 	h, io := newTestHost(t, nodes...)
 	h.dra = newDRA(h.args, f, ktesting.NewLogger(t, ktesting.NewConfig()))
@@ -291,14 +304,8 @@ func TestDRAUnsupportedClaimWaits(t *testing.T) {
 // on the GPUs their claims' allocations name, with no indices
 // annotation, and places a new pod around them.
 func TestDRARestartReadsClaims(t *testing.T) {
-	f := oneDGX(map[string]int{"c6": 6, "c2": 2, "c4": 4})
-	h, io := newDRAHost(t, f, node("dgx-1", -1, nil))
+	_, io, f, six := oneRunning(t, map[string]int{"c6": 6, "c2": 2, "c4": 4}, "six", "c6")
 	ctx := context.Background()
-	io.pods = []*v1.Pod{draPodOf("six", "c6")}
-	h.cycle(ctx)
-	bindDRA(h, io)
-	h.cycle(ctx)
-	six, _ := claimed(t, f, "c6", "uid-six")
 	for _, p := range io.pods {
 		if p.Annotations[DefaultGPUIndicesAnnotation] != "" {
 			t.Fatalf("test pod carries the indices annotation")
@@ -464,5 +471,115 @@ func TestDRATemplateClaims(t *testing.T) {
 	}
 	if devs, _ := claimed(t, f, made, "uid-t"); len(strings.Split(devs, ",")) != 2 {
 		t.Errorf("claim names %s", devs)
+	}
+}
+
+// TestDRADeviceTaintRecovers: a GPU device tainted NoExecute by the driver
+// is a failed GPU: the job on it is recovered (its pod left running, as
+// without deleteOnRecovery), and no new pod gets it.
+func TestDRADeviceTaintRecovers(t *testing.T) {
+	h, io, f, dev := oneRunning(t, map[string]int{"c1": 1, "c6": 6, "n1": 1}, "one", "c1")
+	ctx := context.Background()
+	s := f.slices[0].DeepCopy()
+	s.ResourceVersion = "2"
+	for i := range s.Spec.Devices {
+		if s.Spec.Devices[i].Name == dev {
+			s.Spec.Devices[i].Taints = []resourceapi.DeviceTaint{{Key: "gpu.nvidia.com/xid", Value: "79", Effect: resourceapi.DeviceTaintEffectNoExecute}}
+		}
+	}
+	f.slices = []*resourceapi.ResourceSlice{s}
+	io.pods = append(io.pods, draPodOf("six", "c6"), draPodOf("next", "n1"))
+	h.cycle(ctx)
+	if !slices.ContainsFunc(io.events, func(e string) bool { return strings.HasPrefix(e, "one "+ReasonRecovery) }) {
+		t.Errorf("no recovery for the pod on the tainted GPU %s: events %v", dev, io.events)
+	}
+	got := map[string]bool{}
+	for _, c := range []string{"c6", "n1"} {
+		if f.claims["default/"+c].Status.Allocation == nil {
+			continue
+		}
+		devs, _ := claimed(t, f, c, types.UID("uid-"+map[string]string{"c6": "six", "n1": "next"}[c]))
+		for _, d := range strings.Split(devs, ",") {
+			if d == dev || got[d] {
+				t.Errorf("device %s given again (claim %s: %s)", d, c, devs)
+			}
+			got[d] = true
+		}
+	}
+	if len(got) != 7 {
+		t.Errorf("%d healthy GPUs allocated, want the 7 untainted ones (activated %v, pending %v)", len(got), io.activated, io.pending)
+	}
+}
+
+// TestDRALayoutFromSlices: a node no machine preset fits (four L40S)
+// takes its NUMA nodes and PCIe roots from the slices' numaNode and
+// pcieRoot attributes: after a 1-GPU pod, a 2-GPU pod gets the pair of
+// the other NUMA node, not one across both.
+func TestDRALayoutFromSlices(t *testing.T) {
+	f := newFakeDRA()
+	name := "pcie-1"
+	s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: name + "-gpu", ResourceVersion: "1"},
+		Spec: resourceapi.ResourceSliceSpec{Driver: DefaultDRADriver, NodeName: &name, Pool: resourceapi.ResourcePool{Name: name, ResourceSliceCount: 1}}}
+	for i := range 4 {
+		idx, numa := int64(i), int64(i/2)
+		prod, root := "NVIDIA L40S", fmt.Sprintf("pci0000:%02x", 0x20*(i+1))
+		s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i), Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+			"index": {IntValue: &idx}, "productName": {StringValue: &prod},
+			"resource.kubernetes.io/numaNode": {IntValue: &numa}, "resource.kubernetes.io/pcieRoot": {StringValue: &root}}})
+	}
+	f.slices = []*resourceapi.ResourceSlice{s}
+	f.put(claimFor("one", DefaultDRADeviceClass, 1))
+	f.put(claimFor("two", DefaultDRADeviceClass, 2))
+	h, io := newDRAHost(t, f, node(name, -1, nil))
+	ctx := context.Background()
+	io.pods = []*v1.Pod{draPodOf("a", "one")}
+	h.cycle(ctx)
+	bindDRA(h, io)
+	io.pods = append(io.pods, draPodOf("b", "two"))
+	h.cycle(ctx)
+	one, _ := claimed(t, f, "one", "uid-a")
+	two, _ := claimed(t, f, "two", "uid-b")
+	pair := strings.Split(two, ",")
+	if len(pair) != 2 || numaOf2(pair[0]) != numaOf2(pair[1]) || numaOf2(pair[0]) == numaOf2(one) {
+		t.Errorf("after %s, the 2-GPU pod got %v; want the other NUMA node's pair", one, pair)
+	}
+	if h.topo.Cluster.Link(0, 1).Kind == h.topo.Cluster.Link(0, 2).Kind {
+		t.Errorf("GPUs 0-1 (%s) and 0-2 (%s) are linked alike: no NUMA layout", h.topo.Cluster.Link(0, 1).Kind, h.topo.Cluster.Link(0, 2).Kind)
+	}
+}
+
+// numaOf2 is the NUMA node of a device of TestDRALayoutFromSlices.
+func numaOf2(dev string) int {
+	i, _ := strconv.Atoi(strings.TrimPrefix(dev, "gpu-"))
+	return i / 2
+}
+
+// TestDRACliqueFromSlices: nodes whose GPUs publish one cliqueId share a
+// multi-node NVLink domain, as with GPU feature discovery's clique label.
+func TestDRACliqueFromSlices(t *testing.T) {
+	f := newFakeDRA()
+	var nodes []*v1.Node
+	for _, name := range []string{"gb-t01", "gb-t02", "gb-t03"} {
+		s := dgxSlice(name)
+		clique := "4c2a1e7b-0000-0000-0000-000000000001.7"
+		if name == "gb-t03" {
+			clique = "4c2a1e7b-0000-0000-0000-000000000001.8"
+		}
+		for i := range s.Spec.Devices {
+			s.Spec.Devices[i].Attributes["cliqueId"] = resourceapi.DeviceAttribute{StringValue: &clique}
+		}
+		f.slices = append(f.slices, s)
+		nodes = append(nodes, node(name, -1, nil))
+	}
+	h, _ := newDRAHost(t, f, nodes...)
+	h.cycle(context.Background())
+	c := h.topo.Cluster
+	fabric := func(name string) string {
+		hid, _ := c.HostByName(name)
+		first, _ := c.HostGPUs(hid)
+		return fmt.Sprint(c.GPUFabric(first))
+	}
+	if fabric("gb-t01") != fabric("gb-t02") || fabric("gb-t01") == fabric("gb-t03") {
+		t.Errorf("fabrics %s %s %s: want t01 and t02 in one clique, t03 in another", fabric("gb-t01"), fabric("gb-t02"), fabric("gb-t03"))
 	}
 }

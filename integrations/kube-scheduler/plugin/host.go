@@ -333,6 +333,7 @@ func (h *host) decide(nodes []*v1.Node, view *podView, now time.Time, fx *effect
 	for _, p := range view.held {
 		h.noteWhy(fx, []*v1.Pod{p}, TokenWaitingForGangMembers, fmt.Sprintf("gpusched: job %s: waiting for its members being deleted to go", jobID(p, h.args)), ReasonPending, now)
 	}
+	h.draHealth() // device taints (dra.go), once jobs are restored
 	// GPUs the device plugin does not offer are marked failed, after the
 	// rebuild's restores, so that jobs on them are recovered
 	// (gpuidentity.go).
