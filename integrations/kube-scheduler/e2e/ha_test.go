@@ -68,7 +68,9 @@ func livePods(ctx context.Context, t *testing.T, c kubernetesClient) map[string]
 
 // TestHALeaderKilled (issue 26, defect 1): two scheduler binaries with
 // deploy/scheduler-mode.yaml's configuration (leader election,
-// delayCacheUntilActive; shorter lease timings) against one apiserver.
+// delayCacheUntilActive; shorter lease timings) against one apiserver
+// that authorizes by RBAC, each running as deploy/rbac.yaml's service
+// account.
 // The standby does nothing while the leader lives. The leader is killed
 // (SIGKILL) right after the first member of a 16-pod gang is bound: the
 // standby takes over and binds the whole gang (every member's plan was
@@ -82,9 +84,12 @@ func TestHALeaderKilled(t *testing.T) {
 	defer cancel()
 	d := loadDeployMode(t)
 	config := d.haConfig(t)
-	cp := startControlPlane(t)
+	cp := startControlPlane(t, rbacFlags...)
 	c := cp.Client
 	d.setup(ctx, t, c)
+	// The schedulers run as deploy/rbac.yaml's service account, with
+	// what it grants only.
+	sa := asServiceAccount(ctx, t, cp)
 	for i := range 4 {
 		createNode(ctx, t, c, nodeSpec{Name: fmt.Sprintf("n%d", i), GPUs: 8, Product: h100})
 	}
@@ -98,9 +103,9 @@ func TestHALeaderKilled(t *testing.T) {
 		}
 	})
 
-	first := startSchedulerProcess(t, bin, cp, config)
+	first := startSchedulerProcess(t, bin, sa, config)
 	waitLeads(ctx, t, first, "the first scheduler", 30*time.Second)
-	second := startSchedulerProcess(t, bin, cp, config)
+	second := startSchedulerProcess(t, bin, sa, config)
 
 	// A 16-pod gang; the leader is killed once its first member is bound.
 	var gang []string
@@ -125,7 +130,7 @@ func TestHALeaderKilled(t *testing.T) {
 	checkGPUsOnce(ctx, t, c)
 
 	// A new standby; the other 16 GPUs filled with 1-GPU pods.
-	third := startSchedulerProcess(t, bin, cp, config)
+	third := startSchedulerProcess(t, bin, sa, config)
 	var fill []string
 	for i := range 16 {
 		fill = append(fill, createPod(ctx, t, c, podSpec{Name: fmt.Sprintf("f-%02d", i), SchedulerName: schedModeName, GPUs: 1}).Name)
@@ -191,4 +196,5 @@ func TestHALeaderKilled(t *testing.T) {
 		}
 	}
 	t.Logf("victims of p: %v", victims)
+	checkNotForbidden(t, first, second, third)
 }
