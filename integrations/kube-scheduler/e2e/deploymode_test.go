@@ -34,20 +34,8 @@ type deployMode struct {
 func loadDeployMode(t *testing.T) deployMode {
 	t.Helper()
 	const file = "../deploy/scheduler-mode.yaml"
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var d deployMode
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	for {
-		var u unstructured.Unstructured
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			t.Fatalf("%s: %v", file, err)
-		}
+	for _, u := range readManifests(t, file) {
 		if u.GetKind() != "ConfigMap" {
 			continue
 		}
@@ -66,6 +54,29 @@ func loadDeployMode(t *testing.T) deployMode {
 		t.Fatalf("%s: the scheduler configuration no longer elects a leader with delayCacheUntilActive; the HA tests assume it", file)
 	}
 	return d
+}
+
+// readManifests returns the objects of a YAML file of manifests.
+func readManifests(t *testing.T, file string) []unstructured.Unstructured {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	for {
+		var u unstructured.Unstructured
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out
+			}
+			t.Fatalf("%s: %v", file, err)
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
 }
 
 // setup creates what the configuration needs on the apiserver: the

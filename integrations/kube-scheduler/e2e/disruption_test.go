@@ -73,13 +73,20 @@ func createBlockingPDB(ctx context.Context, t *testing.T, c kubernetesClient, na
 // take differences).
 func refusedEvictions(ctx context.Context, t *testing.T, c kubernetesClient) int {
 	t.Helper()
+	return evictions(ctx, t, c, "429")
+}
+
+// evictions is the number of evictions the apiserver answered with code
+// (any code if "") so far (see refusedEvictions).
+func evictions(ctx context.Context, t *testing.T, c kubernetesClient, code string) int {
+	t.Helper()
 	b, err := c.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		t.Fatalf("apiserver metrics: %v", err)
 	}
 	n := 0
 	for _, l := range strings.Split(string(b), "\n") {
-		if !strings.HasPrefix(l, "apiserver_request_total{") || !strings.Contains(l, `subresource="eviction"`) || !strings.Contains(l, `code="429"`) {
+		if !strings.HasPrefix(l, "apiserver_request_total{") || !strings.Contains(l, `subresource="eviction"`) || (code != "" && !strings.Contains(l, `code="`+code+`"`)) {
 			continue
 		}
 		f := strings.Fields(l)

@@ -103,6 +103,29 @@ func (sp *schedulerProcess) kill() {
 	}
 }
 
+// waitFirstBound watches (not polls) the pods the label selector picks
+// until one is bound, to act while the others are still being bound.
+func waitFirstBound(ctx context.Context, t *testing.T, c kubernetesClient, selector string) {
+	t.Helper()
+	w, err := c.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(60 * time.Second)
+wait:
+	for {
+		select {
+		case ev := <-w.ResultChan():
+			if p, ok := ev.Object.(*v1.Pod); ok && p.Spec.NodeName != "" {
+				break wait
+			}
+		case <-deadline:
+			t.Fatalf("no pod of %s bound\n%s", selector, describeEvents(ctx, c, "default"))
+		}
+	}
+	w.Stop()
+}
+
 // checkGPUsOnce fails if two live bound pods hold one GPU of a node.
 func checkGPUsOnce(ctx context.Context, t *testing.T, c kubernetesClient) {
 	t.Helper()
@@ -173,25 +196,7 @@ func TestRestartSafety(t *testing.T) {
 		}
 		return n
 	}
-	// Watch (not poll) for the first binding, to kill while the others
-	// are still being bound.
-	w, err := c.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{LabelSelector: gangLabelKey + "=g"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.After(60 * time.Second)
-wait:
-	for {
-		select {
-		case ev := <-w.ResultChan():
-			if p, ok := ev.Object.(*v1.Pod); ok && p.Spec.NodeName != "" {
-				break wait
-			}
-		case <-deadline:
-			t.Fatalf("no gang member bound\n%s", describeEvents(ctx, c, "default"))
-		}
-	}
-	w.Stop()
+	waitFirstBound(ctx, t, c, gangLabelKey+"=g")
 	sp.kill()
 	// Bindings the killed scheduler had sent land within moments.
 	time.Sleep(time.Second)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/gpusched/gpusched/queue"
 )
 
 // TestHostRetriesARejectionFromKubesLaggingCache (found by the e2e
@@ -62,5 +64,32 @@ func TestHostRetriesARejectionFromKubesLaggingCache(t *testing.T) {
 	}
 	if activated() != n+1 {
 		t.Errorf("re-activated within the backoff after a second rejection: %v", io.activated)
+	}
+}
+
+// TestHostPodEndedOutOfTheInformerIsAFinish (found by the e2e
+// RecoveriesDeletePods's scheduler log): kube-scheduler's pod informer
+// lists no terminal pods, so a pod that succeeds reaches the plugin as a
+// deletion carrying its last running state. That is a finish, not a pod
+// deleted by someone else (which always carries a deletionTimestamp).
+func TestHostPodEndedOutOfTheInformerIsAFinish(t *testing.T) {
+	h, io := newTestHost(t, gpuNode("n1", 8, "NVIDIA-H100-80GB-HBM3", nil))
+	ctx := context.Background()
+	done, killed := boundPod("done", "n1", 4, "0,1,2,3", nil), boundPod("killed", "n1", 4, "4,5,6,7", nil)
+	io.pods = []*v1.Pod{done, killed}
+	h.cycle(ctx)
+	io.clock = io.clock.Add(time.Second)
+	io.pods = nil
+	h.endedOutOfView(done)
+	h.forget(done)
+	gone := terminating(killed, io.clock)
+	h.endedOutOfView(gone)
+	h.forget(gone)
+	h.cycle(ctx)
+	if got := h.ends.last["default/done"]; got != queue.Succeeded {
+		t.Errorf("done, which left the informer by ending: booked %v, want %v", got, queue.Succeeded)
+	}
+	if got := h.ends.last["default/killed"]; got != queue.Cancelled {
+		t.Errorf("killed, deleted: booked %v, want %v", got, queue.Cancelled)
 	}
 }

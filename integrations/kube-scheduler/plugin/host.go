@@ -563,6 +563,12 @@ func (h *host) reconcile(jobs []*podJob, ended map[types.UID]v1.PodPhase, now ti
 		if j.err != nil && current[id] != j {
 			var inc errIncomplete
 			if errors.As(j.err, &inc) {
+				if _, known := h.jobs[id]; !known && slices.ContainsFunc(j.all(), func(p *v1.Pod) bool { return p.Spec.NodeName != "" }) {
+					// A gang that lost members while no one led (or before a
+					// rebuild): its bound pods are restored and keep their GPUs.
+					h.add(j, now, fx)
+					continue
+				}
 				if !forming(j, now) {
 					h.noteWhy(fx, j.all(), TokenWaitingForGangMembers, "gpusched: "+j.err.Error(), ReasonPending, now)
 				}
@@ -709,6 +715,7 @@ func (h *host) add(j *podJob, now time.Time, fx *effects) {
 	// Otherwise it is restored with its bound members only, and the others
 	// wait (README, Restart).
 	if h.restore(j, true, now, fx) || h.restore(j, false, now, fx) {
+		h.resumeEvictions(j, fx) // (takeover.go)
 		return
 	}
 }
@@ -1059,6 +1066,7 @@ func (h *host) apply(ctx context.Context, fx *effects) {
 		h.io.activate(fx.activate)
 	}
 	h.writePlans(ctx, fx.plans)
+	h.markVictims(ctx, fx.evict) // (takeover.go)
 	h.evictAll(ctx, fx.evict)
 	for _, p := range fx.del {
 		if err := h.io.deletePod(ctx, p); err != nil {
@@ -1098,6 +1106,9 @@ func (h *host) evictAll(ctx context.Context, evs []eviction) {
 			continue
 		}
 		refused[e.job] = true
+		if !gone[e.job] {
+			h.unmarkVictim(ctx, evs, e.job) // it runs on (takeover.go)
+		}
 		h.log.Info("Eviction refused", "pod", klog.KObj(e.pod), "victim", e.job, "for", e.forJ, "err", err)
 		why := fmt.Sprintf("pod %s/%s: %v", e.pod.Namespace, e.pod.Name, err)
 		h.mu.Lock()

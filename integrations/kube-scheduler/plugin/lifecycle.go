@@ -157,6 +157,23 @@ func (f *finalPhases) endCycle() {
 	}
 }
 
+// endedOutOfView records that p, a bound pod kube-scheduler's informer
+// dropped (not a tombstone), ended rather than was deleted. That informer
+// lists no terminal pods (field selector status.phase!=Succeeded,
+// status.phase!=Failed), so a pod that ends reaches its handlers as a
+// deletion carrying its last non-terminal state; a pod deleted through
+// the API carries a deletionTimestamp in it (the apiserver sets one
+// before it removes any pod). Which terminal phase it reached is not
+// told: it is booked as succeeded.
+func (h *host) endedOutOfView(p *v1.Pod) {
+	if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || isTerminal(p) {
+		return
+	}
+	h.mu.Lock()
+	h.finals.record(p.UID, v1.PodSucceeded)
+	h.mu.Unlock()
+}
+
 // podsGone notes how the pods of rec that are not in cur went: failed,
 // or vanished (deleted with no terminal phase).
 func (h *host) podsGone(rec *jobRec, cur []*v1.Pod, ended map[types.UID]v1.PodPhase) {

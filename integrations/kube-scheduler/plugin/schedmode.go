@@ -126,13 +126,17 @@ func newSchedulerPlugin(ctx context.Context, args *Args, h fwk.Handle) (*Schedul
 			}
 		},
 		DeleteFunc: func(o any) {
-			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+			d, tomb := o.(cache.DeletedFinalStateUnknown)
+			if tomb {
 				o = d.Obj
 			}
 			if !ours(o) {
 				return
 			}
 			if pod, ok := o.(*v1.Pod); ok {
+				if !tomb {
+					p.h.endedOutOfView(pod) // (lifecycle.go)
+				}
 				p.h.forget(pod)
 				p.h.lead.forget(pod.UID)
 			}
