@@ -388,9 +388,13 @@ const (
 type verdict struct {
 	kind   verdictKind
 	reason *Reason // why it waits (verdictWait: nil while nothing to say)
-	// placed and shadows, for verdictAdmit: where it goes (the cycle's
-	// buffer or a reservation's placement; admit copies it) and the
-	// reservation shadows that already took its claims.
+	// placed and shadows, for verdictAdmit: where it goes and the
+	// reservation shadows that already took its claims. placed is
+	// borrowed, not owned: it points into a buffer valid only until the
+	// next placement into it (the cycle's buf, the BackfillAround
+	// placer's, a due reservation's placement), so a verdict is consumed
+	// at once — admit copies placed before anything else and nothing
+	// keeps it (TestPlacedBuffersNotKept).
 	placed  *gang.Placement
 	shadows []shadowState
 	// block is the quota that stops it, if one does.
@@ -589,7 +593,8 @@ func (s *Scheduler) admit(d *Decision, leaf *queue.Leaf, j *job, placed *gang.Pl
 			_ = sh.Release(claims...)
 		}
 	}
-	// One copy is held, the other goes to the caller in the Binding.
+	// placed is borrowed (verdict.placed): one copy is held, the other
+	// goes to the caller in the Binding; placed itself is not kept.
 	p, bound := placed.ClonePair()
 	txn, err := gang.Commit(s.ledger, p)
 	if err != nil {

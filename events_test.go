@@ -190,7 +190,7 @@ func TestHealthAndGains(t *testing.T) {
 // fakePreemptor evicts the lowest-priority holding job.
 type fakePreemptor struct{ asked int }
 
-func (f *fakePreemptor) Preempt(s *Scheduler, job PreemptCandidate, now time.Time) []Preemption {
+func (f *fakePreemptor) Preempt(s PreemptView, job PreemptCandidate, now time.Time) []Preemption {
 	f.asked++
 	var victim string
 	best := int32(1 << 30)

@@ -66,6 +66,6 @@ func TestPreemptingCycleReportsPreempting(t *testing.T) {
 // for victims only and nominates nothing.
 type plainPreemptor struct{ p *PlanPreemptor }
 
-func (x plainPreemptor) Preempt(s *Scheduler, c PreemptCandidate, now time.Time) []Preemption {
+func (x plainPreemptor) Preempt(s PreemptView, c PreemptCandidate, now time.Time) []Preemption {
 	return x.p.Preempt(s, c, now)
 }

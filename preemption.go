@@ -31,7 +31,7 @@ type PlacingPreemptor interface {
 	Preemptor
 	// PreemptPlan is Preempt with the placement the job gets once the
 	// victims are gone; nil victims means no plan.
-	PreemptPlan(s *Scheduler, job PreemptCandidate, now time.Time) ([]Preemption, *gang.Placement)
+	PreemptPlan(v PreemptView, job PreemptCandidate, now time.Time) ([]Preemption, *gang.Placement)
 }
 
 // PlanPreemptor is the Preemptor built on package preempt: for a job the
@@ -89,13 +89,16 @@ func NewPlanPreemptor(cfg preempt.Config, maxPerCycle int) (*PlanPreemptor, erro
 var _ PlacingPreemptor = (*PlanPreemptor)(nil)
 
 // Preempt returns the victims of PreemptPlan.
-func (p *PlanPreemptor) Preempt(s *Scheduler, c PreemptCandidate, now time.Time) []Preemption {
-	v, _ := p.PreemptPlan(s, c, now)
-	return v
+func (p *PlanPreemptor) Preempt(v PreemptView, c PreemptCandidate, now time.Time) []Preemption {
+	vs, _ := p.PreemptPlan(v, c, now)
+	return vs
 }
 
-// PreemptPlan plans victims for the candidate with package preempt.
-func (p *PlanPreemptor) PreemptPlan(s *Scheduler, c PreemptCandidate, now time.Time) ([]Preemption, *gang.Placement) {
+// PreemptPlan plans victims for the candidate with package preempt. (It
+// is of this package: through v it reads the Scheduler's internals, and
+// keeps its no-plan verdicts in the jobs' noPlan parts, noplan.go.)
+func (p *PlanPreemptor) PreemptPlan(v PreemptView, c PreemptCandidate, now time.Time) ([]Preemption, *gang.Placement) {
+	s := v.s
 	if p.cycle != s.cyc.n {
 		p.cycle, p.plans = s.cyc.n, 0
 	}
@@ -390,9 +393,9 @@ func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.
 	var vs []Preemption
 	var p *gang.Placement
 	if pp, ok := s.cfg.Preemptor.(PlacingPreemptor); ok {
-		vs, p = pp.PreemptPlan(s, c, now)
+		vs, p = pp.PreemptPlan(PreemptView{s}, c, now)
 	} else {
-		vs = s.cfg.Preemptor.Preempt(s, c, now)
+		vs = s.cfg.Preemptor.Preempt(PreemptView{s}, c, now)
 	}
 	for _, v := range vs {
 		if vj, ok := s.jobs.byID[v.Job]; ok && vj.readmittedAt(now) {

@@ -329,6 +329,29 @@ func TestPropertyBoundedWaiting(t *testing.T) {
 // (BackfillAround) and deeper reservations (ReserveDepth: then for the
 // first reserved job, whose reservation the later ones are planned
 // around), with or without whole-host reservations (ReserveWholeHosts).
+// backfillStream draws a Scheduler with one backfilling StrictFIFO queue
+// (BackfillAround, reservations in depth, whole hosts drawn) and a stream
+// of jobs for it; depth is its ReserveDepth.
+func backfillStream(t testing.TB, rt *rapid.T) (s *Scheduler, jobs []*simJob, depth int) {
+	c := testCluster(t, rapid.IntRange(2, 5).Draw(rt, "hosts"), 0)
+	depth = rapid.IntRange(0, 4).Draw(rt, "reserveDepth")
+	s, err := New(Config{Cluster: c, Queues: queue.Config{Root: queue.Node{Children: []queue.Node{
+		{Name: "q", Policy: queue.Policy{Ordering: queue.StrictFIFO, Backfill: true}}}}},
+		BackfillAround: rapid.Bool().Draw(rt, "backfillAround"), ReserveDepth: depth, MaxReservations: max(depth, 4),
+		ReserveWholeHosts: rapid.Bool().Draw(rt, "wholeHosts")})
+	if err != nil {
+		rt.Fatal(err)
+	}
+	n := rapid.IntRange(2, 30).Draw(rt, "jobs")
+	for i := 0; i < n; i++ {
+		g := shapes[rapid.IntRange(0, len(shapes)-1).Draw(rt, "shape")]
+		jobs = append(jobs, &simJob{spec: workload.Job{ID: fmt.Sprintf("j%02d", i), Queue: "q", Groups: []workload.TaskGroup{g},
+			Runtime: time.Duration(rapid.IntRange(1, 12).Draw(rt, "rt")) * 10 * time.Minute},
+			arrive: t0.Add(time.Duration(rapid.IntRange(0, 120).Draw(rt, "at")) * time.Minute)})
+	}
+	return s, jobs, depth
+}
+
 func TestPropertyBackfillKeepsReservation(t *testing.T) {
 	var reservations, backfilled int
 	defer func() {
@@ -338,23 +361,7 @@ func TestPropertyBackfillKeepsReservation(t *testing.T) {
 		}
 	}()
 	rapid.Check(t, func(rt *rapid.T) {
-		c := testCluster(t, rapid.IntRange(2, 5).Draw(rt, "hosts"), 0)
-		depth := rapid.IntRange(0, 4).Draw(rt, "reserveDepth")
-		s, err := New(Config{Cluster: c, Queues: queue.Config{Root: queue.Node{Children: []queue.Node{
-			{Name: "q", Policy: queue.Policy{Ordering: queue.StrictFIFO, Backfill: true}}}}},
-			BackfillAround: rapid.Bool().Draw(rt, "backfillAround"), ReserveDepth: depth, MaxReservations: max(depth, 4),
-			ReserveWholeHosts: rapid.Bool().Draw(rt, "wholeHosts")})
-		if err != nil {
-			rt.Fatal(err)
-		}
-		var jobs []*simJob
-		n := rapid.IntRange(2, 30).Draw(rt, "jobs")
-		for i := 0; i < n; i++ {
-			g := shapes[rapid.IntRange(0, len(shapes)-1).Draw(rt, "shape")]
-			jobs = append(jobs, &simJob{spec: workload.Job{ID: fmt.Sprintf("j%02d", i), Queue: "q", Groups: []workload.TaskGroup{g},
-				Runtime: time.Duration(rapid.IntRange(1, 12).Draw(rt, "rt")) * 10 * time.Minute},
-				arrive: t0.Add(time.Duration(rapid.IntRange(0, 120).Draw(rt, "at")) * time.Minute)})
-		}
+		s, jobs, depth := backfillStream(t, rt)
 		reserved := map[string]time.Time{}
 		firstReserved := map[string]time.Time{}
 		byID := map[string]*simJob{}

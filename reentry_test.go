@@ -126,7 +126,7 @@ func TestEveryMethodClassified(t *testing.T) {
 // Scheduler calls them.
 type reentrantPreemptor struct{ fn func() }
 
-func (p reentrantPreemptor) Preempt(*Scheduler, PreemptCandidate, time.Time) []Preemption {
+func (p reentrantPreemptor) Preempt(PreemptView, PreemptCandidate, time.Time) []Preemption {
 	p.fn()
 	return nil
 }

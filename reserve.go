@@ -397,6 +397,7 @@ func (rs *reservations) reserve(j *job, now time.Time, mkey string, in reserveIn
 		stride         = 1
 		prevChecked    = prev == nil
 		placedByPlacer bool
+		ends           = endGroups{now: now} // the last of groups
 	)
 	fits := func() bool {
 		return live.FreeMilli(root) >= need && rs.placer.Place(live, in.req, &p) == nil
@@ -411,6 +412,7 @@ func (rs *reservations) reserve(j *job, now time.Time, mkey string, in reserveIn
 		if !fits() {
 			stride *= 2
 			groups, window = groups[:0], window[:0]
+			ends.open = false
 			return false
 		}
 		best := p.Clone()
@@ -461,10 +463,8 @@ func (rs *reservations) reserve(j *job, now time.Time, mkey string, in reserveIn
 	// release releases claims ending at hEnd (known) in order of end; it
 	// reports false once the reservation is found.
 	release := func(hEnd time.Time, hKnown bool, cl []topology.Claim) bool {
-		if hKnown && hEnd.Before(now) {
-			hEnd = now
-		}
-		if n := len(groups); n > 0 && (hKnown != groups[n-1].known || !hEnd.Equal(groups[n-1].end)) {
+		hEnd, closes := ends.next(hEnd, hKnown)
+		if closes {
 			// Everything ending by the last group's end is released.
 			if tryHere() {
 				found = true
@@ -481,7 +481,7 @@ func (rs *reservations) reserve(j *job, now time.Time, mkey string, in reserveIn
 		if err := sh.Release(cl...); err != nil {
 			return true
 		}
-		if n := len(groups); n == 0 || hKnown != groups[n-1].known || !hEnd.Equal(groups[n-1].end) {
+		if ends.join(hEnd, hKnown) {
 			groups = append(groups, group{end: hEnd, known: hKnown, from: len(window)})
 		}
 		window = append(window, cl)
@@ -528,6 +528,37 @@ func (rs *reservations) reserve(j *job, now time.Time, mkey string, in reserveIn
 		at = now
 	}
 	return &reservation{holder: j, built: now, at: at, forever: forever, claims: claims, p: rp, shadow: rs.occupancy(live), health: rs.healthEpoch, mkey: mkey, commits: in.commits}
+}
+
+// endGroups follows a walk of holders in order of estimated end
+// (jobTable.ascendEnds), as reserve and deepReserver.plan release them:
+// grouped by end, an end before now counting as now, the unknown ends
+// (last) one group. The open group is the last one joined.
+type endGroups struct {
+	now   time.Time
+	end   time.Time // the open group's end
+	known bool      // whether it is known
+	open  bool
+}
+
+// next returns end (known or not) as the walk counts it, and whether it
+// closes the open group: everything ending by that group's end is
+// released, and a holder ending later comes next.
+func (g *endGroups) next(end time.Time, known bool) (time.Time, bool) {
+	if known && end.Before(g.now) {
+		end = g.now
+	}
+	return end, g.open && (known != g.known || !end.Equal(g.end))
+}
+
+// join adds a holder released at end (from next) to the walk; it reports
+// whether it opens a new group.
+func (g *endGroups) join(end time.Time, known bool) bool {
+	if g.open && known == g.known && end.Equal(g.end) {
+		return false
+	}
+	g.end, g.known, g.open = end, known, true
+	return true
 }
 
 // follow switches to a new version of the cluster (live changes): the

@@ -159,18 +159,15 @@ func (d *deepReserver) plan(s *Scheduler, j *job, mkey string, allow func(topolo
 		}
 		return false
 	}
-	var group time.Time
-	pending := false
+	ends := endGroups{now: now}
 	if !found {
 		s.jobs.ascendEnds(func(h *job) bool {
 			if !h.endKnown {
 				return false
 			}
-			end := h.end
-			if end.Before(now) {
-				end = now
-			}
-			if pending && !end.Equal(group) {
+			end, closes := ends.next(h.end, true)
+			if closes {
+				group := ends.end
 				if found = try(group); found {
 					at = group
 					return false
@@ -184,17 +181,17 @@ func (d *deepReserver) plan(s *Scheduler, j *job, mkey string, allow func(topolo
 				}
 			}
 			_ = sh.Release(h.placement.Claims...)
-			group, pending = end, true
+			ends.join(end, true)
 			return true
 		})
 	}
-	if !found && pending {
-		if found = try(group); found {
-			at = group
+	if !found && ends.open {
+		if found = try(ends.end); found {
+			at = ends.end
 		}
 	}
 	if !found {
-		for len(d.ends) > 0 && pending && !d.ends[0].After(group) {
+		for len(d.ends) > 0 && ends.open && !d.ends[0].After(ends.end) {
 			d.ends = d.ends[1:]
 		}
 		found = tryHoldEnds(time.Time{}, true)

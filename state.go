@@ -197,7 +197,9 @@ func (s *Scheduler) State() State {
 // been in is a *StateError naming the field: a job submitted or started
 // after Now, placements that collide or break a quota, an in-flight entry
 // naming no job of the state, a time after Now. The Scheduler's latest
-// time is the latest submission restored; run its first cycle at Now.
+// time is the State's Now, as the original's was (an event before it is
+// refused with ErrTimeBackwards, MaxClockSkew counts from it); run its
+// first cycle at Now.
 func Restore(st State) (*Scheduler, error) {
 	if st.Now.IsZero() {
 		return nil, stateErr(errors.New("missing: the time of the state"), "now")
@@ -211,6 +213,7 @@ func Restore(st State) (*Scheduler, error) {
 			return nil, err
 		}
 	}
+	s.advance(st.Now) // (the parts restored no time after it)
 	return s, nil
 }
 

@@ -19,7 +19,7 @@ import (
 // cover the candidate's demand.
 type lowestFirst struct{ grace time.Duration }
 
-func (p lowestFirst) Preempt(s *gpusched.Scheduler, c gpusched.PreemptCandidate, _ time.Time) []gpusched.Preemption {
+func (p lowestFirst) Preempt(s gpusched.PreemptView, c gpusched.PreemptCandidate, _ time.Time) []gpusched.Preemption {
 	need := c.Job.Demand().GPUMilli
 	var out []gpusched.Preemption
 	s.Holding(func(id string, st gpusched.JobStatus) bool {
