@@ -95,8 +95,9 @@ func freePorts(n int) ([]int, error) {
 }
 
 // startControlPlane starts etcd and kube-apiserver with the apiserver's own
-// test server helper and stops both when the test ends.
-func startControlPlane(t testing.TB) *controlPlane {
+// test server helper and stops both when the test ends; extra are more
+// kube-apiserver flags (e.g. --runtime-config).
+func startControlPlane(t testing.TB, extra ...string) *controlPlane {
 	t.Helper()
 	etcdURL := startEtcd(t)
 
@@ -108,6 +109,7 @@ func startControlPlane(t testing.TB) *controlPlane {
 		"--disable-admission-plugins=ServiceAccount",
 		"--endpoint-reconciler-type=none",
 	}
+	flags = append(flags, extra...)
 	opts := apiservertesting.NewDefaultTestServerOptions()
 	// The invariant checks scrape metrics this test does not care about.
 	opts.DisableInvariantChecks = true
