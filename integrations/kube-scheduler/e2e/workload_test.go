@@ -20,41 +20,8 @@ import (
 // with the gate kube-scheduler schedules a PodGroup's pods in its own
 // pod-group cycles, which reserve every pod tentatively and revert
 // (Unreserve) before committing, and gpusched withdraws a job's binding on
-// Unreserve. kube's Workload plugins are disabled in the profile all the
-// same (a no-op without the gate), as deploy/ does.
-const workloadConfig = `apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: gpusched-queue
-  percentageOfNodesToScore: 100
-  plugins:
-    multiPoint:
-      enabled:
-      - name: GPUSched
-        weight: 100
-      disabled:
-      - name: GangScheduling
-      - name: TopologyPlacementGenerator
-      - name: PodGroupPodsCount
-    bind:
-      enabled:
-      - name: GPUSched
-    postFilter:
-      disabled:
-      - name: DefaultPreemption
-    podGroupPostFilter:
-      disabled:
-      - name: DefaultPreemption
-  pluginConfig:
-  - name: GPUSched
-    args:
-      mode: scheduler
-      queueConfigMap: gpusched-system/gpusched-queues
-      cycleIntervalMilliseconds: 100
-      eventIntervalSeconds: 5
-      topologyLevels:
+// Unreserve (see the module README, "The Workload API").
+const workloadConfig = schedModeConfig + `      topologyLevels:
       - name: rack
         nodeLabel: topology.example.com/rack
 `

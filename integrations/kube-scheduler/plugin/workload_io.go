@@ -5,10 +5,12 @@ import (
 
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	schedulinglisters "k8s.io/client-go/listers/scheduling/v1beta1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
 )
 
 // kubePodGroups is podGroupLookup on a running kube-scheduler: the
@@ -31,6 +33,9 @@ func (k kubePodGroups) podGroup(ns, name string) (*schedulingv1beta1.PodGroup, b
 // informer on an unserved resource would never sync.
 func watchPodGroups(h fwk.Handle, a *Args, poke func(), log klog.Logger) (synced func() bool, err error) {
 	synced = func() bool { return true }
+	if utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload) {
+		log.Error(nil, "kube-scheduler runs with the GenericWorkload feature gate: its pod-group cycles reserve and revert a PodGroup's pods, which withdraws gpusched's binding, so this profile's PodGroup pods will not bind; run the scheduler without the gate (the apiserver alone needs it)")
+	}
 	gv := schedulingv1beta1.SchemeGroupVersion.String()
 	if h.ClientSet() == nil {
 		return synced, nil
