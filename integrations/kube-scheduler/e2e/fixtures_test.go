@@ -114,6 +114,8 @@ type podSpec struct {
 	// PriorityClassName names a PriorityClass; the apiserver's Priority
 	// admission sets the pod's priority from it.
 	PriorityClassName string
+	// PodGroup names the pod's PodGroup (spec.schedulingGroup).
+	PodGroup string
 }
 
 func createPod(ctx context.Context, t testing.TB, c kubernetes.Interface, s podSpec) *v1.Pod {
@@ -144,6 +146,9 @@ func createPod(ctx context.Context, t testing.TB, c kubernetes.Interface, s podS
 			}},
 			TerminationGracePeriodSeconds: new(int64),
 		},
+	}
+	if s.PodGroup != "" {
+		pod.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &s.PodGroup}
 	}
 	created, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {

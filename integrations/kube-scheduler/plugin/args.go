@@ -46,6 +46,11 @@ type Args struct {
 	// clique, not on a switch.
 	TopologyLevels []TopologyLevel `json:"topologyLevels,omitempty"`
 
+	// groups reads the Workload API's PodGroups (workload.go): set by
+	// scheduler mode where scheduling.k8s.io/v1beta1 podgroups are
+	// served; nil reads gangs from the gang labels alone.
+	groups podGroupLookup
+
 	// GPUCountLabel, GPUProductLabel and GPUCliqueLabel are the labels
 	// NVIDIA GPU feature discovery puts on nodes. Defaults
 	// "nvidia.com/gpu.count", "nvidia.com/gpu.product",

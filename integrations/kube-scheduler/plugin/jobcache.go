@@ -37,7 +37,7 @@ func (c *jobCache) jobsOf(pods []*v1.Pod, a *Args) []*podJob {
 		members := byID[id]
 		sortPods(members)
 		e, ok := c.byID[id]
-		if !ok || !slices.Equal(e.members, members) {
+		if !ok || !slices.Equal(e.members, members) || e.job.group != groupVersion(members[0], a) {
 			e = cachedJob{members: members, job: jobOf(id, members, a)}
 		}
 		next[id] = e

@@ -24,6 +24,9 @@ type podJob struct {
 	created time.Time
 	// ckey is constraintKey of its first pod (constraints.go).
 	ckey string
+	// group is the resourceVersion of the PodGroup it was read from
+	// (workload.go), "" for none.
+	group string
 	// err says why the job cannot be submitted (bad labels or annotations);
 	// problem names the pod and field for the event.
 	err error
@@ -44,6 +47,9 @@ func (j *podJob) all() []*v1.Pod {
 func jobID(p *v1.Pod, a *Args) string {
 	if g := p.Labels[a.GangLabel]; g != "" {
 		return p.Namespace + "/gang/" + g
+	}
+	if g := gangGroup(p, a); g != "" {
+		return p.Namespace + "/podgroup/" + g
 	}
 	return p.Namespace + "/" + p.Name
 }
@@ -144,6 +150,11 @@ func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
 			}
 		}
 	}
+	if inGang && g.group {
+		// A PodGroup names no size: its gang is its live pods.
+		g.size = max(g.min, len(members))
+		j.group = g.version
+	}
 	if inGang {
 		if len(members) > g.size {
 			return fail("%s: gang %s has %d live pods, more than its size %d", podField(members[g.size], "gang labels"), g.key, len(members), g.size)
@@ -165,7 +176,9 @@ func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
 		j.pods[gi] = append(j.pods[gi], m)
 	}
 	if inGang {
-		if missing := g.size - len(members); missing > 0 {
+		if g.missing {
+			j.err = errIncomplete{have: len(members), group: g.key}
+		} else if missing := g.size - len(members); missing > 0 {
 			// Not every member exists yet: the job waits for them (see
 			// host.incomplete); it is submitted once complete.
 			j.err = errIncomplete{have: len(members), size: g.size, min: g.min}
@@ -179,8 +192,15 @@ func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
 }
 
 // errIncomplete: a gang some of whose members do not exist yet.
-type errIncomplete struct{ have, size, min int }
+// group names its PodGroup ("namespace/name") when that does not exist yet.
+type errIncomplete struct {
+	have, size, min int
+	group           string
+}
 
 func (e errIncomplete) Error() string {
+	if e.group != "" {
+		return fmt.Sprintf("waiting for the gang's PodGroup %s (scheduling.k8s.io/v1beta1) to exist", e.group)
+	}
 	return fmt.Sprintf("waiting for the gang's pods: %d of %d exist", e.have, e.size)
 }

@@ -50,6 +50,11 @@ type gangSpec struct {
 	size, min            int
 	required             string
 	preferred            []string
+	// group: read from a PodGroup (workload.go), whose size is its live
+	// pods' count (at least min); missing: that PodGroup does not exist
+	// yet; version: its resourceVersion.
+	group, missing bool
+	version        string
 }
 
 // gangOf reads p's gang. ok is false for a pod without the gang label; an
@@ -57,7 +62,7 @@ type gangSpec struct {
 func gangOf(p *v1.Pod, a *Args) (g gangSpec, ok bool, err error) {
 	name := p.Labels[a.GangLabel]
 	if name == "" {
-		return g, false, nil
+		return podGroupGang(p, a)
 	}
 	get := func(key string) string {
 		if v, ok := p.Labels[key]; ok {

@@ -95,7 +95,11 @@ func newSchedulerPlugin(ctx context.Context, args *Args, h fwk.Handle) (*Schedul
 		}
 		p.h.dra = newDRA(args, k, log)
 	}
-	io.hasSynced = func() bool { return nodeInf.HasSynced() && podInf.HasSynced() && p.h.dra.synced() }
+	groupsSynced, err := watchPodGroups(h, args, p.h.poke, log)
+	if err != nil {
+		return nil, err
+	}
+	io.hasSynced = func() bool { return nodeInf.HasSynced() && podInf.HasSynced() && p.h.dra.synced() && groupsSynced() }
 	p.h.check = func() error { return checkProfile(h) }
 	var raw string
 	p.h.queues, raw, p.h.queuesErr = loadQueues(ctx, args, h, log)
