@@ -153,3 +153,27 @@ func TestPythonPlacerRun(t *testing.T) {
 		t.Error("best-fit gives worst-fit's run: the comparison tests nothing")
 	}
 }
+
+// TestPythonLAS: python/examples/las.py, a demotion policy over the
+// boundary (told each job's GPUs and attained running time, it answers
+// priorities by 2D-LAS level), runs through the real python3 with
+// priority preemption: it demotes and preempts, and lands near the
+// built-in las:1,8 (which also acts at the moment a job crosses a
+// threshold; the process sees it at the next cycle).
+func TestPythonLAS(t *testing.T) {
+	py := python(t)
+	common := []string{"--preempt=queue", "--ckpt-interval", "30m"}
+	g := runSummary(t, nil, append(common, "--ordering", "las:1,8")...)
+	p := runSummary(t, nil, append(common, "--ordering", "exec:"+py+" "+example(t, "las.py")+" 1 8")...)
+	f := runSummary(t, nil, common...)
+	t.Logf("mean JCT: fifo %.0f s, las:1,8 %.0f s, las.py %.0f s; preemptions %d / %d", f.JCT.Mean, g.JCT.Mean, p.JCT.Mean, g.Preemption.Preemptions, p.Preemption.Preemptions)
+	if p.Preemption.Preemptions == 0 || g.Preemption.Preemptions == 0 {
+		t.Error("no preemption: nothing was demoted")
+	}
+	if p.JCT.Mean >= f.JCT.Mean {
+		t.Errorf("las.py mean JCT %.0f s, not below FIFO's %.0f s", p.JCT.Mean, f.JCT.Mean)
+	}
+	if p.Jobs.Completed != g.Jobs.Completed {
+		t.Errorf("completed: las.py %d, las:1,8 %d", p.Jobs.Completed, g.Jobs.Completed)
+	}
+}
