@@ -29,6 +29,9 @@ computes the per-GPU-model allocation of --ordering gavel instead:
 --gavel-allocator 'exec:python3 my_allocator.py'
 (python/examples/gavel_maxmin.py).
 
+A NodePicker (subclass it, implement `pick`) places tasks instead:
+--policy 'exec:python3 my_picker.py' (python/examples/worst_fit.py).
+
 Standard library only; no third-party package is needed.
 """
 
@@ -37,7 +40,7 @@ import sys
 
 PROTOCOL = 1
 
-__all__ = ["Ordering", "Allocator", "serve", "remaining", "PROTOCOL"]
+__all__ = ["Ordering", "Allocator", "NodePicker", "serve", "remaining", "PROTOCOL"]
 
 
 def remaining(job):
@@ -90,6 +93,27 @@ class Allocator:
         raise NotImplementedError
 
 
+class NodePicker:
+    """Base class of a node-level placement policy served to the simulator
+    (--policy 'exec:...'; docs/policy-protocol.md): implement pick. The
+    simulator's gang placer keeps the gang's constraints and asks for one
+    task's host at a time."""
+
+    name = "python-picker"
+    wants_running = False
+
+    def hello(self, arg, seed):
+        """Called once before any request."""
+
+    def pick(self, gpus, milli, hosts):
+        """The host for one task of gpus whole GPUs (or milli thousandths of
+        one GPU when gpus is 0), among the candidate hosts that can take it:
+        dicts with host (its name), free (whole free GPUs), gpus (its GPUs)
+        and net (its ToR's name, "" when the cluster has no network level).
+        Return one candidate's name, or "" to leave the task unplaced."""
+        raise NotImplementedError
+
+
 def _reply(policy, msg):
     method = msg.get("method")
     if method == "hello":
@@ -101,6 +125,8 @@ def _reply(policy, msg):
         return {"priorities": [int(p) for p in policy.running(msg["now"], msg["jobs"])]}
     if method == "allocate":
         return {"time": [[float(v) for v in row] for row in policy.allocate(msg["models"], msg["gpus"], msg["jobs"])]}
+    if method == "pick":
+        return {"host": str(policy.pick(msg["gpus"], msg["milli"], msg["hosts"]))}
     return {"error": "unknown method %r" % (method,)}
 
 

@@ -1,18 +1,16 @@
 package report_test
 
 import (
-	"context"
 	"image/color"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gpusched/gpusched/sim"
+	"github.com/gpusched/gpusched/sim/internal/simtest"
 	"github.com/gpusched/gpusched/sim/report"
 )
 
@@ -26,13 +24,7 @@ import (
 // is taken into t.TempDir() and must show more than a blank page. It skips
 // where no chromium is installed.
 func TestHTMLInBrowser(t *testing.T) {
-	browser := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			browser = p
-			break
-		}
-	}
+	browser := simtest.Browser()
 	dir := t.TempDir()
 	runs := []report.Run{{Label: "seed-1", Result: simulate(t, 1)}, {Label: "seed-2", Result: simulate(t, 2)}}
 	if err := report.WritePlots(dir, runs...); err != nil {
@@ -62,15 +54,7 @@ func TestHTMLInBrowser(t *testing.T) {
 	}
 	headless := func(args ...string) []byte {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		args = append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars",
-			"--user-data-dir=" + t.TempDir(), "--virtual-time-budget=5000"}, append(args, "file://"+file)...)
-		out, err := exec.CommandContext(ctx, browser, args...).Output()
-		if err != nil {
-			t.Fatalf("%s %v: %v", browser, args, err)
-		}
-		return out
+		return simtest.Headless(t, browser, file, args...)
 	}
 	dom := string(headless("--dump-dom"))
 	if m := regexp.MustCompile(`data-images-ok="(\d+)"`).FindStringSubmatch(dom); m == nil || m[1] != "5" {

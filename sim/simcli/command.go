@@ -400,7 +400,14 @@ func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stat
 	if err != nil {
 		return nil, err
 	}
-	placer, err := rc.placer(p.c, jobs)
+	node, err := rc.execPlacer(p.c)
+	if err != nil {
+		return nil, err
+	}
+	if node != nil {
+		defer node.Close()
+	}
+	placer, err := rc.placer(p.c, jobs, node)
 	if err != nil {
 		return nil, err
 	}
@@ -468,6 +475,9 @@ func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stat
 	}
 	if err := s.OrderErr(); err != nil {
 		return nil, fmt.Errorf("--ordering %s: %w", given.ordering, err)
+	}
+	if node != nil && node.Err() != nil {
+		return nil, fmt.Errorf("--policy %s: %w", rc.policy, node.Err())
 	}
 	res.Summary.Policy, res.Summary.Trace, res.Summary.Input = rc.policy, p.lt.name, sim.NewInputStats(p.lt.stats)
 	res.Summary.Ordering = cmp.Or(given.ordering, "fifo")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gpusched/gpusched/frag"
 	"github.com/gpusched/gpusched/gang"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/sim/policy"
@@ -135,7 +136,10 @@ func (o jobOrder) apply(s *rootsched.Scheduler, seed uint64) error {
 
 // placer builds the run's placer: a registered one, or a built-in by
 // name (rootsched.Placer).
-func (r *runConfig) placer(c *topology.Cluster, jobs []trace.Job) (gang.Placer, error) {
+func (r *runConfig) placer(c *topology.Cluster, jobs []trace.Job, node *extproc.NodePicker) (gang.Placer, error) {
+	if node != nil {
+		return gang.New(frag.GPUPacking, gang.Options{Node: node})
+	}
 	if f, ok := r.reg.LookupPlacer(r.policy); ok {
 		p, err := f(c, jobs, r.seed)
 		if err != nil {
@@ -146,9 +150,29 @@ func (r *runConfig) placer(c *topology.Cluster, jobs []trace.Job) (gang.Placer, 
 	return rootsched.Placer(c, r.policy, jobs, r.defrag.placer)
 }
 
+// execPlacer starts the process of an --policy exec:COMMAND ARGS (nil
+// for other policies): a node picker (extproc.NodePicker) under the gang
+// placer.
+func (r *runConfig) execPlacer(c *topology.Cluster) (*extproc.NodePicker, error) {
+	name, arg, ok := strings.Cut(r.policy, ":")
+	if !ok || name != "exec" {
+		return nil, nil
+	}
+	argv := strings.Fields(arg)
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("--policy %q: want exec:COMMAND [ARGS…]", r.policy)
+	}
+	n, err := extproc.StartNodePicker(argv, c, r.seed)
+	if err != nil {
+		return nil, fmt.Errorf("--policy %s: %w", r.policy, err)
+	}
+	return n, nil
+}
+
 // policyHelp is --policy's help, with the registered placers.
 func policyHelp(reg *policy.Registry) string {
-	s := "placement policy: " + strings.Join(gang.PolicyNames(), ", ")
+	s := "placement policy: " + strings.Join(gang.PolicyNames(), ", ") +
+		", exec:COMMAND ARGS (a node picker in another process, e.g. exec:python3 python/examples/worst_fit.py: docs/policy-protocol.md)"
 	if r := reg.Placers(); len(r) > 0 {
 		s += ", and the registered " + strings.Join(r, ", ")
 	}

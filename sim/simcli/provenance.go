@@ -91,8 +91,8 @@ func inputPath(flag, v string) string {
 // that the flags name.
 func hashInputs(flags map[string]string) ([]sim.InputFile, error) {
 	var out []sim.InputFile
-	// An exec: ordering's files (its script) are inputs too.
-	for _, name := range []string{"ordering", "orderings", "gavel-allocator"} {
+	// An exec: policy's files (its script) are inputs too.
+	for _, name := range []string{"ordering", "orderings", "gavel-allocator", "policy", "policies"} {
 		_, cmdline, ok := strings.Cut(flags[name], "exec:")
 		if !ok {
 			continue

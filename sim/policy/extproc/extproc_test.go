@@ -50,12 +50,18 @@ func (fewestGPUs) Enqueued(_ time.Duration, jobs []policy.Job) ([]int32, error) 
 // less what names the command (provenance, ordering).
 func runSummary(t *testing.T, reg *policy.Registry, args ...string) sim.Summary {
 	t.Helper()
+	return runSummaryOn(t, reg, []string{"--preset", "dgx-h100"}, args...)
+}
+
+// runSummaryOn is runSummary on the cluster the flags in cluster give.
+func runSummaryOn(t *testing.T, reg *policy.Registry, cluster []string, args ...string) sim.Summary {
+	t.Helper()
 	dir := t.TempDir()
 	cmd := simcli.Command(simcli.Options{Registry: reg})
 	var out, errb bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&errb)
-	cmd.SetArgs(append([]string{"run", "--preset", "dgx-h100", "--trace", "synthetic:150", "--load", "1.5", "--seed", "4", "--no-plots", "--out", dir}, args...))
+	cmd.SetArgs(append(append(append([]string{"run"}, cluster...), "--trace", "synthetic:150", "--load", "1.5", "--seed", "4", "--no-plots", "--out", dir), args...))
 	if err := cmd.Execute(); err != nil {
 		t.Fatalf("%q: %v\n%s", args, err, errb.String())
 	}

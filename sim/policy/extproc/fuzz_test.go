@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpusched/gpusched/frag"
 	"github.com/gpusched/gpusched/sim/policy"
+	"github.com/gpusched/gpusched/topology"
 )
 
 // replayed is an Ordering whose process's standard output is out and
@@ -62,4 +64,63 @@ func FuzzReplies(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzPickReplies: whatever a node picker prints, Pick never panics: it
+// places a task only on a candidate host, and after an error (which names
+// the policy) it places nothing.
+func FuzzPickReplies(f *testing.F) {
+	for _, s := range []string{
+		`{"host":"h2"}` + "\n" + `{"host":"h1"}` + "\n",
+		`{"host":""}` + "\n",
+		`{"host":"h0"}` + "\n",
+		`{"host":"nosuch"}` + "\n",
+		`{"host":null}` + "\n",
+		`{"host":7}` + "\n",
+		`{"error":"no"}` + "\n",
+		"not json\n",
+		`{"host":"h2"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	c := ThreeHosts(f)
+	l := topology.NewLedger(c)
+	g0, _ := c.HostGPUs(0)
+	for i := range 3 {
+		if err := l.AllocateGPU(g0 + topology.GPUID(i)); err != nil {
+			f.Fatal(err)
+		}
+	}
+	f.Fuzz(func(t *testing.T, out []byte) {
+		n := &NodePicker{o: replayed(out), c: c}
+		failed := false
+		for range 4 {
+			cl, ok := n.Pick(l, frag.Task{GPUs: 2}, frag.Scope{})
+			if err := n.Err(); err != nil {
+				if !strings.Contains(err.Error(), "fuzz") {
+					t.Fatalf("error %v does not name the policy", err)
+				}
+				failed = true
+			}
+			if ok && (failed || cl.Host == 0) {
+				t.Fatalf("placed on %v (failed %v)", cl.Host, failed)
+			}
+		}
+	})
+}
+
+// ThreeHosts is the tests' cluster: three 4-GPU A100 hosts, h0 to h2.
+func ThreeHosts(tb testing.TB) *topology.Cluster {
+	tb.Helper()
+	c, err := topology.Build(topology.Spec{
+		Version:      topology.SpecVersion,
+		Name:         "three",
+		Accelerators: []topology.AcceleratorSpec{{Model: "A100"}},
+		Templates:    []topology.HostTemplate{{Name: "box", CPUMilli: 32000, MemoryMiB: 131072, Accelerator: "A100", GPUs: 4}},
+		Hosts:        []topology.HostGroup{{Name: "h[0-2]", Template: "box"}},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
 }
