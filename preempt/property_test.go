@@ -754,3 +754,23 @@ func TestPropertyRoster(t *testing.T) {
 	})
 	t.Logf("%d plans, %d without", plans, noPlans)
 }
+
+// TestPropertyOneClaimShortcut: contribute's shortcut for a whole gang of
+// one claim (its GPUs read off the job's shape, not its claims) makes the
+// same plans and the same reasons (candidates, evictable GPUs) as reading
+// every claim.
+func TestPropertyOneClaimShortcut(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		in := genInstance(rt, 12)
+		p1, n1 := newSearch(rt, in.cfg).Plan(in.f.st, in.pend, in.now)
+		genericContrib = true
+		defer func() { genericContrib = false }()
+		p2, n2 := newSearch(rt, in.cfg).Plan(in.f.st, in.pend, in.now)
+		if !reflect.DeepEqual(p1, p2) {
+			rt.Fatalf("shortcut: %v\nevery claim: %v", p1, p2)
+		}
+		if !reflect.DeepEqual(n1, n2) {
+			rt.Fatalf("shortcut: %+v\nevery claim: %+v", n1, n2)
+		}
+	})
+}

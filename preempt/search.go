@@ -689,7 +689,7 @@ func (r *run) consider(j *Job) {
 		return
 	}
 	r.eligible++
-	r.addUnits(j, g, node)
+	r.addUnits(j, j.Spec.Priority, g, node)
 }
 
 // rank builds the candidate domains and their lower bounds. It returns a
