@@ -363,7 +363,7 @@ func (r *run) addUnits(j *Job, prio int32, g Ground, node queue.NodeID) {
 	}
 }
 
-// genericContrib turns off contribute's one-claim shortcut (tests compare
+// genericContrib turns off contribute's one-domain shortcut (tests compare
 // plans made with and without it).
 var genericContrib = false
 
@@ -373,16 +373,19 @@ var genericContrib = false
 func (r *run) contribute(u *unit, allWhole bool) {
 	u.cfrom = int32(len(r.contribs))
 	l, c := r.l, r.c
-	if j := u.job; !genericContrib && u.task < 0 && j.cclaims == 1 && allWhole && r.everyHost && !r.solo && r.req.AllowGPU == nil {
-		// A whole gang of one claim of whole GPUs, every host usable: its
-		// GPUs (milli / MilliPerGPU) count in its host's domain, read off
-		// the job's shape without its claims (unless, at LevelFabric, the
-		// host's GPUs lie in several fabric domains).
+	if j := u.job; !genericContrib && u.task < 0 && allWhole && r.everyHost && !r.solo && r.req.AllowGPU == nil {
+		// A whole gang of whole GPUs, every host usable, its claims on
+		// hosts of one domain (its least and greatest host in one domain
+		// whose hosts are consecutive; at LevelFabric, one host whose GPUs
+		// lie in one fabric domain): its GPUs (milli / MilliPerGPU) count
+		// there, read off the job's shape without its claims.
 		di := int32(-1)
-		if r.lv >= topology.LevelHost {
-			di = r.lx.hostDom[j.host1]
-		} else if r.lv == topology.LevelFabric {
-			di = r.lx.hostFab[j.host1]
+		if r.lv >= topology.LevelHost && (r.lx.contig || j.hostLo == j.hostHi) {
+			if di = r.lx.hostDom[j.hostLo]; r.lx.hostDom[j.hostHi] != di {
+				di = -1
+			}
+		} else if r.lv == topology.LevelFabric && j.hostLo == j.hostHi {
+			di = r.lx.hostFab[j.hostLo]
 		}
 		if n := int32(j.milli / topology.MilliPerGPU); di >= 0 && n > 0 {
 			r.contribs = append(r.contribs, contrib{dom: di, gpus: n, milli: int64(n) * topology.MilliPerGPU})

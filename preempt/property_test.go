@@ -755,11 +755,11 @@ func TestPropertyRoster(t *testing.T) {
 	t.Logf("%d plans, %d without", plans, noPlans)
 }
 
-// TestPropertyOneClaimShortcut: contribute's shortcut for a whole gang of
-// one claim (its GPUs read off the job's shape, not its claims) makes the
-// same plans and the same reasons (candidates, evictable GPUs) as reading
-// every claim.
-func TestPropertyOneClaimShortcut(t *testing.T) {
+// TestPropertyOneDomainShortcut: contribute's shortcut for a whole gang
+// within one domain (its GPUs read off the job's shape, not its claims)
+// makes the same plans and the same reasons (candidates, evictable GPUs)
+// as reading every claim.
+func TestPropertyOneDomainShortcut(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		in := genInstance(rt, 12)
 		p1, n1 := newSearch(rt, in.cfg).Plan(in.f.st, in.pend, in.now)
@@ -773,4 +773,28 @@ func TestPropertyOneClaimShortcut(t *testing.T) {
 			rt.Fatalf("shortcut: %+v\nevery claim: %+v", n1, n2)
 		}
 	})
+}
+
+// TestLevelIndexContig: a level's domains count as consecutive host ranges
+// on a built cluster, and not once a host joins the first ToR (it takes
+// the next free ID, after the other ToR's hosts), so that contribute's
+// one-domain shortcut then reads the claims.
+func TestLevelIndexContig(t *testing.T) {
+	c := cluster(t, "dgx-h100", 4, 2)
+	tor := topology.LevelHost + 1
+	var s Search
+	if !s.prepare(c, tor).contig || s.prepare(c, topology.LevelFabric).contig {
+		t.Fatal("built cluster: ToRs not consecutive, or the fabric level counted as host ranges")
+	}
+	h0, _ := c.HostByName(c.HostName(0))
+	next, err := c.Apply(topology.Change{Hosts: []topology.HostGroup{{Name: "new", Template: c.Host(h0).Template, Parent: c.DomainName(c.HostAt(h0, tor))}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.prepare(next, tor).contig {
+		t.Fatal("a host joined the first ToR after the second's: still counted consecutive")
+	}
+	if !s.prepare(next, topology.LevelHost).contig {
+		t.Fatal("hosts are their own ranges")
+	}
 }

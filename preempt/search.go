@@ -97,6 +97,10 @@ type levelIndex struct {
 	// ranked yet), and the least lost work of a unit there.
 	hostPos []int32
 	minLost []GPUTime
+	// contig: every domain's hosts are consecutive host IDs (a cluster
+	// built from a Spec; live changes may break it), so that hosts lo and
+	// hi in one domain put every host between them there.
+	contig bool
 }
 
 // pos returns hostPos, all -1, for nd domains.
@@ -510,6 +514,17 @@ func (s *Search) prepare(c *topology.Cluster, lv topology.Level) *levelIndex {
 			continue
 		}
 		x.hostDom[h] = at(c.HostAt(topology.HostID(h), lv))
+	}
+	x.contig = lv >= topology.LevelHost
+	if x.contig {
+		seen := make([]bool, len(c.DomainsAt(lv)))
+		for h, di := range x.hostDom {
+			if di < 0 || h > 0 && x.hostDom[h-1] != di && seen[di] {
+				x.contig = false
+				break
+			}
+			seen[di] = true
+		}
 	}
 	if lv == topology.LevelFabric {
 		x.gpuDom = make([]int32, c.NumGPUs())
