@@ -376,16 +376,19 @@ func (r *run) contribute(u *unit, allWhole bool) {
 	if j := u.job; !genericContrib && u.task < 0 && allWhole && r.everyHost && !r.solo && r.req.AllowGPU == nil {
 		// A whole gang of whole GPUs, every host usable, its claims on
 		// hosts of one domain (its least and greatest host in one domain
-		// whose hosts are consecutive; at LevelFabric, one host whose GPUs
-		// lie in one fabric domain): its GPUs (milli / MilliPerGPU) count
-		// there, read off the job's shape without its claims.
+		// whose hosts are consecutive, or one host; at LevelFabric, hosts
+		// whose GPUs lie in that fabric domain): its GPUs (milli /
+		// MilliPerGPU) count there, read off the job's shape without its
+		// claims.
 		di := int32(-1)
 		if r.lv >= topology.LevelHost && (r.lx.contig || j.hostLo == j.hostHi) {
 			if di = r.lx.hostDom[j.hostLo]; r.lx.hostDom[j.hostHi] != di {
 				di = -1
 			}
-		} else if r.lv == topology.LevelFabric && j.hostLo == j.hostHi {
-			di = r.lx.hostFab[j.hostLo]
+		} else if r.lv == topology.LevelFabric && (r.lx.contig || j.hostLo == j.hostHi) {
+			if di = r.lx.hostFab[j.hostLo]; r.lx.hostFab[j.hostHi] != di {
+				di = -1
+			}
 		}
 		if n := int32(j.milli / topology.MilliPerGPU); di >= 0 && n > 0 {
 			r.contribs = append(r.contribs, contrib{dom: di, gpus: n, milli: int64(n) * topology.MilliPerGPU})

@@ -783,8 +783,8 @@ func TestLevelIndexContig(t *testing.T) {
 	c := cluster(t, "dgx-h100", 4, 2)
 	tor := topology.LevelHost + 1
 	var s Search
-	if !s.prepare(c, tor).contig || s.prepare(c, topology.LevelFabric).contig {
-		t.Fatal("built cluster: ToRs not consecutive, or the fabric level counted as host ranges")
+	if !s.prepare(c, tor).contig || !s.prepare(c, topology.LevelFabric).contig {
+		t.Fatal("built cluster: ToRs or NVLink domains not consecutive")
 	}
 	h0, _ := c.HostByName(c.HostName(0))
 	next, err := c.Apply(topology.Change{Hosts: []topology.HostGroup{{Name: "new", Template: c.Host(h0).Template, Parent: c.DomainName(c.HostAt(h0, tor))}}})
@@ -797,4 +797,43 @@ func TestLevelIndexContig(t *testing.T) {
 	if !s.prepare(next, topology.LevelHost).contig {
 		t.Fatal("hosts are their own ranges")
 	}
+}
+
+// TestPropertyOneDomainShortcutNVL72: the same on two GB200 NVL72 racks,
+// at the NVLink level, with gangs of whole trays that may span the two
+// racks: Plan and Defragment alike.
+func TestPropertyOneDomainShortcutNVL72(t *testing.T) {
+	c := cluster(t, "gb200-nvl72", 36, 0)
+	rapid.Check(t, func(rt *rapid.T) {
+		f := newFixture(rt, c, nil)
+		for h, n := 0, 0; h < 36; n++ {
+			k := rapid.IntRange(0, 4).Draw(rt, "trays")
+			if k == 0 {
+				h++
+				continue
+			}
+			var tasks []task
+			for i := 0; i < k && h < 36; i++ {
+				tasks = append(tasks, task{c.HostName(topology.HostID(h)), 0, 4})
+				h++
+			}
+			f.run(rt, jobSpec{id: "j" + itoa(n), queue: "q", prio: int32(rapid.IntRange(0, 9).Draw(rt, "prio")), tasks: tasks,
+				started: time.Duration(rapid.IntRange(1, 600).Draw(rt, "started")) * time.Minute})
+		}
+		pend := f.pending(rt, "big", "q", 10, rapid.IntRange(2, 18).Draw(rt, "count"), 4, "nvlink")
+		at := t0.Add(time.Duration(rapid.IntRange(600, 900).Draw(rt, "now")) * time.Minute)
+		cfg := Config{MaxPlacements: 1 << 20, MaxNodes: 1 << 24}
+		p1, n1 := newSearch(rt, cfg).Plan(f.st, pend, at)
+		d1, m1 := newSearch(rt, cfg).Defragment(f.st, pend, at)
+		genericContrib = true
+		defer func() { genericContrib = false }()
+		p2, n2 := newSearch(rt, cfg).Plan(f.st, pend, at)
+		d2, m2 := newSearch(rt, cfg).Defragment(f.st, pend, at)
+		if !reflect.DeepEqual(p1, p2) || !reflect.DeepEqual(n1, n2) {
+			rt.Fatalf("plan, shortcut: %v %+v\nevery claim: %v %+v", p1, n1, p2, n2)
+		}
+		if !reflect.DeepEqual(d1, d2) || !reflect.DeepEqual(m1, m2) {
+			rt.Fatalf("defrag, shortcut: %v %+v\nevery claim: %v %+v", d1, m1, d2, m2)
+		}
+	})
 }
