@@ -312,9 +312,10 @@ func (r *run) withinBelow(lca queue.NodeID) bool {
 	return ok
 }
 
-// addUnits records the units of an eligible job: the whole gang, and,
-// for elastic groups above their minimum, each task as a shrink.
-func (r *run) addUnits(j *Job, g Ground, node queue.NodeID) {
+// addUnits records the units of an eligible job of priority prio (its
+// Spec.Priority): the whole gang, and, for elastic groups above their
+// minimum, each task as a shrink.
+func (r *run) addUnits(j *Job, prio int32, g Ground, node queue.NodeID) {
 	ji := int32(len(r.jobs))
 	r.jobs = append(r.jobs, j)
 	leaf := queue.NodeID(-1)
@@ -325,14 +326,14 @@ func (r *run) addUnits(j *Job, g Ground, node queue.NodeID) {
 			charge = chargeOf(j, r.tree, r.c)
 		}
 	}
-	p := j.Placement
 	milli, allWhole := j.shape(r.c)
 	r.units = append(r.units, unit{job: j, ji: ji, task: -1, slot: -1, ground: g, leaf: leaf, node: node,
-		milli: milli, lost: r.lostSince(milli, j), prio: j.Spec.Priority})
+		milli: milli, lost: r.lostSince(milli, j), prio: prio})
 	r.contribute(&r.units[len(r.units)-1], allWhole)
-	if r.s.cfg.NoShrink || r.defrag {
+	if r.s.cfg.NoShrink || r.defrag || j.rigid {
 		return
 	}
+	p := j.Placement
 	whole := len(r.units) - 1
 	for gi, placed := range p.Placed {
 		excess := placed - j.Spec.Groups[gi].Min()
@@ -349,7 +350,7 @@ func (r *run) addUnits(j *Job, g Ground, node queue.NodeID) {
 			cl := p.Claims[ci : ci+1 : ci+1]
 			m := claimsMilli(r.c, cl)
 			su := unit{job: j, ji: ji, task: int32(ci), slot: slot, ground: g, leaf: leaf, node: node,
-				milli: m, lost: r.lostSince(m, j), prio: j.Spec.Priority}
+				milli: m, lost: r.lostSince(m, j), prio: prio}
 			if leaf >= 0 {
 				lo := len(r.chargeArena)
 				r.chargeArena = append(r.chargeArena, make([]int64, len(charge))...)
@@ -362,12 +363,39 @@ func (r *run) addUnits(j *Job, g Ground, node queue.NodeID) {
 	}
 }
 
+// genericContrib turns off contribute's one-domain shortcut (tests compare
+// plans made with and without it).
+var genericContrib = false
+
 // contribute records what u frees in each domain at the level, counting
 // only GPUs the pending gang could use. allWhole says that every GPU
 // claim of the job is a whole GPU.
 func (r *run) contribute(u *unit, allWhole bool) {
 	u.cfrom = int32(len(r.contribs))
 	l, c := r.l, r.c
+	if j := u.job; !genericContrib && u.task < 0 && allWhole && r.everyHost && !r.solo && r.req.AllowGPU == nil {
+		// A whole gang of whole GPUs, every host usable, its claims on
+		// hosts of one domain (its least and greatest host in one domain
+		// whose hosts are consecutive, or one host; at LevelFabric, hosts
+		// whose GPUs lie in that fabric domain): its GPUs (milli /
+		// MilliPerGPU) count there, read off the job's shape without its
+		// claims.
+		di := int32(-1)
+		if r.lv >= topology.LevelHost && (r.lx.contig || j.hostLo == j.hostHi) {
+			if di = r.lx.hostDom[j.hostLo]; r.lx.hostDom[j.hostHi] != di {
+				di = -1
+			}
+		} else if r.lv == topology.LevelFabric && (r.lx.contig || j.hostLo == j.hostHi) {
+			if di = r.lx.hostFab[j.hostLo]; r.lx.hostFab[j.hostHi] != di {
+				di = -1
+			}
+		}
+		if n := int32(j.milli / topology.MilliPerGPU); di >= 0 && n > 0 {
+			r.contribs = append(r.contribs, contrib{dom: di, gpus: n, milli: int64(n) * topology.MilliPerGPU})
+			u.cto = int32(len(r.contribs))
+			return
+		}
+	}
 	claims := u.claims()
 	for i := range claims {
 		cl := &claims[i]

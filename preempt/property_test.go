@@ -754,3 +754,86 @@ func TestPropertyRoster(t *testing.T) {
 	})
 	t.Logf("%d plans, %d without", plans, noPlans)
 }
+
+// TestPropertyOneDomainShortcut: contribute's shortcut for a whole gang
+// within one domain (its GPUs read off the job's shape, not its claims)
+// makes the same plans and the same reasons (candidates, evictable GPUs)
+// as reading every claim.
+func TestPropertyOneDomainShortcut(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		in := genInstance(rt, 12)
+		p1, n1 := newSearch(rt, in.cfg).Plan(in.f.st, in.pend, in.now)
+		genericContrib = true
+		defer func() { genericContrib = false }()
+		p2, n2 := newSearch(rt, in.cfg).Plan(in.f.st, in.pend, in.now)
+		if !reflect.DeepEqual(p1, p2) {
+			rt.Fatalf("shortcut: %v\nevery claim: %v", p1, p2)
+		}
+		if !reflect.DeepEqual(n1, n2) {
+			rt.Fatalf("shortcut: %+v\nevery claim: %+v", n1, n2)
+		}
+	})
+}
+
+// TestLevelIndexContig: a level's domains count as consecutive host ranges
+// on a built cluster, and not once a host joins the first ToR (it takes
+// the next free ID, after the other ToR's hosts), so that contribute's
+// one-domain shortcut then reads the claims.
+func TestLevelIndexContig(t *testing.T) {
+	c := cluster(t, "dgx-h100", 4, 2)
+	tor := topology.LevelHost + 1
+	var s Search
+	if !s.prepare(c, tor).contig || !s.prepare(c, topology.LevelFabric).contig {
+		t.Fatal("built cluster: ToRs or NVLink domains not consecutive")
+	}
+	h0, _ := c.HostByName(c.HostName(0))
+	next, err := c.Apply(topology.Change{Hosts: []topology.HostGroup{{Name: "new", Template: c.Host(h0).Template, Parent: c.DomainName(c.HostAt(h0, tor))}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.prepare(next, tor).contig {
+		t.Fatal("a host joined the first ToR after the second's: still counted consecutive")
+	}
+	if !s.prepare(next, topology.LevelHost).contig {
+		t.Fatal("hosts are their own ranges")
+	}
+}
+
+// TestPropertyOneDomainShortcutNVL72: the same on two GB200 NVL72 racks,
+// at the NVLink level, with gangs of whole trays that may span the two
+// racks: Plan and Defragment alike.
+func TestPropertyOneDomainShortcutNVL72(t *testing.T) {
+	c := cluster(t, "gb200-nvl72", 36, 0)
+	rapid.Check(t, func(rt *rapid.T) {
+		f := newFixture(rt, c, nil)
+		for h, n := 0, 0; h < 36; n++ {
+			k := rapid.IntRange(0, 4).Draw(rt, "trays")
+			if k == 0 {
+				h++
+				continue
+			}
+			var tasks []task
+			for i := 0; i < k && h < 36; i++ {
+				tasks = append(tasks, task{c.HostName(topology.HostID(h)), 0, 4})
+				h++
+			}
+			f.run(rt, jobSpec{id: "j" + itoa(n), queue: "q", prio: int32(rapid.IntRange(0, 9).Draw(rt, "prio")), tasks: tasks,
+				started: time.Duration(rapid.IntRange(1, 600).Draw(rt, "started")) * time.Minute})
+		}
+		pend := f.pending(rt, "big", "q", 10, rapid.IntRange(2, 18).Draw(rt, "count"), 4, "nvlink")
+		at := t0.Add(time.Duration(rapid.IntRange(600, 900).Draw(rt, "now")) * time.Minute)
+		cfg := Config{MaxPlacements: 1 << 20, MaxNodes: 1 << 24}
+		p1, n1 := newSearch(rt, cfg).Plan(f.st, pend, at)
+		d1, m1 := newSearch(rt, cfg).Defragment(f.st, pend, at)
+		genericContrib = true
+		defer func() { genericContrib = false }()
+		p2, n2 := newSearch(rt, cfg).Plan(f.st, pend, at)
+		d2, m2 := newSearch(rt, cfg).Defragment(f.st, pend, at)
+		if !reflect.DeepEqual(p1, p2) || !reflect.DeepEqual(n1, n2) {
+			rt.Fatalf("plan, shortcut: %v %+v\nevery claim: %v %+v", p1, n1, p2, n2)
+		}
+		if !reflect.DeepEqual(d1, d2) || !reflect.DeepEqual(m1, m2) {
+			rt.Fatalf("defrag, shortcut: %v %+v\nevery claim: %v %+v", d1, m1, d2, m2)
+		}
+	})
+}

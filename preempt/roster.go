@@ -57,7 +57,11 @@ type rgroup struct {
 type rbucket struct {
 	prio  int32
 	visit uint64 // Roster.stamp of the plan that visits it
-	jobs  []*Job
+	// vall and vex: bucketClass of the plan that visits it (what ground
+	// says of each unprotected job when the plan has no queue tree).
+	vall bool
+	vex  Exclusion
+	jobs []*Job
 	// stopping; non-preemptible (not stopping); at their preemption cap
 	// (neither of those).
 	stopping, nonPre, capped int
@@ -304,7 +308,7 @@ func (r *run) collectIndexed(ro *Roster) {
 		for _, b := range g.buckets {
 			ex, all := r.bucketClass(g, b.prio < r.pend.Priority)
 			if all || self != nil && self.rb == b {
-				b.visit = ro.stamp
+				b.visit, b.vall, b.vex = ro.stamp, all, ex
 				n += len(b.jobs)
 				continue
 			}
@@ -331,7 +335,7 @@ func (r *run) collectIndexed(ro *Roster) {
 	if 4*n >= len(ro.all) {
 		for i := range ro.all {
 			if e := &ro.all[i]; e.b.visit == ro.stamp {
-				r.considerFiled(e.j, e.flags, self)
+				r.considerFiled(e.j, e.b, e.flags, self)
 			}
 		}
 		return
@@ -346,18 +350,19 @@ func (r *run) collectIndexed(ro *Roster) {
 	}
 	slices.SortFunc(visit, func(a, b *Job) int { return int(a.rhost) - int(b.rhost) })
 	for _, j := range visit {
-		r.considerFiled(j, j.rflags, self)
+		r.considerFiled(j, j.rb, j.rflags, self)
 	}
 	clear(visit)
 	r.visit = visit[:0]
 }
 
-// considerFiled is consider for a job of the roster in a bucket the plan
-// visits: its protections that do not depend on the time are its filing
-// flags f (the Roster is told of every change to them), and self is the
-// filed job the plan is for (nil: none), so that a visit reads little of
-// the job besides what its units need.
-func (r *run) considerFiled(j *Job, f uint8, self *Job) {
+// considerFiled is consider for a job of the roster in bucket b, which
+// the plan visits: its protections that do not depend on the time are its
+// filing flags f (the Roster is told of every change to them), its
+// priority b's, its ground (without a queue tree) b's class, and self is
+// the filed job the plan is for (nil: none), so that a visit reads little
+// of the job besides what its units need (not its spec).
+func (r *run) considerFiled(j *Job, b *rbucket, f uint8, self *Job) {
 	if j == self || j.Placement == nil || len(j.Placement.Claims) == 0 {
 		return
 	}
@@ -373,11 +378,18 @@ func (r *run) considerFiled(j *Job, f uint8, self *Job) {
 	case f&rCapped != 0:
 		ex = ExclMaxPreemptions
 	default:
-		var g Ground
-		var node queue.NodeID
-		if ex, g, node = r.ground(j); g != 0 {
+		g, node := Ground(0), queue.NodeID(-1)
+		switch {
+		case r.tree != nil:
+			ex, g, node = r.ground(j)
+		case b.vall:
+			g = GroundPriority // as ground decides without a tree
+		default:
+			ex = b.vex
+		}
+		if g != 0 {
 			r.eligible++
-			r.addUnits(j, g, node)
+			r.addUnits(j, b.prio, g, node)
 			return
 		}
 	}

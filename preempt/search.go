@@ -97,6 +97,25 @@ type levelIndex struct {
 	// ranked yet), and the least lost work of a unit there.
 	hostPos []int32
 	minLost []GPUTime
+	// contig: every domain's hosts are consecutive host IDs (a cluster
+	// built from a Spec; live changes may break it), so that hosts lo and
+	// hi in one domain put every host between them there. At LevelFabric:
+	// every host's GPUs lie in one fabric domain (hostFab), and each
+	// domain's hosts are consecutive.
+	contig bool
+}
+
+// consecutive reports whether every host has a domain in dom and each
+// domain's hosts are consecutive host IDs; nd is the number of domains.
+func consecutive(dom []int32, nd int) bool {
+	seen := make([]bool, nd)
+	for h, di := range dom {
+		if di < 0 || h > 0 && dom[h-1] != di && seen[di] {
+			return false
+		}
+		seen[di] = true
+	}
+	return true
 }
 
 // pos returns hostPos, all -1, for nd domains.
@@ -512,6 +531,11 @@ func (s *Search) prepare(c *topology.Cluster, lv topology.Level) *levelIndex {
 		x.hostDom[h] = at(c.HostAt(topology.HostID(h), lv))
 	}
 	if lv == topology.LevelFabric {
+		x.contig = consecutive(x.hostFab, len(c.DomainsAt(lv)))
+	} else {
+		x.contig = consecutive(x.hostDom, len(c.DomainsAt(lv)))
+	}
+	if lv == topology.LevelFabric {
 		x.gpuDom = make([]int32, c.NumGPUs())
 		for g := range x.gpuDom {
 			x.gpuDom[g] = at(c.GPUAt(topology.GPUID(g), lv))
@@ -689,7 +713,7 @@ func (r *run) consider(j *Job) {
 		return
 	}
 	r.eligible++
-	r.addUnits(j, g, node)
+	r.addUnits(j, j.Spec.Priority, g, node)
 }
 
 // rank builds the candidate domains and their lower bounds. It returns a

@@ -44,13 +44,20 @@ type Job struct {
 	// free, since it is promised to someone else.
 	Stopping bool
 
-	// placement cache: its GPU milli, and whether every GPU claim is whole.
-	// Kept beside the fields above, which every plan reads of every job it
-	// visits, so that a visit reads few cache lines.
-	cplace   *gang.Placement
-	cclaims  int
-	milli    int64
-	allWhole bool
+	// placement cache (shape): its GPU milli, whether every GPU claim is
+	// whole, whether no group is placed above its minimum (no shrink
+	// units), and the least and greatest host of its claims, for the
+	// placement cplace with cclaims claims and the spec cspec. Kept beside
+	// the fields above, which every plan reads of every job it visits, so
+	// that a visit reads few cache lines (not the spec, its groups, nor
+	// the claims of a job within one domain).
+	allWhole       bool
+	rigid          bool
+	hostLo, hostHi topology.HostID
+	cclaims        int
+	cplace         *gang.Placement
+	cspec          *workload.Job
+	milli          int64
 	// request cache, for migrations: req is reqSpec resolved against reqC.
 	req     *gang.Request
 	reqSpec *workload.Job
@@ -95,18 +102,30 @@ type Job struct {
 }
 
 // shape returns the GPU milli of j's placement and whether all its GPU
-// claims are whole GPUs, cached while the placement keeps its claims.
+// claims are whole GPUs, cached (with rigid, hostLo and hostHi) while the placement
+// keeps its claims and the job its spec.
 func (j *Job) shape(c *topology.Cluster) (int64, bool) {
 	p := j.Placement
-	if j.cplace != p || j.cclaims != len(p.Claims) {
-		j.cplace, j.cclaims = p, len(p.Claims)
-		j.milli, j.allWhole = 0, true
+	if j.cplace != p || j.cclaims != len(p.Claims) || j.cspec != j.Spec {
+		j.cplace, j.cclaims, j.cspec = p, len(p.Claims), j.Spec
+		j.milli, j.allWhole, j.hostLo, j.hostHi = 0, true, 0, 0
 		for i := range p.Claims {
+			if h := p.Claims[i].Host; i == 0 {
+				j.hostLo, j.hostHi = h, h
+			} else {
+				j.hostLo, j.hostHi = min(j.hostLo, h), max(j.hostHi, h)
+			}
 			for _, g := range p.Claims[i].GPUs {
 				j.milli += gpuClaimMilli(c, g)
 				if g.Kind != topology.ClaimWhole {
 					j.allWhole = false
 				}
+			}
+		}
+		j.rigid = true
+		for gi, placed := range p.Placed {
+			if gi >= len(j.Spec.Groups) || placed > j.Spec.Groups[gi].Min() {
+				j.rigid = false
 			}
 		}
 	}
