@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/component-base/configz"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,6 +55,11 @@ func runInProcess(registry ...app.Option) schedulerRunner {
 // benchmark ends (see runInProcess).
 func startInProcess(t testing.TB, cp *controlPlane, config string, registry ...app.Option) {
 	t.Helper()
+	// kube-scheduler registers its configuration in component-base's
+	// process-wide configz: unregistered when this scheduler has stopped
+	// (cleanups run last-in first-out), so the next in-process scheduler
+	// of this test binary can start.
+	t.Cleanup(func() { configz.Delete("componentconfig") })
 	configFile := writeConfig(t, cp, config)
 	// The scheduler logs through the context's logger: into the test's
 	// log, shown when it fails or runs with -v.
