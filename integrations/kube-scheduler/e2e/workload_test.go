@@ -43,7 +43,7 @@ func TestWorkloadAPI(t *testing.T) {
 	featuregatetesting.SetFeatureGatesDuringTest(t, utilfeature.DefaultFeatureGate, featuregatetesting.FeatureOverrides{
 		features.GenericWorkload: true, features.TopologyAwareWorkloadScheduling: true,
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cp := startControlPlane(t, "--runtime-config=scheduling.k8s.io/v1beta1=true")
 	c := cp.Client
