@@ -187,21 +187,7 @@ func TestVCLoad(t *testing.T) {
 	dir := t.TempDir()
 	vcs := filepath.Join(dir, "vc.csv")
 	jobs := filepath.Join(dir, "jobs.csv")
-	var b strings.Builder
-	b.WriteString("ts,secs,n,vc\n")
-	for i := range 60 {
-		vc := "small"
-		if i%4 == 0 {
-			vc = "big"
-		}
-		fmt.Fprintf(&b, "%d,%d,%d,%s\n", i*600, 900+(i*37)%1800, 1+i%2, vc)
-	}
-	if err := os.WriteFile(jobs, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(vcs, []byte("vc,node num\nbig,2\nsmall,1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTwoVCTrace(t, jobs, vcs)
 	base := []string{"run", "--preset", "h100-1k", "--trace", "csv:" + jobs, "--map", "submit=ts,duration=secs,gpus=n,queue=vc", "--no-plots", "--out", t.TempDir()}
 	p, err := prepare(func() runConfig {
 		r := defaultRun()
@@ -229,5 +215,26 @@ func TestVCLoad(t *testing.T) {
 		if _, _, err := execCmd(t, Options{}, append(base, c...)...); err == nil || !strings.Contains(err.Error(), "--vc-load") {
 			t.Errorf("%q: %v", c, err)
 		}
+	}
+}
+
+// writeTwoVCTrace writes a 60-job CSV trace (ts,secs,n,vc) over VCs big
+// (every fourth job, 2 nodes) and small (1 node), and its VC file.
+func writeTwoVCTrace(t *testing.T, jobs, vcs string) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("ts,secs,n,vc\n")
+	for i := range 60 {
+		vc := "small"
+		if i%4 == 0 {
+			vc = "big"
+		}
+		fmt.Fprintf(&b, "%d,%d,%d,%s\n", i*600, 900+(i*37)%1800, 1+i%2, vc)
+	}
+	if err := os.WriteFile(jobs, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(vcs, []byte("vc,node num\nbig,2\nsmall,1\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

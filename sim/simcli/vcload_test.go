@@ -3,7 +3,6 @@ package simcli
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,21 +17,7 @@ import (
 func TestVCLoadOf(t *testing.T) {
 	dir := t.TempDir()
 	vcs, jobs := filepath.Join(dir, "vc.csv"), filepath.Join(dir, "jobs.csv")
-	var b strings.Builder
-	b.WriteString("ts,secs,n,vc\n")
-	for i := range 60 {
-		vc := "small"
-		if i%4 == 0 {
-			vc = "big"
-		}
-		fmt.Fprintf(&b, "%d,%d,%d,%s\n", i*600, 900+(i*37)%1800, 1+i%2, vc)
-	}
-	if err := os.WriteFile(jobs, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(vcs, []byte("vc,node num\nbig,2\nsmall,1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTwoVCTrace(t, jobs, vcs)
 	offered := func(vcLoad float64, of string) map[string]float64 {
 		t.Helper()
 		r := defaultRun()
