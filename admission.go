@@ -176,6 +176,9 @@ func (a *admission) demand(r *gang.Request) queue.Vector {
 	return v
 }
 
+// demandOf is demand (planSource).
+func (s *Scheduler) demandOf(r *gang.Request) queue.Vector { return s.adm.demand(r) }
+
 // charge is what a placement takes, per dimension of the tree.
 func (a *admission) charge(p *gang.Placement) queue.Vector {
 	dims := a.tree.Dimensions()

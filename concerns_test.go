@@ -101,27 +101,7 @@ var coreWriters = map[string][]string{
 // concern's part nor listed there fails, so a new field says who writes
 // it.
 func TestConcernTypesWriteOnlyTheirOwn(t *testing.T) {
-	fset := token.NewFileSet()
-	names, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var files []*ast.File
-	for _, n := range names {
-		if strings.HasSuffix(n, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, n, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f)
-	}
-	// Only this package's types matter: the imports are empty stand-ins
-	// (type errors about them are ignored), which keeps this fast.
-	conf := types.Config{Importer: emptyImporter{}, Error: func(error) {}}
-	info := &types.Info{Selections: map[*ast.SelectorExpr]*types.Selection{}, Uses: map[*ast.Ident]types.Object{}, Types: map[ast.Expr]types.TypeAndValue{}}
-	pkg, _ := conf.Check("github.com/gpusched/gpusched", fset, files, info)
+	fset, files, info, pkg := checkPackage(t)
 	concern := map[*types.TypeName][]string{} // a concern's type: its files
 	core := map[*types.Var]string{}
 	for _, name := range []string{"Scheduler", "job"} {
@@ -206,6 +186,33 @@ func TestConcernTypesWriteOnlyTheirOwn(t *testing.T) {
 			})
 		}
 	}
+}
+
+// checkPackage parses the package's non-test files and type-checks them.
+// Only this package's types matter: the imports are empty stand-ins
+// (type errors about them are ignored), which keeps this fast.
+func checkPackage(t *testing.T) (*token.FileSet, []*ast.File, *types.Info, *types.Package) {
+	t.Helper()
+	fset := token.NewFileSet()
+	names, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*ast.File
+	for _, n := range names {
+		if strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, n, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	conf := types.Config{Importer: emptyImporter{}, Error: func(error) {}}
+	info := &types.Info{Selections: map[*ast.SelectorExpr]*types.Selection{}, Uses: map[*ast.Ident]types.Object{}, Types: map[ast.Expr]types.TypeAndValue{}}
+	pkg, _ := conf.Check("github.com/gpusched/gpusched", fset, files, info)
+	return fset, files, info, pkg
 }
 
 // emptyImporter imports every package as an empty one.

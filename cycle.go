@@ -286,6 +286,10 @@ func (s *Scheduler) Schedule(now time.Time) Decision {
 	return d
 }
 
+// planCycle is the number of the cycle running or last run
+// (planSource).
+func (s *Scheduler) planCycle() uint64 { return s.cyc.n }
+
 // beginCycle starts a cycle at now.
 func (s *Scheduler) beginCycle(now time.Time) {
 	s.cyc.begin()

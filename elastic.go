@@ -136,6 +136,9 @@ func newElastic(cfg *ElasticConfig) elastic { return elastic{cfg: cfg} }
 // on reports whether shrinks may be planned.
 func (x *elastic) on() bool { return x.cfg != nil }
 
+// shrinkOn says elastic gangs may be shrunk (planSource).
+func (s *Scheduler) shrinkOn() bool { return s.elastic.on() }
+
 // releasing is what a job being stopped will release of its charge: the
 // charge of its shrink's tasks when it is shrinking, else all of it.
 func (x *elastic) releasing(s *Scheduler, j *job) queue.Vector {

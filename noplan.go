@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/preempt"
 	"github.com/gpusched/gpusched/topology"
 )
 
@@ -56,7 +58,7 @@ func (s *Scheduler) NoPlans(ids []string) []NoPlan {
 			continue
 		}
 		m := &j.noPlan
-		if m.exact && !pp.noPlanHolds(s, j, s.now) || !pp.noPlanStands(s, j, s.now) {
+		if m.exact && !s.noPlanHolds(j, pp.cfg.LowerPriority, s.now) || !s.noPlanStands(j, s.now) {
 			continue // (an exact verdict: every change ends it)
 		}
 		n := NoPlan{Job: id, Until: m.until, Priority: m.prio, Quotas: m.queues, Exact: m.exact}
@@ -124,7 +126,7 @@ func (s *Scheduler) RestoreNoPlan(n NoPlan) error {
 }
 
 // noPlanMemo is a PlanPreemptor's last "no plan" for a waiting job and
-// what it depends on (see stillNoPlan): the job's noPlan part, a concern
+// what it depends on (see noPlanHolds): the job's noPlan part, a concern
 // of its own whose methods (reached, fastForward) are its only writers.
 type noPlanMemo struct {
 	ok bool
@@ -160,6 +162,201 @@ func (m *noPlanMemo) reached(v noPlanMemo) { *m = v }
 func (m *noPlanMemo) fastForward(gen, eligSeq uint64) {
 	m.gen, m.eligSeq = gen, eligSeq
 	m.gained, m.eligible = nil, nil
+}
+
+// noPlanOutcome is what a PlanPreemptor's plan for a job tells the
+// noplan concern (recordNoPlan): the job's standing verdict held, or the
+// search found no plan (why; quota: the job waits for quota, not for
+// room). Zero: nothing to record (a plan, or none made).
+type noPlanOutcome struct {
+	held  bool
+	why   *preempt.NoPlan
+	quota bool
+}
+
+// recordNoPlan records, after the cycle asked the PlanPreemptor for j,
+// what its plan found. A verdict that held is fast-forwarded: nothing
+// that matters changed since it was reached. A new one is stamped with
+// the state it depends on: a verdict that the search reached by trying
+// every possible victim (too large, protected, placement) holds until
+// something that could change it happens; a budget verdict only while
+// nothing changes. One that depends on the quotas (the queue tree governs
+// some resource, or the job waits for quota) holds only while the tree's
+// usage does not change.
+func (s *Scheduler) recordNoPlan(j *job, o noPlanOutcome) {
+	switch {
+	case o.held:
+		j.noPlan.fastForward(s.ledger.Generation(), s.victims.elig.latest())
+	case o.why != nil:
+		v := s.noPlanStamp()
+		v.ok, v.until, v.prio = o.why.Err == nil, o.why.Until, j.spec.Priority
+		v.queues = o.quota || o.why.Verdict == preempt.VerdictQuota || s.tree.GovernsAny()
+		v.exact = o.why.Verdict == preempt.VerdictBudget
+		j.noPlan.reached(v)
+	}
+}
+
+// noPlanHeld reports whether live job id's standing verdict still holds
+// at now (noPlanHolds; planSource: the PlanPreemptor asks before it
+// plans). It only reads.
+func (s *Scheduler) noPlanHeld(id string, lower preempt.Scope, now time.Time) bool {
+	j, ok := s.jobs.byID[id]
+	return ok && s.noPlanHolds(j, lower, now)
+}
+
+// noPlanHolds reports whether j's last "no plan" still holds: no minimum
+// run time ended, j's priority did not rise, no nomination was dropped,
+// the quotas' usage did not change (when it matters), and since then no
+// host gained capacity, nor did a job on it become a possible victim,
+// where j could then take a task (hostCouldMatter). The placers are
+// monotone in free capacity and place a gang in one domain, and the
+// search found no victim set even with every possible victim gone; so a
+// change on a host that could not take a task of j either way leaves that
+// true. When the verdict depends on the quotas, a job that became a
+// possible victim anywhere matters (its stop frees quota wherever it
+// runs). Possible victims are judged by the rule lower
+// (preempt.Config.LowerPriority; mayBeVictim). It only reads.
+// O(changes since).
+func (s *Scheduler) noPlanHolds(j *job, lower preempt.Scope, now time.Time) bool {
+	m := &j.noPlan
+	if !s.noPlanStands(j, now) {
+		return false
+	}
+	// Jobs the next cycle files again as possible victims count as logged
+	// (NoPlans reads between cycles; in a cycle there are none).
+	matters := func(h topology.HostID) bool {
+		return m.exact || m.queues && s.hostHasVictim(h, j, lower) || s.hostCouldMatter(h, j, lower, m.queues)
+	}
+	if s.victims.anyDue(now, matters) {
+		return false
+	}
+	if m.exact {
+		return true // (noPlanStands: nothing changed)
+	}
+	gained := func(h topology.HostID) bool { return s.hostCouldMatter(h, j, lower, m.queues) }
+	if m.gen != s.ledger.Generation() && s.fit.gains.anySince(m.gen, gained) || slices.ContainsFunc(m.gained, gained) {
+		return false
+	}
+	eligible := func(h topology.HostID) bool {
+		return m.queues && s.hostHasVictim(h, j, lower) || s.hostCouldMatter(h, j, lower, m.queues)
+	}
+	if m.eligSeq != s.victims.elig.latest() && s.victims.elig.anySince(m.eligSeq, eligible) || slices.ContainsFunc(m.eligible, eligible) {
+		return false
+	}
+	return true
+}
+
+// noPlanStands reports whether j's verdict stands on the checks that,
+// once failed, fail for good: a minimum run time ended, j's priority
+// rose, a nomination was dropped, the quotas' usage changed (when it
+// matters), anything changed (an exact verdict). The others ask whether
+// a host where something changed could now matter, which depends on when
+// they are asked (noPlanHolds).
+func (s *Scheduler) noPlanStands(j *job, now time.Time) bool {
+	m := &j.noPlan
+	if !m.ok || !m.until.IsZero() && !now.Before(m.until) || j.spec.Priority > m.prio || m.drops != s.noms.drops {
+		return false
+	}
+	if m.exact || m.queues {
+		if m.epoch != s.noms.quotaEpoch(s.tree) || m.commits != s.commits() {
+			return false
+		}
+		if m.exact {
+			return m.gen == s.ledger.Generation() && m.eligSeq == s.victims.elig.latest()
+		}
+	}
+	return true
+}
+
+// hostCouldMatter reports whether host h could take a task of waiting job
+// j with every job there that may be its victim gone (an optimistic test:
+// priorities only, no minimum run times; with the quotas, any job of
+// another queue; a shared GPU a victim uses counts as freed).
+func (s *Scheduler) hostCouldMatter(h topology.HostID, j *job, lower preempt.Scope, queues bool) bool {
+	l := s.ledger
+	if l.HostHealth(h) != topology.Healthy {
+		return false
+	}
+	if allow := s.adm.filter(j); allow != nil && !allow(h) {
+		return false
+	}
+	var cpu, mem int64
+	gpus := 0
+	for _, v := range s.jobs.onHost[h] {
+		if !mayBeVictim(v, j, lower, queues) {
+			continue
+		}
+		for _, cl := range v.placement.Claims {
+			if cl.Host == h {
+				cpu += cl.CPUMilli
+				mem += cl.MemoryMiB
+				gpus += len(cl.GPUs)
+			}
+		}
+	}
+	m := s.c.HostModel(h)
+	for i := range j.req.Groups {
+		g := &j.req.Groups[i]
+		if g.Kind != gang.TaskCPU && !g.Accepts(m) {
+			continue
+		}
+		if l.CPUFree(h)+cpu < g.CPUMilli || l.MemoryFree(h)+mem < g.MemoryMiB {
+			continue
+		}
+		switch g.Kind {
+		case gang.TaskCPU:
+			return true
+		case gang.TaskWhole:
+			if l.HostFreeGPUs(h)+gpus >= g.GPUs {
+				return true
+			}
+		default:
+			if gpus > 0 {
+				return true
+			}
+			first, n := s.c.HostGPUs(h)
+			for k := 0; k < n; k++ {
+				if l.GPUFreeMilli(first+topology.GPUID(k)) > 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// hostHasVictim reports whether a job on host h may be a victim of
+// waiting job j, with the quotas (mayBeVictim).
+func (s *Scheduler) hostHasVictim(h topology.HostID, j *job, lower preempt.Scope) bool {
+	for _, v := range s.jobs.onHost[h] {
+		if mayBeVictim(v, j, lower, true) {
+			return true
+		}
+	}
+	return false
+}
+
+// mayBeVictim reports whether holding job v could be a victim of waiting
+// job j by the rule lower (preempt.Config.LowerPriority; optimistic: minimum run times and fresh
+// admissions ignored; with the quotas, any job of another queue). Its
+// protections are preempt's one rule (preempt.Job.Protection), on a
+// view without a start time.
+func mayBeVictim(v, j *job, lower preempt.Scope, queues bool) bool {
+	sp := &v.spec
+	view := preempt.Job{Spec: sp, Preemptions: v.preemptions, Stopping: v.vic.preempting || v.rec.recovering || v.ref.excludes(v)}
+	if _, protected := view.Protection(time.Time{}); protected {
+		return false // (a stop in progress frees its host later: a gain then)
+	}
+	if queues && v.leaf != j.leaf {
+		return true
+	}
+	switch lower {
+	case preempt.WithinQueue:
+		return v.leaf == j.leaf && sp.Priority < j.spec.Priority
+	case preempt.AnyQueue:
+		return sp.Priority < j.spec.Priority
+	}
+	return false
 }
 
 // saveNoPlans fills st.NoPlans (NoPlans of st's jobs).

@@ -14,7 +14,8 @@ import (
 // This file wires package preempt into the Scheduler: the Preemptor built
 // on its planner, the Scheduler seen as its snapshot, and asking the
 // Preemptor in a cycle. Nominations (nominations.go), the victim index
-// (victims.go) and recovery (recovery.go) are concerns of their own.
+// (victims.go), recovery (recovery.go) and the no-plan verdicts
+// (noplan.go) are concerns of their own.
 
 // PlacingPreemptor is a Preemptor that also says where the pending job
 // goes once its victims are gone. The Scheduler then nominates the job to
@@ -54,7 +55,9 @@ type PlacingPreemptor interface {
 // victims; and a plan that would stop a job preempted before and admitted
 // again at the same time is not carried out before time advances (no job
 // is preempted twice at one instant). A plan that failed is not tried again for the same job until
-// the ledger or the quotas change.
+// the ledger or the quotas change (when it is the Scheduler's
+// Config.Preemptor itself: the Scheduler keeps these verdicts, NoPlans).
+// It reads the Scheduler only through the PreemptView, as any Preemptor.
 type PlanPreemptor struct {
 	cfg     preempt.Config
 	search  *preempt.Search
@@ -94,228 +97,59 @@ func (p *PlanPreemptor) Preempt(v PreemptView, c PreemptCandidate, now time.Time
 	return vs
 }
 
-// PreemptPlan plans victims for the candidate with package preempt. (It
-// is of this package: through v it reads the Scheduler's internals, and
-// keeps its no-plan verdicts in the jobs' noPlan parts, noplan.go.)
+// PreemptPlan plans victims for the candidate with package preempt. It
+// reads only through v. (The Scheduler keeps the verdicts of its own
+// PlanPreemptor's failed plans — noplan.go — and does not ask again for
+// a job whose verdict still holds; a PlanPreemptor called through
+// another Preemptor has none.)
 func (p *PlanPreemptor) PreemptPlan(v PreemptView, c PreemptCandidate, now time.Time) ([]Preemption, *gang.Placement) {
-	s := v.s
-	if p.cycle != s.cyc.n {
-		p.cycle, p.plans = s.cyc.n, 0
+	vs, pl, _ := p.plan(v, c, now)
+	return vs, pl
+}
+
+// plan is PreemptPlan with what the Scheduler's noplan concern records
+// of it (noPlanOutcome): the job's standing verdict held, or no plan
+// exists and why.
+func (p *PlanPreemptor) plan(v PreemptView, c PreemptCandidate, now time.Time) ([]Preemption, *gang.Placement, noPlanOutcome) {
+	src := v.src
+	if n := src.planCycle(); p.cycle != n {
+		p.cycle, p.plans = n, 0
 	}
 	if p.plans >= p.maxPlan {
-		return nil, nil
+		return nil, nil, noPlanOutcome{}
 	}
-	j := s.jobs.byID[c.Job.ID]
-	shrinks := s.elastic.on() && !p.cfg.NoShrink // (elastic.go)
-	if p.search == nil || p.cfg.Placer == nil && p.placer != s.placer || p.shrinks != shrinks {
+	placer := src.planPlacer()
+	shrinks := src.shrinkOn() && !p.cfg.NoShrink
+	if p.search == nil || p.cfg.Placer == nil && p.placer != placer || p.shrinks != shrinks {
 		cfg := p.cfg
 		if cfg.Placer == nil {
-			cfg.Placer = s.placer
+			cfg.Placer = placer
 		}
 		cfg.NoShrink = !shrinks
 		p.search, _ = preempt.New(cfg) // validated by NewPlanPreemptor
-		p.placer, p.shrinks = s.placer, shrinks
+		p.placer, p.shrinks = placer, shrinks
 	}
 	pending := func() *preempt.Pending {
-		return &preempt.Pending{Request: c.Request, Queue: c.Queue, Priority: c.Job.Priority, Demand: s.adm.demand(c.Request), Unplaced: c.Why != nil}
+		return &preempt.Pending{Request: c.Request, Queue: c.Queue, Priority: c.Job.Priority, Demand: src.demandOf(c.Request), Unplaced: c.Why != nil}
 	}
-	if j != nil && p.stillNoPlan(s, j, now) {
+	if src.noPlanHeld(c.Job.ID, p.cfg.LowerPriority, now) {
 		if p.testMemo != nil {
-			plan, _ := p.search.Plan(schedSnapshot{s, now}, pending(), now)
-			p.testMemo(j.spec.ID, plan)
+			plan, _ := p.search.Plan(src.planSnapshot(now), pending(), now)
+			p.testMemo(c.Job.ID, plan)
 		}
-		return nil, nil // nothing that matters changed since the last plan failed
+		return nil, nil, noPlanOutcome{held: true} // nothing that matters changed since the last plan failed
 	}
 	p.plans++
 	pend := pending()
-	plan, why := p.search.Plan(schedSnapshot{s, now}, pend, now)
+	plan, why := p.search.Plan(src.planSnapshot(now), pend, now)
 	if plan == nil || len(plan.Victims) == 0 {
-		if j != nil && why != nil {
-			p.noPlan(s, j, why, c.Why == nil)
-		}
-		return nil, nil
+		return nil, nil, noPlanOutcome{why: why, quota: c.Why == nil}
 	}
 	out := make([]Preemption, 0, len(plan.Victims))
 	for _, v := range plan.Victims {
 		out = append(out, Preemption{Job: v.Job, Grace: v.Grace, Reason: victimReason(&v, c.Job.Priority, c.Queue), Shrink: slices.Clone(v.Tasks)})
 	}
-	return out, plan.Placement
-}
-
-// noPlan records why no plan exists for j. A verdict that the search
-// reached by trying every possible victim (too large, protected,
-// placement) holds until something that could change it happens; a budget
-// verdict only while nothing changes. One that depends on the quotas
-// (the queue tree governs some resource, or the job waits for quota) holds
-// only while the tree's usage does not change.
-func (p *PlanPreemptor) noPlan(s *Scheduler, j *job, why *preempt.NoPlan, quota bool) {
-	v := s.noPlanStamp()
-	v.ok, v.until, v.prio = why.Err == nil, why.Until, j.spec.Priority
-	v.queues = quota || why.Verdict == preempt.VerdictQuota || s.tree.GovernsAny()
-	v.exact = why.Verdict == preempt.VerdictBudget
-	j.noPlan.reached(v)
-}
-
-// stillNoPlan reports whether j's last "no plan" still holds: no minimum
-// run time ended, j's priority did not rise, no nomination was dropped,
-// the quotas' usage did not change (when it matters), and since then no
-// host gained capacity, nor did a job on it become a possible victim,
-// where j could then take a task (hostCouldMatter). The placers are
-// monotone in free capacity and place a gang in one domain, and the
-// search found no victim set even with every possible victim gone; so a
-// change on a host that could not take a task of j either way leaves that
-// true. When the verdict depends on the quotas, a job that became a
-// possible victim anywhere matters (its stop frees quota wherever it
-// runs). When it holds, the memo is fast-forwarded. O(changes since).
-func (p *PlanPreemptor) stillNoPlan(s *Scheduler, j *job, now time.Time) bool {
-	if !p.noPlanHolds(s, j, now) {
-		return false
-	}
-	j.noPlan.fastForward(s.ledger.Generation(), s.victims.elig.latest())
-	return true
-}
-
-// noPlanHolds is stillNoPlan without the fast-forward: it only reads.
-func (p *PlanPreemptor) noPlanHolds(s *Scheduler, j *job, now time.Time) bool {
-	m := &j.noPlan
-	if !p.noPlanStands(s, j, now) {
-		return false
-	}
-	// Jobs the next cycle files again as possible victims count as logged
-	// (NoPlans reads between cycles; in a cycle there are none).
-	matters := func(h topology.HostID) bool {
-		return m.exact || m.queues && p.hostHasVictim(s, h, j) || p.hostCouldMatter(s, h, j, m.queues)
-	}
-	if s.victims.anyDue(now, matters) {
-		return false
-	}
-	if m.exact {
-		return true // (noPlanStands: nothing changed)
-	}
-	gained := func(h topology.HostID) bool { return p.hostCouldMatter(s, h, j, m.queues) }
-	if m.gen != s.ledger.Generation() && s.fit.gains.anySince(m.gen, gained) || slices.ContainsFunc(m.gained, gained) {
-		return false
-	}
-	eligible := func(h topology.HostID) bool {
-		return m.queues && p.hostHasVictim(s, h, j) || p.hostCouldMatter(s, h, j, m.queues)
-	}
-	if m.eligSeq != s.victims.elig.latest() && s.victims.elig.anySince(m.eligSeq, eligible) || slices.ContainsFunc(m.eligible, eligible) {
-		return false
-	}
-	return true
-}
-
-// noPlanStands reports whether j's verdict stands on the checks that,
-// once failed, fail for good: a minimum run time ended, j's priority
-// rose, a nomination was dropped, the quotas' usage changed (when it
-// matters), anything changed (an exact verdict). The others ask whether
-// a host where something changed could now matter, which depends on when
-// they are asked (noPlanHolds).
-func (p *PlanPreemptor) noPlanStands(s *Scheduler, j *job, now time.Time) bool {
-	m := &j.noPlan
-	if !m.ok || !m.until.IsZero() && !now.Before(m.until) || j.spec.Priority > m.prio || m.drops != s.noms.drops {
-		return false
-	}
-	if m.exact || m.queues {
-		if m.epoch != s.noms.quotaEpoch(s.tree) || m.commits != s.commits() {
-			return false
-		}
-		if m.exact {
-			return m.gen == s.ledger.Generation() && m.eligSeq == s.victims.elig.latest()
-		}
-	}
-	return true
-}
-
-// hostCouldMatter reports whether host h could take a task of waiting job
-// j with every job there that may be its victim gone (an optimistic test:
-// priorities only, no minimum run times; with the quotas, any job of
-// another queue; a shared GPU a victim uses counts as freed).
-func (p *PlanPreemptor) hostCouldMatter(s *Scheduler, h topology.HostID, j *job, queues bool) bool {
-	l := s.ledger
-	if l.HostHealth(h) != topology.Healthy {
-		return false
-	}
-	if allow := s.adm.filter(j); allow != nil && !allow(h) {
-		return false
-	}
-	var cpu, mem int64
-	gpus := 0
-	for _, v := range s.jobs.onHost[h] {
-		if !p.mayBeVictim(v, j, queues) {
-			continue
-		}
-		for _, cl := range v.placement.Claims {
-			if cl.Host == h {
-				cpu += cl.CPUMilli
-				mem += cl.MemoryMiB
-				gpus += len(cl.GPUs)
-			}
-		}
-	}
-	m := s.c.HostModel(h)
-	for i := range j.req.Groups {
-		g := &j.req.Groups[i]
-		if g.Kind != gang.TaskCPU && !g.Accepts(m) {
-			continue
-		}
-		if l.CPUFree(h)+cpu < g.CPUMilli || l.MemoryFree(h)+mem < g.MemoryMiB {
-			continue
-		}
-		switch g.Kind {
-		case gang.TaskCPU:
-			return true
-		case gang.TaskWhole:
-			if l.HostFreeGPUs(h)+gpus >= g.GPUs {
-				return true
-			}
-		default:
-			if gpus > 0 {
-				return true
-			}
-			first, n := s.c.HostGPUs(h)
-			for k := 0; k < n; k++ {
-				if l.GPUFreeMilli(first+topology.GPUID(k)) > 0 {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-// hostHasVictim reports whether a job on host h may be a victim of
-// waiting job j, with the quotas (mayBeVictim).
-func (p *PlanPreemptor) hostHasVictim(s *Scheduler, h topology.HostID, j *job) bool {
-	for _, v := range s.jobs.onHost[h] {
-		if p.mayBeVictim(v, j, true) {
-			return true
-		}
-	}
-	return false
-}
-
-// mayBeVictim reports whether holding job v could be a victim of waiting
-// job j by the rules of p (optimistic: minimum run times and fresh
-// admissions ignored; with the quotas, any job of another queue). Its
-// protections are preempt's one rule (preempt.Job.Protection), on a
-// view without a start time.
-func (p *PlanPreemptor) mayBeVictim(v, j *job, queues bool) bool {
-	sp := &v.spec
-	view := preempt.Job{Spec: sp, Preemptions: v.preemptions, Stopping: v.vic.preempting || v.rec.recovering || v.ref.excludes(v)}
-	if _, protected := view.Protection(time.Time{}); protected {
-		return false // (a stop in progress frees its host later: a gain then)
-	}
-	if queues && v.leaf != j.leaf {
-		return true
-	}
-	switch p.cfg.LowerPriority {
-	case preempt.WithinQueue:
-		return v.leaf == j.leaf && sp.Priority < j.spec.Priority
-	case preempt.AnyQueue:
-		return sp.Priority < j.spec.Priority
-	}
-	return false
+	return out, plan.Placement, noPlanOutcome{}
 }
 
 func victimReason(v *preempt.Victim, prio int32, q string) string {
@@ -341,6 +175,10 @@ type schedSnapshot struct {
 	s   *Scheduler
 	now time.Time
 }
+
+// planSnapshot is the Scheduler seen by package preempt at now
+// (planSource).
+func (s *Scheduler) planSnapshot(now time.Time) preempt.Snapshot { return schedSnapshot{s, now} }
 
 func (x schedSnapshot) Ledger() *topology.Ledger { return x.s.ledger }
 func (x schedSnapshot) Queues() *queue.Tree      { return x.s.tree }
@@ -392,9 +230,14 @@ func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.
 	c := PreemptCandidate{Job: &j.spec, Request: req, Queue: leaf.Name(), Why: x}
 	var vs []Preemption
 	var p *gang.Placement
-	if pp, ok := s.cfg.Preemptor.(PlacingPreemptor); ok {
+	switch pp := s.cfg.Preemptor.(type) {
+	case *PlanPreemptor:
+		var o noPlanOutcome
+		vs, p, o = pp.plan(PreemptView{s}, c, now)
+		s.recordNoPlan(j, o) // (noplan.go)
+	case PlacingPreemptor:
 		vs, p = pp.PreemptPlan(PreemptView{s}, c, now)
-	} else {
+	default:
 		vs = s.cfg.Preemptor.Preempt(PreemptView{s}, c, now)
 	}
 	for _, v := range vs {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/preempt"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/topology"
 	"github.com/gpusched/gpusched/workload"
@@ -32,40 +33,75 @@ type Preemptor interface {
 // valid during the Preempt call it is passed to; the Scheduler changes
 // after. A Preemptor holding the *Scheduler itself (a closure) may read it
 // too, but any change it calls during Schedule returns ErrReentrant.
-type PreemptView struct{ s *Scheduler }
+type PreemptView struct{ src planSource }
+
+// planSource is all a PreemptView reads: the Scheduler's public reads,
+// and the few more the PlanPreemptor plans from (STYLE.md, habit 25: the
+// built-in Preemptor sees what any Preemptor sees, not the Scheduler's
+// fields). Every method only reads; each is written in the file of the
+// concern that owns what it reads. The Scheduler implements it.
+type planSource interface {
+	Now() time.Time
+	Cluster() *topology.Cluster
+	Ledger() topology.LedgerReader
+	Tree() queue.TreeReader
+	Queues() []queue.View
+	Job(id string) (JobStatus, bool)
+	Holding(fn func(id string, st JobStatus) bool)
+	Progress(id string) (checkpoint time.Time, saved time.Duration, ok bool)
+	NoPlans(ids []string) []NoPlan
+
+	// planCycle numbers the scheduling cycles (cycle.go).
+	planCycle() uint64
+	// planPlacer is the placer the cycle places with (scheduler.go).
+	planPlacer() gang.Placer
+	// shrinkOn says elastic gangs may be shrunk (Config.Elastic;
+	// elastic.go).
+	shrinkOn() bool
+	// demandOf is the quota estimate of a request before placement
+	// (admission.go).
+	demandOf(r *gang.Request) queue.Vector
+	// planSnapshot is the Scheduler seen by package preempt at now
+	// (preemption.go).
+	planSnapshot(now time.Time) preempt.Snapshot
+	// noPlanHeld reports whether job id's standing no-plan verdict still
+	// holds at now, its possible victims judged by the rule lower
+	// (noplan.go).
+	noPlanHeld(id string, lower preempt.Scope, now time.Time) bool
+}
 
 // Now returns the Scheduler's latest time (Scheduler.Now).
-func (v PreemptView) Now() time.Time { return v.s.Now() }
+func (v PreemptView) Now() time.Time { return v.src.Now() }
 
 // Cluster returns the cluster (Scheduler.Cluster; immutable).
-func (v PreemptView) Cluster() *topology.Cluster { return v.s.Cluster() }
+func (v PreemptView) Cluster() *topology.Cluster { return v.src.Cluster() }
 
 // Ledger returns the read-only ledger (Scheduler.Ledger).
-func (v PreemptView) Ledger() topology.LedgerReader { return v.s.Ledger() }
+func (v PreemptView) Ledger() topology.LedgerReader { return v.src.Ledger() }
 
 // Tree returns the read-only queue tree (Scheduler.Tree).
-func (v PreemptView) Tree() queue.TreeReader { return v.s.Tree() }
+func (v PreemptView) Tree() queue.TreeReader { return v.src.Tree() }
 
 // Queues returns the quota view of every queue, root first
 // (Scheduler.Queues).
-func (v PreemptView) Queues() []queue.View { return v.s.Queues() }
+func (v PreemptView) Queues() []queue.View { return v.src.Queues() }
 
 // Job returns a copy of a live job's status (Scheduler.Job).
-func (v PreemptView) Job(id string) (JobStatus, bool) { return v.s.Job(id) }
+func (v PreemptView) Job(id string) (JobStatus, bool) { return v.src.Job(id) }
 
 // Holding calls fn for every holding job in order of estimated end
 // (Scheduler.Holding).
-func (v PreemptView) Holding(fn func(id string, st JobStatus) bool) { v.s.Holding(fn) }
+func (v PreemptView) Holding(fn func(id string, st JobStatus) bool) { v.src.Holding(fn) }
 
 // Progress returns a job's last checkpoint and the run time it saved
 // (Scheduler.Progress).
 func (v PreemptView) Progress(id string) (checkpoint time.Time, saved time.Duration, ok bool) {
-	return v.s.Progress(id)
+	return v.src.Progress(id)
 }
 
 // NoPlans returns the standing no-plan verdicts of jobs ids
 // (Scheduler.NoPlans).
-func (v PreemptView) NoPlans(ids []string) []NoPlan { return v.s.NoPlans(ids) }
+func (v PreemptView) NoPlans(ids []string) []NoPlan { return v.src.NoPlans(ids) }
 
 // PreemptCandidate is the pending job a Preemptor is asked to make room
 // for.

@@ -263,6 +263,9 @@ func New(cfg Config) (*Scheduler, error) {
 // Cluster returns the cluster.
 func (s *Scheduler) Cluster() *topology.Cluster { return s.c }
 
+// planPlacer is the placer the cycle places with (planSource).
+func (s *Scheduler) planPlacer() gang.Placer { return s.placer }
+
 // Ledger returns a read-only view of the Scheduler's ledger: what every
 // GPU runs, as the Scheduler sees it (admitted and running jobs), always
 // current. It has no method that changes the ledger; Clone gives a
