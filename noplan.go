@@ -198,8 +198,13 @@ func (s *Scheduler) recordNoPlan(j *job, o noPlanOutcome) {
 
 // noPlanHeld reports whether live job id's standing verdict still holds
 // at now (noPlanHolds; planSource: the PlanPreemptor asks before it
-// plans). It only reads.
+// plans). Only the Scheduler's own PlanPreemptor has verdicts (one that
+// another Preemptor calls has none: recordNoPlan is not called for it).
+// It only reads.
 func (s *Scheduler) noPlanHeld(id string, lower preempt.Scope, now time.Time) bool {
+	if _, ok := s.cfg.Preemptor.(*PlanPreemptor); !ok {
+		return false
+	}
 	j, ok := s.jobs.byID[id]
 	return ok && s.noPlanHolds(j, lower, now)
 }
