@@ -21,7 +21,7 @@ import (
 const style = `body{font:13px sans-serif;margin:16px}table{border-collapse:collapse;margin-bottom:16px}
 td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}td.l,th.l{text-align:left}
 .dom{display:inline-block;vertical-align:top;border:1px solid #888;margin:3px;padding:3px}
-.dom>h4{margin:0 0 2px 0;font-size:11px;font-weight:normal}.dom>h4.stranded{color:#b45f06;font-weight:bold}
+.dom>h4{margin:0 0 2px 0;padding:0 2px;font-size:11px;font-weight:normal}.dom>h4.stranded{color:#b45f06;font-weight:bold}
 .host{display:inline-block;width:46px;margin:2px;padding:2px;border:1px solid #555;font-size:9px;overflow:hidden}
 .host[data-stranded]:not([data-stranded="0"]){border:2px dashed #e69138}
 .host[data-health="draining"],.host[data-cordoned]{border-style:dotted}.host[data-health="failed"]{opacity:.45}
@@ -124,8 +124,12 @@ func writeDomain(b *bufio.Writer, d *Domain) {
 	if d.Stranded > 0 {
 		h4 = ` class="stranded"`
 	}
-	fmt.Fprintf(b, `<div class="%s" data-level="%s" data-name="%s"><h4%s data-free="%d" data-stranded="%d">%s %s: %d/%d free</h4>`,
-		class, e(d.Level), e(d.Name), h4, d.Free, d.Stranded, e(d.Level), e(d.Name), d.Free, d.Healthy)
+	share := 0.0
+	if d.Healthy > 0 {
+		share = float64(d.Healthy-d.Free) / float64(d.Healthy)
+	}
+	fmt.Fprintf(b, `<div class="%s" data-level="%s" data-name="%s"><h4%s data-free="%d" data-stranded="%d" style="background:%s">%s %s: %d/%d free</h4>`,
+		class, e(d.Level), e(d.Name), h4, d.Free, d.Stranded, colour(share, d.Stranded > 0), e(d.Level), e(d.Name), d.Free, d.Healthy)
 	for i := range d.Domains {
 		writeDomain(b, &d.Domains[i])
 	}
@@ -133,6 +137,17 @@ func writeDomain(b *bufio.Writer, d *Domain) {
 		writeHost(b, &d.Hosts[i])
 	}
 	b.WriteString("</div>")
+}
+
+// colour is the background of a cell or box whose share of GPUs is in
+// use: white (idle) to blue (full), orange when its free GPUs are
+// stranded.
+func colour(share float64, stranded bool) string {
+	hue, sat := 215, 60
+	if stranded {
+		hue, sat = 30, 90
+	}
+	return fmt.Sprintf("hsl(%d,%d%%,%d%%)", hue, sat, 95-int(share*45))
 }
 
 // writeHost writes host h's cell: coloured by the share of its GPUs in
@@ -143,17 +158,13 @@ func writeHost(b *bufio.Writer, h *Host) {
 	if h.GPUs > 0 {
 		share = float64(h.Used) / float64(h.GPUs)
 	}
-	hue, sat := 215, 60 // white (idle) to blue (full)
-	if h.Stranded > 0 {
-		hue, sat = 30, 90
-	}
 	cordoned := ""
 	if h.Cordoned {
 		cordoned = ` data-cordoned="true"`
 	}
-	fmt.Fprintf(b, `<div class="host" title="%s (%s): %d/%d GPUs used, %d free (%d stranded), %d failed; %s" data-host="%s" data-used="%d" data-gpus="%d" data-failed="%d" data-free="%d" data-stranded="%d" data-health="%s"%s style="background:hsl(%d,%d%%,%d%%)">%s<br>`,
+	fmt.Fprintf(b, `<div class="host" title="%s (%s): %d/%d GPUs used, %d free (%d stranded), %d failed; %s" data-host="%s" data-used="%d" data-gpus="%d" data-failed="%d" data-free="%d" data-stranded="%d" data-health="%s"%s style="background:%s">%s<br>`,
 		e(h.Name), e(h.Model), h.Used, h.GPUs, h.Free, h.Stranded, h.Failed, e(h.Health), e(h.Name), h.Used, h.GPUs, h.Failed, h.Free, h.Stranded, e(h.Health), cordoned,
-		hue, sat, 95-int(share*45), e(h.Name))
+		colour(share, h.Stranded > 0), e(h.Name))
 	for i := 0; i < len(h.Marks); i++ {
 		class, ok := markClass[h.Marks[i]]
 		if !ok {

@@ -83,7 +83,9 @@ type Stranded struct {
 // Domain is a box of the cluster picture: a network domain (or the
 // root), holding its child network domains, its own hosts and racks; or
 // a rack (Rack set): the trays of one multi-node NVLink domain within a
-// network domain. Counts are of the hosts drawn inside it.
+// network domain (a rack whose trays sit in several network domains is
+// drawn in each, with the trays there). Counts are of the hosts drawn
+// inside it.
 type Domain struct {
 	Level string `json:"level"` // the level's name: "cluster", "tor", …; "nvlink" for a rack
 	Name  string `json:"name"`
