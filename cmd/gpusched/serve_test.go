@@ -63,6 +63,11 @@ func startServe(t *testing.T, args ...string) (url string, stop func() (string, 
 		}
 	}
 	return url, func() (string, error) {
+		select {
+		case err := <-done: // stopped already: a SIGINT now would end the test binary
+			return strings.Join(printed, "\n"), err
+		default:
+		}
 		p, err := os.FindProcess(os.Getpid())
 		if err != nil {
 			t.Fatal(err)
