@@ -2,6 +2,7 @@ package gpusched
 
 import (
 	"math"
+	"slices"
 
 	"github.com/gpusched/gpusched/gang"
 	"github.com/gpusched/gpusched/queue"
@@ -150,6 +151,15 @@ type StrandedGPUs struct {
 	Name  string // the level's name (topology.Cluster.LevelName)
 	// GPUs counts the stranded free GPUs, Domains the domains holding them.
 	GPUs, Domains int
+	// Need is the fewest free GPUs a domain of this level must hold for
+	// some waiting shape to use them: a domain with free GPUs but fewer
+	// holds stranded ones (a live page marks it). At the host level it is
+	// the least of ModelNeed. 0 when no job waits; math.MaxInt when no
+	// waiting shape can use a domain of this level.
+	Need int
+	// ModelNeed, at the host level only, is Need for the hosts of each GPU
+	// model, by topology.ModelID; nil at the other levels.
+	ModelNeed []int
 }
 
 // statsBook is the concern of the cycle statistics (Decision.Stats): it
@@ -378,6 +388,12 @@ func stranded(s *Scheduler, n shapeNeeds) []StrandedGPUs {
 		}
 		st := StrandedGPUs{Level: lv, Name: c.LevelName(lv)}
 		if n.any {
+			if lv == topology.LevelHost {
+				st.ModelNeed = slices.Clone(n.model)
+				st.Need = slices.Min(n.model)
+			} else {
+				st.Need = n.level[lv]
+			}
 			count := func(need int) func(int) bool {
 				return func(free int) bool {
 					if free >= need {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -232,8 +233,35 @@ func checkStats(t *testing.T, s *Scheduler, d Decision) {
 		}
 		wantS = append(wantS, x)
 	}
-	if !slices.Equal(st.Stranded, wantS) {
+	counts := func(xs []StrandedGPUs) []StrandedGPUs {
+		out := make([]StrandedGPUs, len(xs))
+		for i, x := range xs {
+			out[i] = StrandedGPUs{Level: x.Level, Name: x.Name, GPUs: x.GPUs, Domains: x.Domains}
+		}
+		return out
+	}
+	if !reflect.DeepEqual(counts(st.Stranded), wantS) {
 		t.Errorf("Stranded %+v, want %+v", st.Stranded, wantS)
+	}
+	// Need (ModelNeed at the host level) marks the same domains.
+	for _, x := range st.Stranded {
+		gpus := 0
+		for _, dom := range c.DomainsAt(x.Level) {
+			need := x.Need
+			if x.Level == topology.LevelHost && x.ModelNeed != nil {
+				first, _ := c.DomainHosts(dom)
+				need = x.ModelNeed[c.HostModel(first)]
+				if x.Need > need {
+					t.Errorf("host level: Need %d above a model's %d", x.Need, need)
+				}
+			}
+			if f := l.FreeGPUs(dom); f > 0 && f < need {
+				gpus += f
+			}
+		}
+		if gpus != x.GPUs {
+			t.Errorf("level %s: the domains with fewer free GPUs than Need %d (%v) hold %d, Stranded counts %d", x.Name, x.Need, x.ModelNeed, gpus, x.GPUs)
+		}
 	}
 }
 

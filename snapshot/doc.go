@@ -245,7 +245,7 @@
 //     the start of the next cycle.
 //   - The "random" placer seeds each job from its submission sequence
 //     number, which a loaded Scheduler numbers afresh.
-//   - Not saved: OmitPending, Stats.
+//   - Not saved: OmitPending, Stats (Options.Stats sets the latter).
 //   - Health is applied after the jobs are restored, so the first cycle of
 //     a loaded Scheduler lists Recoveries for jobs on failed or draining
 //     parts that the captured one may already have handled (`gpusched

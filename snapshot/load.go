@@ -44,6 +44,10 @@ type Options struct {
 	// NoPreemption says the loaded Scheduler preempts nothing (no
 	// Preemptor), as a host that never preempts chooses explicitly.
 	NoPreemption bool
+	// Stats sets the loaded Scheduler's Config.Stats (a state does not
+	// carry it): its Decisions carry the cycle's figures (a live page's
+	// fragmentation marks).
+	Stats bool
 }
 
 // ErrPreemptorChoice is wrapped by the error of a Load or Restore whose
@@ -344,7 +348,7 @@ func (st *State) config(c *topology.Cluster, opt Options) (gpusched.Config, *fie
 	cfg := gpusched.Config{Cluster: c, Queues: st.Queues, Placer: placer, Seed: st.Seed, DefaultRuntime: st.DefaultRuntime, MaxReservations: st.MaxReservations,
 		MaxRestarts: st.MaxRestarts, DrainGrace: st.DrainGrace, DrainKeep: st.DrainKeep, AdmitTimeout: st.AdmitTimeout, MaxGrace: st.MaxGrace,
 		BackfillAround: st.BackfillAround, ReserveDepth: st.ReserveDepth, Preemptor: opt.Preemptor, EvictionRetry: st.EvictionRetry,
-		ReserveWholeHosts: st.ReserveWholeHosts, MaxClockSkew: st.MaxClockSkew, MaxTombstones: st.MaxTombstones}
+		ReserveWholeHosts: st.ReserveWholeHosts, MaxClockSkew: st.MaxClockSkew, MaxTombstones: st.MaxTombstones, Stats: opt.Stats}
 	if st.Elastic != nil {
 		cfg.Elastic = &gpusched.ElasticConfig{NoGrow: st.Elastic.NoGrow}
 	}

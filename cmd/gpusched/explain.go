@@ -142,6 +142,12 @@ type loadedState struct {
 // loadState reads a state file ("-": standard input) with package
 // snapshot; cluster files it names are relative to it.
 func loadState(cmd *cobra.Command, path string) (*loadedState, error) {
+	return loadStateWith(cmd, path, snapshot.Options{NoPreemption: true})
+}
+
+// loadStateWith is loadState with the Options to load with (opt.Dir is
+// the file's directory).
+func loadStateWith(cmd *cobra.Command, path string, opt snapshot.Options) (*loadedState, error) {
 	var data []byte
 	var err error
 	name, dir := path, filepath.Dir(path)
@@ -154,7 +160,8 @@ func loadState(cmd *cobra.Command, path string) (*loadedState, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := snapshot.Load(data, name, snapshot.Options{NoPreemption: true, Dir: dir})
+	opt.Dir = dir
+	l, err := snapshot.Load(data, name, opt)
 	if err != nil {
 		return nil, err
 	}

@@ -49,6 +49,7 @@ Start with a built-in cluster:
 	place.AddCommand(newPlaceInflationCmd())
 	root.AddCommand(place)
 	root.AddCommand(newExplainCmd())
+	root.AddCommand(newServeCmd())
 	root.AddCommand(newSimCmd())
 	root.AddCommand(newBenchCmd())
 	return root

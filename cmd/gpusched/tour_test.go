@@ -120,6 +120,8 @@ func TestREADMETour(t *testing.T) {
 				t.Skipf("README.md:%d needs ../shared/data, absent here", c.line)
 			case c.args[0] == "bench":
 				t.Skipf("README.md:%d runs the benchmark suite (minutes); gpusched bench has its own tests", c.line)
+			case c.args[0] == "serve":
+				t.Skipf("README.md:%d serves until interrupted; TestServeInBrowser runs it", c.line)
 			case testing.Short() && (len(c.args) == 1 || strings.Contains(line, "../shared") || strings.HasPrefix(line, "place inflation")):
 				t.Skipf("README.md:%d is heavy; skipped under -short", c.line)
 			}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-base/metrics/testutil"
+
+	"github.com/gpusched/gpusched/internal/headless"
 )
 
 // quotaQueuesYAML: two queues of 8 GPUs each that may not borrow.
@@ -225,24 +226,12 @@ func checkLivePage(ctx context.Context, t *testing.T, url string, pending map[st
 			t.Errorf("live page lacks %s", want)
 		}
 	}
-	browser := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			browser = p
-			break
-		}
-	}
+	browser := headless.Browser()
 	if browser == "" {
 		t.Log("no chromium: the live page was not rendered")
 		return
 	}
-	bctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(bctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-		"--user-data-dir="+t.TempDir(), "--virtual-time-budget=3000", "--dump-dom", url).Output()
-	if err != nil {
-		t.Fatalf("%s: %v", browser, err)
-	}
+	out := headless.Run(t, browser, url, "--dump-dom")
 	if !strings.Contains(string(out), `data-cells="2" data-gpus="16"`) {
 		t.Errorf("chromium's DOM of the live page lacks the 2 host cells and 16 GPU marks")
 	}

@@ -169,10 +169,11 @@ type Args struct {
 	// and quota come back and it waits again. Default 600.
 	AdmitTimeoutSeconds int32 `json:"admitTimeoutSeconds,omitempty"`
 	// LiveAddress, when set (e.g. ":10270"), serves scheduler mode's live
-	// page on that address (plain HTTP, read-only, live.go): the queues
-	// with their guarantee, usage and borrowing, the pending jobs with
-	// their reasons, the cluster as cells per domain and host coloured by
-	// occupancy. Default "": off.
+	// page on that address (plain HTTP, read-only, live.go; the root
+	// module's package livepage renders it; GET /state.json is its JSON):
+	// the queues with their guarantee, usage and borrowing, the pending
+	// jobs with their reasons, the cluster as cells per domain and host
+	// coloured by occupancy and fragmentation. Default "": off.
 	LiveAddress string `json:"liveAddress,omitempty"`
 	// DRADriver (scheduler mode) is the Dynamic Resource Allocation driver
 	// whose ResourceSlices publish GPUs (dra.go); "none" turns DRA off.

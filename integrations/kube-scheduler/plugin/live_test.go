@@ -2,18 +2,20 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/gpusched/gpusched/internal/headless"
+	"github.com/gpusched/gpusched/livepage"
 )
 
 // liveHost is a test host on three nodes in two ToRs: n1 and n2 in tor-a,
@@ -65,14 +67,25 @@ func TestLivePage(t *testing.T) {
 	if n := strings.Count(page, `class="host"`); n != 3 {
 		t.Errorf("%d host cells, want 3", n)
 	}
+	resp, err = http.Get(srv.URL + "/state.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var js livepage.Page
+	err = json.NewDecoder(resp.Body).Decode(&js)
+	resp.Body.Close()
+	if err != nil || js.Title != "profile "+h.profile || js.PendingTotal != 1 || js.Cluster == nil || len(js.Cluster.Domains) != 2 {
+		t.Errorf("GET /state.json: %v %+v", err, js)
+	}
 	if resp, err := http.Get(srv.URL + "/other"); err != nil || resp.StatusCode != http.StatusNotFound {
 		t.Errorf("GET /other: %v %v, want 404", resp.Status, err)
 	}
 }
 
-// TestLivePageInBrowser renders the page in headless chromium (as
-// sim/report's TestHTMLInBrowser does): the page's script counted the
-// host cells and GPU marks in the DOM, and a screenshot is taken.
+// TestLivePageInBrowser renders the page in headless chromium (the root
+// module's internal/headless, as gpusched serve's TestServeInBrowser
+// does): the page's script counted the host cells and GPU marks in the
+// DOM, and a screenshot is taken.
 func TestLivePageInBrowser(t *testing.T) {
 	h, _ := liveHost(t)
 	dir := t.TempDir()
@@ -82,32 +95,16 @@ func TestLivePageInBrowser(t *testing.T) {
 	}
 	h.writePage(f)
 	f.Close()
-	browser := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			browser = p
-			break
-		}
-	}
+	browser := headless.Browser()
 	if browser == "" {
 		t.Skip("no chromium installed (apt-get install chromium); the page was written but not rendered")
 	}
-	run := func(args ...string) []byte {
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		args = append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=" + t.TempDir()}, args...)
-		out, err := exec.CommandContext(ctx, browser, append(args, "file://"+f.Name())...).Output()
-		if err != nil {
-			t.Fatalf("%s: %v", browser, err)
-		}
-		return out
-	}
-	dom := string(run("--virtual-time-budget=3000", "--dump-dom"))
+	dom := string(headless.Run(t, browser, f.Name(), "--dump-dom"))
 	if m := regexp.MustCompile(`data-cells="(\d+)" data-gpus="(\d+)"`).FindStringSubmatch(dom); m == nil || m[1] != "3" || m[2] != "24" {
 		t.Errorf("the browser counted %v, want 3 host cells and 24 GPU marks", m)
 	}
 	shot := filepath.Join(dir, "live.png")
-	run("--window-size=1200,900", "--screenshot="+shot)
+	headless.Run(t, browser, f.Name(), "--window-size=1200,900", "--screenshot="+shot)
 	if st, err := os.Stat(shot); err != nil || st.Size() < 1000 {
 		t.Errorf("no screenshot: %v", err)
 	}
