@@ -262,3 +262,63 @@ func TestDRAComputeDomainRestart(t *testing.T) {
 		t.Errorf("gangs on racks %v, want one each", racks)
 	}
 }
+
+// TestDRAComputeDomainDevicePluginGPUs: pods whose GPUs come from the
+// device plugin (nvidia.com/gpu, as in NVIDIA's ComputeDomain examples)
+// and whose channel comes from a ComputeDomain claim: the gang still goes
+// into one clique (GPU feature discovery's clique label) and gpusched
+// allocates the channel claims.
+func TestDRAComputeDomainDevicePluginGPUs(t *testing.T) {
+	f, dra := nvl72(3)
+	f.slices = slices.DeleteFunc(f.slices, func(s *resourceapi.ResourceSlice) bool { return s.Spec.Driver == DefaultDRADriver })
+	var nodes []*v1.Node
+	for _, n := range dra {
+		nodes = append(nodes, gpuNode(n.Name, 4, "NVIDIA-GB200", map[string]string{DefaultGPUCliqueLabel: "5e1f0c2a-0000-4000-8000-00000000000" + n.Name[4:5] + "." + n.Name[4:5]}))
+	}
+	h, io := newDRAHost(t, f, nodes...)
+	for i := range 3 {
+		m := fmt.Sprintf("w-%d", i)
+		f.put(channelClaim(m+"-channel", "cd-w"))
+		p := schedPod(m, 4, map[string]string{DefaultGangLabel: "w", DefaultGangSizeKey: "3"})
+		c := m + "-channel"
+		p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "imex", ResourceClaimName: &c}}
+		io.pods = append(io.pods, p)
+	}
+	h.cycle(context.Background())
+	racks := map[string]bool{}
+	for i := range 3 {
+		m := fmt.Sprintf("w-%d", i)
+		a, ok := h.assignmentOf(types.UID("uid-" + m))
+		if !ok {
+			t.Fatalf("%s not placed: pending %v", m, io.pending)
+		}
+		racks[a.node[:5]] = true
+		r := f.claims["default/"+m+"-channel"].Status.Allocation
+		if r == nil || r.Devices.Results[0].Pool != a.node || r.Devices.Results[0].Device != "channel-0" {
+			t.Errorf("%s on %s: channel claim %+v", m, a.node, r)
+		}
+	}
+	if len(racks) != 1 {
+		t.Errorf("gang on racks %v, want one clique", racks)
+	}
+}
+
+// TestDRAComputeDomainChannelPlan: two pods of one batch on one tray (one
+// channel): the second gets no channel, before anything is written.
+func TestDRAComputeDomainChannelPlan(t *testing.T) {
+	h, io, f, _ := withGang(t, 2)
+	writes := len(f.writes)
+	a0, _ := h.assignmentOf("uid-a-0")
+	pods := []*v1.Pod{io.pods[0], io.pods[1]}
+	// A fresh claim for a-1 (not yet holding a channel) planned on a-0's tray.
+	c := f.claims["default/a-1-channel"].DeepCopy()
+	c.Status = resourceapi.ResourceClaimStatus{}
+	f.put(c)
+	picks, failed := h.dra.channelPlan(pods, func(uid types.UID) (assignment, bool) { return a0, true })
+	if picks["default/a-0-channel"] != "channel-0" || channelNode(failed[io.pods[1]]) != a0.node || failed[io.pods[0]] != nil {
+		t.Errorf("picks %v, failed %v: want a-0 to keep channel-0 of %s and a-1 none", picks, failed, a0.node)
+	}
+	if len(f.writes) != writes {
+		t.Errorf("channelPlan wrote %v", f.writes[writes:])
+	}
+}
