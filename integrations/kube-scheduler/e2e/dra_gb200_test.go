@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -63,9 +65,9 @@ func TestDRAGB200(t *testing.T) {
 	var small, big, last []string
 	t.Run("place", func(t *testing.T) {
 		startInProcess(t, cp, schedModeConfig, app.WithPlugin(plugin.Name, plugin.New))
-		small = createCDGang(ctx, t, c, "small", 4, batch)
+		small = createCDGang(ctx, t, c, "small", 4, batch, false)
 		waitCDGang(ctx, t, c, small, 90*time.Second)
-		big = createCDGang(ctx, t, c, "big", 16, batch)
+		big = createCDGang(ctx, t, c, "big", 16, batch, false)
 		racks := waitCDGang(ctx, t, c, big, 180*time.Second)
 		if racks == waitCDGang(ctx, t, c, small, time.Second) {
 			t.Errorf("the 16-tray gang shares rack %s with the 4-tray gang (18 trays a rack)", racks)
@@ -77,7 +79,7 @@ func TestDRAGB200(t *testing.T) {
 	before := claimVersions(ctx, t, c)
 	t.Run("restart", func(t *testing.T) {
 		startInProcess(t, cp, schedModeConfig, app.WithPlugin(plugin.Name, plugin.New))
-		last = createCDGang(ctx, t, c, "last", 2, batch)
+		last = createCDGang(ctx, t, c, "last", 2, batch, true)
 		waitCDGang(ctx, t, c, last, 90*time.Second)
 	})
 	after := claimVersions(ctx, t, c)
@@ -130,9 +132,13 @@ func publishGB200Tray(ctx context.Context, t *testing.T, c kubernetes.Interface,
 
 // createCDGang creates a ComputeDomain's workload ResourceClaimTemplate
 // as NVIDIA's controller does, and a gang of n pods, each with a claim of
-// 4 GPUs and a claim made from that template (as kube-controller-manager
-// would make it); it returns the pods' names.
-func createCDGang(ctx context.Context, t *testing.T, c kubernetes.Interface, gang string, n int, labels map[string]string) []string {
+// 4 GPUs and a claim of that template's spec; it returns the pods' names.
+// With templates, the pods name the templates (a 4-GPU one and the
+// ComputeDomain's) and the test does what kube-controller-manager's
+// resourceclaim controller does: it makes each pod's claims, owned by the
+// pod, and records them in the pod's status.resourceClaimStatuses.
+// Otherwise the pods name claims made beforehand.
+func createCDGang(ctx context.Context, t *testing.T, c kubernetes.Interface, gang string, n int, labels map[string]string, templates bool) []string {
 	t.Helper()
 	domainUID := "00000000-0000-4000-8000-" + fmt.Sprintf("%012x", len(gang)*1000+n)
 	spec := resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
@@ -154,15 +160,64 @@ func createCDGang(ctx context.Context, t *testing.T, c kubernetes.Interface, gan
 	var names []string
 	for i := range n {
 		m := fmt.Sprintf("%s-%d", gang, i)
+		names = append(names, m)
+		if templates {
+			createTemplatePod(ctx, t, c, m, l, spec, map[string]string{"gpus": gang + "-gpus", "channel": gang + "-channel"})
+			continue
+		}
 		createClaim(ctx, t, c, m+"-gpus", gpuClass, 4)
 		cl := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: m + "-channel", Namespace: "default"}, Spec: *spec.DeepCopy()}
 		if _, err := c.ResourceV1().ResourceClaims("default").Create(ctx, cl, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("claim %s: %v", cl.Name, err)
 		}
 		createDRAPod(ctx, t, c, m, l, m+"-gpus", m+"-channel")
-		names = append(names, m)
 	}
 	return names
+}
+
+// createTemplatePod creates pod name whose claims "gpus" (4 GPUs) and
+// "channel" (of the ComputeDomain's template, channel its spec) name the
+// templates, then makes the claims from them as kube-controller-manager
+// does: "<pod>-<claim>", controlled by the pod, recorded in the pod's
+// status.
+func createTemplatePod(ctx context.Context, t *testing.T, c kubernetes.Interface, name string, labels map[string]string, channel resourceapi.ResourceClaimSpec, templates map[string]string) {
+	t.Helper()
+	gpus := resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "gpus",
+		Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: gpuClass, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 4}}}}}
+	if _, err := c.ResourceV1().ResourceClaimTemplates("default").Get(ctx, templates["gpus"], metav1.GetOptions{}); err != nil {
+		rct := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: templates["gpus"], Namespace: "default"}, Spec: resourceapi.ResourceClaimTemplateSpec{Spec: gpus}}
+		if _, err := c.ResourceV1().ResourceClaimTemplates("default").Create(ctx, rct, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("template %s: %v", rct.Name, err)
+		}
+	}
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels}, Spec: v1.PodSpec{
+		SchedulerName: schedModeName,
+		Containers: []v1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10", Resources: v1.ResourceRequirements{
+			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}, Claims: []v1.ResourceClaim{{Name: "gpus"}, {Name: "channel"}}}}},
+		TerminationGracePeriodSeconds: new(int64),
+	}}
+	for _, k := range []string{"gpus", "channel"} {
+		tmpl := templates[k]
+		p.Spec.ResourceClaims = append(p.Spec.ResourceClaims, v1.PodResourceClaim{Name: k, ResourceClaimTemplateName: &tmpl})
+	}
+	p, err := c.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("pod %s: %v", name, err)
+	}
+	for k, spec := range map[string]resourceapi.ResourceClaimSpec{"gpus": gpus, "channel": channel} {
+		made := name + "-" + k
+		cl := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: made, Namespace: "default",
+			Annotations:     map[string]string{"resource.kubernetes.io/pod-claim-name": k},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: name, UID: p.UID, Controller: new(true), BlockOwnerDeletion: new(true)}}},
+			Spec: *spec.DeepCopy()}
+		if _, err := c.ResourceV1().ResourceClaims("default").Create(ctx, cl, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("claim %s: %v", made, err)
+		}
+		p.Status.ResourceClaimStatuses = append(p.Status.ResourceClaimStatuses, v1.PodResourceClaimStatus{Name: k, ResourceClaimName: &made})
+	}
+	if _, err := c.CoreV1().Pods("default").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("pod %s status: %v", name, err)
+	}
 }
 
 // waitCDGang waits until the gang's pods are bound and checks them: all
