@@ -260,7 +260,8 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 			}
 		}
 	}
-	return d.channelView(outNodes, claims), out
+	outNodes = d.channelView(outNodes, claims)
+	return outNodes, d.pinDomains(outNodes, out, assigned)
 }
 
 // ours reports whether c's requests all name the GPU class and its
@@ -963,7 +964,7 @@ func (d *drat) left() []podEvent {
 			out = append(out, podEvent{pod: dp.src, what: "gpusched: " + dp.why})
 		}
 	}
-	return out
+	return append(out, d.cd.held...)
 }
 
 // allocateClaims releases the stale claims view found and writes the GPU

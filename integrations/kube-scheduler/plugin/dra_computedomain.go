@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -75,6 +76,15 @@ type cdChannels struct {
 	// free per node: the channel devices no allocated claim names (view).
 	free      map[string][]string
 	nodeCache map[string]chanNodeCopy
+	// pinned: the pods pinDomains pinned to a clique, by UID; held: those
+	// it left out, with why (their clique has no free channel).
+	pinned map[types.UID]pinnedPod
+	held   []podEvent
+}
+
+type pinnedPod struct {
+	src, out *v1.Pod
+	clique   string
 }
 
 type chanNode struct {
@@ -84,15 +94,18 @@ type chanNode struct {
 
 type chanNodeCopy struct{ src, out *v1.Node }
 
-// chanClaim is a pod's channel claim: its requests' names.
+// chanClaim is a pod's channel claim: its requests' names and the
+// ComputeDomain it names (the domainID of its ComputeDomainChannelConfig;
+// "" when none).
 type chanClaim struct {
 	claimRef
 	requests []string
+	domain   string
 }
 
 func newCDChannels(args *Args) *cdChannels {
 	return &cdChannels{driver: DefaultDRAChannelDriver, class: DefaultDRAChannelClass, gangLabel: args.GangLabel, gangSize: args.GangSizeKey,
-		topology: args.GangTopologyKey, nodeCache: map[string]chanNodeCopy{}}
+		topology: args.GangTopologyKey, nodeCache: map[string]chanNodeCopy{}, pinned: map[types.UID]pinnedPod{}}
 }
 
 // isChannel reports whether c is a channel claim: one request of one
@@ -240,7 +253,7 @@ func (d *drat) withChannels(dp *draPod) *draPod {
 		if err != nil || c == nil || !d.cd.isChannel(c) {
 			continue
 		}
-		cc := chanClaim{claimRef: claimRef{ns: c.Namespace, name: c.Name, uid: p.UID}}
+		cc := chanClaim{claimRef: claimRef{ns: c.Namespace, name: c.Name, uid: p.UID}, domain: d.cd.domainOf(c)}
 		for _, r := range c.Spec.Devices.Requests {
 			cc.requests = append(cc.requests, r.Name)
 		}
@@ -408,4 +421,104 @@ func podGPUs(p *v1.Pod, res v1.ResourceName) int {
 		n += int(q.Value())
 	}
 	return n
+}
+
+// domainOf returns the domainID of c's ComputeDomainChannelConfig.
+func (cd *cdChannels) domainOf(c *resourceapi.ResourceClaim) string {
+	for _, cfg := range c.Spec.Devices.Config {
+		if o := cfg.Opaque; o != nil && o.Driver == cd.driver {
+			var x struct {
+				Kind     string `json:"kind"`
+				DomainID string `json:"domainID"`
+			}
+			if json.Unmarshal(o.Parameters.Raw, &x) == nil && x.Kind == "ComputeDomainChannelConfig" && x.DomainID != "" {
+				return x.DomainID
+			}
+		}
+	}
+	return ""
+}
+
+// pinDomains keeps the pods of one ComputeDomain in one NVLink clique
+// when they are not one gang: a waiting pod whose ComputeDomain already
+// has a pod bound or planned on a node of a clique is seen requiring
+// that clique (a node selector on the clique label, as the cycle sees
+// it). Of a domain found on several cliques, the first by name counts.
+// A pod whose clique has no node with a free channel is left out, saying
+// so. Pods with a binding of gpusched's (assigned) are left as they are.
+func (d *drat) pinDomains(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) bool) []*v1.Pod {
+	cliqueOf := map[string]string{}
+	open := map[string]bool{} // clique → a node of it has a free channel
+	for _, n := range nodes {
+		if c := n.Labels[d.cliqueLabel]; c != "" {
+			cliqueOf[n.Name] = c
+			open[c] = open[c] || n.Labels[IMEXChannelLabel] == "free"
+		}
+	}
+	d.cd.held = d.cd.held[:0]
+	at := map[string]string{} // domain → clique
+	var waiting []*draPod
+	for _, uid := range sortedKeys(d.pods) {
+		dp := d.pods[uid]
+		if len(dp.channels) == 0 || dp.channels[0].domain == "" || isTerminal(dp.src) {
+			continue
+		}
+		node := dp.src.Spec.NodeName
+		if node == "" {
+			node = dp.src.Annotations[PlannedNodeAnnotation]
+		}
+		if node == "" {
+			if !assigned(dp.src.UID) {
+				waiting = append(waiting, dp)
+			}
+			continue
+		}
+		dom := dp.channels[0].domain
+		if c := cliqueOf[node]; c != "" && (at[dom] == "" || c < at[dom]) {
+			at[dom] = c
+		}
+	}
+	swap := map[*v1.Pod]*v1.Pod{}
+	keep := map[types.UID]bool{}
+	for _, dp := range waiting {
+		clique := at[dp.channels[0].domain]
+		if clique == "" || dp.out == nil {
+			continue
+		}
+		if !open[clique] {
+			d.cd.held = append(d.cd.held, podEvent{pod: dp.src, what: fmt.Sprintf("gpusched: its ComputeDomain %s runs in NVLink clique %s, "+
+				"where no node has a free IMEX channel (one pod of a ComputeDomain per node; its pods stay in one clique)", dp.channels[0].domain, clique)})
+			swap[dp.out] = nil
+			continue
+		}
+		keep[dp.src.UID] = true
+		if pp, ok := d.cd.pinned[dp.src.UID]; ok && pp.src == dp.out && pp.clique == clique {
+			swap[dp.out] = pp.out
+			continue
+		}
+		x := dp.out.DeepCopy()
+		if x.Spec.NodeSelector == nil {
+			x.Spec.NodeSelector = map[string]string{}
+		}
+		x.Spec.NodeSelector[d.cliqueLabel] = clique
+		d.cd.pinned[dp.src.UID] = pinnedPod{src: dp.out, out: x, clique: clique}
+		swap[dp.out] = x
+	}
+	for uid := range d.cd.pinned {
+		if !keep[uid] {
+			delete(d.cd.pinned, uid)
+		}
+	}
+	if len(swap) == 0 {
+		return pods
+	}
+	out := make([]*v1.Pod, 0, len(pods))
+	for _, p := range pods {
+		if x, ok := swap[p]; !ok {
+			out = append(out, p)
+		} else if x != nil {
+			out = append(out, x)
+		}
+	}
+	return out
 }

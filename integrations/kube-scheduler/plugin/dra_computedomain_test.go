@@ -322,3 +322,40 @@ func TestDRAComputeDomainChannelPlan(t *testing.T) {
 		t.Errorf("channelPlan wrote %v", f.writes[writes:])
 	}
 }
+
+// TestDRAComputeDomainPodsPinnedToClique: pods of one ComputeDomain that
+// are not one gang, placed one by one, all go to the clique of the first:
+// once its 4 trays are taken, the fifth waits though the other rack is
+// free.
+func TestDRAComputeDomainPodsPinnedToClique(t *testing.T) {
+	f, nodes := nvl72(4)
+	h, io := newDRAHost(t, f, nodes...)
+	ctx := context.Background()
+	rack := ""
+	for i := range 5 {
+		m := fmt.Sprintf("d%d", i)
+		f.put(claimFor(m+"-gpus", DefaultDRADeviceClass, 4))
+		f.put(channelClaim(m+"-channel", "cd-x"))
+		io.pods = append(io.pods, draPodOf(m, m+"-gpus", m+"-channel"))
+		h.cycle(ctx)
+		a, ok := h.assignmentOf(types.UID("uid-" + m))
+		if i == 4 {
+			if ok {
+				t.Errorf("d4 placed on %s; its ComputeDomain's clique is full", a.node)
+			}
+			if why := io.pending["d4"]; !strings.Contains(why, "runs in NVLink clique") {
+				t.Errorf("d4 waits with %q, want its ComputeDomain's clique named", why)
+			}
+			break
+		}
+		if !ok {
+			t.Fatalf("%s not placed: pending %v", m, io.pending)
+		}
+		if rack == "" {
+			rack = a.node[:5]
+		} else if a.node[:5] != rack {
+			t.Errorf("%s on %s, away from its ComputeDomain's rack %s", m, a.node, rack)
+		}
+		bindDRA(h, io)
+	}
+}
