@@ -40,6 +40,8 @@ import (
 //     channel device no claim holds (the node label IMEXChannelLabel on
 //     the nodes as the cycle sees them, and a node selector on the pod as
 //     the cycle sees it);
+//   - pods of one ComputeDomain that are not one gang stay in the clique
+//     where the domain already has a pod (pinDomains);
 //   - when its job is bound, each channel claim is written with the GPU
 //     claims, in the same step: channel-0 of the pod's node, reserved for
 //     the pod; two members on one node with one channel are refused
