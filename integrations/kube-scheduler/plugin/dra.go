@@ -265,7 +265,8 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 }
 
 // ours reports whether c's requests all name the GPU class and its
-// allocation devices of the driver.
+// allocation devices of the driver, or c is a ComputeDomain channel claim
+// allocated channel devices only.
 func (d *drat) ours(c *resourceapi.ResourceClaim) bool {
 	reqs, other, _ := d.classify(c)
 	if d.cd.isChannel(c) {
