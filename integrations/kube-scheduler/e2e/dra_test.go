@@ -128,24 +128,7 @@ func TestDRA(t *testing.T) {
 		t.Errorf("a on tainted %s: no %s Warning\n%s", devsA[0], plugin.ReasonRecovery, describeEvents(ctx, c, "default"))
 	}
 
-	// No device in two claims.
-	claims, err := c.ResourceV1().ResourceClaims("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	owner := map[string]string{}
-	for _, cl := range claims.Items {
-		if cl.Status.Allocation == nil {
-			continue
-		}
-		for _, r := range cl.Status.Allocation.Devices.Results {
-			k := r.Driver + "/" + r.Pool + "/" + r.Device
-			if o, dup := owner[k]; dup {
-				t.Errorf("device %s in claims %s and %s", k, o, cl.Name)
-			}
-			owner[k] = cl.Name
-		}
-	}
+	devicesOnce(ctx, t, c) // no device in two claims
 }
 
 // publishDGX publishes node's 8 H100 GPUs as NVIDIA's DRA driver does:

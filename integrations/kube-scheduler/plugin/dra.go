@@ -60,8 +60,9 @@ import (
 //
 // Not handled (the pod waits, saying why): CEL selectors, allocation mode
 // All, FirstAvailable, admin access, device tolerations, constraints,
-// claims mixing the GPU class with others. MIG devices, shared
-// (consumable capacity) devices and ComputeDomains are not allocated.
+// claims mixing the GPU class with others. MIG devices and shared
+// (consumable capacity) devices are not allocated. ComputeDomain channel
+// claims (multi-node NVLink) are: dra_computedomain.go.
 
 // draIO is what the DRA concern needs of the apiserver; tests give fakes.
 type draIO interface {
@@ -89,6 +90,7 @@ type drat struct {
 	cliqueLabel   string
 	io            draIO
 	log           klog.Logger
+	cd            *cdChannels // ComputeDomain channels (dra_computedomain.go)
 	// settle is how long allocate waits for the informer to show its
 	// writes before letting the pods through; grace is a wait after it,
 	// for the handlers of the informer (kube's DynamicResources reads an
@@ -148,6 +150,10 @@ type draPod struct {
 	claims []gpuClaim
 	gpus   int
 	why    string
+	// channels are its ComputeDomain channel claims (withChannels;
+	// shaped: done).
+	channels []chanClaim
+	shaped   bool
 }
 
 // gpuClaim is one ResourceClaim of a pod whose requests are GPUs.
@@ -173,7 +179,7 @@ func newDRA(args *Args, io draIO, log klog.Logger) *drat {
 	}
 	return &drat{driver: args.DRADriver, class: args.DRADeviceClass, indices: args.GPUIndicesAnnotation,
 		gpuResource: v1.ResourceName(args.GPUResource), productLabel: args.GPUProductLabel, countLabel: args.GPUCountLabel, cliqueLabel: args.GPUCliqueLabel,
-		io: io, log: log, settle: 5 * time.Second, grace: 50 * time.Millisecond, nodeCache: map[string]draNodeCopy{},
+		io: io, log: log, cd: newCDChannels(args), settle: 5 * time.Second, grace: 50 * time.Millisecond, nodeCache: map[string]draNodeCopy{},
 		pods: map[types.UID]*draPod{}, granted: map[types.UID]string{}}
 }
 
@@ -191,6 +197,7 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 		return nodes, pods
 	}
 	d.readSlices()
+	d.readChannelSlices()
 	outNodes := make([]*v1.Node, 0, len(nodes))
 	seen := map[string]bool{}
 	for _, n := range nodes {
@@ -214,7 +221,7 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 			out = append(out, p)
 			continue
 		}
-		dp := d.pod(p)
+		dp := d.withChannels(d.pod(p))
 		next[p.UID] = dp
 		if dp.out == nil {
 			continue
@@ -227,16 +234,17 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 			// Allocated for a pod gpusched has not bound (a restart, a
 			// withdrawn binding): the allocation goes, the job is placed
 			// afresh.
-			for _, c := range dp.claims {
+			for _, c := range dp.refs() {
 				if cl, _ := d.io.claim(c.ns, c.name); cl != nil && cl.Status.Allocation != nil {
-					d.stale = append(d.stale, c.claimRef)
+					d.stale = append(d.stale, c)
 				}
 			}
 		}
 	}
 	d.pods = next
 	// Claims gpusched allocated whose pods are gone or ended.
-	if claims, err := d.io.listClaims(); err == nil {
+	claims, err := d.io.listClaims()
+	if err == nil {
 		for _, c := range claims {
 			if c.Status.Allocation == nil || !d.ours(c) || c.DeletionTimestamp != nil {
 				continue
@@ -252,13 +260,18 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 			}
 		}
 	}
-	return outNodes, out
+	outNodes = d.channelView(outNodes, claims)
+	return outNodes, d.pinDomains(outNodes, out, assigned)
 }
 
 // ours reports whether c's requests all name the GPU class and its
-// allocation devices of the driver.
+// allocation devices of the driver, or c is a ComputeDomain channel claim
+// allocated channel devices only.
 func (d *drat) ours(c *resourceapi.ResourceClaim) bool {
 	reqs, other, _ := d.classify(c)
+	if d.cd.isChannel(c) {
+		return !slices.ContainsFunc(c.Status.Allocation.Devices.Results, func(r resourceapi.DeviceRequestAllocationResult) bool { return r.Driver != d.cd.driver })
+	}
 	if len(reqs) == 0 || other {
 		return false
 	}
@@ -714,13 +727,18 @@ func (d *drat) allocate(ctx context.Context, pods []*v1.Pod, assignmentOf func(t
 	}
 	failed := map[types.UID]error{}
 	var wrote []gpuClaim
+	picks, noChannel := d.channelPlan(pods, assignmentOf)
 	for _, p := range pods {
 		dp := d.pods[p.UID]
-		if dp == nil || len(dp.claims) == 0 {
+		if dp == nil || len(dp.claims)+len(dp.channels) == 0 {
 			continue
 		}
 		a, ok := assignmentOf(p.UID)
 		if !ok {
+			continue
+		}
+		if err := noChannel[p]; err != nil {
+			failed[p.UID] = err
 			continue
 		}
 		k := 0
@@ -744,6 +762,13 @@ func (d *drat) allocate(ctx context.Context, pods []*v1.Pod, assignmentOf func(t
 			}
 			wrote = append(wrote, c)
 			k += n
+		}
+		if failed[p.UID] == nil {
+			w, err := d.writeChannels(ctx, p, a.node, picks, now)
+			wrote = append(wrote, w...)
+			if err != nil {
+				failed[p.UID] = err
+			}
 		}
 		if failed[p.UID] == nil {
 			d.grant(p.UID, bindingKey(a))
@@ -919,7 +944,7 @@ func (d *drat) notReady(p *v1.Pod, a assignment) string {
 		if err != nil || c == nil {
 			continue
 		}
-		if reqs, other, _ := d.classify(c); len(reqs) == 0 || other {
+		if reqs, other, _ := d.classify(c); (len(reqs) == 0 || other) && !d.cd.isChannel(c) {
 			continue
 		}
 		if !granted || c.Status.Allocation == nil || !reservedFor(c, p.UID) {
@@ -940,7 +965,7 @@ func (d *drat) left() []podEvent {
 			out = append(out, podEvent{pod: dp.src, what: "gpusched: " + dp.why})
 		}
 	}
-	return out
+	return append(out, d.cd.held...)
 }
 
 // allocateClaims releases the stale claims view found and writes the GPU
@@ -966,6 +991,9 @@ func (h *host) allocateClaims(ctx context.Context, fx *effects) {
 	}
 	for _, uid := range slices.Sorted(maps.Keys(failed)) {
 		h.log.Error(failed[uid], "Allocating a pod's GPU claims; its job's binding is withdrawn", "pod", uid)
+		if node := channelNode(failed[uid]); node != "" {
+			h.exclude(uid, node, failed[uid].Error(), h.io.now())
+		}
 		for _, r := range h.unreserve(uid) {
 			h.io.rejectWaiting(r, "gpusched: the job's GPU claims could not be allocated")
 		}
