@@ -117,7 +117,7 @@ func TestOutsideModule(t *testing.T) {
 	env := append(os.Environ(),
 		"GPUSCHED="+root,
 		"PATH="+filepath.Dir(goTool)+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"),
+		"GOFLAGS="+goflags(),
 		"GOPROXY=off", "GOSUMDB=off", "GOWORK=off")
 	for _, s := range scripts {
 		cmd := exec.Command("sh", "-e", "-c", s)
@@ -225,4 +225,16 @@ func TestOutsideModule(t *testing.T) {
 	if !wide {
 		t.Error("every JCT interval has zero width: the seeds did not vary the runs")
 	}
+}
+
+// goflags is the environment's GOFLAGS with -mod=mod in place of any -mod
+// it sets.
+func goflags() string {
+	var out []string
+	for _, f := range strings.Fields(os.Getenv("GOFLAGS")) {
+		if !strings.HasPrefix(f, "-mod=") {
+			out = append(out, f)
+		}
+	}
+	return strings.Join(append(out, "-mod=mod"), " ")
 }
