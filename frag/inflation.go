@@ -85,11 +85,14 @@ const (
 	// reaches k% of capacity.
 	ReadFirst Reading = iota
 	// ReadArtifact reads as the artifact's analysis
-	// (experiments/analysis/merge_alloc_discrete.py): after each arrival
-	// (and once before the first) the allocated share in percent,
-	// rounded to 0.01, is filed under the arrived share in percent
-	// rounded half to even; u_k is 100 minus the mean of the values filed
-	// under k (under k−1..k+1 when none is), rounded to 0.01.
+	// (experiments/analysis/merge_alloc_discrete.py) over the "[Alloc]"
+	// lines its simulator logs after each arrival (none before the
+	// first), in its arithmetic: with G the cluster's GPUs, each
+	// arrival's allocation used/G/10 rounded to 0.01 as Python's round
+	// does, filed under arrived/G/10 rounded half to even; u_k is 100
+	// minus the mean of the values filed under k (under k−1..k+1 when
+	// none is), summed in arrival order as numpy sums (pairwise) and
+	// rounded to 0.01 as numpy rounds.
 	ReadArtifact
 )
 
@@ -214,7 +217,9 @@ func RunInflation(c *topology.Cluster, tasks []Task, policy string, seed uint64,
 			next++
 		}
 	}
-	record()
+	if opt.Reading != ReadArtifact {
+		record() // the artifact logs nothing before the first arrival
+	}
 	for _, i := range seq {
 		t := tasks[i]
 		run.Arrivals++
@@ -257,40 +262,90 @@ func useHostOrder(p Policy, l *topology.Ledger, order []int) {
 }
 
 // artifactReading files allocated shares by arrived share, as ReadArtifact
-// describes: sum[k] and n[k] over the samples whose arrived % rounds to k.
+// describes: each sample's load k and value v, in arrival order.
 type artifactReading struct {
-	sum []float64
-	n   []int
+	k []int32
+	v []float64
 }
 
 func (a *artifactReading) file(arrived, allocated, capMilli int64, maxLoad int) {
-	if a.sum == nil {
-		a.sum, a.n = make([]float64, maxLoad+2), make([]int, maxLoad+2)
-	}
-	k := int(math.RoundToEven(float64(arrived) / float64(capMilli) * 100))
-	if k < 0 || k >= len(a.sum) {
+	gpus := float64(capMilli) / 1000
+	k := math.RoundToEven(float64(arrived) / gpus / 10)
+	if k < 0 || k > float64(maxLoad+1) {
 		return
 	}
-	a.sum[k] += math.RoundToEven(float64(allocated)/float64(capMilli)*1e4) / 100
-	a.n[k]++
+	a.k = append(a.k, int32(k))
+	a.v = append(a.v, pyRound2(float64(allocated)/gpus/10))
+}
+
+// pyRound2 is Python's round(x, 2): x's exact binary value rounded to
+// two decimals, ties to even, as the nearest float64.
+func pyRound2(x float64) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'f', 2, 64), 64)
+	return r
 }
 
 // read sets u[k] for every k; last (the final state) where nothing was
 // filed within one point of k.
 func (a *artifactReading) read(u []float64, last float64) {
+	var buf []float64
 	for k := range u {
-		s, n := a.sum[k], a.n[k]
-		if n == 0 {
-			for j := max(k-1, 0); j <= k+1 && j < len(a.sum); j++ {
-				s, n = s+a.sum[j], n+a.n[j]
+		buf = buf[:0]
+		for i, kk := range a.k {
+			if int(kk) == k {
+				buf = append(buf, a.v[i])
 			}
 		}
-		if n == 0 {
+		if len(buf) == 0 {
+			for i, kk := range a.k {
+				if d := int(kk) - k; d >= -1 && d <= 1 {
+					buf = append(buf, a.v[i])
+				}
+			}
+		}
+		if len(buf) == 0 {
 			u[k] = last
 			continue
 		}
-		u[k] = 100 - math.RoundToEven(s/float64(n)*100)/100
+		mean := pairwiseSum(buf) / float64(len(buf))
+		u[k] = 100 - math.RoundToEven(mean*100)/100
 	}
+}
+
+// pairwiseSum sums x in the order numpy's add.reduce does for a
+// contiguous float64 array (pandas' mean): fewer than 8 values in
+// order; up to 128 in eight interleaved partial sums combined as
+// ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)), then the rest in order; more
+// split in two at a multiple of 8 near the middle, each half summed so.
+// Summed in plain order instead, a mean that is exactly a half-hundredth
+// may come out a hair above it and round the other way.
+func pairwiseSum(x []float64) float64 {
+	n := len(x)
+	switch {
+	case n < 8:
+		s := 0.0
+		for _, v := range x {
+			s += v
+		}
+		return s
+	case n <= 128:
+		var r [8]float64
+		copy(r[:], x[:8])
+		i := 8
+		for ; i < n-n%8; i += 8 {
+			for j := range r {
+				r[j] += x[i+j]
+			}
+		}
+		s := ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+		for ; i < n; i++ {
+			s += x[i]
+		}
+		return s
+	}
+	h := n / 2
+	h -= h % 8
+	return pairwiseSum(x[:h]) + pairwiseSum(x[h:])
 }
 
 // artifactInformerDraws is how many values the artifact's simulator draws

@@ -14,6 +14,13 @@ type Provenance struct {
 	Commit    string `json:"commit,omitempty"`
 	Modified  bool   `json:"modified,omitempty"`
 	GoVersion string `json:"goVersion,omitempty"`
+	// Program is the main module's path and version when the binary is
+	// not gpusched's own (a researcher's main that mounts the sim command
+	// with its own policies), and Registered the policies its
+	// policy.Registry holds, as "placer NAME", "ordering NAME" (orderings
+	// and demotions) and "allocator NAME".
+	Program    string   `json:"program,omitempty"`
+	Registered []string `json:"registered,omitempty"`
 	// Command is the command that ran (e.g. "gpusched sim compare").
 	Command string `json:"command"`
 	// Flags holds every flag of the command with its value, given or

@@ -191,6 +191,12 @@ func writeConfigHTML(w io.Writer, p *sim.Provenance, runs []Run) {
 		}
 	}
 	kv("version", strings.TrimSpace(ver+" "+p.GoVersion))
+	if p.Program != "" {
+		kv("program", p.Program)
+	}
+	if len(p.Registered) > 0 {
+		kv("registered policies", strings.Join(p.Registered, ", "))
+	}
 	kv("command", p.Command)
 	kv("config", p.Config)
 	for _, name := range p.Set {

@@ -124,6 +124,10 @@ unless --no-plots, inflation.png) to OUT/inflation; "gpusched sim compare
 			return paperReplay(cmd, opt, out)
 		},
 	}
+	// A researcher's own main mounts this command as its root: --version
+	// names the gpusched it was built with (Version).
+	cmd.Version = Version()
+	cmd.SetVersionTemplate("{{.Version}}\n")
 	cluster = bindRun(cmd, &rc, opt)
 	out.bind(cmd.Flags(), "sim-out")
 	cmd.Flags().IntVar(&out.par, "parallel", 0, "runs at once (0: GOMAXPROCS)")
@@ -259,6 +263,10 @@ cannot carry (preemptions in progress, …; see gpusched explain --help).`,
 		},
 	}
 	kr.bind(cmd)
+	// A researcher's own main mounts this command as its root: --version
+	// names the gpusched it was built with (Version).
+	cmd.Version = Version()
+	cmd.SetVersionTemplate("{{.Version}}\n")
 	cluster = bindRun(cmd, &rc, opt)
 	out.bind(cmd.Flags(), "sim-out")
 	cmd.Flags().StringArrayVar(&saveState, "save-state", nil, "save the Scheduler's state `AT` (a duration since the trace start, e.g. 2h) to OUT/state-AT.yaml, for gpusched explain; repeatable, or AT1,AT2,…")
@@ -547,7 +555,7 @@ func runOne(cmd *cobra.Command, rc runConfig, out outFlags, saveState []string, 
 		}
 		ss = &stateSaver{dir: out.dir, ats: ats}
 	}
-	prov, err := newProvenance(cmd, []uint64{rc.seed})
+	prov, err := newProvenance(cmd, []uint64{rc.seed}, rc.reg)
 	if err != nil {
 		return err
 	}
@@ -771,7 +779,7 @@ func compare(cmd *cobra.Command, rc runConfig, out outFlags, vs []variant, clust
 		}
 	}
 	start := time.Now()
-	prov, err := newProvenance(cmd, []uint64{rc.seed})
+	prov, err := newProvenance(cmd, []uint64{rc.seed}, rc.reg)
 	if err != nil {
 		return err
 	}
@@ -1014,7 +1022,7 @@ func sweep(cmd *cobra.Command, base runConfig, out outFlags, rawParams []string,
 	}
 	// Load every cluster and trace this shard needs, in grid order, and
 	// report each trace once; the runs then share them read-only.
-	prov, err := newProvenance(cmd, nil)
+	prov, err := newProvenance(cmd, nil, base.reg)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpusched/gpusched/sim"
+	"github.com/gpusched/gpusched/sim/policy"
 )
 
 // modulePath is gpusched's module, whose version the build information
@@ -33,7 +34,7 @@ func buildInfo() (version, commit string, modified bool, goVersion string) {
 	if bi.Main.Path != modulePath {
 		for _, d := range bi.Deps {
 			if d.Path == modulePath {
-				version = d.Version
+				version = depVersion(d)
 			}
 		}
 	}
@@ -46,6 +47,25 @@ func buildInfo() (version, commit string, modified bool, goVersion string) {
 		}
 	}
 	return cmp.Or(version, "(devel)"), commit, modified, bi.GoVersion
+}
+
+// depVersion is a dependency's version, and its replacement's when a
+// replace directive (a local clone: go mod edit -replace) stands for it.
+func depVersion(d *debug.Module) string {
+	if d.Replace == nil {
+		return d.Version
+	}
+	return strings.TrimSpace(d.Version + " => " + d.Replace.Path + " " + d.Replace.Version)
+}
+
+// program returns the main module's path and version when it is not
+// gpusched's: a researcher's own binary that mounts the sim command.
+func program() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok || bi.Main.Path == modulePath || bi.Main.Path == "" {
+		return ""
+	}
+	return strings.TrimSpace(bi.Main.Path + " " + bi.Main.Version)
 }
 
 // Version returns gpusched's version line: "gpusched VERSION (commit
@@ -159,9 +179,18 @@ var outputFlags = []string{"help", "out", "quiet", "no-plots", "no-jobs-csv", "p
 
 // newProvenance records what the command cmd runs: the version, every
 // flag but outputFlags, the input files' hashes and seeds.
-func newProvenance(cmd *cobra.Command, seeds []uint64) (*sim.Provenance, error) {
-	p := &sim.Provenance{Command: cmd.CommandPath(), Flags: map[string]string{}, Seeds: seeds}
+func newProvenance(cmd *cobra.Command, seeds []uint64, reg *policy.Registry) (*sim.Provenance, error) {
+	p := &sim.Provenance{Command: cmd.CommandPath(), Flags: map[string]string{}, Seeds: seeds, Program: program()}
 	p.Version, p.Commit, p.Modified, p.GoVersion = buildInfo()
+	for _, n := range reg.Placers() {
+		p.Registered = append(p.Registered, "placer "+n)
+	}
+	for _, n := range reg.Orderings() {
+		p.Registered = append(p.Registered, "ordering "+n)
+	}
+	for _, n := range reg.Allocators() {
+		p.Registered = append(p.Registered, "allocator "+n)
+	}
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		if slices.Contains(outputFlags, f.Name) {
 			return

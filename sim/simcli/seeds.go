@@ -54,7 +54,7 @@ func compareSeeds(cmd *cobra.Command, rc runConfig, out outFlags, policies []var
 			cells = append(cells, cell{si, pi})
 		}
 	}
-	prov, err := newProvenance(cmd, seeds)
+	prov, err := newProvenance(cmd, seeds, rc.reg)
 	if err != nil {
 		return err
 	}
