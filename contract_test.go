@@ -104,6 +104,59 @@ func TestReportedCheckpointAuthoritative(t *testing.T) {
 	}
 }
 
+// TestCheckpointAtStartAuthoritative: a checkpoint reported at the very
+// start of a run (a job that saves as soon as it resumes) is a reported
+// one too: the estimate from CheckpointInterval must not replace it.
+// Progress, the planner's price and Recovery.RestartFrom say the run's
+// start, as the host reported (issue 25, item 3; a probe's variation:
+// lastCheckpoint took only a checkpoint after the start as reported).
+func TestCheckpointAtStartAuthoritative(t *testing.T) {
+	s := contractScheduler(t, Config{})
+	a := workload.Job{ID: "a", Queue: "q", Groups: []workload.TaskGroup{{Count: 1, GPUs: 4}}, CheckpointInterval: 30 * time.Minute}
+	b := workload.Job{ID: "b", Queue: "q", Groups: []workload.TaskGroup{{Count: 1, GPUs: 4}}}
+	if err := s.Submit(a, t0); err != nil {
+		t.Fatal(err)
+	}
+	bindAndStart(t, s, t0)
+	if err := s.Checkpointed("a", t0, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Submit(b, t0.Add(20*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	bindAndStart(t, s, t0.Add(20*time.Minute))
+	now := t0.Add(40 * time.Minute)
+	if cp, _, _ := s.Progress("a"); !cp.Equal(t0) {
+		t.Errorf("Progress(a) = %s, want the reported %s (the run's start)", stamp(cp), stamp(t0))
+	}
+	// a loses 4 GPUs × 40 min since its reported checkpoint, b 4 × 20:
+	// the planner stops b (the estimate, 09:30, would price a at 40).
+	urgent := workload.Job{ID: "urgent", Queue: "q", Priority: 10, Groups: []workload.TaskGroup{{Count: 1, GPUs: 4}}}
+	if err := s.Submit(urgent, now); err != nil {
+		t.Fatal(err)
+	}
+	d := s.Schedule(now)
+	if len(d.Preemptions) != 1 || d.Preemptions[0].Job != "b" {
+		t.Fatalf("preemptions %+v, want b (80 GPU-min lost) rather than a (160)", d.Preemptions)
+	}
+	if _, err := s.SetHostHealth(s.Cluster().HostName(0), topology.Failed); err != nil {
+		t.Fatal(err)
+	}
+	d = s.Schedule(now.Add(time.Minute))
+	found := false
+	for _, r := range d.Recoveries {
+		if r.Job == "a" {
+			found = true
+			if !r.RestartFrom.Equal(t0) {
+				t.Errorf("a restarts from %s, want the reported %s", stamp(r.RestartFrom), stamp(t0))
+			}
+		}
+	}
+	if !found {
+		t.Error("no recovery for a")
+	}
+}
+
 // TestFutureTimestampRefused is issue 25's defect 4: an event stamped a
 // year ahead (a wrong clock) is refused with ErrClockSkew naming the
 // event, its time and the limit, and changes nothing: the events at the

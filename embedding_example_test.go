@@ -3,6 +3,9 @@ package gpusched_test
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
+	"testing"
 	"time"
 
 	"github.com/gpusched/gpusched"
@@ -17,6 +20,9 @@ type message struct {
 	kind, job string
 	at        time.Time
 }
+
+// bind is where a service starts a binding's tasks on its hosts.
+func bind(gpusched.Binding) {}
 
 // apply hands one message to the Scheduler and says what to do with it:
 // "done" (ack it), "duplicate" (ack it: it was applied before), or
@@ -67,6 +73,7 @@ func Example_service() {
 	fmt.Println("submit b:", apply(x, message{"submit", "b", t}))
 	d := x.Schedule(t) // the loop: one cycle, a Decision the caller owns
 	for _, b := range d.Bindings {
+		bind(b) // then report it
 		fmt.Println("bind", b.Job, "then started:", apply(x, message{"started", b.Job, t}))
 	}
 	later := t.Add(10 * time.Minute)
@@ -83,7 +90,7 @@ func Example_service() {
 	}
 	// Holding's fn runs outside the lock: it may report events.
 	x.Holding(func(id string, st gpusched.JobStatus) bool {
-		fmt.Println("cancel", id, "from Holding:", x.Cancel(id, later))
+		fmt.Println("cancel", id, "from Holding:", x.Cancel(id, later)) // fine: the Synchronized is not locked here
 		return true
 	})
 	fmt.Println("live jobs:", x.Len(), "remembered ended:", len(x.Tombstones()))
@@ -101,4 +108,45 @@ func Example_service() {
 	// finished zz: refused: job zz: gpusched: unknown job
 	// cancel b from Holding: <nil>
 	// live jobs: 0 remembered ended: 2
+}
+
+// TestEmbeddingDocExcerpts: every Go block of docs/embedding.md is an
+// excerpt of this file, which go test runs (Example_service): its lines,
+// but for "…" (lines skipped), appear here in the same order, so the
+// page cannot show code that no longer compiles or says what it does not.
+func TestEmbeddingDocExcerpts(t *testing.T) {
+	doc, err := os.ReadFile("docs/embedding.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("embedding_example_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var code []string
+	for _, l := range strings.Split(string(src), "\n") {
+		code = append(code, strings.TrimSpace(l))
+	}
+	blocks := strings.Split(string(doc), "```go\n")[1:]
+	if len(blocks) == 0 {
+		t.Fatal("docs/embedding.md has no Go block")
+	}
+	for i, b := range blocks {
+		b, _, _ = strings.Cut(b, "```")
+		at := 0
+		for _, l := range strings.Split(b, "\n") {
+			l = strings.TrimSpace(l)
+			if l == "" || l == "…" {
+				continue
+			}
+			for at < len(code) && code[at] != l {
+				at++
+			}
+			if at == len(code) {
+				t.Errorf("docs/embedding.md, Go block %d: %q is not in embedding_example_test.go (in this order)", i+1, l)
+				break
+			}
+			at++
+		}
+	}
 }

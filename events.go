@@ -387,12 +387,16 @@ func (s *Scheduler) release(j *job, now time.Time) error {
 }
 
 // SetPriority changes a live job's priority; a waiting job moves to its
-// new place in the queue.
+// new place in the queue. For a job that ended and is remembered
+// (Tombstones) it is ErrAlreadyApplied, as every event is.
 func (s *Scheduler) SetPriority(id string, p int32) error {
 	if err := s.mutating("SetPriority", id); err != nil {
 		return err
 	}
 	defer s.cb.leave()
+	if err := s.applied("SetPriority", id); err != nil {
+		return err
+	}
 	j, err := s.lookup(id)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package gpusched
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -78,5 +79,32 @@ func TestHeterogeneousReasonNamesShape(t *testing.T) {
 				t.Errorf("%s: reason %q does not say %q", id, text, want)
 			}
 		}
+	}
+}
+
+// TestHeterogeneousTooLargeNamesModel: on the mixed cluster, an 8-GPU
+// task that accepts only GB200 (4-GPU trays) can never run, and Submit
+// says so naming the model that limits it, "the largest GB200 host has
+// 4 GPUs", not "the largest host has 4 GPUs", false on a cluster with
+// 8-GPU H100 hosts (issue 25, item 8; a probe's variation). A task that
+// accepts every model keeps the plain wording.
+func TestHeterogeneousTooLargeNamesModel(t *testing.T) {
+	c, err := topology.Load([]byte(heteroCluster), "mixed.yaml", topology.FormatYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Cluster: c, Queues: queue.Config{Root: queue.Node{Children: []queue.Node{{Name: "q"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gb := workload.Job{ID: "gb8", Queue: "q", Groups: []workload.TaskGroup{{Count: 1, GPUs: 8, Models: []string{"GB200"}}}}
+	err = s.Submit(gb, t0)
+	if !errors.Is(err, ErrNeverFits) || !strings.Contains(err.Error(), "a task needs 8 GPUs, the largest GB200 host has 4 GPUs") {
+		t.Errorf("Submit(gb8): %v, want ErrNeverFits naming the largest GB200 host", err)
+	}
+	any := workload.Job{ID: "any9", Queue: "q", Groups: []workload.TaskGroup{{Count: 1, GPUs: 9}}}
+	err = s.Submit(any, t0)
+	if !errors.Is(err, ErrNeverFits) || !strings.Contains(err.Error(), "a task needs 9 GPUs, the largest host has 8 GPUs") {
+		t.Errorf("Submit(any9): %v, want the plain wording", err)
 	}
 }

@@ -39,6 +39,9 @@ func (s *Scheduler) SetHostFilter(id string, f HostFilter) error {
 		return err
 	}
 	defer s.cb.leave()
+	if err := s.applied("SetHostFilter", id); err != nil {
+		return err
+	}
 	j, ok := s.jobs.byID[id]
 	if !ok {
 		return jobErr(id, ErrUnknownJob)

@@ -117,14 +117,15 @@ func (j *job) remaining(rt time.Duration) time.Duration {
 }
 
 // lastCheckpoint is j's last checkpoint in its current run at now: the
-// last one reported (Checkpointed) is authoritative; only a run that
-// reported none is given one estimated from its CheckpointInterval (the
-// last whole interval since it started). Zero when there is none.
+// last one reported (Checkpointed) is authoritative, one reported at the
+// run's very start too; only a run that reported none is given one
+// estimated from its CheckpointInterval (the last whole interval since
+// it started). Zero when there is none.
 func lastCheckpoint(j *job, now time.Time) time.Time {
 	if j.started.IsZero() {
 		return time.Time{}
 	}
-	if cp := j.rec.checkpoint; cp.After(j.started) {
+	if cp := j.rec.checkpoint; !cp.IsZero() && !cp.Before(j.started) {
 		return cp
 	}
 	if iv := j.spec.CheckpointInterval; iv > 0 && now.After(j.started) {

@@ -45,3 +45,35 @@ func TestForgetEnded(t *testing.T) {
 		t.Fatalf("Submit after ForgetEnded: %v", err)
 	}
 }
+
+// TestEndedJobSettersAlreadyApplied: SetPriority and SetHostFilter for a
+// job that ended and is remembered say so (ErrAlreadyApplied, naming how
+// and when it ended), as every event does (docs/embedding.md: "any event
+// or Submit for an ended job still remembered"), not ErrUnknownJob, which
+// a service could not tell from an ID that never existed; an ID never
+// seen stays ErrUnknownJob.
+func TestEndedJobSettersAlreadyApplied(t *testing.T) {
+	s := contractScheduler(t, Config{})
+	if err := s.Submit(workload.Job{ID: "a", Queue: "q", Groups: []workload.TaskGroup{{Count: 1, GPUs: 1}}}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Cancel("a", t0); err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{
+		"SetPriority":   s.SetPriority("a", 10),
+		"SetHostFilter": s.SetHostFilter("a", HostFilter{}),
+	} {
+		if !errors.Is(err, ErrAlreadyApplied) || errors.Is(err, ErrUnknownJob) {
+			t.Errorf("%s of an ended job: %v, want ErrAlreadyApplied", name, err)
+		}
+	}
+	for name, err := range map[string]error{
+		"SetPriority":   s.SetPriority("never", 10),
+		"SetHostFilter": s.SetHostFilter("never", HostFilter{}),
+	} {
+		if !errors.Is(err, ErrUnknownJob) {
+			t.Errorf("%s of an unknown job: %v, want ErrUnknownJob", name, err)
+		}
+	}
+}

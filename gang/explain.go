@@ -138,6 +138,12 @@ type Explanation struct {
 	// resource when there are any), in GPUs, milli-CPU or MiB.
 	Group              int
 	TaskNeeds, HostHas int64
+	// TaskModels, for VerdictTooLarge by one task group, names the GPU
+	// models the group accepts (joined by " or ") when it does not
+	// accept every model of the cluster's hosts: HostHas is then the
+	// most one host of those models has ("the largest GB200 host has 4
+	// GPUs" on a cluster whose H100 hosts have 8). Empty otherwise.
+	TaskModels string
 	// Room is, for VerdictCapacity by CPU or memory found by counting,
 	// how many tasks the free CPU and memory of the hosts the request may
 	// use hold, host by host: of Group (whose Min tasks it needs), or,
@@ -260,7 +266,11 @@ func (x *Explanation) String() string {
 func (x *Explanation) taskClause() string {
 	need, have := x.amount(x.TaskNeeds), x.amount(x.HostHas)
 	if x.Verdict == VerdictTooLarge {
-		return "a task needs " + need + ", the largest host has " + have
+		host := "host"
+		if x.TaskModels != "" {
+			host = x.TaskModels + " host"
+		}
+		return "a task needs " + need + ", the largest " + host + " has " + have
 	}
 	return "no host has " + need + " free for a task (most: " + have + ")"
 }
@@ -508,11 +518,40 @@ func (pl *policy) taskTooLarge(x *Explanation) bool {
 			}
 			if most.hosts > 0 && need > have {
 				x.Limit, x.Group, x.TaskNeeds, x.HostHas = lim, i, need, have
+				x.TaskModels = e.acceptedModels(g)
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// acceptedModels names the GPU models with hosts that g accepts, joined
+// by " or ", when g does not accept every model with hosts; "" when it
+// does (or takes no GPU). O(models).
+func (e *engine) acceptedModels(g *Group) string {
+	if g.Kind == TaskCPU {
+		return ""
+	}
+	models := e.c.Models()
+	names, all := "", true
+	for m := range models {
+		if m >= len(e.hostMax) || e.hostMax[m].hosts == 0 {
+			continue
+		}
+		if !g.Accepts(topology.ModelID(m)) {
+			all = false
+			continue
+		}
+		if names != "" {
+			names += " or "
+		}
+		names += models[m].Model
+	}
+	if all {
+		return ""
+	}
+	return names
 }
 
 // largestHost returns the most GPUs, CPU and memory one host that may

@@ -133,14 +133,15 @@ func (j *Job) shape(c *topology.Cluster) (int64, bool) {
 }
 
 // lastCheckpoint returns j's last checkpoint at now: Checkpoint when it
-// is after Started (a reported checkpoint is authoritative), else the
-// last whole CheckpointInterval since Started; zero when there is none
-// after Started.
+// is set and not before Started (a reported checkpoint is authoritative,
+// one at the run's very start too), else the last whole
+// CheckpointInterval since Started; zero when there is none after
+// Started.
 func (j *Job) lastCheckpoint(now time.Time) time.Time {
 	if j.Started.IsZero() {
 		return time.Time{}
 	}
-	if j.Checkpoint.After(j.Started) {
+	if !j.Checkpoint.IsZero() && !j.Checkpoint.Before(j.Started) {
 		return j.Checkpoint
 	}
 	if iv := j.CheckpointInterval; iv > 0 && now.After(j.Started) {

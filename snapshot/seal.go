@@ -175,6 +175,9 @@ func unseal(data []byte) ([]byte, *seal, error) {
 		// fails to parse; Decode checks the decoded version too).
 		if m := versionLine.FindSubmatch(data[:min(len(data), versionWithin)]); m != nil {
 			if v, err := strconv.Atoi(string(m[1])); err == nil && v >= sealedSince && v <= Version {
+				if err := afterTrailer(data); err != nil {
+					return nil, nil, err
+				}
 				return nil, nil, missingTrailer(v)
 			}
 		}
@@ -192,6 +195,33 @@ func unseal(data []byte) ([]byte, *seal, error) {
 		return nil, nil, fmt.Errorf("%w: checksum mismatch: the content's CRC-32C is %08x, the trailer's %08x (a file edited by hand: delete its trailer and set its version to 7)", ErrNotWhole, sum, s.CRC32C)
 	}
 	return content, s, nil
+}
+
+// afterTrailer is the error for data whose last trailer line is
+// followed by more lines (appended to after it was written), nil when
+// data has no trailer line at all (cut short).
+func afterTrailer(data []byte) error {
+	at := bytes.LastIndex(data, []byte("\n"+sealPrefix)) + 1
+	if at == 0 {
+		return nil
+	}
+	end := bytes.IndexByte(data[at:], '\n')
+	if end < 0 {
+		return nil
+	}
+	if _, err := parseSeal(string(data[at : at+end+1])); err != nil {
+		return nil // a comment that only looks like one
+	}
+	rest := data[at+end+1:]
+	n := bytes.Count(rest, []byte("\n"))
+	if len(rest) > 0 && rest[len(rest)-1] != '\n' {
+		n++
+	}
+	lines := "lines"
+	if n == 1 {
+		lines = "line"
+	}
+	return fmt.Errorf("%w: %d %s after its trailer (# sealed: …, line %d): the file was appended to after it was written", ErrNotWhole, n, lines, bytes.Count(data[:at], []byte("\n"))+1)
 }
 
 // parseSeal reads a trailer line, which must be exactly as line writes

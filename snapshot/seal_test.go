@@ -252,6 +252,11 @@ func TestSealErrors(t *testing.T) {
 		{"miscounted", reseal(t, strings.Replace(file, trailer, strings.Replace(trailer, "jobs=3", "jobs=4", 1), 1)), "jobs: the file holds 3, its trailer counts 4"},
 		{"uncounted", reseal(t, strings.Replace(file, trailer, strings.Replace(trailer, " migrations=1", "", 1), 1)), "migrations: the file holds 1, its trailer counts 0"},
 		{"hosts", reseal(t, strings.Replace(file, "hosts: 2\n", "hosts: 3\n", 1)), "hosts: not the whole state file: the state counts 3 hosts, its cluster has 2"},
+		// Lines after the trailer (a file appended to, two writes into
+		// one file) are not a cut: the error says what is there.
+		{"appended", file + "\n", "after its trailer"},
+		{"appended state", file + "jobs: []\n", "1 line after its trailer"},
+		{"twice", file + file, "bytes before the trailer, which counts"},
 	} {
 		_, err := Load([]byte(tc.data), "s.yaml", Options{NoPreemption: true})
 		if !errors.Is(err, ErrNotWhole) || !strings.Contains(err.Error(), tc.want) {
