@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/bits"
 	"time"
+
+	"github.com/google/btree"
 )
 
 // Entry is a pending job in a leaf queue. The owner fills the exported
@@ -51,8 +53,8 @@ type Class struct {
 	// at it.
 	Data any
 
-	jobs      entryIndex
-	byRuntime entryIndex // only in queues with Backfill (t nil otherwise)
+	jobs      *btree.BTreeG[*Entry]
+	byRuntime *btree.BTreeG[*Entry]
 	// cursor state
 	after *Entry
 	head  *Entry
@@ -70,7 +72,7 @@ func (c *Class) Ascend(fn func(*Entry) bool) { c.jobs.Ascend(fn) }
 // known and at most max, shortest first, until fn returns false. It is
 // only available in queues with Backfill; otherwise it visits nothing.
 func (c *Class) AscendRuntime(max time.Duration, fn func(*Entry) bool) {
-	if c.byRuntime.t == nil {
+	if c.byRuntime == nil {
 		return
 	}
 	c.byRuntime.Ascend(func(e *Entry) bool {
@@ -89,7 +91,7 @@ type Leaf struct {
 	tree    *Tree
 	id      NodeID
 	policy  Policy
-	all     entryIndex
+	all     *btree.BTreeG[*Entry]
 	classes map[string]*Class
 	list    []*Class // classes in creation order (deterministic)
 	// admitted and running count the queue's jobs holding resources, for
@@ -102,7 +104,7 @@ type Leaf struct {
 
 func newLeaf(t *Tree, id NodeID, p Policy) *Leaf {
 	l := &Leaf{tree: t, id: id, policy: p, classes: map[string]*Class{}}
-	l.all = newEntryIndex(16, keyLess(p))
+	l.all = btree.NewG(16, l.less)
 	return l
 }
 
@@ -160,19 +162,19 @@ func (l *Leaf) Add(e *Entry) {
 	l.mods++
 	c := l.classes[e.Class]
 	if c == nil {
-		c = &Class{Key: e.Class, jobs: newEntryIndex(8, keyLess(l.policy))}
+		c = &Class{Key: e.Class, jobs: btree.NewG(8, l.less)}
 		if l.policy.Backfill {
-			c.byRuntime = newEntryIndex(8, keyLessByRuntime(l.policy))
+			c.byRuntime = btree.NewG(8, byRuntime(l.less))
 		}
 		l.classes[e.Class] = c
 		c.pos = len(l.list)
 		l.list = append(l.list, c)
 	}
 	e.class = c
-	l.all.Insert(e)
-	c.jobs.Insert(e)
-	if c.byRuntime.t != nil && e.Runtime > 0 {
-		c.byRuntime.Insert(e)
+	l.all.ReplaceOrInsert(e)
+	c.jobs.ReplaceOrInsert(e)
+	if c.byRuntime != nil && e.Runtime > 0 {
+		c.byRuntime.ReplaceOrInsert(e)
 	}
 }
 
@@ -183,9 +185,9 @@ func (l *Leaf) Remove(e *Entry) bool {
 	}
 	c := e.class
 	l.mods++
-	l.all.Delete(e)
-	c.jobs.Delete(e)
-	if c.byRuntime.t != nil && e.Runtime > 0 {
+	deleteEntry(l.all, e)
+	deleteEntry(c.jobs, e)
+	if c.byRuntime != nil && e.Runtime > 0 {
 		c.byRuntime.Delete(e)
 	}
 	e.leaf, e.class = nil, nil
@@ -193,6 +195,17 @@ func (l *Leaf) Remove(e *Entry) bool {
 		l.dropClass(c)
 	}
 	return true
+}
+
+// deleteEntry deletes e from t, which holds it. The entry a cycle admits
+// is mostly its class's first (and in a strict queue the leaf's): that one
+// goes without comparisons (DeleteMin), the others by search.
+func deleteEntry(t *btree.BTreeG[*Entry], e *Entry) {
+	if m, _ := t.Min(); m == e {
+		t.DeleteMin()
+		return
+	}
+	t.Delete(e)
 }
 
 func (l *Leaf) dropClass(c *Class) {
@@ -213,14 +226,14 @@ func (l *Leaf) SetPriority(e *Entry, p int32) {
 	l.mods++
 	l.all.Delete(e)
 	c.jobs.Delete(e)
-	if c.byRuntime.t != nil && e.Runtime > 0 {
+	if c.byRuntime != nil && e.Runtime > 0 {
 		c.byRuntime.Delete(e)
 	}
 	e.Priority = p
-	l.all.Insert(e)
-	c.jobs.Insert(e)
-	if c.byRuntime.t != nil && e.Runtime > 0 {
-		c.byRuntime.Insert(e)
+	l.all.ReplaceOrInsert(e)
+	c.jobs.ReplaceOrInsert(e)
+	if c.byRuntime != nil && e.Runtime > 0 {
+		c.byRuntime.ReplaceOrInsert(e)
 	}
 }
 
@@ -228,8 +241,24 @@ func (l *Leaf) SetPriority(e *Entry, p int32) {
 func (l *Leaf) Before(a, b *Entry) bool { return l.less(a, b) }
 
 func (l *Leaf) less(a, b *Entry) bool {
-	ka, kb := keyOf(a), keyOf(b)
-	return orderLess(l.policy.Ordering, l.policy.AgingInterval, &ka, &kb)
+	if l.policy.Ordering == PriorityAging {
+		if c := agedCompare(a.Priority, b.Priority, a.Submitted, b.Submitted, l.policy.AgingInterval); c != 0 {
+			return c < 0
+		}
+	} else {
+		if a.Priority != b.Priority {
+			return a.Priority > b.Priority
+		}
+		if l.policy.Ordering == ShortestFirst {
+			if c := runtimeCompare(a.Runtime, b.Runtime); c != 0 {
+				return c < 0
+			}
+		}
+		if !a.Submitted.Equal(b.Submitted) {
+			return a.Submitted.Before(b.Submitted)
+		}
+	}
+	return a.Seq < b.Seq
 }
 
 // runtimeCompare orders runtime estimates shortest first, unknown (0 or
@@ -246,6 +275,15 @@ func runtimeCompare(a, b time.Duration) int {
 		return -1
 	}
 	return 1
+}
+
+func byRuntime(less func(a, b *Entry) bool) func(a, b *Entry) bool {
+	return func(a, b *Entry) bool {
+		if a.Runtime != b.Runtime {
+			return a.Runtime < b.Runtime
+		}
+		return less(a, b)
+	}
 }
 
 // agedCompare orders two jobs by effective priority p + wait/tau at any
