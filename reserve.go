@@ -497,7 +497,7 @@ func (rs *reservations) reserve(j *job, now time.Time, mkey string, in reserveIn
 				return false
 			}
 		}
-		if h.vic.preempting && slices.Contains(victims, h) {
+		if len(victims) > 0 && h.vic.preempting && slices.Contains(victims, h) { // no victims: h.vic unread (a cache line per holder)
 			return true
 		}
 		return release(h.end, h.endKnown, h.placement.Claims)

@@ -136,7 +136,7 @@ func (rs *reservations) rebuild(r *reservation, live *topology.Ledger, jobs *job
 		}
 	}
 	jobs.ascendEnds(func(h *job) bool {
-		if h.vic.preempting && slices.Contains(victims, h) {
+		if len(victims) > 0 && h.vic.preempting && slices.Contains(victims, h) { // no victims: h.vic unread (a cache line per holder)
 			return true
 		}
 		if by(h.end, h.endKnown) {

@@ -16,14 +16,14 @@ func TestClonePairEqualsClone(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		p := &Placement{Job: rapid.StringN(0, 4, -1).Draw(t, "job"),
 			Level: topology.Level(rapid.IntRange(0, 4).Draw(t, "level")), Domain: topology.DomainID(rapid.IntRange(0, 9).Draw(t, "dom"))}
-		p.Placed = make([]int, 2)
+		p.Placed = make([]int, rapid.IntRange(1, 2).Draw(t, "groups"))
 		nc := rapid.IntRange(0, 6).Draw(t, "claims")
 		for i := 0; i < nc; i++ {
 			var gs []topology.GPUClaim
-			for k := rapid.IntRange(0, 4).Draw(t, "gpus"); k > 0; k-- {
+			for k := rapid.IntRange(0, pairGPUs+1).Draw(t, "gpus"); k > 0; k-- {
 				gs = append(gs, topology.GPUClaim{GPU: topology.GPUID(rapid.IntRange(0, 99).Draw(t, "gpu")), Kind: topology.ClaimKind(rapid.IntRange(0, 2).Draw(t, "kind")), Milli: int32(rapid.IntRange(0, 1000).Draw(t, "milli"))})
 			}
-			p.addClaim(TaskRef{Group: int32(i % 2), Index: int32(i)}, topology.HostID(rapid.IntRange(0, 9).Draw(t, "host")), int64(i), int64(2*i), gs...)
+			p.addClaim(TaskRef{Group: int32(i % len(p.Placed)), Index: int32(i)}, topology.HostID(rapid.IntRange(0, 9).Draw(t, "host")), int64(i), int64(2*i), gs...)
 		}
 		if rapid.Bool().Draw(t, "nilPlaced") {
 			p.Placed = nil

@@ -120,6 +120,9 @@ func (p *Placement) Clone() *Placement {
 // into the other. The scheduler keeps one copy and hands the other to
 // its caller.
 func (p *Placement) ClonePair() (*Placement, *Placement) {
+	if q := p.clonePairSmall(); q != nil {
+		return &q.p[0], &q.p[1]
+	}
 	pair := new([2]Placement)
 	a, b := &pair[0], &pair[1]
 	*a = Placement{Job: p.Job, Level: p.Level, Domain: p.Domain}
@@ -145,6 +148,45 @@ func (p *Placement) ClonePair() (*Placement, *Placement) {
 		}
 	}
 	return a, b
+}
+
+// pairGPUs is how many GPU claims a pairBlock holds per copy.
+const pairGPUs = 8
+
+// pairBlock is the one allocation of ClonePair for a placement of one
+// task in one group claiming at most pairGPUs GPUs (most jobs): both
+// copies and every slice of each, split so that neither copy can grow
+// into the other.
+type pairBlock struct {
+	p      [2]Placement
+	claims [2]topology.Claim
+	tasks  [2]TaskRef
+	placed [2]int
+	gpus   [2][pairGPUs]topology.GPUClaim
+}
+
+// clonePairSmall is ClonePair in one allocation, or nil when p is not a
+// one-task placement that fits a pairBlock (then ClonePair splits its
+// copies over five).
+func (p *Placement) clonePairSmall() *pairBlock {
+	if len(p.Claims) != 1 || len(p.Tasks) != 1 || len(p.Placed) != 1 || p.Relaxed != nil || len(p.Claims[0].GPUs) > pairGPUs {
+		return nil
+	}
+	q := new(pairBlock)
+	c := p.Claims[0]
+	n := len(c.GPUs)
+	for i := range q.p {
+		a := &q.p[i]
+		*a = Placement{Job: p.Job, Level: p.Level, Domain: p.Domain}
+		q.tasks[i], q.placed[i] = p.Tasks[0], p.Placed[0]
+		a.Tasks, a.Placed = q.tasks[i:i+1:i+1], q.placed[i:i+1:i+1]
+		copy(q.gpus[i][:], c.GPUs)
+		a.gpus = q.gpus[i][:n:n]
+		q.claims[i] = c
+		q.claims[i].GPUs = a.gpus
+		a.Claims = q.claims[i : i+1 : i+1]
+	}
+	return q
 }
 
 // splitClone returns two copies of s from one allocation (nil for nil, as
