@@ -11,8 +11,12 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -75,11 +79,51 @@ func TestDeployManifests(t *testing.T) {
 			if _, err := ri.Create(ctx, &u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"}); err != nil {
 				t.Errorf("%s: dry-run create %s %s: %v", f, gvk.Kind, u.GetName(), err)
 			}
-			if gvk.Kind == "ConfigMap" {
+			switch gvk.Kind {
+			case "ConfigMap":
 				checkConfigMap(t, f, &u)
+			case "Deployment":
+				checkReplicasSpread(t, f, &u)
 			}
 		}
 	}
+}
+
+// checkReplicasSpread checks that a Deployment of more than one replica
+// keeps its replicas on different nodes: a pod anti-affinity term on
+// kubernetes.io/hostname whose selector matches the pod template's labels
+// (else the leader and its standby may share a node, and losing it stops
+// scheduling until both are rescheduled).
+func checkReplicasSpread(t *testing.T, file string, u *unstructured.Unstructured) {
+	t.Helper()
+	var d appsv1.Deployment
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &d); err != nil {
+		t.Errorf("%s: Deployment %s: %v", file, u.GetName(), err)
+		return
+	}
+	if d.Spec.Replicas == nil || *d.Spec.Replicas < 2 {
+		t.Errorf("%s: Deployment %s: %v replicas, want at least 2 (a standby)", file, d.Name, d.Spec.Replicas)
+		return
+	}
+	var terms []v1.PodAffinityTerm
+	if a := d.Spec.Template.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		terms = append(terms, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		for _, w := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			terms = append(terms, w.PodAffinityTerm)
+		}
+	}
+	own := labels.Set(d.Spec.Template.Labels)
+	for _, term := range terms {
+		sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+		if err != nil {
+			t.Errorf("%s: Deployment %s: anti-affinity selector: %v", file, d.Name, err)
+			continue
+		}
+		if term.TopologyKey == v1.LabelHostname && !sel.Empty() && sel.Matches(own) {
+			return
+		}
+	}
+	t.Errorf("%s: Deployment %s: %d replicas and no pod anti-affinity on %s between them", file, d.Name, *d.Spec.Replicas, v1.LabelHostname)
 }
 
 // checkConfigMap loads the scheduler configuration or queue tree a
