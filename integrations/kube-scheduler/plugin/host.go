@@ -782,7 +782,7 @@ func (h *host) restore(j *podJob, complete bool, now time.Time, fx *effects) boo
 	if complete && len(finish) == 0 {
 		return false // nothing to complete: the plain restore follows
 	}
-	if err := h.s.Restore(rs, tasks, queue.Running, j.created, now); err != nil {
+	if err := h.away.restoreOn(h.s, tasks, func() error { return h.s.Restore(rs, tasks, queue.Running, j.created, now) }); err != nil {
 		if complete {
 			return false
 		}
@@ -1197,7 +1197,7 @@ func (h *host) forget(p *v1.Pod) {
 	h.amu.Lock()
 	delete(h.notes, p.UID)
 	h.amu.Unlock()
-	if isTerminal(p) {
+	if isTerminal(p) && !disrupted(p) {
 		h.finals.record(p.UID, p.Status.Phase)
 	}
 	if p.Spec.NodeName != "" {
