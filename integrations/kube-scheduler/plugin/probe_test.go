@@ -215,8 +215,9 @@ func TestProbeRequiredNodeAffinityExpressions(t *testing.T) {
 
 // ProbeGangMemberBindFailsAfterOthersBound (defects 7, 8): a gang passed
 // Permit whole; g-0 is bound, then g-1's Bind fails (Unreserve). The
-// gang's bound member keeps its GPUs in gpusched's books: no other pod is
-// given them, and g-1 goes to its plan again.
+// gang's bound member keeps its GPUs in gpusched's books: no other pod
+// (here one of higher priority) is given them, and g-1 goes to its plan
+// again.
 func TestProbeGangMemberBindFailsAfterOthersBound(t *testing.T) {
 	h, io := newTestHost(t, gpuNode("n1", 8, h100, nil), gpuNode("n2", 8, h100, nil))
 	g := map[string]string{DefaultGangLabel: "g", DefaultGangSizeKey: "2"}
@@ -238,7 +239,10 @@ func TestProbeGangMemberBindFailsAfterOthersBound(t *testing.T) {
 	b0.Spec.NodeName = a0.node
 	io.pods[0] = b0
 	pl.Unreserve(ctx, nil, io.pods[1], a1.node)
-	io.pods = append(io.pods, schedPod("s", 8, nil))
+	hi := schedPod("s", 8, nil)
+	prio := int32(100)
+	hi.Spec.Priority = &prio
+	io.pods = append(io.pods, hi)
 	for range 3 {
 		step(h, io, time.Second)
 	}
