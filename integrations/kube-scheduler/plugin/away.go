@@ -1,11 +1,15 @@
 package plugin
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/gpusched/gpusched"
+	"github.com/gpusched/gpusched/topology"
 )
 
 // awayNodes follows GPU nodes that are temporarily unavailable (issue 26,
@@ -109,4 +113,28 @@ func (h *host) cordonAway(away []string) {
 			_ = h.s.Uncordon(name) // (fails only for a node leaving: it stays cordoned)
 		}
 	}
+}
+
+// restoreOn runs restore, which restores a job holding claims, with the
+// hosts of claims this concern cordoned uncordoned meanwhile: a pod bound
+// on a node whose GPUs are temporarily unavailable keeps them, also when
+// the scheduler starts (or rebuilds) during the grace (a cordoned host
+// takes no claim, and the job would be taken for invalid, its GPUs for
+// free).
+func (a *awayNodes) restoreOn(s *gpusched.Scheduler, claims [][]topology.Claim, restore func() error) error {
+	c, l := s.Cluster(), s.Ledger()
+	var back []string
+	for _, cls := range claims {
+		for _, cl := range cls {
+			name := c.HostName(cl.Host)
+			if a.cordoned[name] && l.HostCordoned(cl.Host) && !slices.Contains(back, name) && s.Uncordon(name) == nil {
+				back = append(back, name)
+			}
+		}
+	}
+	err := restore()
+	for _, name := range back {
+		_ = s.Cordon(name) // (it was cordoned a moment ago)
+	}
+	return err
 }

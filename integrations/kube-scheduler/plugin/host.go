@@ -589,6 +589,19 @@ func (h *host) reconcile(jobs []*podJob, ended map[types.UID]v1.PodPhase, now ti
 			delete(h.jobs, id)
 			continue
 		}
+		if st.State != queue.Running && h.boundAstray(j) {
+			// Pods of a job the Scheduler does not count as running were
+			// bound where no binding of it puts them (a gang member bound
+			// before another's Bind failed and withdrew the binding): the
+			// job is restored from its pods, so their GPUs are held and
+			// its unbound members go to their plan (restore).
+			h.log.Info("Pods of a job not running were bound outside its binding; restoring it from its pods", "job", id, "state", st.State.String())
+			_ = h.s.Cancel(id, now)
+			h.dropAssignments(id, fx)
+			delete(h.jobs, id)
+			h.add(j, now, fx)
+			continue
+		}
 		bound, held := 0, 0
 		for _, p := range j.all() {
 			_, assigned := h.assign[p.UID]
@@ -639,6 +652,20 @@ func (h *host) reconcile(jobs []*podJob, ended map[types.UID]v1.PodPhase, now ti
 			}
 		}
 	}
+}
+
+// boundAstray reports whether a pod of j is bound but not where an
+// assignment of its job puts it (none, or another node).
+func (h *host) boundAstray(j *podJob) bool {
+	for _, p := range j.all() {
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		if a, ok := h.assign[p.UID]; !ok || a.node != p.Spec.NodeName || a.job != j.spec.ID {
+			return true
+		}
+	}
+	return false
 }
 
 // unplaced are j's pods neither bound nor assigned.
@@ -782,7 +809,7 @@ func (h *host) restore(j *podJob, complete bool, now time.Time, fx *effects) boo
 	if complete && len(finish) == 0 {
 		return false // nothing to complete: the plain restore follows
 	}
-	if err := h.s.Restore(rs, tasks, queue.Running, j.created, now); err != nil {
+	if err := h.away.restoreOn(h.s, tasks, func() error { return h.s.Restore(rs, tasks, queue.Running, j.created, now) }); err != nil {
 		if complete {
 			return false
 		}
@@ -1197,7 +1224,7 @@ func (h *host) forget(p *v1.Pod) {
 	h.amu.Lock()
 	delete(h.notes, p.UID)
 	h.amu.Unlock()
-	if isTerminal(p) {
+	if isTerminal(p) && !disrupted(p) {
 		h.finals.record(p.UID, p.Status.Phase)
 	}
 	if p.Spec.NodeName != "" {

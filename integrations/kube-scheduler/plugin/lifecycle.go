@@ -20,7 +20,8 @@ import (
 //     succeeded is a clean finish (Finished), a pod that failed makes it
 //     Failed, a pod that vanished without either (deleted by someone else:
 //     an operator, a controller, another scheduler's preemption) makes it
-//     Cancelled, never Finished. Jobs gpusched evicted are Preempted;
+//     Cancelled, never Finished; so does a pod kube marked disrupted
+//     (DisruptionTarget), whatever phase it ended in. Jobs gpusched evicted are Preempted;
 //   - a gang that lost members keeps its GPUs while any member runs (see
 //     reconcile);
 //   - a pod with spec.schedulingGates is not planned and holds nothing
@@ -52,7 +53,9 @@ func viewPods(all []*v1.Pod, profile string, a *Args) podView {
 		}
 		switch {
 		case isTerminal(p):
-			v.ended[p.UID] = p.Status.Phase
+			if !disrupted(p) {
+				v.ended[p.UID] = p.Status.Phase
+			}
 			continue
 		case p.DeletionTimestamp != nil && p.Spec.NodeName == "":
 			continue
@@ -92,6 +95,21 @@ func viewPods(all []*v1.Pod, profile string, a *Args) podView {
 		v.live = append(v.live, slices.DeleteFunc(pods, func(p *v1.Pod) bool { return slices.Contains(v.held, p) })...)
 	}
 	return v
+}
+
+// disrupted reports whether p was deleted by a disruption (the
+// DisruptionTarget condition kube sets when its scheduler preempts a pod,
+// the Eviction API evicts it, the taint manager or the pod garbage
+// collector deletes it): whatever phase it ends in (a process that exits
+// 0 on SIGTERM succeeds), it did not finish its work, so it counts as
+// vanished, never as a clean finish (issue 26, defect 2).
+func disrupted(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.DisruptionTarget && c.Status == v1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 // endBook counts how the host ended jobs, by the state it reported.
