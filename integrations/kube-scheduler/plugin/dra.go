@@ -58,8 +58,8 @@ import (
 // bound and has no binding of gpusched's (a scheduler restart, a binding
 // withdrawn), or for a pod that ended, is released (drat.release).
 //
-// Not handled (the pod waits, saying why): CEL selectors, allocation mode
-// All, FirstAvailable, admin access, device tolerations, constraints,
+// CEL selectors of GPU requests restrict the nodes (dra_cel.go).
+// Not handled (the pod waits, saying why): allocation mode All, FirstAvailable, admin access, device tolerations, constraints,
 // claims mixing the GPU class with others. MIG devices, shared
 // (consumable capacity) devices and ComputeDomains are not allocated.
 
@@ -126,6 +126,9 @@ type draNode struct {
 	// clique is its GPUs' cliqueId ("<cluster UUID>.<clique id>"), the
 	// multi-node NVLink domain they share; "" when none.
 	clique string
+	// specs are the GPUs' devices as published, by GPU index (CEL
+	// selectors read them, dra_cel.go).
+	specs []*resourceapi.Device
 }
 
 // DRALayoutAnnotation carries, on the node as a cycle sees it (never
@@ -159,6 +162,8 @@ type gpuClaim struct {
 type gpuRequest struct {
 	name  string
 	count int
+	// sels are the request's CEL selectors (dra_cel.go).
+	sels []resourceapi.DeviceSelector
 }
 
 type claimRef struct {
@@ -306,6 +311,7 @@ func (d *drat) readSlices() {
 		health       topology.Health
 		numa         int64
 		root         string
+		dev          *resourceapi.Device
 	}
 	found := map[string][]gpu{}
 	for _, s := range mine {
@@ -329,7 +335,7 @@ func (d *drat) readSlices() {
 				continue // MIG devices and others: not supported yet
 			}
 			g := gpu{name: dev.Name, index: attrInt(dev.Attributes, d.driver, attrIndex), minor: attrInt(dev.Attributes, d.driver, attrMinor),
-				health: taintHealth(dev.Taints), numa: attrInt(dev.Attributes, d.driver, attrNUMANode), root: attrString(dev.Attributes, d.driver, attrPCIeRoot)}
+				health: taintHealth(dev.Taints), numa: attrInt(dev.Attributes, d.driver, attrNUMANode), root: attrString(dev.Attributes, d.driver, attrPCIeRoot), dev: &dev}
 			found[node] = append(found[node], g)
 			if p := attrString(dev.Attributes, d.driver, attrProductName); p != "" && n.product == "" {
 				n.product = strings.ReplaceAll(strings.TrimSpace(p), " ", "-")
@@ -350,6 +356,7 @@ func (d *drat) readSlices() {
 			n.devices = append(n.devices, g.name)
 			n.health = append(n.health, g.health)
 			n.index[g.name] = i
+			n.specs = append(n.specs, g.dev)
 			numa[i], roots[i] = g.numa, g.root
 		}
 		n.layout = layoutOf(numa, roots)
@@ -540,8 +547,6 @@ func (d *drat) classify(c *resourceapi.ResourceClaim) (reqs []gpuRequest, other 
 		case r.Exactly != nil && r.Exactly.DeviceClassName == d.class:
 			e := r.Exactly
 			switch {
-			case len(e.Selectors) > 0:
-				why = fmt.Sprintf("request %q: CEL selectors are not supported yet", r.Name)
 			case e.AllocationMode == resourceapi.DeviceAllocationModeAll:
 				why = fmt.Sprintf("request %q: allocationMode All is not supported yet", r.Name)
 			case e.AdminAccess != nil && *e.AdminAccess:
@@ -549,7 +554,7 @@ func (d *drat) classify(c *resourceapi.ResourceClaim) (reqs []gpuRequest, other 
 			case len(e.Tolerations) > 0:
 				why = fmt.Sprintf("request %q: device tolerations are not supported yet", r.Name)
 			}
-			reqs = append(reqs, gpuRequest{name: r.Name, count: int(max(cmp.Or(e.Count, 1), 1))})
+			reqs = append(reqs, gpuRequest{name: r.Name, count: int(max(cmp.Or(e.Count, 1), 1)), sels: e.Selectors})
 		case r.FirstAvailable != nil && slices.ContainsFunc(r.FirstAvailable, func(s resourceapi.DeviceSubRequest) bool { return s.DeviceClassName == d.class }):
 			why = fmt.Sprintf("request %q: firstAvailable with the GPU class is not supported yet", r.Name)
 		default:
@@ -620,6 +625,10 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 		}
 		held = append(held, idx...)
 	}
+	var nodes []string // the nodes CEL selectors leave it (nil: any)
+	if dp.why == "" && p.Spec.NodeName == "" {
+		nodes, dp.why = d.celNodes(dp.claims)
+	}
 	if dp.why != "" && p.Spec.NodeName == "" {
 		return dp // left out: waits
 	}
@@ -639,6 +648,7 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 	q.Add(*resource.NewQuantity(int64(dp.gpus), resource.DecimalSI))
 	c.Resources.Requests[d.gpuResource] = q
 	c.Resources.Limits[d.gpuResource] = q
+	onlyOn(out, nodes)
 	if allocated && heldOn != "" && len(held) == dp.gpus {
 		// The allocations are the record of the GPUs it holds.
 		if out.Annotations == nil {
