@@ -82,6 +82,7 @@ type draIO interface {
 // the informer's store alone.
 type drat struct {
 	driver, class string
+	migClass      string // Args.DRAMIGDeviceClass
 	indices       string // Args.GPUIndicesAnnotation
 	gpuResource   v1.ResourceName
 	productLabel  string
@@ -129,6 +130,8 @@ type draNode struct {
 	// specs are the GPUs' devices as published, by GPU index (CEL
 	// selectors read them, dra_cel.go).
 	specs []*resourceapi.Device
+	// migs are the MIG devices (partitions) of its GPUs (dra_mig.go).
+	migs []*migDev
 }
 
 // DRALayoutAnnotation carries, on the node as a cycle sees it (never
@@ -164,6 +167,9 @@ type gpuRequest struct {
 	count int
 	// sels are the request's CEL selectors (dra_cel.go).
 	sels []resourceapi.DeviceSelector
+	// part is a MIG device or a share of a GPU instead of whole GPUs
+	// (dra_mig.go, dra_share.go); nil for whole GPUs.
+	part *partRequest
 }
 
 type claimRef struct {
@@ -176,7 +182,7 @@ func newDRA(args *Args, io draIO, log klog.Logger) *drat {
 	if args.DRADriver == "" || args.DRADriver == "none" || io == nil {
 		return nil
 	}
-	return &drat{driver: args.DRADriver, class: args.DRADeviceClass, indices: args.GPUIndicesAnnotation,
+	return &drat{driver: args.DRADriver, class: args.DRADeviceClass, migClass: cmp.Or(args.DRAMIGDeviceClass, DefaultDRAMIGDeviceClass), indices: args.GPUIndicesAnnotation,
 		gpuResource: v1.ResourceName(args.GPUResource), productLabel: args.GPUProductLabel, countLabel: args.GPUCountLabel, cliqueLabel: args.GPUCliqueLabel,
 		io: io, log: log, settle: 5 * time.Second, grace: 50 * time.Millisecond, nodeCache: map[string]draNodeCopy{},
 		pods: map[types.UID]*draPod{}, granted: map[types.UID]string{}}
@@ -314,6 +320,7 @@ func (d *drat) readSlices() {
 		dev          *resourceapi.Device
 	}
 	found := map[string][]gpu{}
+	parts := map[string][]*resourceapi.Device{}
 	for _, s := range mine {
 		if s.Spec.Pool.Generation < newest[s.Spec.Pool.Name] {
 			continue
@@ -332,7 +339,10 @@ func (d *drat) readSlices() {
 		for _, dev := range s.Spec.Devices {
 			typ := attrString(dev.Attributes, d.driver, attrType)
 			if typ != "gpu" && (typ != "" || attrString(dev.Attributes, d.driver, attrProfile) != "") {
-				continue // MIG devices and others: not supported yet
+				if typ == attrTypeMIG {
+					parts[node] = append(parts[node], &dev)
+				}
+				continue // MIG devices: linkMIG
 			}
 			g := gpu{name: dev.Name, index: attrInt(dev.Attributes, d.driver, attrIndex), minor: attrInt(dev.Attributes, d.driver, attrMinor),
 				health: taintHealth(dev.Taints), numa: attrInt(dev.Attributes, d.driver, attrNUMANode), root: attrString(dev.Attributes, d.driver, attrPCIeRoot), dev: &dev}
@@ -360,6 +370,9 @@ func (d *drat) readSlices() {
 			numa[i], roots[i] = g.numa, g.root
 		}
 		n.layout = layoutOf(numa, roots)
+	}
+	for node, ps := range parts {
+		d.linkMIG(d.nodes[node], ps)
 	}
 }
 
@@ -544,7 +557,7 @@ func claimName(p *v1.Pod, rc v1.PodResourceClaim) string {
 func (d *drat) classify(c *resourceapi.ResourceClaim) (reqs []gpuRequest, other bool, why string) {
 	for _, r := range c.Spec.Devices.Requests {
 		switch {
-		case r.Exactly != nil && r.Exactly.DeviceClassName == d.class:
+		case r.Exactly != nil && (r.Exactly.DeviceClassName == d.class || r.Exactly.DeviceClassName == d.migClass):
 			e := r.Exactly
 			switch {
 			case e.AllocationMode == resourceapi.DeviceAllocationModeAll:
@@ -554,7 +567,9 @@ func (d *drat) classify(c *resourceapi.ResourceClaim) (reqs []gpuRequest, other 
 			case len(e.Tolerations) > 0:
 				why = fmt.Sprintf("request %q: device tolerations are not supported yet", r.Name)
 			}
-			reqs = append(reqs, gpuRequest{name: r.Name, count: int(max(cmp.Or(e.Count, 1), 1)), sels: e.Selectors})
+			rq := gpuRequest{name: r.Name, count: int(max(cmp.Or(e.Count, 1), 1)), sels: e.Selectors}
+			why = cmp.Or(why, d.partOf(&rq, e))
+			reqs = append(reqs, rq)
 		case r.FirstAvailable != nil && slices.ContainsFunc(r.FirstAvailable, func(s resourceapi.DeviceSubRequest) bool { return s.DeviceClassName == d.class }):
 			why = fmt.Sprintf("request %q: firstAvailable with the GPU class is not supported yet", r.Name)
 		default:
@@ -612,7 +627,9 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 		}
 		dp.claims = append(dp.claims, gpuClaim{claimRef: claimRef{ns: c.Namespace, name: c.Name, uid: p.UID}, requests: reqs})
 		for _, r := range reqs {
-			dp.gpus += r.count
+			if r.part == nil {
+				dp.gpus += r.count
+			}
 		}
 		if c.Status.Allocation == nil {
 			allocated = false
@@ -626,11 +643,18 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 		held = append(held, idx...)
 	}
 	var nodes []string // the nodes CEL selectors leave it (nil: any)
+	var part *partRequest
+	if dp.why == "" {
+		part, dp.why = d.podPart(dp)
+	}
 	if dp.why == "" && p.Spec.NodeName == "" {
 		nodes, dp.why = d.celNodes(dp.claims)
 	}
 	if dp.why != "" && p.Spec.NodeName == "" {
 		return dp // left out: waits
+	}
+	if part != nil {
+		return d.partPod(dp, part, claims, heldOn, nodes)
 	}
 	if dp.gpus == 0 {
 		dp.out = p
@@ -746,6 +770,9 @@ func (d *drat) allocate(ctx context.Context, pods []*v1.Pod, assignmentOf func(t
 			}
 			alloc, err := d.allocation(c, a.node, a.gpus[k:k+n], now)
 			if err == nil {
+				err = d.partResults(alloc, c, a)
+			}
+			if err == nil {
 				err = d.write(ctx, c, p, alloc)
 			}
 			if err != nil {
@@ -764,7 +791,7 @@ func (d *drat) allocate(ctx context.Context, pods []*v1.Pod, assignmentOf func(t
 }
 
 // bindingKey identifies a binding: its node and GPUs.
-func bindingKey(a assignment) string { return a.node + "/" + formatIndices(a.gpus) }
+func bindingKey(a assignment) string { return a.node + "/" + formatIndices(a.gpus) + a.part }
 
 // grant records the binding uid's claims were written for ("": none).
 func (d *drat) grant(uid types.UID, key string) {

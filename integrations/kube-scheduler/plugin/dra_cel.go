@@ -67,23 +67,25 @@ func hasCEL(sels []resourceapi.DeviceSelector) bool {
 	return slices.ContainsFunc(sels, func(s resourceapi.DeviceSelector) bool { return s.CEL != nil })
 }
 
-// celNodes returns the nodes the CEL selectors of claims' requests leave
-// (sorted; nil when no request has selectors: any node), or why none is.
+// celNodes returns the nodes the CEL selectors of claims' requests, and
+// their MIG profile or share, leave (sorted; nil when no request has
+// selectors or a part: any node), or why none is.
 func (d *drat) celNodes(claims []gpuClaim) ([]string, string) {
 	var nodes []string
 	selecting := false
 	for _, c := range claims {
 		for _, r := range c.requests {
-			if !hasCEL(r.sels) {
+			if !hasCEL(r.sels) && r.part == nil {
 				continue
 			}
 			var ok []string
 			for _, name := range sortedKeys(d.nodes) {
-				m, err := allMatch(d.driver, d.devicesFor(d.nodes[name], r), r.sels)
+				n := d.nodes[name]
+				m, err := allMatch(d.driver, d.devicesFor(n, r), r.sels)
 				if err != nil {
 					return nil, fmt.Sprintf("ResourceClaim %s: request %q: %v", c.name, r.name, err)
 				}
-				if m {
+				if m && (r.part == nil || r.part.mig || d.shareMilliOn(n, r.part) > 0) {
 					ok = append(ok, name)
 				}
 			}
@@ -91,16 +93,27 @@ func (d *drat) celNodes(claims []gpuClaim) ([]string, string) {
 				ok = slices.DeleteFunc(ok, func(n string) bool { return !slices.Contains(nodes, n) })
 			}
 			nodes, selecting = ok, true
-			if len(nodes) == 0 {
-				return nil, fmt.Sprintf("ResourceClaim %s: no node's GPUs all match the CEL selectors of request %q (gpusched picks the GPUs of a node, so every GPU of a node must match)", c.name, r.name)
+			if len(nodes) > 0 {
+				continue
 			}
+			switch {
+			case r.part != nil && r.part.mig:
+				return nil, fmt.Sprintf("ResourceClaim %s: no node's MIG devices of profile %s all match the CEL selectors of request %q", c.name, r.part.profile, r.name)
+			case r.part != nil:
+				return nil, fmt.Sprintf("ResourceClaim %s: no node's GPUs all allow multiple allocations, match the CEL selectors of request %q and have the capacity it requests", c.name, r.name)
+			}
+			return nil, fmt.Sprintf("ResourceClaim %s: no node's GPUs all match the CEL selectors of request %q (gpusched picks the GPUs of a node, so every GPU of a node must match)", c.name, r.name)
 		}
 	}
 	return nodes, ""
 }
 
-// devicesFor returns the devices of n a request may be given: its GPUs.
-func (d *drat) devicesFor(n *draNode, _ gpuRequest) []*resourceapi.Device {
+// devicesFor returns the devices of n a request may be given: its GPUs,
+// or its MIG devices of the request's profile.
+func (d *drat) devicesFor(n *draNode, r gpuRequest) []*resourceapi.Device {
+	if r.part != nil && r.part.mig {
+		return n.migsOf(r.part.profile)
+	}
 	return n.specs
 }
 

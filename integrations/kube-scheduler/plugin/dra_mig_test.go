@@ -1,0 +1,138 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"math/bits"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/gpusched/gpusched/integrations/kube-scheduler/internal/nvdra"
+)
+
+// h200Capture is the real H200 capture (driver 580, one H200 in a VM).
+const h200Capture = "../../../topology/nvml/testdata/golden/h200-sxm-1"
+
+// h200MIG returns a fakeDRA publishing node with gpus H200s and, per GPU,
+// the MIG devices of the capture's profiles and placements.
+func h200MIG(t *testing.T, node string, gpus int) *fakeDRA {
+	t.Helper()
+	ps, err := nvdra.ReadCapture(h200Capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFakeDRA()
+	f.slices = nvdra.Node{Name: node, GPUs: gpus, Product: "NVIDIA H200", Profiles: ps, Slots: 8}.Slices()
+	for _, s := range f.slices {
+		s.ResourceVersion = "1"
+	}
+	return f
+}
+
+// migClaim is a claim for one MIG device whose CEL selector names profile.
+func migClaim(name, profile string) *resourceapi.ResourceClaim {
+	return withCEL(claimFor(name, DefaultDRAMIGDeviceClass, 1), fmt.Sprintf("device.attributes['gpu.nvidia.com'].profile == '%s'", profile))
+}
+
+// migOf returns the MIG device claim name is allocated, as
+// (gpu, profile, start, size) read from the slices.
+func migOf(t *testing.T, f *fakeDRA, name string) (dev string, gpu, start, size int, profile string) {
+	t.Helper()
+	c := f.claims["default/"+name]
+	if c.Status.Allocation == nil || len(c.Status.Allocation.Devices.Results) != 1 {
+		t.Fatalf("claim %s: allocation %+v", name, c.Status.Allocation)
+	}
+	dev = c.Status.Allocation.Devices.Results[0].Device
+	for _, s := range f.slices {
+		for _, d := range s.Spec.Devices {
+			if d.Name != dev {
+				continue
+			}
+			profile = *d.Attributes["profile"].StringValue
+			fmt.Sscanf(d.ConsumesCounters[0].CounterSet, "gpu-%d-counter-set", &gpu)
+			start = 99
+			for k := range d.ConsumesCounters[0].Counters {
+				var m int
+				if _, err := fmt.Sscanf(k, "memory-slice-%d", &m); err == nil {
+					start, size = min(start, m), size+1
+				}
+			}
+			return
+		}
+	}
+	t.Fatalf("claim %s names %s, no device of the slices", name, dev)
+	return
+}
+
+// TestDRAMIG: MIG claims on an H200 published as NVIDIA's driver does with
+// the capture's profiles. gpusched gives each pod a partition device of
+// its profile at a legal start, never two on one memory slice and one
+// 1g.18gb+me per GPU (the second waits); a restarted scheduler reads the
+// partitions back from the claims and places a new pod around them, and
+// none where no legal placement is free.
+func TestDRAMIG(t *testing.T) {
+	f := h200MIG(t, "h200-1", 1)
+	for name, prof := range map[string]string{"four": "4g.71gb", "me": "1g.18gb+me", "me2": "1g.18gb+me", "wide": "1g.35gb", "one": "1g.18gb"} {
+		f.put(migClaim(name, prof))
+	}
+	f.put(withCEL(claimFor("two", DefaultDRAMIGDeviceClass, 1), "device.attributes['gpu.nvidia.com'].profile.startsWith('1g.18gb')"))
+	h, io := newDRAHost(t, f, node("h200-1", -1, nil))
+	ctx := context.Background()
+	io.pods = []*v1.Pod{draPodOf("p-four", "four"), draPodOf("p-me", "me"), draPodOf("p-two", "two")}
+	h.cycle(ctx)
+	if len(io.activated) != 2 {
+		t.Fatalf("activated %v, want p-four, p-me; pending %v", io.activated, io.pending)
+	}
+	if !strings.Contains(io.pending["p-two"], "match the MIG profiles 1g.18gb, 1g.18gb+me") {
+		t.Errorf("p-two: %q", io.pending["p-two"])
+	}
+	used := map[int]string{}
+	check := func(claim, want string) {
+		t.Helper()
+		dev, gpu, start, size, prof := migOf(t, f, claim)
+		if prof != want || gpu != 0 {
+			t.Errorf("claim %s: %s (%s on GPU %d), want %s", claim, dev, prof, gpu, want)
+		}
+		for k := start; k < start+size; k++ {
+			if used[k] != "" {
+				t.Errorf("memory slice %d in claims %s and %s", k, used[k], claim)
+			}
+			used[k] = claim
+		}
+	}
+	check("four", "4g.71gb")
+	check("me", "1g.18gb+me")
+	bindDRA(h, io)
+	h.cycle(ctx)
+
+	// The second media-extension pod cannot have the GPU's one set.
+	io.pods = append(io.pods, draPodOf("p-me2", "me2"))
+	h.cycle(ctx)
+	if f.claims["default/me2"].Status.Allocation != nil {
+		t.Fatalf("a second 1g.18gb+me on the GPU: %+v", f.claims["default/me2"].Status.Allocation)
+	}
+
+	// Restart: the partitions are read back from the claims.
+	h2, io2 := newDRAHost(t, f, node("h200-1", -1, nil))
+	io2.pods = append(io.pods[:2:2], draPodOf("p-one", "one"))
+	h2.cycle(ctx)
+	if len(io2.activated) != 1 || io2.activated[0] != "p-one" {
+		t.Fatalf("after the restart activated %v, want p-one; pending %v", io2.activated, io2.pending)
+	}
+	check("one", "1g.18gb")
+	bindDRA(h2, io2)
+	io2.pods = append(io2.pods, draPodOf("p-wide", "wide"))
+	h2.cycle(ctx)
+	if c := f.claims["default/wide"]; c.Status.Allocation != nil {
+		_, _, start, size, _ := migOf(t, f, "wide")
+		t.Errorf("1g.35gb given slices %d..%d of a GPU with %v taken", start, start+size-1, used)
+	}
+	// The ledger holds what the claims name: 4g.71gb at 0..3, the
+	// media extensions (bit 8) and two 1-slice devices.
+	if m := h2.s.Ledger().GPU(0).MIGSlots; m&0x10f != 0x10f || bits.OnesCount16(m&0xff) != 6 {
+		t.Errorf("after the restart the GPU's MIG slots are %09b", m)
+	}
+}
