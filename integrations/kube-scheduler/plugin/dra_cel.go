@@ -100,7 +100,7 @@ func (d *drat) celNodes(claims []gpuClaim) ([]string, string) {
 			case r.part != nil && r.part.mig:
 				return nil, fmt.Sprintf("ResourceClaim %s: no node's MIG devices of profile %s all match the CEL selectors of request %q", c.name, r.part.profile, r.name)
 			case r.part != nil:
-				return nil, fmt.Sprintf("ResourceClaim %s: no node's GPUs all allow multiple allocations, match the CEL selectors of request %q and have the capacity it requests", c.name, r.name)
+				return nil, fmt.Sprintf("ResourceClaim %s: no node's GPUs all allow multiple allocations and have the capacity request %q asks for (and match its CEL selectors)", c.name, r.name)
 			}
 			return nil, fmt.Sprintf("ResourceClaim %s: no node's GPUs all match the CEL selectors of request %q (gpusched picks the GPUs of a node, so every GPU of a node must match)", c.name, r.name)
 		}
