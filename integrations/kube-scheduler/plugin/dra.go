@@ -58,10 +58,12 @@ import (
 // bound and has no binding of gpusched's (a scheduler restart, a binding
 // withdrawn), or for a pod that ended, is released (drat.release).
 //
-// CEL selectors of GPU requests restrict the nodes (dra_cel.go).
-// Not handled (the pod waits, saying why): allocation mode All, FirstAvailable, admin access, device tolerations, constraints,
-// claims mixing the GPU class with others. MIG devices, shared
-// (consumable capacity) devices and ComputeDomains are not allocated.
+// CEL selectors of GPU requests restrict the nodes (dra_cel.go); a pod
+// may instead claim one MIG device (dra_mig.go) or one share of a GPU
+// (dra_share.go). Not handled (the pod waits, saying why): allocation
+// mode All, FirstAvailable, admin access, device tolerations,
+// constraints, claims mixing the GPU class with others. ComputeDomains
+// are not allocated.
 
 // draIO is what the DRA concern needs of the apiserver; tests give fakes.
 type draIO interface {
