@@ -9,8 +9,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gpusched/gpusched/integrations/kube-scheduler/internal/nvdra"
+	"github.com/gpusched/gpusched/topology"
 )
 
 // h200Capture is the real H200 capture (driver 580, one H200 in a VM).
@@ -135,4 +137,74 @@ func TestDRAMIG(t *testing.T) {
 	if m := h2.s.Ledger().GPU(0).MIGSlots; m&0x10f != 0x10f || bits.OnesCount16(m&0xff) != 6 {
 		t.Errorf("after the restart the GPU's MIG slots are %09b", m)
 	}
+}
+
+// TestDRAMIGCountersHold: every set of MIG instances the library's MIG
+// geometry for the H200 lets one GPU hold at once (legal starts, no slot
+// twice, one media-extension instance) consumes no more of any counter of
+// the GPU's counter set, as the driver publishes it from the capture, than
+// the set has: the library's slot mask is enough for the counters too.
+func TestDRAMIGCountersHold(t *testing.T) {
+	ps, err := nvdra.ReadCapture(h200Capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, acc, err := topology.MachineTemplate("dgx-h200")
+	if err != nil || acc.MIG == nil {
+		t.Fatalf("dgx-h200: %v", err)
+	}
+	sl := nvdra.Node{Name: "n", GPUs: 1, Product: "NVIDIA H200", Profiles: ps, Slots: acc.MIG.Slots}.Slices()
+	limit := sl[0].Spec.SharedCounters[0].Counters
+	cost := map[string]map[string]resource.Quantity{} // profile → counter → value
+	for _, d := range sl[1].Spec.Devices {
+		if p := d.Attributes["profile"].StringValue; p != nil {
+			cost[*p] = map[string]resource.Quantity{}
+			for k, v := range d.ConsumesCounters[0].Counters {
+				if !strings.HasPrefix(k, "memory-slice-") {
+					cost[*p][k] = v.Value
+				}
+			}
+		}
+	}
+	type place struct {
+		prof string
+		mask uint16
+	}
+	var all []place
+	for _, p := range acc.MIG.Profiles {
+		if cost[p.Name] == nil {
+			t.Fatalf("profile %s of the library's H200 geometry not in the capture", p.Name)
+		}
+		for _, st := range p.Starts {
+			m := uint16((1<<p.Size - 1) << st)
+			if p.Exclusive != "" {
+				m |= 1 << acc.MIG.Slots
+			}
+			all = append(all, place{p.Name, m})
+		}
+	}
+	sets := 0
+	var walk func(from int, mask uint16, held []string)
+	walk = func(from int, mask uint16, held []string) {
+		sets++
+		for k, v := range limit {
+			if strings.HasPrefix(k, "memory-slice-") {
+				continue
+			}
+			var sum resource.Quantity
+			for _, h := range held {
+				sum.Add(cost[h][k])
+			}
+			if sum.Cmp(v.Value) > 0 {
+				t.Errorf("%v: %s %s of %s", held, k, sum.String(), v.Value.String())
+			}
+		}
+		for i := from; i < len(all); i++ {
+			if mask&all[i].mask == 0 {
+				walk(i+1, mask|all[i].mask, append(held, all[i].prof))
+			}
+		}
+	}
+	walk(0, 0, nil)
+	t.Logf("%d sets of MIG instances checked", sets)
 }

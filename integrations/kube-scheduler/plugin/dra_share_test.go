@@ -32,7 +32,8 @@ func shareClaim(name, mem string) *resourceapi.ResourceClaim {
 
 // TestDRAShares: claims for a share of a GPU (consumable capacity) share
 // GPUs that allow multiple allocations, never past their capacity; a whole
-// GPU is never shared; a share larger than a GPU waits, saying why.
+// GPU is never shared; a share larger than a GPU, and a pod asking for a
+// share and a whole GPU, wait, saying why.
 func TestDRAShares(t *testing.T) {
 	f := newFakeDRA()
 	f.slices = []*resourceapi.ResourceSlice{sharedSlice("s-1", 2)}
@@ -41,14 +42,20 @@ func TestDRAShares(t *testing.T) {
 	}
 	f.put(shareClaim("huge", "100Gi"))
 	f.put(claimFor("whole", DefaultDRADeviceClass, 1))
+	f.put(shareClaim("mix-share", "10Gi"))
+	f.put(claimFor("mix-whole", DefaultDRADeviceClass, 1))
 	h, io := newDRAHost(t, f, node("s-1", -1, nil))
-	io.pods = []*v1.Pod{draPodOf("p1", "s1"), draPodOf("p2", "s2"), draPodOf("p3", "s3"), draPodOf("pw", "whole"), draPodOf("ph", "huge")}
+	io.pods = []*v1.Pod{draPodOf("p1", "s1"), draPodOf("p2", "s2"), draPodOf("p3", "s3"), draPodOf("pw", "whole"), draPodOf("ph", "huge"),
+		draPodOf("pmix", "mix-share", "mix-whole")}
 	h.cycle(context.Background())
 	if len(io.activated) != 3 {
 		t.Fatalf("activated %v, want three of p1, p2, p3, pw; pending %v", io.activated, io.pending)
 	}
 	if !strings.Contains(io.pending["ph"], "have the capacity request") {
 		t.Errorf("ph: %q", io.pending["ph"])
+	}
+	if !strings.Contains(io.pending["pmix"], "has no other GPU request") {
+		t.Errorf("pmix (a share and a whole GPU): %q", io.pending["pmix"])
 	}
 	if used := sharedUse(t, f); len(used) != 2 {
 		t.Errorf("claims on %v, want both GPUs used", used)
