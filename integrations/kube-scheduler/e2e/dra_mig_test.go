@@ -36,7 +36,10 @@ const migClass = plugin.DefaultDRAMIGDeviceClass
 // claim: MIG placements legal per profile and never overlapping, shared
 // counters never over-consumed, shared capacity never over-committed, no
 // device in two claims; a second 1g.18gb+me on a GPU that has one, a
-// fourth share and a share past the free capacity wait.
+// 7g.141gb with no GPU free of MIG and a
+// share past the free capacity wait. A restarted scheduler reads the MIG
+// devices and shares back from the claims and places new MIG pods around
+// them.
 func TestDRAMIG(t *testing.T) {
 	ctx := context.Background()
 	profiles, err := nvdra.ReadCapture(h200Capture)
@@ -67,6 +70,31 @@ func TestDRAMIG(t *testing.T) {
 	}
 	publishShared(ctx, t, c, "share-1", 2)
 	publishNICs(ctx, t, c, "h200-1", 1)
+	waiting := map[string]bool{"m-me2": false, "m-7g": false, "s-3": false}
+	if !t.Run("first", func(t *testing.T) { draMIGFirst(ctx, t, c, cp, profiles, waiting) }) {
+		return
+	}
+
+	// A restarted scheduler reads the MIG devices and shares back from the
+	// claims: a 2g.35gb and a 1g.35gb go to the free slices of GPU 1
+	// (GPU 0 looks free to one that does not), and the waiting pods still
+	// wait.
+	t.Run("restarted", func(t *testing.T) {
+		startInProcess(t, cp, schedModeConfig, app.WithPlugin(plugin.Name, plugin.New))
+		batch := map[string]string{queueLabel: "batch"}
+		for _, m := range []struct{ pod, profile string }{{"r-2g", "2g.35gb"}, {"r-1g", "1g.35gb"}} {
+			createCELClaim(ctx, t, c, m.pod, migClass, fmt.Sprintf("device.attributes['gpu.nvidia.com'].profile == '%s'", m.profile), nil)
+			createDRAPod(ctx, t, c, m.pod, batch, m.pod)
+			waitBound(ctx, t, c, "default", []string{m.pod}, 60*time.Second)
+		}
+		time.Sleep(3 * time.Second)
+		checkDRAClaims(ctx, t, c, profiles, waiting)
+	})
+}
+
+// draMIGFirst is TestDRAMIG's first scheduler: MIG pods, a whole GPU by
+// CEL and shares; the pods of waiting stay unallocated.
+func draMIGFirst(ctx context.Context, t *testing.T, c kubernetes.Interface, cp *controlPlane, profiles []nvdra.Profile, waiting map[string]bool) {
 	startInProcess(t, cp, schedModeConfig, app.WithPlugin(plugin.Name, plugin.New))
 	batch := map[string]string{queueLabel: "batch"}
 
@@ -125,7 +153,7 @@ func TestDRAMIG(t *testing.T) {
 		}
 	}
 	time.Sleep(3 * time.Second) // (a wrong binding would show by now)
-	checkDRAClaims(ctx, t, c, profiles, map[string]bool{"m-me2": false, "m-7g": false, "s-3": false})
+	checkDRAClaims(ctx, t, c, profiles, waiting)
 }
 
 // publishShared publishes n H100s of node that allow multiple
