@@ -100,6 +100,7 @@ type drat struct {
 
 	sliceKey string              // the slices last built from
 	nodes    map[string]*draNode // node name → its GPUs
+	cel      celMemo             // selectors' verdicts on the nodes' devices
 	byPool   map[string]string   // pool → node name
 
 	nodeCache map[string]draNodeCopy

@@ -172,9 +172,10 @@ func (d *drat) podPart(dp *draPod) (*partRequest, string) {
 		return nil, fmt.Sprintf("request %q: name the MIG profile with a CEL selector (device.attributes['%s'].profile == '1g.18gb')", part.name, d.driver)
 	}
 	profiles := map[string]bool{}
+	key := selKey(part.sels)
 	for _, name := range sortedKeys(d.nodes) {
 		for _, m := range d.nodes[name].migs {
-			ok, err := deviceMatches(d.driver, m.spec, part.sels)
+			ok, err := d.matches(m.spec, part.sels, key)
 			if err != nil {
 				return nil, fmt.Sprintf("request %q: %v", part.name, err)
 			}
