@@ -133,8 +133,10 @@ type draNode struct {
 	// specs are the GPUs' devices as published, by GPU index (CEL
 	// selectors read them, dra_cel.go).
 	specs []*resourceapi.Device
-	// migs are the MIG devices (partitions) of its GPUs (dra_mig.go).
-	migs []*migDev
+	// migs are the MIG devices (partitions) of its GPUs (dra_mig.go), and
+	// migSpec their geometry, as JSON of topology.MIGSpec ("" for none).
+	migs    []*migDev
+	migSpec string
 }
 
 // DRALayoutAnnotation carries, on the node as a cycle sees it (never
@@ -144,9 +146,9 @@ type draNode struct {
 const DRALayoutAnnotation = "gpusched.io/dra-layout"
 
 type draNodeCopy struct {
-	src, out                *v1.Node
-	gpus                    int
-	product, layout, clique string
+	src, out                     *v1.Node
+	gpus                         int
+	product, layout, clique, mig string
 }
 
 // draPod is what view made of one pod with claims.
@@ -513,7 +515,7 @@ func (d *drat) node(n *v1.Node) *v1.Node {
 	if q, ok := n.Status.Allocatable[d.gpuResource]; ok && q.Value() > 0 {
 		return n // device-plugin GPUs: the extended resource counts
 	}
-	if c, ok := d.nodeCache[n.Name]; ok && c.src == n && c.gpus == len(g.devices) && c.product == g.product && c.layout == g.layout && c.clique == g.clique {
+	if c, ok := d.nodeCache[n.Name]; ok && c.src == n && c.gpus == len(g.devices) && c.product == g.product && c.layout == g.layout && c.clique == g.clique && c.mig == g.migSpec {
 		return c.out
 	}
 	out := n.DeepCopy()
@@ -537,7 +539,13 @@ func (d *drat) node(n *v1.Node) *v1.Node {
 	if g.clique != "" && out.Labels[d.cliqueLabel] == "" {
 		out.Labels[d.cliqueLabel] = g.clique // (GPU feature discovery's label wins)
 	}
-	d.nodeCache[n.Name] = draNodeCopy{src: n, out: out, gpus: len(g.devices), product: g.product, layout: g.layout, clique: g.clique}
+	if g.migSpec != "" {
+		if out.Annotations == nil {
+			out.Annotations = map[string]string{}
+		}
+		out.Annotations[DRAMIGAnnotation] = g.migSpec
+	}
+	d.nodeCache[n.Name] = draNodeCopy{src: n, out: out, gpus: len(g.devices), product: g.product, layout: g.layout, clique: g.clique, mig: g.migSpec}
 	return out
 }
 

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -112,6 +113,64 @@ func (d *drat) linkMIG(n *draNode, ps []*resourceapi.Device) {
 		n.migs = append(n.migs, m)
 	}
 	slices.SortFunc(n.migs, func(a, b *migDev) int { return strings.Compare(a.name, b.name) })
+	n.migSpec = migGeometry(n.migs)
+}
+
+// DRAMIGAnnotation carries, on a node as a cycle sees it (never written
+// to the apiserver), the MIG geometry its DRA slices publish, as JSON of
+// topology.MIGSpec: the profiles of its MIG devices, each with its size
+// and every start slot a GPU of the node publishes it at (the media
+// extension profiles, "+me", one per GPU). BuildTopology gives it to the
+// node's GPU model, over a machine preset's: gpusched places MIG devices
+// on any GPU model the driver partitions, as the driver says.
+const DRAMIGAnnotation = "gpusched.io/dra-mig"
+
+// migGeometry is the MIG geometry of migs, as JSON of topology.MIGSpec;
+// "" for none, or for one gpusched cannot model (a profile published in
+// two sizes, 16 slots or more).
+func migGeometry(migs []*migDev) string {
+	if len(migs) == 0 {
+		return ""
+	}
+	spec := topology.MIGSpec{}
+	byName := map[string]int{}
+	for _, m := range migs {
+		spec.Slots = max(spec.Slots, m.start+m.size)
+		k, ok := byName[m.profile]
+		if !ok {
+			k = len(spec.Profiles)
+			byName[m.profile] = k
+			p := topology.MIGProfileSpec{Name: m.profile, Size: m.size}
+			if mem, ok := m.spec.Capacity["memory"]; ok {
+				p.MemoryMiB = mem.Value.Value() >> 20
+			}
+			p.ComputeSlices, _ = strconv.Atoi(strings.SplitN(m.profile, "g", 2)[0])
+			if strings.HasSuffix(m.profile, "+me") {
+				p.Exclusive = topology.MediaExtensions
+			}
+			spec.Profiles = append(spec.Profiles, p)
+		}
+		p := &spec.Profiles[k]
+		if p.Size != m.size {
+			return "" // one profile of two sizes: not a geometry gpusched can use
+		}
+		if !slices.Contains(p.Starts, m.start) {
+			p.Starts = append(p.Starts, m.start)
+		}
+		p.ComputeSlices = min(max(p.ComputeSlices, 0), 64)
+	}
+	if spec.Slots >= topology.MaxMIGSlots || len(spec.Profiles) > 64 {
+		return ""
+	}
+	slices.SortFunc(spec.Profiles, func(a, b topology.MIGProfileSpec) int { return strings.Compare(a.Name, b.Name) })
+	for i := range spec.Profiles {
+		slices.Sort(spec.Profiles[i].Starts)
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // sameCounterSet reports whether a and b consume from one counter set.

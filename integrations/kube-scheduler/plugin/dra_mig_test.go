@@ -208,3 +208,43 @@ func TestDRAMIGCountersHold(t *testing.T) {
 	walk(0, 0, nil)
 	t.Logf("%d sets of MIG instances checked", sets)
 }
+
+// TestDRAMIGGeometryFromSlices: on a GPU model gpusched has no preset for
+// (an A30: 4 memory slices, 1g.6gb, 2g.12gb, 4g.24gb, 1g.6gb+me), the MIG
+// geometry comes from the MIG devices the driver publishes: pods get
+// partitions at the starts the slices publish, never overlapping.
+func TestDRAMIGGeometryFromSlices(t *testing.T) {
+	a30 := []nvdra.Profile{
+		{Name: "1g.6gb", ID: 14, Starts: []int{0, 1, 2, 3}, Size: 1, MemoryMiB: 5836, SM: 14, CE: 1, DEC: 1, JPG: 0},
+		{Name: "1g.6gb+me", ID: 21, Starts: []int{0, 1, 2, 3}, Size: 1, MemoryMiB: 5836, SM: 14, CE: 1, DEC: 1, JPG: 1, OFA: 1},
+		{Name: "2g.12gb", ID: 5, Starts: []int{0, 2}, Size: 2, MemoryMiB: 11672, SM: 28, CE: 2, DEC: 2, JPG: 0},
+		{Name: "4g.24gb", ID: 0, Starts: []int{0}, Size: 4, MemoryMiB: 23344, SM: 56, CE: 4, DEC: 4, JPG: 1, OFA: 1},
+	}
+	f := newFakeDRA()
+	f.slices = nvdra.Node{Name: "a30-1", GPUs: 2, Product: "NVIDIA A30", Profiles: a30, Slots: 4}.Slices()
+	for _, s := range f.slices {
+		s.ResourceVersion = "1"
+	}
+	for name, prof := range map[string]string{"two": "2g.12gb", "me": "1g.6gb+me", "one": "1g.6gb", "four": "4g.24gb"} {
+		f.put(migClaim(name, prof))
+	}
+	h, io := newDRAHost(t, f, node("a30-1", -1, nil))
+	io.pods = []*v1.Pod{draPodOf("p-two", "two"), draPodOf("p-me", "me"), draPodOf("p-one", "one"), draPodOf("p-four", "four")}
+	h.cycle(context.Background())
+	if len(io.activated) != 4 {
+		t.Fatalf("activated %v, want all four; pending %v", io.activated, io.pending)
+	}
+	used := map[int]string{}
+	for _, c := range []string{"four", "two", "me", "one"} {
+		dev, gpu, start, size, _ := migOf(t, f, c)
+		for k := start; k < start+size; k++ {
+			if used[gpu*10+k] != "" {
+				t.Errorf("slice %d of GPU %d in claims %s and %s (%s)", k, gpu, used[gpu*10+k], c, dev)
+			}
+			used[gpu*10+k] = c
+		}
+	}
+	if len(used) != 8 {
+		t.Errorf("slices used: %v, want all 8 of the two GPUs", used)
+	}
+}
