@@ -175,6 +175,11 @@ type Args struct {
 	// jobs with their reasons, the cluster as cells per domain and host
 	// coloured by occupancy and fragmentation. Default "": off.
 	LiveAddress string `json:"liveAddress,omitempty"`
+	// DRAMIGDeviceClass (scheduler mode) is the DeviceClass of MIG devices
+	// (partitions of the driver's GPUs, dra_mig.go): gpusched allocates
+	// requests of it, one MIG device per pod, the profile named by the
+	// request's CEL selectors. Default "mig.nvidia.com".
+	DRAMIGDeviceClass string `json:"draMIGDeviceClass,omitempty"`
 	// DRADriver (scheduler mode) is the Dynamic Resource Allocation driver
 	// whose ResourceSlices publish GPUs (dra.go); "none" turns DRA off.
 	// Default "gpu.nvidia.com", NVIDIA's DRA driver for GPUs.

@@ -64,6 +64,7 @@ type nodeShape struct {
 	clique    string
 	levels    []string // label value per topology level, "" if absent
 	layout    string   // DRALayoutAnnotation: NUMA/PCIe layout from DRA slices
+	mig       string   // DRAMIGAnnotation: MIG geometry from DRA slices
 	// failed are the indices of the lost GPUs (gpus − allocGPUs) when the
 	// node names them (UnhealthyGPUsAnnotation), sorted; nil otherwise.
 	failed []int
@@ -92,6 +93,7 @@ func shapeOf(n *v1.Node, a *Args) (s nodeShape, ok bool) {
 	if mem, ok := n.Status.Allocatable[v1.ResourceMemory]; ok {
 		s.memoryMiB = mem.Value() >> 20
 	}
+	s.mig = n.Annotations[DRAMIGAnnotation]
 	if m, ok := a.MachineTemplates[s.model]; ok {
 		s.machine = m
 	}
@@ -112,6 +114,10 @@ func (s *nodeShape) accelerator() topology.AcceleratorSpec {
 			acc = pa
 			acc.Model = s.model
 		}
+	}
+	var mig topology.MIGSpec
+	if s.mig != "" && json.Unmarshal([]byte(s.mig), &mig) == nil {
+		acc.MIG = &mig // (dra_mig.go: what the driver publishes wins)
 	}
 	return acc
 }

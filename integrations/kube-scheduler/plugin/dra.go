@@ -58,11 +58,12 @@ import (
 // bound and has no binding of gpusched's (a scheduler restart, a binding
 // withdrawn), or for a pod that ended, is released (drat.release).
 //
-// Not handled (the pod waits, saying why): CEL selectors, allocation mode
-// All, FirstAvailable, admin access, device tolerations, constraints,
-// claims mixing the GPU class with others. MIG devices and shared
-// (consumable capacity) devices are not allocated. ComputeDomain channel
-// claims (multi-node NVLink) are: dra_computedomain.go.
+// CEL selectors of GPU requests restrict the nodes (dra_cel.go); a pod
+// may instead claim one MIG device (dra_mig.go) or one share of a GPU
+// (dra_share.go). ComputeDomain channel claims (multi-node NVLink) are
+// allocated too: dra_computedomain.go. Not handled (the pod waits, saying
+// why): allocation mode All, FirstAvailable, admin access, device
+// tolerations, constraints, claims mixing the GPU class with others.
 
 // draIO is what the DRA concern needs of the apiserver; tests give fakes.
 type draIO interface {
@@ -83,6 +84,7 @@ type draIO interface {
 // the informer's store alone.
 type drat struct {
 	driver, class string
+	migClass      string // Args.DRAMIGDeviceClass
 	indices       string // Args.GPUIndicesAnnotation
 	gpuResource   v1.ResourceName
 	productLabel  string
@@ -99,6 +101,7 @@ type drat struct {
 
 	sliceKey string              // the slices last built from
 	nodes    map[string]*draNode // node name → its GPUs
+	cel      celMemo             // selectors' verdicts on the nodes' devices
 	byPool   map[string]string   // pool → node name
 
 	nodeCache map[string]draNodeCopy
@@ -128,6 +131,13 @@ type draNode struct {
 	// clique is its GPUs' cliqueId ("<cluster UUID>.<clique id>"), the
 	// multi-node NVLink domain they share; "" when none.
 	clique string
+	// specs are the GPUs' devices as published, by GPU index (CEL
+	// selectors read them, dra_cel.go).
+	specs []*resourceapi.Device
+	// migs are the MIG devices (partitions) of its GPUs (dra_mig.go), and
+	// migSpec their geometry, as JSON of topology.MIGSpec ("" for none).
+	migs    []*migDev
+	migSpec string
 }
 
 // DRALayoutAnnotation carries, on the node as a cycle sees it (never
@@ -137,9 +147,9 @@ type draNode struct {
 const DRALayoutAnnotation = "gpusched.io/dra-layout"
 
 type draNodeCopy struct {
-	src, out                *v1.Node
-	gpus                    int
-	product, layout, clique string
+	src, out                     *v1.Node
+	gpus                         int
+	product, layout, clique, mig string
 }
 
 // draPod is what view made of one pod with claims.
@@ -165,6 +175,11 @@ type gpuClaim struct {
 type gpuRequest struct {
 	name  string
 	count int
+	// sels are the request's CEL selectors (dra_cel.go).
+	sels []resourceapi.DeviceSelector
+	// part is a MIG device or a share of a GPU instead of whole GPUs
+	// (dra_mig.go, dra_share.go); nil for whole GPUs.
+	part *partRequest
 }
 
 type claimRef struct {
@@ -177,7 +192,7 @@ func newDRA(args *Args, io draIO, log klog.Logger) *drat {
 	if args.DRADriver == "" || args.DRADriver == "none" || io == nil {
 		return nil
 	}
-	return &drat{driver: args.DRADriver, class: args.DRADeviceClass, indices: args.GPUIndicesAnnotation,
+	return &drat{driver: args.DRADriver, class: args.DRADeviceClass, migClass: cmp.Or(args.DRAMIGDeviceClass, DefaultDRAMIGDeviceClass), indices: args.GPUIndicesAnnotation,
 		gpuResource: v1.ResourceName(args.GPUResource), productLabel: args.GPUProductLabel, countLabel: args.GPUCountLabel, cliqueLabel: args.GPUCliqueLabel,
 		io: io, log: log, cd: newCDChannels(args), settle: 5 * time.Second, grace: 50 * time.Millisecond, nodeCache: map[string]draNodeCopy{},
 		pods: map[types.UID]*draPod{}, granted: map[types.UID]string{}}
@@ -319,8 +334,10 @@ func (d *drat) readSlices() {
 		health       topology.Health
 		numa         int64
 		root         string
+		dev          *resourceapi.Device
 	}
 	found := map[string][]gpu{}
+	parts := map[string][]*resourceapi.Device{}
 	for _, s := range mine {
 		if s.Spec.Pool.Generation < newest[s.Spec.Pool.Name] {
 			continue
@@ -339,10 +356,13 @@ func (d *drat) readSlices() {
 		for _, dev := range s.Spec.Devices {
 			typ := attrString(dev.Attributes, d.driver, attrType)
 			if typ != "gpu" && (typ != "" || attrString(dev.Attributes, d.driver, attrProfile) != "") {
-				continue // MIG devices and others: not supported yet
+				if typ == attrTypeMIG {
+					parts[node] = append(parts[node], &dev)
+				}
+				continue // MIG devices: linkMIG
 			}
 			g := gpu{name: dev.Name, index: attrInt(dev.Attributes, d.driver, attrIndex), minor: attrInt(dev.Attributes, d.driver, attrMinor),
-				health: taintHealth(dev.Taints), numa: attrInt(dev.Attributes, d.driver, attrNUMANode), root: attrString(dev.Attributes, d.driver, attrPCIeRoot)}
+				health: taintHealth(dev.Taints), numa: attrInt(dev.Attributes, d.driver, attrNUMANode), root: attrString(dev.Attributes, d.driver, attrPCIeRoot), dev: &dev}
 			found[node] = append(found[node], g)
 			if p := attrString(dev.Attributes, d.driver, attrProductName); p != "" && n.product == "" {
 				n.product = strings.ReplaceAll(strings.TrimSpace(p), " ", "-")
@@ -363,9 +383,13 @@ func (d *drat) readSlices() {
 			n.devices = append(n.devices, g.name)
 			n.health = append(n.health, g.health)
 			n.index[g.name] = i
+			n.specs = append(n.specs, g.dev)
 			numa[i], roots[i] = g.numa, g.root
 		}
 		n.layout = layoutOf(numa, roots)
+	}
+	for node, ps := range parts {
+		d.linkMIG(d.nodes[node], ps)
 	}
 }
 
@@ -503,7 +527,7 @@ func (d *drat) node(n *v1.Node) *v1.Node {
 	if q, ok := n.Status.Allocatable[d.gpuResource]; ok && q.Value() > 0 {
 		return n // device-plugin GPUs: the extended resource counts
 	}
-	if c, ok := d.nodeCache[n.Name]; ok && c.src == n && c.gpus == len(g.devices) && c.product == g.product && c.layout == g.layout && c.clique == g.clique {
+	if c, ok := d.nodeCache[n.Name]; ok && c.src == n && c.gpus == len(g.devices) && c.product == g.product && c.layout == g.layout && c.clique == g.clique && c.mig == g.migSpec {
 		return c.out
 	}
 	out := n.DeepCopy()
@@ -527,7 +551,13 @@ func (d *drat) node(n *v1.Node) *v1.Node {
 	if g.clique != "" && out.Labels[d.cliqueLabel] == "" {
 		out.Labels[d.cliqueLabel] = g.clique // (GPU feature discovery's label wins)
 	}
-	d.nodeCache[n.Name] = draNodeCopy{src: n, out: out, gpus: len(g.devices), product: g.product, layout: g.layout, clique: g.clique}
+	if g.migSpec != "" {
+		if out.Annotations == nil {
+			out.Annotations = map[string]string{}
+		}
+		out.Annotations[DRAMIGAnnotation] = g.migSpec
+	}
+	d.nodeCache[n.Name] = draNodeCopy{src: n, out: out, gpus: len(g.devices), product: g.product, layout: g.layout, clique: g.clique, mig: g.migSpec}
 	return out
 }
 
@@ -550,11 +580,9 @@ func claimName(p *v1.Pod, rc v1.PodResourceClaim) string {
 func (d *drat) classify(c *resourceapi.ResourceClaim) (reqs []gpuRequest, other bool, why string) {
 	for _, r := range c.Spec.Devices.Requests {
 		switch {
-		case r.Exactly != nil && r.Exactly.DeviceClassName == d.class:
+		case r.Exactly != nil && (r.Exactly.DeviceClassName == d.class || r.Exactly.DeviceClassName == d.migClass):
 			e := r.Exactly
 			switch {
-			case len(e.Selectors) > 0:
-				why = fmt.Sprintf("request %q: CEL selectors are not supported yet", r.Name)
 			case e.AllocationMode == resourceapi.DeviceAllocationModeAll:
 				why = fmt.Sprintf("request %q: allocationMode All is not supported yet", r.Name)
 			case e.AdminAccess != nil && *e.AdminAccess:
@@ -562,7 +590,9 @@ func (d *drat) classify(c *resourceapi.ResourceClaim) (reqs []gpuRequest, other 
 			case len(e.Tolerations) > 0:
 				why = fmt.Sprintf("request %q: device tolerations are not supported yet", r.Name)
 			}
-			reqs = append(reqs, gpuRequest{name: r.Name, count: int(max(cmp.Or(e.Count, 1), 1))})
+			rq := gpuRequest{name: r.Name, count: int(max(cmp.Or(e.Count, 1), 1)), sels: e.Selectors}
+			why = cmp.Or(why, d.partOf(&rq, e))
+			reqs = append(reqs, rq)
 		case r.FirstAvailable != nil && slices.ContainsFunc(r.FirstAvailable, func(s resourceapi.DeviceSubRequest) bool { return s.DeviceClassName == d.class }):
 			why = fmt.Sprintf("request %q: firstAvailable with the GPU class is not supported yet", r.Name)
 		default:
@@ -620,7 +650,9 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 		}
 		dp.claims = append(dp.claims, gpuClaim{claimRef: claimRef{ns: c.Namespace, name: c.Name, uid: p.UID}, requests: reqs})
 		for _, r := range reqs {
-			dp.gpus += r.count
+			if r.part == nil {
+				dp.gpus += r.count
+			}
 		}
 		if c.Status.Allocation == nil {
 			allocated = false
@@ -633,8 +665,19 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 		}
 		held = append(held, idx...)
 	}
+	var nodes []string // the nodes CEL selectors leave it (nil: any)
+	var part *partRequest
+	if dp.why == "" {
+		part, dp.why = d.podPart(dp)
+	}
+	if dp.why == "" && p.Spec.NodeName == "" {
+		nodes, dp.why = d.celNodes(dp.claims)
+	}
 	if dp.why != "" && p.Spec.NodeName == "" {
 		return dp // left out: waits
+	}
+	if part != nil {
+		return d.partPod(dp, part, claims, heldOn, nodes)
 	}
 	if dp.gpus == 0 {
 		dp.out = p
@@ -652,6 +695,7 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 	q.Add(*resource.NewQuantity(int64(dp.gpus), resource.DecimalSI))
 	c.Resources.Requests[d.gpuResource] = q
 	c.Resources.Limits[d.gpuResource] = q
+	onlyOn(out, nodes)
 	if allocated && heldOn != "" && len(held) == dp.gpus {
 		// The allocations are the record of the GPUs it holds.
 		if out.Annotations == nil {
@@ -754,6 +798,9 @@ func (d *drat) allocate(ctx context.Context, pods []*v1.Pod, assignmentOf func(t
 			}
 			alloc, err := d.allocation(c, a.node, a.gpus[k:k+n], now)
 			if err == nil {
+				err = d.partResults(alloc, c, a)
+			}
+			if err == nil {
 				err = d.write(ctx, c, p, alloc)
 			}
 			if err != nil {
@@ -779,7 +826,7 @@ func (d *drat) allocate(ctx context.Context, pods []*v1.Pod, assignmentOf func(t
 }
 
 // bindingKey identifies a binding: its node and GPUs.
-func bindingKey(a assignment) string { return a.node + "/" + formatIndices(a.gpus) }
+func bindingKey(a assignment) string { return a.node + "/" + formatIndices(a.gpus) + a.part }
 
 // grant records the binding uid's claims were written for ("": none).
 func (d *drat) grant(uid types.UID, key string) {

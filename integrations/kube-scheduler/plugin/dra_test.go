@@ -275,13 +275,13 @@ func TestDRAAllocatesChosenGPUs(t *testing.T) {
 	}
 }
 
-// TestDRAUnsupportedClaimWaits: a GPU claim with a CEL selector is not
+// TestDRAUnsupportedClaimWaits: a GPU claim of allocation mode All is not
 // placed; the pod waits saying why, and gpusched writes nothing.
 func TestDRAUnsupportedClaimWaits(t *testing.T) {
 	f := newFakeDRA()
 	f.slices = []*resourceapi.ResourceSlice{dgxSlice("dgx-1")}
 	c := claimFor("sel", DefaultDRADeviceClass, 1)
-	c.Spec.Devices.Requests[0].Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: "true"}}}
+	c.Spec.Devices.Requests[0].Exactly.AllocationMode = resourceapi.DeviceAllocationModeAll
 	f.put(c)
 	mixed := claimFor("mixed", DefaultDRADeviceClass, 1)
 	mixed.Spec.Devices.Requests = append(mixed.Spec.Devices.Requests, claimFor("x", "nic.example.com", 1).Spec.Devices.Requests[0])
@@ -293,7 +293,7 @@ func TestDRAUnsupportedClaimWaits(t *testing.T) {
 	if len(io.activated) != 0 || len(f.writes) != 0 {
 		t.Fatalf("activated %v, writes %v", io.activated, f.writes)
 	}
-	for pod, want := range map[string]string{"s": "CEL selectors are not supported yet", "m": "mixes the GPU class", "gone": "does not exist yet"} {
+	for pod, want := range map[string]string{"s": "allocationMode All is not supported yet", "m": "mixes the GPU class", "gone": "does not exist yet"} {
 		if !strings.Contains(io.pending[pod], want) {
 			t.Errorf("%s: reason %q, want %q", pod, io.pending[pod], want)
 		}

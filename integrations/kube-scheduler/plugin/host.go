@@ -162,6 +162,9 @@ type assignment struct {
 	node     string
 	gpus     []int
 	reserved bool
+	// part is what of gpus[0] a MIG or share task takes (partOfClaim,
+	// dra_mig.go): "mig:PROFILE@START", "milli:N"; "" for whole GPUs.
+	part string
 }
 
 // podNote is what was last said about a waiting pod, to rate-limit events
@@ -783,7 +786,7 @@ func (h *host) restore(j *podJob, complete bool, now time.Time, fx *effects) boo
 			}
 			first, count := c.HostGPUs(hid)
 			idx := parseIndices(p.Annotations[h.args.GPUIndicesAnnotation], count)
-			if len(idx) != g.GPUs {
+			if len(idx) != gpusHeld(g) {
 				if p.Spec.NodeName == "" {
 					continue
 				}
@@ -794,10 +797,17 @@ func (h *host) restore(j *podJob, complete bool, now time.Time, fx *effects) boo
 			for _, i := range idx {
 				cl.GPUs = append(cl.GPUs, topology.GPUClaim{GPU: first + topology.GPUID(i), Kind: topology.ClaimWhole})
 			}
+			if err := heldPart(c, &cl, g, p); err != nil { // (dra_mig.go)
+				if p.Spec.NodeName == "" {
+					continue
+				}
+				h.bad(fx, j, err.Error(), now)
+				return true
+			}
 			claims = append(claims, cl)
 			if p.Spec.NodeName == "" {
 				finish = append(finish, p)
-				finishAt = append(finishAt, assignment{job: id, node: node, gpus: idx})
+				finishAt = append(finishAt, assignment{job: id, node: node, gpus: idx, part: partOfClaim(c, cl)})
 			}
 		}
 		if len(claims) > 0 {
@@ -943,6 +953,7 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 			for _, x := range cl.GPUs {
 				a.gpus = append(a.gpus, int(x.GPU-first))
 			}
+			a.part = partOfClaim(c, cl)
 			h.setAssign(p.UID, a)
 			if plan != nil {
 				plan.add(p, a)

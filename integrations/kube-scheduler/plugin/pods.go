@@ -18,6 +18,10 @@ type demand struct {
 	gpus      int
 	cpuMilli  int64
 	memoryMiB int64
+	// mig (a MIG profile) or milli (a share of one GPU) is what a DRA pod's
+	// claim asks for instead of whole GPUs (draPartAnnotation).
+	mig   string
+	milli int
 }
 
 // demandOf returns the effective requests of p (containers, init containers
@@ -35,12 +39,13 @@ func demandOf(p *v1.Pod, a *Args) demand {
 	if q, ok := req[v1.ResourceMemory]; ok {
 		d.memoryMiB = (q.Value() + 1<<20 - 1) >> 20
 	}
+	d.mig, d.milli = partDemand(p) // (dra_mig.go)
 	return d
 }
 
 // taskGroup returns d as a workload task group of count tasks.
 func (d demand) taskGroup(name string, count int) workload.TaskGroup {
-	return workload.TaskGroup{Name: name, Count: count, GPUs: d.gpus, CPUMilli: d.cpuMilli, MemoryMiB: d.memoryMiB}
+	return workload.TaskGroup{Name: name, Count: count, GPUs: d.gpus, GPUMilli: d.milli, MIGProfile: d.mig, CPUMilli: d.cpuMilli, MemoryMiB: d.memoryMiB}
 }
 
 // gangSpec is a pod's gang as its labels and annotations describe it.

@@ -1,0 +1,426 @@
+package plugin
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
+)
+
+// MIG devices through partitionable devices (docs/dra.md).
+//
+// NVIDIA's DRA driver publishes, beside each MIG-capable GPU gpu-N, every
+// MIG device the GPU could hold: one device per profile and legal
+// placement (gpu-N-mig-1g18gb-19-4: profile 1g.18gb, GI profile 19, start
+// slot 4), of type "mig" with its profile and parentUUID, consuming from
+// the GPU's shared counter set (gpu-N-counter-set) its capacities and one
+// counter per memory slice of its placement (memory-slice-4 …); the GPU
+// itself consumes all of them, so a GPU is whole or partitioned, and two
+// partitions never share a memory slice. linkMIG reads these devices
+// back to (GPU index, profile, start, size).
+//
+// A request of the MIG device class (Args.DRAMIGDeviceClass) asks for one
+// MIG device; its CEL selectors name the profile (evaluated on the MIG
+// devices of the slices; they must leave one profile). The pod is a task
+// of that MIG profile in gpusched: the library's MIG engine picks the GPU
+// and the legal start slot (best fit, no overlap, the media-extension
+// profile alone on its GPU), and gpusched writes the partition device of
+// that GPU, profile and start into the claim. The slot mask the library
+// keeps per GPU is exactly the memory-slice counters: it never hands out
+// a slice twice, so the counters are never over-consumed. A restart reads
+// the partition back from the claim's allocation.
+
+// DefaultDRAMIGDeviceClass is the default Args.DRAMIGDeviceClass, the
+// DeviceClass of MIG devices of NVIDIA's DRA driver.
+const DefaultDRAMIGDeviceClass = "mig.nvidia.com"
+
+const (
+	attrTypeMIG    = "mig"
+	attrUUID       = "uuid"
+	attrParentUUID = "parentUUID"
+	// memSliceCounter prefixes the counters of a GPU's memory slices.
+	memSliceCounter = "memory-slice-"
+	// draPartAnnotation carries, on a pod as a cycle sees it (never
+	// written to the apiserver), what its claim asks of one GPU instead
+	// of whole GPUs: "mig:PROFILE" or "milli:N".
+	draPartAnnotation = "gpusched.io/dra-part"
+	// draMIGStartAnnotation carries, likewise, the start slot of the MIG
+	// device its claim's allocation names (with the GPU in the indices
+	// annotation).
+	draMIGStartAnnotation = "gpusched.io/dra-mig-start"
+)
+
+// migDev is one MIG device (a partition) of a node's slices.
+type migDev struct {
+	name        string
+	gpu         int // its GPU's index on the node
+	profile     string
+	start, size int
+	spec        *resourceapi.Device
+}
+
+// partRequest is a request for part of one GPU: a MIG device, or a share
+// through consumable capacity (dra_share.go).
+type partRequest struct {
+	mig bool
+	// profile is the MIG profile the request's selectors name (podPart).
+	profile string
+	// capacity is a share's capacity.requests.
+	capacity map[resourceapi.QualifiedName]resource.Quantity
+}
+
+// linkMIG records the MIG devices ps of n: each one's GPU (the GPU whose
+// uuid its parentUUID names, else the GPU consuming the counter set it
+// consumes) and placement (its memory-slice counters). Devices it cannot
+// place are left out.
+func (d *drat) linkMIG(n *draNode, ps []*resourceapi.Device) {
+	if n == nil {
+		return
+	}
+	for _, p := range ps {
+		m := &migDev{name: p.Name, gpu: -1, profile: attrString(p.Attributes, d.driver, attrProfile), spec: p, start: -1}
+		parent := attrString(p.Attributes, d.driver, attrParentUUID)
+		for i, g := range n.specs {
+			if parent != "" && attrString(g.Attributes, d.driver, attrUUID) == parent || parent == "" && sameCounterSet(g, p) {
+				m.gpu = i
+				break
+			}
+		}
+		for _, cc := range p.ConsumesCounters {
+			for name := range cc.Counters {
+				k, err := strconv.Atoi(strings.TrimPrefix(name, memSliceCounter))
+				if !strings.HasPrefix(name, memSliceCounter) || err != nil {
+					continue
+				}
+				if m.start < 0 || k < m.start {
+					m.start = k
+				}
+				m.size++
+			}
+		}
+		if m.gpu < 0 || m.start < 0 || m.profile == "" {
+			d.log.V(2).Info("A MIG device without a GPU, placement or profile is left out", "device", p.Name)
+			continue
+		}
+		n.migs = append(n.migs, m)
+	}
+	slices.SortFunc(n.migs, func(a, b *migDev) int { return strings.Compare(a.name, b.name) })
+	n.migSpec = migGeometry(n.migs)
+}
+
+// DRAMIGAnnotation carries, on a node as a cycle sees it (never written
+// to the apiserver), the MIG geometry its DRA slices publish, as JSON of
+// topology.MIGSpec: the profiles of its MIG devices, each with its size
+// and every start slot a GPU of the node publishes it at (the media
+// extension profiles, "+me", one per GPU). BuildTopology gives it to the
+// node's GPU model, over a machine preset's: gpusched places MIG devices
+// on any GPU model the driver partitions, as the driver says.
+const DRAMIGAnnotation = "gpusched.io/dra-mig"
+
+// migGeometry is the MIG geometry of migs, as JSON of topology.MIGSpec;
+// "" for none, or for one gpusched cannot model (a profile published in
+// two sizes, 16 slots or more).
+func migGeometry(migs []*migDev) string {
+	if len(migs) == 0 {
+		return ""
+	}
+	spec := topology.MIGSpec{}
+	byName := map[string]int{}
+	for _, m := range migs {
+		spec.Slots = max(spec.Slots, m.start+m.size)
+		k, ok := byName[m.profile]
+		if !ok {
+			k = len(spec.Profiles)
+			byName[m.profile] = k
+			p := topology.MIGProfileSpec{Name: m.profile, Size: m.size}
+			if mem, ok := m.spec.Capacity["memory"]; ok {
+				p.MemoryMiB = mem.Value.Value() >> 20
+			}
+			p.ComputeSlices, _ = strconv.Atoi(strings.SplitN(m.profile, "g", 2)[0])
+			if strings.HasSuffix(m.profile, "+me") {
+				p.Exclusive = topology.MediaExtensions
+			}
+			spec.Profiles = append(spec.Profiles, p)
+		}
+		p := &spec.Profiles[k]
+		if p.Size != m.size {
+			return "" // one profile of two sizes: not a geometry gpusched can use
+		}
+		if !slices.Contains(p.Starts, m.start) {
+			p.Starts = append(p.Starts, m.start)
+		}
+		p.ComputeSlices = min(max(p.ComputeSlices, 0), 64)
+	}
+	if spec.Slots >= topology.MaxMIGSlots || len(spec.Profiles) > 64 {
+		return ""
+	}
+	slices.SortFunc(spec.Profiles, func(a, b topology.MIGProfileSpec) int { return strings.Compare(a.Name, b.Name) })
+	for i := range spec.Profiles {
+		slices.Sort(spec.Profiles[i].Starts)
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// sameCounterSet reports whether a and b consume from one counter set.
+func sameCounterSet(a, b *resourceapi.Device) bool {
+	for _, x := range a.ConsumesCounters {
+		for _, y := range b.ConsumesCounters {
+			if x.CounterSet == y.CounterSet {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// partOf marks rq, a request of e, as a MIG or share request, and says
+// what of it gpusched cannot allocate.
+func (d *drat) partOf(rq *gpuRequest, e *resourceapi.ExactDeviceRequest) string {
+	switch {
+	case e.DeviceClassName == d.migClass:
+		rq.part = &partRequest{mig: true}
+		if e.Count > 1 {
+			return fmt.Sprintf("request %q: one MIG device per request (count 1)", rq.name)
+		}
+		if e.Capacity != nil && len(e.Capacity.Requests) > 0 {
+			return fmt.Sprintf("request %q: capacity requests on a MIG device are not supported", rq.name)
+		}
+	case e.Capacity != nil && len(e.Capacity.Requests) > 0:
+		rq.part = &partRequest{capacity: e.Capacity.Requests}
+		if e.Count > 1 {
+			return fmt.Sprintf("request %q: a share takes one GPU (count 1)", rq.name)
+		}
+	}
+	return ""
+}
+
+// podPart returns the MIG or share request of dp (nil: whole GPUs), its
+// MIG profile found from its selectors, or why gpusched cannot allocate
+// it: a pod takes whole GPUs, one MIG device or one share.
+func (d *drat) podPart(dp *draPod) (*partRequest, string) {
+	var part *gpuRequest
+	n := 0
+	for _, c := range dp.claims {
+		for i, r := range c.requests {
+			n++
+			if r.part != nil {
+				part = &c.requests[i]
+			}
+		}
+	}
+	switch {
+	case part == nil:
+		return nil, ""
+	case n > 1:
+		return nil, fmt.Sprintf("request %q: a pod with a MIG device or a GPU share has no other GPU request", part.name)
+	case !part.part.mig:
+		return part.part, ""
+	case !hasCEL(part.sels):
+		return nil, fmt.Sprintf("request %q: name the MIG profile with a CEL selector (device.attributes['%s'].profile == '1g.18gb')", part.name, d.driver)
+	}
+	profiles := map[string]bool{}
+	key := selKey(part.sels)
+	for _, name := range sortedKeys(d.nodes) {
+		for _, m := range d.nodes[name].migs {
+			ok, err := d.matches(m.spec, part.sels, key)
+			if err != nil {
+				return nil, fmt.Sprintf("request %q: %v", part.name, err)
+			}
+			if ok {
+				profiles[m.profile] = true
+			}
+		}
+	}
+	switch ps := sortedKeys(profiles); len(ps) {
+	case 0:
+		return nil, fmt.Sprintf("request %q: no MIG device of the slices matches its CEL selectors", part.name)
+	case 1:
+		part.part.profile = ps[0]
+		return part.part, ""
+	default:
+		return nil, fmt.Sprintf("request %q: its CEL selectors match the MIG profiles %s; gpusched needs them to name one", part.name, strings.Join(ps, ", "))
+	}
+}
+
+// migsOf returns the MIG devices of n of profile.
+func (n *draNode) migsOf(profile string) []*resourceapi.Device {
+	var out []*resourceapi.Device
+	for _, m := range n.migs {
+		if m.profile == profile {
+			out = append(out, m.spec)
+		}
+	}
+	return out
+}
+
+// partPod finishes dp, whose claim asks for part, as the cycle sees it:
+// what it asks of one GPU, the nodes it may use, and, when its claim is
+// allocated on heldOn, the GPU (and MIG start) it holds.
+func (d *drat) partPod(dp *draPod, part *partRequest, claims []*resourceapi.ResourceClaim, heldOn string, nodes []string) *draPod {
+	out := dp.src.DeepCopy()
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	delete(out.Annotations, d.indices)
+	if part.mig {
+		out.Annotations[draPartAnnotation] = "mig:" + part.profile
+	} else {
+		out.Annotations[draPartAnnotation] = "milli:" + strconv.Itoa(d.shareMilli(part))
+	}
+	onlyOn(out, nodes)
+	if gpu, start, ok := d.heldPart(claims, heldOn, part); ok {
+		out.Annotations[d.indices] = strconv.Itoa(gpu)
+		if part.mig {
+			out.Annotations[draMIGStartAnnotation] = strconv.Itoa(start)
+		}
+	}
+	dp.out = out
+	return dp
+}
+
+// heldPart returns the GPU (and MIG start) on node that the allocation of
+// the claim with part names; ok is false when none does.
+func (d *drat) heldPart(claims []*resourceapi.ResourceClaim, node string, part *partRequest) (gpu, start int, ok bool) {
+	n := d.nodes[node]
+	if n == nil {
+		return 0, 0, false
+	}
+	for _, c := range claims {
+		if c.Status.Allocation == nil {
+			continue
+		}
+		reqs, _, _ := d.classify(c)
+		for _, r := range reqs {
+			if r.part == nil || r.part.mig != part.mig {
+				continue
+			}
+			for _, res := range c.Status.Allocation.Devices.Results {
+				if res.Request != r.name || res.Driver != d.driver || res.Pool != n.pool {
+					continue
+				}
+				if !part.mig {
+					if i, ok := n.index[res.Device]; ok {
+						return i, 0, true
+					}
+					continue
+				}
+				if k := slices.IndexFunc(n.migs, func(m *migDev) bool { return m.name == res.Device }); k >= 0 && n.migs[k].profile == part.profile {
+					return n.migs[k].gpu, n.migs[k].start, true
+				}
+			}
+		}
+	}
+	return 0, 0, false
+}
+
+// partResults turns the results allocation wrote for c's part request
+// (the GPU device) into the part a names: the MIG device of the GPU,
+// profile and start, or the share of the GPU (dra_share.go).
+func (d *drat) partResults(alloc *resourceapi.AllocationResult, c gpuClaim, a assignment) error {
+	n := d.nodes[a.node]
+	for i := range alloc.Devices.Results {
+		res := &alloc.Devices.Results[i]
+		k := slices.IndexFunc(c.requests, func(r gpuRequest) bool { return r.name == res.Request })
+		if k < 0 || n == nil {
+			continue
+		}
+		r := c.requests[k]
+		gpu := n.index[res.Device]
+		switch {
+		case r.part != nil && r.part.mig:
+			profile, start, ok := parseMIGPart(a.part)
+			if !ok {
+				return fmt.Errorf("request %q: gpusched's binding is no MIG device (%q)", r.name, a.part)
+			}
+			m := slices.IndexFunc(n.migs, func(m *migDev) bool { return m.gpu == gpu && m.profile == profile && m.start == start })
+			if m < 0 {
+				return fmt.Errorf("request %q: node %s publishes no MIG device %s at slot %d of GPU %d", r.name, a.node, profile, start, gpu)
+			}
+			res.Device = n.migs[m].name
+		default:
+			if err := d.shareResult(res, n.specs[gpu], r, c); err != nil {
+				return fmt.Errorf("request %q: %w", r.name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// parseMIGPart reads "mig:PROFILE@START".
+func parseMIGPart(s string) (profile string, start int, ok bool) {
+	rest, ok := strings.CutPrefix(s, "mig:")
+	if !ok {
+		return "", 0, false
+	}
+	profile, st, ok := strings.Cut(rest, "@")
+	start, err := strconv.Atoi(st)
+	return profile, start, ok && err == nil
+}
+
+// partOfClaim is assignment.part of cl, one task's claim.
+func partOfClaim(c *topology.Cluster, cl topology.Claim) string {
+	if len(cl.GPUs) != 1 {
+		return ""
+	}
+	switch x := cl.GPUs[0]; x.Kind {
+	case topology.ClaimMIG:
+		return fmt.Sprintf("mig:%s@%d", c.Model(c.HostModel(cl.Host)).MIGProfiles[x.Profile].Name, x.Start)
+	case topology.ClaimShare:
+		return fmt.Sprintf("milli:%d", x.Milli)
+	}
+	return ""
+}
+
+// heldPart makes cl (one GPU, whole) the MIG device or share task group g
+// asks for, from pod p's annotations as the cycle sees them.
+func heldPart(c *topology.Cluster, cl *topology.Claim, g workload.TaskGroup, p *v1.Pod) error {
+	if len(cl.GPUs) != 1 || g.MIGProfile == "" && g.GPUMilli == 0 {
+		return nil
+	}
+	x := &cl.GPUs[0]
+	if g.GPUMilli > 0 {
+		x.Kind, x.Milli = topology.ClaimShare, int32(g.GPUMilli)
+		return nil
+	}
+	prof, ok := c.Model(c.HostModel(cl.Host)).MIGProfileByName(g.MIGProfile)
+	start, err := strconv.Atoi(p.Annotations[draMIGStartAnnotation])
+	if !ok || err != nil {
+		return fmt.Errorf("%s: its ResourceClaim names no MIG device %s of node %s", podField(p, "resourceClaims"), g.MIGProfile, c.HostName(cl.Host))
+	}
+	x.Kind, x.Profile, x.Start = topology.ClaimMIG, prof, int8(start)
+	return nil
+}
+
+// partDemand reads draPartAnnotation: a MIG profile or a share in milli.
+func partDemand(p *v1.Pod) (mig string, milli int) {
+	v := p.Annotations[draPartAnnotation]
+	if m, ok := strings.CutPrefix(v, "mig:"); ok {
+		return m, 0
+	}
+	if m, ok := strings.CutPrefix(v, "milli:"); ok {
+		n, _ := strconv.Atoi(m)
+		return "", max(n, 0)
+	}
+	return "", 0
+}
+
+// gpusHeld is the number of GPUs a task of g holds: its whole GPUs, or
+// the one GPU of its MIG device or share.
+func gpusHeld(g workload.TaskGroup) int {
+	if g.MIGProfile != "" || g.GPUMilli > 0 {
+		return 1
+	}
+	return g.GPUs
+}

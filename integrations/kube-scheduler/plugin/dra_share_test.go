@@ -1,0 +1,101 @@
+package plugin
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// sharedSlice publishes n H200s of node that allow multiple allocations
+// with 80Gi of memory capacity each.
+func sharedSlice(node string, n int) *resourceapi.ResourceSlice {
+	s := h200Slice(node, n)
+	yes := true
+	for i := range s.Spec.Devices {
+		s.Spec.Devices[i].AllowMultipleAllocations = &yes
+		s.Spec.Devices[i].Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: resource.MustParse("80Gi")}}
+	}
+	return s
+}
+
+// shareClaim is a claim for a share of one GPU with mem of its memory.
+func shareClaim(name, mem string) *resourceapi.ResourceClaim {
+	c := claimFor(name, DefaultDRADeviceClass, 1)
+	c.Spec.Devices.Requests[0].Exactly.Capacity = &resourceapi.CapacityRequirements{
+		Requests: map[resourceapi.QualifiedName]resource.Quantity{"memory": resource.MustParse(mem)}}
+	return c
+}
+
+// TestDRAShares: claims for a share of a GPU (consumable capacity) share
+// GPUs that allow multiple allocations, never past their capacity; a whole
+// GPU is never shared; a share larger than a GPU, and a pod asking for a
+// share and a whole GPU, wait, saying why.
+func TestDRAShares(t *testing.T) {
+	f := newFakeDRA()
+	f.slices = []*resourceapi.ResourceSlice{sharedSlice("s-1", 2)}
+	for _, n := range []string{"s1", "s2", "s3"} {
+		f.put(shareClaim(n, "30Gi"))
+	}
+	f.put(shareClaim("huge", "100Gi"))
+	f.put(claimFor("whole", DefaultDRADeviceClass, 1))
+	f.put(shareClaim("mix-share", "10Gi"))
+	f.put(claimFor("mix-whole", DefaultDRADeviceClass, 1))
+	h, io := newDRAHost(t, f, node("s-1", -1, nil))
+	io.pods = []*v1.Pod{draPodOf("p1", "s1"), draPodOf("p2", "s2"), draPodOf("p3", "s3"), draPodOf("pw", "whole"), draPodOf("ph", "huge"),
+		draPodOf("pmix", "mix-share", "mix-whole")}
+	h.cycle(context.Background())
+	if len(io.activated) != 3 {
+		t.Fatalf("activated %v, want three of p1, p2, p3, pw; pending %v", io.activated, io.pending)
+	}
+	if !strings.Contains(io.pending["ph"], "have the capacity request") {
+		t.Errorf("ph: %q", io.pending["ph"])
+	}
+	if !strings.Contains(io.pending["pmix"], "has no other GPU request") {
+		t.Errorf("pmix (a share and a whole GPU): %q", io.pending["pmix"])
+	}
+	if used := sharedUse(t, f); len(used) != 2 {
+		t.Errorf("claims on %v, want both GPUs used", used)
+	}
+
+	// Restart: the shares are read back; a new share goes only where
+	// there is room.
+	bindDRA(h, io)
+	h2, io2 := newDRAHost(t, f, node("s-1", -1, nil))
+	f.put(shareClaim("s4", "30Gi"))
+	f.put(shareClaim("s5", "30Gi"))
+	io2.pods = append(io.pods, draPodOf("p4", "s4"), draPodOf("p5", "s5"))
+	h2.cycle(context.Background())
+	// Both GPUs are shared (two shares and one): one more fits.
+	if strings.Join(io2.activated, ",") != "p4" || io2.pending["p5"] == "" {
+		t.Errorf("after the restart activated %v, pending %v; want p4 placed, p5 waiting", io2.activated, io2.pending)
+	}
+	sharedUse(t, f)
+}
+
+// sharedUse returns the memory the claims consume per device, failing
+// where it exceeds the device's 80Gi or a claim names no share.
+func sharedUse(t *testing.T, f *fakeDRA) map[string]int64 {
+	t.Helper()
+	used := map[string]int64{}
+	for _, c := range f.claims {
+		if c.Status.Allocation == nil {
+			continue
+		}
+		r := c.Status.Allocation.Devices.Results[0]
+		q := r.ConsumedCapacity["memory"]
+		if r.ShareID == nil || q.IsZero() {
+			t.Errorf("claim %s on a shared GPU: shareID %v, consumed %v", c.Name, r.ShareID, r.ConsumedCapacity)
+		}
+		used[r.Device] += q.Value()
+	}
+	for dev, b := range used {
+		if b > 80<<30 {
+			t.Errorf("device %s: %d GiB consumed of 80", dev, b>>30)
+		}
+	}
+	return used
+}
