@@ -512,6 +512,14 @@ func renderDRACompare(jobs []draJob, kube, ours draOutcome) string {
 	}
 	b.WriteString("\nkube's columns are one run: kube-scheduler breaks equal node scores at random, so the test checks " +
 		"gpusched's columns exactly and kube's only for legality and for stranding at least as many GPUs as gpusched.\n\n")
+	b.WriteString("**Why they differ.** kube-scheduler's default profile chooses the node without looking at the GPUs: " +
+		"DynamicResources filters the nodes whose free devices can satisfy the claim, but its Score ranks only " +
+		"`firstAvailable` subrequests, so among the feasible nodes NodeResourcesFit's LeastAllocated (CPU and memory) " +
+		"spreads the pods; on the node, its allocator takes the first free devices in slice order. Small claims thus land " +
+		"on many nodes and no node stays whole for an 8-GPU claim: those are turned away or wait while GPUs are free. " +
+		"gpusched chooses the node and the GPUs from the GPUs' occupancy (its default topology policy: best fit, the node " +
+		"with the fewest free GPUs that holds the pod, and there an NVSwitch- and NUMA-local set) and writes that choice " +
+		"into the claim.\n\n")
 	b.WriteString(draCmpEnd + "\n")
 	return b.String()
 }
