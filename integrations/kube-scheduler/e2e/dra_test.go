@@ -135,7 +135,7 @@ func TestDRA(t *testing.T) {
 // devices gpu-0..gpu-7 with their index, minor, uuid, productName,
 // architecture, compute capability, PCIe root and bus ID, and memory.
 // GPUs 0-3 sit under the PCIe roots of NUMA node 0, 4-7 of node 1.
-func publishDGX(ctx context.Context, t *testing.T, c kubernetes.Interface, node string) {
+func publishDGX(ctx context.Context, t testing.TB, c kubernetes.Interface, node string) {
 	t.Helper()
 	s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-gpu.nvidia.com"},
 		Spec: resourceapi.ResourceSliceSpec{Driver: gpuDriver, NodeName: &node,
@@ -181,7 +181,7 @@ func publishNICs(ctx context.Context, t *testing.T, c kubernetes.Interface, node
 }
 
 // createClaim creates a claim for count devices of class.
-func createClaim(ctx context.Context, t *testing.T, c kubernetes.Interface, name, class string, count int) {
+func createClaim(ctx context.Context, t testing.TB, c kubernetes.Interface, name, class string, count int) {
 	t.Helper()
 	cl := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "r",

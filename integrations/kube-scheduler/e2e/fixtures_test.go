@@ -116,6 +116,8 @@ type podSpec struct {
 	PriorityClassName string
 	// PodGroup names the pod's PodGroup (spec.schedulingGroup).
 	PodGroup string
+	// Claims name ResourceClaims (in the pod's namespace) its container uses.
+	Claims []string
 }
 
 func createPod(ctx context.Context, t testing.TB, c kubernetes.Interface, s podSpec) *v1.Pod {
@@ -149,6 +151,10 @@ func createPod(ctx context.Context, t testing.TB, c kubernetes.Interface, s podS
 	}
 	if s.PodGroup != "" {
 		pod.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: &s.PodGroup}
+	}
+	for _, cl := range s.Claims {
+		pod.Spec.ResourceClaims = append(pod.Spec.ResourceClaims, v1.PodResourceClaim{Name: cl, ResourceClaimName: &cl})
+		pod.Spec.Containers[0].Resources.Claims = append(pod.Spec.Containers[0].Resources.Claims, v1.ResourceClaim{Name: cl})
 	}
 	created, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {

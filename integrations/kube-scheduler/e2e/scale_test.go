@@ -220,9 +220,12 @@ func parallel(ctx context.Context, b *testing.B, n int, fn func(i int)) {
 	wg.Wait()
 }
 
+// measureIdle is how long measure waits for a binding before it stops.
+var measureIdle = 30 * time.Second
+
 // measure creates n pods in ns and returns how many were bound and the time
 // from the first creation to the last binding; it stops waiting when no
-// pod was bound for 30 s (a loaded machine may pause that long).
+// pod was bound for measureIdle (a loaded machine may pause 30 s).
 func measure(ctx context.Context, b *testing.B, c kubernetes.Interface, ns string, n int, spec func(int) podSpec) (int, time.Duration) {
 	var lastCreated, lastBind time.Time
 	return measureWith(ctx, b, c, ns, n, spec, &lastCreated, &lastBind)
@@ -245,7 +248,7 @@ func measureWith(ctx context.Context, b *testing.B, c kubernetes.Interface, ns s
 	})
 	boundAt := map[string]bool{}
 	created := 0
-	idle := time.NewTimer(30 * time.Second)
+	idle := time.NewTimer(measureIdle)
 	defer idle.Stop()
 	for len(boundAt) < n {
 		select {
@@ -272,13 +275,13 @@ func measureWith(ctx context.Context, b *testing.B, c kubernetes.Interface, ns s
 			if p.Spec.NodeName != "" && !boundAt[p.Name] {
 				boundAt[p.Name] = true
 				*lastBind = time.Now()
-				idle.Reset(30 * time.Second)
+				idle.Reset(measureIdle)
 			}
 		case <-idle.C:
 			if created >= n {
 				return len(boundAt), lastBind.Sub(start)
 			}
-			idle.Reset(30 * time.Second)
+			idle.Reset(measureIdle)
 		case <-ctx.Done():
 			b.Fatal(ctx.Err())
 		}
