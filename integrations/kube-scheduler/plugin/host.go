@@ -336,7 +336,7 @@ func (h *host) decide(nodes []*v1.Node, view *podView, now time.Time, fx *effect
 		return
 	}
 	h.followCluster()
-	h.health(nodes)
+	h.health(nodes, view.live)
 	h.reconcile(jobs, view.ended, now, fx)
 	for _, p := range view.held {
 		h.noteWhy(fx, []*v1.Pod{p}, TokenWaitingForGangMembers, fmt.Sprintf("gpusched: job %s: waiting for its members being deleted to go", jobID(p, h.args)), ReasonPending, now)
@@ -482,10 +482,12 @@ func leafNames(cfg queue.Config) []string {
 	return out
 }
 
-// health reports hosts that are not ready, carry a NoExecute taint or are
+// health reports hosts that are not ready, carry a failing NoExecute
+// taint (failingNoExecute; live are the profile's live pods) or are
 // cordoned (draining) to the Scheduler.
-func (h *host) health(nodes []*v1.Node) {
+func (h *host) health(nodes []*v1.Node, live []*v1.Pod) {
 	c := h.topo.Cluster
+	var on map[string][]*v1.Pod // bound pods by node, made when needed
 	for _, n := range nodes {
 		hid, ok := c.HostByName(n.Name)
 		if !ok || h.s.Ledger().HostCordoned(hid) {
@@ -493,8 +495,20 @@ func (h *host) health(nodes []*v1.Node) {
 		}
 		want := topology.Healthy
 		switch {
-		case !nodeReady(n) || hasNoExecute(n):
+		case !nodeReady(n):
 			want = topology.Failed
+		case hasNoExecute(n):
+			if on == nil {
+				on = map[string][]*v1.Pod{}
+				for _, p := range live {
+					if p.Spec.NodeName != "" {
+						on[p.Spec.NodeName] = append(on[p.Spec.NodeName], p)
+					}
+				}
+			}
+			if h.failingNoExecute(n, on[n.Name]) {
+				want = topology.Failed
+			}
 		case n.Spec.Unschedulable:
 			want = topology.Draining
 		}
@@ -515,6 +529,35 @@ func nodeReady(n *v1.Node) bool {
 		}
 	}
 	return true
+}
+
+// failingNoExecute reports whether a NoExecute taint of n marks its host
+// failed: one of kube's own (node.kubernetes.io/...: not-ready,
+// unreachable, out-of-service), or one that a pod bound there (pods) does
+// not tolerate for good (a toleration without tolerationSeconds; kube's
+// taint manager evicts it). A NoExecute taint that every pod there
+// tolerates (a dedicated GPU pool) constrains only which pods may go
+// there (nodeFits), as a NoSchedule taint does: the host is healthy, its
+// pods run on, and pods that tolerate it are planned there (issue 26,
+// defect 4).
+func (h *host) failingNoExecute(n *v1.Node, pods []*v1.Pod) bool {
+	for i := range n.Spec.Taints {
+		t := &n.Spec.Taints[i]
+		if t.Effect != v1.TaintEffectNoExecute {
+			continue
+		}
+		if strings.HasPrefix(t.Key, "node.kubernetes.io/") {
+			return true
+		}
+		for _, p := range pods {
+			if !slices.ContainsFunc(p.Spec.Tolerations, func(tol v1.Toleration) bool {
+				return tol.TolerationSeconds == nil && tol.ToleratesTaint(h.log, t, false)
+			}) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func hasNoExecute(n *v1.Node) bool {

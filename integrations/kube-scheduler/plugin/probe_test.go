@@ -172,6 +172,39 @@ func TestProbeGangLosesTwoMembersThenSurvivorFinishes(t *testing.T) {
 	}
 }
 
+// ProbeToleratedNoExecuteTaint (defect 4): a node tainted NoExecute that
+// the pods tolerate (a dedicated GPU pool) is a node like another for
+// them: a tolerating pod is planned there, and the pod running there is
+// not recovered (nor deleted, with deleteOnRecovery). A pod that does not
+// tolerate it is not planned there.
+func TestProbeToleratedNoExecuteTaint(t *testing.T) {
+	n1 := gpuNode("n1", 8, h100, nil)
+	n1.Spec.Taints = []v1.Taint{{Key: "dedicated", Value: "ml", Effect: v1.TaintEffectNoExecute}}
+	h, io := newTestHost(t, n1)
+	h.args.DeleteOnRecovery = true
+	tol := []v1.Toleration{{Key: "dedicated", Operator: v1.TolerationOpEqual, Value: "ml", Effect: v1.TaintEffectNoExecute}}
+	run := boundPod("run", "n1", 4, "0,1,2,3", nil)
+	run.Spec.Tolerations = tol
+	untol := schedPod("untol", 2, nil)
+	io.pods = []*v1.Pod{run, untol}
+	for range 60 {
+		step(h, io, time.Second)
+	}
+	if len(io.deleted) != 0 || slices.ContainsFunc(io.events, func(e string) bool { return strings.Contains(e, ReasonRecovery) }) {
+		t.Errorf("a pod tolerating its node's NoExecute taint: deleted %v, events %v", io.deleted, io.events)
+	}
+	if a, ok := h.assignmentOf(untol.UID); ok {
+		t.Errorf("untol planned on %s, whose NoExecute taint it does not tolerate", a.node)
+	}
+	newTol := schedPod("tol", 4, nil)
+	newTol.Spec.Tolerations = tol
+	io.pods = append(io.pods, newTol)
+	step(h, io, time.Second)
+	if a, ok := h.assignmentOf(newTol.UID); !ok || a.node != "n1" {
+		t.Errorf("tol (tolerates n1's NoExecute taint): %+v %v, want n1; reason %q", a, ok, io.pending["tol"])
+	}
+}
+
 // ProbeRequiredNodeAffinityExpressions (defect 4): required node affinity
 // by match expressions (In, NotIn, Exists over two terms) is honoured;
 // preferred affinity constrains nothing.
