@@ -24,7 +24,9 @@ import (
 // topology, ...) is excluded for that job, with the reason in its pending
 // message, for a backoff that doubles with each rejection (exclusionBase
 // up to exclusionMax): the job is planned elsewhere meanwhile, and is
-// never re-activated on that node more than once per backoff.
+// never re-activated on that node more than once per backoff. So is a
+// node where the job's pods failed after Reserve a second time
+// (bindFailed).
 
 const (
 	exclusionBase = 30 * time.Second
@@ -150,33 +152,75 @@ func (h *host) filterJobs(nodes []*v1.Node, now time.Time) {
 	}
 }
 
+// rejection is a node kube-scheduler rejected for a job's pod, at.
+type rejection struct {
+	job, node, why string
+	at             time.Time
+	// bind: the pod failed after Reserve (Unreserve: Permit, PreBind or
+	// Bind), not kube's filters.
+	bind bool
+}
+
 // exclude records that kube-scheduler rejected node for the job of pod
-// uid, saying why: the job is not planned there until its backoff ends.
+// uid, saying why: the next cycle excludes it for the job until its
+// backoff ends (applyRejections). It holds amu alone (PostFilter runs in
+// kube-scheduler's scheduling cycle: a slow decision must not stall it).
 func (h *host) exclude(uid types.UID, node, why string, now time.Time) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	a, ok := h.assign[uid]
-	if !ok {
-		return
+	h.amu.Lock()
+	defer h.amu.Unlock()
+	if a, ok := h.assign[uid]; ok {
+		h.rejected = append(h.rejected, rejection{job: a.job, node: node, why: why, at: now})
 	}
-	rec := h.jobs[a.job]
-	if rec == nil {
-		return
+}
+
+// bindFailed records that the pod uid failed after Reserve (Unreserve):
+// a job whose pods fail so a second time has the node excluded as if kube
+// had rejected it (the first is retried at once: a transient error), so
+// that a binding that always fails (a PreBind error, a volume that cannot
+// bind there) does not re-activate the pod every cycle (issue 26, defect
+// 4). Under amu alone, as exclude.
+func (h *host) bindFailed(uid types.UID, now time.Time) {
+	h.amu.Lock()
+	defer h.amu.Unlock()
+	if a, ok := h.assign[uid]; ok {
+		h.rejected = append(h.rejected, rejection{job: a.job, node: a.node, why: "its pod's binding failed after Reserve (Permit, PreBind or Bind)", at: now, bind: true})
 	}
-	var back time.Duration
-	if h.freed.lagging(node, now, rec.lagRetried) {
-		// kube-scheduler's cache may still count a pod that just left
-		// node (see freedNodes): retry soon, once, not as a rejection.
-		rec.lagRetried = now
-		back = cacheLagRetry
-	} else {
-		rec.rejections++
-		back = min(exclusionBase<<min(rec.rejections-1, 10), exclusionMax)
+}
+
+// applyRejections excludes the nodes kube rejected since the last cycle
+// for their jobs, each for its backoff: doubling with the job's
+// rejections, or cacheLagRetry for one that may be kube's cache lagging
+// (see freedNodes). Under mu.
+func (h *host) applyRejections() {
+	h.amu.Lock()
+	rs := h.rejected
+	h.rejected = nil
+	h.amu.Unlock()
+	for _, r := range rs {
+		rec := h.jobs[r.job]
+		if rec == nil {
+			continue
+		}
+		if r.bind {
+			if rec.bindFailures++; rec.bindFailures == 1 {
+				continue
+			}
+		}
+		var back time.Duration
+		if h.freed.lagging(r.node, r.at, rec.lagRetried) {
+			// kube-scheduler's cache may still count a pod that just left
+			// node (see freedNodes): retry soon, once, not as a rejection.
+			rec.lagRetried = r.at
+			back = cacheLagRetry
+		} else {
+			rec.rejections++
+			back = min(exclusionBase<<min(rec.rejections-1, 10), exclusionMax)
+		}
+		if rec.excluded == nil {
+			rec.excluded = map[string]exclusion{}
+		}
+		rec.excluded[r.node] = exclusion{why: r.why, until: r.at.Add(back)}
 	}
-	if rec.excluded == nil {
-		rec.excluded = map[string]exclusion{}
-	}
-	rec.excluded[node] = exclusion{why: why, until: now.Add(back)}
 }
 
 // exclusionNote says which nodes are excluded for rec, and why.

@@ -50,11 +50,13 @@ type host struct {
 	check func() error
 
 	mu sync.Mutex
-	// amu guards assign, byJob, the notes' map and msg, and refused for
-	// the extension points, which read them under amu alone: a slow
-	// decision (which holds mu) never stalls PreEnqueue, PreFilter,
-	// Filter, Reserve or Permit (issue 26, defect 8). Writers hold mu and
-	// amu; the cycle reads under mu alone.
+	// amu guards assign, byJob, the notes' map and msg, refused, requeue
+	// and rejected for the extension points, which use them under amu
+	// alone: a slow decision (which holds mu) never stalls PreEnqueue,
+	// PreFilter, Filter, PostFilter, Reserve, Permit or Unreserve (issue
+	// 26, defect 8). The cycle writes them under mu and amu, and reads
+	// assign and byJob under amu too: PostFilter and Unreserve withdraw
+	// bindings under amu alone.
 	amu sync.Mutex
 	// refused says why this host does not schedule (a profile scheduler
 	// mode cannot run in): every pod waits with it as its reason.
@@ -66,7 +68,11 @@ type host struct {
 	jobs     map[string]*jobRec
 	assign   map[types.UID]*assignment
 	byJob    map[string][]types.UID // assign's pods per job, in assignment order
+	// requeue are the jobs whose binding an extension point withdrew,
+	// and rejected the nodes kube rejected for them (PostFilter): the
+	// next cycle requeues them and excludes the nodes (constraints.go).
 	requeue  []string
+	rejected []rejection
 	notes    map[types.UID]*podNote
 	// live: the nodes the Scheduler's cluster follows (livenodes.go).
 	live liveNodes
@@ -151,6 +157,8 @@ type jobRec struct {
 	excluded   map[string]exclusion
 	rejections int
 	filter     string
+	// bindFailures counts its pods' failures after Reserve (bindFailed).
+	bindFailures int
 	// lagRetried: the last rejection taken for kube's cache lagging
 	// (freedNodes).
 	lagRetried time.Time
@@ -331,7 +339,7 @@ func (h *host) decide(nodes []*v1.Node, view *podView, now time.Time, fx *effect
 		return
 	}
 	h.followCluster()
-	h.health(nodes)
+	h.health(nodes, view.live)
 	h.reconcile(jobs, view.ended, now, fx)
 	for _, p := range view.held {
 		h.noteWhy(fx, []*v1.Pod{p}, TokenWaitingForGangMembers, fmt.Sprintf("gpusched: job %s: waiting for its members being deleted to go", jobID(p, h.args)), ReasonPending, now)
@@ -341,6 +349,7 @@ func (h *host) decide(nodes []*v1.Node, view *podView, now time.Time, fx *effect
 	// rebuild's restores, so that jobs on them are recovered
 	// (gpuidentity.go).
 	h.markLost(fx)
+	h.applyRejections()      // (constraints.go)
 	h.filterJobs(nodes, now) // node constraints (constraints.go)
 	start := time.Now()
 	d := h.s.Schedule(now)
@@ -370,9 +379,9 @@ func (h *host) shapeOf(nodes []*v1.Node) string {
 // reconcile that follows restores bound jobs and submits waiting ones, so
 // a rebuild decides as a scheduler started now would.
 func (h *host) rebuild(nodes []*v1.Node, shape string, fx *effects) {
-	fx.reject = append(fx.reject, sortedKeys(h.assign)...)
 	h.s, h.topo, h.shape, h.buildErr, h.live = nil, nil, shape, nil, liveNodes{}
 	h.amu.Lock()
+	fx.reject = append(fx.reject, sortedKeys(h.assign)...)
 	h.jobs, h.assign, h.byJob = map[string]*jobRec{}, map[types.UID]*assignment{}, map[string][]types.UID{}
 	h.amu.Unlock()
 	if h.queuesErr != nil {
@@ -476,10 +485,12 @@ func leafNames(cfg queue.Config) []string {
 	return out
 }
 
-// health reports hosts that are not ready, carry a NoExecute taint or are
+// health reports hosts that are not ready, carry a failing NoExecute
+// taint (failingNoExecute; live are the profile's live pods) or are
 // cordoned (draining) to the Scheduler.
-func (h *host) health(nodes []*v1.Node) {
+func (h *host) health(nodes []*v1.Node, live []*v1.Pod) {
 	c := h.topo.Cluster
+	var on map[string][]*v1.Pod // bound pods by node, made when needed
 	for _, n := range nodes {
 		hid, ok := c.HostByName(n.Name)
 		if !ok || h.s.Ledger().HostCordoned(hid) {
@@ -487,8 +498,20 @@ func (h *host) health(nodes []*v1.Node) {
 		}
 		want := topology.Healthy
 		switch {
-		case !nodeReady(n) || hasNoExecute(n):
+		case !nodeReady(n):
 			want = topology.Failed
+		case hasNoExecute(n):
+			if on == nil {
+				on = map[string][]*v1.Pod{}
+				for _, p := range live {
+					if p.Spec.NodeName != "" {
+						on[p.Spec.NodeName] = append(on[p.Spec.NodeName], p)
+					}
+				}
+			}
+			if h.failingNoExecute(n, on[n.Name]) {
+				want = topology.Failed
+			}
 		case n.Spec.Unschedulable:
 			want = topology.Draining
 		}
@@ -509,6 +532,35 @@ func nodeReady(n *v1.Node) bool {
 		}
 	}
 	return true
+}
+
+// failingNoExecute reports whether a NoExecute taint of n marks its host
+// failed: one of kube's own (node.kubernetes.io/...: not-ready,
+// unreachable, out-of-service), or one that a pod bound there (pods) does
+// not tolerate for good (a toleration without tolerationSeconds; kube's
+// taint manager evicts it). A NoExecute taint that every pod there
+// tolerates (a dedicated GPU pool) constrains only which pods may go
+// there (nodeFits), as a NoSchedule taint does: the host is healthy, its
+// pods run on, and pods that tolerate it are planned there (issue 26,
+// defect 4).
+func (h *host) failingNoExecute(n *v1.Node, pods []*v1.Pod) bool {
+	for i := range n.Spec.Taints {
+		t := &n.Spec.Taints[i]
+		if t.Effect != v1.TaintEffectNoExecute {
+			continue
+		}
+		if strings.HasPrefix(t.Key, "node.kubernetes.io/") {
+			return true
+		}
+		for _, p := range pods {
+			if !slices.ContainsFunc(p.Spec.Tolerations, func(tol v1.Toleration) bool {
+				return tol.TolerationSeconds == nil && tol.ToleratesTaint(h.log, t, false)
+			}) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func hasNoExecute(n *v1.Node) bool {
@@ -551,8 +603,12 @@ func (h *host) reconcile(jobs []*podJob, ended map[types.UID]v1.PodPhase, now ti
 		h.dropAssignments(id, fx)
 		delete(h.jobs, id)
 	}
-	// Requeues asked by Unreserve (a binding failed).
-	for _, id := range h.requeue {
+	// Requeues asked by Unreserve (a binding failed) and PostFilter.
+	h.amu.Lock()
+	requeue := h.requeue
+	h.requeue = nil
+	h.amu.Unlock()
+	for _, id := range requeue {
 		if st, ok := h.s.Job(id); ok && st.State == queue.Admitted {
 			if err := h.s.Requeue(id, now); err != nil {
 				h.log.Error(err, "Requeue", "job", id)
@@ -560,7 +616,6 @@ func (h *host) reconcile(jobs []*podJob, ended map[types.UID]v1.PodPhase, now ti
 		}
 		h.dropAssignments(id, fx)
 	}
-	h.requeue = h.requeue[:0]
 	for _, j := range jobs {
 		id := j.spec.ID
 		if j.err != nil && current[id] != j {
@@ -607,7 +662,7 @@ func (h *host) reconcile(jobs []*podJob, ended map[types.UID]v1.PodPhase, now ti
 		}
 		bound, held := 0, 0
 		for _, p := range j.all() {
-			_, assigned := h.assign[p.UID]
+			_, assigned := h.assignmentOf(p.UID)
 			if p.Spec.NodeName != "" {
 				bound++
 				if assigned && st.State == queue.Running {
@@ -664,7 +719,7 @@ func (h *host) boundAstray(j *podJob) bool {
 		if p.Spec.NodeName == "" {
 			continue
 		}
-		if a, ok := h.assign[p.UID]; !ok || a.node != p.Spec.NodeName || a.job != j.spec.ID {
+		if a, ok := h.assignmentOf(p.UID); !ok || a.node != p.Spec.NodeName || a.job != j.spec.ID {
 			return true
 		}
 	}
@@ -675,7 +730,7 @@ func (h *host) boundAstray(j *podJob) bool {
 func (h *host) unplaced(j *podJob) []*v1.Pod {
 	var out []*v1.Pod
 	for _, p := range j.all() {
-		if _, assigned := h.assign[p.UID]; p.Spec.NodeName == "" && !assigned {
+		if _, assigned := h.assignmentOf(p.UID); p.Spec.NodeName == "" && !assigned {
 			out = append(out, p)
 		}
 	}
@@ -878,11 +933,18 @@ func (h *host) bad(fx *effects, j *podJob, msg string, now time.Time) {
 func (h *host) dropAssignments(id string, fx *effects) {
 	h.amu.Lock()
 	defer h.amu.Unlock()
-	for _, uid := range h.byJob[id] {
+	fx.reject = append(fx.reject, h.dropLocked(id)...)
+}
+
+// dropLocked forgets the assignments of job id, under amu, and returns
+// its pods.
+func (h *host) dropLocked(id string) []types.UID {
+	uids := h.byJob[id]
+	for _, uid := range uids {
 		delete(h.assign, uid)
-		fx.reject = append(fx.reject, uid)
 	}
 	delete(h.byJob, id)
+	return uids
 }
 
 // setAssign records a pod's assignment.
@@ -1198,18 +1260,17 @@ func (h *host) reserve(uid types.UID, node string) (all bool, members []types.UI
 }
 
 // unreserve withdraws the binding of pod's job (a member could not be bound)
-// and asks the next cycle to requeue the job.
+// and asks the next cycle to requeue the job. It holds amu alone: a slow
+// decision does not stall it.
 func (h *host) unreserve(uid types.UID) []types.UID {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.amu.Lock()
+	defer h.amu.Unlock()
 	a, ok := h.assign[uid]
 	if !ok {
 		return nil
 	}
-	var fx effects
-	h.dropAssignments(a.job, &fx)
 	h.requeue = append(h.requeue, a.job)
-	return fx.reject
+	return h.dropLocked(a.job)
 }
 
 // waitingReason is the last reason noted for a pod.

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -171,6 +172,39 @@ func TestProbeGangLosesTwoMembersThenSurvivorFinishes(t *testing.T) {
 	}
 }
 
+// ProbeToleratedNoExecuteTaint (defect 4): a node tainted NoExecute that
+// the pods tolerate (a dedicated GPU pool) is a node like another for
+// them: a tolerating pod is planned there, and the pod running there is
+// not recovered (nor deleted, with deleteOnRecovery). A pod that does not
+// tolerate it is not planned there.
+func TestProbeToleratedNoExecuteTaint(t *testing.T) {
+	n1 := gpuNode("n1", 8, h100, nil)
+	n1.Spec.Taints = []v1.Taint{{Key: "dedicated", Value: "ml", Effect: v1.TaintEffectNoExecute}}
+	h, io := newTestHost(t, n1)
+	h.args.DeleteOnRecovery = true
+	tol := []v1.Toleration{{Key: "dedicated", Operator: v1.TolerationOpEqual, Value: "ml", Effect: v1.TaintEffectNoExecute}}
+	run := boundPod("run", "n1", 4, "0,1,2,3", nil)
+	run.Spec.Tolerations = tol
+	untol := schedPod("untol", 2, nil)
+	io.pods = []*v1.Pod{run, untol}
+	for range 60 {
+		step(h, io, time.Second)
+	}
+	if len(io.deleted) != 0 || slices.ContainsFunc(io.events, func(e string) bool { return strings.Contains(e, ReasonRecovery) }) {
+		t.Errorf("a pod tolerating its node's NoExecute taint: deleted %v, events %v", io.deleted, io.events)
+	}
+	if a, ok := h.assignmentOf(untol.UID); ok {
+		t.Errorf("untol planned on %s, whose NoExecute taint it does not tolerate", a.node)
+	}
+	newTol := schedPod("tol", 4, nil)
+	newTol.Spec.Tolerations = tol
+	io.pods = append(io.pods, newTol)
+	step(h, io, time.Second)
+	if a, ok := h.assignmentOf(newTol.UID); !ok || a.node != "n1" {
+		t.Errorf("tol (tolerates n1's NoExecute taint): %+v %v, want n1; reason %q", a, ok, io.pending["tol"])
+	}
+}
+
 // ProbeRequiredNodeAffinityExpressions (defect 4): required node affinity
 // by match expressions (In, NotIn, Exists over two terms) is honoured;
 // preferred affinity constrains nothing.
@@ -324,4 +358,80 @@ func TestProbeGangWithAGatedMember(t *testing.T) {
 	if st, ok := h.s.Job("default/gang/g"); !ok {
 		t.Errorf("gang not submitted once ungated: %+v %v; reason %q", st, ok, io.pending["g-0"])
 	}
+}
+
+// ProbeBindFailureLoopIsBounded (defect 4): a pod whose binding fails
+// every time after Reserve (a PreBind or Bind error: Unreserve) is not
+// re-activated on the same node every cycle: a minute of failures
+// re-activates it a bounded number of times, and its reason says why.
+func TestProbeBindFailureLoopIsBounded(t *testing.T) {
+	h, io := newTestHost(t, gpuNode("n1", 8, h100, nil))
+	io.pods = []*v1.Pod{schedPod("p", 2, nil)}
+	pl := &SchedulerPlugin{h: h, args: h.args, handle: &fakeHandle{waiting: map[types.UID]*fakeWaiting{}}}
+	ctx := context.Background()
+	step(h, io, 0)
+	for range 300 { // a minute of cycles, 200 ms apart
+		if a, ok := h.assignmentOf("uid-p"); ok {
+			pl.Reserve(ctx, nil, io.pods[0], a.node)
+			pl.Unreserve(ctx, nil, io.pods[0], a.node) // PreBind failed
+		}
+		step(h, io, 200*time.Millisecond)
+	}
+	if n := len(io.activated); n > 10 {
+		t.Errorf("activated %d times in a minute of bind failures, want a bounded backoff", n)
+	}
+	if r := h.waitingReason("uid-p"); !strings.Contains(r, "binding failed") {
+		t.Errorf("reason %q, want the binding failures", r)
+	}
+}
+
+// ProbePostFilterAndUnreserveDoNotWaitForADecision (defect 8): PostFilter
+// and Unreserve run in kube-scheduler's scheduling cycle, shared by every
+// profile: they must not wait for a slow gpusched decision either.
+func TestProbePostFilterAndUnreserveDoNotWaitForADecision(t *testing.T) {
+	h, io := newTestHost(t, gpuNode("n1", 8, h100, nil), gpuNode("n2", 8, h100, nil))
+	io.pods = []*v1.Pod{schedPod("a", 2, nil), schedPod("b", 2, nil)}
+	step(h, io, 0)
+	pl := &SchedulerPlugin{h: h, args: h.args, handle: &fakeHandle{waiting: map[types.UID]*fakeWaiting{}}}
+	ctx := context.Background()
+	a0, _ := h.assignmentOf(io.pods[0].UID)
+	if _, ok := duringDecision(time.Second, h, func() {
+		pl.PostFilter(ctx, nil, io.pods[0], nil)
+		pl.Unreserve(ctx, nil, io.pods[1], "n1")
+	}); !ok {
+		t.Fatal("PostFilter/Unreserve waited for the decision (1 s and more)")
+	}
+	// What they asked for is done by the next cycle: a is not planned on
+	// its rejected node, b is planned again.
+	step(h, io, time.Second)
+	if a, ok := h.assignmentOf(io.pods[0].UID); !ok || a.node == a0.node {
+		t.Errorf("a after kube rejected %s: %+v %v, want the other node", a0.node, a, ok)
+	}
+	if _, ok := h.assignmentOf(io.pods[1].UID); !ok {
+		t.Errorf("b not planned again after Unreserve")
+	}
+}
+
+// duringDecision runs calls while a decision holds h's lock for up to
+// limit, and reports how long they took, or false if they waited for the
+// lock.
+func duringDecision(limit time.Duration, h *host, calls func()) (time.Duration, bool) {
+	h.mu.Lock() // a slow decision
+	done := make(chan time.Duration, 1)
+	start := time.Now()
+	go func() {
+		calls()
+		done <- time.Since(start)
+	}()
+	var took time.Duration
+	select {
+	case took = <-done:
+	case <-time.After(limit):
+	}
+	h.mu.Unlock()
+	if took == 0 {
+		<-done
+		return 0, false
+	}
+	return took, true
 }

@@ -428,8 +428,10 @@ func (p *SchedulerPlugin) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.P
 }
 
 // Unreserve withdraws the binding of the pod's job: its other pods waiting
-// at Permit are rejected, and the next cycle requeues the job.
+// at Permit are rejected, and the next cycle requeues the job (a second
+// failure excludes the node for a backoff: bindFailed).
 func (p *SchedulerPlugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) {
+	p.h.bindFailed(pod.UID, p.h.io.now())
 	withdrawn := p.h.unreserve(pod.UID)
 	if len(withdrawn) > 0 {
 		p.h.metrics.withdrew(WithdrawnBindFailed)
