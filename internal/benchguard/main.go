@@ -13,6 +13,7 @@
 //
 //	go run ./internal/benchguard               # HEAD^ vs the working tree
 //	go run ./internal/benchguard -base main~3  # any commit
+//	go run ./internal/benchguard -base main -bench '^BenchmarkSchedule$/^full-10000-pending$/^100k$' -benchtime 3x
 //
 // Without a base commit (the first commit, a shallow clone) it says so and
 // exits 0. .ci/run runs it; on the project's 2-core CI VM it takes about
@@ -52,7 +53,10 @@ var groups = []group{
 	{`^BenchmarkPlace$/^topology$/^(512gpu-tor|256gpu-tor)$/^(100k-tor64|100k)$`, "0.2s"},
 	{`^BenchmarkPreempt$/^(plan-512gpu-tor|no-plan-512gpu-tor|plan-256gpu-tor|defrag-64gpu-nvlink)$/^(100k-tor64|100k|100k-nvl72)$`, "0.2s"},
 	{`^BenchmarkSchedule$/^full-10000-pending$/^100k$`, "3x"},
-	{`^BenchmarkSchedule$/^incremental-10000-pending$/^10k$`, "0.2s"},
+	// A fixed count: each op of the incremental case changes the state
+	// the next one starts from, so a time-based benchtime would compare
+	// different sequences of cycles (a faster binary runs more of them).
+	{`^BenchmarkSchedule$/^incremental-10000-pending$/^10k$`, "400x"},
 	{`^BenchmarkSim$/^engine-noop$`, "0.2s"},
 }
 
@@ -61,12 +65,18 @@ func main() {
 	rounds := flag.Int("rounds", 5, "interleaved rounds (each runs both binaries once); at least 5 for p < 0.05 to be reachable")
 	tol := flag.Float64("tolerance", 0.10, "fail when a median is slower by more than this fraction…")
 	alpha := flag.Float64("alpha", 0.05, "…and the Mann-Whitney p-value is below this")
+	bench := flag.String("bench", "", "compare only the cases this go test -bench pattern selects (every level named, e.g. '^BenchmarkSchedule$/^full-10000-pending$/^100k$') instead of the targeted ones")
+	benchtime := flag.String("benchtime", "0.2s", "the -benchtime of -bench's cases")
 	flag.Parse()
+	gs := groups
+	if *bench != "" {
+		gs = []group{{bench: *bench, benchtime: *benchtime}}
+	}
 	if *rounds < 1 || *rounds > 10 {
 		fmt.Fprintln(os.Stderr, "benchguard: -rounds must be 1 to 10")
 		os.Exit(2)
 	}
-	code, err := run(os.Stdout, *base, *rounds, *tol, *alpha)
+	code, err := run(os.Stdout, *base, *rounds, *tol, *alpha, gs)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchguard:", err)
 		os.Exit(2)
@@ -74,9 +84,10 @@ func main() {
 	os.Exit(code)
 }
 
-// run does the work of main and returns its exit code: 0 when no case
-// regressed (or there is no base), 1 when one did.
-func run(w io.Writer, base string, rounds int, tol, alpha float64) (int, error) {
+// run does the work of main for the cases of groups gs and returns its
+// exit code: 0 when no case regressed (or there is no base), 1 when one
+// did.
+func run(w io.Writer, base string, rounds int, tol, alpha float64, gs []group) (int, error) {
 	root, err := gitOut("", "rev-parse", "--show-toplevel")
 	if err != nil {
 		return 0, fmt.Errorf("not in a git checkout: %w", err)
@@ -113,7 +124,7 @@ func run(w io.Writer, base string, rounds int, tol, alpha float64) (int, error) 
 
 	fmt.Fprintf(w, "benchguard: base %s vs the working tree, %d interleaved rounds\n", short(baseRev), rounds)
 	m := measurer{w: w, bins: bins, dirs: dirs}
-	order, samples, from, err := m.measure(groups, rounds)
+	order, samples, from, err := m.measure(gs, rounds)
 	if err != nil {
 		return 0, err
 	}
@@ -131,7 +142,7 @@ func run(w io.Writer, base string, rounds int, tol, alpha float64) (int, error) 
 	for _, name := range regressed {
 		if i := from[name]; !seen[i] {
 			seen[i] = true
-			again = append(again, groups[i])
+			again = append(again, gs[i])
 		}
 	}
 	fmt.Fprintf(w, "benchguard: %d case(s) regressed; measuring them again to confirm (%d rounds)\n", len(regressed), rounds)
