@@ -519,7 +519,8 @@ func renderDRACompare(jobs []draJob, kube, ours draOutcome) string {
 		"on many nodes and no node stays whole for an 8-GPU claim: those are turned away or wait while GPUs are free. " +
 		"gpusched chooses the node and the GPUs from the GPUs' occupancy (its default topology policy: best fit, the node " +
 		"with the fewest free GPUs that holds the pod, and there an NVSwitch- and NUMA-local set) and writes that choice " +
-		"into the claim.\n\n")
+		"into the claim. The tail rows follow from the churn's: the allocator that turned fewer arrivals away leaves " +
+		"the tail fewer free GPUs, so it may place fewer tail pods while stranding fewer GPUs.\n\n")
 	b.WriteString(draCmpEnd + "\n")
 	return b.String()
 }
