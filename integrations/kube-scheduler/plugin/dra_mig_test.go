@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -247,4 +249,85 @@ func TestDRAMIGGeometryFromSlices(t *testing.T) {
 	if len(used) != 8 {
 		t.Errorf("slices used: %v, want all 8 of the two GPUs", used)
 	}
+}
+
+// TestDRAMIGChurn: MIG pods of the capture's profiles (and whole-GPU
+// pods) come and go on two H200s, 80 steps of a fixed seed; after every
+// cycle, the allocated claims consume no counter of a GPU's counter set
+// past its value (so no memory slice twice, one media extension per GPU,
+// no whole GPU beside a partition) and every MIG device sits at a legal
+// placement of its profile.
+func TestDRAMIGChurn(t *testing.T) {
+	f := h200MIG(t, "h200-1", 2)
+	ps, _ := nvdra.ReadCapture(h200Capture)
+	limit := map[string]resource.Quantity{}
+	devs := map[string]resourceapi.Device{}
+	for _, s := range f.slices {
+		for _, cs := range s.Spec.SharedCounters {
+			for k, v := range cs.Counters {
+				limit[cs.Name+"/"+k] = v.Value
+			}
+		}
+		for _, d := range s.Spec.Devices {
+			devs[d.Name] = d
+		}
+	}
+	h, io := newDRAHost(t, f, node("h200-1", -1, nil))
+	rng := rand.New(rand.NewPCG(27, 1))
+	placed := 0
+	for step := range 80 {
+		var bound []int
+		for i, p := range io.pods {
+			if p.Spec.NodeName != "" {
+				bound = append(bound, i)
+			}
+		}
+		if len(bound) > 0 && rng.IntN(2) == 0 {
+			k := bound[rng.IntN(len(bound))]
+			io.pods = slices.Delete(io.pods, k, k+1) // it ended
+		} else {
+			name := fmt.Sprintf("c%02d", step)
+			if rng.IntN(8) == 0 {
+				f.put(claimFor(name, DefaultDRADeviceClass, 1))
+			} else {
+				f.put(migClaim(name, ps[rng.IntN(len(ps))].Name))
+			}
+			io.pods = append(io.pods, draPodOf("p"+name, name))
+		}
+		io.activated = nil
+		h.cycle(context.Background())
+		placed += len(io.activated)
+		bindDRA(h, io)
+		used := map[string]resource.Quantity{}
+		for _, c := range f.claims {
+			if c.Status.Allocation == nil {
+				continue
+			}
+			d := devs[c.Status.Allocation.Devices.Results[0].Device]
+			for _, cc := range d.ConsumesCounters {
+				for k, v := range cc.Counters {
+					u := used[cc.CounterSet+"/"+k]
+					u.Add(v.Value)
+					used[cc.CounterSet+"/"+k] = u
+				}
+			}
+			if p := d.Attributes["profile"].StringValue; p != nil {
+				_, _, start, size, _ := migOf(t, f, c.Name)
+				k := slices.IndexFunc(ps, func(x nvdra.Profile) bool { return x.Name == *p })
+				if size != ps[k].Size || !slices.Contains(ps[k].Starts, start) {
+					t.Fatalf("step %d: claim %s: %s at %d..%d", step, c.Name, d.Name, start, start+size-1)
+				}
+			}
+		}
+		for k, u := range used {
+			if lim := limit[k]; u.Cmp(lim) > 0 {
+				t.Fatalf("step %d: counter %s: %s consumed of %s", step, k, u.String(), lim.String())
+			}
+		}
+	}
+	if placed < 20 {
+		t.Errorf("only %d pods placed in 80 steps", placed)
+	}
+	t.Logf("%d pods placed", placed)
+
 }
