@@ -331,3 +331,46 @@ func TestDRAMIGChurn(t *testing.T) {
 	t.Logf("%d pods placed", placed)
 
 }
+
+// TestDRAMIGBoundKeepsItsDevice: a bound pod whose selector matched one
+// profile (1g.18gb, "startsWith('1g.18gb')" before the driver published
+// 1g.18gb+me) and matches two once the slices change still holds its MIG
+// device after a restart (the allocation says which): a 7g.141gb pod does
+// not get the GPU.
+func TestDRAMIGBoundKeepsItsDevice(t *testing.T) {
+	ps, err := nvdra.ReadCapture(h200Capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noME := slices.DeleteFunc(slices.Clone(ps), func(p nvdra.Profile) bool { return strings.HasSuffix(p.Name, "+me") })
+	f := newFakeDRA()
+	f.slices = nvdra.Node{Name: "h200-1", GPUs: 1, Product: "NVIDIA H200", Profiles: noME, Slots: 8}.Slices()
+	for _, s := range f.slices {
+		s.ResourceVersion = "1"
+	}
+	f.put(withCEL(claimFor("small", DefaultDRAMIGDeviceClass, 1), "device.attributes['gpu.nvidia.com'].profile.startsWith('1g.18gb')"))
+	f.put(migClaim("full", "7g.141gb"))
+	h, io := newDRAHost(t, f, node("h200-1", -1, nil))
+	ctx := context.Background()
+	io.pods = []*v1.Pod{draPodOf("p-small", "small")}
+	h.cycle(ctx)
+	if len(io.activated) != 1 {
+		t.Fatalf("activated %v; pending %v", io.activated, io.pending)
+	}
+	bindDRA(h, io)
+	h.cycle(ctx)
+	f.slices = nvdra.Node{Name: "h200-1", GPUs: 1, Product: "NVIDIA H200", Profiles: ps, Slots: 8}.Slices()
+	for _, s := range f.slices {
+		s.ResourceVersion = "2"
+	}
+	// A restarted scheduler reads the bound pod from its allocation.
+	h2, io2 := newDRAHost(t, f, node("h200-1", -1, nil))
+	io2.pods = append(io.pods, draPodOf("p-full", "full"))
+	h2.cycle(ctx)
+	if c := f.claims["default/full"]; c.Status.Allocation != nil {
+		t.Errorf("7g.141gb given %s beside the bound 1g.18gb", c.Status.Allocation.Devices.Results[0].Device)
+	}
+	if m := h2.s.Ledger().GPU(0).MIGSlots; bits.OnesCount16(m) != 1 {
+		t.Errorf("the GPU's MIG slots are %09b, want the bound pod's one", m)
+	}
+}
