@@ -669,6 +669,9 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 	var part *partRequest
 	if dp.why == "" {
 		part, dp.why = d.podPart(dp)
+		if dp.why != "" && p.Spec.NodeName != "" {
+			part, dp.why = d.allocatedPart(dp, claims, heldOn) // (bound: its allocation says)
+		}
 	}
 	if dp.why == "" && p.Spec.NodeName == "" {
 		nodes, dp.why = d.celNodes(dp.claims)

@@ -254,6 +254,35 @@ func (d *drat) podPart(dp *draPod) (*partRequest, string) {
 	}
 }
 
+// allocatedPart returns the MIG request of dp, a bound pod whose
+// selectors no longer name one profile (the slices changed), with the
+// profile of the MIG device its claim's allocation on node names; why
+// when there is none.
+func (d *drat) allocatedPart(dp *draPod, claims []*resourceapi.ResourceClaim, node string) (*partRequest, string) {
+	why := dp.why
+	n := d.nodes[node]
+	for _, c := range dp.claims {
+		for _, r := range c.requests {
+			if r.part == nil || !r.part.mig || n == nil {
+				continue
+			}
+			for _, cl := range claims {
+				if cl.Name != c.name || cl.Status.Allocation == nil {
+					continue
+				}
+				for _, res := range cl.Status.Allocation.Devices.Results {
+					k := slices.IndexFunc(n.migs, func(m *migDev) bool { return m.name == res.Device })
+					if res.Request == r.name && res.Pool == n.pool && k >= 0 {
+						r.part.profile = n.migs[k].profile
+						return r.part, ""
+					}
+				}
+			}
+		}
+	}
+	return nil, why
+}
+
 // migsOf returns the MIG devices of n of profile.
 func (n *draNode) migsOf(profile string) []*resourceapi.Device {
 	var out []*resourceapi.Device
@@ -277,7 +306,9 @@ func (d *drat) partPod(dp *draPod, part *partRequest, claims []*resourceapi.Reso
 	if part.mig {
 		out.Annotations[draPartAnnotation] = "mig:" + part.profile
 	} else {
-		out.Annotations[draPartAnnotation] = "milli:" + strconv.Itoa(d.shareMilli(part))
+		// (At least 1: a bound pod's share stays one when no node could
+		// take it now.)
+		out.Annotations[draPartAnnotation] = "milli:" + strconv.Itoa(max(d.shareMilli(part), 1))
 	}
 	onlyOn(out, nodes)
 	if gpu, start, ok := d.heldPart(claims, heldOn, part); ok {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -246,5 +248,129 @@ func TestDRAMIGGeometryFromSlices(t *testing.T) {
 	}
 	if len(used) != 8 {
 		t.Errorf("slices used: %v, want all 8 of the two GPUs", used)
+	}
+}
+
+// TestDRAMIGChurn: MIG pods of the capture's profiles (and whole-GPU
+// pods) come and go on two H200s, 80 steps of a fixed seed; after every
+// cycle, the allocated claims consume no counter of a GPU's counter set
+// past its value (so no memory slice twice, one media extension per GPU,
+// no whole GPU beside a partition) and every MIG device sits at a legal
+// placement of its profile.
+func TestDRAMIGChurn(t *testing.T) {
+	f := h200MIG(t, "h200-1", 2)
+	ps, _ := nvdra.ReadCapture(h200Capture)
+	limit := map[string]resource.Quantity{}
+	devs := map[string]resourceapi.Device{}
+	for _, s := range f.slices {
+		for _, cs := range s.Spec.SharedCounters {
+			for k, v := range cs.Counters {
+				limit[cs.Name+"/"+k] = v.Value
+			}
+		}
+		for _, d := range s.Spec.Devices {
+			devs[d.Name] = d
+		}
+	}
+	h, io := newDRAHost(t, f, node("h200-1", -1, nil))
+	rng := rand.New(rand.NewPCG(27, 1))
+	placed := 0
+	for step := range 80 {
+		var bound []int
+		for i, p := range io.pods {
+			if p.Spec.NodeName != "" {
+				bound = append(bound, i)
+			}
+		}
+		if len(bound) > 0 && rng.IntN(2) == 0 {
+			k := bound[rng.IntN(len(bound))]
+			io.pods = slices.Delete(io.pods, k, k+1) // it ended
+		} else {
+			name := fmt.Sprintf("c%02d", step)
+			if rng.IntN(8) == 0 {
+				f.put(claimFor(name, DefaultDRADeviceClass, 1))
+			} else {
+				f.put(migClaim(name, ps[rng.IntN(len(ps))].Name))
+			}
+			io.pods = append(io.pods, draPodOf("p"+name, name))
+		}
+		io.activated = nil
+		h.cycle(context.Background())
+		placed += len(io.activated)
+		bindDRA(h, io)
+		used := map[string]resource.Quantity{}
+		for _, c := range f.claims {
+			if c.Status.Allocation == nil {
+				continue
+			}
+			d := devs[c.Status.Allocation.Devices.Results[0].Device]
+			for _, cc := range d.ConsumesCounters {
+				for k, v := range cc.Counters {
+					u := used[cc.CounterSet+"/"+k]
+					u.Add(v.Value)
+					used[cc.CounterSet+"/"+k] = u
+				}
+			}
+			if p := d.Attributes["profile"].StringValue; p != nil {
+				_, _, start, size, _ := migOf(t, f, c.Name)
+				k := slices.IndexFunc(ps, func(x nvdra.Profile) bool { return x.Name == *p })
+				if size != ps[k].Size || !slices.Contains(ps[k].Starts, start) {
+					t.Fatalf("step %d: claim %s: %s at %d..%d", step, c.Name, d.Name, start, start+size-1)
+				}
+			}
+		}
+		for k, u := range used {
+			if lim := limit[k]; u.Cmp(lim) > 0 {
+				t.Fatalf("step %d: counter %s: %s consumed of %s", step, k, u.String(), lim.String())
+			}
+		}
+	}
+	if placed < 20 {
+		t.Errorf("only %d pods placed in 80 steps", placed)
+	}
+	t.Logf("%d pods placed", placed)
+
+}
+
+// TestDRAMIGBoundKeepsItsDevice: a bound pod whose selector matched one
+// profile (1g.18gb, "startsWith('1g.18gb')" before the driver published
+// 1g.18gb+me) and matches two once the slices change still holds its MIG
+// device after a restart (the allocation says which): a 7g.141gb pod does
+// not get the GPU.
+func TestDRAMIGBoundKeepsItsDevice(t *testing.T) {
+	ps, err := nvdra.ReadCapture(h200Capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noME := slices.DeleteFunc(slices.Clone(ps), func(p nvdra.Profile) bool { return strings.HasSuffix(p.Name, "+me") })
+	f := newFakeDRA()
+	f.slices = nvdra.Node{Name: "h200-1", GPUs: 1, Product: "NVIDIA H200", Profiles: noME, Slots: 8}.Slices()
+	for _, s := range f.slices {
+		s.ResourceVersion = "1"
+	}
+	f.put(withCEL(claimFor("small", DefaultDRAMIGDeviceClass, 1), "device.attributes['gpu.nvidia.com'].profile.startsWith('1g.18gb')"))
+	f.put(migClaim("full", "7g.141gb"))
+	h, io := newDRAHost(t, f, node("h200-1", -1, nil))
+	ctx := context.Background()
+	io.pods = []*v1.Pod{draPodOf("p-small", "small")}
+	h.cycle(ctx)
+	if len(io.activated) != 1 {
+		t.Fatalf("activated %v; pending %v", io.activated, io.pending)
+	}
+	bindDRA(h, io)
+	h.cycle(ctx)
+	f.slices = nvdra.Node{Name: "h200-1", GPUs: 1, Product: "NVIDIA H200", Profiles: ps, Slots: 8}.Slices()
+	for _, s := range f.slices {
+		s.ResourceVersion = "2"
+	}
+	// A restarted scheduler reads the bound pod from its allocation.
+	h2, io2 := newDRAHost(t, f, node("h200-1", -1, nil))
+	io2.pods = append(io.pods, draPodOf("p-full", "full"))
+	h2.cycle(ctx)
+	if c := f.claims["default/full"]; c.Status.Allocation != nil {
+		t.Errorf("7g.141gb given %s beside the bound 1g.18gb", c.Status.Allocation.Devices.Results[0].Device)
+	}
+	if m := h2.s.Ledger().GPU(0).MIGSlots; bits.OnesCount16(m) != 1 {
+		t.Errorf("the GPU's MIG slots are %09b, want the bound pod's one", m)
 	}
 }

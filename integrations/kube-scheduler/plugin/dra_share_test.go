@@ -99,3 +99,42 @@ func sharedUse(t *testing.T, f *fakeDRA) map[string]int64 {
 	}
 	return used
 }
+
+// TestDRAShareRequestPolicy: what a share consumes follows the capacity's
+// requestPolicy as kube's allocator applies it: rounded up to a valid
+// value or a step of the valid range, the default for what it does not
+// request, all of a capacity without a policy; a request past the policy
+// or the capacity cannot be allocated on the device.
+func TestDRAShareRequestPolicy(t *testing.T) {
+	q := resource.MustParse
+	ptr := func(s string) *resource.Quantity { x := q(s); return &x }
+	dev := &resourceapi.Device{Name: "gpu-0", Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
+		"memory":  {Value: q("80Gi"), RequestPolicy: &resourceapi.CapacityRequestPolicy{Default: ptr("10Gi"), ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: ptr("10Gi"), Max: ptr("80Gi"), Step: ptr("10Gi")}}},
+		"compute": {Value: q("100"), RequestPolicy: &resourceapi.CapacityRequestPolicy{Default: ptr("25"), ValidValues: []resource.Quantity{q("25"), q("50"), q("100")}}},
+		"encoder": {Value: q("2")},
+	}}
+	for _, c := range []struct {
+		req       map[resourceapi.QualifiedName]resource.Quantity
+		want      string // memory/compute/encoder consumed; "" when it cannot
+		wantMilli int
+	}{
+		{map[resourceapi.QualifiedName]resource.Quantity{"memory": q("25Gi")}, "30Gi/25/2", 1000},
+		{map[resourceapi.QualifiedName]resource.Quantity{"memory": q("5Gi"), "compute": q("30"), "encoder": q("1")}, "10Gi/50/1", 500},
+		{map[resourceapi.QualifiedName]resource.Quantity{"compute": q("101")}, "", 0},
+		{map[resourceapi.QualifiedName]resource.Quantity{"memory": q("81Gi")}, "", 0},
+		{map[resourceapi.QualifiedName]resource.Quantity{"encoder": q("3")}, "", 0},
+	} {
+		use, err := consumed(dev, c.req)
+		got := ""
+		if err == nil {
+			m, cp, e := use["memory"], use["compute"], use["encoder"]
+			got = m.String() + "/" + cp.String() + "/" + e.String()
+		}
+		if got != c.want {
+			t.Errorf("request %v: consumes %q (%v), want %q", c.req, got, err, c.want)
+		}
+		if err == nil && milliOf(dev, use) != c.wantMilli {
+			t.Errorf("request %v: %d milli, want %d", c.req, milliOf(dev, use), c.wantMilli)
+		}
+	}
+}
