@@ -137,7 +137,7 @@ func newDefragger(cfg *DefragConfig) (defragger, error) {
 
 // planner returns the search, built for placer p.
 func (x *defragger) planner(p gang.Placer) *preempt.Search {
-	if x.search == nil || x.placer != p {
+	if x.search == nil || !samePlacer(x.placer, p) {
 		x.search, _ = preempt.New(preempt.Config{Placer: p, Grace: x.cfg.Grace, MaxMigrations: 0}) // validated fields only
 		x.placer = p
 	}

@@ -2,6 +2,7 @@ package gpusched
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +107,46 @@ func TestHeterogeneousTooLargeNamesModel(t *testing.T) {
 	err = s.Submit(any, t0)
 	if !errors.Is(err, ErrNeverFits) || !strings.Contains(err.Error(), "a task needs 9 GPUs, the largest host has 8 GPUs") {
 		t.Errorf("Submit(any9): %v, want the plain wording", err)
+	}
+}
+
+// TestHeterogeneousFragmentationNamesShape: four 8-GPU H100 hosts with
+// 2 GPUs free each and four idle 4-GPU trays. An 8-GPU task waits for
+// fragmentation (the H100 hosts have its 8 GPUs, in pieces), and the
+// reason says where they are, "H100 hosts have 8 free GPUs, at most 2 on
+// one", and that the trays' 16 cannot hold such a task, rather than only
+// "cluster has 24 free GPUs", which counts GPUs no packing could give it
+// (issue 25, item 8; a probe's variation on the report's cluster).
+func TestHeterogeneousFragmentationNamesShape(t *testing.T) {
+	c, err := topology.Load([]byte(heteroCluster+"  - {name: \"h[3-4]\", template: h100-8}\n"), "mixed.yaml", topology.FormatYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Cluster: c, DefaultRuntime: time.Hour, Queues: queue.Config{Root: queue.Node{Children: []queue.Node{{Name: "q"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		j := workload.Job{ID: fmt.Sprintf("r%d", i), Queue: "q", Groups: []workload.TaskGroup{{Count: 1, GPUs: 3, Models: []string{"H100"}}}}
+		if err := s.Submit(j, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := s.Schedule(t0); len(d.Bindings) != 8 {
+		t.Fatalf("bound %d of 8", len(d.Bindings))
+	}
+	if err := s.Submit(workload.Job{ID: "big", Queue: "q", Groups: []workload.TaskGroup{{Count: 1, GPUs: 8}}}, t0); err != nil {
+		t.Fatal(err)
+	}
+	s.Schedule(t0.Add(time.Minute))
+	st, _ := s.Job("big")
+	if st.Reason == nil || st.Reason.Code != WaitFragmentation {
+		t.Fatalf("big: %v, want fragmentation", st.Reason)
+	}
+	text := st.Reason.String()
+	for _, want := range []string{"H100 hosts have 8 free GPUs, at most 2 on one", "16 free GPUs are on hosts whose shape cannot hold an 8-GPU task", "cluster has 24 free GPUs: fragmentation"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("reason %q does not say %q", text, want)
+		}
 	}
 }

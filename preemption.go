@@ -120,7 +120,7 @@ func (p *PlanPreemptor) plan(v PreemptView, c PreemptCandidate, now time.Time) (
 	}
 	placer := src.planPlacer()
 	shrinks := src.shrinkOn() && !p.cfg.NoShrink
-	if p.search == nil || p.cfg.Placer == nil && p.placer != placer || p.shrinks != shrinks {
+	if p.search == nil || p.cfg.Placer == nil && !samePlacer(p.placer, placer) || p.shrinks != shrinks {
 		cfg := p.cfg
 		if cfg.Placer == nil {
 			cfg.Placer = placer
@@ -150,6 +150,19 @@ func (p *PlanPreemptor) plan(v PreemptView, c PreemptCandidate, now time.Time) (
 		out = append(out, Preemption{Job: v.Job, Grace: v.Grace, Reason: victimReason(&v, c.Job.Priority, c.Queue), Shrink: slices.Clone(v.Tasks)})
 	}
 	return out, plan.Placement, noPlanOutcome{}
+}
+
+// samePlacer reports whether placers a and b are the same value. A
+// placer whose values cannot be compared (a struct holding a func or a
+// slice) is never the same as another: the caller builds its search
+// again rather than panic.
+func samePlacer(a, b gang.Placer) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
 }
 
 func victimReason(v *preempt.Victim, prio int32, q string) string {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpusched/gpusched/fairshare"
 	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/preempt"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/topology"
 	"github.com/gpusched/gpusched/workload"
@@ -265,5 +266,58 @@ func TestCallbackReentrancy(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestUncomparablePlacer: a Placer whose values cannot be compared (a
+// struct holding a func, as reentrantPlacer) is a valid Config.Placer. The
+// PlanPreemptor and the defragmenter compared it with the placer they
+// were built for and panicked ("comparing uncomparable type") on the
+// first plan; they now rebuild instead. FuzzEvents found it.
+func TestUncomparablePlacer(t *testing.T) {
+	base, err := gang.New("topology", gang.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlanPreemptor(preempt.Config{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	s, err := New(Config{Cluster: testCluster(t, 2, 2), Preemptor: p, Defrag: &DefragConfig{},
+		Placer: reentrantPlacer{Placer: base, fn: func() { calls++ }},
+		Queues: queue.Config{Root: queue.Node{Children: []queue.Node{{Name: "q"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := func(id string, prio int32, gpus int) workload.Job {
+		return workload.Job{ID: id, Queue: "q", Priority: prio, Groups: []workload.TaskGroup{{Count: 1, GPUs: gpus}}}
+	}
+	for _, j := range []workload.Job{job("a", 0, 4), job("b", 0, 4), job("c", 0, 4), job("d", 0, 4)} {
+		if err := s.Submit(j, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, b := range s.Schedule(t0).Bindings {
+		if err := s.Started(b.Job, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Submit(job("urgent", 10, 8), t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		d := s.Schedule(t0.Add(time.Duration(i+1) * time.Minute)) // must not panic
+		for _, v := range d.Preemptions {
+			if err := s.Preempted(v.Job, t0.Add(time.Duration(i+1)*time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if st, _ := s.Job("urgent"); st.State != queue.Running && st.State != queue.Admitted {
+		t.Errorf("urgent is %v (%v)", st.State, st.Reason)
+	}
+	if calls == 0 {
+		t.Error("the placer was never called")
 	}
 }

@@ -168,6 +168,17 @@ type Explanation struct {
 	ShapeTask, ShapeNeed, ShapeHas, ShapeMost, ShapeFree int
 	ShapeModels                                          string
 	ShapeBySize, ShapeByModel                            bool
+	// FragTask, FragModels, FragHas, FragMost and FragFree explain a
+	// VerdictFragmentation on a cluster of several GPU models where some
+	// free GPUs are on hosts that cannot hold a task of the gang: the
+	// hosts whose model can hold a task of FragTask whole GPUs
+	// (FragModels, as ShapeModels) have FragHas free GPUs, enough in all
+	// but at most FragMost on one host; the other FragFree are on hosts
+	// ruled out by shape or model (ShapeBySize, ShapeByModel say which),
+	// so the cluster's free count overstates what packing could give.
+	// FragTask is 0 for every other explanation.
+	FragTask, FragHas, FragMost, FragFree int
+	FragModels                            string
 }
 
 // filterLabel returns FilterLabel, or "quota".
@@ -228,6 +239,10 @@ func (x *Explanation) String() string {
 			b.WriteString("; " + strconv.Itoa(x.TooSmall) + " of " + strconv.Itoa(x.Domains) + " " + x.LevelName + " domains too small")
 		}
 	}
+	if x.FragTask > 0 && x.Verdict == VerdictFragmentation {
+		b.WriteString("; " + x.FragModels + " hosts have " + plural(x.FragHas, "free GPU") + ", at most " + strconv.Itoa(x.FragMost) + " on one; " +
+			x.elsewhere(x.FragFree, x.FragTask))
+	}
 	b.WriteString("; cluster has " + strconv.Itoa(x.FreeGPUs) + " free GPUs")
 	if x.Usable != x.FreeGPUs {
 		b.WriteString(", " + strconv.Itoa(x.Usable) + " usable")
@@ -286,23 +301,29 @@ func (x *Explanation) shapeClause() string {
 	} else {
 		s = models + " hosts have " + plural(x.ShapeHas, "free GPU") + " of the " + strconv.Itoa(x.ShapeNeed) + " needed"
 	}
+	return s + "; " + x.elsewhere(x.ShapeFree, x.ShapeTask)
+}
+
+// elsewhere says where the free GPUs no task of task GPUs can use are:
+// "144 free GPUs are on hosts whose shape cannot hold an 8-GPU task".
+func (x *Explanation) elsewhere(free, task int) string {
 	are := " are"
-	if x.ShapeFree == 1 {
+	if free == 1 {
 		are = " is"
 	}
-	s += "; " + plural(x.ShapeFree, "free GPU") + are + " on hosts "
+	s := plural(free, "free GPU") + are + " on hosts "
 	if !x.ShapeBySize {
 		return s + "of models the task does not accept"
 	}
 	art := "a"
-	if t := strconv.Itoa(x.ShapeTask); t[0] == '8' || t == "11" || t == "18" {
+	if t := strconv.Itoa(task); t[0] == '8' || t == "11" || t == "18" {
 		art = "an"
 	}
 	whose := "whose shape"
 	if x.ShapeByModel {
 		whose = "whose model or shape"
 	}
-	return s + whose + " cannot hold " + art + " " + strconv.Itoa(x.ShapeTask) + "-GPU task"
+	return s + whose + " cannot hold " + art + " " + strconv.Itoa(task) + "-GPU task"
 }
 
 // roomClause says how many tasks the hosts' free CPU or memory holds:
@@ -416,6 +437,9 @@ func (pl *policy) explain() *Explanation {
 		x.Verdict = VerdictCapacity
 	default:
 		x.Verdict = VerdictFragmentation
+		if d.GPUs > 0 {
+			pl.shapeFrag(x)
+		}
 	}
 	return x
 }
@@ -432,61 +456,116 @@ func (pl *policy) explain() *Explanation {
 // O(groups × models × (log hosts + GPUs needed)).
 func (pl *policy) shapeShort(x *Explanation) bool {
 	e := &pl.e
-	models := e.c.Models()
+	return e.shapeGroups(func(g *Group, capable func(m int) bool, bySize, byModel bool) bool {
+		need := g.Min * g.GPUs
+		has, most := e.freeOn(capable, need)
+		if has >= need || x.FreeGPUs-has <= 0 {
+			return false
+		}
+		x.ShapeTask, x.ShapeNeed, x.ShapeHas, x.ShapeMost, x.ShapeFree = g.GPUs, need, has, most, x.FreeGPUs-has
+		x.ShapeBySize, x.ShapeByModel = bySize, byModel
+		x.ShapeModels = e.modelNames(capable)
+		return true
+	})
+}
+
+// shapeGroups calls fn, in the request's order, for each group whose
+// tasks take whole GPUs and which some hosts' shape or model rules out
+// (shapeOf), until fn returns true; it reports whether one did.
+func (e *engine) shapeGroups(fn func(g *Group, capable func(m int) bool, bySize, byModel bool) bool) bool {
 	for i := range e.r.Groups {
 		g := &e.r.Groups[i]
 		if g.Min == 0 || g.Kind != TaskWhole {
 			continue
 		}
-		capable := func(m int) bool {
-			return e.hostMax[m].hosts > 0 && g.Accepts(topology.ModelID(m)) && e.hostMax[m].gpus >= g.GPUs
+		if capable, bySize, byModel := e.shapeOf(g); capable != nil && fn(g, capable, bySize, byModel) {
+			return true
 		}
-		bySize, byModel, some := false, false, false // hosts too small; of a model g does not accept; capable ones
-		for m := range models {
-			switch {
-			case e.hostMax[m].hosts == 0:
-			case capable(m):
-				some = true
-			case g.Accepts(topology.ModelID(m)):
-				bySize = true
-			default:
-				byModel = true
-			}
-		}
-		if !some || !bySize && !byModel {
-			continue
-		}
-		need := g.Min * g.GPUs
-		has, most := 0, 0
-		for m := range models {
-			if !capable(m) {
-				continue
-			}
-			e.l.AscendHosts(e.c.Root(), topology.ModelID(m), 1, func(_ topology.HostID, free int) bool {
-				has += free
-				most = max(most, free)
-				return has < need
-			})
-			if has >= need {
-				break
-			}
-		}
-		if has >= need || x.FreeGPUs-has <= 0 {
-			continue
-		}
-		x.ShapeTask, x.ShapeNeed, x.ShapeHas, x.ShapeMost, x.ShapeFree = g.GPUs, need, has, most, x.FreeGPUs-has
-		x.ShapeBySize, x.ShapeByModel = bySize, byModel
-		for m := range models {
-			if capable(m) {
-				if x.ShapeModels != "" {
-					x.ShapeModels += " or "
-				}
-				x.ShapeModels += models[m].Model
-			}
-		}
-		return true
 	}
 	return false
+}
+
+// freeOn sums the free GPUs on the hosts of the models capable says yes
+// to, stopping once the sum reaches limit (none when limit < 0), and
+// returns it with the most free on one host. It reads the ledger's
+// per-model host index: O(models × (log hosts + hosts visited)).
+func (e *engine) freeOn(capable func(m int) bool, limit int) (has, most int) {
+	for m := range e.c.Models() {
+		if !capable(m) {
+			continue
+		}
+		e.l.AscendHosts(e.c.Root(), topology.ModelID(m), 1, func(_ topology.HostID, free int) bool {
+			has += free
+			most = max(most, free)
+			return limit < 0 || has < limit
+		})
+		if limit >= 0 && has >= limit {
+			break
+		}
+	}
+	return has, most
+}
+
+// shapeOf says which models' hosts can hold a task of whole-GPU group g
+// (capable: g accepts the model and its largest host has g's GPUs per
+// task) and why others cannot (bySize: too small; byModel: a model g
+// does not accept). capable is nil unless some model with hosts is
+// capable and some other is not: then shape is not what limits g.
+func (e *engine) shapeOf(g *Group) (capable func(m int) bool, bySize, byModel bool) {
+	capable = func(m int) bool {
+		return e.hostMax[m].hosts > 0 && g.Accepts(topology.ModelID(m)) && e.hostMax[m].gpus >= g.GPUs
+	}
+	some := false
+	for m := range e.c.Models() {
+		switch {
+		case e.hostMax[m].hosts == 0:
+		case capable(m):
+			some = true
+		case g.Accepts(topology.ModelID(m)):
+			bySize = true
+		default:
+			byModel = true
+		}
+	}
+	if !some || !bySize && !byModel {
+		return nil, false, false
+	}
+	return capable, bySize, byModel
+}
+
+// modelNames joins the names of the models capable says yes to with
+// " or ".
+func (e *engine) modelNames(capable func(m int) bool) string {
+	var names string
+	for m, a := range e.c.Models() {
+		if capable(m) {
+			if names != "" {
+				names += " or "
+			}
+			names += a.Model
+		}
+	}
+	return names
+}
+
+// shapeFrag fills x's Frag fields for a fragmentation verdict when the
+// first whole-GPU group of the gang cannot use some hosts with free GPUs
+// (too small for its tasks, or of a model it does not accept): the free
+// GPUs of the hosts that can hold its tasks, the most on one, and the
+// rest, so that the reason does not count GPUs no packing could give it.
+// It walks the capable models' hosts with free GPUs: O(models × (log
+// hosts + such hosts)), on clusters of several models only.
+func (pl *policy) shapeFrag(x *Explanation) {
+	e := &pl.e
+	e.shapeGroups(func(g *Group, capable func(m int) bool, bySize, byModel bool) bool {
+		has, most := e.freeOn(capable, -1)
+		if x.FreeGPUs-has > 0 {
+			x.FragTask, x.FragHas, x.FragMost, x.FragFree = g.GPUs, has, most, x.FreeGPUs-has
+			x.ShapeBySize, x.ShapeByModel = bySize, byModel
+			x.FragModels = e.modelNames(capable)
+		}
+		return true // the first such group only
+	})
 }
 
 // taskTooLarge reports whether one task of some group (with Min > 0)

@@ -486,16 +486,88 @@ func (r *run) dfs(x *dom, i int) bool {
 
 const maxGPUTime = GPUTime(1<<63 - 1)
 
-// greedy adds units in order until the gang places, then reprieves.
+// greedy adds units in order until the gang places, then reprieves; if
+// no set places because reclaim victims were refused once their queue
+// stopped borrowing, it tries again with the victims that free no GPU a
+// task could use last (placementless).
 func (r *run) greedy(x *dom) {
-	i, n := 0, r.nUnits()
-	for i < n && !r.feasible() {
+	r.refusedBorrow = false
+	if r.greedyIn(x, nil) || !r.refusedBorrow || r.budgetHit {
+		return
+	}
+	// The cheapest victims used up what their queue borrows while they
+	// freed GPUs only on hosts that cannot take one of the gang's tasks
+	// (4-GPU trays for an 8-GPU task): the victims that could make room
+	// were refused, as their queue no longer borrowed. Try again with
+	// those hosts' victims last, wanted for the quota only.
+	order := r.gorder[:0]
+	n := r.nUnits()
+	for i := range n {
+		if ui, _ := r.unitAt(i); !r.placementless(ui) {
+			order = append(order, ui)
+		}
+	}
+	if len(order) == n || len(order) == 0 {
+		r.gorder = order
+		return
+	}
+	for i := range n {
+		if ui, _ := r.unitAt(i); r.placementless(ui) {
+			order = append(order, ui)
+		}
+	}
+	r.gorder = order
+	r.resetSet(x)
+	r.greedyIn(x, order)
+}
+
+// placementless reports whether unit ui frees GPUs only on hosts that
+// can never take one of the gang's tasks, each of k whole GPUs: hosts
+// with fewer GPUs in all, or of a model no group of the gang accepts.
+// Such a victim can help only the quota. False unless every task takes
+// k ≥ 2 whole GPUs.
+func (r *run) placementless(ui int32) bool {
+	if r.k < 2 || !r.kOnly {
+		return false
+	}
+	for _, cl := range r.units[ui].claims() {
+		if len(cl.GPUs) == 0 {
+			continue
+		}
+		if _, n := r.c.HostGPUs(cl.Host); n < r.k {
+			continue
+		}
+		m := r.c.HostModel(cl.Host)
+		for i := range r.req.Groups {
+			if r.req.Groups[i].Accepts(m) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// greedyIn is one greedy search of x: units are added in order (the
+// units' order when order is nil) until counting allows the gang, then
+// in doubling steps until it places; the victims are reprieved and the
+// set recorded if cheaper (greedyDone). It reports whether the gang
+// placed.
+func (r *run) greedyIn(x *dom, order []int32) bool {
+	n := r.nUnits()
+	at := func(i int) int32 {
+		if order != nil {
+			return order[i]
+		}
 		ui, _ := r.unitAt(i)
-		r.tryAdd(ui)
+		return ui
+	}
+	i := 0
+	for i < n && !r.feasible() {
+		r.tryAdd(at(i))
 		i++
 	}
 	if !r.feasible() {
-		return
+		return false
 	}
 	for step := 1; ; step *= 2 {
 		ok, _ := r.evaluate(false)
@@ -503,14 +575,20 @@ func (r *run) greedy(x *dom) {
 			break
 		}
 		if r.budgetHit || i >= n {
-			return
+			return false
 		}
 		for k := 0; k < step && i < n; k++ {
-			ui, _ := r.unitAt(i)
-			r.tryAdd(ui)
+			r.tryAdd(at(i))
 			i++
 		}
 	}
+	r.greedyDone(x)
+	return true
+}
+
+// greedyDone ends a greedy search whose set places the gang: the victims
+// are reprieved, and the set recorded if it is the cheapest yet.
+func (r *run) greedyDone(x *dom) {
 	if _, stale := r.reprieve(); stale && !r.reevaluate() {
 		return
 	}
@@ -536,6 +614,7 @@ func (r *run) tryAdd(ui int32) {
 		return
 	}
 	if u.node >= 0 && !r.w.Borrows(u.node, r.mask) {
+		r.refusedBorrow = true
 		return
 	}
 	if u.task < 0 && r.jobCount[u.ji] > 0 {

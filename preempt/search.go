@@ -52,7 +52,10 @@ import (
 //     ledger, the quotas checked on a queue.WhatIf, the gang placed with
 //     the Placer, and everything put back. Larger domains are searched
 //     greedily: candidates are added cheapest per GPU first until the gang
-//     places.
+//     places. If none placed because a reclaim or fair-share victim was
+//     refused once its queue stopped borrowing, the greedy search runs
+//     again with the victims that free no GPU a task could use (on hosts
+//     too small for a task, or of a model the gang does not take) last.
 //  5. Reprieve: victims are dropped, most expensive first, while the gang
 //     still places without them; repeated until no victim can go, so
 //     removing any one victim makes the plan fail.
@@ -182,6 +185,12 @@ type run struct {
 	base     []baseCharge
 	defrag   bool // planning migrations (Defragment), not preemptions
 	moves    []moved
+
+	// refusedBorrow: the greedy search refused a reclaim or fair-share
+	// unit because its node no longer borrows (tryAdd); gorder is the
+	// order of its second try (greedy).
+	refusedBorrow bool
+	gorder        []int32
 
 	// queue-tree caches
 	stamp       uint64
@@ -396,7 +405,7 @@ func (s *Search) begin(snap Snapshot, p *Pending, now time.Time) *run {
 		doms: r.doms[:0], domUnits: r.domUnits[:0], heap: r.heap[:0], domAcc: r.domAcc, domTouch: r.domTouch[:0], touched: r.touched[:0], slotHosts: r.slotHosts[:0], set: r.set[:0], chosen: r.chosen[:0],
 		jobCount: r.jobCount[:0], jobWhole: r.jobWhole[:0], slotCount: r.slotCount[:0], order: r.order[:0], pool: r.pool[:0],
 		amt: r.amt[:0], amtCPU: r.amtCPU[:0], amtMem: r.amtMem[:0], ratio: r.ratio[:0], rel: r.rel[:0], base: r.base[:0], scratch: r.scratch, best: r.best, qp: -1, cnt: counter{hosts: r.cnt.hosts[:0]},
-		domStamp: r.domStamp, domEpoch: r.domEpoch, allowFn: r.allowFn, strandDoms: r.strandDoms[:0], gains: r.gains[:0]}
+		domStamp: r.domStamp, domEpoch: r.domEpoch, allowFn: r.allowFn, strandDoms: r.strandDoms[:0], gains: r.gains[:0], gorder: r.gorder[:0]}
 	r.best.ok, r.best.set, r.best.moves = false, r.best.set[:0], r.best.moves[:0]
 	r.moves = r.moves[:0]
 	r.nowNano = now.UnixNano()
