@@ -44,6 +44,9 @@ go vet ./...
 step "go test (unit and end-to-end)"
 GPUSCHED_KUBE_SCHEDULER="$bindir/kube-scheduler" go test -count=1 -ldflags="$ldflags" -timeout 15m ./...
 
+step "race detector on the plugin (its extension points, cycle goroutine and informer handlers share the host)"
+go test -race -count=1 ./plugin
+
 step "scale benchmark: 1,000 fake GPU nodes, the three profiles side by side (once)"
 # 1,000 1-GPU pods instead of the benchmark's 10,000 keep CI's run short;
 # the README says which sizes its figures come from.
