@@ -256,7 +256,11 @@
 //   - Health is applied after the jobs are restored, so the first cycle of
 //     a loaded Scheduler lists Recoveries for jobs on failed or draining
 //     parts that the captured one may already have handled (`gpusched
-//     explain` does not print them).
+//     explain` does not print them). Recoveries in flight are not saved:
+//     a job whose ActionRequeue recovery, issued before the capture, is
+//     carried out (Requeue) before the loaded Scheduler's first cycle
+//     counts no restart there (Config.MaxRestarts), where the captured
+//     one counts it.
 //
 // Capture lists in State.Notes the limits that apply to the state it
 // captures.
