@@ -119,10 +119,21 @@ type defragger struct {
 	held pieces
 	// moves counts the migrations each live job has completed.
 	moves map[string]int
-	// failed maps a job to the ledger generation at which its last plan
-	// failed: it is not planned again until the ledger changes. Dropped
-	// when the job leaves or gets a plan.
-	failed map[string]uint64
+	// failed maps a job to the ledger generation and the time at which
+	// its last plan failed: it is not planned again at that time while
+	// the ledger is as it was. A pure cache: a plan depends on the time
+	// too (minimum run times, refusals and fresh admissions lapse), so a
+	// failure holds for its instant only, and planning again then fails
+	// as well (a Scheduler restored without it decides the same).
+	// Dropped when the job leaves or gets a plan.
+	failed map[string]planFailed
+}
+
+// planFailed is when a job's last defragmentation plan failed: ledger
+// generation and time.
+type planFailed struct {
+	gen uint64
+	at  time.Time
 }
 
 func newDefragger(cfg *DefragConfig) (defragger, error) {
@@ -132,7 +143,7 @@ func newDefragger(cfg *DefragConfig) (defragger, error) {
 	if err := cfg.validate(); err != nil {
 		return defragger{}, err
 	}
-	return defragger{cfg: cfg, moving: map[string]*gang.Placement{}, moves: map[string]int{}, failed: map[string]uint64{}}, nil
+	return defragger{cfg: cfg, moving: map[string]*gang.Placement{}, moves: map[string]int{}, failed: map[string]planFailed{}}, nil
 }
 
 // planner returns the search, built for placer p.
@@ -266,14 +277,14 @@ func (s *Scheduler) maybeDefrag(d *Decision, leaf *queue.Leaf, j *job, req *gang
 	if now.Sub(j.entry.Submitted) < g.cfg.After {
 		return false
 	}
-	gen := s.ledger.Generation()
-	if at, ok := g.failed[j.spec.ID]; ok && at == gen {
+	at := planFailed{gen: s.ledger.Generation(), at: now}
+	if f, ok := g.failed[j.spec.ID]; ok && f.gen == at.gen && f.at.Equal(now) {
 		return false // nothing changed since the last plan failed
 	}
 	pend := &preempt.Pending{Request: req, Queue: leaf.Name(), Priority: j.spec.Priority, Demand: s.adm.demand(req)}
 	plan, _ := g.planner(s.placer).Defragment(schedSnapshot{s, now}, pend, now)
 	if plan == nil || len(plan.Migrations) == 0 {
-		g.failed[j.spec.ID] = gen
+		g.failed[j.spec.ID] = at
 		return false
 	}
 	var victims []*job

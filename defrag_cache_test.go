@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/gpusched/gpusched/gang"
-	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/topology"
 	"github.com/gpusched/gpusched/workload"
 )
@@ -17,23 +16,7 @@ import (
 // fragmentation. Defragmentation must not depend on that cached verdict:
 // the Scheduler moves jobs for it as one built fresh at that point does.
 func TestDefragAfterCachedCapacity(t *testing.T) {
-	c := testCluster(t, 2, 2) // 2 × 8 GPUs
-	qs := queue.Config{Root: queue.Node{Children: []queue.Node{{Name: "q"}}}}
-	s, err := New(Config{Cluster: c, Queues: qs, Defrag: &DefragConfig{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := func(id string, h topology.HostID, from, n int) {
-		first, _ := c.HostGPUs(h)
-		cl := topology.Claim{Host: h}
-		for g := from; g < from+n; g++ {
-			cl.GPUs = append(cl.GPUs, topology.GPUClaim{GPU: first + topology.GPUID(g)})
-		}
-		spec := workload.Job{ID: id, Queue: "q", Groups: []workload.TaskGroup{{Count: 1, GPUs: n}}}
-		if err := s.Restore(spec, [][]topology.Claim{{cl}}, queue.Running, t0, t0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, c, run := defragRunning(t, 0)
 	run("a", 0, 0, 4)
 	run("b", 0, 4, 2) // host 0: 2 free
 	run("c", 1, 0, 4)

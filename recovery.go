@@ -136,6 +136,19 @@ func lastCheckpoint(j *job, now time.Time) time.Time {
 	return time.Time{}
 }
 
+// reportedCheckpoint is the checkpoint j reported (Checkpointed) in its
+// current run, zero when none: what a saved state keeps. The estimate
+// lastCheckpoint makes from the CheckpointInterval is not saved: saved,
+// it would be restored as a report and freeze the estimate (a restored
+// Scheduler would price a stop with older checkpoints than the original
+// as time goes on).
+func reportedCheckpoint(j *job) time.Time {
+	if cp := j.rec.checkpoint; !cp.IsZero() && !cp.Before(j.started) {
+		return cp
+	}
+	return time.Time{}
+}
+
 // Checkpointed reports that a running job completed a checkpoint at at
 // (≤ now): a preemption or failure then loses only the work since, and a
 // requeued job keeps its progress up to it (its runtime estimate shrinks

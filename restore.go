@@ -37,8 +37,12 @@ type RestoredJob struct {
 	// runs saved by checkpoints (Scheduler.Progress).
 	Preemptions, Restarts int
 	Progress              time.Duration
-	// Checkpoint is a running job's last checkpoint in its current run
-	// (Scheduler.Progress): zero for none, else between Started and Now.
+	// Checkpoint is a running job's last checkpoint reported
+	// (Checkpointed) in its current run: zero for none, else between
+	// Started and Now. Restored, it is authoritative; State leaves out
+	// the estimate Scheduler.Progress makes from the CheckpointInterval
+	// for a run that reported none, which the restored Scheduler makes
+	// again as time goes on.
 	Checkpoint time.Time
 	// Domain names the domain a holding job's placement was made within
 	// (gang.Placement's Domain, as JobStatus.Placement has it); empty
@@ -211,7 +215,7 @@ func (s *Scheduler) saveJobs(st *State) {
 			r.Tasks, r.Admitted, r.Domain = claimsPerGroup(j.placement, len(j.req.Groups)), j.admitted, s.domainOf(j.placement)
 		}
 		if j.state == queue.Running {
-			r.Started, r.Checkpoint = j.started, lastCheckpoint(j, s.now)
+			r.Started, r.Checkpoint = j.started, reportedCheckpoint(j)
 		}
 		st.Jobs = append(st.Jobs, r)
 	}

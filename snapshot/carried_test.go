@@ -379,7 +379,7 @@ var concernFields = map[string]string{
 
 	"dfg.cfg": "Config.Defrag", "dfg.search": "-derived from the settings", "dfg.placer": "-the placer",
 	"dfg.log": "DefragState.Issued", "dfg.moving": "DefragState.Moving", "dfg.order": "DefragState.Moving",
-	"dfg.held": "-derived from the migrations", "dfg.moves": "DefragState.Moves", "dfg.failed": "-a cache: failed plans are planned again (Limits)",
+	"dfg.held": "-derived from the migrations", "dfg.moves": "DefragState.Moves", "dfg.failed": "-a cache: holds for its instant only (Limits)",
 
 	"elastic.cfg": "Config.Elastic", "elastic.resized": "State.Resizes",
 

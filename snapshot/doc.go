@@ -210,7 +210,14 @@
 //     preempted, their destinations (held from the next cycle on, so a
 //     later Migrated binds the job there), the completed moves of each
 //     job (DefragConfig.MaxPerJob) and the budget's log of the last hour.
-//     Defragmentation plans that failed are planned again (a cache).
+//     A failed defragmentation plan is not saved: it is a pure cache,
+//     kept only for the time it was made at while the ledger is
+//     unchanged, when planning again fails too
+//     (TestDefragFailureNotSticky).
+//   - A running job's checkpoint is saved only if it was reported
+//     (Checkpointed); one estimated from its CheckpointInterval is
+//     estimated again by the loaded Scheduler as time goes on
+//     (TestRestoredCheckpointEstimate).
 //   - Consolidation when idle (version 6, Scheduler.ConsolidateState and
 //     RestoreConsolidate): its budget's log, when a job last waited and
 //     the "last pass found nothing" memo, which holds for the cluster as
@@ -249,7 +256,11 @@
 //   - Health is applied after the jobs are restored, so the first cycle of
 //     a loaded Scheduler lists Recoveries for jobs on failed or draining
 //     parts that the captured one may already have handled (`gpusched
-//     explain` does not print them).
+//     explain` does not print them). Recoveries in flight are not saved:
+//     a job whose ActionRequeue recovery, issued before the capture, is
+//     carried out (Requeue) before the loaded Scheduler's first cycle
+//     counts no restart there (Config.MaxRestarts), where the captured
+//     one counts it.
 //
 // Capture lists in State.Notes the limits that apply to the state it
 // captures.

@@ -204,8 +204,10 @@ type Job struct {
 	// Progress is the work saved by checkpoints of the job's earlier runs
 	// (gpusched.Scheduler.Progress); not negative.
 	Progress time.Duration `yaml:"progress,omitempty" json:"progress,omitempty"`
-	// Checkpoint is a running job's last checkpoint in its current run
-	// (version 3): between Started and Now; zero for none.
+	// Checkpoint is a running job's last checkpoint reported in its
+	// current run (version 3): between Started and Now; zero for none (a
+	// CheckpointInterval's estimate is not saved: the loaded Scheduler
+	// estimates again).
 	Checkpoint time.Time `yaml:"checkpoint,omitempty" json:"checkpoint,omitzero"`
 	// Preemptions and Restarts count how often the job was preempted and
 	// stopped by failures (version 2): what Job.MaxPreemptions and
