@@ -20,6 +20,7 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"github.com/gpusched/gpusched"
+	"github.com/gpusched/gpusched/integrations/kube-scheduler/internal/nvdra"
 	"github.com/gpusched/gpusched/integrations/kube-scheduler/plugin"
 )
 
@@ -95,6 +96,7 @@ type draOutcome struct {
 	waiting                            []int   // shapes of the tail pods left waiting
 	churn, free                        draFree // after the churn, at the end
 	illegal                            []string
+	mig                                draMIGOutcome
 }
 
 // TestDRASideBySide runs one seeded workload of pods with ResourceClaims
@@ -105,17 +107,23 @@ type draOutcome struct {
 // arrival waits until it is bound or declared unschedulable (then it is
 // turned away: deleted); a departure is complete before the next step. From
 // the claims' allocations at the end it checks both legal and reports the
-// fragmentation each leaves in docs/dra.md (GPUSCHED_UPDATE_DOCS=1
-// rewrites the generated section; otherwise the section must match what
-// this run measured, kube's column aside: kube-scheduler breaks score ties
-// at random).
+// fragmentation each leaves; then, on the same control plane, a seeded
+// sequence of MIG pods on an H200 published with dynamic MIG
+// (runDRAMIGCompare), and the MIG slots each strands. All of it goes
+// into docs/dra.md (GPUSCHED_UPDATE_DOCS=1 rewrites the generated
+// section; otherwise the section must match what this run measured,
+// kube's column aside: kube-scheduler breaks score ties at random).
 func TestDRASideBySide(t *testing.T) {
 	jobs := draWorkload()
+	profiles, err := nvdra.ReadCapture(h200Capture)
+	if err != nil {
+		t.Fatal(err)
+	}
 	res := map[string]draOutcome{}
 	start := time.Now()
 	for _, prof := range []string{"default-scheduler", schedModeName} {
 		t.Run(prof, func(t *testing.T) {
-			o := runDRACompare(t, jobs, prof)
+			o := runDRACompare(t, jobs, prof, profiles)
 			for _, e := range o.illegal {
 				t.Errorf("%s: %s", prof, e)
 			}
@@ -130,14 +138,18 @@ func TestDRASideBySide(t *testing.T) {
 	if s, k := ours.stranded(), kube.stranded(); s > k {
 		t.Errorf("gpusched leaves %d free GPUs no waiting shape can use, kube's allocator %d", s, k)
 	}
-	doc := renderDRACompare(jobs, kube, ours)
+	gs, _ := ours.mig.migStranded(profiles)
+	if ks, _ := kube.mig.migStranded(profiles); gs > ks {
+		t.Errorf("gpusched strands %d MIG memory slices, kube's allocator %d", gs, ks)
+	}
+	doc := renderDRACompare(jobs, kube, ours, profiles)
 	t.Log("\n" + doc)
 	checkDRACompareDoc(t, doc)
 }
 
 // runDRACompare runs jobs on a fresh control plane with 8 DGX H100s,
 // every pod in profile prof, and returns what the allocations left.
-func runDRACompare(t *testing.T, jobs []draJob, prof string) draOutcome {
+func runDRACompare(t *testing.T, jobs []draJob, prof string, profiles []nvdra.Profile) draOutcome {
 	ctx := context.Background()
 	cp := startControlPlane(t)
 	c := cp.Client
@@ -160,7 +172,12 @@ func runDRACompare(t *testing.T, jobs []draJob, prof string) draOutcome {
 	startInProcess(t, cp, config, app.WithPlugin(plugin.Name, plugin.New))
 
 	var o draOutcome
+	var waiting []string // the tail pods left waiting
 	placed := map[string]bool{}
+	leaves := map[int][]string{} // step → the pods leaving before its arrival
+	for _, j := range jobs {
+		leaves[j.depart] = append(leaves[j.depart], j.name)
+	}
 	step := 0
 	for _, j := range jobs {
 		if j.arrive == draCmpJobs {
@@ -170,24 +187,7 @@ func runDRACompare(t *testing.T, jobs []draJob, prof string) draOutcome {
 				o.illegal = append(o.illegal, "after the churn: "+b)
 			}
 		}
-		for ; step <= j.arrive; step++ {
-			if step >= draCmpJobs {
-				continue // the tail: no departure left
-			}
-			gone := false
-			for _, d := range jobs {
-				if d.depart == step && placed[d.name] {
-					draDepart(ctx, t, c, d.name)
-					delete(placed, d.name)
-					gone = true
-				}
-			}
-			if gone {
-				// Let the scheduler's informers see the freed devices
-				// before the next arrival.
-				time.Sleep(100 * time.Millisecond)
-			}
-		}
+		draLeaves(ctx, t, c, leaves, placed, &step, j.arrive, draCmpJobs)
 		createClaim(ctx, t, c, j.name+"-gpus", gpuClass, j.gpus)
 		createPod(ctx, t, c, podSpec{Name: j.name, SchedulerName: prof, Labels: map[string]string{queueLabel: "batch"}, Claims: []string{j.name + "-gpus"}})
 		switch ok := draDecided(ctx, t, c, prof, j.name); {
@@ -198,6 +198,7 @@ func runDRACompare(t *testing.T, jobs []draJob, prof string) draOutcome {
 			o.placed++
 		case j.arrive >= draCmpJobs:
 			o.waiting = append(o.waiting, j.gpus)
+			waiting = append(waiting, j.name)
 		default:
 			draDepart(ctx, t, c, j.name)
 			o.turnedAway++
@@ -207,7 +208,39 @@ func runDRACompare(t *testing.T, jobs []draJob, prof string) draOutcome {
 	var bad []string
 	o.free, bad = draAudit(ctx, t, c)
 	o.illegal = append(o.illegal, bad...)
+
+	// The MIG part, on the same control plane and scheduler: the waiting
+	// whole-GPU pods go first (their class would match the H200's devices).
+	for _, n := range waiting {
+		draDepart(ctx, t, c, n)
+	}
+	o.mig = runDRAMIGCompare(ctx, t, c, prof, profiles)
 	return o
+}
+
+// draLeaves runs the departures before the arrival of step arrive, from
+// step *step on (none from step churn on: the tail has no departure): the
+// pods of leaves[step] that are placed leave, and after a step with a
+// departure the scheduler's informers get time to see the freed devices
+// before the next arrival.
+func draLeaves(ctx context.Context, t testing.TB, c kubernetes.Interface, leaves map[int][]string, placed map[string]bool, step *int, arrive, churn int) {
+	t.Helper()
+	for ; *step <= arrive; *step++ {
+		if *step >= churn {
+			continue
+		}
+		gone := false
+		for _, name := range leaves[*step] {
+			if placed[name] {
+				draDepart(ctx, t, c, name)
+				delete(placed, name)
+				gone = true
+			}
+		}
+		if gone {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 }
 
 // createGPUClass creates the DeviceClass of whole GPUs of the GPU driver.
@@ -430,7 +463,7 @@ func (o draOutcome) stranded() int {
 }
 
 // renderDRACompare renders the generated section of docs/dra.md.
-func renderDRACompare(jobs []draJob, kube, ours draOutcome) string {
+func renderDRACompare(jobs []draJob, kube, ours draOutcome, profiles []nvdra.Profile) string {
 	var b strings.Builder
 	shapes := map[int]int{}
 	for _, j := range jobs[:draCmpJobs] {
@@ -453,6 +486,7 @@ func renderDRACompare(jobs []draJob, kube, ours draOutcome) string {
 		"The figures are read from the claims' `status.allocation`.\n\n",
 		draCmpSeed, draCmpNodes, draCmpJobs, shapes[1], shapes[2], shapes[4], shapes[8], draCmpMinStay, draCmpMaxStay,
 		len(draCmpTail), list(draCmpTail))
+	renderDRAMIGWorkload(&b, profiles)
 	legal := func(o draOutcome) string {
 		if len(o.illegal) == 0 {
 			return "yes"
@@ -488,8 +522,7 @@ func renderDRACompare(jobs []draJob, kube, ours draOutcome) string {
 	of, _, _ = ours.free.totals()
 	row("at the end: free GPUs", kf, of)
 	row("**at the end: free GPUs no waiting shape can use**", fmt.Sprintf("**%d**", kube.stranded()), fmt.Sprintf("**%d**", ours.stranded()))
-	const mig = "not measured (MIG slices not published in this harness)"
-	row("MIG slots stranded", mig, mig)
+	renderDRAMIG(row, kube.mig, ours.mig, profiles)
 	b.WriteString("\nPer node: free GPUs (on a DGX H100 this is also the largest NVLink-local free block: its 8 GPUs " +
 		"share one NVSwitch domain), the largest NUMA-local free block, and the free devices.\n\n")
 	b.WriteString("| node | kube, after the churn | gpusched, after the churn | kube, at the end | gpusched, at the end |\n|---|---|---|---|---|\n")
@@ -510,6 +543,7 @@ func renderDRACompare(jobs []draJob, kube, ours draOutcome) string {
 		n := draCmpNode(i)
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", n, cell(kube.churn[n]), cell(ours.churn[n]), cell(kube.free[n]), cell(ours.free[n]))
 	}
+	renderDRAMIGGPUs(&b, kube.mig, ours.mig)
 	b.WriteString("\nkube's columns are one run: kube-scheduler breaks equal node scores at random, so the test checks " +
 		"gpusched's columns exactly and kube's only for legality and for stranding at least as many GPUs as gpusched.\n\n")
 	b.WriteString("**Why they differ.** kube-scheduler's default profile chooses the node without looking at the GPUs: " +
@@ -521,6 +555,7 @@ func renderDRACompare(jobs []draJob, kube, ours draOutcome) string {
 		"with the fewest free GPUs that holds the pod, and there an NVSwitch- and NUMA-local set) and writes that choice " +
 		"into the claim. The tail rows follow from the churn's: the allocator that turned fewer arrivals away leaves " +
 		"the tail fewer free GPUs, so it may place fewer tail pods while stranding fewer GPUs.\n\n")
+	b.WriteString(draMIGWhy)
 	b.WriteString(draCmpEnd + "\n")
 	return b.String()
 }
