@@ -88,6 +88,12 @@ func newSchedulerPlugin(ctx context.Context, args *Args, h fwk.Handle) (*Schedul
 	nodeInf, podInf := f.Core().V1().Nodes().Informer(), f.Core().V1().Pods().Informer()
 	p.h = newHost(args, h.ProfileName(), io, log)
 	p.h.metrics = newCycleMetrics(defaultMetrics(), h.ProfileName())
+	// kube's InterPodAffinity and PodTopologySpread filters, before
+	// planning (kubefilters.go), with the scheduler's namespaces.
+	p.h.kf = newKubeFilters(ctx, f)
+	if p.h.kf.err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, p.h.kf.err)
+	}
 	if args.DRADriver != "none" {
 		k, err := newKubeDRA(h, p.h.poke)
 		if err != nil {
