@@ -20,10 +20,10 @@ import (
 // planned only on nodes its pods' node selector, required node affinity
 // and tolerations accept (the first pod's: a gang's members share them),
 // through a host filter on the job (gpusched.Scheduler.SetHostFilter),
-// and that kube's own InterPodAffinity and PodTopologySpread filters
-// accept (kubefilters.go). A node kube-scheduler's own filters reject for
-// a planned pod (PostFilter: resources kube counts that gpusched does
-// not, volume topology, the constraints between one job's pods, ...) is
+// and that kube's own InterPodAffinity, PodTopologySpread and
+// VolumeBinding filters accept (kubefilters.go). A node kube-scheduler's
+// own filters reject for a planned pod (PostFilter: resources kube counts
+// that gpusched does not, the constraints between one job's pods, ...) is
 // excluded for that job, with the reason in its pending message, for a
 // backoff that doubles with each rejection (exclusionBase up to
 // exclusionMax): the job is planned elsewhere meanwhile, and is never

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -19,22 +20,24 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/interpodaffinity"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/podtopologyspread"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/volumebinding"
 )
 
-// kubeFilters runs kube-scheduler's own InterPodAffinity and
-// PodTopologySpread filters for a waiting job's pod before it is planned
-// (issue 26, defect 4), so that a pod is not planned on a node those
-// filters reject: required pod affinity and anti-affinity (the pod's, and
-// running pods' anti-affinity against it) and DoNotSchedule topology
-// spread. The plugins are kube's, built on a handle of our own whose
-// snapshot is rebuilt from the informers' pods and nodes at each cycle
-// that needs it (kube-scheduler's own snapshot belongs to its scheduling
-// cycle: reading it from the host's goroutine would race). Pods gpusched
-// planned but kube has not bound yet count on their planned node. Not
-// covered: the constraints between the pods of one job (a gang's members
-// are filtered as its first pod alone) or of jobs planned in the same
-// cycle, and volume topology; a node kube still rejects is excluded for
-// the job (constraints.go).
+// kubeFilters runs kube-scheduler's own InterPodAffinity,
+// PodTopologySpread and VolumeBinding filters for a waiting job's pod
+// before it is planned (issue 26, defect 4), so that a pod is not planned
+// on a node those filters reject: required pod affinity and anti-affinity
+// (the pod's, and running pods' anti-affinity against it), DoNotSchedule
+// topology spread, and its claims' volume topology. The plugins are
+// kube's, built on a handle of our own whose snapshot is rebuilt from the
+// informers' pods and nodes at each cycle that needs it (kube-scheduler's
+// own snapshot belongs to its scheduling cycle: reading it from the
+// host's goroutine would race). Pods gpusched planned but kube has not
+// bound yet count on their planned node. Not covered: the constraints
+// between the pods of one job (a gang's members are filtered as its first
+// pod alone) or of jobs planned in the same cycle, and volumes kube's own
+// binder has just assumed; a node kube still rejects is excluded for the
+// job (constraints.go).
 type kubeFilters struct {
 	plugins []kubeFilter
 	lister  swapLister
@@ -47,6 +50,8 @@ type kubeFilters struct {
 	all     []*v1.Pod // the cycle's (see)
 	pods    []*v1.Pod // bound or planned: the snapshot's
 	err     error     // why the plugins could not be built: not applied
+	// volumes: VolumeBinding is among the plugins.
+	volumes bool
 }
 
 // kubeFilter is one of kube's PreFilter+Filter plugins.
@@ -64,11 +69,13 @@ type filterHandle struct {
 	fwk.Handle
 	lister *swapLister
 	inf    informers.SharedInformerFactory
+	cs     kubernetes.Interface
 }
 
 func (f *filterHandle) SnapshotSharedLister() fwk.SharedLister                 { return f.lister }
 func (f *filterHandle) Parallelizer() fwk.Parallelizer                         { return serial{} }
 func (f *filterHandle) SharedInformerFactory() informers.SharedInformerFactory { return f.inf }
+func (f *filterHandle) ClientSet() kubernetes.Interface                        { return f.cs }
 
 // serial is the plugins' parallelizer: the host's cycle runs them on its
 // own goroutine, one piece after another.
@@ -81,17 +88,19 @@ func (serial) Until(ctx context.Context, pieces int, doWorkPiece workqueue.DoWor
 	}
 }
 
-// newKubeFilters builds kube's filters with inf (the scheduler's
-// informers; nil for informers that never start: then a namespace
-// selector of an affinity term matches no namespace). An error is kept in
-// kf.err: the filters are then not applied.
-func newKubeFilters(ctx context.Context, inf informers.SharedInformerFactory) *kubeFilters {
+// newKubeFilters builds kube's filters with inf and cs (the scheduler's
+// informers and client). With inf nil there are no VolumeBinding filter
+// (no claims to read) and no namespaces (a namespace selector of an
+// affinity term matches none). An error is kept in kf.err: the filters
+// are then not applied.
+func newKubeFilters(ctx context.Context, inf informers.SharedInformerFactory, cs kubernetes.Interface) *kubeFilters {
 	kf := &kubeFilters{}
+	volumes := inf != nil
 	if inf == nil {
 		inf = informers.NewSharedInformerFactory(nil, 0)
 	}
 	kf.lister.SharedLister = cache.NewEmptySnapshot()
-	h := &filterHandle{lister: &kf.lister, inf: inf}
+	h := &filterHandle{lister: &kf.lister, inf: inf, cs: cs}
 	fts := feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)
 	ipa, err := interpodaffinity.New(ctx, &config.InterPodAffinityArgs{HardPodAffinityWeight: 1}, h, fts)
 	if err != nil {
@@ -104,6 +113,17 @@ func newKubeFilters(ctx context.Context, inf informers.SharedInformerFactory) *k
 		return kf
 	}
 	kf.plugins = []kubeFilter{ipa.(kubeFilter), pts.(kubeFilter)}
+	if volumes {
+		vb, err := volumebinding.New(ctx, &config.VolumeBindingArgs{BindTimeoutSeconds: 600,
+			// (a scoring shape, which the filter does not use)
+			Shape: []config.UtilizationShapePoint{{Utilization: 0, Score: 0}, {Utilization: 100, Score: 10}}}, h, fts)
+		if err != nil {
+			kf.err = fmt.Errorf("kube's VolumeBinding filter: %w", err)
+			return kf
+		}
+		kf.plugins = append(kf.plugins, vb.(kubeFilter))
+		kf.volumes = true
+	}
 	return kf
 }
 
@@ -160,7 +180,7 @@ func refusedNote(refused map[string]string) string {
 // namespaces when the plugin set none.
 func (h *host) kubeFilters() *kubeFilters {
 	if h.kf == nil {
-		h.kf = newKubeFilters(context.Background(), nil)
+		h.kf = newKubeFilters(context.Background(), nil, nil)
 		if h.kf.err != nil {
 			h.log.Error(h.kf.err, "kube's filters are not applied before planning")
 		}
@@ -201,7 +221,15 @@ func (kf *kubeFilters) key(p *v1.Pod) string {
 			spread = append(spread, c)
 		}
 	}
-	if len(aff) == 0 && len(anti) == 0 && len(spread) == 0 && !kf.antiAff {
+	var claims []v1.Volume
+	if kf.volumes {
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+				claims = append(claims, v)
+			}
+		}
+	}
+	if len(aff) == 0 && len(anti) == 0 && len(spread) == 0 && len(claims) == 0 && !kf.antiAff {
 		return ""
 	}
 	b, err := json.Marshal(struct {
@@ -210,7 +238,8 @@ func (kf *kubeFilters) key(p *v1.Pod) string {
 		A []v1.PodAffinityTerm          `json:"a,omitempty"`
 		X []v1.PodAffinityTerm          `json:"x,omitempty"`
 		S []v1.TopologySpreadConstraint `json:"s,omitempty"`
-	}{p.Namespace, p.Labels, aff, anti, spread})
+		V []v1.Volume                   `json:"v,omitempty"`
+	}{p.Namespace, p.Labels, aff, anti, spread, claims})
 	if err != nil {
 		return fmt.Sprintf("%p", p) // cannot happen; a key of its own
 	}

@@ -1,12 +1,16 @@
 package plugin
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 // TestKubeFiltersFirstCycle (issue 26, defect 4): pods whose placement
@@ -98,5 +102,41 @@ func TestKubeFiltersCountPlannedPods(t *testing.T) {
 	step(h, io, time.Second)
 	if b, ok := h.assignmentOf(p.UID); !ok || b.node == a.node {
 		t.Fatalf("p: %+v %v (pending %q), want the node other than first's %s", b, ok, io.pending["p"], a.node)
+	}
+}
+
+// TestKubeFiltersVolumeTopology (issue 26, defect 4): a pod whose claim is
+// bound to a volume only n2 reaches is planned on n2 on its first cycle
+// (kube's VolumeBinding filter, with the scheduler's informers).
+func TestKubeFiltersVolumeTopology(t *testing.T) {
+	pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv1"}, Spec: v1.PersistentVolumeSpec{
+		Capacity:    v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+		AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+		ClaimRef:    &v1.ObjectReference{Namespace: "default", Name: "data", UID: "uid-data"},
+		NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+			MatchExpressions: []v1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: v1.NodeSelectorOpIn, Values: []string{"n2"}}}}}}},
+		PersistentVolumeSource: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/data"}},
+	}, Status: v1.PersistentVolumeStatus{Phase: v1.VolumeBound}}
+	pvc := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default", UID: "uid-data",
+		Annotations: map[string]string{"pv.kubernetes.io/bind-completed": "yes"}},
+		Spec:   v1.PersistentVolumeClaimSpec{VolumeName: "pv1", AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}},
+		Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound}}
+	cs := fake.NewClientset(pv, pvc)
+	inf := informers.NewSharedInformerFactory(cs, 0)
+	h, io := newTestHost(t, gpuNode("n1", 8, h100, nil), gpuNode("n2", 8, h100, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	h.kf = newKubeFilters(ctx, inf, cs)
+	if h.kf.err != nil {
+		t.Fatal(h.kf.err)
+	}
+	inf.Start(ctx.Done())
+	defer func() { cancel(); inf.Shutdown() }()
+	inf.WaitForCacheSync(ctx.Done())
+	p := schedPod("p", 4, nil)
+	p.Spec.Volumes = []v1.Volume{{Name: "d", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+	io.pods = []*v1.Pod{boundPod("a", "n1", 2, "0,1", nil), p}
+	step(h, io, 0)
+	if a, ok := h.assignmentOf(p.UID); !ok || a.node != "n2" {
+		t.Fatalf("p: %+v %v (pending %q), want n2 (its volume's node) on the first cycle", a, ok, io.pending["p"])
 	}
 }
