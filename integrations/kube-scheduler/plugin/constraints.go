@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -18,15 +19,16 @@ import (
 // Node constraints in scheduler mode (issue 26, defect 4). A job is
 // planned only on nodes its pods' node selector, required node affinity
 // and tolerations accept (the first pod's: a gang's members share them),
-// through a host filter on the job (gpusched.Scheduler.SetHostFilter). A
-// node kube-scheduler's own filters reject for a planned pod (PostFilter:
-// resources kube counts that gpusched does not, pod affinity, volume
-// topology, ...) is excluded for that job, with the reason in its pending
-// message, for a backoff that doubles with each rejection (exclusionBase
-// up to exclusionMax): the job is planned elsewhere meanwhile, and is
-// never re-activated on that node more than once per backoff. So is a
-// node where the job's pods failed after Reserve a second time
-// (bindFailed).
+// through a host filter on the job (gpusched.Scheduler.SetHostFilter),
+// and that kube's own InterPodAffinity, PodTopologySpread and
+// VolumeBinding filters accept (kubefilters.go). A node kube-scheduler's
+// own filters reject for a planned pod (PostFilter: resources kube counts
+// that gpusched does not, the constraints between one job's pods, ...) is
+// excluded for that job, with the reason in its pending message, for a
+// backoff that doubles with each rejection (exclusionBase up to
+// exclusionMax): the job is planned elsewhere meanwhile, and is never
+// re-activated on that node more than once per backoff. So is a node
+// where the job's pods failed after Reserve a second time (bindFailed).
 
 const (
 	exclusionBase = 30 * time.Second
@@ -76,12 +78,17 @@ type eligible struct {
 	ok  []bool
 	key string // the host filter's key: which hosts pass
 	all bool
+	// kube says which nodes kube's own filters refuse, and why
+	// (kubefilters.go); "" if none.
+	kube string
 }
 
 // filterJobs sets each waiting job's host filter from its constraints and
 // exclusions (the Scheduler's cluster and nodes of this cycle).
 func (h *host) filterJobs(nodes []*v1.Node, now time.Time) {
 	c := h.topo.Cluster
+	kf := h.kubeFilters()
+	kf.startCycle(h.plannedNodes())
 	byName := make(map[string]*v1.Node, len(nodes))
 	for _, n := range nodes {
 		byName[n.Name] = n
@@ -101,16 +108,28 @@ func (h *host) filterJobs(nodes []*v1.Node, now time.Time) {
 		if ck == "" {
 			ck = constraintKey(pods[0])
 		}
+		kk := kf.key(pods[0])
+		if kk != "" {
+			ck += "\x00" + kk
+		}
 		e := verdicts[ck]
 		if e == nil {
 			e = &eligible{ok: make([]bool, c.NumHosts()), all: true}
 			aff := nodeaffinity.GetRequiredNodeAffinity(pods[0])
+			var refused map[string]string
+			if kk != "" {
+				refused = kf.verdict(context.Background(), h.log, pods[0])
+				e.kube = refusedNote(refused)
+			}
 			var kb strings.Builder
 			for i := range e.ok {
 				n := byName[c.HostName(topology.HostID(i))]
 				e.ok[i] = n == nil // (a host without its node: health decides)
 				if n != nil {
 					e.ok[i], _ = h.nodeFits(pods[0], aff, n)
+					if _, no := refused[n.Name]; no {
+						e.ok[i] = false
+					}
 				}
 				if e.ok[i] {
 					kb.WriteByte('1')
@@ -122,6 +141,7 @@ func (h *host) filterJobs(nodes []*v1.Node, now time.Time) {
 			e.key = kb.String()
 			verdicts[ck] = e
 		}
+		rec.kubeNote = e.kube
 		for node, x := range rec.excluded {
 			if !now.Before(x.until) {
 				delete(rec.excluded, node)

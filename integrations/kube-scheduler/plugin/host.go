@@ -100,6 +100,9 @@ type host struct {
 	// dra: GPUs and claims of Dynamic Resource Allocation (dra.go); nil
 	// when off.
 	dra *drat
+	// kf runs kube's own filters for waiting jobs (kubefilters.go); nil
+	// until the first cycle unless the plugin set it.
+	kf *kubeFilters
 }
 
 // submitAt is the time to submit a job created at created: created, or
@@ -157,6 +160,9 @@ type jobRec struct {
 	excluded   map[string]exclusion
 	rejections int
 	filter     string
+	// kubeNote says which nodes kube's own filters refuse for it
+	// (kubefilters.go).
+	kubeNote string
 	// bindFailures counts its pods' failures after Reserve (bindFailed).
 	bindFailures int
 	// lagRetried: the last rejection taken for kube's cache lagging
@@ -297,6 +303,7 @@ func (h *host) cycle(ctx context.Context) {
 	view := viewPods(all, h.profile, h.args)
 	var fx effects
 	h.mu.Lock()
+	h.kubeFilters().see(nodes, all) // (kubefilters.go)
 	h.decide(nodes, &view, now, &fx)
 	for _, w := range h.dra.left() {
 		h.note(&fx, []*v1.Pod{w.pod}, w.what, now)
@@ -1074,6 +1081,9 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 		msg := "gpusched: " + p.Reason.String()
 		if len(rec.excluded) > 0 {
 			msg += "; " + rec.exclusionNote()
+		}
+		if rec.kubeNote != "" {
+			msg += "; " + rec.kubeNote
 		}
 		if rec.blocked != "" {
 			// The eviction of a victim planned for it was refused (a
