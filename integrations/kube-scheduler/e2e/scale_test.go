@@ -333,14 +333,17 @@ func runScale(b *testing.B, nodes int) {
 	}
 	b.Logf("load average at the end: %s", loadAvg())
 	for _, w := range workloads {
-		b.Logf("%d nodes, %s workload, %d runs: median [min–max]", nodes, w, runs)
 		for _, p := range profs {
 			rs := res[w][p.short]
 			rate := spread(rs, func(r scaleRun) float64 { return r.podsPerSec })
 			p50 := spread(rs, func(r scaleRun) float64 { return float64(r.p50.Milliseconds()) })
 			p99 := spread(rs, func(r scaleRun) float64 { return float64(r.p99.Milliseconds()) })
 			cpu := spread(rs, func(r scaleRun) float64 { return r.extra["sched-cpu-ms/bind"] })
-			b.Logf("  %-9s pods/s %s, time to bind p50 %s ms, p99 %s ms, scheduler CPU per binding %s ms", p.short, rate, p50, p99, cpu)
+			line := fmt.Sprintf("%d nodes, %s workload, %d runs, median [min–max]: %-9s pods/s %s, time to bind p50 %s ms, p99 %s ms, scheduler CPU per binding %s ms",
+				nodes, w, runs, p.short, rate, p50, p99, cpu)
+			b.Log(line)
+			// The benchmark's log can be cut short by the apiserver's.
+			fmt.Fprintf(os.Stderr, "BenchmarkScale: %s\n", line)
 			b.ReportMetric(rate.median, w+"-pods/s-"+p.short)
 			b.ReportMetric(p50.median, w+"-p50-ms-"+p.short)
 			b.ReportMetric(p99.median, w+"-p99-ms-"+p.short)
