@@ -31,7 +31,7 @@ type deployMode struct {
 }
 
 // loadDeployMode reads deploy/scheduler-mode.yaml.
-func loadDeployMode(t *testing.T) deployMode {
+func loadDeployMode(t testing.TB) deployMode {
 	t.Helper()
 	const file = "../deploy/scheduler-mode.yaml"
 	var d deployMode
@@ -57,7 +57,7 @@ func loadDeployMode(t *testing.T) deployMode {
 }
 
 // readManifests returns the objects of a YAML file of manifests.
-func readManifests(t *testing.T, file string) []unstructured.Unstructured {
+func readManifests(t testing.TB, file string) []unstructured.Unstructured {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {
@@ -81,7 +81,7 @@ func readManifests(t *testing.T, file string) []unstructured.Unstructured {
 
 // setup creates what the configuration needs on the apiserver: the
 // namespaces and the queue tree's ConfigMap.
-func (d deployMode) setup(ctx context.Context, t *testing.T, c kubernetesClient) {
+func (d deployMode) setup(ctx context.Context, t testing.TB, c kubernetesClient) {
 	t.Helper()
 	for _, ns := range []string{d.schedulerNS, d.queuesNS} {
 		_, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})

@@ -3,10 +3,14 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
@@ -19,9 +23,26 @@ import (
 // default profile alone, and BenchmarkScale's scheduler-mode profile alone.
 var draScaleConfigs = map[string]string{
 	"default-scheduler": draKubeConfig + draScaleClient,
-	schedModeName: strings.Replace(draKubeConfig, "- schedulerName: default-scheduler\n",
-		scaleConfig[strings.Index(scaleConfig, "- schedulerName: "+schedModeName+"\n"):], 1) + draScaleClient,
+	schedModeName:       strings.Replace(draKubeConfig, "- schedulerName: default-scheduler\n", draScaleSchedMode, 1) + draScaleClient,
 }
+
+// draScaleSchedMode is the scheduler-mode profile BenchmarkDRAScale
+// measures (BenchmarkScale reads its profiles from deploy/ instead).
+const draScaleSchedMode = `- schedulerName: gpusched-queue
+  plugins:
+    multiPoint:
+      enabled:
+      - {name: GPUSched, weight: 100}
+    bind:
+      enabled:
+      - {name: GPUSched}
+    postFilter:
+      disabled:
+      - {name: DefaultPreemption}
+  pluginConfig:
+  - name: GPUSched
+    args: {mode: scheduler, cycleIntervalMilliseconds: 100, gangTimeoutSeconds: 120}
+`
 
 const draScaleClient = `clientConnection:
   qps: 5000
@@ -80,12 +101,14 @@ func runDRAScale(b *testing.B, prof string) {
 	time.Sleep(2 * time.Second) // the scheduler's informers list the nodes, slices and claims
 	var bound int
 	var d time.Duration
-	cpu := phase(b, prof, "dra", func() {
+	cpu0 := processCPU(os.Getpid())
+	func() {
 		bound, d = measure(ctx, b, c, "default", pods, func(i int) podSpec {
 			return podSpec{Name: fmt.Sprintf("p-%05d", i), SchedulerName: prof, CPU: "100m",
 				Claims: []string{fmt.Sprintf("p-%05d-gpus", i)}}
 		})
-	})
+	}()
+	cpu := processCPU(os.Getpid()) - cpu0
 	rate := float64(bound) / d.Seconds()
 	var ms float64
 	if bound > 0 {
@@ -94,4 +117,73 @@ func runDRAScale(b *testing.B, prof string) {
 	b.Logf("%d nodes, %s: %d of %d pods with a %d-GPU claim bound, %.0f pods/s (%.2f ms CPU each)", nodes, prof, bound, pods, gpus, rate, ms)
 	b.ReportMetric(rate, "pods/s")
 	b.ReportMetric(ms, "cpu-ms/pod")
+}
+
+// measureIdle is how long measure waits for a binding before it stops.
+var measureIdle = 30 * time.Second
+
+// measure creates n pods in ns and returns how many were bound and the time
+// from the first creation to the last binding; it stops waiting when no
+// pod was bound for measureIdle (a loaded machine may pause 30 s).
+func measure(ctx context.Context, b *testing.B, c kubernetes.Interface, ns string, n int, spec func(int) podSpec) (int, time.Duration) {
+	var lastCreated, lastBind time.Time
+	return measureWith(ctx, b, c, ns, n, spec, &lastCreated, &lastBind)
+}
+
+func measureWith(ctx context.Context, b *testing.B, c kubernetes.Interface, ns string, n int, spec func(int) podSpec, lastCreated, lastBind *time.Time) (int, time.Duration) {
+	pl, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rv := pl.ResourceVersion
+	w, err := c.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { w.Stop() }()
+	start := time.Now()
+	go parallel(ctx, b, n, func(i int) {
+		createPod(ctx, b, c, spec(i))
+	})
+	boundAt := map[string]bool{}
+	created := 0
+	idle := time.NewTimer(measureIdle)
+	defer idle.Stop()
+	for len(boundAt) < n {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				// The apiserver ends watches now and then: resume.
+				w, err = c.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+				if err != nil {
+					b.Fatal(err)
+				}
+				continue
+			}
+			p, isPod := ev.Object.(*v1.Pod)
+			if !isPod {
+				continue
+			}
+			rv = p.ResourceVersion
+			if ev.Type == watch.Added {
+				created++
+				if created == n {
+					*lastCreated = time.Now()
+				}
+			}
+			if p.Spec.NodeName != "" && !boundAt[p.Name] {
+				boundAt[p.Name] = true
+				*lastBind = time.Now()
+				idle.Reset(measureIdle)
+			}
+		case <-idle.C:
+			if created >= n {
+				return len(boundAt), lastBind.Sub(start)
+			}
+			idle.Reset(measureIdle)
+		case <-ctx.Done():
+			b.Fatal(ctx.Err())
+		}
+	}
+	return len(boundAt), lastBind.Sub(start)
 }

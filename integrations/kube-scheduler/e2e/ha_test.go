@@ -38,7 +38,7 @@ const (
 )
 
 // waitLeads waits until sp acquired the leader lease.
-func waitLeads(ctx context.Context, t *testing.T, sp *schedulerProcess, name string, timeout time.Duration) {
+func waitLeads(ctx context.Context, t testing.TB, sp *schedulerProcess, name string, timeout time.Duration) {
 	t.Helper()
 	if err := waitFor(ctx, timeout, func(context.Context) (bool, error) { return sp.logSays(leaseAcquired), nil }); err != nil {
 		t.Fatalf("%s did not acquire the leader lease within %v", name, timeout)

@@ -50,7 +50,7 @@ func scrapeMetrics(ctx context.Context, cp *controlPlane, port string) (map[stri
 }
 
 // securePort is the --secure-port a scheduler process was started with.
-func securePort(t *testing.T, sp *schedulerProcess) string {
+func securePort(t testing.TB, sp *schedulerProcess) string {
 	t.Helper()
 	for _, a := range sp.cmd.Args {
 		if p, ok := strings.CutPrefix(a, "--secure-port="); ok {

@@ -28,7 +28,7 @@ type schedulerProcess struct {
 
 // startSchedulerProcess starts bin with config and waits until it is
 // healthy; the test's cleanup stops it if it still runs.
-func startSchedulerProcess(t *testing.T, bin string, cp *controlPlane, config string) *schedulerProcess {
+func startSchedulerProcess(t testing.TB, bin string, cp *controlPlane, config string) *schedulerProcess {
 	t.Helper()
 	configFile := writeConfig(t, cp, config)
 	logFile := filepath.Join(t.TempDir(), "kube-scheduler.log")

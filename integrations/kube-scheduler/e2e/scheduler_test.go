@@ -127,7 +127,7 @@ var (
 
 // schedulerBinary returns the kube-scheduler binary to test: $GPUSCHED_KUBE_SCHEDULER
 // when set (hack/ci.sh builds it once), else one built now with `go build`.
-func schedulerBinary(t *testing.T) string {
+func schedulerBinary(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("GPUSCHED_KUBE_SCHEDULER"); p != "" {
 		return p

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 )
 
@@ -49,16 +51,25 @@ func plannedNode(p *v1.Pod) string {
 // requeued, as when a member fails to bind.
 func (h *host) writePlans(ctx context.Context, plans []planWrite) {
 	for _, g := range plans {
-		var err error
-		for i, p := range g.pods {
-			want := map[string]string{PlannedNodeAnnotation: g.node[i], h.args.GPUIndicesAnnotation: g.gpus[i]}
+		// The members' patches go out concurrently (apiWriters at a
+		// time): one after the other, a 256-pod gang waited 256 round
+		// trips before any member was let through.
+		errs := make([]error, len(g.pods))
+		workqueue.ParallelizeUntil(ctx, apiWriters, len(g.pods), func(i int) {
+			p := g.pods[i]
 			if p.Annotations[PlannedNodeAnnotation] == g.node[i] && p.Annotations[h.args.GPUIndicesAnnotation] == g.gpus[i] {
-				continue
+				return
 			}
-			if err = h.io.annotate(ctx, p, want); err != nil {
-				err = fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
-				break
+			want := map[string]string{PlannedNodeAnnotation: g.node[i], h.args.GPUIndicesAnnotation: g.gpus[i]}
+			if err := h.io.annotate(ctx, p, want); err != nil {
+				errs[i] = fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
 			}
+		})
+		var err error
+		if i := slices.IndexFunc(errs, func(e error) bool { return e != nil }); i >= 0 {
+			err = errs[i]
+		} else if ctx.Err() != nil {
+			err = ctx.Err() // ParallelizeUntil stopped early
 		}
 		if err != nil {
 			h.log.Error(err, "Writing a gang's plan; its binding is withdrawn", "job", g.job)

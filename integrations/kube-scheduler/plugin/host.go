@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/gpusched/gpusched"
@@ -117,7 +118,8 @@ func (h *host) submitAt(created time.Time) time.Time {
 }
 
 // hostIO is what the host needs of the scheduler and the apiserver; tests
-// give fakes.
+// give fakes. setPending and annotate may be called from several
+// goroutines at once.
 type hostIO interface {
 	synced() bool
 	listNodes() ([]*v1.Node, error)
@@ -309,7 +311,10 @@ func (h *host) cycle(ctx context.Context) {
 		h.note(&fx, []*v1.Pod{w.pod}, w.what, now)
 	}
 	h.mu.Unlock()
+	decided := time.Now()
 	h.apply(ctx, &fx)
+	h.log.V(4).Info("gpusched cycle", "pods", len(all), "decide", decided.Sub(start), "apply", time.Since(decided),
+		"activate", len(fx.activate), "plans", len(fx.plans), "evict", len(fx.evict), "pending", len(fx.pending), "events", len(fx.events))
 }
 
 // decide is the part of a cycle under mu.
@@ -1186,12 +1191,19 @@ func (h *host) apply(ctx context.Context, fx *effects) {
 	for i, e := range fx.events {
 		h.event(e, fx.eventCauses[i])
 	}
-	for _, e := range fx.pending {
+	// Each waiting pod's condition is its own patch: apiWriters at a time.
+	workqueue.ParallelizeUntil(ctx, apiWriters, len(fx.pending), func(i int) {
+		e := fx.pending[i]
 		if err := h.io.setPending(ctx, e.pod, e.why, e.what); err != nil {
 			h.log.V(3).Info("Setting the PodScheduled condition", "pod", klog.KObj(e.pod), "err", err)
 		}
-	}
+	})
 }
+
+// apiWriters bounds the API writes a cycle makes at once (a gang's plan
+// annotations, waiting pods' conditions): the client's rate limiter
+// still paces them.
+const apiWriters = 16
 
 // evictAll evicts the victims' pods, in order. A victim the Eviction API
 // refuses (a PodDisruptionBudget's 429, or any other error but the pod

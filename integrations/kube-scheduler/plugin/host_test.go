@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 // fakeIO is hostIO over in-memory nodes and pods.
 type fakeIO struct {
+	mu        sync.Mutex // annotate and setPending run concurrently
 	nodes     []*v1.Node
 	pods      []*v1.Pod
 	clock     time.Time
@@ -38,6 +40,8 @@ type fakeIO struct {
 }
 
 func (f *fakeIO) annotate(_ context.Context, p *v1.Pod, annotations map[string]string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.annotErr != nil {
 		return f.annotErr
 	}
@@ -74,6 +78,8 @@ func (f *fakeIO) event(p *v1.Pod, _, reason, msg string) {
 	f.events = append(f.events, p.Name+" "+reason+": "+msg)
 }
 func (f *fakeIO) setPending(_ context.Context, p *v1.Pod, reason, msg string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.pending[p.Name] = msg
 	if f.causes == nil {
 		f.causes = map[string]string{}
