@@ -47,6 +47,8 @@ type Ordering struct {
 	calls  int
 	spent  time.Duration // wall time inside calls (CallStats)
 	broken error
+	exited chan struct{} // closed when cmd.Wait returned (wait)
+	exit   error         // what cmd.Wait returned
 }
 
 // reorderer is an Ordering whose process asked for running jobs.
@@ -189,7 +191,15 @@ func (o *Ordering) roundTrip(line []byte, v any) error {
 }
 
 // died reports the process gone, with the tail of its standard error.
+// The process's standard error is copied by os/exec until cmd.Wait
+// returns, so died waits for the exit (a moment: its standard output is
+// closed) before reading the tail; without that the tail was sometimes
+// still empty (TestProcessErrors).
 func (o *Ordering) died(err error) error {
+	select {
+	case <-o.wait():
+	case <-time.After(2 * time.Second):
+	}
 	msg := strings.TrimSpace(o.stderr.String())
 	if msg != "" {
 		return fmt.Errorf("extproc: %s: %w; its standard error ends:\n%s", o.name, err, msg)
@@ -205,7 +215,25 @@ func (o *Ordering) Close() error {
 		o.w.Flush()
 	}
 	o.stdin.Close()
-	return o.cmd.Wait()
+	<-o.wait()
+	return o.exit
+}
+
+// wait returns a channel closed once the process has exited and cmd.Wait
+// returned (called once, whoever asks first).
+func (o *Ordering) wait() <-chan struct{} {
+	if o.exited == nil {
+		o.exited = make(chan struct{})
+		if o.cmd == nil { // no process (a test's Ordering over pipes)
+			close(o.exited)
+			return o.exited
+		}
+		go func() {
+			o.exit = o.cmd.Wait()
+			close(o.exited)
+		}()
+	}
+	return o.exited
 }
 
 // appendRequest encodes one request by hand: its shape is fixed and
