@@ -407,7 +407,18 @@ func (p *SchedulerPlugin) PostFilter(_ context.Context, _ fwk.CycleState, pod *v
 	}
 	why := "its filters failed"
 	if m != nil {
-		if st := m.Get(a.node); st != nil && len(st.Reasons()) > 0 {
+		st := m.Get(a.node)
+		if st != nil && st.Plugin() == Name {
+			// The planned node was refused by gpusched itself: its
+			// PreFilter or Filter ran before the cycle that planned the
+			// job (a scheduler just started or just became leader lets one
+			// pod through to start its cycles). Not a rejection: the pod is
+			// tried again on its plan, nothing is excluded or withdrawn
+			// (TestPostFilterPlanAfterFilterNotExcluded).
+			p.h.io.activate([]*v1.Pod{pod})
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gpusched: job %s was planned on %s after its filters ran; trying again", a.job, a.node))
+		}
+		if st != nil && len(st.Reasons()) > 0 {
 			why = st.Plugin() + ": " + strings.Join(st.Reasons(), ", ")
 		}
 	}
