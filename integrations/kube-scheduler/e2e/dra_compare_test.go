@@ -620,13 +620,13 @@ func maskKube(s string) string {
 
 // draWarmUp binds one 1-GPU pod in profile prof and removes it before the
 // measured workload, so that the workload starts on a scheduler whose
-// cycles run. A pod created while the scheduler starts can race its first
-// cycle: once in six runs on the loaded 2-core VM, the first pod's
-// scheduling attempt (the one that starts gpusched's cycles) was rejected
-// while that cycle wrote its claim, and the pod was not tried again within
-// a minute (a known defect of the plugin's start, not of allocation, which
-// is what this harness compares). A warm-up pod stuck that way is
-// recreated once, and the test says so.
+// cycles run. A pod created while the scheduler starts raced its first
+// cycle once in six runs on the loaded 2-core VM: its PostFilter took
+// gpusched's own "waiting" verdict for a rejection of the planned node,
+// and the pod was not tried again within a minute. That is fixed
+// (TestPostFilterPlanAfterFilterNotExcluded); the warm-up stays, as this
+// harness compares allocation, not a start. A warm-up pod not bound in
+// 45 s is recreated once, and the test says so.
 func draWarmUp(ctx context.Context, t *testing.T, c kubernetes.Interface, prof string) {
 	t.Helper()
 	for try := 1; ; try++ {
