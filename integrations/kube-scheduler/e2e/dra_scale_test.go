@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"github.com/gpusched/gpusched/integrations/kube-scheduler/plugin"
@@ -77,12 +76,7 @@ func runDRAScale(b *testing.B, prof string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	cp := startControlPlane(b)
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.QPS, cfg.Burst = 5000, 10000
-	c, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := fastClient(b, cp)
 	createGPUClass(ctx, b, c)
 	parallel(ctx, b, nodes, func(i int) {
 		n := fmt.Sprintf("dgx-%05d", i)
