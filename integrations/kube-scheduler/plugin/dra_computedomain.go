@@ -238,8 +238,9 @@ func (d *drat) channelView(nodes []*v1.Node, claims []*resourceapi.ResourceClaim
 }
 
 // withChannels completes dp (once) with p's channel claims; a pod with
-// any is seen requiring a node with a free channel and, in a gang with
-// no required topology, one NVLink clique.
+// any is seen, in a gang with no required topology, in one NVLink clique
+// (bound or not: the topology is the gang's), and, unbound, requiring a
+// node with a free channel.
 func (d *drat) withChannels(dp *draPod) *draPod {
 	if dp.shaped {
 		return dp
@@ -261,11 +262,19 @@ func (d *drat) withChannels(dp *draPod) *draPod {
 		}
 		dp.channels = append(dp.channels, cc)
 	}
-	if len(dp.channels) == 0 || dp.out == nil || p.Spec.NodeName != "" {
+	if len(dp.channels) == 0 || dp.out == nil {
+		return dp
+	}
+	// The clique topology is the gang's, so its bound members carry it
+	// too (a gang partly bound is one job); only the unbound need a node
+	// with a free channel.
+	bound := p.Spec.NodeName != ""
+	clique := dp.out.Labels[d.cd.gangLabel] != "" && dp.out.Labels[d.cd.topology] == "" && dp.out.Annotations[d.cd.topology] == ""
+	if bound && !clique {
 		return dp
 	}
 	inGang := p.Labels[d.cd.gangLabel] != "" && p.Labels[d.cd.gangSize] != "1" && p.Annotations[d.cd.gangSize] != "1"
-	if inGang && d.sharesNode(dp.out) {
+	if !bound && inGang && d.sharesNode(dp.out) {
 		dp.out, dp.why = nil, fmt.Sprintf("its pods have ComputeDomain channel claims and take %d GPUs each: two could share a node, "+
 			"and NVIDIA's driver publishes one IMEX channel per node (one pod of a ComputeDomain per node); give each pod more than half a node's GPUs", podGPUs(dp.out, d.gpuResource))
 		return dp
@@ -274,11 +283,13 @@ func (d *drat) withChannels(dp *draPod) *draPod {
 	if out == p {
 		out = p.DeepCopy()
 	}
-	if out.Spec.NodeSelector == nil {
-		out.Spec.NodeSelector = map[string]string{}
+	if !bound {
+		if out.Spec.NodeSelector == nil {
+			out.Spec.NodeSelector = map[string]string{}
+		}
+		out.Spec.NodeSelector[IMEXChannelLabel] = "free"
 	}
-	out.Spec.NodeSelector[IMEXChannelLabel] = "free"
-	if out.Labels[d.cd.gangLabel] != "" && out.Labels[d.cd.topology] == "" && out.Annotations[d.cd.topology] == "" {
+	if clique {
 		if out.Labels == nil {
 			out.Labels = map[string]string{}
 		}

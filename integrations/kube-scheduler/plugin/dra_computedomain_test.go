@@ -212,6 +212,43 @@ func TestDRAComputeDomainOneChannelPerNode(t *testing.T) {
 	}
 }
 
+// TestDRAComputeDomainGangPartlyBound: a cycle that runs while a
+// ComputeDomain gang is partly bound (some members' bindings landed,
+// the others' are on their way) keeps the job: its bound and unbound
+// members are one gang with one topology (NVLink clique), not "gang
+// members disagree", which ended the job (booked cancelled, its pods
+// "vanished") and left its unbound members' bindings withdrawn
+// (TestDRAGB200 hung that way in CI).
+func TestDRAComputeDomainGangPartlyBound(t *testing.T) {
+	h, io, _, _ := withGang(t, 3)
+	if len(io.activated) != 3 {
+		t.Fatalf("activated %v, want gang a; pending %v", io.activated, io.pending)
+	}
+	// Only a-0's binding has landed.
+	for i, p := range io.pods {
+		if a, ok := h.assignmentOf(p.UID); ok && p.Name == "a-0" {
+			b := p.DeepCopy()
+			b.Spec.NodeName = a.node
+			io.pods[i] = b
+		}
+	}
+	h.cycle(context.Background())
+	st, ok := h.s.Job("default/gang/a")
+	if !ok || !st.State.Holding() {
+		t.Fatalf("gang a, partly bound, is %+v (known %v); pending %v", st, ok, io.pending)
+	}
+	for _, m := range []string{"a-1", "a-2"} {
+		if _, ok := h.assignmentOf(types.UID("uid-" + m)); !ok {
+			t.Errorf("%s's binding withdrawn while a-0 is bound", m)
+		}
+	}
+	bindDRA(h, io)
+	h.cycle(context.Background())
+	if st, ok := h.s.Job("default/gang/a"); !ok || st.State.String() != "running" {
+		t.Fatalf("gang a, bound, is %+v (known %v)", st, ok)
+	}
+}
+
 // TestDRAComputeDomainRestart: a restarted scheduler restores a bound
 // ComputeDomain gang from its claims, rewrites none of them, and places
 // the next gang on the other trays.
