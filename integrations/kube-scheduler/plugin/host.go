@@ -630,6 +630,10 @@ func (h *host) reconcile(jobs []*podJob, ended map[types.UID]v1.PodPhase, now ti
 	}
 	for _, j := range jobs {
 		id := j.spec.ID
+		if j.err != nil && current[id] == j && !errors.As(j.err, new(errIncomplete)) {
+			h.keepInvalid(fx, j, now)
+			continue
+		}
 		if j.err != nil && current[id] != j {
 			var inc errIncomplete
 			if errors.As(j.err, &inc) {
@@ -749,15 +753,12 @@ func (h *host) unplaced(j *podJob) []*v1.Pod {
 	return out
 }
 
-// survives reports whether j, a gang with fewer live pods than its size,
-// is a holding job some of whose pods are still bound: it keeps running,
-// and its GPUs, until all its pods are gone (a member that failed or was
-// deleted does not end it; the library's recovery may).
+// survives reports whether j, a job whose pods do not make a valid job (a
+// gang with fewer live pods than its size, or members that stopped
+// agreeing), is a holding job some of whose pods are still bound: it
+// keeps running, and its GPUs, until all its pods are gone (a member that
+// failed or was deleted does not end it; the library's recovery may).
 func (h *host) survives(j *podJob) bool {
-	var inc errIncomplete
-	if !errors.As(j.err, &inc) {
-		return false
-	}
 	if _, known := h.jobs[j.spec.ID]; !known {
 		return false
 	}
@@ -765,6 +766,38 @@ func (h *host) survives(j *podJob) bool {
 		return false
 	}
 	return slices.ContainsFunc(j.all(), func(p *v1.Pod) bool { return p.Spec.NodeName != "" })
+}
+
+// keepInvalid leaves a holding job whose pods stopped agreeing (a gang
+// member's labels edited while it runs) as it is: its bound pods run on
+// the GPUs it holds, so it keeps them until its pods end (then reconcile
+// books it by how they ended). Its unbound pods wait, marked invalid; the
+// bound ones get a Warning event only (they are not pending).
+func (h *host) keepInvalid(fx *effects, j *podJob, now time.Time) {
+	msg := "gpusched: " + j.err.Error() + "; the job keeps its GPUs until its pods end"
+	var unbound []*v1.Pod
+	for _, p := range j.all() {
+		if p.Spec.NodeName == "" {
+			unbound = append(unbound, p)
+			continue
+		}
+		h.amu.Lock()
+		n := h.notes[p.UID]
+		if n == nil {
+			n = &podNote{}
+			h.notes[p.UID] = n
+		}
+		warn := n.evMsg != msg || now.Sub(n.event) >= h.args.EventInterval()
+		if warn {
+			n.event, n.evMsg = now, msg
+		}
+		h.amu.Unlock()
+		if warn {
+			fx.causeOf(len(fx.events), TokenInvalidJob)
+			fx.events = append(fx.events, podEvent{p, v1.EventTypeWarning, ReasonInvalid, msg})
+		}
+	}
+	h.noteAs(fx, unbound, msg, ReasonInvalid, now)
 }
 
 // placedPods is the number of tasks a placement holds.

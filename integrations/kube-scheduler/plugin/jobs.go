@@ -88,6 +88,7 @@ func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
 	}
 	first := members[0]
 	fail := func(format string, args ...any) *podJob {
+		j.spec.ID = id // so a job known under it is found (host.survives)
 		j.err = fmt.Errorf(format, args...)
 		j.pods = [][]*v1.Pod{members}
 		return j
