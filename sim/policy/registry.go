@@ -41,7 +41,7 @@ type Registry struct {
 // which a registered policy may not take, nor a placer's
 // (gang.PolicyNames).
 var reserved = []string{
-	"fifo", "strict-fifo", "best-effort-fifo", "priority-aging", "shortest-first", "sjf", "srtf", "themis", "las", "slice", "exec", "gavel", "gavel-agnostic",
+	"fifo", "strict-fifo", "best-effort-fifo", "priority-aging", "shortest-first", "sjf", "srtf", "themis", "las", "slice", "exec", "gavel", "gavel-agnostic", "goodput",
 }
 
 func checkName(kind, name string) error {
