@@ -234,6 +234,10 @@ func (s *Scheduler) apply(d *sim.Decision) {
 	for _, j := range s.live {
 		inFlight = inFlight || j.stopping || len(j.shrink) > 0
 	}
+	free := 0
+	for h := range s.hostHealth {
+		free += s.freeOn(topology.HostID(h), 0, 0)
+	}
 	for _, j := range s.live {
 		switch {
 		case j.stopping:
@@ -241,7 +245,7 @@ func (s *Scheduler) apply(d *sim.Decision) {
 			if len(j.shrink) > 0 || j.target <= len(j.claims) {
 				continue
 			}
-			need := s.take(j.target-len(j.claims), 1, inFlight)
+			need := take(j.target-len(j.claims), 1, free, inFlight)
 			if need == 0 {
 				continue
 			}
@@ -250,13 +254,15 @@ func (s *Scheduler) apply(d *sim.Decision) {
 				continue
 			}
 			s.hold(j, cs)
+			free -= len(cs)
 			j.resizes++
 			d.Grows = append(d.Grows, sim.Grow{Job: j.id, Claims: slices.Clone(cs)})
 		default:
 			if j.target > 0 {
-				if need := s.take(j.target, j.min, inFlight); need > 0 {
+				if need := take(j.target, j.min, free, inFlight); need > 0 {
 					if cs := s.placeClaims(j, need); len(cs) >= j.min {
 						s.hold(j, cs)
+						free -= len(cs)
 						j.running = true
 						if j.started {
 							j.resizes++
@@ -271,14 +277,10 @@ func (s *Scheduler) apply(d *sim.Decision) {
 	}
 }
 
-// take is how many of want GPUs a job gets now: want when that many are
-// free; else, with nothing in flight, what is free if at least least;
-// else 0.
-func (s *Scheduler) take(want, least int, inFlight bool) int {
-	free := 0
-	for h := range s.hostHealth {
-		free += s.freeOn(topology.HostID(h), 0, 0)
-	}
+// take is how many of want GPUs a job gets now, free being free: want
+// when that many are free; else, with nothing in flight, what is free if
+// at least least; else 0.
+func take(want, least, free int, inFlight bool) int {
 	switch {
 	case want <= free:
 		return want

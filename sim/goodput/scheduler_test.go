@@ -106,7 +106,7 @@ func (k *checker) Stopped(now time.Duration, id string, c sim.StopCause) error {
 
 // run replays js (rewritten elastic) on c with the goodput Scheduler
 // under the model, the simulator auditing its ledger and accounts.
-func run(t *testing.T, c *topology.Cluster, js []trace.Job, seed uint64) (*sim.Result, *checker) {
+func run(t *testing.T, c *topology.Cluster, js []trace.Job, seed uint64, faults ...sim.FailureModel) (*sim.Result, *checker) {
 	t.Helper()
 	m := goodput.Pollux()
 	scaling := goodput.NewScaling(m, c, js)
@@ -120,8 +120,12 @@ func run(t *testing.T, c *topology.Cluster, js []trace.Job, seed uint64) (*sim.R
 		t.Fatal(err)
 	}
 	k := &checker{Scheduler: s, t: t, c: c, min: map[string]int{}, max: map[string]int{}, size: map[string]int{}, shrink: map[string]int{}}
-	sm, err := sim.New(sim.Config{Cluster: c, Scheduler: k, Seed: seed, Scaling: scaling, Audit: true,
-		Checkpoint: sim.CheckpointModel{Interval: 10 * time.Minute, ResizeCost: 30 * time.Second}}, js)
+	cfg := sim.Config{Cluster: c, Scheduler: k, Seed: seed, Scaling: scaling, Audit: true,
+		Checkpoint: sim.CheckpointModel{Interval: 10 * time.Minute, ResizeCost: 30 * time.Second}}
+	for _, f := range faults {
+		cfg.Failures = f
+	}
+	sm, err := sim.New(cfg, js)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,6 +147,16 @@ func TestSchedulerRespectsBounds(t *testing.T) {
 	}
 	if k.resizes == 0 {
 		t.Error("no job was resized")
+	}
+}
+
+// TestSchedulerFaults: with hosts and GPUs failing, the jobs hit are
+// requeued and every job still completes within its bounds.
+func TestSchedulerFaults(t *testing.T) {
+	c := simtest.Cluster(t, topology.Generator{Machine: "pcie-8gpu", Hosts: 4, HostsPerToR: 2})
+	res, _ := run(t, c, jobs(t, 3, 60), 3, sim.FailureModel{HostMTBF: 10 * time.Hour, GPUMTBF: 50 * time.Hour})
+	if res.Summary.Jobs.Completed != 60 || res.Summary.Preemption.FaultStops == 0 {
+		t.Errorf("%d of 60 completed, %d fault stops: want all, and some stops", res.Summary.Jobs.Completed, res.Summary.Preemption.FaultStops)
 	}
 }
 
