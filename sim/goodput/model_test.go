@@ -4,7 +4,10 @@ import (
 	"testing"
 
 	"github.com/gpusched/gpusched/sim/goodput"
+	"github.com/gpusched/gpusched/sim/internal/simtest"
+	"github.com/gpusched/gpusched/sim/trace"
 	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
 )
 
 // TestPolluxModelValid: the built-in model passes its own checks.
@@ -103,5 +106,34 @@ func TestModelValidate(t *testing.T) {
 		if err := m.Validate(); err == nil {
 			t.Errorf("model %d: no error", i)
 		}
+	}
+}
+
+// TestScalingFactor: as the simulator's throughput model, a job at the
+// size it asks for, packed, runs at 1; spread over hosts slower; at
+// twice its size on two hosts faster (imagenet) — and a job asking for
+// more than a host is measured at its packed multi-host placement.
+func TestScalingFactor(t *testing.T) {
+	c := simtest.Cluster(t, topology.Generator{Machine: "pcie-8gpu", Hosts: 4, HostsPerToR: 2})
+	js := []trace.Job{
+		{Spec: workload.Job{ID: "a", Groups: []workload.TaskGroup{{Count: 1, GPUs: 4}}}, Type: "imagenet"},
+		{Spec: workload.Job{ID: "b", Groups: []workload.TaskGroup{{Count: 2, GPUs: 8}}}, Type: "yolov3"},
+	}
+	s := goodput.NewScaling(goodput.Pollux(), c, js)
+	near := func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+	if f := s.Factor("a", 4, topology.LevelHost); !near(f, 1) {
+		t.Errorf("a at its size on one host: %g", f)
+	}
+	if f := s.Factor("a", 4, topology.LevelHost+2); f >= 1 {
+		t.Errorf("a across switches: %g; want < 1", f)
+	}
+	if f := s.Factor("a", 8, topology.LevelHost); f <= 1 {
+		t.Errorf("a on 8 GPUs of one host: %g; want > 1", f)
+	}
+	if f := s.Factor("b", 16, topology.LevelHost+1); !near(f, 1) {
+		t.Errorf("b at its size on two hosts of a switch: %g", f)
+	}
+	if f := s.Factor("unknown", 3, topology.LevelHost); f != 1 {
+		t.Errorf("a job it was not built with: %g", f)
 	}
 }
