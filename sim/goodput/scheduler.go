@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpusched/gpusched/sim"
+	"github.com/gpusched/gpusched/sim/policy"
 	"github.com/gpusched/gpusched/topology"
 	"github.com/gpusched/gpusched/workload"
 )
@@ -37,6 +38,12 @@ type Config struct {
 	// Grace is the time the tasks of a shrink and a preempted job get to
 	// checkpoint; 0: the simulator's default.
 	Grace time.Duration
+	// Sizer, if set, computes the sizes instead of the Allocator (a
+	// researcher's policy, registered in a policy.Registry). Its sizes
+	// are checked: one per job, each 0 or within the job's bounds, their
+	// sum at most the usable GPUs; the first violation or error is kept
+	// (Err) and the sizes stay as they were from then on.
+	Sizer policy.Sizer
 }
 
 // Scheduler is a goodput-style adaptive scheduler for the simulator
@@ -70,6 +77,7 @@ type Scheduler struct {
 	next       time.Duration // the next round
 	rounded    bool          // a round ran
 	hostGPUs   int
+	err        error // the Sizer's first failure
 }
 
 // gjob is one live job.
@@ -193,11 +201,60 @@ func (s *Scheduler) allocate(now time.Duration) {
 		ds = append(ds, Demand{Type: j.typ, Min: j.min, Max: j.max, Current: cur, Age: now - j.submit, Resizes: j.resizes})
 		idx = append(idx, j)
 	}
-	sizes := s.alloc.Allocate(ds, s.usableGPUs())
+	gpus := s.usableGPUs()
+	var sizes []int
+	if s.cfg.Sizer == nil {
+		sizes = s.alloc.Allocate(ds, gpus)
+	} else if sizes = s.size(idx, ds, gpus); sizes == nil {
+		return
+	}
 	for i, j := range idx {
 		j.target = sizes[i]
 	}
 }
+
+// size asks the Sizer for the sizes of the jobs idx (ds) and checks
+// them; nil after an error, which it keeps.
+func (s *Scheduler) size(idx []*gjob, ds []Demand, gpus int) []int {
+	if s.err != nil {
+		return nil
+	}
+	jobs := make([]policy.SizeJob, len(ds))
+	for i, d := range ds {
+		jobs[i] = policy.SizeJob{ID: idx[i].id, Type: d.Type, Min: d.Min, Max: d.Max, Current: d.Current, Age: d.Age, Resizes: d.Resizes}
+	}
+	speedup := func(typ string, k int) float64 { return s.cfg.Model.Speedup(typ, k, Packed(k, s.hostGPUs)) }
+	sizes, err := s.cfg.Sizer.Size(jobs, gpus, speedup)
+	if err == nil {
+		err = checkSizes(jobs, sizes, gpus)
+	}
+	if err != nil {
+		s.err = fmt.Errorf("goodput: sizer: %w", err)
+		return nil
+	}
+	return sizes
+}
+
+// checkSizes checks a Sizer's answer.
+func checkSizes(jobs []policy.SizeJob, sizes []int, gpus int) error {
+	if len(sizes) != len(jobs) {
+		return fmt.Errorf("%d sizes for %d jobs", len(sizes), len(jobs))
+	}
+	sum := 0
+	for i, k := range sizes {
+		if k != 0 && (k < jobs[i].Min || k > jobs[i].Max) {
+			return fmt.Errorf("job %s: size %d outside its bounds [%d, %d] (or 0)", jobs[i].ID, k, jobs[i].Min, jobs[i].Max)
+		}
+		sum += k
+	}
+	if sum > gpus {
+		return fmt.Errorf("sizes sum to %d GPUs; %d are usable", sum, gpus)
+	}
+	return nil
+}
+
+// Err returns the Sizer's first failure, or nil.
+func (s *Scheduler) Err() error { return s.err }
 
 // usableGPUs counts the GPUs that are healthy on healthy hosts.
 func (s *Scheduler) usableGPUs() int {

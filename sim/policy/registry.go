@@ -33,8 +33,9 @@ type Registry struct {
 	placers   map[string]PlacerFactory
 	orderings map[string]OrderingFactory
 	demotions map[string]DemotionFactory
-	// allocators are in allocator.go.
+	// allocators are in allocator.go, sizers in sizer.go.
 	allocators map[string]AllocatorFactory
+	sizers     map[string]SizerFactory
 }
 
 // reserved are the built-in orderings' names (sim --ordering, --demote),
@@ -73,7 +74,8 @@ func (r *Registry) taken(name string) bool {
 	_, o := r.orderings[name]
 	_, d := r.demotions[name]
 	_, a := r.allocators[name]
-	return p || o || d || a
+	_, z := r.sizers[name]
+	return p || o || d || a || z
 }
 
 // Placer registers a placement policy under name: --policy NAME,

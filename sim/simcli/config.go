@@ -80,6 +80,7 @@ type runConfig struct {
 	gpuSpeeds    string
 	throughput   string        // --throughput-model (throughput.go)
 	resizeCost   time.Duration // --resize-cost
+	goodputSizer string        // --goodput-sizer
 	jobTypes     string        // --job-types (gavel.go)
 	gavelAlloc   string        // --gavel-allocator (gavel.go)
 	slurm        string        // a Slurm site directory (see slurm.go)
@@ -128,6 +129,7 @@ func (r *runConfig) bind(fs *pflag.FlagSet, cluster bool) {
 	fs.Float64Var(&r.starveLimit, "starve-limit", r.starveLimit, "with --demote or --ordering las:…, Tiresias' starvation guard (its STARVELIMIT): a demoted job that has waited this many times its last run since that run ended goes back to the top level, its attained service counted from zero (0: off)")
 	fs.StringVar(&r.gpuSpeeds, "gpu-speeds", r.gpuSpeeds, "per-GPU-model speed factors: a table file (sim.ReadSpeedTable's YAML) or gavel (the embedded table from Gavel's published K80/P100/V100 throughputs); a job runs at its slowest GPU's factor for its type (--job-types)")
 	fs.StringVar(&r.throughput, "throughput-model", r.throughput, throughputHelp)
+	fs.StringVar(&r.goodputSizer, "goodput-sizer", r.goodputSizer, goodputSizerHelp+registeredSizers(r.reg))
 	fs.StringVar(&r.jobTypes, "job-types", r.jobTypes, jobTypesHelp)
 	fs.StringVar(&r.gavelAlloc, "gavel-allocator", r.gavelAlloc, gavelAllocHelp+registeredAllocators(r.reg))
 	fs.StringVar(&r.demote, "demote", r.demote, "lower jobs' priority as they attain service, needing no durations: las:H1,H2,… (Tiresias' 2D-LAS, thresholds in GPU-hours) or slice:LEASE (Gandiva-style time slicing, e.g. slice:10m), or a registered demotion; it turns on --preempt queue when --preempt is off, so a job of a higher level preempts one of a lower level")

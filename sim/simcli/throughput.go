@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpusched/gpusched/sim"
 	"github.com/gpusched/gpusched/sim/goodput"
+	"github.com/gpusched/gpusched/sim/policy"
 )
 
 // throughputHelp is --throughput-model's help: every value it takes.
@@ -15,6 +17,44 @@ const throughputHelp = `a throughput model by which every job's speed follows it
 	`empty (off: the --speed model and linear scaling of elastic jobs), or pollux (package sim/goodput: Pollux's iteration-time model with ` +
 	`parameters fitted to its artifact's measured step times for cifar10, imagenet, bert, yolov3, deepspeech2 and ncf jobs, by --job-types; ` +
 	`a job runs at its model throughput over its throughput at the size it asks for, packed); needed by --ordering goodput, and given to the runs it is compared with`
+
+// goodputSizerHelp is --goodput-sizer's help.
+const goodputSizerHelp = `the sizing step of --ordering goodput: empty (the built-in search, goodput.Allocator) or NAME[:ARG] of a sizer registered in a policy.Registry (policy.Sizer); other orderings ignore it`
+
+// registeredSizers completes --goodput-sizer's help with the registered
+// sizers.
+func registeredSizers(reg *policy.Registry) string {
+	if r := reg.Sizers(); len(r) > 0 {
+		return "; registered: " + strings.Join(r, ", ")
+	}
+	return ""
+}
+
+// sizer builds the run's --goodput-sizer (nil when empty).
+func (r *runConfig) sizer() (policy.Sizer, error) {
+	if r.goodputSizer == "" {
+		return nil, nil
+	}
+	name, arg, _ := strings.Cut(r.goodputSizer, ":")
+	f, ok := r.reg.LookupSizer(name)
+	if !ok {
+		return nil, r.unknownSizer()
+	}
+	z, err := f(arg, r.seed)
+	if err != nil {
+		return nil, fmt.Errorf("--goodput-sizer %s: %w", name, err)
+	}
+	return z, nil
+}
+
+// unknownSizer is the error for a --goodput-sizer no one registered.
+func (r *runConfig) unknownSizer() error {
+	known := "none is registered"
+	if z := r.reg.Sizers(); len(z) > 0 {
+		known = "registered: " + strings.Join(z, ", ")
+	}
+	return fmt.Errorf("--goodput-sizer %q: want the name of a registered sizer (%s)", r.goodputSizer, known)
+}
 
 // readThroughputModel reads --throughput-model: nil for "".
 func readThroughputModel(v string) (*goodput.Model, error) {
@@ -90,6 +130,11 @@ func (r *runConfig) checkThroughput(swept map[string]bool) error {
 	if r.resizeCost < 0 {
 		return fmt.Errorf("--resize-cost %v: want ≥ 0", r.resizeCost)
 	}
+	if name, _, _ := strings.Cut(r.goodputSizer, ":"); name != "" {
+		if _, ok := r.reg.LookupSizer(name); !ok {
+			return r.unknownSizer()
+		}
+	}
 	return nil
 }
 
@@ -118,7 +163,14 @@ func executeGoodput(rc, given runConfig, o jobOrder, p *prepared, progress func(
 		}
 	}
 	goodput.Elastic(jobs, goodputMaxScale, p.c.NumGPUs()) // new groups: p's jobs keep theirs
-	s, err := goodput.New(goodput.Config{Cluster: p.c, Model: m, Types: types, Round: o.goodput.round, Grace: rc.grace})
+	z, err := rc.sizer()
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := z.(policy.Closer); ok {
+		defer c.Close()
+	}
+	s, err := goodput.New(goodput.Config{Cluster: p.c, Model: m, Types: types, Round: o.goodput.round, Grace: rc.grace, Sizer: z})
 	if err != nil {
 		return nil, err
 	}
@@ -132,10 +184,14 @@ func executeGoodput(rc, given runConfig, o jobOrder, p *prepared, progress func(
 		return nil, err
 	}
 	res, err := sm.Run()
-	if err == nil {
-		label(res, "goodput", rc, given, p) // (command.go)
+	if err != nil {
+		return nil, err
 	}
-	return res, err
+	if err := s.Err(); err != nil {
+		return nil, fmt.Errorf("--goodput-sizer %s: %w", rc.goodputSizer, err)
+	}
+	label(res, "goodput", rc, given, p) // (command.go)
+	return res, nil
 }
 
 // goodputMaxScale bounds an elastic job at this many times the GPUs it

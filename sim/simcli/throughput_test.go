@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpusched/gpusched/sim/policy"
 )
 
 // polluxCluster is Pollux's simulated cluster (16 nodes of 4 GPUs).
@@ -67,5 +69,37 @@ func TestGoodputFlagErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error()+errs, c.want) {
 			t.Errorf("%v: error %v %s; want one with %q", c.args, err, errs, c.want)
 		}
+	}
+}
+
+// greedySizer gives every job its Max, whatever the GPUs: a sizer that
+// over-allocates.
+type greedySizer struct{}
+
+func (greedySizer) Size(jobs []policy.SizeJob, _ int, _ func(string, int) float64) ([]int, error) {
+	out := make([]int, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.Max
+	}
+	return out, nil
+}
+
+// TestGoodputSizerErrors: a registered sizer's over-allocation stops the
+// run with the sizer and the violation named; an unregistered name is
+// refused before any run.
+func TestGoodputSizerErrors(t *testing.T) {
+	reg := &policy.Registry{}
+	if err := reg.Sizer("greedy", func(string, uint64) (policy.Sizer, error) { return greedySizer{}, nil }); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"run", "--file", polluxCluster, "--max-gpus-per-task", "4", "--trace", "synthetic:100", "--load", "2",
+		"--throughput-model", "pollux", "--ordering", "goodput", "--no-plots", "--out", t.TempDir()}
+	_, errs, err := execCmd(t, Options{Registry: reg}, append(base, "--goodput-sizer", "greedy")...)
+	if err == nil || !strings.Contains(err.Error()+errs, "--goodput-sizer greedy") || !strings.Contains(err.Error()+errs, "usable") {
+		t.Errorf("over-allocating sizer: %v %s", err, errs)
+	}
+	_, errs, err = execCmd(t, Options{Registry: reg}, append(base, "--goodput-sizer", "nobody")...)
+	if err == nil || !strings.Contains(err.Error()+errs, "registered: greedy") {
+		t.Errorf("unregistered sizer: %v %s", err, errs)
 	}
 }
