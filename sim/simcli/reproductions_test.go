@@ -87,7 +87,7 @@ var repros = []repro{
 			"(160 jobs in 8 hours, mostly cifar10 and ncf, each a number of epochs to reach). Goodput here is throughput only: Pollux also tunes each job's " +
 			"batch size to its GPUs (statistical efficiency), which is not modelled — its gain grows with load in Pollux's runs (1.36× → 1.90×), " +
 			"ours falls (about 1.5× at load 1.0, 1.4× at 1.5, 1.3× at 2.0: fewer idle GPUs to scale onto). The baseline is the 2D-LAS ordering at the sizes asked for " +
-			"(Tiresias' policy; Pollux's Tiresias+TunedJobs also gets tuned sizes and batches). The search is greedy over Pollux's objective " +
+			"(Tiresias' policy; Pollux gives its baselines ideal resource and training configurations, per its abstract). The search is greedy over Pollux's objective " +
 			"(power mean −1 of speedups with its 30 s resize discount) rather than its genetic algorithm; a resize pauses the job 30 s, as in Pollux's simulator.",
 	},
 	{
