@@ -61,7 +61,7 @@ func Packed(k, hostGPUs int) Placement {
 }
 
 // Params are one job type's throughput parameters: Pollux's model of the
-// time of one data-parallel iteration (Qiao et al., OSDI'21, §3.2), with
+// time of one data-parallel iteration (Qiao et al., OSDI'21; its artifact's simulator/goodput.py), with
 // a fixed global batch and no compute/communication overlap (Pollux's γ =
 // 1). On k GPUs each takes Batch/k samples per iteration, in
 // ⌈Batch/k / MaxLocal⌉ passes (gradient accumulation past what one GPU
