@@ -35,7 +35,13 @@ type Config struct {
 	// GPUs for its type (SpeedTable.Factor with the trace job's Type as
 	// the class; "" the default factors) times the Speed model's factor.
 	// Nil: every model at 1.
-	GPUSpeeds  *SpeedTable
+	GPUSpeeds *SpeedTable
+	// Scaling, when set, is a throughput model: each job runs at the
+	// speed it gives for the GPUs the job holds and their placement
+	// (Scaling.Factor), times its GPU models' factor (GPUSpeeds). It
+	// replaces the Speed model's placement factor and the linear scaling
+	// of elastic jobs (see Resizer), so Speed.Enabled must be off.
+	Scaling    Scaling
 	Preemption PreemptionModel
 	// Tenants are the entitlements fairness is measured against; jobs
 	// name their tenant in Spec.Queue. Nil means equal entitlements among
@@ -137,6 +143,11 @@ type CheckpointModel struct {
 	// RestartCost is the time a job spends reloading before it makes
 	// progress again after a stop.
 	RestartCost time.Duration
+	// ResizeCost is the time a job pauses at each shrink or grow before
+	// it makes progress at its new size (elastic frameworks restart their
+	// workers; Pollux's simulator charges 30 s per re-allocation). Zero: a
+	// resize is free.
+	ResizeCost time.Duration
 }
 
 // FailureModel injects faults. Each kind arrives as a Poisson process at
@@ -252,7 +263,7 @@ func (c *Config) validate() error {
 		v    time.Duration
 	}{
 		{"Checkpoint.Interval", c.Checkpoint.Interval}, {"Checkpoint.Overhead", c.Checkpoint.Overhead},
-		{"Checkpoint.RestartCost", c.Checkpoint.RestartCost}, {"Failures.GPUMTBF", c.Failures.GPUMTBF},
+		{"Checkpoint.RestartCost", c.Checkpoint.RestartCost}, {"Checkpoint.ResizeCost", c.Checkpoint.ResizeCost}, {"Failures.GPUMTBF", c.Failures.GPUMTBF},
 		{"Failures.HostMTBF", c.Failures.HostMTBF}, {"Failures.ToRMTBF", c.Failures.ToRMTBF},
 		{"Failures.RepairTime", c.Failures.RepairTime}, {"Drain.MeanInterval", c.Drain.MeanInterval},
 		{"Drain.Duration", c.Drain.Duration}, {"Preemption.Grace", c.Preemption.Grace},
@@ -285,6 +296,9 @@ func (c *Config) validate() error {
 		if d <= 0 || (i > 0 && d <= c.EstimateError.RoundUp[i-1]) {
 			return cfgErr(fmt.Sprintf("EstimateError.RoundUp[%d]", i), "%v: want positive and ascending", d)
 		}
+	}
+	if c.Speed.Enabled && c.Scaling != nil {
+		return cfgErr("Speed.Enabled", "with a Scaling model: both model placement; turn one off")
 	}
 	if c.Speed.Enabled {
 		def := func(p *float64, v float64, name string) error {

@@ -26,11 +26,7 @@ func TestGPUSpeedsByType(t *testing.T) {
 	a, b := tj("a", 0, time.Hour, 0, k80), tj("b", 0, time.Hour, 0, k80)
 	a.Type, b.Type = "fast", "slow"
 	r := simtest.Run(t, sim.Config{Cluster: c, Scheduler: simtest.NewFIFO(c), GPUSpeeds: tab, Audit: true}, []trace.Job{a, b})
-	var runs []float64
-	for _, j := range r.Jobs {
-		runs = append(runs, j.End-j.Start)
-	}
-	slices.Sort(runs)
+	runs := runTimes(r) // (scaling_test.go)
 	if !slices.Equal(runs, []float64{1800, 7200}) {
 		t.Errorf("run times %v, want 30 min and 2 h", runs)
 	}

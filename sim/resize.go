@@ -145,7 +145,8 @@ func sizeSpeed(j *job) float64 {
 // changed): its segment ends there without a stop (the work done so far
 // is kept, though what no checkpoint covers yet is lost if the run stops
 // before the next one), and a new one starts at now, without a reload,
-// at the speed of its new size, with its hosts and GPUs held.
+// at the speed of its new size, with its hosts and GPUs held; it pauses
+// for the ResizeCost first.
 func (s *Simulation) resized(now time.Duration, i int32, claims []topology.Claim) {
 	j := &s.jobs[i]
 	s.account(now)
@@ -180,8 +181,8 @@ func (s *Simulation) resized(now time.Duration, i int32, claims []topology.Claim
 	s.m.load.run(now, int(j.tk), m, +1)
 	j.gpuMilli = m
 	j.level = s.spread(claims)
-	j.speed = s.speedFor(j.level) * s.modelSpeed(j.claims, j) * sizeSpeed(j)
-	j.segStart, j.restart, j.segBusy = now, 0, s.m.load.busyTime
+	j.speed = s.jobSpeed(j) // (scaling.go)
+	j.segStart, j.restart, j.segBusy = now, s.cfg.Checkpoint.ResizeCost, s.m.load.busyTime
 	j.endEv = s.eng.Schedule(now+s.segmentLength(j), func(t time.Duration) { s.complete(t, i) })
 	j.ckptK, j.ckptN = 0, s.checkpointsDue(j)
 	if j.ckptN > 0 {

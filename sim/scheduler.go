@@ -172,9 +172,10 @@ type Grow struct {
 // How the simulator models a resize: a job with an elastic group runs at
 // a speed proportional to the tasks it holds (linear scaling: its trace
 // duration is at its full size; bound at its minimum, or shrunk to it, it
-// runs at that share of full speed), so a resize ends the job's segment
-// without a stop — the work done so far is kept — and starts one at the
-// new speed with the new GPUs, without a reload. A shrink's stopped tasks
+// runs at that share of full speed; Config.Scaling, when set, gives the
+// speed instead), so a resize ends the job's segment without a stop — the
+// work done so far is kept — and starts one at the new speed with the new
+// GPUs, without a reload (after Checkpoint.ResizeCost's pause, if set). A shrink's stopped tasks
 // checkpoint in their grace period as a preempted job does (when
 // checkpoints are on and the grace covers the pause), else they lose the
 // work since the job's last checkpoint on their GPUs (GPU time lost to

@@ -559,7 +559,7 @@ func (s *Simulation) bind(now time.Duration, b Binding) error {
 	j.segBusy = s.m.load.busyTime
 	s.running++
 	j.level = s.spread(j.claims)
-	j.speed = s.speedFor(j.level) * s.modelSpeed(j.claims, j) * sizeSpeed(j) // (resize.go)
+	j.speed = s.jobSpeed(j) // (scaling.go)
 	j.segStart, j.runStart, j.unsaved = now, now, 0
 	j.restart = 0
 	if j.started {

@@ -1,6 +1,6 @@
 // Package policy is how a researcher's own job-level policies reach the
 // simulator: the interfaces a policy implements, and Registry, a set of
-// named policies (placers, orderings, demotions, allocators) that `gpusched sim`
+// named policies (placers, orderings, demotions, allocators, sizers) that `gpusched sim`
 // accepts wherever it accepts a built-in's name — in run, in compare's
 // axes (--policies, --orderings), in sweeps (--param ordering=…), with
 // --seeds, --load, virtual clusters and the HTML report.

@@ -33,15 +33,16 @@ type Registry struct {
 	placers   map[string]PlacerFactory
 	orderings map[string]OrderingFactory
 	demotions map[string]DemotionFactory
-	// allocators are in allocator.go.
+	// allocators are in allocator.go, sizers in sizer.go.
 	allocators map[string]AllocatorFactory
+	sizers     map[string]SizerFactory
 }
 
 // reserved are the built-in orderings' names (sim --ordering, --demote),
 // which a registered policy may not take, nor a placer's
 // (gang.PolicyNames).
 var reserved = []string{
-	"fifo", "strict-fifo", "best-effort-fifo", "priority-aging", "shortest-first", "sjf", "srtf", "themis", "las", "slice", "exec", "gavel", "gavel-agnostic",
+	"fifo", "strict-fifo", "best-effort-fifo", "priority-aging", "shortest-first", "sjf", "srtf", "themis", "las", "slice", "exec", "gavel", "gavel-agnostic", "goodput",
 }
 
 func checkName(kind, name string) error {
@@ -73,7 +74,8 @@ func (r *Registry) taken(name string) bool {
 	_, o := r.orderings[name]
 	_, d := r.demotions[name]
 	_, a := r.allocators[name]
-	return p || o || d || a
+	_, z := r.sizers[name]
+	return p || o || d || a || z
 }
 
 // Placer registers a placement policy under name: --policy NAME,

@@ -22,6 +22,7 @@ import (
 	"github.com/gpusched/gpusched/frag"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/sim"
+	"github.com/gpusched/gpusched/sim/goodput"
 	"github.com/gpusched/gpusched/sim/policy"
 	"github.com/gpusched/gpusched/sim/report"
 	"github.com/gpusched/gpusched/sim/rootsched"
@@ -400,6 +401,12 @@ func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stat
 	if err != nil {
 		return nil, err
 	}
+	if order.goodput != nil {
+		if ss != nil {
+			return nil, errors.New("--ordering goodput runs its own scheduler, not the root Scheduler --save-state captures")
+		}
+		return executeGoodput(rc, given, order, p, progress) // (throughput.go)
+	}
 	jobs := slices.Clone(p.lt.jobs)
 	qcfg, tenants, qmap, err := rc.queueSetup(jobs)
 	if p.part != nil {
@@ -459,6 +466,11 @@ func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stat
 		return nil, err
 	}
 	cfg.Cluster, cfg.Scheduler, cfg.Tenants, cfg.QueueMap, cfg.Progress = p.c, s, tenants, qmap, progress
+	if m, err := readThroughputModel(rc.throughput); err != nil {
+		return nil, err
+	} else if m != nil {
+		cfg.Scaling = goodput.NewScaling(m, p.c, jobs)
+	}
 	if testWrap != nil {
 		cfg.Scheduler = testWrap(s)
 	}
@@ -487,12 +499,18 @@ func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stat
 	if node != nil && node.Err() != nil {
 		return nil, fmt.Errorf("--policy %s: %w", rc.policy, node.Err())
 	}
-	res.Summary.Policy, res.Summary.Trace, res.Summary.Input = rc.policy, p.lt.name, sim.NewInputStats(p.lt.stats)
+	label(res, rc.policy, rc, given, p)
+	return res, nil
+}
+
+// label records what ran in a run's summary: its policy, trace, input,
+// ordering as asked, and provenance.
+func label(res *sim.Result, policy string, rc, given runConfig, p *prepared) {
+	res.Summary.Policy, res.Summary.Trace, res.Summary.Input = policy, p.lt.name, sim.NewInputStats(p.lt.stats)
 	res.Summary.Ordering = cmp.Or(given.ordering, "fifo")
 	if p.prov != nil {
 		res.Summary.Provenance = runProvenance(p.prov, given, rc)
 	}
-	return res, nil
 }
 
 // bar returns a progress bar on stderr, or a no-op one when stderr is not

@@ -78,9 +78,12 @@ type runConfig struct {
 	estSigma     float64
 	estRound     []time.Duration
 	gpuSpeeds    string
-	jobTypes     string // --job-types (gavel.go)
-	gavelAlloc   string // --gavel-allocator (gavel.go)
-	slurm        string // a Slurm site directory (see slurm.go)
+	throughput   string        // --throughput-model (throughput.go)
+	resizeCost   time.Duration // --resize-cost
+	goodputSizer string        // --goodput-sizer
+	jobTypes     string        // --job-types (gavel.go)
+	gavelAlloc   string        // --gavel-allocator (gavel.go)
+	slurm        string        // a Slurm site directory (see slurm.go)
 	defrag       defragFlags
 	elastic      elasticFlags // (elastic.go)
 	starveLimit  float64
@@ -125,6 +128,8 @@ func (r *runConfig) bind(fs *pflag.FlagSet, cluster bool) {
 	fs.StringVar(&r.ordering, "ordering", r.ordering, orderingHelp+registeredOrderings(r.reg))
 	fs.Float64Var(&r.starveLimit, "starve-limit", r.starveLimit, "with --demote or --ordering las:…, Tiresias' starvation guard (its STARVELIMIT): a demoted job that has waited this many times its last run since that run ended goes back to the top level, its attained service counted from zero (0: off)")
 	fs.StringVar(&r.gpuSpeeds, "gpu-speeds", r.gpuSpeeds, "per-GPU-model speed factors: a table file (sim.ReadSpeedTable's YAML) or gavel (the embedded table from Gavel's published K80/P100/V100 throughputs); a job runs at its slowest GPU's factor for its type (--job-types)")
+	fs.StringVar(&r.throughput, "throughput-model", r.throughput, throughputHelp)
+	fs.StringVar(&r.goodputSizer, "goodput-sizer", r.goodputSizer, goodputSizerHelp+registeredSizers(r.reg))
 	fs.StringVar(&r.jobTypes, "job-types", r.jobTypes, jobTypesHelp)
 	fs.StringVar(&r.gavelAlloc, "gavel-allocator", r.gavelAlloc, gavelAllocHelp+registeredAllocators(r.reg))
 	fs.StringVar(&r.demote, "demote", r.demote, "lower jobs' priority as they attain service, needing no durations: las:H1,H2,… (Tiresias' 2D-LAS, thresholds in GPU-hours) or slice:LEASE (Gandiva-style time slicing, e.g. slice:10m), or a registered demotion; it turns on --preempt queue when --preempt is off, so a job of a higher level preempts one of a lower level")
@@ -133,6 +138,7 @@ func (r *runConfig) bind(fs *pflag.FlagSet, cluster bool) {
 	fs.DurationVar(&r.ckptInterval, "ckpt-interval", r.ckptInterval, "checkpoint interval of jobs (0: they do not checkpoint)")
 	fs.DurationVar(&r.ckptOverhead, "ckpt-overhead", r.ckptOverhead, "pause per checkpoint")
 	fs.DurationVar(&r.restartCost, "restart-cost", r.restartCost, "reload time after a stop")
+	fs.DurationVar(&r.resizeCost, "resize-cost", r.resizeCost, "pause of an elastic job at each shrink or grow before it runs at its new size (Pollux's simulator: 30s; 0: free)")
 	fs.DurationVar(&r.gpuMTBF, "gpu-mtbf", r.gpuMTBF, "mean time between failures of one GPU (0: none)")
 	fs.DurationVar(&r.hostMTBF, "host-mtbf", r.hostMTBF, "mean time between failures of one host (0: none)")
 	fs.DurationVar(&r.torMTBF, "tor-mtbf", r.torMTBF, "mean time between outages of one ToR switch (0: none)")
@@ -200,6 +206,9 @@ func (r *runConfig) check(swept map[string]bool) error {
 		return fmt.Errorf("--starve-limit %g: want ≥ 0, with --demote or --ordering las:…", r.starveLimit)
 	}
 	if err := r.defrag.check(r.preempt, swept); err != nil {
+		return err
+	}
+	if err := r.checkThroughput(swept); err != nil { // (throughput.go)
 		return err
 	}
 	if err := r.elastic.check(r.preempt, swept); err != nil {
@@ -619,7 +628,7 @@ func (r *runConfig) simConfig() (sim.Config, error) {
 	return sim.Config{
 		Outages:          outs,
 		Seed:             r.seed,
-		Checkpoint:       sim.CheckpointModel{Interval: r.ckptInterval, Overhead: r.ckptOverhead, RestartCost: r.restartCost},
+		Checkpoint:       sim.CheckpointModel{Interval: r.ckptInterval, Overhead: r.ckptOverhead, RestartCost: r.restartCost, ResizeCost: r.resizeCost},
 		Failures:         sim.FailureModel{GPUMTBF: r.gpuMTBF, HostMTBF: r.hostMTBF, ToRMTBF: r.torMTBF, RepairTime: r.repair},
 		Drain:            sim.DrainModel{MeanInterval: r.drainEvery, Duration: r.drainFor},
 		Speed:            sim.SpeedModel{Enabled: r.speed, SameHost: r.speedHost, SameSwitch: r.speedSwitch, PerLevel: r.speedLevel},

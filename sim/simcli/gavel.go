@@ -14,10 +14,10 @@ import (
 )
 
 // jobTypesHelp is --job-types' help: every value it takes.
-const jobTypesHelp = `job types (Gavel's: the network a job trains), naming classes of the --gpu-speeds table, by which each job runs on each GPU model and --ordering gavel allocates: ` +
+const jobTypesHelp = `job types (Gavel's: the network a job trains), naming classes of the --gpu-speeds table (without one, of the --throughput-model), by which each job runs on each GPU model and --ordering gavel allocates (and by which it scales, with --throughput-model): ` +
 	`empty (the trace's own type column, e.g. --map …,type=COLUMN, else the table's default factors), ` +
 	`uniform (each job a type drawn uniformly from the table's classes by the seed and its ID, as Gavel's simulator draws them), ` +
-	`or a file of JOB,TYPE lines (an optional job,type header; # comments); needs --gpu-speeds`
+	`or a file of JOB,TYPE lines (an optional job,type header; # comments); needs --gpu-speeds or --throughput-model`
 
 // gavelAllocHelp is --gavel-allocator's help.
 const gavelAllocHelp = `the allocation step of --ordering gavel and gavel-agnostic: empty (the built-in max-min, fairshare.HeteroMaxMin) ` +
@@ -136,8 +136,9 @@ func (r *runConfig) gavelEffective(o jobOrder) error {
 }
 
 // assignJobTypes applies --job-types to a loaded trace and checks every
-// job's type against the speed table: a type the table does not have is
-// an error naming the mapping file's (or the trace's) line and field.
+// job's type against the speed table (or, without one, the throughput
+// model): a type the table does not have is an error naming the mapping
+// file's (or the trace's) line and field.
 func (r *runConfig) assignJobTypes(lt *loadedTrace) error {
 	hasTypes := r.jobTypes != ""
 	for i := range lt.jobs {
@@ -146,22 +147,21 @@ func (r *runConfig) assignJobTypes(lt *loadedTrace) error {
 	if !hasTypes {
 		return nil
 	}
-	if r.gpuSpeeds == "" {
-		if r.jobTypes != "" {
-			return errors.New("--job-types needs --gpu-speeds: the table whose classes the types name")
-		}
-		return nil // a trace's type column without a table: types unused
-	}
-	speeds, err := readGPUSpeeds(r.gpuSpeeds)
+	known, has, table, err := r.typeClasses() // (throughput.go)
 	if err != nil {
 		return err
 	}
-	known := speeds.ClassNames()
+	if has == nil {
+		if r.jobTypes != "" {
+			return errors.New("--job-types needs --gpu-speeds or --throughput-model: the table whose classes the types name")
+		}
+		return nil // a trace's type column without a table: types unused
+	}
 	switch r.jobTypes {
 	case "":
 	case "uniform":
 		if len(known) == 0 {
-			return fmt.Errorf("--job-types uniform: the --gpu-speeds table %s has no classes to draw from", r.gpuSpeeds)
+			return fmt.Errorf("--job-types uniform: the %s has no classes to draw from", table)
 		}
 		trace.AssignUniform(lt.jobs, known, r.dataSeed())
 		lt.name += "+types=uniform"
@@ -176,7 +176,7 @@ func (r *runConfig) assignJobTypes(lt *loadedTrace) error {
 		if err != nil {
 			return fmt.Errorf("--job-types: %w", err)
 		}
-		if err := m.Check(speeds.HasClass, known); err != nil {
+		if err := m.Check(has, known); err != nil {
 			return fmt.Errorf("--job-types: %w", err)
 		}
 		// Rows for jobs the trace lacks (a mapping for a longer trace than
@@ -189,9 +189,9 @@ func (r *runConfig) assignJobTypes(lt *loadedTrace) error {
 	}
 	_, file, _ := strings.Cut(r.traceArg, ":")
 	for i := range lt.jobs {
-		if t := lt.jobs[i].Type; t != "" && !speeds.HasClass(t) {
+		if t := lt.jobs[i].Type; t != "" && !has(t) {
 			return fmt.Errorf("--trace: %w", &trace.ParseError{File: file, Line: lt.jobs[i].Line, Field: "type",
-				Msg: fmt.Sprintf("%q is not a job type of the --gpu-speeds table (%s)", t, strings.Join(known, ", "))})
+				Msg: fmt.Sprintf("%q is not a job type of the %s (%s)", t, table, strings.Join(known, ", "))})
 		}
 	}
 	return nil

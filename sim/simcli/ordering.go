@@ -22,6 +22,7 @@ const orderingHelp = `job ordering: fifo (best-effort FIFO: a job that does not 
 	`slice:LEASE (Gandiva-style time slicing, e.g. slice:10m, preemptive), themis (finish-time fairness ρ across queues, Themis), ` +
 	`gavel[:ROUND] (Gavel's heterogeneity-aware max-min over effective throughput, rounds of ROUND, default 6m: needs --gpu-speeds, job types from --job-types), ` +
 	`gavel-agnostic[:ROUND] (the same rounds, allocation blind to GPU models' speeds: Gavel's baseline), ` +
+	`goodput[:ROUND] (Pollux-style adaptive sizing: every ROUND, default 1m, each job's GPUs, from 1 to twice what it asks for, chosen to maximize the power mean −1 of speedups under --throughput-model, which it needs; jobs shrink and grow in place, see --resize-cost), ` +
 	`exec:COMMAND ARGS (a policy in another process, e.g. exec:python3 my_policy.py: docs/policy-protocol.md)` +
 	`; sjf and srtf use --runtime-estimate (1, the true durations, when it is not set); a preemptive ordering turns on --preempt queue when --preempt is off`
 
@@ -32,10 +33,11 @@ type jobOrder struct {
 	srtf       bool
 	ext        policy.OrderingFactory // a registered ordering
 	extArg     string
-	themis     bool        // finish-time fairness across queues
-	gavel      *gavelOrder // Gavel's rounds (gavel.go)
-	estimate   bool        // needs runtime estimates
-	preemptive bool        // needs priority preemption
+	themis     bool          // finish-time fairness across queues
+	gavel      *gavelOrder   // Gavel's rounds (gavel.go)
+	goodput    *goodputOrder // Pollux-style sizing (throughput.go)
+	estimate   bool          // needs runtime estimates
+	preemptive bool          // needs priority preemption
 }
 
 // parseOrdering reads an --ordering value; reg adds the registered
@@ -65,6 +67,12 @@ func parseOrdering(v string, reg *policy.Registry) (jobOrder, error) {
 		}
 		return jobOrder{queue: queue.BestEffortFIFO, gavel: g, preemptive: true}, nil
 	}
+	if g, ok, err := parseGoodput(name, arg, hasArg); ok {
+		if err != nil {
+			return jobOrder{}, err
+		}
+		return jobOrder{queue: queue.BestEffortFIFO, goodput: g}, nil
+	}
 	if name == "exec" && hasArg {
 		argv := strings.Fields(arg)
 		if len(argv) == 0 {
@@ -79,7 +87,7 @@ func parseOrdering(v string, reg *policy.Registry) (jobOrder, error) {
 	if _, ok := reg.LookupDemotion(name); ok {
 		return jobOrder{queue: queue.BestEffortFIFO, demote: v, preemptive: true}, nil
 	}
-	known := "fifo, strict-fifo, priority-aging, sjf, srtf, las:H1,H2,…, slice:LEASE, themis, gavel[:ROUND], gavel-agnostic[:ROUND], exec:COMMAND"
+	known := "fifo, strict-fifo, priority-aging, sjf, srtf, las:H1,H2,…, slice:LEASE, themis, gavel[:ROUND], gavel-agnostic[:ROUND], goodput[:ROUND], exec:COMMAND"
 	if r := reg.Orderings(); len(r) > 0 {
 		known += ", and the registered " + strings.Join(r, ", ")
 	}
@@ -106,6 +114,9 @@ func (r runConfig) effective() (runConfig, jobOrder, error) {
 		r.runtimeEst = 1
 	}
 	if err := r.gavelEffective(o); err != nil {
+		return r, o, err
+	}
+	if err := r.goodputEffective(o); err != nil {
 		return r, o, err
 	}
 	if r.demote != "" || o.preemptive {

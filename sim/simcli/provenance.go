@@ -191,6 +191,9 @@ func newProvenance(cmd *cobra.Command, seeds []uint64, reg *policy.Registry) (*s
 	for _, n := range reg.Allocators() {
 		p.Registered = append(p.Registered, "allocator "+n)
 	}
+	for _, n := range reg.Sizers() {
+		p.Registered = append(p.Registered, "sizer "+n)
+	}
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		if slices.Contains(outputFlags, f.Name) {
 			return
