@@ -108,7 +108,9 @@ type State struct {
 	Cordoned []string
 	Leaving  []LeavingHost
 	// Recovery is the recovery concern's: the faults noted since the last
-	// cycle and the recoveries in flight (recovery_state.go).
+	// cycle and the recoveries in flight (recovery_state.go). Health alone
+	// plans nothing: a host building a State whose jobs on unhealthy parts
+	// the first cycle should recover lists those parts' faults here.
 	Recovery RecoveryState
 	// Reservations are the backfill reservations kept from the last cycle
 	// (reserve_state.go).
