@@ -86,7 +86,8 @@ type Preemption struct {
 	Job string
 	For string // the job the room is for
 	// Grace is how long the victim has to checkpoint before its resources
-	// must be released.
+	// must be released; not negative (a Preemptor's entry with a negative
+	// Grace is dropped: see Preemptor).
 	Grace time.Duration
 	// Reason says why this victim, in words.
 	Reason string

@@ -242,9 +242,7 @@ func (s *Scheduler) applyCluster(ch topology.Change, now time.Time) error {
 	}
 	// A network domain whose hosts all left has nothing to recover (and
 	// the recovery plan refuses a domain without hosts).
-	s.rec.keepFaults(func(f preempt.Fault) bool {
-		return f.Domain == topology.NoDomain || next.DomainKindOf(f.Domain) == topology.KindFabric || len(next.DomainHostList(f.Domain)) > 0
-	})
+	s.rec.keepFaults(func(f preempt.Fault) bool { return faultHolds(next, f) })
 	return nil
 }
 

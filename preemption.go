@@ -261,8 +261,8 @@ func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.
 	var asked []string
 	var victims []*job
 	for _, v := range vs {
-		vj, ok := s.jobs.byID[v.Job]
-		if !ok || !vj.state.Holding() || vj.vic.preempting || vj == j {
+		vj := s.victimOf(&v, j)
+		if vj == nil {
 			continue
 		}
 		v.For = j.spec.ID
@@ -292,6 +292,18 @@ func (s *Scheduler) maybePreempt(d *Decision, leaf *queue.Leaf, j *job, x *gang.
 		s.noms.hold(n, s.ledger, s.tree, now)
 	}
 	return true
+}
+
+// victimOf returns the holding job a Preemptor's entry v for j asks to
+// stop, or nil for an entry the Scheduler drops (see Preemptor): one
+// naming no holding job, j itself or a job already being stopped, or
+// with a negative Grace.
+func (s *Scheduler) victimOf(v *Preemption, j *job) *job {
+	vj, ok := s.jobs.byID[v.Job]
+	if !ok || !vj.state.Holding() || vj.vic.preempting || vj == j || v.Grace < 0 {
+		return nil
+	}
+	return vj
 }
 
 // readmittedAt reports whether j, preempted before, was admitted again at

@@ -22,7 +22,13 @@ import (
 // The Scheduler reports them in Decision.Preemptions, marks the victims as
 // being preempted (they are not offered again), and keeps the pending job
 // waiting with reason WaitPreemption until the host reports the victims
-// Preempted and the job places.
+// Preempted and the job places. It takes the plan as it is where it is
+// valid, and drops an entry that names no holding job, the pending job
+// itself or a job already being stopped, or has a negative Grace (or a
+// Shrink the gang may not give back: Preemption.Shrink); a plan with a
+// dropped entry makes no nomination (PlacingPreemptor), and one whose
+// entries are all dropped asks for no stop (the job waits as the cycle
+// explained it).
 type Preemptor interface {
 	Preempt(v PreemptView, job PreemptCandidate, now time.Time) []Preemption
 }

@@ -268,3 +268,15 @@ func (r *recovery) noteDomain(f preempt.Fault) { r.faults = append(r.faults, f) 
 func (r *recovery) keepFaults(ok func(preempt.Fault) bool) {
 	r.faults = slices.DeleteFunc(r.faults, func(f preempt.Fault) bool { return !ok(f) })
 }
+
+// faultHolds says whether fault f still names something of cluster c to
+// recover: a network domain whose hosts all left holds nothing (and the
+// recovery plan refuses a domain without hosts).
+func faultHolds(c *topology.Cluster, f preempt.Fault) bool {
+	return f.Domain == topology.NoDomain || c.DomainKindOf(f.Domain) == topology.KindFabric || len(c.DomainHostList(f.Domain)) > 0
+}
+
+// restoreFaults replaces the faults noted since the last cycle with
+// faults (a restore: restoring the health noted a fault for every part
+// that is not healthy).
+func (r *recovery) restoreFaults(faults []preempt.Fault) { r.faults = slices.Clone(faults) }

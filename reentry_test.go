@@ -85,6 +85,7 @@ var mutators = map[string]func(s *Scheduler, now time.Time) error{
 	"RestoreConsolidate": func(s *Scheduler, now time.Time) error { return s.RestoreConsolidate(ConsolidateState{}) },
 	"RestoreReservation": func(s *Scheduler, now time.Time) error { return s.RestoreReservation(Reservation{}) },
 	"RestoreRefusal":     func(s *Scheduler, now time.Time) error { return s.RestoreRefusal(Refusal{}) },
+	"RestoreRecovery":    func(s *Scheduler, now time.Time) error { return s.RestoreRecovery(RecoveryState{}) },
 	"RestoreStopping":    func(s *Scheduler, now time.Time) error { return s.RestoreStopping("a") },
 	"RestoreTombstone":   func(s *Scheduler, now time.Time) error { return s.RestoreTombstone(Tombstone{}) },
 	"RestoreFresh":       func(s *Scheduler, now time.Time) error { return s.RestoreFresh("a") },
@@ -107,7 +108,7 @@ var mutators = map[string]func(s *Scheduler, now time.Time) error{
 // call them. (State, Config and Submissions: read methods other changes
 // add.)
 var readers = []string{"Cluster", "ConsolidateState", "DefragState", "Fresh", "Holding", "Job", "Leaving", "Ledger",
-	"Len", "NoPlans", "Nominations", "Now", "Progress", "Queues", "Refusals", "Reservations", "Resizes", "Stopping",
+	"Len", "NoPlans", "Nominations", "Now", "Progress", "Queues", "RecoveryState", "Refusals", "Reservations", "Resizes", "Stopping",
 	"Tree", "Tombstones", "State", "Config", "Submissions"}
 
 // TestEveryMethodClassified: each exported method of *Scheduler is a

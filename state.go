@@ -107,6 +107,11 @@ type State struct {
 	// (live_state.go).
 	Cordoned []string
 	Leaving  []LeavingHost
+	// Recovery is the recovery concern's: the faults noted since the last
+	// cycle and the recoveries in flight (recovery_state.go). Health alone
+	// plans nothing: a host building a State whose jobs on unhealthy parts
+	// the first cycle should recover lists those parts' faults here.
+	Recovery RecoveryState
 	// Reservations are the backfill reservations kept from the last cycle
 	// (reserve_state.go).
 	Reservations []Reservation
@@ -161,7 +166,8 @@ type statePart struct {
 
 // stateParts are the concerns' parts, in the order they are saved and
 // restored: jobs first, then what is in flight for them, then health
-// and cordons, then what is computed from all that (reservations' what-if
+// and cordons, then the recoveries (their faults replace those restoring
+// the health noted), then what is computed from all that (reservations' what-if
 // ledgers, the preemption verdicts, consolidation's memo).
 var stateParts = [...]statePart{
 	{(*Scheduler).saveJobs, (*Scheduler).restoreJobs},
@@ -174,6 +180,7 @@ var stateParts = [...]statePart{
 	{(*Scheduler).saveUsage, (*Scheduler).restoreUsage},
 	{(*Scheduler).saveHealth, (*Scheduler).restoreHealth},
 	{(*Scheduler).saveHosts, (*Scheduler).restoreHosts},
+	{(*Scheduler).saveRecovery, (*Scheduler).restoreRecovery},
 	{(*Scheduler).saveReservations, (*Scheduler).restoreReservations},
 	{(*Scheduler).saveNoPlans, (*Scheduler).restoreNoPlans},
 	{(*Scheduler).saveConsolidation, (*Scheduler).restoreConsolidation},

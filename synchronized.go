@@ -12,10 +12,13 @@ import (
 // Synchronized is a Scheduler that several goroutines may use at once: a
 // service whose API handlers report events and answer queries while its
 // loop runs Schedule. Calls that change the Scheduler (the events,
-// Schedule, Write) are serialised under a sync.RWMutex's write lock; the
-// reads (Job, Holding, Len, Now, Progress, Queues, Tombstones) run
-// concurrently with each other under its read lock; Read, which hands
-// out the live views (Ledger, Tree), runs alone. Everything it hands
+// Schedule, the health setters, the live changes — Cordon, Uncordon,
+// AddHosts, RemoveHosts, SetHostGPUs, SetDomainHealth, Reconfigure —,
+// SetHostFilter, ForgetEnded, Write) are serialised under a
+// sync.RWMutex's write lock; the reads (Job, Holding, Len, Now, Progress,
+// Queues, Tombstones, Config) run concurrently with each other under its
+// read lock; Read, which hands out the live views (Ledger, Tree), and
+// State run alone. Everything it hands
 // out is the caller's (a Decision, a JobStatus and its copies), so it
 // may be kept and used after the call without the lock.
 //
@@ -49,8 +52,9 @@ func read[T any](x *Synchronized, fn func(s *Scheduler) T) T {
 }
 
 // Write runs fn with the Scheduler under the write lock, for what the
-// Synchronized does not wrap (Restore calls, live changes, Reconfigure):
-// no other call runs meanwhile. fn must not call the Synchronized.
+// Synchronized does not wrap (the Restore calls), or for several calls
+// that no other may come between: no other call runs meanwhile. fn must
+// not call the Synchronized.
 func (x *Synchronized) Write(fn func(s *Scheduler) error) error { return write(x, fn) }
 
 // Read runs fn with the Scheduler, for reads the Synchronized does not
@@ -151,34 +155,98 @@ func (x *Synchronized) SetPriority(id string, p int32) error {
 	return write(x, func(s *Scheduler) error { return s.SetPriority(id, p) })
 }
 
-// affected is the result of a health change.
-type affected struct {
-	ids []string
-	err error
+// results holds a call's two results.
+type results[A, B any] struct {
+	a A
+	b B
+}
+
+// change runs fn, a change that returns the IDs of the jobs it affects,
+// under the write lock.
+func (x *Synchronized) change(fn func(s *Scheduler) ([]string, error)) ([]string, error) {
+	r := write(x, func(s *Scheduler) results[[]string, error] {
+		ids, err := fn(s)
+		return results[[]string, error]{ids, err}
+	})
+	return r.a, r.b
 }
 
 // SetGPUHealth is Scheduler.SetGPUHealth under the write lock.
 func (x *Synchronized) SetGPUHealth(g topology.GPUID, h topology.Health) ([]string, error) {
-	r := write(x, func(s *Scheduler) affected { ids, err := s.SetGPUHealth(g, h); return affected{ids, err} })
-	return r.ids, r.err
+	return x.change(func(s *Scheduler) ([]string, error) { return s.SetGPUHealth(g, h) })
 }
 
 // SetHostHealth is Scheduler.SetHostHealth under the write lock.
 func (x *Synchronized) SetHostHealth(name string, h topology.Health) ([]string, error) {
-	r := write(x, func(s *Scheduler) affected { ids, err := s.SetHostHealth(name, h); return affected{ids, err} })
-	return r.ids, r.err
+	return x.change(func(s *Scheduler) ([]string, error) { return s.SetHostHealth(name, h) })
 }
 
-// jobStatus is Job's result.
-type jobStatus struct {
-	st JobStatus
-	ok bool
+// SetDomainHealth is Scheduler.SetDomainHealth under the write lock.
+func (x *Synchronized) SetDomainHealth(domain string, h topology.Health) ([]string, error) {
+	return x.change(func(s *Scheduler) ([]string, error) { return s.SetDomainHealth(domain, h) })
 }
+
+// Cordon is Scheduler.Cordon under the write lock.
+func (x *Synchronized) Cordon(name string) error {
+	return write(x, func(s *Scheduler) error { return s.Cordon(name) })
+}
+
+// Uncordon is Scheduler.Uncordon under the write lock.
+func (x *Synchronized) Uncordon(name string) error {
+	return write(x, func(s *Scheduler) error { return s.Uncordon(name) })
+}
+
+// AddHosts is Scheduler.AddHosts under the write lock.
+func (x *Synchronized) AddHosts(ch topology.Change, now time.Time) error {
+	return write(x, func(s *Scheduler) error { return s.AddHosts(ch, now) })
+}
+
+// RemoveHosts is Scheduler.RemoveHosts under the write lock.
+func (x *Synchronized) RemoveHosts(names []string, now time.Time) ([]string, error) {
+	return x.change(func(s *Scheduler) ([]string, error) { return s.RemoveHosts(names, now) })
+}
+
+// SetHostGPUs is Scheduler.SetHostGPUs under the write lock.
+func (x *Synchronized) SetHostGPUs(name, template string, templates []topology.HostTemplate, now time.Time) ([]string, error) {
+	return x.change(func(s *Scheduler) ([]string, error) { return s.SetHostGPUs(name, template, templates, now) })
+}
+
+// Reconfigure is Scheduler.Reconfigure under the write lock.
+func (x *Synchronized) Reconfigure(cfg queue.Config, moves []queue.Move, now time.Time) ([]string, error) {
+	return x.change(func(s *Scheduler) ([]string, error) { return s.Reconfigure(cfg, moves, now) })
+}
+
+// SetHostFilter is Scheduler.SetHostFilter under the write lock. The
+// filter runs during Schedule, under the lock: it must not call the
+// Synchronized.
+func (x *Synchronized) SetHostFilter(id string, f HostFilter) error {
+	return write(x, func(s *Scheduler) error { return s.SetHostFilter(id, f) })
+}
+
+// ForgetEnded is Scheduler.ForgetEnded under the write lock.
+func (x *Synchronized) ForgetEnded(id string) (bool, error) {
+	r := write(x, func(s *Scheduler) results[bool, error] {
+		ok, err := s.ForgetEnded(id)
+		return results[bool, error]{ok, err}
+	})
+	return r.a, r.b
+}
+
+// State is Scheduler.State, alone under the write lock (it reads the
+// ledger, as Read does): what a service saves (package snapshot's
+// FromState) while its handlers run.
+func (x *Synchronized) State() State { return write(x, (*Scheduler).State) }
+
+// Config is Scheduler.Config under the read lock.
+func (x *Synchronized) Config() Config { return read(x, (*Scheduler).Config) }
 
 // Job is Scheduler.Job under the read lock; the status is a deep copy.
 func (x *Synchronized) Job(id string) (JobStatus, bool) {
-	r := read(x, func(s *Scheduler) jobStatus { st, ok := s.Job(id); return jobStatus{st, ok} })
-	return r.st, r.ok
+	r := read(x, func(s *Scheduler) results[JobStatus, bool] {
+		st, ok := s.Job(id)
+		return results[JobStatus, bool]{st, ok}
+	})
+	return r.a, r.b
 }
 
 // Holding is Scheduler.Holding with fn called after the read lock is

@@ -237,6 +237,21 @@ func fromState(gs *gpusched.State, opt CaptureOptions, what string) (*State, err
 		st.Resizes = append(st.Resizes, sr)
 	}
 	st.Stopping, st.Fresh = gs.Stopping, gs.Fresh
+	for _, f := range gs.Recovery.Faults {
+		sf := Fault{State: healthName(f.Health)}
+		switch {
+		case f.GPU != topology.NoGPU:
+			sf.GPU = c.GPUName(f.GPU)
+		case f.Host != topology.NoHost:
+			sf.Host = c.HostName(f.Host)
+		default:
+			sf.Domain = c.DomainName(f.Domain)
+		}
+		st.Faults = append(st.Faults, sf)
+	}
+	for _, r := range gs.Recovery.InFlight {
+		st.Recovering = append(st.Recovering, Recovering{Job: r.Job, Action: r.Action.String()})
+	}
 	return st, nil
 }
 

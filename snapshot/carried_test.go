@@ -103,7 +103,7 @@ func TestEveryConcernStateCarried(t *testing.T) {
 	ef := elasticFiles(t)
 	set, rootSet := map[string]bool{}, map[string]bool{}
 	for name, data := range map[string]string{"shrinking": ef[0], "growing": ef[1], "tiny": tinyState, "v5": tinyV5, "v6": tinyV6, "v7": tinyV7, "sample": string(readSample(t)),
-		"settings": tinySettings, "moving": tinyMoving, "rich": encoded(t, st), "preset": preset} {
+		"settings": tinySettings, "moving": tinyMoving, "rich": encoded(t, st), "preset": preset, "recovering": recoveringFile(t)} {
 		opt := Options{Preemptor: pp}
 		l, err := Load([]byte(data), name, opt)
 		if err != nil {
@@ -367,7 +367,7 @@ var concernFields = map[string]string{
 	"victims.fresh": "State.Fresh", "victims.stopping": "State.Stopping", "victims.elig": "NoPlan.Eligible",
 	"victims.stops": "-an epoch",
 
-	"rec.faults": "State.Health", // recomputed by the first cycle (Limits)
+	"rec.faults": "RecoveryState.Faults",
 
 	"cyc.n": "-the last cycle's", "cyc.leaves": "-the last cycle's", "cyc.admitsNow": "-the last cycle's",
 	"hosts.byJob": "-functions the host sets again after a restart (SetHostFilter)",
@@ -414,7 +414,7 @@ var concernFields = map[string]string{
 	"job.vic.prio": "-derived", "job.vic.preempting": "-derived from the nominations, migrations and stopping victims",
 	"job.nom.nominated": "State.Nominations", "job.nom.waitingFor": "Nomination.Victims",
 	"job.rec.checkpoint": "RestoredJob.Checkpoint", "job.rec.progress": "RestoredJob.Progress", "job.rec.restarts": "RestoredJob.Restarts",
-	"job.rec.recovering": "-recomputed from the health by the first cycle (Limits)", "job.rec.action": "-with recovering",
+	"job.rec.recovering": "RecoveryState.InFlight", "job.rec.action": "RecoveryInFlight.Action",
 	"job.el.p": "RestoredJob.Tasks", "job.el.orig": "Resize.Size", "job.el.shrink": "Resize.Shrink",
 	"job.el.shrinkFor": "Resize.For", "job.el.shrinkGrace": "Resize.Grace", "job.el.shrinkAt": "-the state's time (RestoreResize)",
 	"job.el.grow":   "Resize.Grow",

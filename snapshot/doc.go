@@ -20,7 +20,7 @@
 // YAML (or JSON, which is YAML too). Times are RFC 3339, durations Go
 // durations ("90m", "1h30m"). Field by field:
 //
-//	version: 8                  # the format's version; 1 to 8 are read
+//	version: 9                  # the format's version; 1 to 9 are read
 //	now: 2025-01-01T10:00:00Z   # the time of the state (required)
 //	cluster:                    # exactly one of preset, file, machine, spec
 //	  preset: h100-1k           #   a built-in cluster (topology.PresetNames)
@@ -134,6 +134,12 @@
 //	                            #   dropped; version 6)
 //	fresh: [serve-3]            # jobs admitted in the last cycle, possible
 //	                            #   victims from the next (version 6)
+//	faults:                     # health changes not yet planned (version
+//	- {host: dgx-h100-3, state: failed}   # 9): the next cycle recovers
+//	                            #   their jobs; host, gpu or domain
+//	recovering:                 # recoveries issued, not yet carried out
+//	- {job: train-5, action: requeue}     # (version 9): requeue, drain
+//	                            #   or end
 //	evictionRetry: 20m          # Config.EvictionRetry (version 6)
 //	reserveWholeHosts: true     # Config.ReserveWholeHosts (version 7)
 //	maxClockSkew: 1h            # Config.MaxClockSkew (version 8)
@@ -253,14 +259,15 @@
 //   - The "random" placer seeds each job from its submission sequence
 //     number, which a loaded Scheduler numbers afresh.
 //   - Not saved: OmitPending, Stats (Options.Stats sets the latter).
-//   - Health is applied after the jobs are restored, so the first cycle of
-//     a loaded Scheduler lists Recoveries for jobs on failed or draining
-//     parts that the captured one may already have handled (`gpusched
-//     explain` does not print them). Recoveries in flight are not saved:
-//     a job whose ActionRequeue recovery, issued before the capture, is
-//     carried out (Requeue) before the loaded Scheduler's first cycle
-//     counts no restart there (Config.MaxRestarts), where the captured
-//     one counts it.
+//   - The health changes not yet planned and the recoveries in flight
+//     (version 9): the loaded Scheduler's first cycle lists the
+//     Recoveries the captured one's would, none it already issued, and a
+//     Requeue carrying out an ActionRequeue issued before the capture
+//     counts a restart (Config.MaxRestarts). A file of an older version
+//     has every part of its health noted again: the first cycle lists
+//     Recoveries for the jobs there that the captured Scheduler may have
+//     handled already (`gpusched explain` does not print them), and a
+//     recovery issued before the capture counts no restart.
 //
 // Capture lists in State.Notes the limits that apply to the state it
 // captures.

@@ -46,7 +46,7 @@ func Example() {
 		fmt.Println(p.Job, "waits:", p.Reason)
 	}
 	// Output:
-	// version: 8
+	// version: 9
 	// now: 2025-01-01T09:10:00Z
 	// cluster:
 	//   preset: dgx-h100
@@ -73,6 +73,6 @@ func Example() {
 	//     queue: train
 	//     groups: [{count: 1, gpus: 4}]
 	//     submitted: 2025-01-01T09:01:00Z
-	// # sealed: bytes=555 crc32c=ebb5d9a9 jobs=2 fresh=1
+	// # sealed: bytes=555 crc32c=77c6b69f jobs=2 fresh=1
 	// next waits: capacity: needs 4 GPUs (1 task); cluster has 2 free GPUs: capacity; hosts excluded by gpu 1
 }

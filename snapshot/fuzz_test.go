@@ -82,6 +82,8 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte(tinyV6))
 	// Version 7: a verdict with the hosts changed since.
 	f.Add([]byte(tinyV7))
+	// Version 9: faults not yet planned, a recovery in flight.
+	f.Add([]byte(tinyV9))
 	f.Add([]byte(now + tinyCluster + q + "leaving: [{host: h1}, {host: h2, template: t}]\njobs: [{id: j, queue: a, groups: [{count: 1, gpus: 1}], submitted: 2025-01-01T09:00:00Z, state: running, started: 2025-01-01T09:00:00Z, placement: [{host: h1, gpus: [0]}]}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 4<<10 {
@@ -97,6 +99,29 @@ func FuzzLoad(f *testing.F) {
 		}
 		l.Scheduler.Schedule(l.State.Now)
 	})
+}
+
+// tinyV9 is a small state with the parts version 9 added: faults not
+// yet planned (of a host, a ToR, a GPU) and a recovery in flight.
+const tinyV9 = "now: 2025-01-01T10:00:00Z\n" + tinyCluster + "queues: {root: {children: [{name: a}]}}\n" +
+	"health: [{host: h1, state: failed}]\nfaults: [{host: h1, state: failed}, {domain: s, state: draining}, {gpu: h2/gpu0, state: healthy}]\n" +
+	"recovering: [{job: j, action: requeue}]\n" +
+	"jobs: [{id: j, queue: a, groups: [{count: 1, gpus: 1}], submitted: 2025-01-01T09:00:00Z, state: running, started: 2025-01-01T09:00:00Z, placement: [{host: h1, gpus: [0]}]}]\n"
+
+// TestTinyV9Loads: FuzzLoad's version 9 seed loads with its faults and
+// its recovery in flight: the first cycle recovers no job again.
+func TestTinyV9Loads(t *testing.T) {
+	l, err := Load([]byte(tinyV9), "tiny", Options{NoPreemption: true, MaxHosts: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := l.Scheduler.RecoveryState([]string{"j"})
+	if len(rs.Faults) != 3 || len(rs.InFlight) != 1 {
+		t.Fatalf("recovery state %+v", rs)
+	}
+	if d := l.Scheduler.Schedule(l.State.Now); len(d.Recoveries) != 0 {
+		t.Errorf("decision:\n%s", d.Format(l.Cluster))
+	}
 }
 
 // TestTinyStateLoads: the fuzz seed is a valid state (so the fuzzer starts

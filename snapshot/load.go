@@ -299,6 +299,9 @@ func (st *State) schedulerState(opt Options) (gpusched.State, map[string]queue.S
 		}
 		gs.Health = append(gs.Health, u)
 	}
+	if fe := st.recovery(c, &gs); fe != nil {
+		return bad(fe.field, fe.err)
+	}
 	gs.Cordoned = st.Cordoned
 	for _, lh := range st.Leaving {
 		gs.Leaving = append(gs.Leaving, gpusched.LeavingHost{Name: lh.Host, Template: lh.Template})
@@ -377,6 +380,8 @@ func (st *State) config(c *topology.Cluster, opt Options) (gpusched.Config, *fie
 // fileFields map the fields gpusched.Restore names (gpusched.StateError)
 // to the file's, where they differ.
 var fileFields = []struct{ from, to string }{
+	{"recovery.inFlight[", "recovering["},
+	{"recovery.faults[", "faults["},
 	{"defrag.moving[", "migrations["},
 	{"defrag.issued[", "defragLog["},
 	{"consolidation.issued[", "consolidation.log["},
@@ -761,6 +766,62 @@ func mapValue(n *yaml.Node, key string) *yaml.Node {
 		if n.Content[i].Value == key {
 			return n.Content[i+1]
 		}
+	}
+	return nil
+}
+
+// recoveryActions are the actions of a recovery in flight, as the file
+// names them.
+var recoveryActions = map[string]preempt.Action{"requeue": preempt.ActionRequeue, "drain": preempt.ActionDrain, "end": preempt.ActionEnd}
+
+// recovery reads the faults not yet planned and the recoveries in flight
+// into gs.Recovery, after gs.Health. A file before version 9 (or without
+// a version) that lists no faults has every part of gs.Health noted
+// again, hosts then GPUs, as restoring the health did before version 9.
+func (st *State) recovery(c *topology.Cluster, gs *gpusched.State) *fieldErr {
+	if len(st.Faults) == 0 && st.Version < 9 {
+		for _, u := range gs.Health {
+			if u.Host != "" {
+				h, _ := c.HostByName(u.Host)
+				gs.Recovery.Faults = append(gs.Recovery.Faults, preempt.HostFault(h, u.Health, ""))
+			} else {
+				gs.Recovery.Faults = append(gs.Recovery.Faults, preempt.GPUFault(u.GPU, u.Health, ""))
+			}
+		}
+	}
+	for i, f := range st.Faults {
+		fld := fmt.Sprintf("faults[%d]", i)
+		hh, ok := healthStates[f.State]
+		if !ok {
+			return &fieldErr{fld + ".state", fmt.Errorf("unknown health %q (want healthy, draining or failed)", f.State)}
+		}
+		pf := preempt.Fault{GPU: topology.NoGPU, Host: topology.NoHost, Domain: topology.NoDomain, Health: hh}
+		switch {
+		case f.Host != "" && f.GPU == "" && f.Domain == "":
+			if pf.Host, ok = c.HostByName(f.Host); !ok {
+				return &fieldErr{fld + ".host", fmt.Errorf("unknown host %q", f.Host)}
+			}
+		case f.GPU != "" && f.Host == "" && f.Domain == "":
+			g, err := gpuByName(c, f.GPU)
+			if err != nil {
+				return &fieldErr{fld + ".gpu", err}
+			}
+			pf.GPU = g
+		case f.Domain != "" && f.Host == "" && f.GPU == "":
+			if pf.Domain, ok = c.DomainByName(f.Domain); !ok {
+				return &fieldErr{fld + ".domain", fmt.Errorf("unknown domain %q", f.Domain)}
+			}
+		default:
+			return &fieldErr{fld, errors.New("give exactly one of host, gpu and domain")}
+		}
+		gs.Recovery.Faults = append(gs.Recovery.Faults, pf)
+	}
+	for i, r := range st.Recovering {
+		a, ok := recoveryActions[r.Action]
+		if !ok {
+			return &fieldErr{fmt.Sprintf("recovering[%d].action", i), fmt.Errorf("unknown action %q (want requeue, drain or end)", r.Action)}
+		}
+		gs.Recovery.InFlight = append(gs.Recovery.InFlight, gpusched.RecoveryInFlight{Job: r.Job, Action: a})
 	}
 	return nil
 }

@@ -88,6 +88,14 @@ func TestBadStates(t *testing.T) {
 		{"started before submitted", "  started: 2025-01-01T09:05:00Z", "  started: 2025-01-01T08:55:00Z", "s.yaml:52: jobs[2].started: 2025-01-01T08:55:00Z is before the job was submitted (2025-01-01T09:00:00Z)"},
 		{"running without start", "  started: 2025-01-01T09:05:00Z\n", "", "s.yaml:46: jobs[2].started: a running job needs its start time"},
 		{"pending with start", "  submitted: 2025-01-01T09:10:00Z\n", "  submitted: 2025-01-01T09:10:00Z\n  started: 2025-01-01T09:11:00Z\n", "s.yaml:64: jobs[3].started: a pending job has no start time"},
+		// Recoveries in flight and faults not yet planned (version 9).
+		{"recovering action", "now: 2025-01-01T10:00:00Z\n", "now: 2025-01-01T10:00:00Z\nrecovering: [{job: exp-1, action: keep}]\n", `s.yaml:5: recovering[0].action: unknown action "keep" (want requeue, drain or end)`},
+		{"recovering job", "now: 2025-01-01T10:00:00Z\n", "now: 2025-01-01T10:00:00Z\nrecovering: [{job: nope, action: drain}]\n", `s.yaml:5: recovering[0].job: no job "nope" in the state`},
+		{"recovering waiting", "now: 2025-01-01T10:00:00Z\n", "now: 2025-01-01T10:00:00Z\nrecovering: [{job: pre-2, action: requeue}]\n", "s.yaml:5: recovering[0]: job pre-2: gpusched: event does not apply in the job's state: RestoreRecovery: a pending job holds nothing to recover"},
+		{"recovering twice", "now: 2025-01-01T10:00:00Z\n", "now: 2025-01-01T10:00:00Z\nrecovering: [{job: exp-1, action: end}, {job: exp-1, action: end}]\n", "recovering[1]: job exp-1: gpusched: event does not apply in the job's state: RestoreRecovery: recovered twice"},
+		{"fault part", "now: 2025-01-01T10:00:00Z\n", "now: 2025-01-01T10:00:00Z\nfaults: [{host: dgx-h100-1, domain: tor1, state: failed}]\n", "s.yaml:5: faults[0]: give exactly one of host, gpu and domain"},
+		{"fault domain", "now: 2025-01-01T10:00:00Z\n", "now: 2025-01-01T10:00:00Z\nfaults: [{domain: tor9, state: failed}]\n", `s.yaml:5: faults[0].domain: unknown domain "tor9"`},
+		{"fault state", "now: 2025-01-01T10:00:00Z\n", "now: 2025-01-01T10:00:00Z\nfaults: [{gpu: dgx-h100-1/gpu0, state: tired}]\n", `s.yaml:5: faults[0].state: unknown health "tired"`},
 		{"negative progress", "  submitted: 2025-01-01T09:10:00Z\n", "  submitted: 2025-01-01T09:10:00Z\n  progress: -1h\n", "s.yaml:64: jobs[3].progress: negative progress -1h0m0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -96,7 +96,7 @@ func sealedCheck(t testing.TB, orig []byte) func(data []byte) error {
 func TestTruncatedStateRefused(t *testing.T) {
 	for name, file := range sealedFiles(t) {
 		check := sealedCheck(t, file)
-		versioned := bytes.Index(file, []byte("version: 8\n")) + len("version: 8\n")
+		versioned := bytes.Index(file, []byte("version: 9\n")) + len("version: 9\n")
 		for k := range len(file) {
 			err := check(file[:k])
 			if err == nil {
@@ -231,7 +231,7 @@ func TestLegacyStatesLoad(t *testing.T) {
 	}
 	// An older version's file with a seal still has it checked.
 	sealed := sealedFiles(t)["v7"]
-	old := bytes.Replace(sealed, []byte("version: 8\n"), []byte("version: 7\n"), 1)
+	old := bytes.Replace(sealed, []byte("version: 9\n"), []byte("version: 7\n"), 1)
 	if _, err := Load(old, "old", Options{NoPreemption: true}); !errors.Is(err, ErrNotWhole) {
 		t.Fatalf("an edited sealed file of version 7: %v", err)
 	}

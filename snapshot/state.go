@@ -28,8 +28,12 @@ import (
 // the whole cluster; versions 1 to 7 lack the seal, State.Hosts, the
 // trailer, Config.MaxClockSkew, Config.MaxTombstones and the tombstones,
 // which version 8 added: an older file loads unchecked, and its
-// Scheduler remembers no ended job).
-const Version = 8
+// Scheduler remembers no ended job; versions 1 to 8 lack the faults not
+// yet planned and the recoveries in flight, which version 9 added: an
+// older file's first cycle lists recoveries for the jobs on every part
+// that is not healthy, and counts no restart for a recovery issued
+// before the capture).
+const Version = 9
 
 // State is a saved Scheduler state, as the file holds it (see the package
 // documentation for the format). It is plain data: Capture fills it,
@@ -144,6 +148,20 @@ type State struct {
 	// next cycle makes possible victims (gpusched.Scheduler.Fresh;
 	// version 6): that ends the preemption verdicts they could change.
 	Fresh []string `yaml:"fresh,omitempty" json:"fresh,omitempty"`
+	// Faults are the health changes noted since the last cycle, in the
+	// order noted (gpusched.RecoveryState.Faults; version 9): the loaded
+	// Scheduler's first cycle turns them into recoveries, as the captured
+	// one's would. A file of an older version (or without a version) that
+	// lists none has every part of Health noted again: its first cycle
+	// lists recoveries for the jobs there, which the captured Scheduler
+	// may have handled already.
+	Faults []Fault `yaml:"faults,omitempty" json:"faults,omitempty"`
+	// Recovering are the recoveries issued (gpusched.Decision.Recoveries)
+	// and not yet carried out (gpusched.RecoveryState.InFlight; version
+	// 9), in order of submission: the loaded Scheduler does not recover
+	// those jobs again, and counts the restart their Requeue carries out
+	// (gpusched.Config.MaxRestarts).
+	Recovering []Recovering `yaml:"recovering,omitempty" json:"recovering,omitempty"`
 	// Notes say what the state could not carry of the Scheduler it was
 	// captured from (see Capture); informational.
 	Notes []string `yaml:"notes,omitempty" json:"notes,omitempty"`
@@ -401,6 +419,24 @@ type Refusal struct {
 	Until   time.Time `yaml:"until" json:"until"`
 	Reason  string    `yaml:"reason,omitempty" json:"reason,omitempty"`
 	Blocked []string  `yaml:"blocked,omitempty" json:"blocked,omitempty"`
+}
+
+// Fault is a health change noted and not yet planned: exactly one of
+// Host, GPU (named HOST/gpuN) and Domain (a network or fabric domain, or
+// the cluster, by name), and its new health (State: healthy, draining or
+// failed).
+type Fault struct {
+	Host   string `yaml:"host,omitempty" json:"host,omitempty"`
+	GPU    string `yaml:"gpu,omitempty" json:"gpu,omitempty"`
+	Domain string `yaml:"domain,omitempty" json:"domain,omitempty"`
+	State  string `yaml:"state" json:"state"`
+}
+
+// Recovering is a recovery in flight (gpusched.RecoveryInFlight): the
+// job and its action, requeue, drain or end.
+type Recovering struct {
+	Job    string `yaml:"job" json:"job"`
+	Action string `yaml:"action" json:"action"`
 }
 
 // Tombstone is an ended job the Scheduler remembers

@@ -139,7 +139,7 @@ func TestLoadedKeepsCordons(t *testing.T) {
 		t.Fatalf("a 16-GPU job bound with one of two hosts cordoned: %v / %v", da.Bindings, db.Bindings)
 	}
 	// A version 4 file (no cordons) still loads.
-	old := unsealed(strings.Replace(strings.Replace(file, "version: 8", "version: 4", 1), "cordoned:\n  - "+c.HostName(0)+"\n", "", 1))
+	old := unsealed(strings.Replace(strings.Replace(file, "version: 9", "version: 4", 1), "cordoned:\n  - "+c.HostName(0)+"\n", "", 1))
 	if _, err := Load([]byte(old), "old.yaml", Options{NoPreemption: true}); err != nil {
 		t.Fatalf("a version 4 state: %v\n%s", err, old)
 	}
