@@ -104,13 +104,10 @@ func evictions(ctx context.Context, t *testing.T, c kubernetesClient, code strin
 func markRunning(ctx context.Context, t *testing.T, c kubernetesClient, names ...string) {
 	t.Helper()
 	for _, n := range names {
-		p, err := c.CoreV1().Pods("default").Get(ctx, n, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.Status.Phase = v1.PodRunning
-		p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: metav1.Now()})
-		if _, err := c.CoreV1().Pods("default").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		if err := updatePodStatus(ctx, c, "default", n, func(p *v1.Pod) {
+			p.Status.Phase = v1.PodRunning
+			p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: metav1.Now()})
+		}); err != nil {
 			t.Fatalf("mark %s running: %v", n, err)
 		}
 	}

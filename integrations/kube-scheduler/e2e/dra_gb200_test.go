@@ -204,6 +204,7 @@ func createTemplatePod(ctx context.Context, t *testing.T, c kubernetes.Interface
 	if err != nil {
 		t.Fatalf("pod %s: %v", name, err)
 	}
+	var statuses []v1.PodResourceClaimStatus
 	for k, spec := range map[string]resourceapi.ResourceClaimSpec{"gpus": gpus, "channel": channel} {
 		made := name + "-" + k
 		cl := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: made, Namespace: "default",
@@ -213,9 +214,10 @@ func createTemplatePod(ctx context.Context, t *testing.T, c kubernetes.Interface
 		if _, err := c.ResourceV1().ResourceClaims("default").Create(ctx, cl, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("claim %s: %v", made, err)
 		}
-		p.Status.ResourceClaimStatuses = append(p.Status.ResourceClaimStatuses, v1.PodResourceClaimStatus{Name: k, ResourceClaimName: &made})
+		statuses = append(statuses, v1.PodResourceClaimStatus{Name: k, ResourceClaimName: &made})
 	}
-	if _, err := c.CoreV1().Pods("default").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+	// gpusched may have written the pod meanwhile (its pending condition).
+	if err := updatePodStatus(ctx, c, "default", name, func(p *v1.Pod) { p.Status.ResourceClaimStatuses = statuses }); err != nil {
 		t.Fatalf("pod %s status: %v", name, err)
 	}
 }

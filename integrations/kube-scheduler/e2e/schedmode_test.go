@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"k8s.io/client-go/util/retry"
 	"strings"
 	"testing"
 	"time"
@@ -113,15 +114,25 @@ func waitCondition(ctx context.Context, t *testing.T, c kubernetesClient, ns, na
 func finish(ctx context.Context, t *testing.T, c kubernetesClient, ns string, names ...string) {
 	t.Helper()
 	for _, n := range names {
-		p, err := c.CoreV1().Pods(ns).Get(ctx, n, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.Status.Phase = v1.PodSucceeded
-		if _, err := c.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		if err := updatePodStatus(ctx, c, ns, n, func(p *v1.Pod) { p.Status.Phase = v1.PodSucceeded }); err != nil {
 			t.Fatalf("finish %s: %v", n, err)
 		}
 	}
+}
+
+// updatePodStatus changes pod ns/name's status with change, as a
+// controller or kubelet does: on the pod as it is now, again when a write
+// of the scheduler's (a condition, an annotation) landed in between.
+func updatePodStatus(ctx context.Context, c kubernetesClient, ns, name string, change func(*v1.Pod)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(p)
+		_, err = c.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		return err
+	})
 }
 
 // testJobsBoundByCycles: pods become jobs of their queues; a gang is bound
