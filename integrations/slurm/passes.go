@@ -21,16 +21,19 @@ import (
 // each pass starts from Slurm's own state, so a difference is a
 // difference of the backfill rules, not of an earlier split.
 
-// PassAgreement sums that comparison over the passes of one run.
+// PassAgreement sums that comparison over the passes of one run, each
+// job counted once, at the first pass where one of the two started it.
 type PassAgreement struct {
 	// Passes is how many passes had waiting jobs and were compared.
 	Passes int
 	// Both is how many jobs Slurm and gpusched started in the same pass,
 	// SameNode how many of them on the same node.
 	Both, SameNode int
-	// SlurmOnly is how many jobs Slurm's backfill started in a pass and
-	// gpusched kept waiting from the same state; GpuschedOnly how many
-	// jobs gpusched started that Slurm did not start before its next pass.
+	// SlurmOnly is how many jobs Slurm's backfill started in a pass where
+	// gpusched kept them waiting from the same state (gpusched would
+	// start them later); GpuschedOnly how many jobs gpusched started in a
+	// pass that Slurm did not start before its next pass (earlier than
+	// Slurm).
 	SlurmOnly, GpuschedOnly int
 	// Differ lists each job counted in SlurmOnly or GpuschedOnly, in pass
 	// order, with the pass's time after t0.
@@ -50,6 +53,7 @@ func (m *Model) ComparePasses(jobs []JobSpec, ids map[string]int, bl *BfLog, t0 
 	for _, s := range bl.Starts {
 		start[s.JobID] = s
 	}
+	decided := map[string]bool{} // counted at an earlier pass
 	order := slices.Clone(jobs)
 	slices.SortStableFunc(order, func(a, b JobSpec) int { return int(a.Arrive - b.Arrive) })
 	for i, p := range bl.Passes {
@@ -110,9 +114,13 @@ func (m *Model) ComparePasses(jobs []JobSpec, ids map[string]int, bl *BfLog, t0 
 			g[b.Job] = placementOf(c, b).Nodes[0]
 		}
 		for _, name := range waiting {
+			if decided[name] {
+				continue
+			}
 			st, ok := start[ids[name]]
 			slurm := ok && !st.Logged.Before(p) && st.Logged.Before(next)
 			node, gs := g[name]
+			decided[name] = slurm || gs
 			switch {
 			case slurm && gs:
 				out.Both++
@@ -124,7 +132,11 @@ func (m *Model) ComparePasses(jobs []JobSpec, ids map[string]int, bl *BfLog, t0 
 				out.Differ = append(out.Differ, fmt.Sprintf("%s s: %s started by Slurm on %s, waiting in gpusched", secs(p.Sub(t0)), name, st.Nodes[0]))
 			case gs:
 				out.GpuschedOnly++
-				out.Differ = append(out.Differ, fmt.Sprintf("%s s: %s started by gpusched on %s, waiting in Slurm", secs(p.Sub(t0)), name, node))
+				later := "not started by Slurm"
+				if ok {
+					later = "started by Slurm at " + secs(st.Logged.Sub(t0)) + " s"
+				}
+				out.Differ = append(out.Differ, fmt.Sprintf("%s s: %s started by gpusched on %s, waiting in Slurm (%s)", secs(p.Sub(t0)), name, node, later))
 			}
 		}
 	}

@@ -12,10 +12,11 @@ import (
 // each backfill pass of a captured run of scenario (d)
 // (testdata/trace-d-8.json, with the pass, start and end lines of its
 // slurmctld.log in trace-d-8.slurmctld.log): from the state Slurm had at
-// the pass, which waiting jobs start (ComparePasses). It checks that the
+// the pass, which waiting jobs start (ComparePasses; each job counted at
+// the first pass where one of the two started it). It checks that the
 // preset disagrees on no more jobs than it does today, and logs the same
 // comparison for other reservation depths (-v; GPUSCHED_SLURM_VERBOSE=1
-// lists the jobs).
+// lists the jobs, with when Slurm started those gpusched started first).
 func TestBackfillPassesCaptured(t *testing.T) {
 	tr := readTrace(t, "testdata/trace-d-8.json")
 	f, err := os.Open("testdata/trace-d-8.slurmctld.log")
@@ -33,7 +34,7 @@ func TestBackfillPassesCaptured(t *testing.T) {
 		jobs = append(jobs, j.Spec)
 		ids[j.Spec.Name] = j.JobID
 	}
-	const want = 38 // the preset's disagreements on this run
+	const want = 11 // the preset's disagreements on this run
 	for _, depth := range []int{0, 1, 3, 4, 8, 50} {
 		m, err := LoadModel(siteDir)
 		if err != nil {
