@@ -48,6 +48,9 @@ type BfLog struct {
 	// JobId=N done"), by job ID: to the millisecond, where scontrol and
 	// sacct give whole seconds.
 	Ends map[int]time.Time
+	// Passes are the beginnings of backfill's passes
+	// ("_attempt_backfill: beginning"), in log order.
+	Passes []time.Time
 }
 
 var (
@@ -55,6 +58,7 @@ var (
 	bfStartRE = regexp.MustCompile(`^\[([0-9T:.-]+)\] sched/backfill: _start_job: Started JobId=(\d+) in \S+ on (\S+)`)
 	mainRE    = regexp.MustCompile(`^\[([0-9T:.-]+)\] sched: Allocate JobId=(\d+) NodeList=(\S+)`)
 	doneRE    = regexp.MustCompile(`^\[([0-9T:.-]+)\] _job_complete: JobId=(\d+) done`)
+	passRE    = regexp.MustCompile(`^\[([0-9T:.-]+)\] sched/backfill: _attempt_backfill: beginning`)
 )
 
 // ParseBackfillLog reads slurmctld.log lines; times are in loc (slurmctld
@@ -89,6 +93,14 @@ func ParseBackfillLog(r io.Reader, loc *time.Location) (*BfLog, error) {
 				return nil, fmt.Errorf("slurmctld.log:%d: job end: %v", no, err)
 			}
 			out.Ends[id] = at
+			continue
+		}
+		if m := passRE.FindStringSubmatch(ln); m != nil {
+			at, err := time.ParseInLocation(stamp, m[1], loc)
+			if err != nil {
+				return nil, fmt.Errorf("slurmctld.log:%d: backfill pass: %v", no, err)
+			}
+			out.Passes = append(out.Passes, at)
 			continue
 		}
 		bf := true

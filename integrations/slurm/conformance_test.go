@@ -525,6 +525,7 @@ func scenarioTrace(ctx context.Context, t *testing.T, c *Cluster, m *Model) *Sce
 		if first := firstPlacementSplit(bl, replay, ids, sj, gst, gpl, t0); first != "" {
 			evNote += " " + first
 		}
+		evNote += " " + passNote(t, m, replay, ids, bl, t0)
 	}
 	var waits []time.Duration
 	late := 0
@@ -753,4 +754,30 @@ func reasonAt(ws []Wait, at time.Time) string {
 		r = r[:220] + "…"
 	}
 	return r
+}
+
+// passNote compares gpusched with Slurm decision by decision on this run
+// (Model.ComparePasses), with the preset and with every waiting job
+// planned.
+func passNote(t *testing.T, m *Model, jobs []JobSpec, ids map[string]int, bl *BfLog, t0 time.Time) string {
+	if len(bl.Passes) == 0 {
+		return "slurmctld.log logged no backfill pass beginnings, so the decision-by-decision comparison was not run."
+	}
+	a, err := m.ComparePasses(jobs, ids, bl, t0)
+	if err != nil {
+		t.Errorf("ComparePasses: %v", err)
+		return fmt.Sprintf("The decision-by-decision comparison failed: %v.", err)
+	}
+	every := *m
+	every.ReserveDepth = len(jobs)
+	e, err := every.ComparePasses(jobs, ids, bl, t0)
+	if err != nil {
+		t.Errorf("ComparePasses: %v", err)
+		return fmt.Sprintf("The decision-by-decision comparison failed: %v.", err)
+	}
+	return fmt.Sprintf("Decision by decision (no earlier split carried over): given the cluster as Slurm had it at each of its %d backfill passes "+
+		"with jobs waiting, one gpusched cycle starts %d jobs in the same pass as Slurm (%d on the same node); %d jobs Slurm's backfill started "+
+		"there were kept waiting by gpusched, and %d jobs gpusched started before Slurm did (each job counted at the first pass where one of "+
+		"the two started it). With every waiting job planned (ReserveDepth %d, as Slurm's backfill plans): %d the same, %d started by Slurm "+
+		"only, %d by gpusched first.", a.Passes, a.Both, a.SameNode, a.SlurmOnly, a.GpuschedOnly, every.ReserveDepth, e.Both, e.SlurmOnly, e.GpuschedOnly)
 }

@@ -100,6 +100,9 @@ func TestParseBackfillLog(t *testing.T) {
 	if st, ok := b.Start(102); !ok || !st.Backfill {
 		t.Errorf("start of 102: %+v", st)
 	}
+	if len(b.Passes) != 1 || b.Passes[0].Format("15:04:05.000") != "21:10:03.600" {
+		t.Errorf("passes: %v", b.Passes)
+	}
 	if held := b.HeldAt("node02", b.Plans[0].Logged.Add(time.Second), 2*time.Minute); len(held) != 1 {
 		t.Errorf("node02 held by %v, want job 101's plan", held)
 	}
