@@ -27,11 +27,16 @@ func Parse(s string) (*big.Rat, error) {
 		{"n", new(big.Rat).Inv(pow(10, 9))}, {"u", new(big.Rat).Inv(pow(10, 6))}, {"m", new(big.Rat).Inv(pow(10, 3))},
 		{"k", pow(10, 3)}, {"M", pow(10, 6)}, {"G", pow(10, 9)}, {"T", pow(10, 12)}, {"P", pow(10, 15)}, {"E", pow(10, 18)},
 	}
+	suffixed := false
 	for _, suf := range suffixes {
 		if strings.HasSuffix(s, suf.s) {
-			num, mult = strings.TrimSuffix(s, suf.s), suf.r
+			num, mult, suffixed = strings.TrimSuffix(s, suf.s), suf.r, true
 			break
 		}
+	}
+	if suffixed && strings.ContainsAny(num, "eE") {
+		// Kubernetes takes a suffix or an exponent, not both ("1e3Ki").
+		return nil, fmt.Errorf("bad quantity %q: an exponent and a suffix", s)
 	}
 	if num == "" || strings.ContainsAny(num, " _/") || strings.HasPrefix(num, "+-") {
 		return nil, fmt.Errorf("bad quantity %q", s)
