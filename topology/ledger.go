@@ -105,6 +105,11 @@ type Ledger struct {
 	// batch gathers one claim's changes to the domains its GPUs share
 	// (ledger_batch.go); off outside applyClaim and releaseClaim.
 	batch claimBatch
+	// trackers are the Occupancies that hold this ledger's occupancy as
+	// of their Track lazily (occupancy_track.go): before any change of a
+	// host here, each keeps the host's state first (preserve). Clone and
+	// CopyFrom do not copy it.
+	trackers []*Occupancy
 }
 
 // NewLedger returns an empty ledger for c: everything healthy and free.
@@ -189,6 +194,7 @@ func (l *Ledger) CopyFrom(src *Ledger) {
 	if l.c != src.c {
 		panic("topology: Ledger.CopyFrom across clusters")
 	}
+	l.settleTrackers() // l's whole state changes
 	copy(l.gpu, src.gpu)
 	copy(l.hostHealth, src.hostHealth)
 	copy(l.cordoned, src.cordoned)
@@ -467,6 +473,7 @@ func (l *Ledger) AllocateGPU(g GPUID) error {
 	if g < 0 || int(g) >= len(l.gpu) {
 		return l.fail("allocate", 0, NoHost, NoGPU, ErrBadClaim, "GPU id %d out of range", g)
 	}
+	l.preserve(l.c.gpus[g].host)
 	if err := l.takeGPU(0, GPUClaim{GPU: g}, true); err != nil {
 		return err
 	}
@@ -479,6 +486,7 @@ func (l *Ledger) ReleaseGPU(g GPUID) error {
 	if g < 0 || int(g) >= len(l.gpu) {
 		return l.fail("release", 0, NoHost, NoGPU, ErrBadClaim, "GPU id %d out of range", g)
 	}
+	l.preserve(l.c.gpus[g].host)
 	if err := l.giveGPU(0, GPUClaim{GPU: g}); err != nil {
 		return err
 	}
@@ -497,6 +505,7 @@ func (l *Ledger) applyClaim(ci int, cl *Claim, health bool) error {
 	if cl.CPUMilli < 0 || cl.MemoryMiB < 0 {
 		return l.fail("allocate", ci, h, NoGPU, ErrBadClaim, "negative CPU or memory")
 	}
+	l.preserve(h)
 	if health && l.hostHealth[h] != Healthy {
 		return l.fail("allocate", ci, h, NoGPU, ErrUnhealthy, "host is %s", l.hostHealth[h])
 	}
@@ -558,6 +567,7 @@ func (l *Ledger) releaseClaim(ci int, cl *Claim) error {
 	if cl.CPUMilli < 0 || cl.MemoryMiB < 0 {
 		return l.fail("release", ci, h, NoGPU, ErrBadClaim, "negative CPU or memory")
 	}
+	l.preserve(h)
 	if l.cpuFree[h]+cl.CPUMilli > l.c.hosts[h].cpuMilli {
 		return l.fail("release", ci, h, NoGPU, ErrNotAllocated, "releasing %d milli-cores, only %d allocated",
 			cl.CPUMilli, l.c.hosts[h].cpuMilli-l.cpuFree[h])
@@ -826,6 +836,7 @@ func (l *Ledger) SetGPUHealth(g GPUID, h Health) error {
 	if l.gpu[g].health == h {
 		return nil
 	}
+	l.preserve(l.c.gpus[g].host)
 	f0, m0, o0 := l.contrib(g)
 	l.gpu[g].health = h
 	f1, m1, o1 := l.contrib(g)
@@ -859,6 +870,7 @@ func (l *Ledger) SetHostHealth(h HostID, hh Health) error {
 // its GPUs are allocatable: it takes the host's GPUs out of the counters,
 // flips, and puts them back. O(GPUs of the host × tree depth).
 func (l *Ledger) flipHost(h HostID, flip func()) {
+	l.preserve(h)
 	x := &l.c.hosts[h]
 	for g := x.gpuLo; g < x.gpuLo+GPUID(x.nGPU); g++ {
 		f, m, o := l.contrib(g)

@@ -36,6 +36,7 @@ func (l *Ledger) Follow(next *Cluster) error {
 		}
 		gone = append(gone, h)
 	}
+	l.settleTrackers() // they keep the old version's occupancy
 	nh, ng, nd := len(old.hosts), len(old.gpus), len(old.domains)
 	l.c = next
 	// Grow the arrays; the new entries start free, healthy and unindexed.

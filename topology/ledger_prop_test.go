@@ -612,8 +612,10 @@ type ledgerMachine struct {
 	frozen      *Ledger // a ledger no longer changed, which must stay as it was
 	frozenState string
 	frozenAns   string
-	spare       *Ledger    // a ledger to CopyFrom into
-	spareOcc    *Occupancy // an Occupancy to CopyFrom into (occupancy_test.go)
+	spare       *Ledger      // a ledger to CopyFrom into
+	spareOcc    *Occupancy   // an Occupancy to CopyFrom into (occupancy_test.go)
+	tracked     []trackedOcc // Occupancies tracking ledgers, each with its oracle (occupancy_test.go)
+	trackPool   []*Occupancy // Occupancies forgotten, to Track again
 }
 
 func (m *ledgerMachine) pickHost(t *rapid.T) HostID {
@@ -994,6 +996,7 @@ func (m *ledgerMachine) Check(t *rapid.T) {
 		t.Fatalf("ledger and model differ: %s", firstDiff(got, want))
 	}
 	m.checkLive(t)
+	m.checkTracked(t, false)
 }
 
 // checkLive derives every GPU's occupancy and every host's CPU and memory
@@ -1076,6 +1079,7 @@ func TestLedgerProperties(t *testing.T) {
 		}
 		m.Query(t)
 		m.checkFrozen(t)
+		m.checkTracked(t, true)
 	})
 }
 

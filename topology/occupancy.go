@@ -10,8 +10,16 @@ package topology
 // Planners that keep the state of a future time only to check claims
 // against it (reservation shadows) use it instead of a Clone. It answers
 // no queries. Not safe for concurrent use.
+//
+// Track takes the copy lazily (occupancy_track.go): then o reads a host
+// from the ledger it tracks until either changes the host.
 type Occupancy struct {
 	l Ledger // slim: no counters, indexes or stamps (see Ledger.slim)
+	// base is the ledger o tracks (nil: o holds every host itself); held
+	// says which hosts o holds (held[h] == epoch).
+	base  *Ledger
+	held  []uint32
+	epoch uint32
 }
 
 // Occupancy returns a new Occupancy holding l's current occupancy.
@@ -26,6 +34,7 @@ func (l *Ledger) Occupancy() *Occupancy {
 // it has the room (any cluster). O(GPUs + hosts), no allocations when it
 // has.
 func (o *Occupancy) CopyFrom(src *Ledger) {
+	o.Forget()
 	d := &o.l
 	d.c, d.slim = src.c, true
 	d.gpu = append(d.gpu[:0], src.gpu...)
@@ -40,17 +49,38 @@ func (o *Occupancy) CopyFrom(src *Ledger) {
 func (o *Occupancy) Cluster() *Cluster { return o.l.c }
 
 // Allocate applies claims all or nothing, as Ledger.Allocate does.
-func (o *Occupancy) Allocate(claims ...Claim) error { return o.l.Allocate(claims...) }
+func (o *Occupancy) Allocate(claims ...Claim) error {
+	o.holdClaims(claims)
+	return o.l.Allocate(claims...)
+}
 
 // Release returns what claims took, all or nothing, as Ledger.Release
 // does.
-func (o *Occupancy) Release(claims ...Claim) error { return o.l.Release(claims...) }
+func (o *Occupancy) Release(claims ...Claim) error {
+	o.holdClaims(claims)
+	return o.l.Release(claims...)
+}
 
 // GPU returns the occupancy of GPU g.
-func (o *Occupancy) GPU(g GPUID) GPUStatus { return o.l.GPU(g) }
+func (o *Occupancy) GPU(g GPUID) GPUStatus {
+	if o.base != nil {
+		o.hold(o.l.c.gpus[g].host)
+	}
+	return o.l.GPU(g)
+}
 
 // CPUFree returns the unallocated CPU of host h in milli-cores.
-func (o *Occupancy) CPUFree(h HostID) int64 { return o.l.cpuFree[h] }
+func (o *Occupancy) CPUFree(h HostID) int64 {
+	if o.base != nil {
+		o.hold(h)
+	}
+	return o.l.cpuFree[h]
+}
 
 // MemoryFree returns the unallocated memory of host h in MiB.
-func (o *Occupancy) MemoryFree(h HostID) int64 { return o.l.memFree[h] }
+func (o *Occupancy) MemoryFree(h HostID) int64 {
+	if o.base != nil {
+		o.hold(h)
+	}
+	return o.l.memFree[h]
+}
