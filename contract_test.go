@@ -38,7 +38,10 @@ func contractScheduler(t *testing.T, cfg Config) *Scheduler {
 }
 
 // bindAndStart schedules at now and reports every binding Started.
-func bindAndStart(t *testing.T, s *Scheduler, now time.Time) Decision {
+func bindAndStart(t interface {
+	Helper()
+	Fatal(args ...any)
+}, s *Scheduler, now time.Time) Decision {
 	t.Helper()
 	d := s.Schedule(now)
 	for _, b := range d.Bindings {

@@ -241,9 +241,10 @@ func (cs *cycleState) listPending(tree *queue.Tree) []Pending { return cs.list.l
 // reservations of earlier blocked jobs (EASY backfill: a job that would
 // still run at a reserved start must not take what the reservation
 // needs). A job that passes is committed to the ledger and bound. A job
-// of a class that failed is not tried again in the cycle, and the
-// class's failure is cached by shape until capacity that could matter is
-// freed.
+// of a class that failed is not tried again in the cycle (unless the
+// Preemptor planned victims for the one that failed: each of the class's
+// waiting jobs then asks for victims of its own), and the class's
+// failure is cached by shape until capacity that could matter is freed.
 //
 // Called from inside a callback (ErrReentrant) — Holding's, a reader's
 // Ascend, or a Preemptor or Placer during Schedule — it changes nothing
@@ -548,14 +549,22 @@ func (s *Scheduler) try(d *Decision, leaf *queue.Leaf, j *job, now time.Time) {
 		s.backfillShort(d, leaf, j, v.conflict, now)
 		s.deep.after(s, leaf, j, backfillReason(v.conflict), v.mkey, v.allow, now)
 	case verdictBlocked:
-		s.cyc.classFail(st.cur, j, v.reason)
 		if v.preempt && s.maybePreempt(d, leaf, j, v.x, v.allow, now) {
 			// j waits for its victims, explained so in this cycle as in
 			// the next (evaluate: verdictWait): no reservation (its
 			// nomination, if any, holds its room), and its queue's
-			// policy applies to the next blocked candidate.
+			// policy applies to the next blocked candidate. Its class
+			// stays in the cycle: the next job of the class is blocked
+			// the same way (the failure cache answers at once) and asks
+			// for victims of its own, disjoint from j's (a job being
+			// stopped is no victim; j's nomination holds its room and
+			// quota), until the Preemptor has no plan or no plan left
+			// for the cycle (PlanPreemptor's bound): then the class is
+			// dropped as any blocked class.
+			st.cur.Advance()
 			return
 		}
+		s.cyc.classFail(st.cur, j, v.reason)
 		s.afterBlock(st, leaf, j, v.reason, v.block, v.mkey, v.allow, now)
 		if v.block == nil || (v.block.Kind == queue.BlockCluster && v.block.Capacity) {
 			s.deep.after(s, leaf, j, v.reason, v.mkey, v.allow, now)
