@@ -70,6 +70,9 @@ type draIO interface {
 	synced() bool
 	listSlices() ([]*resourceapi.ResourceSlice, error)
 	listClaims() ([]*resourceapi.ResourceClaim, error)
+	// class returns a DeviceClass from the informer's store; nil when
+	// absent.
+	class(name string) (*resourceapi.DeviceClass, error)
 	// claim returns a claim from the informer's store; nil when absent.
 	claim(ns, name string) (*resourceapi.ResourceClaim, error)
 	// fetch reads a claim from the apiserver.
@@ -102,6 +105,7 @@ type drat struct {
 	sliceKey string              // the slices last built from
 	nodes    map[string]*draNode // node name → its GPUs
 	cel      celMemo             // selectors' verdicts on the nodes' devices
+	kinds    classKinds          // what requests' selectors select (dra_class.go)
 	byPool   map[string]string   // pool → node name
 
 	nodeCache map[string]draNodeCopy
@@ -175,8 +179,10 @@ type gpuClaim struct {
 type gpuRequest struct {
 	name  string
 	count int
-	// sels are the request's CEL selectors (dra_cel.go).
+	// sels are the request's selectors: its DeviceClass's, then its own
+	// (dra_class.go, dra_cel.go); own says its own have a CEL selector.
 	sels []resourceapi.DeviceSelector
+	own  bool
 	// part is a MIG device or a share of a GPU instead of whole GPUs
 	// (dra_mig.go, dra_share.go); nil for whole GPUs.
 	part *partRequest
@@ -576,28 +582,47 @@ func claimName(p *v1.Pod, rc v1.PodResourceClaim) string {
 }
 
 // classify returns c's GPU requests; other says it has requests of other
-// classes; why says what gpusched cannot allocate in it.
+// drivers' classes; why says what gpusched cannot allocate in it. A
+// request naming a DeviceClass that does not exist is returned (kind
+// unknown) with why.
 func (d *drat) classify(c *resourceapi.ResourceClaim) (reqs []gpuRequest, other bool, why string) {
 	for _, r := range c.Spec.Devices.Requests {
-		switch {
-		case r.Exactly != nil && (r.Exactly.DeviceClassName == d.class || r.Exactly.DeviceClassName == d.migClass):
-			e := r.Exactly
-			switch {
-			case e.AllocationMode == resourceapi.DeviceAllocationModeAll:
-				why = fmt.Sprintf("request %q: allocationMode All is not supported yet", r.Name)
-			case e.AdminAccess != nil && *e.AdminAccess:
-				why = fmt.Sprintf("request %q: adminAccess is not supported", r.Name)
-			case len(e.Tolerations) > 0:
-				why = fmt.Sprintf("request %q: device tolerations are not supported yet", r.Name)
+		if r.Exactly == nil {
+			if slices.ContainsFunc(r.FirstAvailable, func(s resourceapi.DeviceSubRequest) bool {
+				dc, _ := d.io.class(s.DeviceClassName)
+				return d.kindOf(s.DeviceClassName, dc, s.Selectors) != kindOther
+			}) {
+				why = cmp.Or(why, fmt.Sprintf("request %q: firstAvailable with the GPU class is not supported yet", r.Name))
+				reqs = append(reqs, gpuRequest{name: r.Name, count: 1})
+				continue
 			}
-			rq := gpuRequest{name: r.Name, count: int(max(cmp.Or(e.Count, 1), 1)), sels: e.Selectors}
-			why = cmp.Or(why, d.partOf(&rq, e))
-			reqs = append(reqs, rq)
-		case r.FirstAvailable != nil && slices.ContainsFunc(r.FirstAvailable, func(s resourceapi.DeviceSubRequest) bool { return s.DeviceClassName == d.class }):
-			why = fmt.Sprintf("request %q: firstAvailable with the GPU class is not supported yet", r.Name)
-		default:
 			other = true
+			continue
 		}
+		e := r.Exactly
+		dc, w := d.classOf(r.Name, e.DeviceClassName)
+		if w != "" {
+			why = cmp.Or(why, w)
+			reqs = append(reqs, gpuRequest{name: r.Name, count: 1})
+			continue
+		}
+		sels := requestSelectors(dc, e.Selectors)
+		kind := d.kindOf(e.DeviceClassName, dc, e.Selectors)
+		if kind == kindOther {
+			other = true
+			continue
+		}
+		switch {
+		case e.AllocationMode == resourceapi.DeviceAllocationModeAll:
+			why = cmp.Or(why, fmt.Sprintf("request %q: allocationMode All is not supported yet", r.Name))
+		case e.AdminAccess != nil && *e.AdminAccess:
+			why = cmp.Or(why, fmt.Sprintf("request %q: adminAccess is not supported", r.Name))
+		case len(e.Tolerations) > 0:
+			why = cmp.Or(why, fmt.Sprintf("request %q: device tolerations are not supported yet", r.Name))
+		}
+		rq := gpuRequest{name: r.Name, count: int(max(cmp.Or(e.Count, 1), 1)), sels: sels, own: hasCEL(e.Selectors)}
+		why = cmp.Or(why, d.partOf(&rq, e, kind))
+		reqs = append(reqs, rq)
 	}
 	if len(c.Spec.Devices.Constraints) > 0 && len(reqs) > 0 {
 		why = cmp.Or(why, "constraints (matchAttribute) are not supported yet")
@@ -626,7 +651,7 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 			continue
 		}
 		claims = append(claims, c)
-		kb.WriteString(c.Name + "@" + c.ResourceVersion + ";")
+		kb.WriteString(c.Name + "@" + c.ResourceVersion + ";" + d.classKey(c))
 	}
 	key := kb.String() + d.sliceKey
 	if old, ok := d.pods[p.UID]; ok && old.src == p && old.key == key {
