@@ -84,7 +84,7 @@ type draIO interface {
 // drat is scheduler mode's DRA concern: the GPUs of the driver's slices,
 // the GPU claims of the profile's pods, and the claim writes. view,
 // allocate and release run on the cycle goroutine only; notReady reads
-// the informer's store alone.
+// the informer's store and what gmu guards alone.
 type drat struct {
 	driver, class string
 	migClass      string // Args.DRAMIGDeviceClass
@@ -114,10 +114,13 @@ type drat struct {
 	stale []claimRef
 
 	// gmu guards granted: the binding (node and GPU indices) each pod's
-	// claims were last written for. PreEnqueue lets a pod through only
-	// when its current binding is the one granted (notReady).
+	// claims were last written for, and mine: the names of the claims of
+	// each pod gpusched allocates (GPU and channel claims), as view last
+	// saw them. PreEnqueue lets a pod through only when its current
+	// binding is the one granted and those claims show it (notReady).
 	gmu     sync.Mutex
 	granted map[types.UID]string
+	mine    map[types.UID][]string
 }
 
 // draNode is one node's GPUs in the driver's slices.
@@ -263,6 +266,15 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 		}
 	}
 	d.pods = next
+	mine := make(map[types.UID][]string, len(next))
+	for uid, dp := range next {
+		for _, c := range dp.refs() {
+			mine[uid] = append(mine[uid], c.name)
+		}
+	}
+	d.gmu.Lock()
+	d.mine = mine
+	d.gmu.Unlock()
 	// Claims gpusched allocated whose pods are gone or ended.
 	claims, err := d.io.listClaims()
 	if err == nil {
@@ -1009,17 +1021,13 @@ func (d *drat) notReady(p *v1.Pod, a assignment) string {
 	if d == nil || len(p.Spec.ResourceClaims) == 0 {
 		return ""
 	}
-	granted := d.grantedFor(p.UID) == bindingKey(a)
-	for _, rc := range p.Spec.ResourceClaims {
-		name := claimName(p, rc)
-		if name == "" {
-			continue
-		}
+	d.gmu.Lock()
+	granted := d.granted[p.UID] == bindingKey(a)
+	names := d.mine[p.UID]
+	d.gmu.Unlock()
+	for _, name := range names {
 		c, err := d.io.claim(p.Namespace, name)
 		if err != nil || c == nil {
-			continue
-		}
-		if reqs, other, _ := d.classify(c); (len(reqs) == 0 || other) && !d.cd.isChannel(c) {
 			continue
 		}
 		if !granted || c.Status.Allocation == nil || !reservedFor(c, p.UID) {
