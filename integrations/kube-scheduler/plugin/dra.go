@@ -61,9 +61,11 @@ import (
 // CEL selectors of GPU requests restrict the nodes (dra_cel.go); a pod
 // may instead claim one MIG device (dra_mig.go) or one share of a GPU
 // (dra_share.go). ComputeDomain channel claims (multi-node NVLink) are
-// allocated too: dra_computedomain.go. Not handled (the pod waits, saying
-// why): allocation mode All, FirstAvailable, admin access, device
-// tolerations, constraints, claims mixing the GPU class with others.
+// allocated too: dra_computedomain.go. DeviceClasses are read
+// (dra_class.go); firstAvailable requests and allocation mode All are
+// handled in dra_first.go. Not handled (the pod waits, saying why): admin
+// access, device tolerations, constraints, claims mixing the GPU class
+// with others.
 
 // draIO is what the DRA concern needs of the apiserver; tests give fakes.
 type draIO interface {
@@ -105,8 +107,15 @@ type drat struct {
 	sliceKey string              // the slices last built from
 	nodes    map[string]*draNode // node name → its GPUs
 	cel      celMemo             // selectors' verdicts on the nodes' devices
-	kinds    classKinds          // what requests' selectors select (dra_class.go)
-	byPool   map[string]string   // pool → node name
+	// picks are the subrequests picked for firstAvailable requests
+	// ("ns/claim/request" → "request/subrequest"), kept while the claim
+	// exists (dra_first.go).
+	picks map[string]string
+	// free returns a node's free GPUs in gpusched's ledger (false: not
+	// known yet); the host's.
+	free   func(node string) (int, bool)
+	kinds  classKinds        // what requests' selectors select (dra_class.go)
+	byPool map[string]string // pool → node name
 
 	nodeCache map[string]draNodeCopy
 	pods      map[types.UID]*draPod
@@ -189,6 +198,12 @@ type gpuRequest struct {
 	// part is a MIG device or a share of a GPU instead of whole GPUs
 	// (dra_mig.go, dra_share.go); nil for whole GPUs.
 	part *partRequest
+	// all: allocation mode All, count the GPUs of the nodes it may use
+	// (dra_first.go).
+	all bool
+	// unpicked: a firstAvailable request no subrequest of which can be
+	// placed now (its pod is looked at again next cycle).
+	unpicked bool
 }
 
 type claimRef struct {
@@ -196,15 +211,16 @@ type claimRef struct {
 	uid      types.UID // the pod it is (to be) reserved for
 }
 
-// newDRA returns the DRA concern for args, or nil when DRA is off.
-func newDRA(args *Args, io draIO, log klog.Logger) *drat {
+// newDRA returns the DRA concern for args, or nil when DRA is off; free
+// returns a node's free GPUs in gpusched's ledger (drat.free).
+func newDRA(args *Args, io draIO, free func(string) (int, bool), log klog.Logger) *drat {
 	if args.DRADriver == "" || args.DRADriver == "none" || io == nil {
 		return nil
 	}
 	return &drat{driver: args.DRADriver, class: args.DRADeviceClass, migClass: cmp.Or(args.DRAMIGDeviceClass, DefaultDRAMIGDeviceClass), indices: args.GPUIndicesAnnotation,
 		gpuResource: v1.ResourceName(args.GPUResource), productLabel: args.GPUProductLabel, countLabel: args.GPUCountLabel, cliqueLabel: args.GPUCliqueLabel,
 		io: io, log: log, cd: newCDChannels(args), settle: 5 * time.Second, grace: 50 * time.Millisecond, nodeCache: map[string]draNodeCopy{},
-		pods: map[types.UID]*draPod{}, granted: map[types.UID]string{}}
+		pods: map[types.UID]*draPod{}, granted: map[types.UID]string{}, picks: map[string]string{}, free: free}
 }
 
 // synced reports whether the DRA informers have synced (true when off).
@@ -278,6 +294,7 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 	// Claims gpusched allocated whose pods are gone or ended.
 	claims, err := d.io.listClaims()
 	if err == nil {
+		d.prunePicks(claims)
 		for _, c := range claims {
 			if c.Status.Allocation == nil || !d.ours(c) || c.DeletionTimestamp != nil {
 				continue
@@ -596,44 +613,23 @@ func claimName(p *v1.Pod, rc v1.PodResourceClaim) string {
 // classify returns c's GPU requests; other says it has requests of other
 // drivers' classes; why says what gpusched cannot allocate in it. A
 // request naming a DeviceClass that does not exist is returned (kind
-// unknown) with why.
+// unknown) with why. A firstAvailable request is returned as the
+// subrequest picked (dra_first.go), named "request/subrequest".
 func (d *drat) classify(c *resourceapi.ResourceClaim) (reqs []gpuRequest, other bool, why string) {
 	for _, r := range c.Spec.Devices.Requests {
-		if r.Exactly == nil {
-			if slices.ContainsFunc(r.FirstAvailable, func(s resourceapi.DeviceSubRequest) bool {
-				dc, _ := d.io.class(s.DeviceClassName)
-				return d.kindOf(s.DeviceClassName, dc, s.Selectors) != kindOther
-			}) {
-				why = cmp.Or(why, fmt.Sprintf("request %q: firstAvailable with the GPU class is not supported yet", r.Name))
-				reqs = append(reqs, gpuRequest{name: r.Name, count: 1})
-				continue
-			}
-			other = true
-			continue
+		var rq gpuRequest
+		var kind reqKind
+		var w string
+		if r.Exactly != nil {
+			rq, kind, w = d.exactRequest(r.Name, r.Exactly)
+		} else {
+			rq, kind, w = d.firstAvailable(c, r)
 		}
-		e := r.Exactly
-		dc, w := d.classOf(r.Name, e.DeviceClassName)
-		if w != "" {
-			why = cmp.Or(why, w)
-			reqs = append(reqs, gpuRequest{name: r.Name, count: 1})
-			continue
-		}
-		sels := requestSelectors(dc, e.Selectors)
-		kind := d.kindOf(e.DeviceClassName, dc, e.Selectors)
 		if kind == kindOther {
 			other = true
 			continue
 		}
-		switch {
-		case e.AllocationMode == resourceapi.DeviceAllocationModeAll:
-			why = cmp.Or(why, fmt.Sprintf("request %q: allocationMode All is not supported yet", r.Name))
-		case e.AdminAccess != nil && *e.AdminAccess:
-			why = cmp.Or(why, fmt.Sprintf("request %q: adminAccess is not supported", r.Name))
-		case len(e.Tolerations) > 0:
-			why = cmp.Or(why, fmt.Sprintf("request %q: device tolerations are not supported yet", r.Name))
-		}
-		rq := gpuRequest{name: r.Name, count: int(max(cmp.Or(e.Count, 1), 1)), sels: sels, own: hasCEL(e.Selectors)}
-		why = cmp.Or(why, d.partOf(&rq, e, kind))
+		why = cmp.Or(why, w)
 		reqs = append(reqs, rq)
 	}
 	if len(c.Spec.Devices.Constraints) > 0 && len(reqs) > 0 {
@@ -643,6 +639,31 @@ func (d *drat) classify(c *resourceapi.ResourceClaim) (reqs []gpuRequest, other 
 		why = cmp.Or(why, "the claim mixes the GPU class "+d.class+" with other device classes")
 	}
 	return reqs, other, why
+}
+
+// exactRequest returns request name (e) as gpusched sees it, its kind and
+// what gpusched cannot allocate in it.
+func (d *drat) exactRequest(name string, e *resourceapi.ExactDeviceRequest) (gpuRequest, reqKind, string) {
+	dc, why := d.classOf(name, e.DeviceClassName)
+	if why != "" {
+		return gpuRequest{name: name, count: 1}, kindGPU, why
+	}
+	kind := d.kindOf(e.DeviceClassName, dc, e.Selectors)
+	if kind == kindOther {
+		return gpuRequest{}, kindOther, ""
+	}
+	switch {
+	case e.AdminAccess != nil && *e.AdminAccess:
+		why = fmt.Sprintf("request %q: adminAccess is not supported", name)
+	case len(e.Tolerations) > 0:
+		why = fmt.Sprintf("request %q: device tolerations are not supported yet", name)
+	}
+	rq := gpuRequest{name: name, count: int(max(cmp.Or(e.Count, 1), 1)), sels: requestSelectors(dc, e.Selectors), own: hasCEL(e.Selectors)}
+	why = cmp.Or(why, d.partOf(&rq, e, kind))
+	if e.AllocationMode == resourceapi.DeviceAllocationModeAll {
+		why = cmp.Or(why, d.allOf(&rq))
+	}
+	return rq, kind, why
 }
 
 // pod returns what view makes of p (cached while p and its claims are
@@ -680,6 +701,9 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 		reqs, _, w := d.classify(c)
 		if len(reqs) == 0 {
 			continue
+		}
+		if slices.ContainsFunc(reqs, func(r gpuRequest) bool { return r.unpicked }) {
+			dp.key = "\x00" // (no claim is named so: looked at again next cycle)
 		}
 		if w != "" {
 			dp.why = cmp.Or(dp.why, fmt.Sprintf("ResourceClaim %s: %s", c.Name, w))
@@ -877,13 +901,6 @@ func (d *drat) grant(uid types.UID, key string) {
 	} else {
 		d.granted[uid] = key
 	}
-}
-
-// grantedFor returns the binding uid's claims were written for.
-func (d *drat) grantedFor(uid types.UID) string {
-	d.gmu.Lock()
-	defer d.gmu.Unlock()
-	return d.granted[uid]
 }
 
 // write sets c's allocation to alloc and reserves it for p, unless it is
@@ -1085,4 +1102,19 @@ func (h *host) allocateClaims(ctx context.Context, fx *effects) {
 	fx.activate = slices.DeleteFunc(fx.activate, withdrawn)
 	fx.plans = slices.DeleteFunc(fx.plans, func(g planWrite) bool { return slices.ContainsFunc(g.pods, withdrawn) })
 	h.poke()
+}
+
+// freeGPUs returns the free allocatable GPUs of node in gpusched's ledger;
+// ok is false before the ledger knows the node (drat.free). It takes mu.
+func (h *host) freeGPUs(node string) (int, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.s == nil || h.topo == nil {
+		return 0, false
+	}
+	hid, ok := h.topo.Cluster.HostByName(node)
+	if !ok {
+		return 0, false
+	}
+	return h.s.Ledger().HostFreeGPUs(hid), true
 }

@@ -130,17 +130,20 @@ func (d *drat) celNodes(claims []gpuClaim) ([]string, string) {
 	selecting := false
 	for _, c := range claims {
 		for _, r := range c.requests {
-			if !hasCEL(r.sels) && r.part == nil {
+			if !hasCEL(r.sels) && r.part == nil && !r.all {
 				continue
 			}
 			ok, err := d.requestNodes(r)
 			if err != nil {
 				return nil, fmt.Sprintf("ResourceClaim %s: request %q: %v", c.name, r.name, err)
 			}
-			if !r.own && r.part == nil && len(ok) == len(d.nodes) {
+			if !r.own && r.part == nil && !r.all && len(ok) == len(d.nodes) {
 				continue // only its class's selectors, which every GPU node meets: any node
 			}
 			ok = slices.Clone(ok) // (remembered: not to be changed)
+			if r.all {
+				ok = slices.DeleteFunc(ok, func(n string) bool { return len(d.nodes[n].devices) != r.count })
+			}
 			if selecting {
 				ok = slices.DeleteFunc(ok, func(n string) bool { return !slices.Contains(nodes, n) })
 			}

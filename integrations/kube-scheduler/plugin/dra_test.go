@@ -182,7 +182,7 @@ func oneRunning(t *testing.T, claims map[string]int, name, claim string) (h *hos
 
 func newDRAHost(t *testing.T, f *fakeDRA, nodes ...*v1.Node) (*host, *fakeIO) {
 	h, io := newTestHost(t, nodes...)
-	h.dra = newDRA(h.args, f, ktesting.NewLogger(t, ktesting.NewConfig()))
+	h.dra = newDRA(h.args, f, h.freeGPUs, ktesting.NewLogger(t, ktesting.NewConfig()))
 	h.dra.settle, h.dra.grace = 0, 0
 	return h, io
 }
@@ -301,13 +301,14 @@ func TestDRAAllocatesChosenGPUs(t *testing.T) {
 	}
 }
 
-// TestDRAUnsupportedClaimWaits: a GPU claim of allocation mode All is not
+// TestDRAUnsupportedClaimWaits: a GPU claim with admin access is not
 // placed; the pod waits saying why, and gpusched writes nothing.
 func TestDRAUnsupportedClaimWaits(t *testing.T) {
 	f := newFakeDRA()
 	f.slices = []*resourceapi.ResourceSlice{dgxSlice("dgx-1")}
 	c := claimFor("sel", DefaultDRADeviceClass, 1)
-	c.Spec.Devices.Requests[0].Exactly.AllocationMode = resourceapi.DeviceAllocationModeAll
+	yes := true
+	c.Spec.Devices.Requests[0].Exactly.AdminAccess = &yes
 	f.put(c)
 	mixed := claimFor("mixed", DefaultDRADeviceClass, 1)
 	mixed.Spec.Devices.Requests = append(mixed.Spec.Devices.Requests, claimFor("x", "nic.example.com", 1).Spec.Devices.Requests[0])
@@ -319,7 +320,7 @@ func TestDRAUnsupportedClaimWaits(t *testing.T) {
 	if len(io.activated) != 0 || len(f.writes) != 0 {
 		t.Fatalf("activated %v, writes %v", io.activated, f.writes)
 	}
-	for pod, want := range map[string]string{"s": "allocationMode All is not supported yet", "m": "mixes the GPU class", "gone": "does not exist yet"} {
+	for pod, want := range map[string]string{"s": "adminAccess is not supported", "m": "mixes the GPU class", "gone": "does not exist yet"} {
 		if !strings.Contains(io.pending[pod], want) {
 			t.Errorf("%s: reason %q, want %q", pod, io.pending[pod], want)
 		}
