@@ -145,3 +145,28 @@ func TestDRAFirstAvailableMIG(t *testing.T) {
 		t.Errorf("claim fm: %s (%s), want a 3g.71gb MIG device", dev, prof)
 	}
 }
+
+// TestDRAFirstAvailableWaitsThenFits: while no subrequest fits (the DGX's
+// 8 GPUs held), the pod waits saying so and nothing is picked; once the
+// GPUs are free it gets its first subrequest.
+func TestDRAFirstAvailableWaitsThenFits(t *testing.T) {
+	f := oneDGX(map[string]int{"c8": 8})
+	f.put(firstClaim("fa", [4]any{"four", DefaultDRADeviceClass, 4, ""}, [4]any{"two", DefaultDRADeviceClass, 2, ""}))
+	h, io := newDRAHost(t, f, node("dgx-1", -1, nil))
+	ctx := context.Background()
+	io.pods = []*v1.Pod{draPodOf("p8", "c8")}
+	h.cycle(ctx)
+	bindDRA(h, io)
+	h.cycle(ctx)
+	io.pods = append(io.pods, draPodOf("pa", "fa"))
+	h.cycle(ctx)
+	if !strings.Contains(io.pending["pa"], `no firstAvailable subrequest can be placed now`) {
+		t.Fatalf("pa: %q", io.pending["pa"])
+	}
+	io.pods = io.pods[1:] // p8 ends
+	h.cycle(ctx)
+	h.cycle(ctx)
+	if got := strings.Join(results(f, "fa"), ","); got != "gpus/four,gpus/four,gpus/four,gpus/four" {
+		t.Errorf("claim fa results %q, want gpus/four 4 times; pending %v", got, io.pending)
+	}
+}
