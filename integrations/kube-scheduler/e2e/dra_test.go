@@ -90,6 +90,33 @@ func TestDRA(t *testing.T) {
 		t.Errorf("NIC claim not allocated by kube's DynamicResources for c: %+v", nic.Status)
 	}
 
+	// A claim of a DeviceClass gpusched was not told of, with firstAvailable
+	// subrequests: 4 GPUs do not fit the DGX's 1 free, 1 does; the result
+	// names "r/one" and kube's DynamicResources lets the pod through.
+	anyClass := "gpu-any.example.com"
+	dc := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: anyClass}, Spec: resourceapi.DeviceClassSpec{
+		Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", gpuDriver)}}}}}
+	if _, err := c.ResourceV1().DeviceClasses().Create(ctx, dc, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("device class %s: %v", anyClass, err)
+	}
+	fa := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "d-gpus", Namespace: "default"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "r",
+			FirstAvailable: []resourceapi.DeviceSubRequest{
+				{Name: "four", DeviceClassName: anyClass, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 4},
+				{Name: "one", DeviceClassName: anyClass, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1},
+			}}}}}}
+	if _, err := c.ResourceV1().ResourceClaims("default").Create(ctx, fa, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("claim d-gpus: %v", err)
+	}
+	createDRAPod(ctx, t, c, "d", batch, "d-gpus")
+	bound = waitBound(ctx, t, c, "default", []string{"d"}, 60*time.Second)
+	if devsD := checkClaim(ctx, t, c, "d-gpus", bound["d"]); len(devsD) != 1 {
+		t.Errorf("d got %v, want 1 GPU (its subrequest \"one\")", devsD)
+	}
+	if cl, err := c.ResourceV1().ResourceClaims("default").Get(ctx, "d-gpus", metav1.GetOptions{}); err != nil || cl.Status.Allocation.Devices.Results[0].Request != "r/one" {
+		t.Errorf("claim d-gpus: %v, results %+v, want request r/one", err, cl.Status.Allocation)
+	}
+
 	// A second DGX joins; a gang of two 4-GPU pods goes there whole, one
 	// NUMA node each, both claims written before either is bound.
 	createNode(ctx, t, c, nodeSpec{Name: "dgx-2"})
@@ -103,7 +130,7 @@ func TestDRA(t *testing.T) {
 	var numas []int
 	for _, m := range []string{"g-0", "g-1"} {
 		if bound[m].Spec.NodeName != "dgx-2" {
-			t.Errorf("gang member %s on %s, want dgx-2 (dgx-1 has 1 GPU free)", m, bound[m].Spec.NodeName)
+			t.Errorf("gang member %s on %s, want dgx-2 (dgx-1 is full)", m, bound[m].Spec.NodeName)
 		}
 		numas = append(numas, numaNodes(checkClaim(ctx, t, c, m+"-gpus", bound[m]))...)
 	}

@@ -61,15 +61,20 @@ import (
 // CEL selectors of GPU requests restrict the nodes (dra_cel.go); a pod
 // may instead claim one MIG device (dra_mig.go) or one share of a GPU
 // (dra_share.go). ComputeDomain channel claims (multi-node NVLink) are
-// allocated too: dra_computedomain.go. Not handled (the pod waits, saying
-// why): allocation mode All, FirstAvailable, admin access, device
-// tolerations, constraints, claims mixing the GPU class with others.
+// allocated too: dra_computedomain.go. DeviceClasses are read
+// (dra_class.go); firstAvailable requests and allocation mode All are
+// handled in dra_first.go. Not handled (the pod waits, saying why): admin
+// access, device tolerations, constraints, claims mixing the GPU class
+// with others.
 
 // draIO is what the DRA concern needs of the apiserver; tests give fakes.
 type draIO interface {
 	synced() bool
 	listSlices() ([]*resourceapi.ResourceSlice, error)
 	listClaims() ([]*resourceapi.ResourceClaim, error)
+	// class returns a DeviceClass from the informer's store; nil when
+	// absent.
+	class(name string) (*resourceapi.DeviceClass, error)
 	// claim returns a claim from the informer's store; nil when absent.
 	claim(ns, name string) (*resourceapi.ResourceClaim, error)
 	// fetch reads a claim from the apiserver.
@@ -81,7 +86,7 @@ type draIO interface {
 // drat is scheduler mode's DRA concern: the GPUs of the driver's slices,
 // the GPU claims of the profile's pods, and the claim writes. view,
 // allocate and release run on the cycle goroutine only; notReady reads
-// the informer's store alone.
+// the informer's store and what gmu guards alone.
 type drat struct {
 	driver, class string
 	migClass      string // Args.DRAMIGDeviceClass
@@ -102,7 +107,15 @@ type drat struct {
 	sliceKey string              // the slices last built from
 	nodes    map[string]*draNode // node name → its GPUs
 	cel      celMemo             // selectors' verdicts on the nodes' devices
-	byPool   map[string]string   // pool → node name
+	// picks are the subrequests picked for firstAvailable requests
+	// ("ns/claim/request" → "request/subrequest"), kept while the claim
+	// exists (dra_first.go).
+	picks map[string]string
+	// free returns a node's free GPUs in gpusched's ledger (false: not
+	// known yet); the host's.
+	free   func(node string) (int, bool)
+	kinds  classKinds        // what requests' selectors select (dra_class.go)
+	byPool map[string]string // pool → node name
 
 	nodeCache map[string]draNodeCopy
 	pods      map[types.UID]*draPod
@@ -110,10 +123,13 @@ type drat struct {
 	stale []claimRef
 
 	// gmu guards granted: the binding (node and GPU indices) each pod's
-	// claims were last written for. PreEnqueue lets a pod through only
-	// when its current binding is the one granted (notReady).
+	// claims were last written for, and mine: the names of the claims of
+	// each pod gpusched allocates (GPU and channel claims), as view last
+	// saw them. PreEnqueue lets a pod through only when its current
+	// binding is the one granted and those claims show it (notReady).
 	gmu     sync.Mutex
 	granted map[types.UID]string
+	mine    map[types.UID][]string
 }
 
 // draNode is one node's GPUs in the driver's slices.
@@ -175,11 +191,19 @@ type gpuClaim struct {
 type gpuRequest struct {
 	name  string
 	count int
-	// sels are the request's CEL selectors (dra_cel.go).
+	// sels are the request's selectors: its DeviceClass's, then its own
+	// (dra_class.go, dra_cel.go); own says its own have a CEL selector.
 	sels []resourceapi.DeviceSelector
+	own  bool
 	// part is a MIG device or a share of a GPU instead of whole GPUs
 	// (dra_mig.go, dra_share.go); nil for whole GPUs.
 	part *partRequest
+	// all: allocation mode All, count the GPUs of the nodes it may use
+	// (dra_first.go).
+	all bool
+	// unpicked: a firstAvailable request no subrequest of which can be
+	// placed now (its pod is looked at again next cycle).
+	unpicked bool
 }
 
 type claimRef struct {
@@ -187,15 +211,16 @@ type claimRef struct {
 	uid      types.UID // the pod it is (to be) reserved for
 }
 
-// newDRA returns the DRA concern for args, or nil when DRA is off.
-func newDRA(args *Args, io draIO, log klog.Logger) *drat {
+// newDRA returns the DRA concern for args, or nil when DRA is off; free
+// returns a node's free GPUs in gpusched's ledger (drat.free).
+func newDRA(args *Args, io draIO, free func(string) (int, bool), log klog.Logger) *drat {
 	if args.DRADriver == "" || args.DRADriver == "none" || io == nil {
 		return nil
 	}
 	return &drat{driver: args.DRADriver, class: args.DRADeviceClass, migClass: cmp.Or(args.DRAMIGDeviceClass, DefaultDRAMIGDeviceClass), indices: args.GPUIndicesAnnotation,
 		gpuResource: v1.ResourceName(args.GPUResource), productLabel: args.GPUProductLabel, countLabel: args.GPUCountLabel, cliqueLabel: args.GPUCliqueLabel,
 		io: io, log: log, cd: newCDChannels(args), settle: 5 * time.Second, grace: 50 * time.Millisecond, nodeCache: map[string]draNodeCopy{},
-		pods: map[types.UID]*draPod{}, granted: map[types.UID]string{}}
+		pods: map[types.UID]*draPod{}, granted: map[types.UID]string{}, picks: map[string]string{}, free: free}
 }
 
 // synced reports whether the DRA informers have synced (true when off).
@@ -257,9 +282,19 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 		}
 	}
 	d.pods = next
+	mine := make(map[types.UID][]string, len(next))
+	for uid, dp := range next {
+		for _, c := range dp.refs() {
+			mine[uid] = append(mine[uid], c.name)
+		}
+	}
+	d.gmu.Lock()
+	d.mine = mine
+	d.gmu.Unlock()
 	// Claims gpusched allocated whose pods are gone or ended.
 	claims, err := d.io.listClaims()
 	if err == nil {
+		d.prunePicks(claims)
 		for _, c := range claims {
 			if c.Status.Allocation == nil || !d.ours(c) || c.DeletionTimestamp != nil {
 				continue
@@ -576,28 +611,26 @@ func claimName(p *v1.Pod, rc v1.PodResourceClaim) string {
 }
 
 // classify returns c's GPU requests; other says it has requests of other
-// classes; why says what gpusched cannot allocate in it.
+// drivers' classes; why says what gpusched cannot allocate in it. A
+// request naming a DeviceClass that does not exist is returned (kind
+// unknown) with why. A firstAvailable request is returned as the
+// subrequest picked (dra_first.go), named "request/subrequest".
 func (d *drat) classify(c *resourceapi.ResourceClaim) (reqs []gpuRequest, other bool, why string) {
 	for _, r := range c.Spec.Devices.Requests {
-		switch {
-		case r.Exactly != nil && (r.Exactly.DeviceClassName == d.class || r.Exactly.DeviceClassName == d.migClass):
-			e := r.Exactly
-			switch {
-			case e.AllocationMode == resourceapi.DeviceAllocationModeAll:
-				why = fmt.Sprintf("request %q: allocationMode All is not supported yet", r.Name)
-			case e.AdminAccess != nil && *e.AdminAccess:
-				why = fmt.Sprintf("request %q: adminAccess is not supported", r.Name)
-			case len(e.Tolerations) > 0:
-				why = fmt.Sprintf("request %q: device tolerations are not supported yet", r.Name)
-			}
-			rq := gpuRequest{name: r.Name, count: int(max(cmp.Or(e.Count, 1), 1)), sels: e.Selectors}
-			why = cmp.Or(why, d.partOf(&rq, e))
-			reqs = append(reqs, rq)
-		case r.FirstAvailable != nil && slices.ContainsFunc(r.FirstAvailable, func(s resourceapi.DeviceSubRequest) bool { return s.DeviceClassName == d.class }):
-			why = fmt.Sprintf("request %q: firstAvailable with the GPU class is not supported yet", r.Name)
-		default:
-			other = true
+		var rq gpuRequest
+		var kind reqKind
+		var w string
+		if r.Exactly != nil {
+			rq, kind, w = d.exactRequest(r.Name, r.Exactly)
+		} else {
+			rq, kind, w = d.firstAvailable(c, r)
 		}
+		if kind == kindOther {
+			other = true
+			continue
+		}
+		why = cmp.Or(why, w)
+		reqs = append(reqs, rq)
 	}
 	if len(c.Spec.Devices.Constraints) > 0 && len(reqs) > 0 {
 		why = cmp.Or(why, "constraints (matchAttribute) are not supported yet")
@@ -606,6 +639,31 @@ func (d *drat) classify(c *resourceapi.ResourceClaim) (reqs []gpuRequest, other 
 		why = cmp.Or(why, "the claim mixes the GPU class "+d.class+" with other device classes")
 	}
 	return reqs, other, why
+}
+
+// exactRequest returns request name (e) as gpusched sees it, its kind and
+// what gpusched cannot allocate in it.
+func (d *drat) exactRequest(name string, e *resourceapi.ExactDeviceRequest) (gpuRequest, reqKind, string) {
+	dc, why := d.classOf(name, e.DeviceClassName)
+	if why != "" {
+		return gpuRequest{name: name, count: 1}, kindGPU, why
+	}
+	kind := d.kindOf(e.DeviceClassName, dc, e.Selectors)
+	if kind == kindOther {
+		return gpuRequest{}, kindOther, ""
+	}
+	switch {
+	case e.AdminAccess != nil && *e.AdminAccess:
+		why = fmt.Sprintf("request %q: adminAccess is not supported", name)
+	case len(e.Tolerations) > 0:
+		why = fmt.Sprintf("request %q: device tolerations are not supported yet", name)
+	}
+	rq := gpuRequest{name: name, count: int(max(cmp.Or(e.Count, 1), 1)), sels: requestSelectors(dc, e.Selectors), own: hasCEL(e.Selectors)}
+	why = cmp.Or(why, d.partOf(&rq, e, kind))
+	if e.AllocationMode == resourceapi.DeviceAllocationModeAll {
+		why = cmp.Or(why, d.allOf(&rq))
+	}
+	return rq, kind, why
 }
 
 // pod returns what view makes of p (cached while p and its claims are
@@ -626,7 +684,7 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 			continue
 		}
 		claims = append(claims, c)
-		kb.WriteString(c.Name + "@" + c.ResourceVersion + ";")
+		kb.WriteString(c.Name + "@" + c.ResourceVersion + ";" + d.classKey(c))
 	}
 	key := kb.String() + d.sliceKey
 	if old, ok := d.pods[p.UID]; ok && old.src == p && old.key == key {
@@ -643,6 +701,9 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 		reqs, _, w := d.classify(c)
 		if len(reqs) == 0 {
 			continue
+		}
+		if slices.ContainsFunc(reqs, func(r gpuRequest) bool { return r.unpicked }) {
+			dp.key = "\x00" // (no claim is named so: looked at again next cycle)
 		}
 		if w != "" {
 			dp.why = cmp.Or(dp.why, fmt.Sprintf("ResourceClaim %s: %s", c.Name, w))
@@ -842,13 +903,6 @@ func (d *drat) grant(uid types.UID, key string) {
 	}
 }
 
-// grantedFor returns the binding uid's claims were written for.
-func (d *drat) grantedFor(uid types.UID) string {
-	d.gmu.Lock()
-	defer d.gmu.Unlock()
-	return d.granted[uid]
-}
-
 // write sets c's allocation to alloc and reserves it for p, unless it is
 // so already. A claim allocated otherwise is released first when it is
 // reserved for nobody else.
@@ -984,17 +1038,13 @@ func (d *drat) notReady(p *v1.Pod, a assignment) string {
 	if d == nil || len(p.Spec.ResourceClaims) == 0 {
 		return ""
 	}
-	granted := d.grantedFor(p.UID) == bindingKey(a)
-	for _, rc := range p.Spec.ResourceClaims {
-		name := claimName(p, rc)
-		if name == "" {
-			continue
-		}
+	d.gmu.Lock()
+	granted := d.granted[p.UID] == bindingKey(a)
+	names := d.mine[p.UID]
+	d.gmu.Unlock()
+	for _, name := range names {
 		c, err := d.io.claim(p.Namespace, name)
 		if err != nil || c == nil {
-			continue
-		}
-		if reqs, other, _ := d.classify(c); (len(reqs) == 0 || other) && !d.cd.isChannel(c) {
 			continue
 		}
 		if !granted || c.Status.Allocation == nil || !reservedFor(c, p.UID) {
@@ -1052,4 +1102,19 @@ func (h *host) allocateClaims(ctx context.Context, fx *effects) {
 	fx.activate = slices.DeleteFunc(fx.activate, withdrawn)
 	fx.plans = slices.DeleteFunc(fx.plans, func(g planWrite) bool { return slices.ContainsFunc(g.pods, withdrawn) })
 	h.poke()
+}
+
+// freeGPUs returns the free allocatable GPUs of node in gpusched's ledger;
+// ok is false before the ledger knows the node (drat.free). It takes mu.
+func (h *host) freeGPUs(node string) (int, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.s == nil || h.topo == nil {
+		return 0, false
+	}
+	hid, ok := h.topo.Cluster.HostByName(node)
+	if !ok {
+		return 0, false
+	}
+	return h.s.Ledger().HostFreeGPUs(hid), true
 }

@@ -59,6 +59,9 @@ func deviceMatches(driver string, dev *resourceapi.Device, sels []resourceapi.De
 type celMemo struct {
 	key  string
 	seen map[celKey]celVerdict
+	// nodes are the nodes whose GPUs all match a set of selectors (by
+	// selKey): a whole-GPU request's nodes.
+	nodes map[string][]string
 }
 
 type celKey struct {
@@ -85,9 +88,7 @@ func selKey(sels []resourceapi.DeviceSelector) string {
 // matches is deviceMatches of d's driver, remembered for the current
 // slices; key is selKey(sels).
 func (d *drat) matches(dev *resourceapi.Device, sels []resourceapi.DeviceSelector, key string) (bool, error) {
-	if d.cel.seen == nil || d.cel.key != d.sliceKey {
-		d.cel = celMemo{key: d.sliceKey, seen: map[celKey]celVerdict{}}
-	}
+	d.celFresh()
 	k := celKey{dev: dev, sels: key}
 	v, ok := d.cel.seen[k]
 	if !ok {
@@ -95,6 +96,13 @@ func (d *drat) matches(dev *resourceapi.Device, sels []resourceapi.DeviceSelecto
 		d.cel.seen[k] = v
 	}
 	return v.ok, v.err
+}
+
+// celFresh empties the memo when the slices changed.
+func (d *drat) celFresh() {
+	if d.cel.seen == nil || d.cel.key != d.sliceKey {
+		d.cel = celMemo{key: d.sliceKey, seen: map[celKey]celVerdict{}, nodes: map[string][]string{}}
+	}
 }
 
 // allMatch reports whether devs is not empty and each of them matches
@@ -122,19 +130,19 @@ func (d *drat) celNodes(claims []gpuClaim) ([]string, string) {
 	selecting := false
 	for _, c := range claims {
 		for _, r := range c.requests {
-			if !hasCEL(r.sels) && r.part == nil {
+			if !hasCEL(r.sels) && r.part == nil && !r.all {
 				continue
 			}
-			var ok []string
-			for _, name := range sortedKeys(d.nodes) {
-				n := d.nodes[name]
-				m, err := d.allMatch(d.devicesFor(n, r), r.sels)
-				if err != nil {
-					return nil, fmt.Sprintf("ResourceClaim %s: request %q: %v", c.name, r.name, err)
-				}
-				if m && (r.part == nil || r.part.mig || d.shareMilliOn(n, r.part) > 0) {
-					ok = append(ok, name)
-				}
+			ok, err := d.requestNodes(r)
+			if err != nil {
+				return nil, fmt.Sprintf("ResourceClaim %s: request %q: %v", c.name, r.name, err)
+			}
+			if !r.own && r.part == nil && !r.all && len(ok) == len(d.nodes) {
+				continue // only its class's selectors, which every GPU node meets: any node
+			}
+			ok = slices.Clone(ok) // (remembered: not to be changed)
+			if r.all {
+				ok = slices.DeleteFunc(ok, func(n string) bool { return len(d.nodes[n].devices) != r.count })
 			}
 			if selecting {
 				ok = slices.DeleteFunc(ok, func(n string) bool { return !slices.Contains(nodes, n) })
@@ -153,6 +161,34 @@ func (d *drat) celNodes(claims []gpuClaim) ([]string, string) {
 		}
 	}
 	return nodes, ""
+}
+
+// requestNodes returns the nodes (sorted) whose devices of r's kind all
+// match r's selectors and that can take its MIG profile or share;
+// remembered for whole-GPU requests.
+func (d *drat) requestNodes(r gpuRequest) ([]string, error) {
+	d.celFresh()
+	key := selKey(r.sels)
+	if r.part == nil {
+		if ok, seen := d.cel.nodes[key]; seen {
+			return ok, nil
+		}
+	}
+	ok := []string{}
+	for _, name := range sortedKeys(d.nodes) {
+		n := d.nodes[name]
+		m, err := d.allMatch(d.devicesFor(n, r), r.sels)
+		if err != nil {
+			return nil, err
+		}
+		if m && (r.part == nil || r.part.mig || d.shareMilliOn(n, r.part) > 0) {
+			ok = append(ok, name)
+		}
+	}
+	if r.part == nil {
+		d.cel.nodes[key] = ok
+	}
+	return ok, nil
 }
 
 // devicesFor returns the devices of n a request may be given: its GPUs,

@@ -20,14 +20,15 @@ type kubeDRA struct {
 	cs        kubernetes.Interface
 	slices    resourcelisters.ResourceSliceLister
 	claims    resourcelisters.ResourceClaimLister
+	classes   resourcelisters.DeviceClassLister
 	hasSynced func() bool
 }
 
-// newKubeDRA subscribes to h's ResourceSlice and ResourceClaim informers;
-// poke is called on every change.
+// newKubeDRA subscribes to h's ResourceSlice, ResourceClaim and
+// DeviceClass informers; poke is called on every change.
 func newKubeDRA(h fwk.Handle, poke func()) (*kubeDRA, error) {
 	f := h.SharedInformerFactory()
-	si, ci := f.Resource().V1().ResourceSlices(), f.Resource().V1().ResourceClaims()
+	si, ci, dci := f.Resource().V1().ResourceSlices(), f.Resource().V1().ResourceClaims(), f.Resource().V1().DeviceClasses()
 	on := cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { poke() }, UpdateFunc: func(any, any) { poke() }, DeleteFunc: func(any) { poke() },
 	}
@@ -37,9 +38,12 @@ func newKubeDRA(h fwk.Handle, poke func()) (*kubeDRA, error) {
 	if _, err := ci.Informer().AddEventHandler(on); err != nil {
 		return nil, err
 	}
-	sinf, cinf := si.Informer(), ci.Informer()
-	return &kubeDRA{cs: h.ClientSet(), slices: si.Lister(), claims: ci.Lister(),
-		hasSynced: func() bool { return sinf.HasSynced() && cinf.HasSynced() }}, nil
+	if _, err := dci.Informer().AddEventHandler(on); err != nil {
+		return nil, err
+	}
+	sinf, cinf, dcinf := si.Informer(), ci.Informer(), dci.Informer()
+	return &kubeDRA{cs: h.ClientSet(), slices: si.Lister(), claims: ci.Lister(), classes: dci.Lister(),
+		hasSynced: func() bool { return sinf.HasSynced() && cinf.HasSynced() && dcinf.HasSynced() }}, nil
 }
 
 func (k *kubeDRA) synced() bool { return k.hasSynced() }
@@ -54,6 +58,14 @@ func (k *kubeDRA) listClaims() ([]*resourceapi.ResourceClaim, error) {
 
 func (k *kubeDRA) claim(ns, name string) (*resourceapi.ResourceClaim, error) {
 	c, err := k.claims.ResourceClaims(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return c, err
+}
+
+func (k *kubeDRA) class(name string) (*resourceapi.DeviceClass, error) {
+	c, err := k.classes.Get(name)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -187,9 +187,9 @@ func sameCounterSet(a, b *resourceapi.Device) bool {
 
 // partOf marks rq, a request of e, as a MIG or share request, and says
 // what of it gpusched cannot allocate.
-func (d *drat) partOf(rq *gpuRequest, e *resourceapi.ExactDeviceRequest) string {
+func (d *drat) partOf(rq *gpuRequest, e *resourceapi.ExactDeviceRequest, kind reqKind) string {
 	switch {
-	case e.DeviceClassName == d.migClass:
+	case kind == kindMIG:
 		rq.part = &partRequest{mig: true}
 		if e.Count > 1 {
 			return fmt.Sprintf("request %q: one MIG device per request (count 1)", rq.name)

@@ -21,13 +21,39 @@ import (
 // it refuses to change an allocation (only to set or clear it) and a
 // write of a stale resourceVersion.
 type fakeDRA struct {
-	slices []*resourceapi.ResourceSlice
-	claims map[string]*resourceapi.ResourceClaim
-	rv     int
-	writes []string // "status CLAIM", "update CLAIM"
+	slices  []*resourceapi.ResourceSlice
+	claims  map[string]*resourceapi.ResourceClaim
+	classes map[string]*resourceapi.DeviceClass
+	rv      int
+	writes  []string // "status CLAIM", "update CLAIM"
 }
 
-func newFakeDRA() *fakeDRA { return &fakeDRA{claims: map[string]*resourceapi.ResourceClaim{}} }
+// newFakeDRA has no slices or claims, and the DeviceClasses of NVIDIA's
+// driver (whole GPUs, MIG devices, IMEX channels) and of a NIC driver.
+func newFakeDRA() *fakeDRA {
+	f := &fakeDRA{claims: map[string]*resourceapi.ResourceClaim{}, classes: map[string]*resourceapi.DeviceClass{}}
+	for name, expr := range map[string]string{
+		DefaultDRADeviceClass:    `device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'`,
+		DefaultDRAMIGDeviceClass: `device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'`,
+		DefaultDRAChannelClass:   `device.driver == 'compute-domain.nvidia.com' && device.attributes['compute-domain.nvidia.com'].type == 'channel'`,
+		"nic.example.com":        `device.driver == 'nic.example.com'`,
+	} {
+		f.putClass(name, expr)
+	}
+	return f
+}
+
+// putClass adds (or replaces) a DeviceClass with one CEL selector per
+// expression.
+func (f *fakeDRA) putClass(name string, exprs ...string) {
+	f.rv++
+	dc := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: strconv.Itoa(f.rv)}}
+	for _, e := range exprs {
+		dc.Spec.Selectors = append(dc.Spec.Selectors, resourceapi.DeviceSelector{CEL: &resourceapi.CELDeviceSelector{Expression: e}})
+	}
+	f.classes[name] = dc
+}
+func (f *fakeDRA) class(name string) (*resourceapi.DeviceClass, error) { return f.classes[name], nil }
 
 func (f *fakeDRA) synced() bool { return true }
 func (f *fakeDRA) listSlices() ([]*resourceapi.ResourceSlice, error) {
@@ -156,7 +182,7 @@ func oneRunning(t *testing.T, claims map[string]int, name, claim string) (h *hos
 
 func newDRAHost(t *testing.T, f *fakeDRA, nodes ...*v1.Node) (*host, *fakeIO) {
 	h, io := newTestHost(t, nodes...)
-	h.dra = newDRA(h.args, f, ktesting.NewLogger(t, ktesting.NewConfig()))
+	h.dra = newDRA(h.args, f, h.freeGPUs, ktesting.NewLogger(t, ktesting.NewConfig()))
 	h.dra.settle, h.dra.grace = 0, 0
 	return h, io
 }
@@ -275,13 +301,14 @@ func TestDRAAllocatesChosenGPUs(t *testing.T) {
 	}
 }
 
-// TestDRAUnsupportedClaimWaits: a GPU claim of allocation mode All is not
+// TestDRAUnsupportedClaimWaits: a GPU claim with admin access is not
 // placed; the pod waits saying why, and gpusched writes nothing.
 func TestDRAUnsupportedClaimWaits(t *testing.T) {
 	f := newFakeDRA()
 	f.slices = []*resourceapi.ResourceSlice{dgxSlice("dgx-1")}
 	c := claimFor("sel", DefaultDRADeviceClass, 1)
-	c.Spec.Devices.Requests[0].Exactly.AllocationMode = resourceapi.DeviceAllocationModeAll
+	yes := true
+	c.Spec.Devices.Requests[0].Exactly.AdminAccess = &yes
 	f.put(c)
 	mixed := claimFor("mixed", DefaultDRADeviceClass, 1)
 	mixed.Spec.Devices.Requests = append(mixed.Spec.Devices.Requests, claimFor("x", "nic.example.com", 1).Spec.Devices.Requests[0])
@@ -293,7 +320,7 @@ func TestDRAUnsupportedClaimWaits(t *testing.T) {
 	if len(io.activated) != 0 || len(f.writes) != 0 {
 		t.Fatalf("activated %v, writes %v", io.activated, f.writes)
 	}
-	for pod, want := range map[string]string{"s": "allocationMode All is not supported yet", "m": "mixes the GPU class", "gone": "does not exist yet"} {
+	for pod, want := range map[string]string{"s": "adminAccess is not supported", "m": "mixes the GPU class", "gone": "does not exist yet"} {
 		if !strings.Contains(io.pending[pod], want) {
 			t.Errorf("%s: reason %q, want %q", pod, io.pending[pod], want)
 		}
@@ -528,6 +555,7 @@ func TestDRALayoutFromSlices(t *testing.T) {
 			"resource.kubernetes.io/numaNode": {IntValue: &numa}, "resource.kubernetes.io/pcieRoot": {StringValue: &root}}})
 	}
 	f.slices = []*resourceapi.ResourceSlice{s}
+	f.putClass(DefaultDRADeviceClass, `device.driver == 'gpu.nvidia.com'`) // (the devices have no type)
 	f.put(claimFor("one", DefaultDRADeviceClass, 1))
 	f.put(claimFor("two", DefaultDRADeviceClass, 2))
 	h, io := newDRAHost(t, f, node(name, -1, nil))
