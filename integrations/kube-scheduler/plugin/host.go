@@ -1008,22 +1008,31 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 		if rec == nil {
 			continue
 		}
-		var plan *planWrite
-		if len(b.Placement.Claims) > 1 {
-			fx.plans = append(fx.plans, planWrite{job: b.Job})
-			plan = &fx.plans[len(fx.plans)-1]
-		}
 		placed := make([]int, len(rec.job.pods))
+		var planned []plannedPod
+		claimOf := make([]int, 0, len(b.Placement.Tasks))
 		for i, t := range b.Placement.Tasks {
 			g := int(t.Group)
 			if g >= len(rec.job.pods) || placed[g] >= len(rec.job.pods[g]) {
 				continue
 			}
-			p := rec.job.pods[g][placed[g]]
+			planned = append(planned, plannedPod{pod: rec.job.pods[g][placed[g]], node: c.HostName(b.Placement.Claims[i].Host)})
+			claimOf = append(claimOf, i)
 			placed[g]++
-			cl := b.Placement.Claims[i]
+		}
+		if h.refusePlan(b.Job, rec, planned, now, fx) {
+			continue
+		}
+		var plan *planWrite
+		if len(b.Placement.Claims) > 1 {
+			fx.plans = append(fx.plans, planWrite{job: b.Job})
+			plan = &fx.plans[len(fx.plans)-1]
+		}
+		for k, pp := range planned {
+			p := pp.pod
+			cl := b.Placement.Claims[claimOf[k]]
 			first, _ := c.HostGPUs(cl.Host)
-			a := &assignment{job: b.Job, node: c.HostName(cl.Host)}
+			a := &assignment{job: b.Job, node: pp.node}
 			for _, x := range cl.GPUs {
 				a.gpus = append(a.gpus, int(x.GPU-first))
 			}
