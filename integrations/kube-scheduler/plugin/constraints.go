@@ -326,6 +326,7 @@ func (h *host) refusePlan(id string, rec *jobRec, planned []plannedPod, now time
 	if err := h.s.Requeue(id, now); err != nil {
 		h.log.Error(err, "Requeue", "job", id)
 	}
+	h.metrics.withdrew(WithdrawnPlanConflict)
 	cause := "the pods planned in the same cycle"
 	if r.own {
 		cause = "the job's own pods"

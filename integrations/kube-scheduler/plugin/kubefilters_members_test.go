@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-base/metrics"
 )
 
 // Constraints between the pods planned in one cycle (issue 26, defect
@@ -107,7 +108,7 @@ func TestKubeFiltersGangSelfAntiAffinityTooFewNodes(t *testing.T) {
 // waiting together, one anti-affine to the other (either way round), both
 // fitting n1: they are never planned on one node, no pod is activated
 // more than once, and both are planned (on distinct nodes) within two
-// cycles.
+// cycles; the plan taken back is counted (PlanConflict).
 func TestKubeFiltersSameCycleAntiAffinity(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -118,6 +119,9 @@ func TestKubeFiltersSameCycleAntiAffinity(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, io := newTestHost(t, gpuNode("n1", 8, h100, nil), gpuNode("n2", 8, h100, nil))
+			set := newMetricSet()
+			metrics.NewKubeRegistry().MustRegister(set.collectors()...)
+			h.metrics = newCycleMetrics(set, "gpusched")
 			io.pods = []*v1.Pod{tc.a, tc.b}
 			for range 2 {
 				step(h, io, time.Second)
@@ -134,6 +138,9 @@ func TestKubeFiltersSameCycleAntiAffinity(t *testing.T) {
 				if c := strings.Count(","+strings.Join(io.activated, ",")+",", ","+n+","); c > 1 {
 					t.Errorf("%s activated %d times: %v", n, c, io.activated)
 				}
+			}
+			if got := counterOf(t, set.withdrawn, WithdrawnPlanConflict); got != 1 {
+				t.Errorf("withdrawn{PlanConflict} = %v, want 1 (the second plan of the first cycle)", got)
 			}
 		})
 	}
