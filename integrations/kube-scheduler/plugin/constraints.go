@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpusched/gpusched"
 	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
 )
 
 // Node constraints in scheduler mode (issue 26, defect 4). A job is
@@ -425,4 +426,12 @@ func (h *host) membersVerdict(kf *kubeFilters, reps []*v1.Pod) map[string]string
 		}
 	}
 	return refused
+}
+
+// perHostNote says that a job is capped per node (perHostCap), "" if not.
+func perHostNote(spec *workload.Job) string {
+	if spec.MaxTasksPerHost <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("at most %d of its pods per node (their required pod anti-affinity or DoNotSchedule topology spread on %s)", spec.MaxTasksPerHost, v1.LabelHostname)
 }

@@ -924,7 +924,11 @@ func (h *host) submitError(j *podJob, err error) string {
 		}
 		return fmt.Sprintf("%s=%q: %v", podField(p, src), j.spec.Queue, err)
 	case errors.Is(err, gpusched.ErrNeverFits):
-		return fmt.Sprintf("%s: %v", podField(p, "resources"), err)
+		msg := fmt.Sprintf("%s: %v", podField(p, "resources"), err)
+		if note := perHostNote(&j.spec); note != "" {
+			msg += "; " + note
+		}
+		return msg
 	}
 	return fmt.Sprintf("%s: %v", podField(p, "spec"), err)
 }
@@ -1098,6 +1102,9 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 		}
 		if rec.kubeNote != "" {
 			msg += "; " + rec.kubeNote
+		}
+		if note := perHostNote(&rec.job.spec); note != "" {
+			msg += "; " + note
 		}
 		if rec.blocked != "" {
 			// The eviction of a victim planned for it was refused (a

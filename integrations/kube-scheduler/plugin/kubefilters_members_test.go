@@ -7,7 +7,11 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-base/metrics"
 )
 
@@ -84,8 +88,8 @@ func TestKubeFiltersGangSelfConstraint(t *testing.T) {
 
 // TestKubeFiltersGangSelfAntiAffinityTooFewNodes (issue 26, defect 4): a
 // gang of three members anti-affine to each other on the hostname does
-// not fit two nodes, however many GPUs they have: it is not planned, and
-// no member is activated.
+// not fit two nodes, however many GPUs they have: it is not planned, no
+// member is activated, and its pending message says one pod per node.
 func TestKubeFiltersGangSelfAntiAffinityTooFewNodes(t *testing.T) {
 	h, io := newTestHost(t, gpuNode("n1", 8, h100, nil), gpuNode("n2", 8, h100, nil))
 	pods := gangMembers("g", 3, 2)
@@ -99,8 +103,8 @@ func TestKubeFiltersGangSelfAntiAffinityTooFewNodes(t *testing.T) {
 	if len(io.activated) != 0 {
 		t.Fatalf("activated %v: three members anti-affine on the hostname cannot share two nodes", io.activated)
 	}
-	if io.pending["g-0"] == "" {
-		t.Errorf("g-0 has no pending message")
+	if msg := io.pending["g-0"]; !strings.Contains(msg, "at most 1 of its pods per node") {
+		t.Errorf("g-0's pending message %q does not say one pod per node", msg)
 	}
 }
 
@@ -195,5 +199,37 @@ func TestKubeFiltersGangZoneAntiAffinityNeverActivatedWrong(t *testing.T) {
 	}
 	if len(io.activated) == 0 && io.pending["g-0"] == "" {
 		t.Errorf("not planned and no pending message")
+	}
+}
+
+// TestKubeFiltersGangWaitForFirstConsumer (issue 26, defect 4): each
+// member of a gang has its own claim, not bound yet, of a
+// WaitForFirstConsumer class whose volumes can be provisioned in zone b
+// alone: the gang is planned in zone b (n1, in zone a, comes first and
+// has room), whichever member kube binds first.
+func TestKubeFiltersGangWaitForFirstConsumer(t *testing.T) {
+	zone := "topology.kubernetes.io/zone"
+	h, io := newTestHost(t, gpuNode("n1", 8, h100, map[string]string{zone: "a"}), gpuNode("n2", 8, h100, map[string]string{zone: "b"}),
+		gpuNode("n3", 8, h100, map[string]string{zone: "b"}))
+	wffc := storagev1.VolumeBindingWaitForFirstConsumer
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "zonal"}, Provisioner: "example.com/csi", VolumeBindingMode: &wffc,
+		AllowedTopologies: []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{{Key: zone, Values: []string{"b"}}}}}}
+	objs := []runtime.Object{sc}
+	pods := gangMembers("g", 2, 8)
+	for i, p := range pods {
+		name := "data-" + string(rune('0'+i))
+		class := "zonal"
+		objs = append(objs, &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+			Spec: v1.PersistentVolumeClaimSpec{StorageClassName: &class, AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+				Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}},
+			Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimPending}})
+		claimVolume(p, name)
+	}
+	withVolumes(t, h, objs...)
+	io.pods = pods
+	step(h, io, 0)
+	got := nodesOf(h, pods)
+	if got["g-0"] == got["g-1"] || !slices.Contains([]string{"n2", "n3"}, got["g-0"]) || !slices.Contains([]string{"n2", "n3"}, got["g-1"]) {
+		t.Fatalf("members planned on %v (pending %q), want n2 and n3 (zone b)", got, io.pending["g-0"])
 	}
 }
