@@ -55,10 +55,12 @@ type kubeFilters struct {
 	err     error     // why the plugins could not be built: not applied
 	// volumes: VolumeBinding is among the plugins.
 	volumes bool
-	// admitted are the pods of the plans admit accepted this cycle (their
-	// node set), in order; the snapshot holds the first inSnap of them.
-	// admittedAnti: one of them has a required anti-affinity term.
-	admitted     []*v1.Pod
+	// admitted are the pods of the plans admit accepted this cycle, in
+	// order; the snapshot holds the first inSnap of them, as assumed
+	// (their copies with the node set). admittedAnti: one of them has a
+	// required anti-affinity term.
+	admitted     []plannedPod
+	assumed      []*v1.Pod
 	inSnap       int
 	admittedAnti bool
 }
@@ -146,7 +148,9 @@ func (kf *kubeFilters) see(nodes []*v1.Node, all []*v1.Pod) {
 // but not bound (uid → node); the snapshot is built on first use.
 func (kf *kubeFilters) startCycle(planned map[types.UID]string) {
 	kf.snap, kf.antiAff = false, false
-	kf.admitted, kf.inSnap, kf.admittedAnti = kf.admitted[:0], 0, false
+	clear(kf.admitted) // (no pod of a past cycle kept alive)
+	clear(kf.assumed)
+	kf.admitted, kf.assumed, kf.inSnap, kf.admittedAnti = kf.admitted[:0], kf.assumed[:0], 0, false
 	kf.pods = kf.pods[:0]
 	for _, p := range kf.all {
 		node := p.Spec.NodeName
@@ -268,7 +272,7 @@ func (kf *kubeFilters) snapshot() {
 	if !kf.snap {
 		kf.lister.SharedLister = cache.NewSnapshot(kf.pods, kf.nodes)
 		kf.snap = true
-		kf.inSnap = 0
+		kf.inSnap, kf.assumed = 0, kf.assumed[:0]
 	}
 }
 
@@ -374,51 +378,51 @@ func (kf *kubeFilters) admit(ctx context.Context, log klog.Logger, plan []planne
 	}
 	mark, anti := len(kf.admitted), kf.admittedAnti
 	for _, pp := range plan {
-		p := pp.pod
-		if p.Spec.NodeName != pp.node {
-			q := *p // the spec's node name alone differs: a shallow copy
-			q.Spec.NodeName = pp.node
-			p = &q
-		}
-		if why := kf.check(ctx, log, p); why != "" {
+		if why := kf.check(ctx, log, pp); why != "" {
 			r := &refusal{pod: pp.pod, node: pp.node, why: why}
 			kf.drop(log, mark, anti)
 			// Without its own pods, do the other plans of the cycle
 			// still refuse it?
-			r.own = kf.check(ctx, log, p) == ""
+			r.own = kf.check(ctx, log, pp) == ""
 			return r
 		}
-		kf.admitted = append(kf.admitted, p)
-		if _, x, _ := podTerms(p); len(x) > 0 {
+		kf.admitted = append(kf.admitted, pp)
+		if _, x, _ := podTerms(pp.pod); len(x) > 0 {
 			kf.admittedAnti = true
 		}
 	}
 	return nil
 }
 
-// check returns why kube's filters refuse p (its node set) next to the
-// pods admitted so far, "" if they accept it or need not be asked.
-func (kf *kubeFilters) check(ctx context.Context, log klog.Logger, p *v1.Pod) string {
+// check returns why kube's filters refuse pp's pod on its node next to
+// the pods admitted so far, "" if they accept it or need not be asked.
+// The admitted pods join the snapshot (as kube-scheduler assumes a pod)
+// only once a check needs them.
+func (kf *kubeFilters) check(ctx context.Context, log klog.Logger, pp plannedPod) string {
 	if len(kf.admitted) == 0 {
 		return ""
 	}
-	aff, anti, spread := podTerms(p)
+	aff, anti, spread := podTerms(pp.pod)
 	if len(aff) == 0 && len(anti) == 0 && len(spread) == 0 && !kf.admittedAnti {
 		return ""
 	}
 	kf.snapshot()
 	snap := kf.lister.SharedLister.(*cache.Snapshot)
 	for ; kf.inSnap < len(kf.admitted); kf.inSnap++ {
-		pi, err := framework.NewPodInfo(kf.admitted[kf.inSnap])
+		a := kf.admitted[kf.inSnap]
+		q := *a.pod // the spec's node name alone differs: a shallow copy
+		q.Spec.NodeName = a.node
+		kf.assumed = append(kf.assumed, &q)
+		pi, err := framework.NewPodInfo(&q)
 		if err == nil {
 			err = snap.AssumePod(pi)
 		}
 		if err != nil {
-			log.Error(err, "Adding a planned pod to the snapshot of kube's filters", "pod", klog.KObj(kf.admitted[kf.inSnap]))
+			log.Error(err, "Adding a planned pod to the snapshot of kube's filters", "pod", klog.KObj(a.pod))
 		}
 	}
 	var why string
-	kf.run(ctx, log, p, p.Spec.NodeName, false, func(_, w string) {
+	kf.run(ctx, log, pp.pod, pp.node, false, func(_, w string) {
 		if why == "" {
 			why = w
 		}
@@ -432,11 +436,11 @@ func (kf *kubeFilters) drop(log klog.Logger, mark int, anti bool) {
 	if kf.inSnap > mark {
 		snap := kf.lister.SharedLister.(*cache.Snapshot)
 		for i := kf.inSnap - 1; i >= mark; i-- {
-			if err := snap.ForgetPod(log, kf.admitted[i]); err != nil {
-				log.Error(err, "Taking a planned pod back from the snapshot of kube's filters", "pod", klog.KObj(kf.admitted[i]))
+			if err := snap.ForgetPod(log, kf.assumed[i]); err != nil {
+				log.Error(err, "Taking a planned pod back from the snapshot of kube's filters", "pod", klog.KObj(kf.assumed[i]))
 			}
 		}
-		kf.inSnap = mark
+		kf.inSnap, kf.assumed = mark, kf.assumed[:mark]
 	}
 	kf.admitted, kf.admittedAnti = kf.admitted[:mark], anti
 }
