@@ -50,5 +50,8 @@ func shapeKey(r *gang.Request) string {
 	for _, l := range r.Preferred {
 		b.WriteString(";p" + strconv.Itoa(int(l)))
 	}
+	if r.MaxPerHost > 0 {
+		b.WriteString(";h" + strconv.Itoa(r.MaxPerHost))
+	}
 	return b.String()
 }

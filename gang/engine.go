@@ -397,7 +397,11 @@ func (e *engine) fillSmall(gi int, g *Group, h topology.HostID, sh *hostShape, f
 }
 
 // record adds a task's claim to the placement and to the tentative state.
+// It refuses (false) a task the request's MaxPerHost keeps off h.
 func (e *engine) record(t TaskRef, h topology.HostID, g *Group) bool {
+	if e.r.MaxPerHost > 0 && e.tasksOn(h) >= e.r.MaxPerHost {
+		return false
+	}
 	if e.trial {
 		e.p.addClaim(t, h, g.CPUMilli, g.MemoryMiB, e.gcs...)
 		if err := e.l.TrialAllocate(e.p.Claims[len(e.p.Claims)-1]); err != nil {
@@ -438,6 +442,17 @@ func (e *engine) record(t TaskRef, h topology.HostID, g *Group) bool {
 	}
 	e.p.addClaim(t, h, g.CPUMilli, g.MemoryMiB, e.gcs...)
 	return true
+}
+
+// tasksOn returns how many tasks the placement has on h.
+func (e *engine) tasksOn(h topology.HostID) int {
+	n := 0
+	for i := range e.p.Claims {
+		if e.p.Claims[i].Host == h {
+			n++
+		}
+	}
+	return n
 }
 
 // unrecord takes back the last task record added to the overlay (not in

@@ -112,6 +112,10 @@ type Request struct {
 	// after releasing victims). Rejected domains are skipped at O(1) each
 	// and do not appear in explanations. Same rules as AllowHost.
 	AllowDomain func(lv topology.Level, d topology.DomainID) bool
+	// MaxPerHost, if positive, caps the tasks of the request (all groups
+	// together) one placement puts on one host (workload.Job's
+	// MaxTasksPerHost).
+	MaxPerHost int
 
 	c        *topology.Cluster
 	within   topology.Level // innermost required tree level (LevelHost and up), or the cluster level
@@ -205,7 +209,7 @@ func NewRequest(c *topology.Cluster, job *workload.Job) (*Request, error) {
 	bad := func(field, format string, args ...any) error {
 		return &workload.FieldError{Job: job.ID, Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
-	r := &Request{ID: job.ID, c: c, within: c.LevelCluster()}
+	r := &Request{ID: job.ID, c: c, within: c.LevelCluster(), MaxPerHost: job.MaxTasksPerHost}
 	models := c.Models()
 	r.Groups = make([]Group, len(job.Groups))
 	for i := range job.Groups {

@@ -141,6 +141,13 @@ type Job struct {
 	// scheduler bounds it (gpusched.Config.MaxGrace) and refuses a job
 	// that asks for more.
 	Grace time.Duration `json:"grace,omitempty" yaml:"grace,omitempty"`
+	// MaxTasksPerHost caps how many of the job's tasks (of all its groups
+	// together) one placement puts on one host; zero means no cap. A
+	// Kubernetes gang whose pods are anti-affine to each other on the
+	// hostname has 1: one pod per node. (An elastic job grown back after a
+	// shrink places its new tasks as one placement: the cap holds among
+	// them, not against the tasks it kept.)
+	MaxTasksPerHost int `json:"maxTasksPerHost,omitempty" yaml:"maxTasksPerHost,omitempty"`
 }
 
 // Clone returns a deep copy of j: it shares no slice with j (Groups, each
@@ -317,6 +324,9 @@ func (j *Job) Validate() error {
 	}
 	if j.Grace < 0 {
 		return bad("grace", "negative grace period %v", j.Grace)
+	}
+	if j.MaxTasksPerHost < 0 {
+		return bad("maxTasksPerHost", "negative cap %d", j.MaxTasksPerHost)
 	}
 	return nil
 }

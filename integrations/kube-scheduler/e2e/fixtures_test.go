@@ -118,6 +118,8 @@ type podSpec struct {
 	PodGroup string
 	// Claims name ResourceClaims (in the pod's namespace) its container uses.
 	Claims []string
+	// Affinity is the pod's affinity, if any.
+	Affinity *v1.Affinity
 }
 
 func createPod(ctx context.Context, t testing.TB, c kubernetes.Interface, s podSpec) *v1.Pod {
@@ -142,6 +144,7 @@ func createPod(ctx context.Context, t testing.TB, c kubernetes.Interface, s podS
 			SchedulerName:     s.SchedulerName,
 			NodeSelector:      s.NodeSelector,
 			PriorityClassName: s.PriorityClassName,
+			Affinity:          s.Affinity,
 			Containers: []v1.Container{{
 				Name: "main", Image: "registry.k8s.io/pause:3.10",
 				Resources: v1.ResourceRequirements{Requests: req, Limits: lim},

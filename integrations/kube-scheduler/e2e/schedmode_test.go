@@ -65,6 +65,7 @@ var schedModeScenarios = []scenario{
 	{"BackfillDoesNotStarveGang", testBackfillGang},
 	{"QueueEditsApplyLive", testQueueEditsApplyLive},
 	{"StaleNominationAfterRestart", testStaleNomination},
+	{"GangOnePodPerNode", testGangOnePodPerNode},
 }
 
 // TestSchedulerMode runs the scheduler-mode scenarios against a fresh etcd
@@ -310,4 +311,32 @@ func testQueueEditsApplyLive(ctx context.Context, t *testing.T, cp *controlPlane
 
 	putQueues(tree(8))
 	waitBound(ctx, t, c, "default", []string{"q"}, 30*time.Second)
+}
+
+// testGangOnePodPerNode (issue 26, defect 4): a gang whose members require
+// pod anti-affinity against each other on the hostname (one per node),
+// each wanting half a node's GPUs, binds one member per node the first
+// time: kube's InterPodAffinity filter never rejects a member.
+func testGangOnePodPerNode(ctx context.Context, t *testing.T, cp *controlPlane, start func()) {
+	c := cp.Client
+	for _, n := range []string{"n1", "n2"} {
+		createNode(ctx, t, c, nodeSpec{Name: n, GPUs: 8, Product: h100})
+	}
+	start()
+	anti := &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "ring"}}, TopologyKey: "kubernetes.io/hostname"}}}}
+	var names []string
+	for i := range 2 {
+		name := fmt.Sprintf("ring-%d", i)
+		names = append(names, name)
+		createPod(ctx, t, c, podSpec{Name: name, SchedulerName: schedModeName, GPUs: 4, Affinity: anti,
+			Labels: map[string]string{gangLabelKey: "ring", plugin.DefaultGangSizeKey: "2", queueLabel: "batch", "app": "ring"}})
+	}
+	got := waitBound(ctx, t, c, "default", names, 60*time.Second)
+	if got["ring-0"].Spec.NodeName == got["ring-1"].Spec.NodeName {
+		t.Errorf("both members bound to %s", got["ring-0"].Spec.NodeName)
+	}
+	if ev := describeEvents(ctx, c, "default"); strings.Contains(ev, "anti-affinity") {
+		t.Errorf("kube's InterPodAffinity filter rejected a member:\n%s", ev)
+	}
 }

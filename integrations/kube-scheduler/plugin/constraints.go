@@ -4,16 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/gpusched/gpusched"
 	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
 )
 
 // Node constraints in scheduler mode (issue 26, defect 4). A job is
@@ -21,7 +25,11 @@ import (
 // and tolerations accept (the first pod's: a gang's members share them),
 // through a host filter on the job (gpusched.Scheduler.SetHostFilter),
 // and that kube's own InterPodAffinity, PodTopologySpread and
-// VolumeBinding filters accept (kubefilters.go). A node kube-scheduler's
+// VolumeBinding filters accept for each member (kubefilters.go); a gang
+// whose members constrain each other on the hostname has a per-node cap
+// (workload.Job.MaxTasksPerHost, perHostCap), and each plan is checked
+// next to the others of its cycle before any pod is activated
+// (refusePlan). A node kube-scheduler's
 // own filters reject for a planned pod (PostFilter: resources kube counts
 // that gpusched does not, the constraints between one job's pods, ...) is
 // excluded for that job, with the reason in its pending message, for a
@@ -108,19 +116,24 @@ func (h *host) filterJobs(nodes []*v1.Node, now time.Time) {
 		if ck == "" {
 			ck = constraintKey(pods[0])
 		}
-		kk := kf.key(pods[0])
-		if kk != "" {
+		// kube's filters, for each member whose key differs (their
+		// claims: each member's volumes may reach other nodes).
+		var kks []string
+		var reps []*v1.Pod
+		for _, p := range pods {
+			if kk := kf.key(p); kk != "" && !slices.Contains(kks, kk) {
+				kks, reps = append(kks, kk), append(reps, p)
+			}
+		}
+		for _, kk := range kks {
 			ck += "\x00" + kk
 		}
 		e := verdicts[ck]
 		if e == nil {
 			e = &eligible{ok: make([]bool, c.NumHosts()), all: true}
 			aff := nodeaffinity.GetRequiredNodeAffinity(pods[0])
-			var refused map[string]string
-			if kk != "" {
-				refused = kf.verdict(context.Background(), h.log, pods[0])
-				e.kube = refusedNote(refused)
-			}
+			refused := h.membersVerdict(kf, reps)
+			e.kube = refusedNote(refused)
 			var kb strings.Builder
 			for i := range e.ok {
 				n := byName[c.HostName(topology.HostID(i))]
@@ -293,4 +306,132 @@ func (f *freedNodes) record(node string, t time.Time) {
 func (f *freedNodes) lagging(node string, now, retried time.Time) bool {
 	t, ok := f.at[node]
 	return ok && now.Sub(t) < cacheLagWindow && retried.Before(t)
+}
+
+// refusePlan checks a binding's plan with kube's own filters next to the
+// plans carried out before it in the cycle and its own pods (kubefilters.go,
+// admit): constraints between the members of a gang or between jobs
+// planned together, which the job's node filter, made before the cycle,
+// could not see. A refused plan is taken back before any of its pods is
+// activated: the job is requeued with the reason in its pending message,
+// and a cycle is asked for, whose node filter counts the plans kept. When
+// the plan's own pods are the cause, the node is also excluded for the
+// job as if kube had rejected it (applyRejections: a backoff), so that
+// the job is never planned there again and again. It reports whether
+// the plan was refused. Under mu.
+func (h *host) refusePlan(id string, rec *jobRec, planned []plannedPod, now time.Time, fx *effects) bool {
+	r := h.kubeFilters().admit(context.Background(), h.log, planned)
+	if r == nil {
+		return false
+	}
+	if err := h.s.Requeue(id, now); err != nil {
+		h.log.Error(err, "Requeue", "job", id)
+	}
+	h.metrics.withdrew(WithdrawnPlanConflict)
+	cause := "the pods planned in the same cycle"
+	if r.own {
+		cause = "the job's own pods"
+		h.amu.Lock()
+		h.rejected = append(h.rejected, rejection{job: id, node: r.node, why: r.why + " (next to " + cause + ")", at: now})
+		h.amu.Unlock()
+	}
+	h.noteWhy(fx, rec.job.all(), gpusched.TokenTopologyPlacementFailed, fmt.Sprintf("gpusched: job %s: its plan put pod %s on node %s, where kube's filters refuse it next to %s (%s); planned again", id, r.pod.Name, r.node, cause, r.why), ReasonPending, now)
+	h.poke()
+	return true
+}
+
+// perHostCap returns how many members of a gang kube's own filters let
+// share one node when the members constrain each other on the hostname
+// (the job's MaxTasksPerHost): 1 when a member's required pod
+// anti-affinity on kubernetes.io/hostname selects every member (one pod
+// per node, the usual shape of distributed training), a member's
+// DoNotSchedule topology spread's maxSkew on the hostname when it selects
+// every member (so that each member passes whatever the order kube binds
+// them in); 0 (no cap) otherwise. Constraints on other keys (a zone) or
+// selecting only some members are left to the plan's check (refusePlan).
+func perHostCap(members []*v1.Pod) int {
+	limit := 0
+	lower := func(n int) {
+		if n > 0 && (limit == 0 || n < limit) {
+			limit = n
+		}
+	}
+	for _, m := range members {
+		_, anti, spread := podTerms(m)
+		for _, t := range anti {
+			if t.TopologyKey == v1.LabelHostname && termSelectsAll(m, t.LabelSelector, t.Namespaces, t.NamespaceSelector, nil, members) {
+				lower(1)
+			}
+		}
+		for _, c := range spread {
+			if c.TopologyKey == v1.LabelHostname && termSelectsAll(m, c.LabelSelector, nil, nil, c.MatchLabelKeys, members) {
+				lower(int(c.MaxSkew))
+			}
+		}
+	}
+	return limit
+}
+
+// termSelectsAll reports whether a pod term of m (its label selector, the
+// namespaces it names or selects, the label keys whose values m's own
+// must match) selects every one of members (one namespace: the gang's).
+// A namespace selector other than the empty one (all namespaces) is not
+// read: false.
+func termSelectsAll(m *v1.Pod, sel *metav1.LabelSelector, namespaces []string, nsSel *metav1.LabelSelector, keys []string, members []*v1.Pod) bool {
+	if sel == nil {
+		return false
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return false
+	}
+	switch {
+	case nsSel != nil:
+		if len(nsSel.MatchLabels) > 0 || len(nsSel.MatchExpressions) > 0 {
+			return false
+		}
+	case len(namespaces) > 0 && !slices.Contains(namespaces, m.Namespace):
+		return false
+	}
+	for _, o := range members {
+		if o.Namespace != m.Namespace || !s.Matches(labels.Set(o.Labels)) {
+			return false
+		}
+		for _, k := range keys {
+			if v, ok := m.Labels[k]; ok && o.Labels[k] != v {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// membersVerdict returns the nodes kube's filters refuse for some pod of
+// reps (a job's members whose keys differ), and why: a job is planned on
+// the nodes every member may use (the job's node filter is one for all
+// its pods).
+func (h *host) membersVerdict(kf *kubeFilters, reps []*v1.Pod) map[string]string {
+	var refused map[string]string
+	for _, p := range reps {
+		for node, why := range kf.verdict(context.Background(), h.log, p) {
+			if refused == nil {
+				refused = map[string]string{}
+			}
+			if _, ok := refused[node]; !ok {
+				if len(reps) > 1 {
+					why = "pod " + p.Name + ": " + why
+				}
+				refused[node] = why
+			}
+		}
+	}
+	return refused
+}
+
+// perHostNote says that a job is capped per node (perHostCap), "" if not.
+func perHostNote(spec *workload.Job) string {
+	if spec.MaxTasksPerHost <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("at most %d of its pods per node (their required pod anti-affinity or DoNotSchedule topology spread on %s)", spec.MaxTasksPerHost, v1.LabelHostname)
 }

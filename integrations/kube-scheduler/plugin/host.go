@@ -957,7 +957,11 @@ func (h *host) submitError(j *podJob, err error) string {
 		}
 		return fmt.Sprintf("%s=%q: %v", podField(p, src), j.spec.Queue, err)
 	case errors.Is(err, gpusched.ErrNeverFits):
-		return fmt.Sprintf("%s: %v", podField(p, "resources"), err)
+		msg := fmt.Sprintf("%s: %v", podField(p, "resources"), err)
+		if note := perHostNote(&j.spec); note != "" {
+			msg += "; " + note
+		}
+		return msg
 	}
 	return fmt.Sprintf("%s: %v", podField(p, "spec"), err)
 }
@@ -1041,22 +1045,31 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 		if rec == nil {
 			continue
 		}
-		var plan *planWrite
-		if len(b.Placement.Claims) > 1 {
-			fx.plans = append(fx.plans, planWrite{job: b.Job})
-			plan = &fx.plans[len(fx.plans)-1]
-		}
 		placed := make([]int, len(rec.job.pods))
+		var planned []plannedPod
+		claimOf := make([]int, 0, len(b.Placement.Tasks))
 		for i, t := range b.Placement.Tasks {
 			g := int(t.Group)
 			if g >= len(rec.job.pods) || placed[g] >= len(rec.job.pods[g]) {
 				continue
 			}
-			p := rec.job.pods[g][placed[g]]
+			planned = append(planned, plannedPod{pod: rec.job.pods[g][placed[g]], node: c.HostName(b.Placement.Claims[i].Host)})
+			claimOf = append(claimOf, i)
 			placed[g]++
-			cl := b.Placement.Claims[i]
+		}
+		if h.refusePlan(b.Job, rec, planned, now, fx) {
+			continue
+		}
+		var plan *planWrite
+		if len(b.Placement.Claims) > 1 {
+			fx.plans = append(fx.plans, planWrite{job: b.Job})
+			plan = &fx.plans[len(fx.plans)-1]
+		}
+		for k, pp := range planned {
+			p := pp.pod
+			cl := b.Placement.Claims[claimOf[k]]
 			first, _ := c.HostGPUs(cl.Host)
-			a := &assignment{job: b.Job, node: c.HostName(cl.Host)}
+			a := &assignment{job: b.Job, node: pp.node}
 			for _, x := range cl.GPUs {
 				a.gpus = append(a.gpus, int(x.GPU-first))
 			}
@@ -1122,6 +1135,9 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 		}
 		if rec.kubeNote != "" {
 			msg += "; " + rec.kubeNote
+		}
+		if note := perHostNote(&rec.job.spec); note != "" {
+			msg += "; " + note
 		}
 		if rec.blocked != "" {
 			// The eviction of a victim planned for it was refused (a

@@ -161,6 +161,7 @@ func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
 			return fail("%s: gang %s has %d live pods, more than its size %d", podField(members[g.size], "gang labels"), g.key, len(members), g.size)
 		}
 		spec.Topology = g.constraints()
+		spec.MaxTasksPerHost = perHostCap(members)
 	}
 	// One task group per distinct demand, in order of first appearance.
 	var demands []demand

@@ -33,11 +33,14 @@ import (
 // informers' pods and nodes at each cycle that needs it (kube-scheduler's
 // own snapshot belongs to its scheduling cycle: reading it from the
 // host's goroutine would race). Pods gpusched planned but kube has not
-// bound yet count on their planned node. Not covered: the constraints
-// between the pods of one job (a gang's members are filtered as its first
-// pod alone) or of jobs planned in the same cycle, and volumes kube's own
-// binder has just assumed; a node kube still rejects is excluded for the
-// job (constraints.go).
+// bound yet count on their planned node. A job is planned on the nodes
+// kube's filters accept for every member (each member's claims may reach
+// other nodes). Between the pods planned in one cycle (a gang's members,
+// jobs planned together), each plan is checked pod after pod next to the
+// plans kept before it (admit), and a gang whose members are anti-affine
+// to each other (or spread) on the hostname is capped per node
+// (perHostCap). Not covered: volumes kube's own binder has just assumed;
+// a node kube still rejects is excluded for the job (constraints.go).
 type kubeFilters struct {
 	plugins []kubeFilter
 	lister  swapLister
@@ -52,6 +55,14 @@ type kubeFilters struct {
 	err     error     // why the plugins could not be built: not applied
 	// volumes: VolumeBinding is among the plugins.
 	volumes bool
+	// admitted are the pods of the plans admit accepted this cycle, in
+	// order; the snapshot holds the first inSnap of them, as assumed
+	// (their copies with the node set). admittedAnti: one of them has a
+	// required anti-affinity term.
+	admitted     []plannedPod
+	assumed      []*v1.Pod
+	inSnap       int
+	admittedAnti bool
 }
 
 // kubeFilter is one of kube's PreFilter+Filter plugins.
@@ -137,6 +148,9 @@ func (kf *kubeFilters) see(nodes []*v1.Node, all []*v1.Pod) {
 // but not bound (uid → node); the snapshot is built on first use.
 func (kf *kubeFilters) startCycle(planned map[types.UID]string) {
 	kf.snap, kf.antiAff = false, false
+	clear(kf.admitted) // (no pod of a past cycle kept alive)
+	clear(kf.assumed)
+	kf.admitted, kf.assumed, kf.inSnap, kf.admittedAnti = kf.admitted[:0], kf.assumed[:0], 0, false
 	kf.pods = kf.pods[:0]
 	for _, p := range kf.all {
 		node := p.Spec.NodeName
@@ -199,14 +213,11 @@ func (h *host) plannedNodes() map[types.UID]string {
 	return m
 }
 
-// key names what of p kube's filters look at, "" when they accept every
-// node for it: p has no required pod (anti-)affinity nor DoNotSchedule
-// spread, and no pod has a required anti-affinity term.
-func (kf *kubeFilters) key(p *v1.Pod) string {
-	if kf.err != nil {
-		return ""
-	}
-	var aff, anti []v1.PodAffinityTerm
+// podTerms returns p's required pod affinity and anti-affinity terms and
+// its DoNotSchedule topology spread constraints: what of p kube's
+// InterPodAffinity and PodTopologySpread filters check against the other
+// pods.
+func podTerms(p *v1.Pod) (aff, anti []v1.PodAffinityTerm, spread []v1.TopologySpreadConstraint) {
 	if a := p.Spec.Affinity; a != nil {
 		if a.PodAffinity != nil {
 			aff = a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution
@@ -215,12 +226,22 @@ func (kf *kubeFilters) key(p *v1.Pod) string {
 			anti = a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 		}
 	}
-	var spread []v1.TopologySpreadConstraint
 	for _, c := range p.Spec.TopologySpreadConstraints {
 		if c.WhenUnsatisfiable == v1.DoNotSchedule {
 			spread = append(spread, c)
 		}
 	}
+	return aff, anti, spread
+}
+
+// key names what of p kube's filters look at, "" when they accept every
+// node for it: p has no required pod (anti-)affinity nor DoNotSchedule
+// spread, and no pod has a required anti-affinity term.
+func (kf *kubeFilters) key(p *v1.Pod) string {
+	if kf.err != nil {
+		return ""
+	}
+	aff, anti, spread := podTerms(p)
 	var claims []v1.Volume
 	if kf.volumes {
 		for _, v := range p.Spec.Volumes {
@@ -246,30 +267,52 @@ func (kf *kubeFilters) key(p *v1.Pod) string {
 	return string(b)
 }
 
+// snapshot returns the cycle's snapshot, built on first use.
+func (kf *kubeFilters) snapshot() {
+	if !kf.snap {
+		kf.lister.SharedLister = cache.NewSnapshot(kf.pods, kf.nodes)
+		kf.snap = true
+		kf.inSnap, kf.assumed = 0, kf.assumed[:0]
+	}
+}
+
 // verdict returns which of the nodes (by name) kube's filters accept for
 // p, and why each other is refused; nil: all. An error of a plugin (not a
 // refusal) accepts every node: kube's own filters still decide at
 // binding.
 func (kf *kubeFilters) verdict(ctx context.Context, log klog.Logger, p *v1.Pod) map[string]string {
-	if !kf.snap {
-		kf.lister.SharedLister = cache.NewSnapshot(kf.pods, kf.nodes)
-		kf.snap = true
-	}
-	infos, err := kf.lister.NodeInfos().List()
-	if err != nil {
-		log.Error(err, "Listing the snapshot's nodes for kube's filters")
-		return nil
-	}
+	kf.snapshot()
 	var refused map[string]string
-	refuse := func(node, why string) {
+	kf.run(ctx, log, p, "", true, func(node, why string) {
 		if refused == nil {
 			refused = map[string]string{}
 		}
 		if _, ok := refused[node]; !ok {
 			refused[node] = why
 		}
+	})
+	return refused
+}
+
+// run runs kube's filters for p on the snapshot's nodes (only: that node
+// alone; volumes: VolumeBinding too), calling refuse for each node a
+// filter refuses, with why.
+func (kf *kubeFilters) run(ctx context.Context, log klog.Logger, p *v1.Pod, only string, volumes bool, refuse func(node, why string)) {
+	all, err := kf.lister.NodeInfos().List()
+	if err != nil {
+		log.Error(err, "Listing the snapshot's nodes for kube's filters")
+		return
+	}
+	infos := make([]fwk.NodeInfo, 0, len(all))
+	for _, ni := range all {
+		if ni.Node() != nil { // (not a node a pod names that is gone)
+			infos = append(infos, ni)
+		}
 	}
 	for _, pl := range kf.plugins {
+		if !volumes && pl.Name() == volumebinding.Name {
+			continue
+		}
 		state := framework.NewCycleState()
 		res, st := pl.PreFilter(ctx, state, p, infos)
 		switch {
@@ -280,12 +323,17 @@ func (kf *kubeFilters) verdict(ctx context.Context, log klog.Logger, p *v1.Pod) 
 			continue
 		case !st.IsSuccess():
 			for _, ni := range infos {
-				refuse(ni.Node().Name, pl.Name()+": "+st.Message())
+				if only == "" || ni.Node().Name == only {
+					refuse(ni.Node().Name, pl.Name()+": "+st.Message())
+				}
 			}
 			continue
 		}
 		for _, ni := range infos {
 			name := ni.Node().Name
+			if only != "" && name != only {
+				continue
+			}
 			if !res.AllNodes() && !res.NodeNames.Has(name) {
 				refuse(name, pl.Name()+": not among the nodes its PreFilter allows")
 				continue
@@ -297,5 +345,102 @@ func (kf *kubeFilters) verdict(ctx context.Context, log klog.Logger, p *v1.Pod) 
 			}
 		}
 	}
-	return refused
+}
+
+// A planned pod (carryOut) on its node.
+type plannedPod struct {
+	pod  *v1.Pod
+	node string
+}
+
+// refusal is a plan admit refused: kube's filters reject pod on node,
+// why. own: the pods of its own plan placed before it are the cause (not
+// only those of other jobs planned in the same cycle).
+type refusal struct {
+	pod       *v1.Pod
+	node, why string
+	own       bool
+}
+
+// admit checks one job's plan, pod after pod, with kube's InterPodAffinity
+// and PodTopologySpread filters against the pods bound or planned before
+// the cycle (what the job's node filter was made from), the plans admit
+// accepted before in this cycle, and the plan's own pods placed before
+// (issue 26, defect 4: the members of a gang, jobs planned together). A
+// pod is checked only where those can matter: something was admitted
+// before it in the cycle, and it has pod constraints of its own or an
+// admitted pod has a required anti-affinity term. It returns nil and
+// keeps the plan's pods for the next plans when every pod passes; else
+// the first refusal, keeping none of them.
+func (kf *kubeFilters) admit(ctx context.Context, log klog.Logger, plan []plannedPod) *refusal {
+	if kf.err != nil {
+		return nil
+	}
+	mark, anti := len(kf.admitted), kf.admittedAnti
+	for _, pp := range plan {
+		if why := kf.check(ctx, log, pp); why != "" {
+			r := &refusal{pod: pp.pod, node: pp.node, why: why}
+			kf.drop(log, mark, anti)
+			// Without its own pods, do the other plans of the cycle
+			// still refuse it?
+			r.own = kf.check(ctx, log, pp) == ""
+			return r
+		}
+		kf.admitted = append(kf.admitted, pp)
+		if _, x, _ := podTerms(pp.pod); len(x) > 0 {
+			kf.admittedAnti = true
+		}
+	}
+	return nil
+}
+
+// check returns why kube's filters refuse pp's pod on its node next to
+// the pods admitted so far, "" if they accept it or need not be asked.
+// The admitted pods join the snapshot (as kube-scheduler assumes a pod)
+// only once a check needs them.
+func (kf *kubeFilters) check(ctx context.Context, log klog.Logger, pp plannedPod) string {
+	if len(kf.admitted) == 0 {
+		return ""
+	}
+	aff, anti, spread := podTerms(pp.pod)
+	if len(aff) == 0 && len(anti) == 0 && len(spread) == 0 && !kf.admittedAnti {
+		return ""
+	}
+	kf.snapshot()
+	snap := kf.lister.SharedLister.(*cache.Snapshot)
+	for ; kf.inSnap < len(kf.admitted); kf.inSnap++ {
+		a := kf.admitted[kf.inSnap]
+		q := *a.pod // the spec's node name alone differs: a shallow copy
+		q.Spec.NodeName = a.node
+		kf.assumed = append(kf.assumed, &q)
+		pi, err := framework.NewPodInfo(&q)
+		if err == nil {
+			err = snap.AssumePod(pi)
+		}
+		if err != nil {
+			log.Error(err, "Adding a planned pod to the snapshot of kube's filters", "pod", klog.KObj(a.pod))
+		}
+	}
+	var why string
+	kf.run(ctx, log, pp.pod, pp.node, false, func(_, w string) {
+		if why == "" {
+			why = w
+		}
+	})
+	return why
+}
+
+// drop takes back the pods admitted from mark on (the snapshot forgets
+// them, last first), and admittedAnti to anti.
+func (kf *kubeFilters) drop(log klog.Logger, mark int, anti bool) {
+	if kf.inSnap > mark {
+		snap := kf.lister.SharedLister.(*cache.Snapshot)
+		for i := kf.inSnap - 1; i >= mark; i-- {
+			if err := snap.ForgetPod(log, kf.assumed[i]); err != nil {
+				log.Error(err, "Taking a planned pod back from the snapshot of kube's filters", "pod", klog.KObj(kf.assumed[i]))
+			}
+		}
+		kf.inSnap, kf.assumed = mark, kf.assumed[:mark]
+	}
+	kf.admitted, kf.admittedAnti = kf.admitted[:mark], anti
 }

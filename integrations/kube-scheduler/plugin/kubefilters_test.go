@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 )
@@ -105,35 +107,55 @@ func TestKubeFiltersCountPlannedPods(t *testing.T) {
 	}
 }
 
+// localVolume returns a bound local volume only nodes reach and its
+// bound claim (namespace default).
+func localVolume(claim string, nodes ...string) (*v1.PersistentVolume, *v1.PersistentVolumeClaim) {
+	pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-" + claim}, Spec: v1.PersistentVolumeSpec{
+		Capacity:    v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+		AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+		ClaimRef:    &v1.ObjectReference{Namespace: "default", Name: claim, UID: types.UID("uid-" + claim)},
+		NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+			MatchExpressions: []v1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: v1.NodeSelectorOpIn, Values: nodes}}}}}},
+		PersistentVolumeSource: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/data"}},
+	}, Status: v1.PersistentVolumeStatus{Phase: v1.VolumeBound}}
+	pvc := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: claim, Namespace: "default", UID: types.UID("uid-" + claim),
+		Annotations: map[string]string{"pv.kubernetes.io/bind-completed": "yes"}},
+		Spec:   v1.PersistentVolumeClaimSpec{VolumeName: pv.Name, AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}},
+		Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound}}
+	return pv, pvc
+}
+
+// withVolumes gives h kube's filters with VolumeBinding, over informers
+// of a fake clientset holding objs, synced; they stop with the test.
+func withVolumes(t *testing.T, h *host, objs ...runtime.Object) {
+	t.Helper()
+	cs := fake.NewClientset(objs...)
+	inf := informers.NewSharedInformerFactory(cs, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	h.kf = newKubeFilters(ctx, inf, cs)
+	if h.kf.err != nil {
+		cancel()
+		t.Fatal(h.kf.err)
+	}
+	inf.Start(ctx.Done())
+	t.Cleanup(func() { cancel(); inf.Shutdown() })
+	inf.WaitForCacheSync(ctx.Done())
+}
+
+// claimVolume mounts claim in p.
+func claimVolume(p *v1.Pod, claim string) {
+	p.Spec.Volumes = []v1.Volume{{Name: "d", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
+}
+
 // TestKubeFiltersVolumeTopology (issue 26, defect 4): a pod whose claim is
 // bound to a volume only n2 reaches is planned on n2 on its first cycle
 // (kube's VolumeBinding filter, with the scheduler's informers).
 func TestKubeFiltersVolumeTopology(t *testing.T) {
-	pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv1"}, Spec: v1.PersistentVolumeSpec{
-		Capacity:    v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
-		AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-		ClaimRef:    &v1.ObjectReference{Namespace: "default", Name: "data", UID: "uid-data"},
-		NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
-			MatchExpressions: []v1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: v1.NodeSelectorOpIn, Values: []string{"n2"}}}}}}},
-		PersistentVolumeSource: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/data"}},
-	}, Status: v1.PersistentVolumeStatus{Phase: v1.VolumeBound}}
-	pvc := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default", UID: "uid-data",
-		Annotations: map[string]string{"pv.kubernetes.io/bind-completed": "yes"}},
-		Spec:   v1.PersistentVolumeClaimSpec{VolumeName: "pv1", AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}},
-		Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound}}
-	cs := fake.NewClientset(pv, pvc)
-	inf := informers.NewSharedInformerFactory(cs, 0)
 	h, io := newTestHost(t, gpuNode("n1", 8, h100, nil), gpuNode("n2", 8, h100, nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	h.kf = newKubeFilters(ctx, inf, cs)
-	if h.kf.err != nil {
-		t.Fatal(h.kf.err)
-	}
-	inf.Start(ctx.Done())
-	defer func() { cancel(); inf.Shutdown() }()
-	inf.WaitForCacheSync(ctx.Done())
+	pv, pvc := localVolume("data", "n2")
+	withVolumes(t, h, pv, pvc)
 	p := schedPod("p", 4, nil)
-	p.Spec.Volumes = []v1.Volume{{Name: "d", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+	claimVolume(p, "data")
 	io.pods = []*v1.Pod{boundPod("a", "n1", 2, "0,1", nil), p}
 	step(h, io, 0)
 	if a, ok := h.assignmentOf(p.UID); !ok || a.node != "n2" {

@@ -54,6 +54,10 @@ const (
 	// WithdrawnBindFailed: a pod of the job could not be reserved or
 	// bound (Unreserve).
 	WithdrawnBindFailed = "BindFailed"
+	// WithdrawnPlanConflict: kube's filters refuse a pod of the plan next
+	// to the pods planned before it in the same cycle (its gang's, other
+	// jobs'); taken back before any pod was activated.
+	WithdrawnPlanConflict = "PlanConflict"
 )
 
 // metricSet is the collectors of scheduler mode's metrics. One set is
@@ -95,7 +99,7 @@ func newMetricSet() *metricSet {
 		admitted:  counter(metricAdmitted, "Jobs admitted (bound to nodes and GPUs) by gpusched, by leaf queue.", "queue"),
 		evictions: counter(metricEvictions, "Running jobs gpusched asked to stop, by kind: Preemption, Shrink, Migration, Recovery.", "kind"),
 		refusals:  counter(metricRefusals, "Evictions the Eviction API refused (a PodDisruptionBudget)."),
-		withdrawn: counter(metricWithdrawn, "Bindings withdrawn before their pods all bound, by cause: Expired (not bound within admitTimeoutSeconds), NodeRejected (kube's filters rejected the planned node), BindFailed.",
+		withdrawn: counter(metricWithdrawn, "Bindings withdrawn before their pods all bound, by cause: Expired (not bound within admitTimeoutSeconds), NodeRejected (kube's filters rejected the planned node), BindFailed, PlanConflict (kube's filters refuse the plan next to the pods planned with it; taken back before any pod was activated).",
 			"cause"),
 	}
 }
@@ -239,7 +243,7 @@ func (c *cycleMetrics) cycle(d time.Duration) {
 }
 
 // withdrew counts a binding withdrawn for cause (WithdrawnNodeRejected,
-// WithdrawnBindFailed).
+// WithdrawnBindFailed, WithdrawnPlanConflict).
 func (c *cycleMetrics) withdrew(cause string) {
 	if c != nil {
 		c.set.withdrawn.WithLabelValues(c.profile, cause).Inc()
