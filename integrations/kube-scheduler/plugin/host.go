@@ -167,6 +167,9 @@ type jobRec struct {
 	kubeNote string
 	// bindFailures counts its pods' failures after Reserve (bindFailed).
 	bindFailures int
+	// conflicts counts its plans refusePlan took back in a row for the
+	// pods planned with them in the same cycle (constraints.go).
+	conflicts int
 	// lagRetried: the last rejection taken for kube's cache lagging
 	// (freedNodes).
 	lagRetried time.Time
