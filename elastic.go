@@ -445,6 +445,17 @@ func (s *Scheduler) growPlacement(j *job) (*gang.Placement, []int) {
 	}
 	req.Seed = j.req.Seed
 	s.confine(req, j, p)
+	// MaxTasksPerHost counts the tasks j keeps: hosts at the cap are
+	// refused, and new tasks beyond it on a host left out.
+	var have map[topology.HostID]int
+	if limit := j.spec.MaxTasksPerHost; limit > 0 {
+		have = map[topology.HostID]int{}
+		for _, cl := range p.Claims {
+			have[cl.Host]++
+		}
+		inner := req.AllowHost
+		req.AllowHost = func(h topology.HostID) bool { return have[h] < limit && (inner == nil || inner(h)) }
+	}
 	var np gang.Placement
 	if s.placer.Place(s.ledger, req, &np) != nil || np.Len() == 0 {
 		return nil, nil
@@ -452,6 +463,12 @@ func (s *Scheduler) growPlacement(j *job) (*gang.Placement, []int) {
 	q := p.Clone()
 	var added []int
 	for i, cl := range np.Claims {
+		if have != nil {
+			if have[cl.Host] >= j.spec.MaxTasksPerHost {
+				continue
+			}
+			have[cl.Host]++
+		}
 		gi := gmap[np.Tasks[i].Group]
 		k := int32(0)
 		for slices.Contains(q.Tasks, gang.TaskRef{Group: int32(gi), Index: k}) {
@@ -461,6 +478,9 @@ func (s *Scheduler) growPlacement(j *job) (*gang.Placement, []int) {
 		q.Claims = append(q.Claims, cl)
 		q.Tasks = append(q.Tasks, gang.TaskRef{Group: int32(gi), Index: k})
 		q.Placed[gi]++
+	}
+	if len(added) == 0 {
+		return nil, nil
 	}
 	return q.Clone(), added
 }

@@ -10,14 +10,11 @@ import (
 	"github.com/gpusched/gpusched/workload"
 )
 
-// TestShrunkOnCordonedHost (regression): a gang shrunk on a host cordoned
-// after the shrink was asked keeps its other tasks there. Shrunk re-took
-// the kept placement as a new allocation, which a cordon refuses, and
-// then panicked restoring the old one ("restoring a placement after a
-// failed resize: … host cordoned"); found by the snapshot equivalence
-// property with elastic gangs and cordons.
-func TestShrunkOnCordonedHost(t *testing.T) {
-	sp, err := topology.Generator{Name: "c", Machine: "dgx-h100", Hosts: 1}.Spec()
+// elasticScheduler returns a Scheduler of one queue, q, with elastic
+// gangs and plan preemption within the queue, on hosts DGX H100 hosts.
+func elasticScheduler(t *testing.T, hosts int) *Scheduler {
+	t.Helper()
+	sp, err := topology.Generator{Name: "c", Machine: "dgx-h100", Hosts: hosts}.Spec()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,6 +31,18 @@ func TestShrunkOnCordonedHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// TestShrunkOnCordonedHost (regression): a gang shrunk on a host cordoned
+// after the shrink was asked keeps its other tasks there. Shrunk re-took
+// the kept placement as a new allocation, which a cordon refuses, and
+// then panicked restoring the old one ("restoring a placement after a
+// failed resize: … host cordoned"); found by the snapshot equivalence
+// property with elastic gangs and cordons.
+func TestShrunkOnCordonedHost(t *testing.T) {
+	s := elasticScheduler(t, 1)
+	c := s.Cluster()
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	must := func(err error) {
 		t.Helper()

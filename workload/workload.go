@@ -144,9 +144,8 @@ type Job struct {
 	// MaxTasksPerHost caps how many of the job's tasks (of all its groups
 	// together) one placement puts on one host; zero means no cap. A
 	// Kubernetes gang whose pods are anti-affine to each other on the
-	// hostname has 1: one pod per node. (An elastic job grown back after a
-	// shrink places its new tasks as one placement: the cap holds among
-	// them, not against the tasks it kept.)
+	// hostname has 1: one pod per node. An elastic job grown back after a
+	// shrink counts the tasks it kept.
 	MaxTasksPerHost int `json:"maxTasksPerHost,omitempty" yaml:"maxTasksPerHost,omitempty"`
 }
 

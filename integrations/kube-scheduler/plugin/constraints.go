@@ -313,17 +313,22 @@ func (f *freedNodes) lagging(node string, now, retried time.Time) bool {
 // admit): constraints between the members of a gang or between jobs
 // planned together, which the job's node filter, made before the cycle,
 // could not see. A refused plan is taken back before any of its pods is
-// activated: the job is requeued with the reason in its pending message,
-// and a cycle is asked for, whose node filter counts the plans kept. When
-// the plan's own pods are the cause, the node is also excluded for the
-// job as if kube had rejected it (applyRejections: a backoff), so that
-// the job is never planned there again and again. It reports whether
+// activated: the job is requeued and planned again in the same cycle
+// (decide, up to maxReplans decisions; then a cycle is asked for), the
+// node filter counting the plans kept, with the reason in its pending
+// message while it waits. When
+// the plan's own pods are the cause (or its plans were refused for the
+// others' in the cycle before too), the node is also excluded for the job
+// as if kube had rejected it (applyRejections: a backoff), so that the
+// job is never planned there again and again. It reports whether
 // the plan was refused. Under mu.
 func (h *host) refusePlan(id string, rec *jobRec, planned []plannedPod, now time.Time, fx *effects) bool {
 	r := h.kubeFilters().admit(context.Background(), h.log, planned)
 	if r == nil {
+		rec.conflicts, rec.conflictNote = 0, ""
 		return false
 	}
+	rec.conflicts++
 	if err := h.s.Requeue(id, now); err != nil {
 		h.log.Error(err, "Requeue", "job", id)
 	}
@@ -331,11 +336,20 @@ func (h *host) refusePlan(id string, rec *jobRec, planned []plannedPod, now time
 	cause := "the pods planned in the same cycle"
 	if r.own {
 		cause = "the job's own pods"
+	}
+	if r.own || rec.conflicts > 1 {
+		// (A second refusal in a row for other plans: the next cycle's
+		// node filter did not see them; exclude the node all the same.)
 		h.amu.Lock()
 		h.rejected = append(h.rejected, rejection{job: id, node: r.node, why: r.why + " (next to " + cause + ")", at: now})
 		h.amu.Unlock()
 	}
-	h.noteWhy(fx, rec.job.all(), gpusched.TokenTopologyPlacementFailed, fmt.Sprintf("gpusched: job %s: its plan put pod %s on node %s, where kube's filters refuse it next to %s (%s); planned again", id, r.pod.Name, r.node, cause, r.why), ReasonPending, now)
+	rec.conflictNote = fmt.Sprintf("its last plan put pod %s on node %s, where kube's filters refuse it next to %s (%s)", r.pod.Name, r.node, cause, r.why)
+	if h.replans > 1 {
+		h.replan = true // planned again in this cycle (decide)
+		return true
+	}
+	h.noteWhy(fx, rec.job.all(), gpusched.TokenTopologyPlacementFailed, fmt.Sprintf("gpusched: job %s: %s; planned again", id, rec.conflictNote), ReasonPending, now)
 	h.poke()
 	return true
 }

@@ -104,6 +104,11 @@ type host struct {
 	// kf runs kube's own filters for waiting jobs (kubefilters.go); nil
 	// until the first cycle unless the plugin set it.
 	kf *kubeFilters
+	// replans is how many more times this cycle may plan again the jobs
+	// whose plans refusePlan took back, and replan says one did
+	// (constraints.go).
+	replans int
+	replan  bool
 }
 
 // submitAt is the time to submit a job created at created: created, or
@@ -167,6 +172,11 @@ type jobRec struct {
 	kubeNote string
 	// bindFailures counts its pods' failures after Reserve (bindFailed).
 	bindFailures int
+	// conflicts counts its plans refusePlan took back in a row for the
+	// pods planned with them in the same cycle, and conflictNote says why
+	// the last was (constraints.go).
+	conflicts    int
+	conflictNote string
 	// lagRetried: the last rejection taken for kube's cache lagging
 	// (freedNodes).
 	lagRetried time.Time
@@ -361,15 +371,31 @@ func (h *host) decide(nodes []*v1.Node, view *podView, now time.Time, fx *effect
 	// rebuild's restores, so that jobs on them are recovered
 	// (gpuidentity.go).
 	h.markLost(fx)
-	h.applyRejections()      // (constraints.go)
-	h.filterJobs(nodes, now) // node constraints (constraints.go)
-	start := time.Now()
-	d := h.s.Schedule(now)
-	h.metrics.record(&d, time.Since(start))
-	h.page.record(&d)
-	h.followCluster() // a cycle may have taken out or reshaped drained hosts
-	h.carryOut(&d, now, fx)
+	// Plans taken back for the pods planned before them (refusePlan) are
+	// made again at once, the kept plans counted, a few times.
+	h.replans, h.replan = maxReplans, true
+	for h.replan {
+		h.replan = false
+		h.applyRejections()      // (constraints.go)
+		h.filterJobs(nodes, now) // node constraints (constraints.go)
+		start := time.Now()
+		d := h.s.Schedule(now)
+		h.metrics.record(&d, time.Since(start))
+		h.page.record(&d)
+		h.followCluster() // a cycle may have taken out or reshaped drained hosts
+		h.carryOut(&d, now, fx)
+		h.replans--
+	}
+	if h.replans < maxReplans-1 {
+		// A pod a later decision planned is not pending any more.
+		fx.pending = slices.DeleteFunc(fx.pending, func(e podEvent) bool { _, ok := h.assignmentOf(e.pod.UID); return ok })
+	}
 }
+
+// maxReplans bounds the decisions one cycle makes again after plans were
+// taken back (refusePlan); a job still refused then waits for the next
+// cycle.
+const maxReplans = 3
 
 // shapeOf is the part of the nodes that makes the cluster: a change
 // rebuilds the Scheduler.
@@ -1135,6 +1161,9 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 		}
 		if rec.kubeNote != "" {
 			msg += "; " + rec.kubeNote
+		}
+		if rec.conflictNote != "" {
+			msg += "; " + rec.conflictNote
 		}
 		if note := perHostNote(&rec.job.spec); note != "" {
 			msg += "; " + note
