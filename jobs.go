@@ -43,6 +43,7 @@ type job struct {
 	txn         gang.Txn
 	charged     queue.Vector // what admission charged (from the placement)
 	hosts       []topology.HostID
+	hostOne     [1]topology.HostID // hosts' array for a one-claim placement (jobTable.index)
 	admitted    time.Time
 	started     time.Time
 	end         time.Time // estimated end while holding; zero: unknown
@@ -135,7 +136,12 @@ func (t *jobTable) remove(j *job) { delete(t.byID, j.spec.ID) }
 // end and on each of its hosts.
 func (t *jobTable) index(j *job) {
 	t.ends.ReplaceOrInsert(endKeyOf(j))
-	j.hosts = j.placement.Hosts()
+	if cl := j.placement.Claims; len(cl) == 1 { // most jobs: no allocation
+		j.hostOne[0] = cl[0].Host
+		j.hosts = j.hostOne[:]
+	} else {
+		j.hosts = j.placement.Hosts()
+	}
 	for _, h := range j.hosts {
 		t.onHost[h] = append(t.onHost[h], j)
 	}
