@@ -41,7 +41,7 @@ type job struct {
 	// cycleState.request).
 	placement   *gang.Placement
 	txn         gang.Txn
-	charged     queue.Vector // what admission charged (from the placement)
+	charged     queue.Vector // what admission charged (from the placement); may be demand's slice itself (admit), so neither is written in place
 	hosts       []topology.HostID
 	hostOne     [1]topology.HostID // hosts' array for a one-claim placement (jobTable.index)
 	admitted    time.Time
