@@ -20,6 +20,8 @@ type admission struct {
 	tree *queue.Tree
 	// vec is models()'s buffer for one model's demand; zero between calls.
 	vec queue.Vector
+	// charged is chargeScratch's buffer.
+	charged queue.Vector
 	// idle caches, per shape, whether it fits on the idle cluster:
 	// checked[shape] is set once idleFail[shape] is (nil: it fits).
 	empty    *topology.Ledger
@@ -181,8 +183,22 @@ func (s *Scheduler) demandOf(r *gang.Request) queue.Vector { return s.adm.demand
 
 // charge is what a placement takes, per dimension of the tree.
 func (a *admission) charge(p *gang.Placement) queue.Vector {
-	dims := a.tree.Dimensions()
-	v := make(queue.Vector, dims.Len())
+	return a.chargeInto(make(queue.Vector, a.tree.Dimensions().Len()), p)
+}
+
+// chargeScratch is charge in a buffer valid until the next call.
+func (a *admission) chargeScratch(p *gang.Placement) queue.Vector {
+	if n := a.tree.Dimensions().Len(); len(a.charged) != n {
+		a.charged = make(queue.Vector, n)
+	} else {
+		clear(a.charged)
+	}
+	return a.chargeInto(a.charged, p)
+}
+
+// chargeInto adds what placement p takes to v (zero, one entry per
+// dimension of the tree) and returns v.
+func (a *admission) chargeInto(v queue.Vector, p *gang.Placement) queue.Vector {
 	for _, cl := range p.Claims {
 		v[fairshare.DimCPU] += cl.CPUMilli
 		v[fairshare.DimMemory] += cl.MemoryMiB

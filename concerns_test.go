@@ -82,6 +82,7 @@ var coreWriters = map[string][]string{
 	"job.txn":         {"events.go", "elastic.go"},
 	"job.charged":     {"events.go", "elastic.go"},
 	"job.hosts":       {"events.go", "jobs.go"},
+	"job.hostOne":     {"jobs.go"},
 	"job.admitted":    {"events.go"},
 	"job.started":     {"events.go"},
 	"job.end":         {"events.go"},

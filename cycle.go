@@ -618,14 +618,19 @@ func (s *Scheduler) admit(d *Decision, leaf *queue.Leaf, j *job, placed *gang.Pl
 		return false
 	}
 	lid := leaf.ID()
-	charged := s.adm.charge(p)
-	if !slices.Equal(charged, j.demand) {
+	charged := s.adm.chargeScratch(p)
+	if slices.Equal(charged, j.demand) {
+		// Mostly: the job's demand is what it is charged, one slice for
+		// both (no allocation per admission; neither is written in place).
+		charged = j.demand
+	} else {
 		if b := s.tree.Check(lid, charged); b != nil {
 			_ = txn.Undo()
 			undoShadows(p.Claims)
 			s.cyc.explain(j, &Reason{Code: blockCode(b), Quota: b, Detail: "(as placed)"})
 			return false
 		}
+		charged = slices.Clone(charged)
 	}
 	borrowing := s.tree.Borrows(lid, charged)
 	s.take(j, holding{p: p, txn: txn, charged: charged, admitted: now}, now)

@@ -41,8 +41,9 @@ type job struct {
 	// cycleState.request).
 	placement   *gang.Placement
 	txn         gang.Txn
-	charged     queue.Vector // what admission charged (from the placement)
+	charged     queue.Vector // what admission charged (from the placement); may be demand's slice itself (admit), so neither is written in place
 	hosts       []topology.HostID
+	hostOne     [1]topology.HostID // hosts' array for a one-claim placement (jobTable.index)
 	admitted    time.Time
 	started     time.Time
 	end         time.Time // estimated end while holding; zero: unknown
@@ -135,7 +136,12 @@ func (t *jobTable) remove(j *job) { delete(t.byID, j.spec.ID) }
 // end and on each of its hosts.
 func (t *jobTable) index(j *job) {
 	t.ends.ReplaceOrInsert(endKeyOf(j))
-	j.hosts = j.placement.Hosts()
+	if cl := j.placement.Claims; len(cl) == 1 { // most jobs: no allocation
+		j.hostOne[0] = cl[0].Host
+		j.hosts = j.hostOne[:]
+	} else {
+		j.hosts = j.placement.Hosts()
+	}
 	for _, h := range j.hosts {
 		t.onHost[h] = append(t.onHost[h], j)
 	}

@@ -228,6 +228,10 @@ func (pl *pendingList) relist(lr *leafRows, l *queue.Leaf, cs *cycleState, id qu
 	}
 	explicit := 0
 	name := l.Name()
+	// A class's row list, when it has no room, is carved from one array
+	// for the leaf with room for every job of the class: the classes'
+	// jobs add up to the leaf's, and no list grows row by row.
+	var back []int32
 	// The entries first, then their rows: the btree's walk does not read
 	// an entry, so each row's first read would wait for memory, one at a
 	// time. Read from a tight loop over the gathered pointers, the
@@ -253,6 +257,12 @@ func (pl *pendingList) relist(lr *leafRows, l *queue.Leaf, cs *cycleState, id qu
 					cls[k].class, cls[k].reason = c, r
 				} else {
 					cls = append(cls, classRows{class: c, reason: r})
+				}
+				if n := c.Len(); cap(cls[k].rows) < n {
+					if len(back) < n {
+						back = make([]int32, l.Len())
+					}
+					cls[k].rows, back = back[:0:n], back[n:]
 				}
 			}
 			cls[k].rows = append(cls[k].rows, int32(len(rows)))

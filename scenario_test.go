@@ -521,6 +521,21 @@ func checkInvariants(t interface {
 		if !j.state.Holding() {
 			continue
 		}
+		// The job table's host list (one-claim placements take a fast
+		// path, jobTable.index) is the placement's hosts, each filing j.
+		if !slices.Equal(j.hosts, j.placement.Hosts()) {
+			t.Fatalf("%s: job %s filed on hosts %v, its placement is on %v", where, id, j.hosts, j.placement.Hosts())
+		}
+		// What it is charged is what its placement takes (admit shares
+		// the demand's slice when they are equal).
+		if want := s.adm.charge(j.placement); !slices.Equal(j.charged, want) {
+			t.Fatalf("%s: job %s charged %v, its placement takes %v", where, id, j.charged, want)
+		}
+		for _, h := range j.hosts {
+			if !slices.Contains(s.jobs.onHost[h], j) {
+				t.Fatalf("%s: job %s not filed on its host %s", where, id, s.c.HostName(h))
+			}
+		}
 		// Allocate ignores health for comparison: allocate on a healthy
 		// copy would fail on unhealthy GPUs, so compare GPU occupancy.
 		for _, c := range j.placement.Claims {
