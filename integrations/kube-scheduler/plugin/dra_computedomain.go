@@ -261,11 +261,12 @@ func (d *drat) withChannels(dp *draPod) *draPod {
 		}
 		dp.channels = append(dp.channels, cc)
 	}
-	if len(dp.channels) == 0 || dp.out == nil || p.Spec.NodeName != "" {
+	if len(dp.channels) == 0 || dp.out == nil {
 		return dp
 	}
+	bound := p.Spec.NodeName != ""
 	inGang := p.Labels[d.cd.gangLabel] != "" && p.Labels[d.cd.gangSize] != "1" && p.Annotations[d.cd.gangSize] != "1"
-	if inGang && d.sharesNode(dp.out) {
+	if !bound && inGang && d.sharesNode(dp.out) {
 		dp.out, dp.why = nil, fmt.Sprintf("its pods have ComputeDomain channel claims and take %d GPUs each: two could share a node, "+
 			"and NVIDIA's driver publishes one IMEX channel per node (one pod of a ComputeDomain per node); give each pod more than half a node's GPUs", podGPUs(dp.out, d.gpuResource))
 		return dp
@@ -274,10 +275,13 @@ func (d *drat) withChannels(dp *draPod) *draPod {
 	if out == p {
 		out = p.DeepCopy()
 	}
-	if out.Spec.NodeSelector == nil {
-		out.Spec.NodeSelector = map[string]string{}
+	if !bound {
+		if out.Spec.NodeSelector == nil {
+			out.Spec.NodeSelector = map[string]string{}
+		}
+		out.Spec.NodeSelector[IMEXChannelLabel] = "free"
 	}
-	out.Spec.NodeSelector[IMEXChannelLabel] = "free"
+	// (A bound member too: the members of a gang agree on its topology.)
 	if out.Labels[d.cd.gangLabel] != "" && out.Labels[d.cd.topology] == "" && out.Annotations[d.cd.topology] == "" {
 		if out.Labels == nil {
 			out.Labels = map[string]string{}

@@ -359,3 +359,29 @@ func TestDRAComputeDomainPodsPinnedToClique(t *testing.T) {
 		bindDRA(h, io)
 	}
 }
+
+// TestDRAComputeDomainGangPartlyBound: a cycle that runs while only one
+// member of a ComputeDomain gang is bound sees the gang as before (its
+// bound member requires one NVLink clique like the others, so the
+// members agree on the topology): the job is not declared invalid, and
+// the others bind on their assignments. (Seen in e2e TestDRAGB200: "gang
+// members disagree on size, minimum or topology (big-0 differs)".)
+func TestDRAComputeDomainGangPartlyBound(t *testing.T) {
+	h, io, _, _ := withGang(t, 3)
+	if len(io.activated) != 3 {
+		t.Fatalf("activated %v, want gang a; pending %v", io.activated, io.pending)
+	}
+	a0, _ := h.assignmentOf(io.pods[0].UID)
+	b := io.pods[0].DeepCopy()
+	b.Spec.NodeName = a0.node
+	io.pods[0] = b
+	h.cycle(context.Background())
+	for _, p := range io.pods {
+		if _, ok := h.assignmentOf(p.UID); !ok {
+			t.Errorf("%s lost its assignment with a-0 bound: %q", p.Name, io.pending[p.Name])
+		}
+	}
+	if why := io.pending["a-1"]; strings.Contains(why, "disagree") {
+		t.Errorf("a-1: %q", why)
+	}
+}
