@@ -42,32 +42,9 @@ const migClass = plugin.DefaultDRAMIGDeviceClass
 // them.
 func TestDRAMIG(t *testing.T) {
 	ctx := context.Background()
-	profiles, err := nvdra.ReadCapture(h200Capture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp := startControlPlane(t)
+	cp, profiles := migControlPlane(ctx, t)
 	c := cp.Client
-	createNamespace(ctx, t, c, systemNS)
-	createQueueConfigMap(ctx, t, c, queuesYAML)
-	for class, expr := range map[string]string{
-		gpuClass:  `device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'`,
-		migClass:  `device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'`,
-		nicDriver: `device.driver == 'nic.example.com'`,
-	} {
-		dc := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Spec: resourceapi.DeviceClassSpec{
-			Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: expr}}}}}
-		if _, err := c.ResourceV1().DeviceClasses().Create(ctx, dc, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("device class %s: %v", class, err)
-		}
-	}
-	createNode(ctx, t, c, nodeSpec{Name: "h200-1"})
 	createNode(ctx, t, c, nodeSpec{Name: "share-1"})
-	for _, s := range (nvdra.Node{Name: "h200-1", GPUs: 2, Product: "NVIDIA H200", Profiles: profiles, Slots: 8}).Slices() {
-		if _, err := c.ResourceV1().ResourceSlices().Create(ctx, s, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("MIG slice %s: %v", s.Name, err)
-		}
-	}
 	publishShared(ctx, t, c, "share-1", 2)
 	publishNICs(ctx, t, c, "h200-1", 1)
 	waiting := map[string]bool{"m-me2": false, "m-7g": false, "s-3": false}
@@ -90,6 +67,75 @@ func TestDRAMIG(t *testing.T) {
 		time.Sleep(3 * time.Second)
 		checkDRAClaims(ctx, t, c, profiles, waiting)
 	})
+}
+
+// migControlPlane starts a control plane with the DeviceClasses of
+// NVIDIA's driver (and a NIC driver's) and the H200 node h200-1 of two
+// GPUs published with dynamic MIG from the real capture.
+func migControlPlane(ctx context.Context, t *testing.T) (*controlPlane, []nvdra.Profile) {
+	t.Helper()
+	profiles, err := nvdra.ReadCapture(h200Capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := startControlPlane(t)
+	c := cp.Client
+	createNamespace(ctx, t, c, systemNS)
+	createQueueConfigMap(ctx, t, c, queuesYAML)
+	for class, expr := range map[string]string{
+		gpuClass:  `device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'`,
+		migClass:  `device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'`,
+		nicDriver: `device.driver == 'nic.example.com'`,
+	} {
+		dc := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Spec: resourceapi.DeviceClassSpec{
+			Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: expr}}}}}
+		if _, err := c.ResourceV1().DeviceClasses().Create(ctx, dc, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("device class %s: %v", class, err)
+		}
+	}
+	createNode(ctx, t, c, nodeSpec{Name: "h200-1"})
+	for _, s := range (nvdra.Node{Name: "h200-1", GPUs: 2, Product: "NVIDIA H200", Profiles: profiles, Slots: 8}).Slices() {
+		if _, err := c.ResourceV1().ResourceSlices().Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("MIG slice %s: %v", s.Name, err)
+		}
+	}
+	return cp, profiles
+}
+
+// TestDRAMIGSeveral: a pod asks for three MIG devices in one claim (two
+// 3g.71gb in request r0, a 1g.18gb in r1); gpusched allocates them on
+// h200-1, each of its request's profile, at legal placements that share
+// no memory slice (checkDRAClaims), and kube's DynamicResources lets the
+// pod through.
+func TestDRAMIGSeveral(t *testing.T) {
+	ctx := context.Background()
+	cp, profiles := migControlPlane(ctx, t)
+	c := cp.Client
+	startInProcess(t, cp, schedModeConfig, app.WithPlugin(plugin.Name, plugin.New))
+	sel := func(p string) []resourceapi.DeviceSelector {
+		return []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.attributes['gpu.nvidia.com'].profile == '%s'", p)}}}
+	}
+	cl := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "three", Namespace: "default"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
+			{Name: "r0", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: migClass, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2, Selectors: sel("3g.71gb")}},
+			{Name: "r1", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: migClass, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1, Selectors: sel("1g.18gb")}},
+		}}}}
+	if _, err := c.ResourceV1().ResourceClaims("default").Create(ctx, cl, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("claim three: %v", err)
+	}
+	createDRAPod(ctx, t, c, "three", map[string]string{queueLabel: "batch"}, "three")
+	waitBound(ctx, t, c, "default", []string{"three"}, 60*time.Second)
+	got, err := c.ResourceV1().ResourceClaims("default").Get(ctx, "three", metav1.GetOptions{})
+	if err != nil || got.Status.Allocation == nil || len(got.Status.Allocation.Devices.Results) != 3 {
+		t.Fatalf("claim three: %v %+v", err, got.Status)
+	}
+	for i, r := range got.Status.Allocation.Devices.Results {
+		want := map[bool]string{true: "-mig-3g71gb-", false: "-mig-1g18gb-"}[i < 2]
+		if !strings.Contains(r.Device, want) || strings.Contains(r.Device, "-me-") || r.Request != map[bool]string{true: "r0", false: "r1"}[i < 2] {
+			t.Errorf("result %d: %s for %s, want a device %s…", i, r.Device, r.Request, want)
+		}
+	}
+	checkDRAClaims(ctx, t, c, profiles, map[string]bool{})
 }
 
 // draMIGFirst is TestDRAMIG's first scheduler: MIG pods, a whole GPU by

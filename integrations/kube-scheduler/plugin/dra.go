@@ -851,6 +851,7 @@ func (d *drat) allocate(ctx context.Context, pods []*v1.Pod, assignmentOf func(t
 		}
 		k := 0
 		d.grant(p.UID, "")
+		taken := make([]bool, len(a.gpus)) // (MIG devices given, dra_migs.go)
 		for _, c := range dp.claims {
 			n := 0
 			for _, r := range c.requests {
@@ -862,7 +863,7 @@ func (d *drat) allocate(ctx context.Context, pods []*v1.Pod, assignmentOf func(t
 			}
 			alloc, err := d.allocation(c, a.node, a.gpus[k:k+n], now)
 			if err == nil {
-				err = d.partResults(alloc, c, a)
+				err = d.partResults(alloc, c, a, taken)
 			}
 			if err == nil {
 				err = d.write(ctx, c, p, alloc)

@@ -73,6 +73,10 @@ type partRequest struct {
 	mig bool
 	// profile is the MIG profile the request's selectors name (podPart).
 	profile string
+	// profiles are, for a pod's MIG requests together (podPart), the
+	// profile of each MIG device, in request order (a request of count n
+	// n times); one for a pod of one MIG device.
+	profiles []string
 	// capacity is a share's capacity.requests.
 	capacity map[resourceapi.QualifiedName]resource.Quantity
 }
@@ -191,9 +195,6 @@ func (d *drat) partOf(rq *gpuRequest, e *resourceapi.ExactDeviceRequest, kind re
 	switch {
 	case kind == kindMIG:
 		rq.part = &partRequest{mig: true}
-		if e.Count > 1 {
-			return fmt.Sprintf("request %q: one MIG device per request (count 1)", rq.name)
-		}
 		if e.Capacity != nil && len(e.Capacity.Requests) > 0 {
 			return fmt.Sprintf("request %q: capacity requests on a MIG device are not supported", rq.name)
 		}
@@ -206,29 +207,55 @@ func (d *drat) partOf(rq *gpuRequest, e *resourceapi.ExactDeviceRequest, kind re
 	return ""
 }
 
-// podPart returns the MIG or share request of dp (nil: whole GPUs), its
-// MIG profile found from its selectors, or why gpusched cannot allocate
-// it: a pod takes whole GPUs, one MIG device or one share.
+// podPart returns the MIG or share request of dp (nil: whole GPUs), the
+// MIG profiles found from its selectors, or why gpusched cannot allocate
+// it: a pod takes whole GPUs, MIG devices (any number, of any requests:
+// dra_migs.go) or one share.
 func (d *drat) podPart(dp *draPod) (*partRequest, string) {
-	var part *gpuRequest
-	n := 0
+	var parts []*gpuRequest
+	n, migs := 0, 0
 	for _, c := range dp.claims {
 		for i, r := range c.requests {
 			n++
 			if r.part != nil {
-				part = &c.requests[i]
+				parts = append(parts, &c.requests[i])
+				if r.part.mig {
+					migs++
+				}
 			}
 		}
 	}
 	switch {
-	case part == nil:
+	case len(parts) == 0:
 		return nil, ""
-	case n > 1:
-		return nil, fmt.Sprintf("request %q: a pod with a MIG device or a GPU share has no other GPU request", part.name)
-	case !part.part.mig:
-		return part.part, ""
-	case !hasCEL(part.sels):
-		return nil, fmt.Sprintf("request %q: name the MIG profile with a CEL selector (device.attributes['%s'].profile == '1g.18gb')", part.name, d.driver)
+	case n > len(parts) || migs > 0 && migs < len(parts) || migs == 0 && n > 1:
+		return nil, fmt.Sprintf("request %q: a pod with a MIG device or a GPU share has no other GPU request (MIG devices may be several)", parts[0].name)
+	case migs == 0:
+		return parts[0].part, ""
+	}
+	var profiles []string
+	for _, part := range parts {
+		prof, why := d.migProfile(part)
+		if why != "" {
+			return nil, why
+		}
+		part.part.profile = prof
+		for range part.count {
+			profiles = append(profiles, prof)
+		}
+	}
+	if len(profiles) == 1 {
+		parts[0].part.profiles = profiles
+		return parts[0].part, ""
+	}
+	return &partRequest{mig: true, profile: profiles[0], profiles: profiles}, ""
+}
+
+// migProfile returns the one MIG profile the selectors of part (a MIG
+// request) match on the slices' MIG devices, or why there is not one.
+func (d *drat) migProfile(part *gpuRequest) (string, string) {
+	if !hasCEL(part.sels) {
+		return "", fmt.Sprintf("request %q: name the MIG profile with a CEL selector (device.attributes['%s'].profile == '1g.18gb')", part.name, d.driver)
 	}
 	profiles := map[string]bool{}
 	key := selKey(part.sels)
@@ -236,7 +263,7 @@ func (d *drat) podPart(dp *draPod) (*partRequest, string) {
 		for _, m := range d.nodes[name].migs {
 			ok, err := d.matches(m.spec, part.sels, key)
 			if err != nil {
-				return nil, fmt.Sprintf("request %q: %v", part.name, err)
+				return "", fmt.Sprintf("request %q: %v", part.name, err)
 			}
 			if ok {
 				profiles[m.profile] = true
@@ -245,12 +272,11 @@ func (d *drat) podPart(dp *draPod) (*partRequest, string) {
 	}
 	switch ps := sortedKeys(profiles); len(ps) {
 	case 0:
-		return nil, fmt.Sprintf("request %q: no MIG device of the slices matches its CEL selectors", part.name)
+		return "", fmt.Sprintf("request %q: no MIG device of the slices matches its CEL selectors", part.name)
 	case 1:
-		part.part.profile = ps[0]
-		return part.part, ""
+		return ps[0], ""
 	default:
-		return nil, fmt.Sprintf("request %q: its CEL selectors match the MIG profiles %s; gpusched needs them to name one", part.name, strings.Join(ps, ", "))
+		return "", fmt.Sprintf("request %q: its CEL selectors match the MIG profiles %s; gpusched needs them to name one", part.name, strings.Join(ps, ", "))
 	}
 }
 
@@ -261,6 +287,9 @@ func (d *drat) podPart(dp *draPod) (*partRequest, string) {
 func (d *drat) allocatedPart(dp *draPod, claims []*resourceapi.ResourceClaim, node string) (*partRequest, string) {
 	why := dp.why
 	n := d.nodes[node]
+	if migDevices(dp) != 1 {
+		return nil, why // (several: their profiles must be found from the selectors)
+	}
 	for _, c := range dp.claims {
 		for _, r := range c.requests {
 			if r.part == nil || !r.part.mig || n == nil {
@@ -303,6 +332,9 @@ func (d *drat) partPod(dp *draPod, part *partRequest, claims []*resourceapi.Reso
 		out.Annotations = map[string]string{}
 	}
 	delete(out.Annotations, d.indices)
+	if len(part.profiles) > 1 {
+		return d.migsPod(dp, out, part, claims, heldOn, nodes) // (dra_migs.go)
+	}
 	if part.mig {
 		out.Annotations[draPartAnnotation] = "mig:" + part.profile
 	} else {
@@ -356,10 +388,11 @@ func (d *drat) heldPart(claims []*resourceapi.ResourceClaim, node string, part *
 	return 0, 0, false
 }
 
-// partResults turns the results allocation wrote for c's part request
-// (the GPU device) into the part a names: the MIG device of the GPU,
-// profile and start, or the share of the GPU (dra_share.go).
-func (d *drat) partResults(alloc *resourceapi.AllocationResult, c gpuClaim, a assignment) error {
+// partResults turns the results allocation wrote for c's part requests
+// (the GPU device) into the parts a names: the MIG devices of the GPU,
+// profile and start (taken[i]: part i of a given already, dra_migs.go),
+// or the share of the GPU (dra_share.go).
+func (d *drat) partResults(alloc *resourceapi.AllocationResult, c gpuClaim, a assignment, taken []bool) error {
 	n := d.nodes[a.node]
 	for i := range alloc.Devices.Results {
 		res := &alloc.Devices.Results[i]
@@ -371,15 +404,11 @@ func (d *drat) partResults(alloc *resourceapi.AllocationResult, c gpuClaim, a as
 		gpu := n.index[res.Device]
 		switch {
 		case r.part != nil && r.part.mig:
-			profile, start, ok := parseMIGPart(a.part)
-			if !ok {
-				return fmt.Errorf("request %q: gpusched's binding is no MIG device (%q)", r.name, a.part)
+			m, err := d.migResult(n, a, r, taken)
+			if err != nil {
+				return err
 			}
-			m := slices.IndexFunc(n.migs, func(m *migDev) bool { return m.gpu == gpu && m.profile == profile && m.start == start })
-			if m < 0 {
-				return fmt.Errorf("request %q: node %s publishes no MIG device %s at slot %d of GPU %d", r.name, a.node, profile, start, gpu)
-			}
-			res.Device = n.migs[m].name
+			res.Device = m.name
 		default:
 			if err := d.shareResult(res, n.specs[gpu], r, c); err != nil {
 				return fmt.Errorf("request %q: %w", r.name, err)

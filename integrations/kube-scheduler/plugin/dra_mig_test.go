@@ -56,19 +56,26 @@ func migOf(t *testing.T, f *fakeDRA, name string) (dev string, gpu, start, size 
 				continue
 			}
 			profile = *d.Attributes["profile"].StringValue
-			fmt.Sscanf(d.ConsumesCounters[0].CounterSet, "gpu-%d-counter-set", &gpu)
-			start = 99
-			for k := range d.ConsumesCounters[0].Counters {
-				var m int
-				if _, err := fmt.Sscanf(k, "memory-slice-%d", &m); err == nil {
-					start, size = min(start, m), size+1
-				}
-			}
+			gpu, start, size = migPlace(d)
 			return
 		}
 	}
 	t.Fatalf("claim %s names %s, no device of the slices", name, dev)
 	return
+}
+
+// migPlace returns the GPU, start and size of MIG device d, read from
+// its counters.
+func migPlace(d resourceapi.Device) (gpu, start, size int) {
+	fmt.Sscanf(d.ConsumesCounters[0].CounterSet, "gpu-%d-counter-set", &gpu)
+	start = 99
+	for k := range d.ConsumesCounters[0].Counters {
+		var m int
+		if _, err := fmt.Sscanf(k, "memory-slice-%d", &m); err == nil {
+			start, size = min(start, m), size+1
+		}
+	}
+	return gpu, start, size
 }
 
 // TestDRAMIG: MIG claims on an H200 published as NVIDIA's driver does with
@@ -257,7 +264,15 @@ func TestDRAMIGGeometryFromSlices(t *testing.T) {
 // past its value (so no memory slice twice, one media extension per GPU,
 // no whole GPU beside a partition) and every MIG device sits at a legal
 // placement of its profile.
-func TestDRAMIGChurn(t *testing.T) {
+func TestDRAMIGChurn(t *testing.T) { migChurn(t, false) }
+
+// TestDRAMIGSeveralChurn is TestDRAMIGChurn with pods of several MIG
+// devices (a request of count 2, two requests, two claims) among them.
+func TestDRAMIGSeveralChurn(t *testing.T) { migChurn(t, true) }
+
+// migChurn runs the churn of TestDRAMIGChurn; several: a third of the
+// MIG pods ask for 2 or 3 MIG devices.
+func migChurn(t *testing.T, several bool) {
 	f := h200MIG(t, "h200-1", 2)
 	ps, _ := nvdra.ReadCapture(h200Capture)
 	limit := map[string]resource.Quantity{}
@@ -274,7 +289,7 @@ func TestDRAMIGChurn(t *testing.T) {
 	}
 	h, io := newDRAHost(t, f, node("h200-1", -1, nil))
 	rng := rand.New(rand.NewPCG(27, 1))
-	placed := 0
+	placed, severalSeen := 0, 0
 	for step := range 80 {
 		var bound []int
 		for i, p := range io.pods {
@@ -287,12 +302,16 @@ func TestDRAMIGChurn(t *testing.T) {
 			io.pods = slices.Delete(io.pods, k, k+1) // it ended
 		} else {
 			name := fmt.Sprintf("c%02d", step)
-			if rng.IntN(8) == 0 {
+			claims := []string{name}
+			switch {
+			case rng.IntN(8) == 0:
 				f.put(claimFor(name, DefaultDRADeviceClass, 1))
-			} else {
+			case several && rng.IntN(3) == 0:
+				claims = severalMIGs(f, name, rng.IntN(3), ps[rng.IntN(len(ps))].Name, ps[rng.IntN(len(ps))].Name)
+			default:
 				f.put(migClaim(name, ps[rng.IntN(len(ps))].Name))
 			}
-			io.pods = append(io.pods, draPodOf("p"+name, name))
+			io.pods = append(io.pods, draPodOf("p"+name, claims...))
 		}
 		io.activated = nil
 		h.cycle(context.Background())
@@ -303,19 +322,24 @@ func TestDRAMIGChurn(t *testing.T) {
 			if c.Status.Allocation == nil {
 				continue
 			}
-			d := devs[c.Status.Allocation.Devices.Results[0].Device]
-			for _, cc := range d.ConsumesCounters {
-				for k, v := range cc.Counters {
-					u := used[cc.CounterSet+"/"+k]
-					u.Add(v.Value)
-					used[cc.CounterSet+"/"+k] = u
-				}
+			if len(c.Status.Allocation.Devices.Results) > 1 || strings.HasSuffix(c.Name, "-b") {
+				severalSeen++
 			}
-			if p := d.Attributes["profile"].StringValue; p != nil {
-				_, _, start, size, _ := migOf(t, f, c.Name)
-				k := slices.IndexFunc(ps, func(x nvdra.Profile) bool { return x.Name == *p })
-				if size != ps[k].Size || !slices.Contains(ps[k].Starts, start) {
-					t.Fatalf("step %d: claim %s: %s at %d..%d", step, c.Name, d.Name, start, start+size-1)
+			for _, res := range c.Status.Allocation.Devices.Results {
+				d := devs[res.Device]
+				for _, cc := range d.ConsumesCounters {
+					for k, v := range cc.Counters {
+						u := used[cc.CounterSet+"/"+k]
+						u.Add(v.Value)
+						used[cc.CounterSet+"/"+k] = u
+					}
+				}
+				if p := d.Attributes["profile"].StringValue; p != nil {
+					_, start, size := migPlace(d)
+					k := slices.IndexFunc(ps, func(x nvdra.Profile) bool { return x.Name == *p })
+					if size != ps[k].Size || !slices.Contains(ps[k].Starts, start) {
+						t.Fatalf("step %d: claim %s: %s at %d..%d", step, c.Name, d.Name, start, start+size-1)
+					}
 				}
 			}
 		}
@@ -329,6 +353,9 @@ func TestDRAMIGChurn(t *testing.T) {
 		t.Errorf("only %d pods placed in 80 steps", placed)
 	}
 	t.Logf("%d pods placed", placed)
+	if several && severalSeen == 0 {
+		t.Errorf("no pod of several MIG devices placed")
+	}
 
 }
 

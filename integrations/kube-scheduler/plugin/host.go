@@ -716,17 +716,17 @@ func (h *host) reconcile(jobs []*podJob, ended map[types.UID]v1.PodPhase, now ti
 				held++
 			}
 		}
-		if st.State == queue.Running && held > h.placedPods(st.Placement) && !rec.evicting {
+		if st.State == queue.Running && held > h.placedPods(st.Placement, j) && !rec.evicting {
 			// Pods of a running job were bound outside this scheduler's
 			// bindings (a binding that landed after a restart, a pod bound
 			// by hand): the Scheduler's view is wrong; rebuild it from the
 			// pods next cycle. (Fewer: members ended or were deleted; the
 			// job keeps its GPUs until all are gone.)
-			h.log.Info("Bound pods of a job changed outside gpusched's bindings; rebuilding", "job", id, "pods", held, "held", h.placedPods(st.Placement))
+			h.log.Info("Bound pods of a job changed outside gpusched's bindings; rebuilding", "job", id, "pods", held, "held", h.placedPods(st.Placement, j))
 			h.shape, h.live = "", liveNodes{}
 		}
 		switch {
-		case st.State == queue.Admitted && bound > 0 && bound >= h.placedPods(st.Placement):
+		case st.State == queue.Admitted && bound > 0 && bound >= h.placedPods(st.Placement, j):
 			if err := h.s.Started(id, now); err != nil {
 				h.log.Error(err, "Started", "job", id)
 			}
@@ -826,10 +826,14 @@ func (h *host) keepInvalid(fx *effects, j *podJob, now time.Time) {
 	h.noteAs(fx, unbound, msg, ReasonInvalid, now)
 }
 
-// placedPods is the number of tasks a placement holds.
-func (h *host) placedPods(p *gang.Placement) int {
-	if p == nil {
+// placedPods is the number of pods of j a placement holds: its tasks,
+// or the one pod of several MIG devices (dra_migs.go).
+func (h *host) placedPods(p *gang.Placement, j *podJob) int {
+	switch {
+	case p == nil || len(p.Claims) == 0:
 		return 0
+	case j.several:
+		return 1
 	}
 	return len(p.Claims)
 }
@@ -887,6 +891,7 @@ func (h *host) restore(j *podJob, complete bool, now time.Time, fx *effects) boo
 	var tasks [][]topology.Claim
 	var finish []*v1.Pod
 	var finishAt []assignment
+	var migTaken []bool // (j.several: its MIG devices restored so far)
 	bound, total := 0, 0
 	for gi, pods := range j.pods {
 		g := spec.Groups[gi]
@@ -909,6 +914,28 @@ func (h *host) restore(j *podJob, complete bool, now time.Time, fx *effects) boo
 				}
 				h.bad(fx, j, fmt.Sprintf("%s=%q: not a GPU node gpusched knows", podField(p, "spec.nodeName"), node), now)
 				return true
+			}
+			if j.several {
+				// A pod of several MIG devices: its claims name them all,
+				// or it is placed afresh (dra_migs.go).
+				_, held := migsOfPod(p)
+				if p.Spec.NodeName == "" {
+					continue // (never planned: placed afresh)
+				}
+				if held == nil {
+					h.bad(fx, j, fmt.Sprintf("%s: its ResourceClaims name none or not all of its MIG devices on node %s", podField(p, "resourceClaims"), node), now)
+					return true
+				}
+				if migTaken == nil {
+					migTaken = make([]bool, len(held))
+				}
+				cl, ok := heldMIGClaim(c, hid, g, held, migTaken)
+				if !ok {
+					h.bad(fx, j, fmt.Sprintf("%s: its ResourceClaims name no MIG device %s of node %s", podField(p, "resourceClaims"), g.MIGProfile, node), now)
+					return true
+				}
+				claims = append(claims, cl)
+				continue
 			}
 			first, count := c.HostGPUs(hid)
 			idx := parseIndices(p.Annotations[h.args.GPUIndicesAnnotation], count)
@@ -1069,6 +1096,10 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 	for _, b := range d.Bindings {
 		rec := h.jobs[b.Job]
 		if rec == nil {
+			continue
+		}
+		if rec.job.several {
+			h.assignSeveral(b.Job, rec.job.all()[0], b.Placement, fx) // (dra_migs.go)
 			continue
 		}
 		placed := make([]int, len(rec.job.pods))

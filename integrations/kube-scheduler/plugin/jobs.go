@@ -3,6 +3,7 @@ package plugin
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -15,8 +16,11 @@ import (
 type podJob struct {
 	spec workload.Job
 	// pods are the job's pods, per task group in name order: task k of
-	// group g is pods[g][k].
+	// group g is pods[g][k] (a pod of several MIG devices is in several
+	// tasks, dra_migs.go).
 	pods [][]*v1.Pod
+	// several: its one pod asks for several MIG devices (dra_migs.go).
+	several bool
 	// checkpoint is the latest gpusched.io/checkpointed-at of its pods.
 	checkpoint time.Time
 	// created is the earliest creation time of its pods: jobs are
@@ -34,6 +38,9 @@ type podJob struct {
 
 // all returns the job's pods in group and name order.
 func (j *podJob) all() []*v1.Pod {
+	if j.several {
+		return j.pods[0][:1] // (its one pod, in every group)
+	}
 	var out []*v1.Pod
 	for _, g := range j.pods {
 		out = append(out, g...)
@@ -167,15 +174,27 @@ func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
 	var demands []demand
 	for _, m := range members {
 		d := demandOf(m, a)
-		gi := slices.Index(demands, d)
-		if gi < 0 {
-			gi = len(demands)
-			demands = append(demands, d)
-			spec.Groups = append(spec.Groups, d.taskGroup(fmt.Sprintf("g%d", gi), 0))
-			j.pods = append(j.pods, nil)
+		tasks := []demand{d}
+		if profiles := strings.Split(d.mig, ","); len(profiles) > 1 {
+			// Several MIG devices: a task each, on one host (dra_migs.go).
+			if inGang || len(members) > 1 {
+				return fail("%s: a gang member with several MIG devices is not supported", podField(m, "resourceClaims"))
+			}
+			tasks = migTasks(d, profiles)
+			spec.Topology = append(spec.Topology, onOneHost)
+			j.several = true
 		}
-		spec.Groups[gi].Count++
-		j.pods[gi] = append(j.pods[gi], m)
+		for _, d := range tasks {
+			gi := slices.Index(demands, d)
+			if gi < 0 {
+				gi = len(demands)
+				demands = append(demands, d)
+				spec.Groups = append(spec.Groups, d.taskGroup(fmt.Sprintf("g%d", gi), 0))
+				j.pods = append(j.pods, nil)
+			}
+			spec.Groups[gi].Count++
+			j.pods[gi] = append(j.pods[gi], m)
+		}
 	}
 	if inGang {
 		if g.missing {

@@ -1,0 +1,233 @@
+package plugin
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
+)
+
+// Several MIG devices in one pod (docs/dra.md).
+//
+// A pod whose GPU requests are all MIG requests may ask for several MIG
+// devices: a request of count n, several requests, several claims. The
+// library places one MIG instance per task, so such a pod (never a gang
+// member) is a job of one task per MIG device, each in the task group of
+// its profile, and one CPU task carrying the pod's CPU and memory, with
+// the required topology "host": the library's MIG engine picks every
+// GPU and legal start slot, on one node, and its slot mask per GPU (the
+// memory-slice counters) never hands out a slice twice. The pod's
+// assignment holds a GPU and a part ("mig:PROFILE@START") per MIG
+// device; each MIG request's result gets a device of its profile. A
+// restart reads the devices back from the claims' allocations
+// (draMIGHeldAnnotation).
+
+// draMIGHeldAnnotation carries, on a pod of several MIG devices as a
+// cycle sees it (never written to the apiserver), the MIG devices its
+// claims' allocations name: "GPU@START,…", one per profile of its
+// draPartAnnotation, in the same order.
+const draMIGHeldAnnotation = "gpusched.io/dra-migs-held"
+
+// migDevices is the number of MIG devices dp's requests ask for.
+func migDevices(dp *draPod) int {
+	n := 0
+	for _, c := range dp.claims {
+		for _, r := range c.requests {
+			if r.part != nil && r.part.mig {
+				n += r.count
+			}
+		}
+	}
+	return n
+}
+
+// migsPod finishes dp, a pod of several MIG devices (part.profiles), as
+// the cycle sees it (out, its copy): the profiles, the nodes it may use
+// and, when its claims are allocated on heldOn, the devices they name.
+func (d *drat) migsPod(dp *draPod, out *v1.Pod, part *partRequest, claims []*resourceapi.ResourceClaim, heldOn string, nodes []string) *draPod {
+	out.Annotations[draPartAnnotation] = "mig:" + strings.Join(part.profiles, ",")
+	delete(out.Annotations, draMIGStartAnnotation)
+	delete(out.Annotations, draMIGHeldAnnotation)
+	onlyOn(out, nodes)
+	if held, ok := d.heldMIGs(dp, claims, heldOn); ok {
+		out.Annotations[draMIGHeldAnnotation] = held
+	}
+	dp.out = out
+	return dp
+}
+
+// heldMIGs returns the MIG devices on node the allocations of dp's
+// claims name, "GPU@START,…" in the order of its requests; ok is false
+// unless every MIG device of its requests is named.
+func (d *drat) heldMIGs(dp *draPod, claims []*resourceapi.ResourceClaim, node string) (string, bool) {
+	n := d.nodes[node]
+	if n == nil {
+		return "", false
+	}
+	var held []string
+	for _, c := range dp.claims {
+		k := slices.IndexFunc(claims, func(cl *resourceapi.ResourceClaim) bool { return cl.Name == c.name })
+		if k < 0 || claims[k].Status.Allocation == nil {
+			return "", false
+		}
+		for _, r := range c.requests {
+			got := 0
+			for _, res := range claims[k].Status.Allocation.Devices.Results {
+				if res.Request != r.name || res.Driver != d.driver || res.Pool != n.pool {
+					continue
+				}
+				m := slices.IndexFunc(n.migs, func(m *migDev) bool { return m.name == res.Device })
+				if m < 0 || n.migs[m].profile != r.part.profile {
+					return "", false
+				}
+				held = append(held, fmt.Sprintf("%d@%d", n.migs[m].gpu, n.migs[m].start))
+				got++
+			}
+			if got != r.count {
+				return "", false
+			}
+		}
+	}
+	return strings.Join(held, ","), true
+}
+
+// migResult returns the MIG device of node n that a gives request r: the
+// first part of a (one per GPU of a.gpus, "mig:PROFILE@START" joined by
+// ";") of r's profile not taken yet, which it marks taken.
+func (d *drat) migResult(n *draNode, a assignment, r gpuRequest, taken []bool) (*migDev, error) {
+	parts := strings.Split(a.part, ";")
+	for i, p := range parts {
+		profile, start, ok := parseMIGPart(p)
+		if !ok {
+			return nil, fmt.Errorf("request %q: gpusched's binding is no MIG device (%q)", r.name, a.part)
+		}
+		if i >= len(taken) || taken[i] || profile != r.part.profile || i >= len(a.gpus) {
+			continue
+		}
+		gpu := a.gpus[i]
+		m := slices.IndexFunc(n.migs, func(m *migDev) bool { return m.gpu == gpu && m.profile == profile && m.start == start })
+		if m < 0 {
+			return nil, fmt.Errorf("request %q: node %s publishes no MIG device %s at slot %d of GPU %d", r.name, a.node, profile, start, gpu)
+		}
+		taken[i] = true
+		return n.migs[m], nil
+	}
+	return nil, fmt.Errorf("request %q: gpusched's binding (%q) has no MIG device %s left for it", r.name, a.part, r.part.profile)
+}
+
+// heldMIG is one MIG device a pod of several holds.
+type heldMIG struct {
+	profile    string
+	gpu, start int
+}
+
+// migsOfPod returns the MIG profiles of p, a pod of several MIG devices
+// as the cycle sees it (nil for any other pod), and the devices it holds
+// (nil unless its claims name them all).
+func migsOfPod(p *v1.Pod) (profiles []string, held []heldMIG) {
+	mig, _ := partDemand(p)
+	if !strings.Contains(mig, ",") {
+		return nil, nil
+	}
+	profiles = strings.Split(mig, ",")
+	at := strings.Split(p.Annotations[draMIGHeldAnnotation], ",")
+	if len(at) != len(profiles) {
+		return profiles, nil
+	}
+	for i, x := range at {
+		g, s, ok := strings.Cut(x, "@")
+		gpu, err1 := strconv.Atoi(g)
+		start, err2 := strconv.Atoi(s)
+		if !ok || err1 != nil || err2 != nil {
+			return profiles, nil
+		}
+		held = append(held, heldMIG{profile: profiles[i], gpu: gpu, start: start})
+	}
+	return profiles, held
+}
+
+// migTasks returns the task demands of a pod of several MIG devices
+// (profiles) demanding d: its CPU and memory in one task (none when it
+// asks for neither), then one task per MIG device.
+func migTasks(d demand, profiles []string) []demand {
+	var out []demand
+	if d.cpuMilli > 0 || d.memoryMiB > 0 {
+		out = append(out, demand{cpuMilli: d.cpuMilli, memoryMiB: d.memoryMiB})
+	}
+	for _, p := range profiles {
+		out = append(out, demand{mig: p})
+	}
+	return out
+}
+
+// onOneHost is the topology constraint of a pod of several MIG devices.
+var onOneHost = workload.Constraint{Level: "host", Required: true}
+
+// heldMIGClaim returns the claim of the next MIG device of group g's
+// profile that p (a pod of several MIG devices, held its devices) holds
+// on host hid and that taken (per held device) does not mark, marking
+// it; ok is false when there is none.
+func heldMIGClaim(c *topology.Cluster, hid topology.HostID, g workload.TaskGroup, held []heldMIG, taken []bool) (topology.Claim, bool) {
+	cl := topology.Claim{Host: hid, CPUMilli: g.CPUMilli, MemoryMiB: g.MemoryMiB}
+	if g.MIGProfile == "" {
+		return cl, true // (its CPU task)
+	}
+	prof, ok := c.Model(c.HostModel(hid)).MIGProfileByName(g.MIGProfile)
+	first, count := c.HostGPUs(hid)
+	if !ok {
+		return cl, false
+	}
+	for i, m := range held {
+		if taken[i] || m.profile != g.MIGProfile || m.gpu < 0 || m.gpu >= count {
+			continue
+		}
+		taken[i] = true
+		cl.GPUs = []topology.GPUClaim{{GPU: first + topology.GPUID(m.gpu), Kind: topology.ClaimMIG, Profile: prof, Start: int8(m.start)}}
+		return cl, true
+	}
+	return cl, false
+}
+
+// mergeAssignment adds to a, a pod's assignment, that of another task of
+// the pod (b): its GPUs and their parts.
+func mergeAssignment(a, b *assignment) {
+	if len(b.gpus) == 0 {
+		return // (its CPU task)
+	}
+	a.part = strings.TrimPrefix(a.part+";"+b.part, ";")
+	a.gpus = append(a.gpus, b.gpus...)
+}
+
+// assignSeveral assigns p, the one pod of job (several MIG devices), the
+// GPUs and MIG devices of every task of pl, and lets it through.
+func (h *host) assignSeveral(job string, p *v1.Pod, pl *gang.Placement, fx *effects) {
+	c := h.topo.Cluster
+	var a *assignment
+	for _, cl := range pl.Claims {
+		first, _ := c.HostGPUs(cl.Host)
+		x := &assignment{job: job, node: c.HostName(cl.Host), part: partOfClaim(c, cl)}
+		for _, g := range cl.GPUs {
+			x.gpus = append(x.gpus, int(g.GPU-first))
+		}
+		if a == nil {
+			a = x
+		} else {
+			mergeAssignment(a, x)
+		}
+	}
+	if a == nil {
+		return
+	}
+	h.setAssign(p.UID, a)
+	fx.activate = append(fx.activate, p)
+	h.amu.Lock()
+	delete(h.notes, p.UID)
+	h.amu.Unlock()
+}
