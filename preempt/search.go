@@ -281,9 +281,59 @@ type run struct {
 		ok        bool
 		key       key
 		set       []int32
-		placement gang.Placement
+		placement keptPlacement
 		dom       int32
 	}
+}
+
+// keptPlacement is a copy of a placement that reuses its memory from one
+// copy to the next, across plans (run.best: the best set's placement is
+// replaced each time a cheaper set places, without allocating once the
+// buffers have grown to the gang's size).
+type keptPlacement struct {
+	p       gang.Placement
+	claims  []topology.Claim
+	gpus    []topology.GPUClaim // backing store of p.Claims[i].GPUs
+	tasks   []gang.TaskRef
+	placed  []int
+	relaxed []topology.Level
+}
+
+// set makes k a deep copy of src, equal to what src.Clone() returns (nil
+// slices stay nil).
+func (k *keptPlacement) set(src *gang.Placement) {
+	n := 0
+	for i := range src.Claims {
+		n += len(src.Claims[i].GPUs)
+	}
+	k.gpus = slices.Grow(k.gpus[:0], n)
+	k.claims = k.claims[:0]
+	for _, c := range src.Claims {
+		lo := len(k.gpus)
+		k.gpus = append(k.gpus, c.GPUs...)
+		c.GPUs = k.gpus[lo:len(k.gpus):len(k.gpus)]
+		k.claims = append(k.claims, c)
+	}
+	k.p = gang.Placement{Job: src.Job, Level: src.Level, Domain: src.Domain,
+		Claims:  keepView(&k.claims, src.Claims, false),
+		Tasks:   keepView(&k.tasks, src.Tasks, true),
+		Placed:  keepView(&k.placed, src.Placed, true),
+		Relaxed: keepView(&k.relaxed, src.Relaxed, true)}
+}
+
+// keepView copies src into *buf (unless filled: *buf holds it already)
+// and returns a view of it that is nil exactly when src is.
+func keepView[T any](buf *[]T, src []T, fill bool) []T {
+	if src == nil {
+		return nil
+	}
+	if fill {
+		*buf = append((*buf)[:0], src...)
+	}
+	if *buf == nil {
+		*buf = []T{}
+	}
+	return (*buf)[:len(src):len(src)]
 }
 
 // key is a cost in comparable form: priorities shifted to be non-negative
@@ -1224,7 +1274,7 @@ func (r *run) placedDomain(p *gang.Placement) topology.DomainID {
 
 // plan turns the best set into a Plan.
 func (r *run) plan() *Plan {
-	p := &Plan{Job: r.req.ID, Placement: r.best.placement.Clone(), Level: r.lv, Exact: !r.inexact, Domains: r.searched, Placements: r.placements}
+	p := &Plan{Job: r.req.ID, Placement: r.best.placement.p.Clone(), Level: r.lv, Exact: !r.inexact, Domains: r.searched, Placements: r.placements}
 	p.Domain = r.placedDomain(p.Placement)
 	set := slices.Clone(r.best.set)
 	slices.SortFunc(set, func(a, b int32) int {
