@@ -159,9 +159,9 @@ type run struct {
 	nowNano int64
 	lv      topology.Level
 	need    gang.Demand
-	amount  func(gpus int32, milli int64) int64 // a contribution in the unit the gang is short of
-	needA   int64                               // the gang's need in that unit
-	k       int                                 // task size for per-host counting (0: off)
+	byGPU   bool  // the gang needs whole GPUs: amounts count GPUs, else milli-GPU
+	needA   int64 // the gang's need in that unit
+	k       int   // task size for per-host counting (0: off)
 	kTasks  int
 	kOnly   bool // every task takes k whole GPUs
 	// solo: a gang of one task searched host by host (goSolo); the
@@ -460,12 +460,10 @@ func (s *Search) begin(snap Snapshot, p *Pending, now time.Time) *run {
 	r.moves = r.moves[:0]
 	r.nowNano = now.UnixNano()
 	r.need = p.Request.MinDemand()
-	if r.need.GPUs > 0 {
+	if r.byGPU = r.need.GPUs > 0; r.byGPU {
 		r.needA = int64(r.need.GPUs)
-		r.amount = func(g int32, _ int64) int64 { return int64(g) }
 	} else {
 		r.needA = r.need.Milli
-		r.amount = func(_ int32, m int64) int64 { return m }
 	}
 	r.setLevel(p.Request.Within())
 	r.everyHost = r.req.AllowHost == nil && l.HealthyGPUs(c.Root()) == c.NumGPUs() && r.allModels()
@@ -524,6 +522,15 @@ func (r *run) goSolo() {
 		// Its GPU count covers tasks of k GPUs: no host slots.
 		r.k, r.kTasks, r.kOnly = 0, 0, false
 	}
+}
+
+// amount is a contribution of gpus whole GPUs and milli milli-GPU in the
+// unit the gang is short of.
+func (r *run) amount(gpus int32, milli int64) int64 {
+	if r.byGPU {
+		return int64(gpus)
+	}
+	return milli
 }
 
 // lostSince is lostSince for job j at the run's time.
@@ -863,9 +870,15 @@ func (r *run) rankFrom(from int) {
 			x.evictGPUs += int64(ct.gpus)
 			x.n++
 			if a > 0 {
-				q := float64(u.lost) / float64(a)
-				x.minRatio = min(x.minRatio, q)
-				x.maxRatio = max(x.maxRatio, q)
+				// Never NaN (a > 0): compared, not min and max.
+				if q := float64(u.lost) / float64(a); q < x.minRatio {
+					x.minRatio = q
+					if q > x.maxRatio {
+						x.maxRatio = q
+					}
+				} else if q > x.maxRatio {
+					x.maxRatio = q
+				}
 				if u.task < 0 && !u.elastic {
 					x.sumRigid += u.lost
 				}
