@@ -406,7 +406,7 @@ func (r *run) record(x *dom) {
 	r.best.ok = true
 	r.best.key = r.cur
 	r.best.set = append(r.best.set[:0], r.set...)
-	r.best.placement = *r.scratch.Clone()
+	r.best.placement.set(&r.scratch)
 	r.best.dom = x.i
 	if r.defrag {
 		r.best.moves = append(r.best.moves[:0], r.moves...)

@@ -65,7 +65,7 @@ func (r *run) fragPass(heap0 []heapItem) {
 		return
 	}
 	r.band = Band(r.best.key.lost, r.s.cfg.FragEpsilon)
-	r.bestStrand = r.strandedDelta(r.best.set, &r.best.placement)
+	r.bestStrand = r.strandedDelta(r.best.set, &r.best.placement.p)
 	r.banding = true
 	defer func() { r.banding = false }()
 	r.heap = append(r.heap[:0], heap0...)

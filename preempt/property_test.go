@@ -837,3 +837,50 @@ func TestPropertyOneDomainShortcutNVL72(t *testing.T) {
 		}
 	})
 }
+
+// TestPropertyReusedSearch: a Search that planned other gangs on other
+// clusters before (its scratch and kept best placement reused) returns
+// exactly what a fresh one returns, each time.
+func TestPropertyReusedSearch(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		in := genInstance(rt, 12)
+		reused := newSearch(rt, in.cfg)
+		for i := 0; i < 3; i++ {
+			if i > 0 {
+				in = genInstance(rt, 12)
+				reused.cfg = newSearch(rt, in.cfg).cfg
+			}
+			p1, n1 := reused.Plan(in.f.st, in.pend, in.now)
+			p2, n2 := newSearch(rt, in.cfg).Plan(in.f.st, in.pend, in.now)
+			if !reflect.DeepEqual(p1, p2) {
+				rt.Fatalf("plan %d, reused: %+v\nfresh: %+v", i, p1, p2)
+			}
+			if !reflect.DeepEqual(n1, n2) {
+				rt.Fatalf("plan %d, reused: %+v\nfresh: %+v", i, n1, n2)
+			}
+		}
+	})
+}
+
+// TestKeptPlacement: keptPlacement.set copies as Clone does (nil slices
+// stay nil, empty ones empty), also over a longer copy before.
+func TestKeptPlacement(t *testing.T) {
+	long := &gang.Placement{Job: "a", Claims: []topology.Claim{{Host: 1, GPUs: []topology.GPUClaim{{GPU: 8}, {GPU: 9}}}, {Host: 2}},
+		Tasks: []gang.TaskRef{{Index: 0}, {Index: 1}}, Placed: []int{2}, Relaxed: []topology.Level{3}, Level: 2, Domain: 7}
+	for _, src := range []*gang.Placement{
+		long,
+		{Job: "b", Claims: []topology.Claim{{Host: 3, GPUs: []topology.GPUClaim{{GPU: 24}}}}, Tasks: []gang.TaskRef{{}}, Placed: []int{1}},
+		{Job: "c", Claims: []topology.Claim{}, Tasks: []gang.TaskRef{}, Placed: []int{}, Relaxed: []topology.Level{}},
+		{Job: "d"},
+	} {
+		var k keptPlacement
+		k.set(long)
+		k.set(src)
+		if want := src.Clone(); !reflect.DeepEqual(k.p.Clone(), want) {
+			t.Fatalf("kept %+v\nClone %+v", k.p.Clone(), want)
+		}
+		if (k.p.Relaxed == nil) != (src.Relaxed == nil) || (k.p.Tasks == nil) != (src.Tasks == nil) || (k.p.Placed == nil) != (src.Placed == nil) || (k.p.Claims == nil) != (src.Claims == nil) {
+			t.Fatalf("%s: nil slices differ: kept %#v, source %#v", src.Job, k.p, src)
+		}
+	}
+}

@@ -159,9 +159,9 @@ type run struct {
 	nowNano int64
 	lv      topology.Level
 	need    gang.Demand
-	amount  func(gpus int32, milli int64) int64 // a contribution in the unit the gang is short of
-	needA   int64                               // the gang's need in that unit
-	k       int                                 // task size for per-host counting (0: off)
+	byGPU   bool  // the gang needs whole GPUs: amounts count GPUs, else milli-GPU
+	needA   int64 // the gang's need in that unit
+	k       int   // task size for per-host counting (0: off)
 	kTasks  int
 	kOnly   bool // every task takes k whole GPUs
 	// solo: a gang of one task searched host by host (goSolo); the
@@ -281,9 +281,59 @@ type run struct {
 		ok        bool
 		key       key
 		set       []int32
-		placement gang.Placement
+		placement keptPlacement
 		dom       int32
 	}
+}
+
+// keptPlacement is a copy of a placement that reuses its memory from one
+// copy to the next, across plans (run.best: the best set's placement is
+// replaced each time a cheaper set places, without allocating once the
+// buffers have grown to the gang's size).
+type keptPlacement struct {
+	p       gang.Placement
+	claims  []topology.Claim
+	gpus    []topology.GPUClaim // backing store of p.Claims[i].GPUs
+	tasks   []gang.TaskRef
+	placed  []int
+	relaxed []topology.Level
+}
+
+// set makes k a deep copy of src, equal to what src.Clone() returns (nil
+// slices stay nil).
+func (k *keptPlacement) set(src *gang.Placement) {
+	n := 0
+	for i := range src.Claims {
+		n += len(src.Claims[i].GPUs)
+	}
+	k.gpus = slices.Grow(k.gpus[:0], n)
+	k.claims = k.claims[:0]
+	for _, c := range src.Claims {
+		lo := len(k.gpus)
+		k.gpus = append(k.gpus, c.GPUs...)
+		c.GPUs = k.gpus[lo:len(k.gpus):len(k.gpus)]
+		k.claims = append(k.claims, c)
+	}
+	k.p = gang.Placement{Job: src.Job, Level: src.Level, Domain: src.Domain,
+		Claims:  keepView(&k.claims, src.Claims, false),
+		Tasks:   keepView(&k.tasks, src.Tasks, true),
+		Placed:  keepView(&k.placed, src.Placed, true),
+		Relaxed: keepView(&k.relaxed, src.Relaxed, true)}
+}
+
+// keepView copies src into *buf (unless filled: *buf holds it already)
+// and returns a view of it that is nil exactly when src is.
+func keepView[T any](buf *[]T, src []T, fill bool) []T {
+	if src == nil {
+		return nil
+	}
+	if fill {
+		*buf = append((*buf)[:0], src...)
+	}
+	if *buf == nil {
+		*buf = []T{}
+	}
+	return (*buf)[:len(src):len(src)]
 }
 
 // key is a cost in comparable form: priorities shifted to be non-negative
@@ -410,12 +460,10 @@ func (s *Search) begin(snap Snapshot, p *Pending, now time.Time) *run {
 	r.moves = r.moves[:0]
 	r.nowNano = now.UnixNano()
 	r.need = p.Request.MinDemand()
-	if r.need.GPUs > 0 {
+	if r.byGPU = r.need.GPUs > 0; r.byGPU {
 		r.needA = int64(r.need.GPUs)
-		r.amount = func(g int32, _ int64) int64 { return int64(g) }
 	} else {
 		r.needA = r.need.Milli
-		r.amount = func(_ int32, m int64) int64 { return m }
 	}
 	r.setLevel(p.Request.Within())
 	r.everyHost = r.req.AllowHost == nil && l.HealthyGPUs(c.Root()) == c.NumGPUs() && r.allModels()
@@ -474,6 +522,15 @@ func (r *run) goSolo() {
 		// Its GPU count covers tasks of k GPUs: no host slots.
 		r.k, r.kTasks, r.kOnly = 0, 0, false
 	}
+}
+
+// amount is a contribution of gpus whole GPUs and milli milli-GPU in the
+// unit the gang is short of.
+func (r *run) amount(gpus int32, milli int64) int64 {
+	if r.byGPU {
+		return int64(gpus)
+	}
+	return milli
 }
 
 // lostSince is lostSince for job j at the run's time.
@@ -813,9 +870,15 @@ func (r *run) rankFrom(from int) {
 			x.evictGPUs += int64(ct.gpus)
 			x.n++
 			if a > 0 {
-				q := float64(u.lost) / float64(a)
-				x.minRatio = min(x.minRatio, q)
-				x.maxRatio = max(x.maxRatio, q)
+				// Never NaN (a > 0): compared, not min and max.
+				if q := float64(u.lost) / float64(a); q < x.minRatio {
+					x.minRatio = q
+					if q > x.maxRatio {
+						x.maxRatio = q
+					}
+				} else if q > x.maxRatio {
+					x.maxRatio = q
+				}
 				if u.task < 0 && !u.elastic {
 					x.sumRigid += u.lost
 				}
@@ -1224,7 +1287,7 @@ func (r *run) placedDomain(p *gang.Placement) topology.DomainID {
 
 // plan turns the best set into a Plan.
 func (r *run) plan() *Plan {
-	p := &Plan{Job: r.req.ID, Placement: r.best.placement.Clone(), Level: r.lv, Exact: !r.inexact, Domains: r.searched, Placements: r.placements}
+	p := &Plan{Job: r.req.ID, Placement: r.best.placement.p.Clone(), Level: r.lv, Exact: !r.inexact, Domains: r.searched, Placements: r.placements}
 	p.Domain = r.placedDomain(p.Placement)
 	set := slices.Clone(r.best.set)
 	slices.SortFunc(set, func(a, b int32) int {
