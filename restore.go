@@ -122,9 +122,10 @@ func (s *Scheduler) RestoreJob(r RestoredJob) error {
 		if err != nil {
 			return err
 		}
-		if err := s.adm.neverFits(j, s.placer); err != nil {
-			return jobErr(id, err)
-		}
+		// No ErrNeverFits check, unlike Submit: a job can wait that no
+		// longer fits (a quota lowered, a host reshaped after it came),
+		// and the Scheduler that had it keeps it waiting, saying why; so
+		// does the restored one (TestRestoreKeepsJobThatNoLongerFits).
 		s.jobs.add(j)
 		j.state = r.State
 		set(j)

@@ -350,7 +350,7 @@ var concernFields = map[string]string{
 	"jobs.seed":   "Config.Seed",
 
 	"adm.c": "-the cluster", "adm.tree": "-the tree", "adm.vec": "-scratch", "adm.empty": "-derived from the cluster",
-	"adm.idleFail": "-a cache", "adm.checked": "-a cache",
+	"adm.idleFail": "-a cache", "adm.checked": "-a cache", "adm.charged": "-scratch",
 
 	"fit.byKey": "-a cache: placement failures are rebuilt (Limits)", "fit.gains": "-with byKey",
 
@@ -405,7 +405,7 @@ var concernFields = map[string]string{
 	"job.state": "RestoredJob.State", "job.entry": "RestoredJob.Submitted", "job.spec": "RestoredJob.Spec",
 	"job.req": "-derived from the spec", "job.leaf": "-the spec's queue", "job.shape": "-derived from the spec",
 	"job.demand": "-derived from the spec", "job.placement": "RestoredJob.Tasks", "job.txn": "-the placer's, made again on restore",
-	"job.charged": "-derived from the placement", "job.hosts": "-derived from the placement",
+	"job.charged": "-derived from the placement", "job.hosts": "-derived from the placement", "job.hostOne": "-derived from the placement (hosts' array)",
 	"job.admitted": "RestoredJob.Admitted", "job.started": "RestoredJob.Started", "job.end": "-derived from Started and the runtime",
 	"job.endKnown": "-derived from the runtime", "job.preemptions": "RestoredJob.Preemptions",
 	"job.models.allow": "-a cache", "job.models.guar": "-a cache", "job.models.allowFn": "-a cache", "job.models.guarFn": "-a cache",

@@ -76,7 +76,6 @@ func TestBadStates(t *testing.T) {
 		{"health", "state: draining}", "state: tired}", `s.yaml:24: health[0].state: unknown health "tired"`},
 		{"health part", "{host: dgx-h100-8, state: draining}", "{host: dgx-h100-8, gpu: dgx-h100-8/gpu1, state: draining}", "s.yaml:24: health[0]: give exactly one of host and gpu"},
 		{"health gpu", "{host: dgx-h100-8, state: draining}", "{gpu: dgx-h100-8/gpu8, state: draining}", `s.yaml:24: health[0].gpu: unknown GPU "dgx-h100-8/gpu8"`},
-		{"never fits", "groups: [{count: 2, gpus: 8}]\n  submitted: 2025-01-01T09:45:00Z", "groups: [{count: 3, gpus: 8}]\n  submitted: 2025-01-01T09:45:00Z", "jobs[8]: job eval-2: gpusched: job can never fit"},
 		{"pending placement", "- id: exp-3\n  queue: experiments\n", "- id: exp-3\n  queue: experiments\n  placement: [{host: dgx-h100-1}]\n", "s.yaml:80: jobs[7].placement: a pending job has no placement"},
 		{"requeued placement", "- id: exp-3\n  queue: experiments\n", "- id: exp-3\n  state: requeued\n  queue: experiments\n  placement: [{host: dgx-h100-1}]\n", "jobs[7].placement: a requeued job has no placement"},
 		{"no submission", "  submitted: 2025-01-01T09:41:00Z\n", "", "jobs[7].submitted: missing submission time"},
