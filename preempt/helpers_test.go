@@ -158,6 +158,7 @@ func newSearch(t tb, cfg Config) *Search {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rulesChecked += agreeWithNaiveRules(t, s)
 	return s
 }
 

@@ -85,6 +85,10 @@ type Search struct {
 	hostIn   []bool       // counting: host in counter.hosts
 
 	r run
+
+	// testRules, if set, is called with every rulesOK verdict (tests:
+	// the naive rule must agree).
+	testRules func(r *run, ok bool)
 }
 
 // levelIndex maps hosts (and, at LevelFabric, GPUs) to the index of
@@ -213,8 +217,11 @@ type run struct {
 	contribCM   []cpuMem // (solo) beside contribs
 	slotLimit   []int32
 	chargeArena []int64
-	eligible    int
-	excluded    [NumExclusions]int
+	// ruleCharge (by job) and ruleNodes are rulesOK's scratch.
+	ruleCharge []int64
+	ruleNodes  []ruleNode
+	eligible   int
+	excluded   [NumExclusions]int
 
 	// domains
 	doms     []dom

@@ -20,7 +20,7 @@ import (
 
 // fakeIO is hostIO over in-memory nodes and pods.
 type fakeIO struct {
-	mu        sync.Mutex // annotate and setPending run concurrently
+	mu        sync.Mutex // annotate, setPending, evict and event run concurrently
 	nodes     []*v1.Node
 	pods      []*v1.Pod
 	clock     time.Time
@@ -75,6 +75,8 @@ func (f *fakeIO) activate(pods []*v1.Pod) {
 	}
 }
 func (f *fakeIO) event(p *v1.Pod, _, reason, msg string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.events = append(f.events, p.Name+" "+reason+": "+msg)
 }
 func (f *fakeIO) setPending(_ context.Context, p *v1.Pod, reason, msg string) error {
@@ -96,6 +98,8 @@ func (f *fakeIO) deletePod(_ context.Context, p *v1.Pod) error {
 	return nil
 }
 func (f *fakeIO) evict(_ context.Context, p *v1.Pod, _ time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.attempts == nil {
 		f.attempts = map[string]int{}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 )
 
@@ -38,14 +39,19 @@ func victimPods(evs []eviction) map[string]int {
 // matters if this scheduler stops in the middle).
 func (h *host) markVictims(ctx context.Context, evs []eviction) {
 	n := victimPods(evs)
+	var marks []eviction
 	for _, e := range evs {
-		if n[e.job] < 2 || e.pod.Annotations[PreemptedForAnnotation] == e.forJ {
-			continue
+		if n[e.job] >= 2 && e.pod.Annotations[PreemptedForAnnotation] != e.forJ {
+			marks = append(marks, e)
 		}
+	}
+	// apiWriters at a time; all are written before any eviction.
+	workqueue.ParallelizeUntil(ctx, apiWriters, len(marks), func(i int) {
+		e := marks[i]
 		if err := h.io.annotate(ctx, e.pod, map[string]string{PreemptedForAnnotation: e.forJ}); err != nil {
 			h.log.Error(err, "Marking a victim's pod before its eviction", "pod", klog.KObj(e.pod), "victim", e.job)
 		}
-	}
+	})
 }
 
 // unmarkVictim empties the mark of job's pods in evs: its eviction was
