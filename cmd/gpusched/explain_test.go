@@ -79,7 +79,6 @@ func TestExplainErrors(t *testing.T) {
 		{"overlap", "{host: dgx-h100-5, gpus", "{host: dgx-h100-1, gpus", "jobs[1]: job eval-1: claims do not fit the ledger"},
 		{"state", "state: running\n  started: 2025-01-01T09:30:00Z", "state: sleeping\n  started: 2025-01-01T09:30:00Z", `jobs[1].state: unknown state "sleeping"`},
 		{"health", "state: draining}", "state: tired}", `<stdin>:24: health[0].state: unknown health "tired"`},
-		{"never fits", "groups: [{count: 2, gpus: 8}]\n  submitted: 2025-01-01T09:45:00Z", "groups: [{count: 3, gpus: 8}]\n  submitted: 2025-01-01T09:45:00Z", "jobs[8]: job eval-2: gpusched: job can never fit: needs 24 GPUs of gpu, more than queue evaluation could ever be admitted with (16 GPUs)"},
 		{"pending placement", "- id: exp-3\n  queue: experiments\n", "- id: exp-3\n  queue: experiments\n  placement: [{host: dgx-h100-1}]\n", "<stdin>:80: jobs[7].placement: a pending job has no placement"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
