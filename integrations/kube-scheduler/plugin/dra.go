@@ -64,14 +64,17 @@ import (
 // allocated too: dra_computedomain.go. DeviceClasses are read
 // (dra_class.go); firstAvailable requests and allocation mode All are
 // handled in dra_first.go. Not handled (the pod waits, saying why): admin
-// access, device tolerations, constraints, claims mixing the GPU class
-// with others.
+// access, constraints, claims mixing the GPU class with others. Device
+// taints and tolerations: dra_taint.go.
 
 // draIO is what the DRA concern needs of the apiserver; tests give fakes.
 type draIO interface {
 	synced() bool
 	listSlices() ([]*resourceapi.ResourceSlice, error)
 	listClaims() ([]*resourceapi.ResourceClaim, error)
+	// listTaintRules lists the DeviceTaintRules (none where they are not
+	// served).
+	listTaintRules() ([]*resourceapi.DeviceTaintRule, error)
 	// class returns a DeviceClass from the informer's store; nil when
 	// absent.
 	class(name string) (*resourceapi.DeviceClass, error)
@@ -180,6 +183,9 @@ type draPod struct {
 	// shaped: done).
 	channels []chanClaim
 	shaped   bool
+	// struck says why a MIG device its claims hold is tainted NoExecute
+	// and not tolerated ("" when none is; dra_taint.go).
+	struck string
 }
 
 // gpuClaim is one ResourceClaim of a pod whose requests are GPUs.
@@ -195,6 +201,8 @@ type gpuRequest struct {
 	// (dra_class.go, dra_cel.go); own says its own have a CEL selector.
 	sels []resourceapi.DeviceSelector
 	own  bool
+	// tols are its tolerations of device taints (dra_taint.go).
+	tols []resourceapi.DeviceToleration
 	// part is a MIG device or a share of a GPU instead of whole GPUs
 	// (dra_mig.go, dra_share.go); nil for whole GPUs.
 	part *partRequest
@@ -344,6 +352,11 @@ func (d *drat) readSlices() {
 		d.log.Error(err, "Listing ResourceSlices")
 		return
 	}
+	rules, err := d.io.listTaintRules()
+	if err != nil {
+		d.log.Error(err, "Listing DeviceTaintRules")
+		return
+	}
 	var mine []*resourceapi.ResourceSlice
 	newest := map[string]int64{}
 	for _, s := range list {
@@ -357,7 +370,7 @@ func (d *drat) readSlices() {
 	for _, s := range mine {
 		kb.WriteString(s.Name + "@" + s.ResourceVersion + ";")
 	}
-	key := kb.String()
+	key := kb.String() + rulesKey(rules)
 	if key == d.sliceKey && d.nodes != nil {
 		return
 	}
@@ -389,6 +402,7 @@ func (d *drat) readSlices() {
 			d.byPool[s.Spec.Pool.Name] = node
 		}
 		for _, dev := range s.Spec.Devices {
+			dev.Taints = taintsOf(dev.Taints, rules, d.driver, s.Spec.Pool.Name, dev.Name) // (dra_taint.go)
 			typ := attrString(dev.Attributes, d.driver, attrType)
 			if typ != "gpu" && (typ != "" || attrString(dev.Attributes, d.driver, attrProfile) != "") {
 				if typ == attrTypeMIG {
@@ -655,10 +669,8 @@ func (d *drat) exactRequest(name string, e *resourceapi.ExactDeviceRequest) (gpu
 	switch {
 	case e.AdminAccess != nil && *e.AdminAccess:
 		why = fmt.Sprintf("request %q: adminAccess is not supported", name)
-	case len(e.Tolerations) > 0:
-		why = fmt.Sprintf("request %q: device tolerations are not supported yet", name)
 	}
-	rq := gpuRequest{name: name, count: int(max(cmp.Or(e.Count, 1), 1)), sels: requestSelectors(dc, e.Selectors), own: hasCEL(e.Selectors)}
+	rq := gpuRequest{name: name, count: int(max(cmp.Or(e.Count, 1), 1)), sels: requestSelectors(dc, e.Selectors), own: hasCEL(e.Selectors), tols: e.Tolerations}
 	why = cmp.Or(why, d.partOf(&rq, e, kind))
 	if e.AllocationMode == resourceapi.DeviceAllocationModeAll {
 		why = cmp.Or(why, d.allOf(&rq))
@@ -725,6 +737,13 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 			continue
 		}
 		held = append(held, idx...)
+	}
+	if p.Spec.NodeName != "" {
+		reqs := map[string][]gpuRequest{}
+		for _, c := range dp.claims {
+			reqs[c.name] = c.requests
+		}
+		dp.struck = d.struckBy(claims, reqs, heldOn)
 	}
 	var nodes []string // the nodes CEL selectors leave it (nil: any)
 	var part *partRequest
@@ -818,7 +837,7 @@ func (d *drat) allocation(c gpuClaim, node string, gpus []int, now time.Time) (*
 				return nil, fmt.Errorf("GPU %d of node %s is no device of driver %s", gpus[min(k, len(gpus)-1)], node, d.driver)
 			}
 			a.Devices.Results = append(a.Devices.Results, resourceapi.DeviceRequestAllocationResult{
-				Request: r.name, Driver: d.driver, Pool: n.pool, Device: n.devices[gpus[k]]})
+				Request: r.name, Driver: d.driver, Pool: n.pool, Device: n.devices[gpus[k]], Tolerations: r.tols})
 			k++
 		}
 	}
