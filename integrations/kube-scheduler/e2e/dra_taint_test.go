@@ -1,0 +1,51 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+
+	"github.com/gpusched/gpusched/integrations/kube-scheduler/plugin"
+)
+
+// TestDRADeviceTaintRule: against the real apiserver (which serves
+// resource.k8s.io/v1 DeviceTaintRules in 1.37), a DeviceTaintRule an admin
+// creates on the GPU a running pod holds taints it NoExecute as if the
+// driver had: gpusched reads it through the scheduler's informer and
+// recovers the pod's job.
+func TestDRADeviceTaintRule(t *testing.T) {
+	ctx := context.Background()
+	cp := startControlPlane(t)
+	c := cp.Client
+	createNode(ctx, t, c, nodeSpec{Name: "dgx-1"})
+	createNamespace(ctx, t, c, systemNS)
+	createQueueConfigMap(ctx, t, c, queuesYAML)
+	dc := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: gpuClass}, Spec: resourceapi.DeviceClassSpec{
+		Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", gpuDriver)}}}}}
+	if _, err := c.ResourceV1().DeviceClasses().Create(ctx, dc, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("device class %s: %v", gpuClass, err)
+	}
+	publishDGX(ctx, t, c, "dgx-1")
+	startInProcess(t, cp, schedModeConfig, app.WithPlugin(plugin.Name, plugin.New))
+
+	createClaim(ctx, t, c, "a-gpus", gpuClass, 1)
+	createDRAPod(ctx, t, c, "a", map[string]string{queueLabel: "batch"}, "a-gpus")
+	bound := waitBound(ctx, t, c, "default", []string{"a"}, 60*time.Second)
+	devs := checkClaim(ctx, t, c, "a-gpus", bound["a"])
+
+	driver, pool := gpuDriver, "dgx-1"
+	rule := &resourceapi.DeviceTaintRule{ObjectMeta: metav1.ObjectMeta{Name: "broken-gpu"},
+		Spec: resourceapi.DeviceTaintRuleSpec{DeviceSelector: &resourceapi.DeviceTaintSelector{Driver: &driver, Pool: &pool, Device: &devs[0]},
+			Taint: resourceapi.DeviceTaint{Key: "example.com/broken", Value: "true", Effect: resourceapi.DeviceTaintEffectNoExecute}}}
+	if _, err := c.ResourceV1().DeviceTaintRules().Create(ctx, rule, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("DeviceTaintRule (is resource.k8s.io/v1 devicetaintrules served?): %v", err)
+	}
+	if !hasEvent(ctx, t, c, "default", "a", plugin.ReasonRecovery, "") {
+		t.Errorf("a on %s, tainted by a DeviceTaintRule: no %s Warning\n%s", devs[0], plugin.ReasonRecovery, describeEvents(ctx, c, "default"))
+	}
+}
