@@ -49,3 +49,22 @@ func TestDRADeviceTaintRule(t *testing.T) {
 		t.Errorf("a on %s, tainted by a DeviceTaintRule: no %s Warning\n%s", devs[0], plugin.ReasonRecovery, describeEvents(ctx, c, "default"))
 	}
 }
+
+// TestDRATaintRulesRBAC: deploy/rbac.yaml's service account may list and
+// watch DeviceTaintRules, as the scheduler's informer does (through
+// system:kube-scheduler, which grants it where the DRADeviceTaintRules
+// gate is on, the default in 1.37).
+func TestDRATaintRulesRBAC(t *testing.T) {
+	ctx := context.Background()
+	cp := startControlPlane(t, rbacFlags...)
+	sa := asServiceAccount(ctx, t, cp)
+	if _, err := sa.Client.ResourceV1().DeviceTaintRules().List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("list DeviceTaintRules as the scheduler's service account: %v", err)
+	}
+	w, err := sa.Client.ResourceV1().DeviceTaintRules().Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Errorf("watch DeviceTaintRules as the scheduler's service account: %v", err)
+		return
+	}
+	w.Stop()
+}
