@@ -500,7 +500,9 @@ func taintHealth(ts []resourceapi.DeviceTaint) topology.Health {
 
 // draHealth gives the GPUs of DRA nodes the health their device taints
 // say (Scheduler.SetGPUHealth): a job on a GPU tainted NoExecute is
-// recovered, a GPU tainted NoSchedule takes no new job. h.mu is held.
+// recovered, a GPU tainted NoSchedule takes no new job and, when one job
+// holds it whole, keeps that one (kube's NoSchedule evicts nothing; a GPU
+// of shares or MIG devices drains its jobs). h.mu is held.
 func (h *host) draHealth() {
 	if h.dra == nil || h.s == nil {
 		return
@@ -515,7 +517,15 @@ func (h *host) draHealth() {
 		first, count := c.HostGPUs(hid)
 		for i := 0; i < count && i < len(n.health); i++ {
 			g := first + topology.GPUID(i)
-			if h.s.Ledger().GPU(g).Health == n.health[i] {
+			st := h.s.Ledger().GPU(g)
+			if st.Health == n.health[i] {
+				continue
+			}
+			if n.health[i] == topology.Draining && st.Health == topology.Healthy && st.Mode == topology.ModeWhole {
+				// NoSchedule on a GPU one job holds whole: the job runs on
+				// (a draining GPU's job would be drained), and no other can
+				// have the GPU while it does; it drains once free, before
+				// the cycle that could place a job there.
 				continue
 			}
 			if _, err := h.s.SetGPUHealth(g, n.health[i]); err != nil {

@@ -158,3 +158,40 @@ func TestDRADeviceTaintRule(t *testing.T) {
 		t.Errorf("no recovery for the pod on %s, tainted NoExecute by a rule: events %v", gpu, io2.events)
 	}
 }
+
+// TestDRADeviceTaintNoScheduleKeeps: a whole GPU the driver taints
+// NoSchedule keeps the pod running on it (kube's NoSchedule evicts
+// nothing; with deleteOnRecovery it was deleted, as for NoExecute), and
+// once that pod is gone no new pod gets the GPU.
+func TestDRADeviceTaintNoScheduleKeeps(t *testing.T) {
+	h, io, f, dev := oneRunning(t, map[string]int{"c1": 1, "c6": 6, "n1": 1}, "one", "c1")
+	h.args.DeleteOnRecovery = true
+	ctx := context.Background()
+	taintDevice(f, dev, "2", resourceapi.DeviceTaint{Key: "example.com/maintenance", Effect: resourceapi.DeviceTaintEffectNoSchedule})
+	h.cycle(ctx)
+	h.cycle(ctx)
+	if recovered(io, "one") || slices.Contains(io.deleted, "one") {
+		t.Errorf("the pod on %s, tainted NoSchedule, recovered: events %v, deleted %v", dev, io.events, io.deleted)
+	}
+	io.pods = []*v1.Pod{draPodOf("six", "c6"), draPodOf("next", "n1")}
+	for range 3 {
+		h.cycle(ctx)
+		bindDRA(h, io)
+	}
+	n := 0
+	for _, c := range []string{"c6", "n1"} {
+		cl := f.claims["default/"+c]
+		if cl.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range cl.Status.Allocation.Devices.Results {
+			n++
+			if r.Device == dev {
+				t.Errorf("claim %s given %s, tainted NoSchedule", c, dev)
+			}
+		}
+	}
+	if n != 7 {
+		t.Errorf("%d GPUs allocated, want the 7 untainted ones", n)
+	}
+}
