@@ -195,3 +195,22 @@ func TestDRADeviceTaintNoScheduleKeeps(t *testing.T) {
 		t.Errorf("%d GPUs allocated, want the 7 untainted ones", n)
 	}
 }
+
+// TestDRATaintRuleOnChannels: a DeviceTaintRule tainting every IMEX
+// channel of the ComputeDomain driver leaves no channel to give: a pod
+// with a channel claim waits.
+func TestDRATaintRuleOnChannels(t *testing.T) {
+	f, nodes := nvl72(1)
+	driver := DefaultDRAChannelDriver
+	f.rules = []*resourceapi.DeviceTaintRule{{ObjectMeta: metav1.ObjectMeta{Name: "imex-down", ResourceVersion: "1"},
+		Spec: resourceapi.DeviceTaintRuleSpec{DeviceSelector: &resourceapi.DeviceTaintSelector{Driver: &driver},
+			Taint: resourceapi.DeviceTaint{Key: "example.com/imex", Effect: resourceapi.DeviceTaintEffectNoSchedule}}}}
+	h, io := newDRAHost(t, f, nodes...)
+	f.put(claimFor("s-gpus", DefaultDRADeviceClass, 2))
+	f.put(channelClaim("s-channel", "cd-s"))
+	io.pods = append(io.pods, draPodOf("s", "s-gpus", "s-channel"))
+	h.cycle(context.Background())
+	if a, ok := h.assignmentOf("uid-s"); ok {
+		t.Errorf("s placed on %s though every channel is tainted (channel claim %+v)", a.node, f.claims["default/s-channel"].Status.Allocation)
+	}
+}
