@@ -186,6 +186,9 @@ type draPod struct {
 	// struck says why a MIG device its claims hold is tainted NoExecute
 	// and not tolerated ("" when none is; dra_taint.go).
 	struck string
+	// tolerated are the whole GPUs its claims hold whose taints their
+	// requests tolerate (dra_taint.go).
+	tolerated []string
 }
 
 // gpuClaim is one ResourceClaim of a pod whose requests are GPUs.
@@ -521,11 +524,12 @@ func (h *host) draHealth() {
 			if st.Health == n.health[i] {
 				continue
 			}
-			if n.health[i] == topology.Draining && st.Health == topology.Healthy && st.Mode == topology.ModeWhole {
-				// NoSchedule on a GPU one job holds whole: the job runs on
-				// (a draining GPU's job would be drained), and no other can
-				// have the GPU while it does; it drains once free, before
-				// the cycle that could place a job there.
+			if st.Health == topology.Healthy && st.Mode == topology.ModeWhole && (n.health[i] == topology.Draining || h.dra.tolerates(name, n.devices[i])) {
+				// NoSchedule on a GPU one job holds whole, or NoExecute its
+				// pod tolerates: the job runs on (a draining or failed
+				// GPU's job would be recovered), and no other can have the
+				// GPU while it does; its health is set once it is free,
+				// before the cycle that could place a job there.
 				continue
 			}
 			if _, err := h.s.SetGPUHealth(g, n.health[i]); err != nil {
@@ -754,6 +758,7 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 			reqs[c.name] = c.requests
 		}
 		dp.struck = d.struckBy(claims, reqs, heldOn)
+		dp.tolerated = d.toleratedGPUs(claims, reqs, heldOn)
 	}
 	var nodes []string // the nodes CEL selectors leave it (nil: any)
 	var part *partRequest

@@ -7,6 +7,8 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
+
+	"github.com/gpusched/gpusched/topology"
 )
 
 // Device taints (docs/dra.md).
@@ -106,19 +108,63 @@ func (d *drat) struckBy(claims []*resourceapi.ResourceClaim, reqs map[string][]g
 			if k < 0 {
 				continue
 			}
-			tols := res.Tolerations
-			if tols == nil {
-				name, _, _ := strings.Cut(res.Request, "/")
-				if i := slices.IndexFunc(reqs[c.Name], func(r gpuRequest) bool { return r.name == name || r.name == res.Request }); i >= 0 {
-					tols = reqs[c.Name][i].tols
-				}
-			}
-			if t, bad := untolerated(n.migs[k].spec.Taints, tols, resourceapi.DeviceTaintEffectNoExecute); bad {
+			if t, bad := untolerated(n.migs[k].spec.Taints, resultTols(res, reqs[c.Name]), resourceapi.DeviceTaintEffectNoExecute); bad {
 				return fmt.Sprintf("MIG device %s of node %s tainted %s=%s:%s", res.Device, node, t.Key, t.Value, t.Effect)
 			}
 		}
 	}
 	return ""
+}
+
+// resultTols are the tolerations of the request of allocation result res
+// (one of reqs): the allocation's copy, else the request's own.
+func resultTols(res resourceapi.DeviceRequestAllocationResult, reqs []gpuRequest) []resourceapi.DeviceToleration {
+	if res.Tolerations != nil {
+		return res.Tolerations
+	}
+	name, _, _ := strings.Cut(res.Request, "/")
+	if i := slices.IndexFunc(reqs, func(r gpuRequest) bool { return r.name == name || r.name == res.Request }); i >= 0 {
+		return reqs[i].tols
+	}
+	return nil
+}
+
+// toleratedGPUs returns the whole GPUs of node (device names) that claims
+// (a bound pod's, with their requests reqs by claim name) are allocated
+// and whose NoExecute and NoSchedule taints, one at least, their requests
+// all tolerate: the pod keeps such a GPU (host.draHealth).
+func (d *drat) toleratedGPUs(claims []*resourceapi.ResourceClaim, reqs map[string][]gpuRequest, node string) []string {
+	n := d.nodes[node]
+	if n == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range claims {
+		if c.Status.Allocation == nil {
+			continue
+		}
+		for _, res := range c.Status.Allocation.Devices.Results {
+			i, ok := n.index[res.Device]
+			if res.Driver != d.driver || res.Pool != n.pool || !ok || taintHealth(n.specs[i].Taints) == topology.Healthy {
+				continue
+			}
+			if _, bad := untolerated(n.specs[i].Taints, resultTols(res, reqs[c.Name]), resourceapi.DeviceTaintEffectNoSchedule, resourceapi.DeviceTaintEffectNoExecute); !bad {
+				out = append(out, res.Device)
+			}
+		}
+	}
+	return out
+}
+
+// tolerates reports whether a bound pod's claims hold the whole GPU dev of
+// node and tolerate its taints (toleratedGPUs).
+func (d *drat) tolerates(node, dev string) bool {
+	for _, dp := range d.pods {
+		if dp.src.Spec.NodeName == node && slices.Contains(dp.tolerated, dev) {
+			return true
+		}
+	}
+	return false
 }
 
 // draStruck recovers the jobs a pod of which holds a MIG device tainted

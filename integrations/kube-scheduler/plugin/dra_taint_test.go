@@ -214,3 +214,40 @@ func TestDRATaintRuleOnChannels(t *testing.T) {
 		t.Errorf("s placed on %s though every channel is tainted (channel claim %+v)", a.node, f.claims["default/s-channel"].Status.Allocation)
 	}
 }
+
+// TestDRAWholeGPUTolerated: a pod whose request tolerates NoExecute
+// taints keeps running on a whole GPU the driver taints NoExecute (kube
+// evicts only pods that do not tolerate it), the allocation carries the
+// toleration, and once the pod is gone the GPU is failed: no new pod gets
+// it.
+func TestDRAWholeGPUTolerated(t *testing.T) {
+	f := oneDGX(map[string]int{"c7": 7, "n1": 1})
+	f.put(tolerating(claimFor("c1", DefaultDRADeviceClass, 1), resourceapi.DeviceToleration{Key: "gpu.nvidia.com/xid", Operator: resourceapi.DeviceTolerationOpExists, Effect: resourceapi.DeviceTaintEffectNoExecute}))
+	h, io := newDRAHost(t, f, node("dgx-1", -1, nil))
+	h.args.DeleteOnRecovery = true
+	ctx := context.Background()
+	io.pods = []*v1.Pod{draPodOf("one", "c1")}
+	h.cycle(ctx)
+	bindDRA(h, io)
+	h.cycle(ctx)
+	dev, _ := claimed(t, f, "c1", "uid-one")
+	if tols := f.claims["default/c1"].Status.Allocation.Devices.Results[0].Tolerations; len(tols) != 1 {
+		t.Errorf("allocation tolerations %+v, want the request's", tols)
+	}
+	taintDevice(f, dev, "2", resourceapi.DeviceTaint{Key: "gpu.nvidia.com/xid", Value: "79", Effect: resourceapi.DeviceTaintEffectNoExecute})
+	h.cycle(ctx)
+	h.cycle(ctx)
+	if recovered(io, "one") || slices.Contains(io.deleted, "one") {
+		t.Errorf("the pod tolerating the taint of %s recovered: events %v, deleted %v", dev, io.events, io.deleted)
+	}
+	io.pods = []*v1.Pod{draPodOf("seven", "c7"), draPodOf("next", "n1")}
+	for range 3 {
+		h.cycle(ctx)
+		bindDRA(h, io)
+	}
+	for _, c := range []string{"c7", "n1"} {
+		if cl := f.claims["default/"+c]; cl.Status.Allocation != nil && slices.ContainsFunc(cl.Status.Allocation.Devices.Results, func(r resourceapi.DeviceRequestAllocationResult) bool { return r.Device == dev }) {
+			t.Errorf("claim %s given %s, tainted NoExecute", c, dev)
+		}
+	}
+}
