@@ -159,6 +159,25 @@ func TestDRADeviceTaintRule(t *testing.T) {
 	}
 }
 
+// keepsThenFree taints dev, the whole GPU pod "one" holds, with taint,
+// checks "one" is not recovered, then replaces it by pod big (claim
+// claim) and pod "next" (claim n1), which may take the other GPUs.
+func keepsThenFree(t *testing.T, h *host, io *fakeIO, f *fakeDRA, dev string, taint resourceapi.DeviceTaint, big, claim string) {
+	t.Helper()
+	ctx := context.Background()
+	taintDevice(f, dev, "2", taint)
+	h.cycle(ctx)
+	h.cycle(ctx)
+	if recovered(io, "one") || slices.Contains(io.deleted, "one") {
+		t.Errorf("the pod on %s, tainted %s, recovered: events %v, deleted %v", dev, taint.Effect, io.events, io.deleted)
+	}
+	io.pods = []*v1.Pod{draPodOf(big, claim), draPodOf("next", "n1")}
+	for range 3 {
+		h.cycle(ctx)
+		bindDRA(h, io)
+	}
+}
+
 // TestDRADeviceTaintNoScheduleKeeps: a whole GPU the driver taints
 // NoSchedule keeps the pod running on it (kube's NoSchedule evicts
 // nothing; with deleteOnRecovery it was deleted, as for NoExecute), and
@@ -166,18 +185,7 @@ func TestDRADeviceTaintRule(t *testing.T) {
 func TestDRADeviceTaintNoScheduleKeeps(t *testing.T) {
 	h, io, f, dev := oneRunning(t, map[string]int{"c1": 1, "c6": 6, "n1": 1}, "one", "c1")
 	h.args.DeleteOnRecovery = true
-	ctx := context.Background()
-	taintDevice(f, dev, "2", resourceapi.DeviceTaint{Key: "example.com/maintenance", Effect: resourceapi.DeviceTaintEffectNoSchedule})
-	h.cycle(ctx)
-	h.cycle(ctx)
-	if recovered(io, "one") || slices.Contains(io.deleted, "one") {
-		t.Errorf("the pod on %s, tainted NoSchedule, recovered: events %v, deleted %v", dev, io.events, io.deleted)
-	}
-	io.pods = []*v1.Pod{draPodOf("six", "c6"), draPodOf("next", "n1")}
-	for range 3 {
-		h.cycle(ctx)
-		bindDRA(h, io)
-	}
+	keepsThenFree(t, h, io, f, dev, resourceapi.DeviceTaint{Key: "example.com/maintenance", Effect: resourceapi.DeviceTaintEffectNoSchedule}, "six", "c6")
 	n := 0
 	for _, c := range []string{"c6", "n1"} {
 		cl := f.claims["default/"+c]
@@ -234,17 +242,7 @@ func TestDRAWholeGPUTolerated(t *testing.T) {
 	if tols := f.claims["default/c1"].Status.Allocation.Devices.Results[0].Tolerations; len(tols) != 1 {
 		t.Errorf("allocation tolerations %+v, want the request's", tols)
 	}
-	taintDevice(f, dev, "2", resourceapi.DeviceTaint{Key: "gpu.nvidia.com/xid", Value: "79", Effect: resourceapi.DeviceTaintEffectNoExecute})
-	h.cycle(ctx)
-	h.cycle(ctx)
-	if recovered(io, "one") || slices.Contains(io.deleted, "one") {
-		t.Errorf("the pod tolerating the taint of %s recovered: events %v, deleted %v", dev, io.events, io.deleted)
-	}
-	io.pods = []*v1.Pod{draPodOf("seven", "c7"), draPodOf("next", "n1")}
-	for range 3 {
-		h.cycle(ctx)
-		bindDRA(h, io)
-	}
+	keepsThenFree(t, h, io, f, dev, resourceapi.DeviceTaint{Key: "gpu.nvidia.com/xid", Value: "79", Effect: resourceapi.DeviceTaintEffectNoExecute}, "seven", "c7")
 	for _, c := range []string{"c7", "n1"} {
 		if cl := f.claims["default/"+c]; cl.Status.Allocation != nil && slices.ContainsFunc(cl.Status.Allocation.Devices.Results, func(r resourceapi.DeviceRequestAllocationResult) bool { return r.Device == dev }) {
 			t.Errorf("claim %s given %s, tainted NoExecute", c, dev)
