@@ -68,3 +68,53 @@ func TestDRATaintRulesRBAC(t *testing.T) {
 	}
 	w.Stop()
 }
+
+// TestDRAMIGDeviceTaint: against the real apiserver, with the H200 MIG
+// slices of the capture, a NoExecute DeviceTaintRule on the MIG device a
+// running pod holds recovers that pod's job; a 1g.18gb claim whose request
+// tolerates the taint is allocated (its allocation, tolerations copied,
+// passes the apiserver's validation), one that does not stays unallocated
+// while the node has the tainted device.
+func TestDRAMIGDeviceTaint(t *testing.T) {
+	ctx := context.Background()
+	cp, _ := migControlPlane(ctx, t)
+	c := cp.Client
+	startInProcess(t, cp, schedModeConfig, app.WithPlugin(plugin.Name, plugin.New))
+	batch := map[string]string{queueLabel: "batch"}
+	one := "device.attributes['gpu.nvidia.com'].profile == '1g.18gb'"
+	createCELClaim(ctx, t, c, "a", migClass, one, nil)
+	createDRAPod(ctx, t, c, "a", batch, "a")
+	waitBound(ctx, t, c, "default", []string{"a"}, 60*time.Second)
+	got, err := c.ResourceV1().ResourceClaims("default").Get(ctx, "a", metav1.GetOptions{})
+	if err != nil || got.Status.Allocation == nil {
+		t.Fatalf("claim a: %v %+v", err, got.Status)
+	}
+	dev := got.Status.Allocation.Devices.Results[0].Device
+	driver, pool := gpuDriver, got.Status.Allocation.Devices.Results[0].Pool
+	rule := &resourceapi.DeviceTaintRule{ObjectMeta: metav1.ObjectMeta{Name: "broken-mig"},
+		Spec: resourceapi.DeviceTaintRuleSpec{DeviceSelector: &resourceapi.DeviceTaintSelector{Driver: &driver, Pool: &pool, Device: &dev},
+			Taint: resourceapi.DeviceTaint{Key: "example.com/xid", Value: "48", Effect: resourceapi.DeviceTaintEffectNoExecute}}}
+	if _, err := c.ResourceV1().DeviceTaintRules().Create(ctx, rule, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("DeviceTaintRule: %v", err)
+	}
+	if !hasEvent(ctx, t, c, "default", "a", plugin.ReasonRecovery, dev) {
+		t.Errorf("a on %s, tainted NoExecute: no %s Warning\n%s", dev, plugin.ReasonRecovery, describeEvents(ctx, c, "default"))
+	}
+
+	tol := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "tol", Namespace: "default"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "r", Exactly: &resourceapi.ExactDeviceRequest{
+			DeviceClassName: migClass, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1,
+			Selectors:   []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: one}}},
+			Tolerations: []resourceapi.DeviceToleration{{Key: "example.com/xid", Operator: resourceapi.DeviceTolerationOpExists}}}}}}}}
+	if _, err := c.ResourceV1().ResourceClaims("default").Create(ctx, tol, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("claim tol: %v", err)
+	}
+	createDRAPod(ctx, t, c, "tol", batch, "tol")
+	waitBound(ctx, t, c, "default", []string{"tol"}, 60*time.Second)
+	createCELClaim(ctx, t, c, "plain", migClass, one, nil)
+	createDRAPod(ctx, t, c, "plain", batch, "plain")
+	time.Sleep(3 * time.Second)
+	if cl, err := c.ResourceV1().ResourceClaims("default").Get(ctx, "plain", metav1.GetOptions{}); err != nil || cl.Status.Allocation != nil {
+		t.Errorf("claim plain, not tolerating the taint of a 1g.18gb device of the node: %v, allocated %+v", err, cl.Status.Allocation)
+	}
+}
