@@ -64,14 +64,17 @@ import (
 // allocated too: dra_computedomain.go. DeviceClasses are read
 // (dra_class.go); firstAvailable requests and allocation mode All are
 // handled in dra_first.go. Not handled (the pod waits, saying why): admin
-// access, device tolerations, constraints, claims mixing the GPU class
-// with others.
+// access, constraints, claims mixing the GPU class with others. Device
+// taints and tolerations: dra_taint.go.
 
 // draIO is what the DRA concern needs of the apiserver; tests give fakes.
 type draIO interface {
 	synced() bool
 	listSlices() ([]*resourceapi.ResourceSlice, error)
 	listClaims() ([]*resourceapi.ResourceClaim, error)
+	// listTaintRules lists the DeviceTaintRules (none where they are not
+	// served).
+	listTaintRules() ([]*resourceapi.DeviceTaintRule, error)
 	// class returns a DeviceClass from the informer's store; nil when
 	// absent.
 	class(name string) (*resourceapi.DeviceClass, error)
@@ -180,6 +183,12 @@ type draPod struct {
 	// shaped: done).
 	channels []chanClaim
 	shaped   bool
+	// struck says why a MIG device its claims hold is tainted NoExecute
+	// and not tolerated ("" when none is; dra_taint.go).
+	struck string
+	// tolerated are the whole GPUs its claims hold whose taints their
+	// requests tolerate (dra_taint.go).
+	tolerated []string
 }
 
 // gpuClaim is one ResourceClaim of a pod whose requests are GPUs.
@@ -195,6 +204,8 @@ type gpuRequest struct {
 	// (dra_class.go, dra_cel.go); own says its own have a CEL selector.
 	sels []resourceapi.DeviceSelector
 	own  bool
+	// tols are its tolerations of device taints (dra_taint.go).
+	tols []resourceapi.DeviceToleration
 	// part is a MIG device or a share of a GPU instead of whole GPUs
 	// (dra_mig.go, dra_share.go); nil for whole GPUs.
 	part *partRequest
@@ -344,6 +355,11 @@ func (d *drat) readSlices() {
 		d.log.Error(err, "Listing ResourceSlices")
 		return
 	}
+	rules, err := d.io.listTaintRules()
+	if err != nil {
+		d.log.Error(err, "Listing DeviceTaintRules")
+		return
+	}
 	var mine []*resourceapi.ResourceSlice
 	newest := map[string]int64{}
 	for _, s := range list {
@@ -357,7 +373,7 @@ func (d *drat) readSlices() {
 	for _, s := range mine {
 		kb.WriteString(s.Name + "@" + s.ResourceVersion + ";")
 	}
-	key := kb.String()
+	key := kb.String() + rulesKey(rules)
 	if key == d.sliceKey && d.nodes != nil {
 		return
 	}
@@ -389,6 +405,7 @@ func (d *drat) readSlices() {
 			d.byPool[s.Spec.Pool.Name] = node
 		}
 		for _, dev := range s.Spec.Devices {
+			dev.Taints = taintsOf(dev.Taints, rules, d.driver, s.Spec.Pool.Name, dev.Name) // (dra_taint.go)
 			typ := attrString(dev.Attributes, d.driver, attrType)
 			if typ != "gpu" && (typ != "" || attrString(dev.Attributes, d.driver, attrProfile) != "") {
 				if typ == attrTypeMIG {
@@ -486,7 +503,9 @@ func taintHealth(ts []resourceapi.DeviceTaint) topology.Health {
 
 // draHealth gives the GPUs of DRA nodes the health their device taints
 // say (Scheduler.SetGPUHealth): a job on a GPU tainted NoExecute is
-// recovered, a GPU tainted NoSchedule takes no new job. h.mu is held.
+// recovered, a GPU tainted NoSchedule takes no new job and, when one job
+// holds it whole, keeps that one (kube's NoSchedule evicts nothing; a GPU
+// of shares or MIG devices drains its jobs). h.mu is held.
 func (h *host) draHealth() {
 	if h.dra == nil || h.s == nil {
 		return
@@ -501,7 +520,16 @@ func (h *host) draHealth() {
 		first, count := c.HostGPUs(hid)
 		for i := 0; i < count && i < len(n.health); i++ {
 			g := first + topology.GPUID(i)
-			if h.s.Ledger().GPU(g).Health == n.health[i] {
+			st := h.s.Ledger().GPU(g)
+			if st.Health == n.health[i] {
+				continue
+			}
+			if st.Health == topology.Healthy && st.Mode == topology.ModeWhole && (n.health[i] == topology.Draining || h.dra.tolerates(name, n.devices[i])) {
+				// NoSchedule on a GPU one job holds whole, or NoExecute its
+				// pod tolerates: the job runs on (a draining or failed
+				// GPU's job would be recovered), and no other can have the
+				// GPU while it does; its health is set once it is free,
+				// before the cycle that could place a job there.
 				continue
 			}
 			if _, err := h.s.SetGPUHealth(g, n.health[i]); err != nil {
@@ -655,10 +683,8 @@ func (d *drat) exactRequest(name string, e *resourceapi.ExactDeviceRequest) (gpu
 	switch {
 	case e.AdminAccess != nil && *e.AdminAccess:
 		why = fmt.Sprintf("request %q: adminAccess is not supported", name)
-	case len(e.Tolerations) > 0:
-		why = fmt.Sprintf("request %q: device tolerations are not supported yet", name)
 	}
-	rq := gpuRequest{name: name, count: int(max(cmp.Or(e.Count, 1), 1)), sels: requestSelectors(dc, e.Selectors), own: hasCEL(e.Selectors)}
+	rq := gpuRequest{name: name, count: int(max(cmp.Or(e.Count, 1), 1)), sels: requestSelectors(dc, e.Selectors), own: hasCEL(e.Selectors), tols: e.Tolerations}
 	why = cmp.Or(why, d.partOf(&rq, e, kind))
 	if e.AllocationMode == resourceapi.DeviceAllocationModeAll {
 		why = cmp.Or(why, d.allOf(&rq))
@@ -725,6 +751,14 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 			continue
 		}
 		held = append(held, idx...)
+	}
+	if p.Spec.NodeName != "" {
+		reqs := map[string][]gpuRequest{}
+		for _, c := range dp.claims {
+			reqs[c.name] = c.requests
+		}
+		dp.struck = d.struckBy(claims, reqs, heldOn)
+		dp.tolerated = d.toleratedGPUs(claims, reqs, heldOn)
 	}
 	var nodes []string // the nodes CEL selectors leave it (nil: any)
 	var part *partRequest
@@ -818,7 +852,7 @@ func (d *drat) allocation(c gpuClaim, node string, gpus []int, now time.Time) (*
 				return nil, fmt.Errorf("GPU %d of node %s is no device of driver %s", gpus[min(k, len(gpus)-1)], node, d.driver)
 			}
 			a.Devices.Results = append(a.Devices.Results, resourceapi.DeviceRequestAllocationResult{
-				Request: r.name, Driver: d.driver, Pool: n.pool, Device: n.devices[gpus[k]]})
+				Request: r.name, Driver: d.driver, Pool: n.pool, Device: n.devices[gpus[k]], Tolerations: r.tols})
 			k++
 		}
 	}

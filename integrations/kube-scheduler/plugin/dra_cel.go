@@ -153,7 +153,7 @@ func (d *drat) celNodes(claims []gpuClaim) ([]string, string) {
 			}
 			switch {
 			case r.part != nil && r.part.mig:
-				return nil, fmt.Sprintf("ResourceClaim %s: no node's MIG devices of profile %s all match the CEL selectors of request %q", c.name, r.part.profile, r.name)
+				return nil, fmt.Sprintf("ResourceClaim %s: no node's MIG devices of profile %s all match the CEL selectors of request %q and have no taint it does not tolerate", c.name, r.part.profile, r.name)
 			case r.part != nil:
 				return nil, fmt.Sprintf("ResourceClaim %s: no node's GPUs all allow multiple allocations and have the capacity request %q asks for (and match its CEL selectors)", c.name, r.name)
 			}
@@ -181,7 +181,7 @@ func (d *drat) requestNodes(r gpuRequest) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if m && (r.part == nil || r.part.mig || d.shareMilliOn(n, r.part) > 0) {
+		if m && taintFree(n, r) && (r.part == nil || r.part.mig || d.shareMilliOn(n, r.part) > 0) {
 			ok = append(ok, name)
 		}
 	}

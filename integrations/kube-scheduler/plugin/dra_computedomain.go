@@ -128,8 +128,10 @@ func (cd *cdChannels) isChannel(c *resourceapi.ResourceClaim) bool {
 }
 
 // readSlices rebuilds the channel devices per node when the driver's
-// slices changed: devices whose type attribute is "channel", by name.
-func (cd *cdChannels) readSlices(list []*resourceapi.ResourceSlice) {
+// slices (or the DeviceTaintRules) changed: devices whose type attribute
+// is "channel" and that have no NoSchedule or NoExecute taint (their own
+// or a rule's, dra_taint.go), by name.
+func (cd *cdChannels) readSlices(list []*resourceapi.ResourceSlice, rules []*resourceapi.DeviceTaintRule) {
 	var kb strings.Builder
 	var mine []*resourceapi.ResourceSlice
 	for _, s := range list {
@@ -141,6 +143,7 @@ func (cd *cdChannels) readSlices(list []*resourceapi.ResourceSlice) {
 	for _, s := range mine {
 		kb.WriteString(s.Name + "@" + s.ResourceVersion + ";")
 	}
+	kb.WriteString(rulesKey(rules))
 	if kb.String() == cd.sliceKey && cd.nodes != nil {
 		return
 	}
@@ -155,7 +158,11 @@ func (cd *cdChannels) readSlices(list []*resourceapi.ResourceSlice) {
 			continue
 		}
 		for _, dev := range s.Spec.Devices {
-			if attrString(dev.Attributes, cd.driver, attrType) != "channel" || len(dev.Taints) > 0 {
+			if attrString(dev.Attributes, cd.driver, attrType) != "channel" {
+				continue
+			}
+			ts := taintsOf(dev.Taints, rules, cd.driver, s.Spec.Pool.Name, dev.Name)
+			if _, bad := untolerated(ts, nil, resourceapi.DeviceTaintEffectNoSchedule, resourceapi.DeviceTaintEffectNoExecute); bad {
 				continue
 			}
 			n := cd.nodes[*s.Spec.NodeName]
@@ -175,8 +182,13 @@ func (cd *cdChannels) readSlices(list []*resourceapi.ResourceSlice) {
 
 // readChannelSlices reads the channel devices of the slices.
 func (d *drat) readChannelSlices() {
-	if list, err := d.io.listSlices(); err == nil {
-		d.cd.readSlices(list)
+	list, err := d.io.listSlices()
+	if err != nil {
+		return
+	}
+	rules, err := d.io.listTaintRules()
+	if err == nil {
+		d.cd.readSlices(list, rules)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 // looked at: whole GPUs that some node its selectors leave has that many
 // free in gpusched's ledger (all of a node's GPUs for mode All), a MIG
 // device or a share some node can hold (as for an exact request).
-// Subrequests gpusched cannot allocate (admin access, tolerations) are
+// Subrequests gpusched cannot allocate (admin access) are
 // passed over. The pick is kept while the claim exists (the job gpusched
 // queues asks for its GPUs; a pick that no longer fits waits, as a plain
 // request does); while none fits, the pod waits and is looked at again

@@ -24,6 +24,7 @@ type fakeDRA struct {
 	slices  []*resourceapi.ResourceSlice
 	claims  map[string]*resourceapi.ResourceClaim
 	classes map[string]*resourceapi.DeviceClass
+	rules   []*resourceapi.DeviceTaintRule
 	rv      int
 	writes  []string // "status CLAIM", "update CLAIM"
 }
@@ -58,6 +59,9 @@ func (f *fakeDRA) class(name string) (*resourceapi.DeviceClass, error) { return 
 func (f *fakeDRA) synced() bool { return true }
 func (f *fakeDRA) listSlices() ([]*resourceapi.ResourceSlice, error) {
 	return f.slices, nil
+}
+func (f *fakeDRA) listTaintRules() ([]*resourceapi.DeviceTaintRule, error) {
+	return f.rules, nil
 }
 func (f *fakeDRA) listClaims() ([]*resourceapi.ResourceClaim, error) {
 	var out []*resourceapi.ResourceClaim

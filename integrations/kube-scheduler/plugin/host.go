@@ -149,6 +149,9 @@ type jobRec struct {
 	// job is reported Preempted (or Requeued) once none is bound.
 	evicting bool
 	recovery bool
+	// struck is why a NoExecute taint of a MIG device its pods hold
+	// recovers it (draStruck), as last told.
+	struck string
 	// blocked says why the eviction of a victim planned for this job was
 	// refused (a PodDisruptionBudget).
 	blocked string
@@ -374,7 +377,8 @@ func (h *host) decide(nodes []*v1.Node, view *podView, now time.Time, fx *effect
 	for _, p := range view.held {
 		h.noteWhy(fx, []*v1.Pod{p}, TokenWaitingForGangMembers, fmt.Sprintf("gpusched: job %s: waiting for its members being deleted to go", jobID(p, h.args)), ReasonPending, now)
 	}
-	h.draHealth() // device taints (dra.go), once jobs are restored
+	h.draHealth()   // device taints (dra.go), once jobs are restored
+	h.draStruck(fx) // NoExecute taints of MIG devices (dra_taint.go)
 	// GPUs the device plugin does not offer are marked failed, after the
 	// rebuild's restores, so that jobs on them are recovered
 	// (gpuidentity.go).
@@ -1176,18 +1180,7 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 		if r.Action == preempt.ActionKeep {
 			continue
 		}
-		for _, pod := range rec.job.all() {
-			fx.events = append(fx.events, podEvent{pod, v1.EventTypeWarning, ReasonRecovery, "gpusched: " + r.Reason})
-		}
-		if !h.args.DeleteOnRecovery {
-			continue // left running: its controller or an operator decides
-		}
-		rec.evicting, rec.recovery = true, true
-		for _, pod := range rec.job.all() {
-			if pod.Spec.NodeName != "" {
-				fx.del = append(fx.del, pod)
-			}
-		}
+		h.recoverJob(fx, rec, r.Reason)
 	}
 	for _, p := range d.Pending {
 		rec := h.jobs[p.Job]
@@ -1213,6 +1206,24 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 			msg += "; " + rec.blocked
 		}
 		h.noteWhy(fx, rec.job.all(), p.Reason.Token(), msg, ReasonPending, now)
+	}
+}
+
+// recoverJob tells the pods of rec's job why it is recovered and, with
+// deleteOnRecovery, deletes its bound pods; the job is requeued once none
+// is bound (reconcile).
+func (h *host) recoverJob(fx *effects, rec *jobRec, reason string) {
+	for _, pod := range rec.job.all() {
+		fx.events = append(fx.events, podEvent{pod, v1.EventTypeWarning, ReasonRecovery, "gpusched: " + reason})
+	}
+	if !h.args.DeleteOnRecovery {
+		return // left running: its controller or an operator decides
+	}
+	rec.evicting, rec.recovery = true, true
+	for _, pod := range rec.job.all() {
+		if pod.Spec.NodeName != "" {
+			fx.del = append(fx.del, pod)
+		}
 	}
 }
 
