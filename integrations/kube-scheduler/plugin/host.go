@@ -819,21 +819,7 @@ func (h *host) keepInvalid(fx *effects, j *podJob, now time.Time) {
 			unbound = append(unbound, p)
 			continue
 		}
-		h.amu.Lock()
-		n := h.notes[p.UID]
-		if n == nil {
-			n = &podNote{}
-			h.notes[p.UID] = n
-		}
-		warn := n.evMsg != msg || now.Sub(n.event) >= h.args.EventInterval()
-		if warn {
-			n.event, n.evMsg = now, msg
-		}
-		h.amu.Unlock()
-		if warn {
-			fx.causeOf(len(fx.events), TokenInvalidJob)
-			fx.events = append(fx.events, podEvent{p, v1.EventTypeWarning, ReasonInvalid, msg})
-		}
+		h.eventOnce(fx, h.noteOf(p.UID), p, TokenInvalidJob, v1.EventTypeWarning, ReasonInvalid, msg, now)
 	}
 	h.noteAs(fx, unbound, msg, ReasonInvalid, now)
 }
@@ -1245,6 +1231,29 @@ func (h *host) noteAs(fx *effects, pods []*v1.Pod, msg, reason string, now time.
 	h.noteWhy(fx, pods, cause, msg, reason, now)
 }
 
+// noteOf returns uid's note, made on first use (under amu).
+func (h *host) noteOf(uid types.UID) *podNote {
+	h.amu.Lock()
+	defer h.amu.Unlock()
+	n := h.notes[uid]
+	if n == nil {
+		n = &podNote{}
+		h.notes[uid] = n
+	}
+	return n
+}
+
+// eventOnce records an event of p with msg unless n says one went out
+// lately: a new message after a second, the same one after the event
+// interval.
+func (h *host) eventOnce(fx *effects, n *podNote, p *v1.Pod, cause, typ, reason, msg string, now time.Time) {
+	if (n.evMsg != msg && now.Sub(n.event) >= time.Second) || now.Sub(n.event) >= h.args.EventInterval() {
+		n.event, n.evMsg = now, msg
+		fx.causeOf(len(fx.events), cause)
+		fx.events = append(fx.events, podEvent{p, typ, reason, msg})
+	}
+}
+
 // noteWhy is noteAs with the cause's reason token (reasons.go): the
 // reason of the pods' PodScheduled condition and the action of their
 // events.
@@ -1254,23 +1263,15 @@ func (h *host) noteWhy(fx *effects, pods []*v1.Pod, cause, msg, reason string, n
 		if p.Spec.NodeName != "" && reason != ReasonInvalid {
 			continue // a bound pod is not pending
 		}
+		n := h.noteOf(p.UID)
 		h.amu.Lock()
-		n := h.notes[p.UID]
-		if n == nil {
-			n = &podNote{}
-			h.notes[p.UID] = n
-		}
 		n.msg = msg
 		h.amu.Unlock()
 		typ := v1.EventTypeNormal
 		if reason == ReasonInvalid {
 			typ = v1.EventTypeWarning
 		}
-		if (n.evMsg != msg && now.Sub(n.event) >= time.Second) || now.Sub(n.event) >= iv {
-			n.event, n.evMsg = now, msg
-			fx.causeOf(len(fx.events), cause)
-			fx.events = append(fx.events, podEvent{p, typ, reason, msg})
-		}
+		h.eventOnce(fx, n, p, cause, typ, reason, msg, now)
 		// The condition follows a new reason at once the first time, then
 		// at most once per interval (a reason that changes every cycle
 		// does not patch every cycle). A waiting pod that still carries a
