@@ -17,7 +17,6 @@ import (
 
 	"github.com/gpusched/gpusched"
 	"github.com/gpusched/gpusched/topology"
-	"github.com/gpusched/gpusched/workload"
 )
 
 // Node constraints in scheduler mode (issue 26, defect 4). A job is
@@ -192,6 +191,9 @@ type rejection struct {
 	// bind: the pod failed after Reserve (Unreserve: Permit, PreBind or
 	// Bind), not kube's filters.
 	bind bool
+	// also are more nodes excluded with node, for the same reason and
+	// backoff (a crowded domain, domains.go): one rejection.
+	also []string
 }
 
 // exclude records that kube-scheduler rejected node for the job of pod
@@ -253,15 +255,24 @@ func (h *host) applyRejections() {
 			rec.excluded = map[string]exclusion{}
 		}
 		rec.excluded[r.node] = exclusion{why: r.why, until: r.at.Add(back)}
+		for _, n := range r.also {
+			rec.excluded[n] = exclusion{why: r.why, until: r.at.Add(back)}
+		}
 	}
 }
 
-// exclusionNote says which nodes are excluded for rec, and why.
+// exclusionNote says which nodes are excluded for rec, and why (the
+// first few: a crowded domain excludes many, domains.go).
 func (rec *jobRec) exclusionNote() string {
+	const shown = 4
 	var parts []string
-	for _, node := range sortedKeys(rec.excluded) {
+	nodes := sortedKeys(rec.excluded)
+	for _, node := range nodes[:min(len(nodes), shown)] {
 		x := rec.excluded[node]
 		parts = append(parts, fmt.Sprintf("node %s rejected by kube-scheduler (%s), not planned there before %s", node, x.why, x.until.UTC().Format(time.RFC3339)))
+	}
+	if len(nodes) > shown {
+		parts = append(parts, fmt.Sprintf("%d more node(s) excluded", len(nodes)-shown))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -323,7 +334,11 @@ func (f *freedNodes) lagging(node string, now, retried time.Time) bool {
 // job is never planned there again and again. It reports whether
 // the plan was refused. Under mu.
 func (h *host) refusePlan(id string, rec *jobRec, planned []plannedPod, now time.Time, fx *effects) bool {
-	r := h.kubeFilters().admit(context.Background(), h.log, planned)
+	kf := h.kubeFilters()
+	r := domainRefusal(rec.job.distinct, kf.nodes, planned) // (domains.go)
+	if r == nil {
+		r = kf.admit(context.Background(), h.log, planned)
+	}
 	if r == nil {
 		rec.conflicts, rec.conflictNote = 0, ""
 		return false
@@ -341,7 +356,7 @@ func (h *host) refusePlan(id string, rec *jobRec, planned []plannedPod, now time
 		// (A second refusal in a row for other plans: the next cycle's
 		// node filter did not see them; exclude the node all the same.)
 		h.amu.Lock()
-		h.rejected = append(h.rejected, rejection{job: id, node: r.node, why: r.why + " (next to " + cause + ")", at: now})
+		h.rejected = append(h.rejected, rejection{job: id, node: r.node, also: r.also, why: r.why + " (next to " + cause + ")", at: now})
 		h.amu.Unlock()
 	}
 	rec.conflictNote = fmt.Sprintf("its last plan put pod %s on node %s, where kube's filters refuse it next to %s (%s)", r.pod.Name, r.node, cause, r.why)
@@ -357,12 +372,15 @@ func (h *host) refusePlan(id string, rec *jobRec, planned []plannedPod, now time
 // perHostCap returns how many members of a gang kube's own filters let
 // share one node when the members constrain each other on the hostname
 // (the job's MaxTasksPerHost): 1 when a member's required pod
-// anti-affinity on kubernetes.io/hostname selects every member (one pod
-// per node, the usual shape of distributed training), a member's
+// anti-affinity selects every member, on kubernetes.io/hostname (one pod
+// per node, the usual shape of distributed training) or on another key
+// such as a zone (domains.go; conservative on nodes without the key's
+// label, where kube would let members share a node), a member's
 // DoNotSchedule topology spread's maxSkew on the hostname when it selects
 // every member (so that each member passes whatever the order kube binds
-// them in); 0 (no cap) otherwise. Constraints on other keys (a zone) or
-// selecting only some members are left to the plan's check (refusePlan).
+// them in); 0 (no cap) otherwise. Spread on other keys (a zone) and
+// constraints selecting only some members are left to the plan's check
+// (refusePlan).
 func perHostCap(members []*v1.Pod) int {
 	limit := 0
 	lower := func(n int) {
@@ -373,7 +391,10 @@ func perHostCap(members []*v1.Pod) int {
 	for _, m := range members {
 		_, anti, spread := podTerms(m)
 		for _, t := range anti {
-			if t.TopologyKey == v1.LabelHostname && termSelectsAll(m, t.LabelSelector, t.Namespaces, t.NamespaceSelector, nil, members) {
+			// (On any key: a node is in one domain of every key, so
+			// members in distinct domains are on distinct nodes; see
+			// domains.go.)
+			if t.TopologyKey != "" && termSelectsAll(m, t.LabelSelector, t.Namespaces, t.NamespaceSelector, nil, members) {
 				lower(1)
 			}
 		}
@@ -442,10 +463,16 @@ func (h *host) membersVerdict(kf *kubeFilters, reps []*v1.Pod) map[string]string
 	return refused
 }
 
-// perHostNote says that a job is capped per node (perHostCap), "" if not.
-func perHostNote(spec *workload.Job) string {
-	if spec.MaxTasksPerHost <= 0 {
-		return ""
+// perHostNote says that a job is capped per node (perHostCap) and which
+// keys its members must be in distinct domains of (domains.go), "" if
+// neither.
+func perHostNote(j *podJob) string {
+	var parts []string
+	if j.spec.MaxTasksPerHost > 0 {
+		parts = append(parts, fmt.Sprintf("at most %d of its pods per node (their required pod anti-affinity or DoNotSchedule topology spread)", j.spec.MaxTasksPerHost))
 	}
-	return fmt.Sprintf("at most %d of its pods per node (their required pod anti-affinity or DoNotSchedule topology spread on %s)", spec.MaxTasksPerHost, v1.LabelHostname)
+	for _, k := range j.distinct {
+		parts = append(parts, "one of its pods per "+k+" (their required pod anti-affinity)")
+	}
+	return strings.Join(parts, "; ")
 }

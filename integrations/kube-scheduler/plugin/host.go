@@ -1009,7 +1009,7 @@ func (h *host) submitError(j *podJob, err error) string {
 		return fmt.Sprintf("%s=%q: %v", podField(p, src), j.spec.Queue, err)
 	case errors.Is(err, gpusched.ErrNeverFits):
 		msg := fmt.Sprintf("%s: %v", podField(p, "resources"), err)
-		if note := perHostNote(&j.spec); note != "" {
+		if note := perHostNote(j); note != "" {
 			msg += "; " + note
 		}
 		return msg
@@ -1183,7 +1183,7 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 		if rec.conflictNote != "" {
 			msg += "; " + rec.conflictNote
 		}
-		if note := perHostNote(&rec.job.spec); note != "" {
+		if note := perHostNote(rec.job); note != "" {
 			msg += "; " + note
 		}
 		if rec.blocked != "" {

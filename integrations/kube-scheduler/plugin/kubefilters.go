@@ -360,6 +360,8 @@ type refusal struct {
 	pod       *v1.Pod
 	node, why string
 	own       bool
+	// also: more nodes to exclude for the job with node (domains.go).
+	also []string
 }
 
 // admit checks one job's plan, pod after pod, with kube's InterPodAffinity
