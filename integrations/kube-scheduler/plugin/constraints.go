@@ -335,7 +335,7 @@ func (f *freedNodes) lagging(node string, now, retried time.Time) bool {
 // the plan was refused. Under mu.
 func (h *host) refusePlan(id string, rec *jobRec, planned []plannedPod, now time.Time, fx *effects) bool {
 	kf := h.kubeFilters()
-	r := domainRefusal(rec.job.distinct, kf.nodes, planned) // (domains.go)
+	r := domainRefusal(rec.job.domains, kf.nodes, planned) // (domains.go)
 	if r == nil {
 		r = kf.admit(context.Background(), h.log, planned)
 	}
@@ -378,9 +378,9 @@ func (h *host) refusePlan(id string, rec *jobRec, planned []plannedPod, now time
 // label, where kube would let members share a node), a member's
 // DoNotSchedule topology spread's maxSkew on the hostname when it selects
 // every member (so that each member passes whatever the order kube binds
-// them in); 0 (no cap) otherwise. Spread on other keys (a zone) and
-// constraints selecting only some members are left to the plan's check
-// (refusePlan).
+// them in), on the hostname or another key (domains.go); 0 (no cap)
+// otherwise. Constraints selecting only some members are left to the
+// plan's check (refusePlan).
 func perHostCap(members []*v1.Pod) int {
 	limit := 0
 	lower := func(n int) {
@@ -399,7 +399,9 @@ func perHostCap(members []*v1.Pod) int {
 			}
 		}
 		for _, c := range spread {
-			if c.TopologyKey == v1.LabelHostname && termSelectsAll(m, c.LabelSelector, nil, nil, c.MatchLabelKeys, members) {
+			// (On another key, the cap on its domains caps each node
+			// too: domains.go.)
+			if termSelectsAll(m, c.LabelSelector, nil, nil, c.MatchLabelKeys, members) {
 				lower(int(c.MaxSkew))
 			}
 		}
@@ -463,16 +465,15 @@ func (h *host) membersVerdict(kf *kubeFilters, reps []*v1.Pod) map[string]string
 	return refused
 }
 
-// perHostNote says that a job is capped per node (perHostCap) and which
-// keys its members must be in distinct domains of (domains.go), "" if
-// neither.
+// perHostNote says that a job is capped per node (perHostCap) and per
+// domain of a topology key (domains.go), "" if neither.
 func perHostNote(j *podJob) string {
 	var parts []string
 	if j.spec.MaxTasksPerHost > 0 {
 		parts = append(parts, fmt.Sprintf("at most %d of its pods per node (their required pod anti-affinity or DoNotSchedule topology spread)", j.spec.MaxTasksPerHost))
 	}
-	for _, k := range j.distinct {
-		parts = append(parts, "one of its pods per "+k+" (their required pod anti-affinity)")
+	for _, c := range j.domains {
+		parts = append(parts, fmt.Sprintf("at most %d of its pods per %s (their %s)", c.limit, c.key, c.what))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -3,53 +3,81 @@ package plugin
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 )
 
-// Gang members anti-affine to each other on a topology key other than the
-// hostname (issue 26, defect 4): a zone, a rack label. kube accepts such a
-// gang only with each member in a domain of its own (among the nodes that
-// carry the key's label), which the library's planner does not know of.
-// Such a gang is capped at one member per node (perHostCap: a node is in
-// one domain of every key), and each of its plans is checked for two
-// members in one domain before kube's filters run (domainRefusal): a plan
-// that puts several in one domain is taken back, every node of that
-// domain but the first member's is excluded for the job (the backoff of
+// Gang members that constrain each other on a topology key other than
+// the hostname (issue 26, defect 4): required pod anti-affinity or
+// DoNotSchedule topology spread on a zone or a rack label. kube accepts
+// such a gang, whatever the order it binds the members in, only with at
+// most a few members in each domain of the key (among the nodes that
+// carry its label): one for anti-affinity, maxSkew for spread. The
+// library's planner does not know of these domains. Such a gang is
+// capped per node as it is per domain (perHostCap: a node is in one
+// domain of every key), and each of its plans is checked against the
+// domain caps before kube's filters run (domainRefusal): a plan that
+// puts more members in one domain is taken back, every node of that
+// domain but its first member's is excluded for the job (the backoff of
 // applyRejections), and the job is planned again in the same cycle
 // (decide's replans). Each plan taken back so leaves one node in each
-// domain it crowded: a gang of n members over zones settles in at most n
-// plans, and never has a member activated where kube would reject it.
+// domain it crowded: a gang settles in a few plans, and never has a
+// member activated where kube would reject it for the others.
 
-// distinctKeys returns the topology keys other than the hostname on which
-// members must each be in a domain of their own: a member's required pod
-// anti-affinity term on the key selects every member (termSelectsAll).
-// Sorted; nil if none.
-func distinctKeys(members []*v1.Pod) []string {
-	var keys []string
-	for _, m := range members {
-		_, anti, _ := podTerms(m)
-		for _, t := range anti {
-			if t.TopologyKey == "" || t.TopologyKey == v1.LabelHostname || slices.Contains(keys, t.TopologyKey) {
-				continue
+// domainCap is how many members of a gang one domain of key may hold.
+type domainCap struct {
+	key   string
+	limit int
+	// what: the constraint's kind, for messages.
+	what string
+}
+
+// domainCaps returns the caps, per topology key other than the hostname,
+// that the members' constraints selecting every member (termSelectsAll)
+// put on each domain: 1 for a required pod anti-affinity term, maxSkew
+// for a DoNotSchedule spread constraint (sufficient whatever the binding
+// order: a member's domain then never holds more than maxSkew above an
+// empty one); the lowest per key, sorted by key; nil if none.
+func domainCaps(members []*v1.Pod) []domainCap {
+	var caps []domainCap
+	lower := func(key string, limit int, what string) {
+		if key == "" || key == v1.LabelHostname || limit <= 0 {
+			return
+		}
+		if i := slices.IndexFunc(caps, func(c domainCap) bool { return c.key == key }); i >= 0 {
+			if limit < caps[i].limit {
+				caps[i] = domainCap{key, limit, what}
 			}
+			return
+		}
+		caps = append(caps, domainCap{key, limit, what})
+	}
+	for _, m := range members {
+		_, anti, spread := podTerms(m)
+		for _, t := range anti {
 			if termSelectsAll(m, t.LabelSelector, t.Namespaces, t.NamespaceSelector, nil, members) {
-				keys = append(keys, t.TopologyKey)
+				lower(t.TopologyKey, 1, "required pod anti-affinity")
+			}
+		}
+		for _, c := range spread {
+			if termSelectsAll(m, c.LabelSelector, nil, nil, c.MatchLabelKeys, members) {
+				lower(c.TopologyKey, int(c.MaxSkew), fmt.Sprintf("DoNotSchedule topology spread, maxSkew %d", c.MaxSkew))
 			}
 		}
 	}
-	slices.Sort(keys)
-	return keys
+	slices.SortFunc(caps, func(a, b domainCap) int { return strings.Compare(a.key, b.key) })
+	return caps
 }
 
-// domainRefusal returns the refusal of a plan that puts two of a job's
-// members in one domain of a key they must be distinct on (keys,
-// distinctKeys), nil if none does. nodes are the cycle's nodes. Its node
-// is the second member's; also lists the other nodes to exclude for the
-// job: for every crowded domain (of every key), its nodes but the first
-// member's, so that the next plan puts at most one member there.
-func domainRefusal(keys []string, nodes []*v1.Node, plan []plannedPod) *refusal {
-	if len(keys) == 0 || len(plan) < 2 {
+// domainRefusal returns the refusal of a plan that puts more of a job's
+// members in one domain than caps allow (domainCaps), nil if none does.
+// nodes are the cycle's nodes. Its node is that of the first member over
+// a cap; also lists the other nodes to exclude for the job: for every
+// crowded domain (of every key), its nodes but its first member's, so
+// that the next plan puts no more than the per-node cap there.
+func domainRefusal(caps []domainCap, nodes []*v1.Node, plan []plannedPod) *refusal {
+	if len(caps) == 0 || len(plan) < 2 {
 		return nil
 	}
 	byName := make(map[string]*v1.Node, len(nodes))
@@ -58,35 +86,33 @@ func domainRefusal(keys []string, nodes []*v1.Node, plan []plannedPod) *refusal 
 	}
 	var r *refusal
 	excluded := map[string]bool{}
-	for _, key := range keys {
-		first := map[string]plannedPod{} // domain → its first member
+	for _, dc := range caps {
+		first := map[string]string{} // domain → its first member's node
+		count := map[string]int{}
 		crowded := map[string]bool{}
 		for _, pp := range plan {
 			n := byName[pp.node]
 			if n == nil {
 				continue
 			}
-			d, ok := n.Labels[key]
+			d, ok := n.Labels[dc.key]
 			if !ok {
-				continue // (kube's anti-affinity ignores a node without the key)
+				continue // (kube's filters leave a node without the key alone)
 			}
-			f, seen := first[d]
-			if !seen {
-				first[d] = pp
+			if count[d] == 0 {
+				first[d] = pp.node
+			}
+			if count[d]++; count[d] <= dc.limit {
 				continue
 			}
 			crowded[d] = true
 			if r == nil {
 				r = &refusal{pod: pp.pod, node: pp.node, own: true,
-					why: fmt.Sprintf("required pod anti-affinity on %s: pod %s is planned in the same domain %s=%s (node %s)", key, f.pod.Name, key, d, f.node)}
+					why: fmt.Sprintf("%s on %s: more than %d of its pods planned in %s=%s", dc.what, dc.key, dc.limit, dc.key, d)}
 			}
 		}
-		if len(crowded) == 0 {
-			continue
-		}
 		for _, n := range nodes {
-			d, ok := n.Labels[key]
-			if ok && crowded[d] && n.Name != first[d].node {
+			if d, ok := n.Labels[dc.key]; ok && crowded[d] && n.Name != first[d] {
 				excluded[n.Name] = true
 			}
 		}

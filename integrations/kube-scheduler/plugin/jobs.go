@@ -28,9 +28,9 @@ type podJob struct {
 	created time.Time
 	// ckey is constraintKey of its first pod (constraints.go).
 	ckey string
-	// distinct are the topology keys (not the hostname) its members must
-	// each be in a domain of their own of (domains.go).
-	distinct []string
+	// domains caps its members per domain of topology keys other than
+	// the hostname (domains.go).
+	domains []domainCap
 	// group is the resourceVersion of the PodGroup it was read from
 	// (workload.go), "" for none.
 	group string
@@ -172,7 +172,7 @@ func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
 		}
 		spec.Topology = g.constraints()
 		spec.MaxTasksPerHost = perHostCap(members)
-		j.distinct = distinctKeys(members)
+		j.domains = domainCaps(members)
 	}
 	// One task group per distinct demand, in order of first appearance.
 	var demands []demand
