@@ -21,7 +21,8 @@ import (
 
 // Node constraints in scheduler mode (issue 26, defect 4). A job is
 // planned only on nodes its pods' node selector, required node affinity
-// and tolerations accept (the first pod's: a gang's members share them),
+// and tolerations accept (each member's where they differ:
+// nodeConstraints),
 // through a host filter on the job (gpusched.Scheduler.SetHostFilter),
 // and that kube's own InterPodAffinity, PodTopologySpread and
 // VolumeBinding filters accept for each member (kubefilters.go); a gang
@@ -64,6 +65,21 @@ func constraintKey(p *v1.Pod) string {
 		return fmt.Sprintf("%p", p) // cannot happen; a key of its own
 	}
 	return string(b)
+}
+
+// nodeConstraints returns the constraint keys (constraintKey) of members,
+// each once in order of first appearance, joined, and a member of each:
+// a job is planned on the nodes every one of them accepts (issue 26,
+// defect 4: members that differ are each checked, not the first alone).
+func nodeConstraints(members []*v1.Pod) (string, []*v1.Pod) {
+	var keys []string
+	var reps []*v1.Pod
+	for _, m := range members {
+		if k := constraintKey(m); !slices.Contains(keys, k) {
+			keys, reps = append(keys, k), append(reps, m)
+		}
+	}
+	return strings.Join(keys, "\x01"), reps
 }
 
 // nodeFits reports whether p's node selector, required node affinity and
@@ -111,9 +127,9 @@ func (h *host) filterJobs(nodes []*v1.Node, now time.Time) {
 		if len(pods) == 0 {
 			continue
 		}
-		ck := rec.job.ckey
-		if ck == "" {
-			ck = constraintKey(pods[0])
+		ck, nreps := rec.job.ckey, rec.job.nodeReps
+		if len(nreps) == 0 {
+			ck, nreps = nodeConstraints(pods)
 		}
 		// kube's filters, for each member whose key differs (their
 		// claims: each member's volumes may reach other nodes).
@@ -130,15 +146,28 @@ func (h *host) filterJobs(nodes []*v1.Node, now time.Time) {
 		e := verdicts[ck]
 		if e == nil {
 			e = &eligible{ok: make([]bool, c.NumHosts()), all: true}
-			aff := nodeaffinity.GetRequiredNodeAffinity(pods[0])
+			affs := make([]nodeaffinity.RequiredNodeAffinity, len(nreps))
+			for k, p := range nreps {
+				affs[k] = nodeaffinity.GetRequiredNodeAffinity(p)
+			}
 			refused := h.membersVerdict(kf, reps)
 			e.kube = refusedNote(refused)
 			var kb strings.Builder
+			accept := 0 // (nodes every member's constraints accept)
 			for i := range e.ok {
 				n := byName[c.HostName(topology.HostID(i))]
 				e.ok[i] = n == nil // (a host without its node: health decides)
 				if n != nil {
-					e.ok[i], _ = h.nodeFits(pods[0], aff, n)
+					e.ok[i] = true
+					for k, p := range nreps {
+						if ok, _ := h.nodeFits(p, affs[k], n); !ok {
+							e.ok[i] = false
+							break
+						}
+					}
+					if e.ok[i] {
+						accept++
+					}
 					if _, no := refused[n.Name]; no {
 						e.ok[i] = false
 					}
@@ -151,6 +180,15 @@ func (h *host) filterJobs(nodes []*v1.Node, now time.Time) {
 				}
 			}
 			e.key = kb.String()
+			if len(nreps) > 1 {
+				// (Members whose nodes share none wait: the job's node
+				// filter is one for all its pods.)
+				note := fmt.Sprintf("its pods' node selectors, affinity or tolerations differ: planned only on the %d GPU node(s) all of them accept", accept)
+				if e.kube != "" {
+					note += "; " + e.kube
+				}
+				e.kube = note
+			}
 			verdicts[ck] = e
 		}
 		rec.kubeNote = e.kube

@@ -26,8 +26,10 @@ type podJob struct {
 	// created is the earliest creation time of its pods: jobs are
 	// submitted (and restored) in this order.
 	created time.Time
-	// ckey is constraintKey of its first pod (constraints.go).
-	ckey string
+	// ckey and nodeReps are nodeConstraints of its pods: their distinct
+	// node constraints, and a pod of each (constraints.go).
+	ckey     string
+	nodeReps []*v1.Pod
 	// domains caps its members per domain of topology keys other than
 	// the hostname (domains.go).
 	domains []domainCap
@@ -212,7 +214,7 @@ func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
 		}
 	}
 	j.spec = spec
-	j.ckey = constraintKey(members[0])
+	j.ckey, j.nodeReps = nodeConstraints(members)
 	return j
 }
 

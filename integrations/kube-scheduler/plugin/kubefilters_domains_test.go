@@ -104,3 +104,47 @@ func TestKubeFiltersGangZoneAntiAffinityTooFewZones(t *testing.T) {
 		t.Errorf("g-0's pending message %q does not say one pod per zone", msg)
 	}
 }
+
+// TestGangMembersNodeSelectorsDiffer (issue 26, defect 4): two members of
+// one gang (one task group) with different node selectors: g-0 wants
+// pool=x (n1, n2), g-1 wants rack=r2 (n2, n3). Each is planned on a node
+// its own selector accepts (n2 for both: the only node both accept),
+// although n1 comes first, has room for both and is the first member's.
+// With selectors no node satisfies together (g-1 wants rack=r3: n3
+// alone), no member is ever activated on a node it rejects, and the
+// pending message says the members' constraints differ.
+func TestGangMembersNodeSelectorsDiffer(t *testing.T) {
+	nodes := func() []*v1.Node {
+		return []*v1.Node{gpuNode("n1", 8, h100, map[string]string{"pool": "x", "rack": "r1"}),
+			gpuNode("n2", 8, h100, map[string]string{"pool": "x", "rack": "r2"}),
+			gpuNode("n3", 8, h100, map[string]string{"pool": "y", "rack": "r3"})}
+	}
+	t.Run("common node", func(t *testing.T) {
+		h, io := newTestHost(t, nodes()...)
+		pods := gangMembers("g", 2, 4)
+		pods[0].Spec.NodeSelector = map[string]string{"pool": "x"}
+		pods[1].Spec.NodeSelector = map[string]string{"rack": "r2"}
+		io.pods = pods
+		step(h, io, time.Second)
+		if got := nodesOf(h, pods); got["g-0"] != "n2" || got["g-1"] != "n2" {
+			t.Fatalf("members planned on %v (pending %q), want both on n2", got, io.pending["g-0"])
+		}
+	})
+	t.Run("no common node", func(t *testing.T) {
+		h, io := newTestHost(t, nodes()...)
+		pods := gangMembers("g", 2, 4)
+		pods[0].Spec.NodeSelector = map[string]string{"pool": "x"}
+		pods[1].Spec.NodeSelector = map[string]string{"rack": "r3"}
+		io.pods = pods
+		for range 3 {
+			step(h, io, 10*time.Second)
+			got := nodesOf(h, pods)
+			if (got["g-0"] != "" && got["g-0"] == "n3") || (got["g-1"] != "" && got["g-1"] != "n3") {
+				t.Fatalf("members planned on %v: one on a node its selector rejects", got)
+			}
+		}
+		if msg := io.pending["g-1"]; !strings.Contains(msg, "node selectors, affinity or tolerations differ") {
+			t.Errorf("g-1's pending message %q does not say the members' constraints differ", msg)
+		}
+	})
+}
