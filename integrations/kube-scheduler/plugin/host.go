@@ -813,15 +813,7 @@ func (h *host) survives(j *podJob) bool {
 // bound ones get a Warning event only (they are not pending).
 func (h *host) keepInvalid(fx *effects, j *podJob, now time.Time) {
 	msg := "gpusched: " + j.err.Error() + "; the job keeps its GPUs until its pods end"
-	var unbound []*v1.Pod
-	for _, p := range j.all() {
-		if p.Spec.NodeName == "" {
-			unbound = append(unbound, p)
-			continue
-		}
-		h.eventOnce(fx, h.noteOf(p.UID), p, TokenInvalidJob, v1.EventTypeWarning, ReasonInvalid, msg, now)
-	}
-	h.noteAs(fx, unbound, msg, ReasonInvalid, now)
+	h.noteAs(fx, j.all(), msg, ReasonInvalid, now) // (a bound pod: the Warning alone)
 }
 
 // placedPods is the number of pods of j a placement holds: its tasks,
@@ -1256,12 +1248,18 @@ func (h *host) eventOnce(fx *effects, n *podNote, p *v1.Pod, cause, typ, reason,
 
 // noteWhy is noteAs with the cause's reason token (reasons.go): the
 // reason of the pods' PodScheduled condition and the action of their
-// events.
+// events. A bound pod is never marked pending: it gets nothing, or the
+// Warning event alone for reason ReasonInvalid.
 func (h *host) noteWhy(fx *effects, pods []*v1.Pod, cause, msg, reason string, now time.Time) {
 	iv := h.args.EventInterval()
 	for _, p := range pods {
-		if p.Spec.NodeName != "" && reason != ReasonInvalid {
-			continue // a bound pod is not pending
+		if p.Spec.NodeName != "" {
+			// A bound pod is not pending: never marked unschedulable;
+			// one of an invalid job gets the Warning alone.
+			if reason == ReasonInvalid {
+				h.eventOnce(fx, h.noteOf(p.UID), p, cause, v1.EventTypeWarning, reason, msg, now)
+			}
+			continue
 		}
 		n := h.noteOf(p.UID)
 		h.amu.Lock()
