@@ -1089,7 +1089,12 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 			continue
 		}
 		if rec.job.several {
-			h.assignSeveral(b.Job, rec.job.all()[0], b.Placement, fx) // (dra_migs.go)
+			// Its one pod, on its one host, is checked as any plan is.
+			p := rec.job.all()[0]
+			if len(b.Placement.Claims) > 0 && h.refusePlan(b.Job, rec, []plannedPod{{pod: p, node: c.HostName(b.Placement.Claims[0].Host)}}, now, fx) {
+				continue
+			}
+			h.assignSeveral(b.Job, p, b.Placement, fx) // (dra_migs.go)
 			continue
 		}
 		placed := make([]int, len(rec.job.pods))
