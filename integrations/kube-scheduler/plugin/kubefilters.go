@@ -21,14 +21,17 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/interpodaffinity"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/podtopologyspread"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/volumebinding"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/volumerestrictions"
 )
 
 // kubeFilters runs kube-scheduler's own InterPodAffinity,
-// PodTopologySpread and VolumeBinding filters for a waiting job's pod
-// before it is planned (issue 26, defect 4), so that a pod is not planned
-// on a node those filters reject: required pod affinity and anti-affinity
-// (the pod's, and running pods' anti-affinity against it), DoNotSchedule
-// topology spread, and its claims' volume topology. The plugins are
+// PodTopologySpread, VolumeBinding and VolumeRestrictions filters for a
+// waiting job's pod before it is planned (issue 26, defect 4), so that a
+// pod is not planned on a node those filters reject: required pod
+// affinity and anti-affinity (the pod's, and running pods' anti-affinity
+// against it), DoNotSchedule topology spread, its claims' volume
+// topology, and volume conflicts (a ReadWriteOncePod claim another pod
+// uses, an inline disk another pod of the node mounts). The plugins are
 // kube's, built on a handle of our own whose snapshot is rebuilt from the
 // informers' pods and nodes at each cycle that needs it (kube-scheduler's
 // own snapshot belongs to its scheduling cycle: reading it from the
@@ -37,9 +40,12 @@ import (
 // kube's filters accept for every member (each member's claims may reach
 // other nodes). Between the pods planned in one cycle (a gang's members,
 // jobs planned together), each plan is checked pod after pod next to the
-// plans kept before it (admit), and a gang whose members are anti-affine
-// to each other (or spread) on the hostname is capped per node
-// (perHostCap). Not covered: volumes kube's own binder has just assumed;
+// plans kept before it (admit: InterPodAffinity, PodTopologySpread and
+// VolumeRestrictions, so two pods of one cycle never share a
+// ReadWriteOncePod claim), and a gang whose members are anti-affine to
+// each other (or spread) on a topology key is capped per node and per
+// domain (perHostCap, domains.go). Not covered: volumes kube's own binder
+// has just assumed, unbound claims shared by pods planned together;
 // a node kube still rejects is excluded for the job (constraints.go).
 type kubeFilters struct {
 	plugins []kubeFilter
@@ -63,6 +69,9 @@ type kubeFilters struct {
 	assumed      []*v1.Pod
 	inSnap       int
 	admittedAnti bool
+	// admittedClaims: one of them mounts a persistent volume claim
+	// (VolumeRestrictions: a ReadWriteOncePod claim is one pod's).
+	admittedClaims bool
 }
 
 // kubeFilter is one of kube's PreFilter+Filter plugins.
@@ -132,7 +141,12 @@ func newKubeFilters(ctx context.Context, inf informers.SharedInformerFactory, cs
 			kf.err = fmt.Errorf("kube's VolumeBinding filter: %w", err)
 			return kf
 		}
-		kf.plugins = append(kf.plugins, vb.(kubeFilter))
+		vr, err := volumerestrictions.New(ctx, nil, h, fts)
+		if err != nil {
+			kf.err = fmt.Errorf("kube's VolumeRestrictions filter: %w", err)
+			return kf
+		}
+		kf.plugins = append(kf.plugins, vb.(kubeFilter), vr.(kubeFilter))
 		kf.volumes = true
 	}
 	return kf
@@ -150,7 +164,7 @@ func (kf *kubeFilters) startCycle(planned map[types.UID]string) {
 	kf.snap, kf.antiAff = false, false
 	clear(kf.admitted) // (no pod of a past cycle kept alive)
 	clear(kf.assumed)
-	kf.admitted, kf.assumed, kf.inSnap, kf.admittedAnti = kf.admitted[:0], kf.assumed[:0], 0, false
+	kf.admitted, kf.assumed, kf.inSnap, kf.admittedAnti, kf.admittedClaims = kf.admitted[:0], kf.assumed[:0], 0, false, false
 	kf.pods = kf.pods[:0]
 	for _, p := range kf.all {
 		node := p.Spec.NodeName
@@ -378,11 +392,11 @@ func (kf *kubeFilters) admit(ctx context.Context, log klog.Logger, plan []planne
 	if kf.err != nil {
 		return nil
 	}
-	mark, anti := len(kf.admitted), kf.admittedAnti
+	mark, anti, claims := len(kf.admitted), kf.admittedAnti, kf.admittedClaims
 	for _, pp := range plan {
 		if why := kf.check(ctx, log, pp); why != "" {
 			r := &refusal{pod: pp.pod, node: pp.node, why: why}
-			kf.drop(log, mark, anti)
+			kf.drop(log, mark, anti, claims)
 			// Without its own pods, do the other plans of the cycle
 			// still refuse it?
 			r.own = kf.check(ctx, log, pp) == ""
@@ -392,8 +406,21 @@ func (kf *kubeFilters) admit(ctx context.Context, log klog.Logger, plan []planne
 		if _, x, _ := podTerms(pp.pod); len(x) > 0 {
 			kf.admittedAnti = true
 		}
+		if mountsClaim(pp.pod) {
+			kf.admittedClaims = true
+		}
 	}
 	return nil
+}
+
+// mountsClaim reports whether p mounts a persistent volume claim.
+func mountsClaim(p *v1.Pod) bool {
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // check returns why kube's filters refuse pp's pod on its node next to
@@ -405,7 +432,8 @@ func (kf *kubeFilters) check(ctx context.Context, log klog.Logger, pp plannedPod
 		return ""
 	}
 	aff, anti, spread := podTerms(pp.pod)
-	if len(aff) == 0 && len(anti) == 0 && len(spread) == 0 && !kf.admittedAnti {
+	claims := kf.volumes && kf.admittedClaims && mountsClaim(pp.pod)
+	if len(aff) == 0 && len(anti) == 0 && len(spread) == 0 && !kf.admittedAnti && !claims {
 		return ""
 	}
 	kf.snapshot()
@@ -433,8 +461,9 @@ func (kf *kubeFilters) check(ctx context.Context, log klog.Logger, pp plannedPod
 }
 
 // drop takes back the pods admitted from mark on (the snapshot forgets
-// them, last first), and admittedAnti to anti.
-func (kf *kubeFilters) drop(log klog.Logger, mark int, anti bool) {
+// them, last first), and admittedAnti and admittedClaims to anti and
+// claims.
+func (kf *kubeFilters) drop(log klog.Logger, mark int, anti, claims bool) {
 	if kf.inSnap > mark {
 		snap := kf.lister.SharedLister.(*cache.Snapshot)
 		for i := kf.inSnap - 1; i >= mark; i-- {
@@ -444,5 +473,5 @@ func (kf *kubeFilters) drop(log klog.Logger, mark int, anti bool) {
 		}
 		kf.inSnap, kf.assumed = mark, kf.assumed[:mark]
 	}
-	kf.admitted, kf.admittedAnti = kf.admitted[:mark], anti
+	kf.admitted, kf.admittedAnti, kf.admittedClaims = kf.admitted[:mark], anti, claims
 }

@@ -1,0 +1,85 @@
+package plugin
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// rwopVolume returns a bound volume any node reaches and its bound claim
+// (namespace default), ReadWriteOncePod: one pod in the cluster at a time.
+func rwopVolume(claim string) (*v1.PersistentVolume, *v1.PersistentVolumeClaim) {
+	rwop := []v1.PersistentVolumeAccessMode{v1.ReadWriteOncePod}
+	pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-" + claim}, Spec: v1.PersistentVolumeSpec{
+		Capacity:               v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+		AccessModes:            rwop,
+		ClaimRef:               &v1.ObjectReference{Namespace: "default", Name: claim, UID: types.UID("uid-" + claim)},
+		PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "example.com/csi", VolumeHandle: claim}},
+	}, Status: v1.PersistentVolumeStatus{Phase: v1.VolumeBound}}
+	pvc := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: claim, Namespace: "default", UID: types.UID("uid-" + claim),
+		Annotations: map[string]string{"pv.kubernetes.io/bind-completed": "yes"}},
+		Spec:   v1.PersistentVolumeClaimSpec{VolumeName: pv.Name, AccessModes: rwop},
+		Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound, AccessModes: rwop}}
+	return pv, pvc
+}
+
+// TestKubeFiltersSameCycleReadWriteOncePod (issue 26, defect 4): two
+// pods waiting together that mount the same ReadWriteOncePod claim (kube's
+// VolumeRestrictions lets one pod in the cluster use it): only one is
+// planned and activated, cycle after cycle, and the other's pending
+// message says why; once the first is bound, the second is refused by
+// the filters before planning. A gang whose two members share one such
+// claim is never activated.
+func TestKubeFiltersSameCycleReadWriteOncePod(t *testing.T) {
+	t.Run("two jobs", func(t *testing.T) {
+		h, io := newTestHost(t, gpuNode("n1", 8, h100, nil), gpuNode("n2", 8, h100, nil))
+		pv, pvc := rwopVolume("data")
+		withVolumes(t, h, pv, pvc)
+		a, b := schedPod("a", 4, nil), schedPod("b", 4, nil)
+		claimVolume(a, "data")
+		claimVolume(b, "data")
+		io.pods = []*v1.Pod{a, b}
+		for range 3 {
+			step(h, io, time.Second)
+			_, okA := h.assignmentOf(a.UID)
+			_, okB := h.assignmentOf(b.UID)
+			if okA && okB {
+				t.Fatalf("a and b both planned: they share a ReadWriteOncePod claim (activated %v)", io.activated)
+			}
+		}
+		if len(io.activated) != 1 {
+			t.Fatalf("activated %v, want one of a and b once", io.activated)
+		}
+		waiting := "b"
+		if io.activated[0] == "b" {
+			waiting = "a"
+		}
+		if msg := io.pending[waiting]; !strings.Contains(msg, "ReadWriteOncePod") {
+			t.Errorf("%s's pending message %q does not name the ReadWriteOncePod conflict", waiting, msg)
+		}
+	})
+	t.Run("gang", func(t *testing.T) {
+		h, io := newTestHost(t, gpuNode("n1", 8, h100, nil), gpuNode("n2", 8, h100, nil))
+		pv, pvc := rwopVolume("data")
+		withVolumes(t, h, pv, pvc)
+		pods := gangMembers("g", 2, 4)
+		for _, p := range pods {
+			claimVolume(p, "data")
+		}
+		io.pods = pods
+		for range 3 {
+			step(h, io, time.Second)
+		}
+		if len(io.activated) != 0 {
+			t.Fatalf("activated %v: two members cannot share a ReadWriteOncePod claim", io.activated)
+		}
+		if msg := io.pending["g-0"]; !strings.Contains(msg, "ReadWriteOncePod") {
+			t.Errorf("g-0's pending message %q does not name the ReadWriteOncePod conflict", msg)
+		}
+	})
+}
