@@ -111,7 +111,7 @@ type eligible struct {
 func (h *host) filterJobs(nodes []*v1.Node, now time.Time) {
 	c := h.topo.Cluster
 	kf := h.kubeFilters()
-	kf.startCycle(h.plannedNodes())
+	kf.startCycle(h.plannedNodes(), func(p *v1.Pod) string { return jobID(p, h.args) })
 	byName := make(map[string]*v1.Node, len(nodes))
 	for _, n := range nodes {
 		byName[n.Name] = n

@@ -45,7 +45,8 @@ import (
 // ReadWriteOncePod claim), and a gang whose members are anti-affine to
 // each other (or spread) on a topology key is capped per node and per
 // domain (perHostCap, domains.go). Not covered: volumes kube's own binder
-// has just assumed, unbound claims shared by pods planned together;
+// has just assumed, unbound claims shared by the pods of one job (those of
+// different jobs: sharedclaims.go);
 // a node kube still rejects is excluded for the job (constraints.go).
 type kubeFilters struct {
 	plugins []kubeFilter
@@ -72,6 +73,8 @@ type kubeFilters struct {
 	// admittedClaims: one of them mounts a persistent volume claim
 	// (VolumeRestrictions: a ReadWriteOncePod claim is one pod's).
 	admittedClaims bool
+	// claims: the nodes of claims not bound yet (sharedclaims.go).
+	claims sharedClaims
 }
 
 // kubeFilter is one of kube's PreFilter+Filter plugins.
@@ -148,6 +151,7 @@ func newKubeFilters(ctx context.Context, inf informers.SharedInformerFactory, cs
 		}
 		kf.plugins = append(kf.plugins, vb.(kubeFilter), vr.(kubeFilter))
 		kf.volumes = true
+		kf.claims.pvcs = inf.Core().V1().PersistentVolumeClaims().Lister()
 	}
 	return kf
 }
@@ -159,8 +163,10 @@ func (kf *kubeFilters) see(nodes []*v1.Node, all []*v1.Pod) {
 }
 
 // startCycle readies kf for the cycle's verdicts, with the pods planned
-// but not bound (uid → node); the snapshot is built on first use.
-func (kf *kubeFilters) startCycle(planned map[types.UID]string) {
+// but not bound (uid → node) and what names a pod's job; the snapshot is
+// built on first use.
+func (kf *kubeFilters) startCycle(planned map[types.UID]string, jobOf func(*v1.Pod) string) {
+	kf.claims.reset(kf.all, planned, jobOf)
 	kf.snap, kf.antiAff = false, false
 	clear(kf.admitted) // (no pod of a past cycle kept alive)
 	clear(kf.assumed)
@@ -297,14 +303,16 @@ func (kf *kubeFilters) snapshot() {
 func (kf *kubeFilters) verdict(ctx context.Context, log klog.Logger, p *v1.Pod) map[string]string {
 	kf.snapshot()
 	var refused map[string]string
-	kf.run(ctx, log, p, "", true, func(node, why string) {
+	refuse := func(node, why string) {
 		if refused == nil {
 			refused = map[string]string{}
 		}
 		if _, ok := refused[node]; !ok {
 			refused[node] = why
 		}
-	})
+	}
+	kf.run(ctx, log, p, "", true, refuse)
+	kf.claims.conflict(p, "", kf.nodes, kf.admitted, refuse)
 	return refused
 }
 
@@ -402,6 +410,7 @@ func (kf *kubeFilters) admit(ctx context.Context, log klog.Logger, plan []planne
 			r.own = kf.check(ctx, log, pp) == ""
 			return r
 		}
+		kf.claims.admit(pp, len(kf.admitted))
 		kf.admitted = append(kf.admitted, pp)
 		if _, x, _ := podTerms(pp.pod); len(x) > 0 {
 			kf.admittedAnti = true
@@ -428,6 +437,9 @@ func mountsClaim(p *v1.Pod) bool {
 // The admitted pods join the snapshot (as kube-scheduler assumes a pod)
 // only once a check needs them.
 func (kf *kubeFilters) check(ctx context.Context, log klog.Logger, pp plannedPod) string {
+	if why := kf.claims.conflict(pp.pod, pp.node, nil, kf.admitted, nil); why != "" {
+		return why
+	}
 	if len(kf.admitted) == 0 {
 		return ""
 	}
@@ -474,4 +486,5 @@ func (kf *kubeFilters) drop(log klog.Logger, mark int, anti, claims bool) {
 		kf.inSnap, kf.assumed = mark, kf.assumed[:mark]
 	}
 	kf.admitted, kf.admittedAnti, kf.admittedClaims = kf.admitted[:mark], anti, claims
+	kf.claims.drop(mark)
 }

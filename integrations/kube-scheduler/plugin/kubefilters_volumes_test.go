@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -80,6 +81,64 @@ func TestKubeFiltersSameCycleReadWriteOncePod(t *testing.T) {
 		}
 		if msg := io.pending["g-0"]; !strings.Contains(msg, "ReadWriteOncePod") {
 			t.Errorf("g-0's pending message %q does not name the ReadWriteOncePod conflict", msg)
+		}
+	})
+}
+
+// unboundClaim returns a WaitForFirstConsumer class and a claim of it not
+// bound yet (namespace default).
+func unboundClaim(claim string) (*storagev1.StorageClass, *v1.PersistentVolumeClaim) {
+	wffc := storagev1.VolumeBindingWaitForFirstConsumer
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "late"}, Provisioner: "example.com/csi", VolumeBindingMode: &wffc}
+	class := sc.Name
+	pvc := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: claim, Namespace: "default", UID: types.UID("uid-" + claim)},
+		Spec: v1.PersistentVolumeClaimSpec{StorageClassName: &class, AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteMany},
+			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}},
+		Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimPending}}
+	return sc, pvc
+}
+
+// TestKubeFiltersSameCycleUnboundClaim (issue 26, defect 4): two 8-GPU
+// pods of different jobs mount one WaitForFirstConsumer claim not bound
+// yet: kube provisions it for the node of the first bound and refuses
+// the other nodes to the second until it is bound, so only one is
+// planned (the other would go to the other node), and the other's
+// pending message names the claim. Two members of one gang sharing it
+// are left to kube (planned as before).
+func TestKubeFiltersSameCycleUnboundClaim(t *testing.T) {
+	t.Run("two jobs", func(t *testing.T) {
+		h, io := newTestHost(t, gpuNode("n1", 8, h100, nil), gpuNode("n2", 8, h100, nil))
+		sc, pvc := unboundClaim("shared")
+		withVolumes(t, h, sc, pvc)
+		a, b := schedPod("a", 8, nil), schedPod("b", 8, nil)
+		claimVolume(a, "shared")
+		claimVolume(b, "shared")
+		io.pods = []*v1.Pod{a, b}
+		for range 2 {
+			step(h, io, time.Second)
+		}
+		_, okA := h.assignmentOf(a.UID)
+		_, okB := h.assignmentOf(b.UID)
+		if okA == okB || len(io.activated) != 1 {
+			t.Fatalf("a planned %v, b %v, activated %v: want one of them (the other's node is not the claim's)", okA, okB, io.activated)
+		}
+		waiting := map[bool]string{true: "b", false: "a"}[okA]
+		if msg := io.pending[waiting]; !strings.Contains(msg, "claim default/shared is not bound yet") {
+			t.Errorf("%s's pending message %q does not name the claim", waiting, msg)
+		}
+	})
+	t.Run("gang", func(t *testing.T) {
+		h, io := newTestHost(t, gpuNode("n1", 8, h100, nil), gpuNode("n2", 8, h100, nil))
+		sc, pvc := unboundClaim("shared")
+		withVolumes(t, h, sc, pvc)
+		pods := gangMembers("g", 2, 8)
+		for _, p := range pods {
+			claimVolume(p, "shared")
+		}
+		io.pods = pods
+		step(h, io, time.Second)
+		if len(io.activated) != 2 {
+			t.Fatalf("activated %v (pending %q), want both members: one job's pods are left to kube", io.activated, io.pending["g-0"])
 		}
 	})
 }
