@@ -9,6 +9,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -38,31 +39,8 @@ func rwopVolume(claim string) (*v1.PersistentVolume, *v1.PersistentVolumeClaim) 
 // claim is never activated.
 func TestKubeFiltersSameCycleReadWriteOncePod(t *testing.T) {
 	t.Run("two jobs", func(t *testing.T) {
-		h, io := newTestHost(t, gpuNode("n1", 8, h100, nil), gpuNode("n2", 8, h100, nil))
 		pv, pvc := rwopVolume("data")
-		withVolumes(t, h, pv, pvc)
-		a, b := schedPod("a", 4, nil), schedPod("b", 4, nil)
-		claimVolume(a, "data")
-		claimVolume(b, "data")
-		io.pods = []*v1.Pod{a, b}
-		for range 3 {
-			step(h, io, time.Second)
-			_, okA := h.assignmentOf(a.UID)
-			_, okB := h.assignmentOf(b.UID)
-			if okA && okB {
-				t.Fatalf("a and b both planned: they share a ReadWriteOncePod claim (activated %v)", io.activated)
-			}
-		}
-		if len(io.activated) != 1 {
-			t.Fatalf("activated %v, want one of a and b once", io.activated)
-		}
-		waiting := "b"
-		if io.activated[0] == "b" {
-			waiting = "a"
-		}
-		if msg := io.pending[waiting]; !strings.Contains(msg, "ReadWriteOncePod") {
-			t.Errorf("%s's pending message %q does not name the ReadWriteOncePod conflict", waiting, msg)
-		}
+		oneOfTwo(t, 4, "data", "ReadWriteOncePod", pv, pvc)
 	})
 	t.Run("gang", func(t *testing.T) {
 		h, io := newTestHost(t, gpuNode("n1", 8, h100, nil), gpuNode("n2", 8, h100, nil))
@@ -107,25 +85,8 @@ func unboundClaim(claim string) (*storagev1.StorageClass, *v1.PersistentVolumeCl
 // are left to kube (planned as before).
 func TestKubeFiltersSameCycleUnboundClaim(t *testing.T) {
 	t.Run("two jobs", func(t *testing.T) {
-		h, io := newTestHost(t, gpuNode("n1", 8, h100, nil), gpuNode("n2", 8, h100, nil))
 		sc, pvc := unboundClaim("shared")
-		withVolumes(t, h, sc, pvc)
-		a, b := schedPod("a", 8, nil), schedPod("b", 8, nil)
-		claimVolume(a, "shared")
-		claimVolume(b, "shared")
-		io.pods = []*v1.Pod{a, b}
-		for range 2 {
-			step(h, io, time.Second)
-		}
-		_, okA := h.assignmentOf(a.UID)
-		_, okB := h.assignmentOf(b.UID)
-		if okA == okB || len(io.activated) != 1 {
-			t.Fatalf("a planned %v, b %v, activated %v: want one of them (the other's node is not the claim's)", okA, okB, io.activated)
-		}
-		waiting := map[bool]string{true: "b", false: "a"}[okA]
-		if msg := io.pending[waiting]; !strings.Contains(msg, "claim default/shared is not bound yet") {
-			t.Errorf("%s's pending message %q does not name the claim", waiting, msg)
-		}
+		oneOfTwo(t, 8, "shared", "claim default/shared is not bound yet", sc, pvc)
 	})
 	t.Run("gang", func(t *testing.T) {
 		h, io := newTestHost(t, gpuNode("n1", 8, h100, nil), gpuNode("n2", 8, h100, nil))
@@ -141,4 +102,33 @@ func TestKubeFiltersSameCycleUnboundClaim(t *testing.T) {
 			t.Fatalf("activated %v (pending %q), want both members: one job's pods are left to kube", io.activated, io.pending["g-0"])
 		}
 	})
+}
+
+// oneOfTwo runs pods a and b (gpus GPUs each, of two 8-GPU nodes), both
+// mounting claim (objs: its objects), for three cycles: exactly one of
+// them must be planned and activated, never both, and the other's
+// pending message must contain why.
+func oneOfTwo(t *testing.T, gpus int, claim, why string, objs ...runtime.Object) {
+	t.Helper()
+	h, io := newTestHost(t, gpuNode("n1", 8, h100, nil), gpuNode("n2", 8, h100, nil))
+	withVolumes(t, h, objs...)
+	a, b := schedPod("a", gpus, nil), schedPod("b", gpus, nil)
+	claimVolume(a, claim)
+	claimVolume(b, claim)
+	io.pods = []*v1.Pod{a, b}
+	for range 3 {
+		step(h, io, time.Second)
+		_, okA := h.assignmentOf(a.UID)
+		_, okB := h.assignmentOf(b.UID)
+		if okA && okB {
+			t.Fatalf("a and b both planned (activated %v): they share claim %s", io.activated, claim)
+		}
+	}
+	if len(io.activated) != 1 {
+		t.Fatalf("activated %v, want one of a and b once (pending %v)", io.activated, io.pending)
+	}
+	waiting := map[bool]string{true: "a", false: "b"}[io.activated[0] == "b"]
+	if msg := io.pending[waiting]; !strings.Contains(msg, why) {
+		t.Errorf("%s's pending message %q does not say %q", waiting, msg, why)
+	}
 }
