@@ -66,6 +66,7 @@ var schedModeScenarios = []scenario{
 	{"QueueEditsApplyLive", testQueueEditsApplyLive},
 	{"StaleNominationAfterRestart", testStaleNomination},
 	{"GangOnePodPerNode", testGangOnePodPerNode},
+	{"GangOnePodPerZone", testGangOnePodPerZone},
 }
 
 // TestSchedulerMode runs the scheduler-mode scenarios against a fresh etcd
@@ -335,6 +336,45 @@ func testGangOnePodPerNode(ctx context.Context, t *testing.T, cp *controlPlane, 
 	got := waitBound(ctx, t, c, "default", names, 60*time.Second)
 	if got["ring-0"].Spec.NodeName == got["ring-1"].Spec.NodeName {
 		t.Errorf("both members bound to %s", got["ring-0"].Spec.NodeName)
+	}
+	if ev := describeEvents(ctx, c, "default"); strings.Contains(ev, "anti-affinity") {
+		t.Errorf("kube's InterPodAffinity filter rejected a member:\n%s", ev)
+	}
+}
+
+// testGangOnePodPerZone (issue 26, defect 4): a gang of four members, each
+// wanting half a node's GPUs and anti-affine to the others on the zone
+// label, over four zones of two nodes each, binds one member per zone:
+// kube's InterPodAffinity filter never rejects a member.
+func testGangOnePodPerZone(ctx context.Context, t *testing.T, cp *controlPlane, start func()) {
+	c := cp.Client
+	const zone = "topology.kubernetes.io/zone"
+	zoneOf := map[string]string{}
+	for _, z := range []string{"a", "b", "c", "d"} {
+		for i := range 2 {
+			n := fmt.Sprintf("z%s-%d", z, i)
+			zoneOf[n] = z
+			createNode(ctx, t, c, nodeSpec{Name: n, GPUs: 8, Product: h100, Labels: map[string]string{zone: z}})
+		}
+	}
+	start()
+	anti := &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "zring"}}, TopologyKey: zone}}}}
+	var names []string
+	for i := range 4 {
+		name := fmt.Sprintf("zring-%d", i)
+		names = append(names, name)
+		createPod(ctx, t, c, podSpec{Name: name, SchedulerName: schedModeName, GPUs: 4, Affinity: anti,
+			Labels: map[string]string{gangLabelKey: "zring", plugin.DefaultGangSizeKey: "4", queueLabel: "batch", "app": "zring"}})
+	}
+	got := waitBound(ctx, t, c, "default", names, 60*time.Second)
+	seen := map[string]string{}
+	for _, n := range names {
+		z := zoneOf[got[n].Spec.NodeName]
+		if o, dup := seen[z]; dup {
+			t.Errorf("%s and %s bound in zone %s", o, n, z)
+		}
+		seen[z] = n
 	}
 	if ev := describeEvents(ctx, c, "default"); strings.Contains(ev, "anti-affinity") {
 		t.Errorf("kube's InterPodAffinity filter rejected a member:\n%s", ev)
