@@ -324,15 +324,7 @@ func testGangOnePodPerNode(ctx context.Context, t *testing.T, cp *controlPlane, 
 		createNode(ctx, t, c, nodeSpec{Name: n, GPUs: 8, Product: h100})
 	}
 	start()
-	anti := &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
-		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "ring"}}, TopologyKey: "kubernetes.io/hostname"}}}}
-	var names []string
-	for i := range 2 {
-		name := fmt.Sprintf("ring-%d", i)
-		names = append(names, name)
-		createPod(ctx, t, c, podSpec{Name: name, SchedulerName: schedModeName, GPUs: 4, Affinity: anti,
-			Labels: map[string]string{gangLabelKey: "ring", plugin.DefaultGangSizeKey: "2", queueLabel: "batch", "app": "ring"}})
-	}
+	names := createAntiAffineGang(ctx, t, c, "ring", 2, "kubernetes.io/hostname")
 	got := waitBound(ctx, t, c, "default", names, 60*time.Second)
 	if got["ring-0"].Spec.NodeName == got["ring-1"].Spec.NodeName {
 		t.Errorf("both members bound to %s", got["ring-0"].Spec.NodeName)
@@ -358,15 +350,7 @@ func testGangOnePodPerZone(ctx context.Context, t *testing.T, cp *controlPlane, 
 		}
 	}
 	start()
-	anti := &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
-		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "zring"}}, TopologyKey: zone}}}}
-	var names []string
-	for i := range 4 {
-		name := fmt.Sprintf("zring-%d", i)
-		names = append(names, name)
-		createPod(ctx, t, c, podSpec{Name: name, SchedulerName: schedModeName, GPUs: 4, Affinity: anti,
-			Labels: map[string]string{gangLabelKey: "zring", plugin.DefaultGangSizeKey: "4", queueLabel: "batch", "app": "zring"}})
-	}
+	names := createAntiAffineGang(ctx, t, c, "zring", 4, zone)
 	got := waitBound(ctx, t, c, "default", names, 60*time.Second)
 	seen := map[string]string{}
 	for _, n := range names {
@@ -379,4 +363,21 @@ func testGangOnePodPerZone(ctx context.Context, t *testing.T, cp *controlPlane, 
 	if ev := describeEvents(ctx, c, "default"); strings.Contains(ev, "anti-affinity") {
 		t.Errorf("kube's InterPodAffinity filter rejected a member:\n%s", ev)
 	}
+}
+
+// createAntiAffineGang creates the n pods NAME-i of gang name (queue
+// batch), each wanting 4 GPUs, labelled app=name and anti-affine to the
+// others on key, and returns their names.
+func createAntiAffineGang(ctx context.Context, t *testing.T, c kubernetesClient, name string, n int, key string) []string {
+	t.Helper()
+	anti := &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}, TopologyKey: key}}}}
+	var names []string
+	for i := range n {
+		pod := fmt.Sprintf("%s-%d", name, i)
+		names = append(names, pod)
+		createPod(ctx, t, c, podSpec{Name: pod, SchedulerName: schedModeName, GPUs: 4, Affinity: anti,
+			Labels: map[string]string{gangLabelKey: name, plugin.DefaultGangSizeKey: fmt.Sprint(n), queueLabel: "batch", "app": name}})
+	}
+	return names
 }
