@@ -22,14 +22,15 @@ import (
 // Node constraints in scheduler mode (issue 26, defect 4). A job is
 // planned only on nodes its pods' node selector, required node affinity
 // and tolerations accept (each member's where they differ:
-// nodeConstraints),
-// through a host filter on the job (gpusched.Scheduler.SetHostFilter),
-// and that kube's own InterPodAffinity, PodTopologySpread and
-// VolumeBinding filters accept for each member (kubefilters.go); a gang
-// whose members constrain each other on the hostname has a per-node cap
-// (workload.Job.MaxTasksPerHost, perHostCap), and each plan is checked
-// next to the others of its cycle before any pod is activated
-// (refusePlan). A node kube-scheduler's
+// nodeConstraints), through a host filter on the job
+// (gpusched.Scheduler.SetHostFilter), and that kube's own
+// InterPodAffinity, PodTopologySpread, VolumeBinding and
+// VolumeRestrictions filters accept for each member (kubefilters.go); a
+// gang whose members constrain each other on a topology key has a
+// per-node cap (workload.Job.MaxTasksPerHost, perHostCap) and, on a key
+// other than the hostname, per-domain caps (domains.go), and each plan
+// is checked next to the others of its cycle before any pod is
+// activated (refusePlan). A node kube-scheduler's
 // own filters reject for a planned pod (PostFilter: resources kube counts
 // that gpusched does not, the constraints between one job's pods, ...) is
 // excluded for that job, with the reason in its pending message, for a
@@ -408,7 +409,7 @@ func (h *host) refusePlan(id string, rec *jobRec, planned []plannedPod, now time
 }
 
 // perHostCap returns how many members of a gang kube's own filters let
-// share one node when the members constrain each other on the hostname
+// share one node when the members constrain each other on a topology key
 // (the job's MaxTasksPerHost): 1 when a member's required pod
 // anti-affinity selects every member, on kubernetes.io/hostname (one pod
 // per node, the usual shape of distributed training) or on another key
