@@ -12,17 +12,40 @@ import (
 //	shared   partly used shared GPUs by (model, free milli, GPU)
 //
 // Entries are refreshed lazily: changes mark hosts, domains and GPUs dirty,
-// and every query first re-indexes what is dirty (flush). Each flush costs
-// O(dirty × log n); nothing ever rescans the cluster.
+// and every query first re-indexes what is dirty in the index it reads:
+// a domain query the domains (flushDomains), a query under the root the
+// model index (flushModels), a query under an innermost domain that
+// domain's hosts only (flushLeaf), a shared-GPU query the shared GPUs. A
+// what-if that releases jobs all over the cluster and takes them back
+// (reservations) then re-indexes only the leaves its placements looked
+// in, and a host whose count is back where it was indexed costs a
+// comparison. Each flush costs O(dirty × log n); nothing ever rescans the
+// cluster.
 type ledgerIndex struct {
 	byLeaf  *keySet
 	byModel *keySet
 	byLevel []*keySet // indexed by Level; nil where not kept
 	shared  *keySet
 
-	hostFree   []int32 // free GPUs as indexed, per host; -1 if not indexed
+	// byModel's host entries: hostFree is each host's free GPUs as
+	// indexed there (-1 if not indexed); dirtyHosts the hosts marked since
+	// (hostDirty set exactly for them).
+	hostFree   []int32
 	hostDirty  []bool
 	dirtyHosts []HostID
+
+	// byLeaf's host entries: leafFree is each host's free GPUs as indexed
+	// there (-1 if not indexed). The hosts marked since are listed per
+	// innermost domain, linked through leafNext from leafHead[leaf]
+	// (NoHost: none), leafDirty set exactly for the hosts listed;
+	// dirtyLeaves are the domains whose lists were not empty since the
+	// last flushLeaves (leafListed set exactly for them).
+	leafFree    []int32
+	leafDirty   []bool
+	leafNext    []HostID
+	leafHead    []HostID // per domain
+	leafListed  []bool   // per domain
+	dirtyLeaves []DomainID
 
 	domFree   []int32 // free GPUs as indexed, per domain; -1 if not indexed
 	domDirty  []bool
@@ -57,6 +80,15 @@ func (x *ledgerIndex) init(l *Ledger) {
 	x.hostFree = make([]int32, len(c.hosts))
 	x.hostDirty = make([]bool, len(c.hosts))
 	x.dirtyHosts = make([]HostID, 0, 64)
+	x.leafFree = make([]int32, len(c.hosts))
+	x.leafDirty = make([]bool, len(c.hosts))
+	x.leafNext = make([]HostID, len(c.hosts))
+	x.leafHead = make([]HostID, len(c.domains))
+	x.leafListed = make([]bool, len(c.domains))
+	x.dirtyLeaves = make([]DomainID, 0, 16)
+	for i := range x.leafHead {
+		x.leafHead[i] = NoHost
+	}
 	x.domFree = make([]int32, len(c.domains))
 	x.domDirty = make([]bool, len(c.domains))
 	x.dirtyDoms = make([]DomainID, 0, 64)
@@ -70,8 +102,9 @@ func (x *ledgerIndex) init(l *Ledger) {
 		x.domFree[i] = -1
 	}
 	for h := range c.hosts {
-		x.hostFree[h] = -1
-		x.indexHost(l, HostID(h))
+		x.hostFree[h], x.leafFree[h] = -1, -1
+		x.indexModel(l, HostID(h))
+		x.indexLeaf(l, HostID(h))
 	}
 	for lv := Level(0); lv < c.LevelCluster(); lv++ {
 		if t := x.byLevel[lv]; t != nil {
@@ -85,19 +118,25 @@ func (x *ledgerIndex) init(l *Ledger) {
 
 func (x *ledgerIndex) clone() ledgerIndex {
 	n := ledgerIndex{
-		byLeaf:     x.byLeaf.Clone(),
-		byModel:    x.byModel.Clone(),
-		shared:     x.shared.Clone(),
-		byLevel:    make([]*keySet, len(x.byLevel)),
-		hostFree:   append([]int32(nil), x.hostFree...),
-		hostDirty:  append([]bool(nil), x.hostDirty...),
-		dirtyHosts: append(make([]HostID, 0, cap(x.dirtyHosts)), x.dirtyHosts...),
-		domFree:    append([]int32(nil), x.domFree...),
-		domDirty:   append([]bool(nil), x.domDirty...),
-		dirtyDoms:  append(make([]DomainID, 0, cap(x.dirtyDoms)), x.dirtyDoms...),
-		gpuMilli:   append([]int16(nil), x.gpuMilli...),
-		gpuDirty:   append([]bool(nil), x.gpuDirty...),
-		dirtyGPUs:  append(make([]GPUID, 0, cap(x.dirtyGPUs)), x.dirtyGPUs...),
+		byLeaf:      x.byLeaf.Clone(),
+		byModel:     x.byModel.Clone(),
+		shared:      x.shared.Clone(),
+		byLevel:     make([]*keySet, len(x.byLevel)),
+		hostFree:    append([]int32(nil), x.hostFree...),
+		hostDirty:   append([]bool(nil), x.hostDirty...),
+		dirtyHosts:  append(make([]HostID, 0, cap(x.dirtyHosts)), x.dirtyHosts...),
+		leafFree:    append([]int32(nil), x.leafFree...),
+		leafDirty:   append([]bool(nil), x.leafDirty...),
+		leafNext:    append([]HostID(nil), x.leafNext...),
+		leafHead:    append([]HostID(nil), x.leafHead...),
+		leafListed:  append([]bool(nil), x.leafListed...),
+		dirtyLeaves: append(make([]DomainID, 0, cap(x.dirtyLeaves)), x.dirtyLeaves...),
+		domFree:     append([]int32(nil), x.domFree...),
+		domDirty:    append([]bool(nil), x.domDirty...),
+		dirtyDoms:   append(make([]DomainID, 0, cap(x.dirtyDoms)), x.dirtyDoms...),
+		gpuMilli:    append([]int16(nil), x.gpuMilli...),
+		gpuDirty:    append([]bool(nil), x.gpuDirty...),
+		dirtyGPUs:   append(make([]GPUID, 0, cap(x.dirtyGPUs)), x.dirtyGPUs...),
 	}
 	for i, t := range x.byLevel {
 		if t != nil {
@@ -122,6 +161,12 @@ func (x *ledgerIndex) copyFrom(s *ledgerIndex) {
 	copy(x.hostFree, s.hostFree)
 	copy(x.hostDirty, s.hostDirty)
 	x.dirtyHosts = append(x.dirtyHosts[:0], s.dirtyHosts...)
+	copy(x.leafFree, s.leafFree)
+	copy(x.leafDirty, s.leafDirty)
+	copy(x.leafNext, s.leafNext)
+	copy(x.leafHead, s.leafHead)
+	copy(x.leafListed, s.leafListed)
+	x.dirtyLeaves = append(x.dirtyLeaves[:0], s.dirtyLeaves...)
 	copy(x.domFree, s.domFree)
 	copy(x.domDirty, s.domDirty)
 	x.dirtyDoms = append(x.dirtyDoms[:0], s.dirtyDoms...)
@@ -143,7 +188,7 @@ func (l *Ledger) touchGPU(g GPUID) {
 		l.batch.touched = true
 		return
 	}
-	x.touchHost(gg.host)
+	x.touchHost(gg.host, l.c.hosts[gg.host].parent)
 	top := gg.ancLo + gg.ancN
 	for i := top - 1 - int32(len(l.c.netLvls)); i < top-1; i++ {
 		x.touchDomain(l.c.anc[i])
@@ -158,11 +203,20 @@ func (x *ledgerIndex) touchShared(g GPUID) {
 	}
 }
 
-// touchHost marks host h for re-indexing.
-func (x *ledgerIndex) touchHost(h HostID) {
+// touchHost marks host h (whose innermost domain is leaf) for
+// re-indexing in both host indexes.
+func (x *ledgerIndex) touchHost(h HostID, leaf DomainID) {
 	if !x.hostDirty[h] {
 		x.hostDirty[h] = true
 		x.dirtyHosts = append(x.dirtyHosts, h)
+	}
+	if !x.leafDirty[h] {
+		x.leafDirty[h] = true
+		x.leafNext[h], x.leafHead[leaf] = x.leafHead[leaf], h
+		if !x.leafListed[leaf] {
+			x.leafListed[leaf] = true
+			x.dirtyLeaves = append(x.dirtyLeaves, leaf)
+		}
 	}
 }
 
@@ -173,33 +227,48 @@ func (x *ledgerIndex) touchDomain(d DomainID) {
 	}
 }
 
-// indexHost brings host h's entries up to date.
-func (x *ledgerIndex) indexHost(l *Ledger, h HostID) {
-	c := l.c
-	hx := &c.hosts[h]
-	if hx.nGPU == 0 {
-		return
+// indexModel brings host h's byModel entry up to date.
+func (x *ledgerIndex) indexModel(l *Ledger, h HostID) {
+	if free, ok := indexedFree(l, h); ok {
+		refile(x.byModel, modelKey(l.c.hosts[h].model, 0, int32(h)), &x.hostFree[h], free)
 	}
-	if c.Removed(h) {
-		if old := x.hostFree[h]; old >= 0 {
-			x.byLeaf.Delete(leafKey(hx.parent, old, h))
-			x.byModel.Delete(modelKey(hx.model, old, int32(h)))
-			x.hostFree[h] = -1
-		}
-		return
+}
+
+// indexLeaf brings host h's byLeaf entry up to date.
+func (x *ledgerIndex) indexLeaf(l *Ledger, h HostID) {
+	if free, ok := indexedFree(l, h); ok {
+		refile(x.byLeaf, leafKey(l.c.hosts[h].parent, 0, h), &x.leafFree[h], free)
 	}
-	free := l.freeWhole[hx.domain]
-	old := x.hostFree[h]
+}
+
+// indexedFree is the free-GPU count host h is to be indexed with (-1:
+// removed, not indexed); false for a host without GPUs, never indexed.
+func indexedFree(l *Ledger, h HostID) (int32, bool) {
+	hx := &l.c.hosts[h]
+	switch {
+	case hx.nGPU == 0:
+		return 0, false
+	case l.c.Removed(h):
+		return -1, true
+	}
+	return l.freeWhole[hx.domain], true
+}
+
+// refile moves a host's entry in t, key base with its free count added
+// (leafKey, modelKey), from the count *at it is filed with to free (-1:
+// not filed).
+func refile(t *keySet, base uint64, at *int32, free int32) {
+	old := *at
 	if old == free {
 		return
 	}
 	if old >= 0 {
-		x.byLeaf.Delete(leafKey(hx.parent, old, h))
-		x.byModel.Delete(modelKey(hx.model, old, int32(h)))
+		t.Delete(base | uint64(old)<<32)
 	}
-	x.byLeaf.ReplaceOrInsert(leafKey(hx.parent, free, h))
-	x.byModel.ReplaceOrInsert(modelKey(hx.model, free, int32(h)))
-	x.hostFree[h] = free
+	if free >= 0 {
+		t.ReplaceOrInsert(base | uint64(free)<<32)
+	}
+	*at = free
 }
 
 func (x *ledgerIndex) indexShared(l *Ledger, g GPUID) {
@@ -224,12 +293,47 @@ func (x *ledgerIndex) indexShared(l *Ledger, g GPUID) {
 
 // flush re-indexes everything marked dirty.
 func (l *Ledger) flush() {
+	l.flushModels()
+	l.flushLeaves()
+	l.flushDomains()
+	l.flushShared()
+}
+
+// flushModels re-indexes the dirty hosts in byModel.
+func (l *Ledger) flushModels() {
 	x := &l.idx
 	for _, h := range x.dirtyHosts {
 		x.hostDirty[h] = false
-		x.indexHost(l, h)
+		x.indexModel(l, h)
 	}
 	x.dirtyHosts = x.dirtyHosts[:0]
+}
+
+// flushLeaves re-indexes the dirty hosts of every innermost domain in
+// byLeaf.
+func (l *Ledger) flushLeaves() {
+	x := &l.idx
+	for _, d := range x.dirtyLeaves {
+		x.leafListed[d] = false
+		l.flushLeaf(d)
+	}
+	x.dirtyLeaves = x.dirtyLeaves[:0]
+}
+
+// flushLeaf re-indexes the dirty hosts of innermost domain leaf in byLeaf
+// (what a query under leaf reads).
+func (l *Ledger) flushLeaf(leaf DomainID) {
+	x := &l.idx
+	for h := x.leafHead[leaf]; h != NoHost; h = x.leafNext[h] {
+		x.leafDirty[h] = false
+		x.indexLeaf(l, h)
+	}
+	x.leafHead[leaf] = NoHost
+}
+
+// flushDomains re-indexes the dirty domains in byLevel.
+func (l *Ledger) flushDomains() {
+	x := &l.idx
 	for _, d := range x.dirtyDoms {
 		x.domDirty[d] = false
 		if x.domFree[d] < 0 { // left the index (a removed host's fabric)
@@ -244,6 +348,11 @@ func (l *Ledger) flush() {
 		}
 	}
 	x.dirtyDoms = x.dirtyDoms[:0]
+}
+
+// flushShared re-indexes the dirty GPUs in shared.
+func (l *Ledger) flushShared() {
+	x := &l.idx
 	for _, g := range x.dirtyGPUs {
 		x.gpuDirty[g] = false
 		x.indexShared(l, g)
@@ -258,15 +367,15 @@ func (x *ledgerIndex) check(l *Ledger) error {
 	for h := range c.hosts {
 		hx := &c.hosts[h]
 		if hx.nGPU == 0 || c.Removed(HostID(h)) {
-			if x.hostFree[h] != -1 {
+			if x.hostFree[h] != -1 || x.leafFree[h] != -1 {
 				return fmt.Errorf("index: host %s without GPUs or removed, but indexed", hx.name)
 			}
 			continue
 		}
 		nHosts++
 		free := l.freeWhole[hx.domain]
-		if x.hostFree[h] != free {
-			return fmt.Errorf("index: host %s indexed with %d free GPUs, has %d", hx.name, x.hostFree[h], free)
+		if x.hostFree[h] != free || x.leafFree[h] != free {
+			return fmt.Errorf("index: host %s indexed with %d/%d free GPUs, has %d", hx.name, x.hostFree[h], x.leafFree[h], free)
 		}
 		if !x.byLeaf.Has(leafKey(hx.parent, free, HostID(h))) || !x.byModel.Has(modelKey(hx.model, free, int32(h))) {
 			return fmt.Errorf("index: host %s missing from the host indexes", hx.name)
