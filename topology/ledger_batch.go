@@ -65,8 +65,6 @@ func (l *Ledger) endClaim() {
 	}
 	if b.touched {
 		l.idx.touchHost(x.host, c.hosts[x.host].parent)
-		for i := top - 1 - int32(len(c.netLvls)); i < top-1; i++ {
-			l.idx.touchDomain(c.anc[i])
-		}
+		l.touchNetworks(top)
 	}
 }

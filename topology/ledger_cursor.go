@@ -210,7 +210,7 @@ func (l *Ledger) NextDomain(lv Level, free int, after DomainID) (DomainID, int, 
 			return 0, f, true
 		}
 	case lv >= 0 && int(lv) < len(l.idx.byLevel) && l.idx.byLevel[lv] != nil:
-		l.flushDomains()
+		l.flushLevel(lv)
 		out, outFree := NoDomain, 0
 		if free > 1<<31-1 {
 			return NoDomain, 0, false
@@ -243,7 +243,7 @@ func (l *Ledger) PrevDomain(lv Level, free int, before DomainID) (DomainID, int,
 			return 0, f, true
 		}
 	case lv >= 0 && int(lv) < len(l.idx.byLevel) && l.idx.byLevel[lv] != nil:
-		l.flushDomains()
+		l.flushLevel(lv)
 		if free > 1<<31-1 {
 			free, before = 1<<31-1, 0
 		}

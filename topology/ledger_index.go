@@ -47,9 +47,13 @@ type ledgerIndex struct {
 	leafListed  []bool   // per domain
 	dirtyLeaves []DomainID
 
-	domFree   []int32 // free GPUs as indexed, per domain; -1 if not indexed
+	// byLevel's entries: domFree is each domain's free GPUs as indexed
+	// (-1 if not indexed); dirtyDoms the domains marked since, per level
+	// (a query at one level refreshes that level only), domDirty set
+	// exactly for them.
+	domFree   []int32
 	domDirty  []bool
-	dirtyDoms []DomainID
+	dirtyDoms [][]DomainID // by Level
 
 	gpuMilli  []int16 // free milli as indexed in shared; -1 if not indexed
 	gpuDirty  []bool
@@ -91,7 +95,7 @@ func (x *ledgerIndex) init(l *Ledger) {
 	}
 	x.domFree = make([]int32, len(c.domains))
 	x.domDirty = make([]bool, len(c.domains))
-	x.dirtyDoms = make([]DomainID, 0, 64)
+	x.dirtyDoms = make([][]DomainID, c.NumLevels())
 	x.gpuMilli = make([]int16, len(c.gpus))
 	x.gpuDirty = make([]bool, len(c.gpus))
 	x.dirtyGPUs = make([]GPUID, 0, 64)
@@ -133,7 +137,7 @@ func (x *ledgerIndex) clone() ledgerIndex {
 		dirtyLeaves: append(make([]DomainID, 0, cap(x.dirtyLeaves)), x.dirtyLeaves...),
 		domFree:     append([]int32(nil), x.domFree...),
 		domDirty:    append([]bool(nil), x.domDirty...),
-		dirtyDoms:   append(make([]DomainID, 0, cap(x.dirtyDoms)), x.dirtyDoms...),
+		dirtyDoms:   make([][]DomainID, len(x.dirtyDoms)),
 		gpuMilli:    append([]int16(nil), x.gpuMilli...),
 		gpuDirty:    append([]bool(nil), x.gpuDirty...),
 		dirtyGPUs:   append(make([]GPUID, 0, cap(x.dirtyGPUs)), x.dirtyGPUs...),
@@ -142,6 +146,9 @@ func (x *ledgerIndex) clone() ledgerIndex {
 		if t != nil {
 			n.byLevel[i] = t.Clone()
 		}
+	}
+	for lv, ds := range x.dirtyDoms {
+		n.dirtyDoms[lv] = append([]DomainID(nil), ds...)
 	}
 	return n
 }
@@ -169,7 +176,9 @@ func (x *ledgerIndex) copyFrom(s *ledgerIndex) {
 	x.dirtyLeaves = append(x.dirtyLeaves[:0], s.dirtyLeaves...)
 	copy(x.domFree, s.domFree)
 	copy(x.domDirty, s.domDirty)
-	x.dirtyDoms = append(x.dirtyDoms[:0], s.dirtyDoms...)
+	for lv, ds := range s.dirtyDoms {
+		x.dirtyDoms[lv] = append(x.dirtyDoms[lv][:0], ds...)
+	}
 	copy(x.gpuMilli, s.gpuMilli)
 	copy(x.gpuDirty, s.gpuDirty)
 	x.dirtyGPUs = append(x.dirtyGPUs[:0], s.dirtyGPUs...)
@@ -182,7 +191,7 @@ func (l *Ledger) touchGPU(g GPUID) {
 	x := &l.idx
 	gg := &l.c.gpus[g]
 	if gg.fabric != NoDomain {
-		x.touchDomain(gg.fabric)
+		x.touchDomain(gg.fabric, LevelFabric)
 	}
 	if l.batch.on { // the host and its networks: once, at endClaim
 		l.batch.touched = true
@@ -190,9 +199,8 @@ func (l *Ledger) touchGPU(g GPUID) {
 	}
 	x.touchHost(gg.host, l.c.hosts[gg.host].parent)
 	top := gg.ancLo + gg.ancN
-	for i := top - 1 - int32(len(l.c.netLvls)); i < top-1; i++ {
-		x.touchDomain(l.c.anc[i])
-	}
+	l.touchNetworks(top)
+
 }
 
 // touchShared marks g for the shared-GPU index.
@@ -220,10 +228,21 @@ func (x *ledgerIndex) touchHost(h HostID, leaf DomainID) {
 	}
 }
 
-func (x *ledgerIndex) touchDomain(d DomainID) {
+// touchDomain marks domain d, of level lv, for re-indexing.
+func (x *ledgerIndex) touchDomain(d DomainID, lv Level) {
 	if !x.domDirty[d] && x.domFree[d] >= 0 {
 		x.domDirty[d] = true
-		x.dirtyDoms = append(x.dirtyDoms, d)
+		x.dirtyDoms[lv] = append(x.dirtyDoms[lv], d)
+	}
+}
+
+// touchNetworks marks the network domains among the ancestors of a GPU
+// whose ancestor list ends (at the root) before anc[top].
+func (l *Ledger) touchNetworks(top int32) {
+	c := l.c
+	for i := top - 1 - int32(len(c.netLvls)); i < top-1; i++ {
+		d := c.anc[i]
+		l.idx.touchDomain(d, c.domains[d].level)
 	}
 }
 
@@ -331,23 +350,31 @@ func (l *Ledger) flushLeaf(leaf DomainID) {
 	x.leafHead[leaf] = NoHost
 }
 
-// flushDomains re-indexes the dirty domains in byLevel.
+// flushDomains re-indexes the dirty domains of every level in byLevel.
 func (l *Ledger) flushDomains() {
+	for lv := range l.idx.dirtyDoms {
+		l.flushLevel(Level(lv))
+	}
+}
+
+// flushLevel re-indexes the dirty domains of level lv in byLevel (what
+// a query at lv reads).
+func (l *Ledger) flushLevel(lv Level) {
 	x := &l.idx
-	for _, d := range x.dirtyDoms {
+	t := x.byLevel[lv]
+	for _, d := range x.dirtyDoms[lv] {
 		x.domDirty[d] = false
 		if x.domFree[d] < 0 { // left the index (a removed host's fabric)
 			continue
 		}
 		free := l.freeWhole[d]
 		if old := x.domFree[d]; old != free {
-			t := x.byLevel[l.c.domains[d].level]
 			t.Delete(levelKey(old, d))
 			t.ReplaceOrInsert(levelKey(free, d))
 			x.domFree[d] = free
 		}
 	}
-	x.dirtyDoms = x.dirtyDoms[:0]
+	x.dirtyDoms[lv] = x.dirtyDoms[lv][:0]
 }
 
 // flushShared re-indexes the dirty GPUs in shared.

@@ -159,7 +159,7 @@ func (l *Ledger) AscendDomains(lv Level, minFree int, fn func(d DomainID, free i
 			fn(0, int(l.freeWhole[0]))
 		}
 	case lv >= 0 && int(lv) < len(l.idx.byLevel) && l.idx.byLevel[lv] != nil:
-		l.flushDomains()
+		l.flushLevel(lv)
 		l.idx.byLevel[lv].AscendGreaterOrEqual(levelKey(int32(minFree), 0), func(k uint64) bool {
 			return fn(DomainID(uint32(k)), int(k>>32))
 		})
@@ -189,7 +189,7 @@ func (l *Ledger) MaxFreeDomain(lv Level) (DomainID, int) {
 		}
 		return best, max(bestFree, 0)
 	case lv >= 0 && int(lv) < len(l.idx.byLevel) && l.idx.byLevel[lv] != nil:
-		l.flushDomains()
+		l.flushLevel(lv)
 		var best DomainID = NoDomain
 		free := 0
 		l.idx.byLevel[lv].Descend(func(k uint64) bool {
