@@ -156,6 +156,17 @@ func (cs *cycleState) admitted(j *job) {
 	cs.admitsNow = append(cs.admitsNow, j)
 }
 
+// classBefore returns the reason j's class was dropped for in this cycle
+// or the one before, or nil.
+func (cs *cycleState) classBefore(j *job) *Reason {
+	if cl := j.entry.ClassOf(); cl != nil {
+		if st, ok := cl.Data.(*classState); ok && st.cycle+1 >= cs.n {
+			return st.reason
+		}
+	}
+	return nil
+}
+
 // classFail drops j's class from the cycle with reason r.
 func (cs *cycleState) classFail(cur *queue.Cursor, j *job, r *Reason) {
 	cl := j.entry.ClassOf()
@@ -449,11 +460,11 @@ func (s *Scheduler) evaluate(leaf *queue.Leaf, j *job, now time.Time, ps pass) v
 		// The Preemptor and a reservation place j with its own model
 		// filter of now.
 		ch := s.hosts.apply(j, s.adm.models(lid, j))
-		return verdict{kind: verdictBlocked, reason: s.quotaReason(b), block: b, preempt: true, allow: ch.allow, mkey: ch.key}
+		return verdict{kind: verdictBlocked, reason: s.quotaReason(j, b), block: b, preempt: true, allow: ch.allow, mkey: ch.key}
 	}
 	ch := s.hosts.apply(j, s.adm.models(lid, j)) // hostfilter.go
 	if ch.block != nil {
-		return verdict{kind: verdictBlocked, reason: s.quotaReason(ch.block), block: ch.block, allow: ch.allow, mkey: ch.key}
+		return verdict{kind: verdictBlocked, reason: s.quotaReason(j, ch.block), block: ch.block, allow: ch.allow, mkey: ch.key}
 	}
 	if ch.guar != nil {
 		if p := s.place(j, ch.guar, j.shape+ch.gkey, now, ps); p != nil {
@@ -480,9 +491,18 @@ func (s *Scheduler) evaluate(leaf *queue.Leaf, j *job, now time.Time, ps pass) v
 	return s.clearOfReservations(j, p, now, ch.allow, ch.key)
 }
 
-// quotaReason is the reason of a job stopped by quota block b.
-func (s *Scheduler) quotaReason(b *queue.Block) *Reason {
-	return &Reason{Code: blockCode(b), Quota: b, Detail: s.noms.heldDetail(s.tree, b)}
+// quotaReason is the reason of job j stopped by quota block b: the
+// reason j's class was dropped for in the cycle before (or in this one)
+// when it says the same — classFail would keep that pointer anyway — so
+// that a class blocked the same way cycle after cycle allocates nothing.
+func (s *Scheduler) quotaReason(j *job, b *queue.Block) *Reason {
+	r := Reason{Code: blockCode(b), Quota: b, Detail: s.noms.heldDetail(s.tree, b)}
+	if old := s.cyc.classBefore(j); old != nil && sameReason(old, &r) {
+		return old
+	}
+	p := new(Reason)
+	*p = r
+	return p
 }
 
 // blockCode is the reason code of quota block b: WaitCapacity when b is

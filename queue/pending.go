@@ -54,7 +54,7 @@ type Class struct {
 	Data any
 
 	jobs      *btree.BTreeG[*Entry]
-	byRuntime *btree.BTreeG[*Entry]
+	byRuntime *runtimeIndex // nil without Backfill
 	// cursor state
 	after *Entry
 	head  *Entry
@@ -75,12 +75,7 @@ func (c *Class) AscendRuntime(max time.Duration, fn func(*Entry) bool) {
 	if c.byRuntime == nil {
 		return
 	}
-	c.byRuntime.Ascend(func(e *Entry) bool {
-		if e.Runtime > max {
-			return false
-		}
-		return fn(e)
-	})
+	c.byRuntime.ascend(max, fn)
 }
 
 // Leaf is the pending jobs of one leaf queue, ordered by its policy and
@@ -92,6 +87,7 @@ type Leaf struct {
 	id      NodeID
 	policy  Policy
 	all     *btree.BTreeG[*Entry]
+	free    *btree.FreeListG[*Entry] // nodes of the classes' runtime indexes
 	classes map[string]*Class
 	list    []*Class // classes in creation order (deterministic)
 	// admitted and running count the queue's jobs holding resources, for
@@ -164,7 +160,10 @@ func (l *Leaf) Add(e *Entry) {
 	if c == nil {
 		c = &Class{Key: e.Class, jobs: btree.NewG(8, l.less)}
 		if l.policy.Backfill {
-			c.byRuntime = btree.NewG(8, byRuntime(l.less))
+			if l.free == nil {
+				l.free = btree.NewFreeListG[*Entry](btree.DefaultFreeListSize)
+			}
+			c.byRuntime = newRuntimeIndex(l.less, l.free)
 		}
 		l.classes[e.Class] = c
 		c.pos = len(l.list)
@@ -174,7 +173,7 @@ func (l *Leaf) Add(e *Entry) {
 	l.all.ReplaceOrInsert(e)
 	c.jobs.ReplaceOrInsert(e)
 	if c.byRuntime != nil && e.Runtime > 0 {
-		c.byRuntime.ReplaceOrInsert(e)
+		c.byRuntime.add(e)
 	}
 }
 
@@ -188,7 +187,7 @@ func (l *Leaf) Remove(e *Entry) bool {
 	deleteEntry(l.all, e)
 	deleteEntry(c.jobs, e)
 	if c.byRuntime != nil && e.Runtime > 0 {
-		c.byRuntime.Delete(e)
+		c.byRuntime.remove(e)
 	}
 	e.leaf, e.class = nil, nil
 	if c.jobs.Len() == 0 && !l.cur.active {
@@ -227,13 +226,13 @@ func (l *Leaf) SetPriority(e *Entry, p int32) {
 	l.all.Delete(e)
 	c.jobs.Delete(e)
 	if c.byRuntime != nil && e.Runtime > 0 {
-		c.byRuntime.Delete(e)
+		c.byRuntime.remove(e)
 	}
 	e.Priority = p
 	l.all.ReplaceOrInsert(e)
 	c.jobs.ReplaceOrInsert(e)
 	if c.byRuntime != nil && e.Runtime > 0 {
-		c.byRuntime.ReplaceOrInsert(e)
+		c.byRuntime.add(e)
 	}
 }
 
@@ -275,15 +274,6 @@ func runtimeCompare(a, b time.Duration) int {
 		return -1
 	}
 	return 1
-}
-
-func byRuntime(less func(a, b *Entry) bool) func(a, b *Entry) bool {
-	return func(a, b *Entry) bool {
-		if a.Runtime != b.Runtime {
-			return a.Runtime < b.Runtime
-		}
-		return less(a, b)
-	}
 }
 
 // agedCompare orders two jobs by effective priority p + wait/tau at any

@@ -62,8 +62,12 @@ type node struct {
 	path     string
 	parent   NodeID
 	children []NodeID
-	depth    int
-	weight   float64
+	// end is one past the last node of its subtree: nodes are numbered
+	// depth first (Build), so the subtree is the IDs [id, end) and its
+	// leaves a run of Tree.leaves.
+	end    NodeID
+	depth  int
+	weight float64
 	// Per dimension; −1 in borrow, lend and max means no limit.
 	nominal, borrow, lend, max Vector
 	// protected is the part of nominal that may not be lent:
@@ -250,6 +254,7 @@ func (t *Tree) add(cn *Node, parent NodeID, parentPath string, depth int) NodeID
 		c := t.add(&cn.Children[i], id, path, depth+1)
 		t.nodes[id].children = append(t.nodes[id].children, c)
 	}
+	t.nodes[id].end = NodeID(len(t.nodes))
 	return id
 }
 

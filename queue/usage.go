@@ -3,6 +3,7 @@ package queue
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/gpusched/gpusched/fairshare"
@@ -137,8 +138,8 @@ func (t *Tree) block(id NodeID, r int, k BlockKind, u, d, lim int64, leaf NodeID
 	b.Capacity = k == BlockCluster && t.rootDefault[r]
 	if k != BlockMax {
 		// What leaves below the node other than the requester borrow.
-		for _, l := range t.leaves {
-			if l == leaf || !t.under(l, id) {
+		for _, l := range t.leavesUnder(id) {
+			if l == leaf {
 				continue
 			}
 			ln := &t.nodes[l]
@@ -148,14 +149,12 @@ func (t *Tree) block(id NodeID, r int, k BlockKind, u, d, lim int64, leaf NodeID
 	return b
 }
 
-// under reports whether a is id or below it.
-func (t *Tree) under(a, id NodeID) bool {
-	for ; a >= 0; a = t.nodes[a].parent {
-		if a == id {
-			return true
-		}
-	}
-	return false
+// leavesUnder returns the leaves of node id's subtree (a run of
+// t.leaves, shared). O(log leaves).
+func (t *Tree) leavesUnder(id NodeID) []NodeID {
+	lo, _ := slices.BinarySearch(t.leaves, id)
+	hi, _ := slices.BinarySearch(t.leaves, t.nodes[id].end)
+	return t.leaves[lo:hi]
 }
 
 // Borrows reports whether adding v to leaf would take the leaf beyond its

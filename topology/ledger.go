@@ -882,7 +882,7 @@ func (l *Ledger) flipHost(h HostID, flip func()) {
 		l.adjust(g, f, m, o)
 		l.idx.touchShared(g)
 	}
-	l.idx.touchHost(h)
+	l.idx.touchHost(h, l.c.hosts[h].parent)
 	l.bumpHost(h)
 	l.gen++
 }

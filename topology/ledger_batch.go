@@ -64,9 +64,7 @@ func (l *Ledger) endClaim() {
 		}
 	}
 	if b.touched {
-		l.idx.touchHost(x.host)
-		for i := top - 1 - int32(len(c.netLvls)); i < top-1; i++ {
-			l.idx.touchDomain(c.anc[i])
-		}
+		l.idx.touchHost(x.host, c.hosts[x.host].parent)
+		l.touchNetworks(top)
 	}
 }

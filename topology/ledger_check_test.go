@@ -191,7 +191,7 @@ func TestCheckCatchesCorruption(t *testing.T) {
 		{"host missing from the ToR index", func(f checkFixture) (func(), []string) {
 			x := &f.l.idx
 			hx := &f.c.hosts[f.host]
-			k := leafKey(hx.parent, x.hostFree[f.host], f.host)
+			k := leafKey(hx.parent, x.leafFree[f.host], f.host)
 			if _, ok := x.byLeaf.Delete(k); !ok {
 				t.Fatal("no byLeaf entry to delete")
 			}
@@ -209,7 +209,7 @@ func TestCheckCatchesCorruption(t *testing.T) {
 		{"stray host entry in the ToR index", func(f checkFixture) (func(), []string) {
 			x := &f.l.idx
 			hx := &f.c.hosts[f.host]
-			k := leafKey(hx.parent, x.hostFree[f.host]+1, f.host)
+			k := leafKey(hx.parent, x.leafFree[f.host]+1, f.host)
 			x.byLeaf.ReplaceOrInsert(k)
 			return func() { x.byLeaf.Delete(k) }, []string{"index:", "host entries"}
 		}},
@@ -278,7 +278,7 @@ func TestCheckSeesThroughClones(t *testing.T) {
 	f := newCheckFixture(t)
 	cl := f.l.Clone()
 	hx := &f.c.hosts[f.host]
-	cl.idx.byLeaf.Delete(leafKey(hx.parent, cl.idx.hostFree[f.host], f.host))
+	cl.idx.byLeaf.Delete(leafKey(hx.parent, cl.idx.leafFree[f.host], f.host))
 	if err := cl.Check(); err == nil {
 		t.Error("Check of the corrupted clone returned nil")
 	}

@@ -36,7 +36,6 @@ func clampFree(free int) int32 {
 // an innermost network domain or the root with a model given; O(models × log
 // hosts) under the root with NoModel.
 func (l *Ledger) NextHost(d DomainID, m ModelID, free int, after HostID) (HostID, int, bool) {
-	l.flush()
 	c := l.c
 	if free < 0 {
 		free, after = 0, NoHost
@@ -79,6 +78,7 @@ func (l *Ledger) NextHost(d DomainID, m ModelID, free int, after HostID) (HostID
 
 func (l *Ledger) nextInLeaf(leaf DomainID, m ModelID, free int, after HostID) (HostID, int, bool) {
 	c := l.c
+	l.flushLeaf(leaf)
 	out, outFree := NoHost, 0
 	l.idx.byLeaf.AscendGreaterOrEqual(leafKey(leaf, clampFree(free), 0)+uint64(uint32(after+1)), func(k uint64) bool {
 		if DomainID(k>>41) != leaf {
@@ -95,6 +95,7 @@ func (l *Ledger) nextInLeaf(leaf DomainID, m ModelID, free int, after HostID) (H
 }
 
 func (l *Ledger) nextInModel(m ModelID, free int, after HostID) (HostID, int, bool) {
+	l.flushModels()
 	out, outFree := NoHost, 0
 	l.idx.byModel.AscendGreaterOrEqual(modelKey(m, clampFree(free), 0)+uint64(uint32(after+1)), func(k uint64) bool {
 		if ModelID(k>>48) == m {
@@ -112,7 +113,6 @@ func (l *Ledger) nextInModel(m ModelID, free int, after HostID) (HostID, int, bo
 // free GPUs (ties to the highest HostID). d and the cost are as for
 // NextHost.
 func (l *Ledger) PrevHost(d DomainID, m ModelID, free int, before HostID) (HostID, int, bool) {
-	l.flush()
 	c := l.c
 	if free > MaxGPUsPerHost+1 {
 		free, before = MaxGPUsPerHost+1, NoHost
@@ -158,6 +158,7 @@ func (l *Ledger) PrevHost(d DomainID, m ModelID, free int, before HostID) (HostI
 
 func (l *Ledger) prevInLeaf(leaf DomainID, m ModelID, free int, before HostID) (HostID, int, bool) {
 	c := l.c
+	l.flushLeaf(leaf)
 	pivot := leafKey(leaf, int32(free), 0) + uint64(uint32(before))
 	if pivot == leafKey(leaf, 0, 0) {
 		return NoHost, 0, false
@@ -178,6 +179,7 @@ func (l *Ledger) prevInLeaf(leaf DomainID, m ModelID, free int, before HostID) (
 }
 
 func (l *Ledger) prevInModel(m ModelID, free int, before HostID) (HostID, int, bool) {
+	l.flushModels()
 	pivot := modelKey(m, int32(free), 0) + uint64(uint32(before))
 	if pivot == modelKey(m, 0, 0) {
 		return NoHost, 0, false
@@ -208,7 +210,7 @@ func (l *Ledger) NextDomain(lv Level, free int, after DomainID) (DomainID, int, 
 			return 0, f, true
 		}
 	case lv >= 0 && int(lv) < len(l.idx.byLevel) && l.idx.byLevel[lv] != nil:
-		l.flush()
+		l.flushLevel(lv)
 		out, outFree := NoDomain, 0
 		if free > 1<<31-1 {
 			return NoDomain, 0, false
@@ -241,7 +243,7 @@ func (l *Ledger) PrevDomain(lv Level, free int, before DomainID) (DomainID, int,
 			return 0, f, true
 		}
 	case lv >= 0 && int(lv) < len(l.idx.byLevel) && l.idx.byLevel[lv] != nil:
-		l.flush()
+		l.flushLevel(lv)
 		if free > 1<<31-1 {
 			free, before = 1<<31-1, 0
 		}

@@ -12,21 +12,48 @@ import (
 //	shared   partly used shared GPUs by (model, free milli, GPU)
 //
 // Entries are refreshed lazily: changes mark hosts, domains and GPUs dirty,
-// and every query first re-indexes what is dirty (flush). Each flush costs
-// O(dirty × log n); nothing ever rescans the cluster.
+// and every query first re-indexes what is dirty in the index it reads:
+// a domain query the domains (flushDomains), a query under the root the
+// model index (flushModels), a query under an innermost domain that
+// domain's hosts only (flushLeaf), a shared-GPU query the shared GPUs. A
+// what-if that releases jobs all over the cluster and takes them back
+// (reservations) then re-indexes only the leaves its placements looked
+// in, and a host whose count is back where it was indexed costs a
+// comparison. Each flush costs O(dirty × log n); nothing ever rescans the
+// cluster.
 type ledgerIndex struct {
 	byLeaf  *keySet
 	byModel *keySet
 	byLevel []*keySet // indexed by Level; nil where not kept
 	shared  *keySet
 
-	hostFree   []int32 // free GPUs as indexed, per host; -1 if not indexed
+	// byModel's host entries: hostFree is each host's free GPUs as
+	// indexed there (-1 if not indexed); dirtyHosts the hosts marked since
+	// (hostDirty set exactly for them).
+	hostFree   []int32
 	hostDirty  []bool
 	dirtyHosts []HostID
 
-	domFree   []int32 // free GPUs as indexed, per domain; -1 if not indexed
+	// byLeaf's host entries: leafFree is each host's free GPUs as indexed
+	// there (-1 if not indexed). The hosts marked since are listed per
+	// innermost domain, linked through leafNext from leafHead[leaf]
+	// (NoHost: none), leafDirty set exactly for the hosts listed;
+	// dirtyLeaves are the domains whose lists were not empty since the
+	// last flushLeaves (leafListed set exactly for them).
+	leafFree    []int32
+	leafDirty   []bool
+	leafNext    []HostID
+	leafHead    []HostID // per domain
+	leafListed  []bool   // per domain
+	dirtyLeaves []DomainID
+
+	// byLevel's entries: domFree is each domain's free GPUs as indexed
+	// (-1 if not indexed); dirtyDoms the domains marked since, per level
+	// (a query at one level refreshes that level only), domDirty set
+	// exactly for them.
+	domFree   []int32
 	domDirty  []bool
-	dirtyDoms []DomainID
+	dirtyDoms [][]DomainID // by Level
 
 	gpuMilli  []int16 // free milli as indexed in shared; -1 if not indexed
 	gpuDirty  []bool
@@ -57,9 +84,18 @@ func (x *ledgerIndex) init(l *Ledger) {
 	x.hostFree = make([]int32, len(c.hosts))
 	x.hostDirty = make([]bool, len(c.hosts))
 	x.dirtyHosts = make([]HostID, 0, 64)
+	x.leafFree = make([]int32, len(c.hosts))
+	x.leafDirty = make([]bool, len(c.hosts))
+	x.leafNext = make([]HostID, len(c.hosts))
+	x.leafHead = make([]HostID, len(c.domains))
+	x.leafListed = make([]bool, len(c.domains))
+	x.dirtyLeaves = make([]DomainID, 0, 16)
+	for i := range x.leafHead {
+		x.leafHead[i] = NoHost
+	}
 	x.domFree = make([]int32, len(c.domains))
 	x.domDirty = make([]bool, len(c.domains))
-	x.dirtyDoms = make([]DomainID, 0, 64)
+	x.dirtyDoms = make([][]DomainID, c.NumLevels())
 	x.gpuMilli = make([]int16, len(c.gpus))
 	x.gpuDirty = make([]bool, len(c.gpus))
 	x.dirtyGPUs = make([]GPUID, 0, 64)
@@ -70,8 +106,9 @@ func (x *ledgerIndex) init(l *Ledger) {
 		x.domFree[i] = -1
 	}
 	for h := range c.hosts {
-		x.hostFree[h] = -1
-		x.indexHost(l, HostID(h))
+		x.hostFree[h], x.leafFree[h] = -1, -1
+		x.indexModel(l, HostID(h))
+		x.indexLeaf(l, HostID(h))
 	}
 	for lv := Level(0); lv < c.LevelCluster(); lv++ {
 		if t := x.byLevel[lv]; t != nil {
@@ -85,24 +122,33 @@ func (x *ledgerIndex) init(l *Ledger) {
 
 func (x *ledgerIndex) clone() ledgerIndex {
 	n := ledgerIndex{
-		byLeaf:     x.byLeaf.Clone(),
-		byModel:    x.byModel.Clone(),
-		shared:     x.shared.Clone(),
-		byLevel:    make([]*keySet, len(x.byLevel)),
-		hostFree:   append([]int32(nil), x.hostFree...),
-		hostDirty:  append([]bool(nil), x.hostDirty...),
-		dirtyHosts: append(make([]HostID, 0, cap(x.dirtyHosts)), x.dirtyHosts...),
-		domFree:    append([]int32(nil), x.domFree...),
-		domDirty:   append([]bool(nil), x.domDirty...),
-		dirtyDoms:  append(make([]DomainID, 0, cap(x.dirtyDoms)), x.dirtyDoms...),
-		gpuMilli:   append([]int16(nil), x.gpuMilli...),
-		gpuDirty:   append([]bool(nil), x.gpuDirty...),
-		dirtyGPUs:  append(make([]GPUID, 0, cap(x.dirtyGPUs)), x.dirtyGPUs...),
+		byLeaf:      x.byLeaf.Clone(),
+		byModel:     x.byModel.Clone(),
+		shared:      x.shared.Clone(),
+		byLevel:     make([]*keySet, len(x.byLevel)),
+		hostFree:    append([]int32(nil), x.hostFree...),
+		hostDirty:   append([]bool(nil), x.hostDirty...),
+		dirtyHosts:  append(make([]HostID, 0, cap(x.dirtyHosts)), x.dirtyHosts...),
+		leafFree:    append([]int32(nil), x.leafFree...),
+		leafDirty:   append([]bool(nil), x.leafDirty...),
+		leafNext:    append([]HostID(nil), x.leafNext...),
+		leafHead:    append([]HostID(nil), x.leafHead...),
+		leafListed:  append([]bool(nil), x.leafListed...),
+		dirtyLeaves: append(make([]DomainID, 0, cap(x.dirtyLeaves)), x.dirtyLeaves...),
+		domFree:     append([]int32(nil), x.domFree...),
+		domDirty:    append([]bool(nil), x.domDirty...),
+		dirtyDoms:   make([][]DomainID, len(x.dirtyDoms)),
+		gpuMilli:    append([]int16(nil), x.gpuMilli...),
+		gpuDirty:    append([]bool(nil), x.gpuDirty...),
+		dirtyGPUs:   append(make([]GPUID, 0, cap(x.dirtyGPUs)), x.dirtyGPUs...),
 	}
 	for i, t := range x.byLevel {
 		if t != nil {
 			n.byLevel[i] = t.Clone()
 		}
+	}
+	for lv, ds := range x.dirtyDoms {
+		n.dirtyDoms[lv] = append([]DomainID(nil), ds...)
 	}
 	return n
 }
@@ -122,9 +168,17 @@ func (x *ledgerIndex) copyFrom(s *ledgerIndex) {
 	copy(x.hostFree, s.hostFree)
 	copy(x.hostDirty, s.hostDirty)
 	x.dirtyHosts = append(x.dirtyHosts[:0], s.dirtyHosts...)
+	copy(x.leafFree, s.leafFree)
+	copy(x.leafDirty, s.leafDirty)
+	copy(x.leafNext, s.leafNext)
+	copy(x.leafHead, s.leafHead)
+	copy(x.leafListed, s.leafListed)
+	x.dirtyLeaves = append(x.dirtyLeaves[:0], s.dirtyLeaves...)
 	copy(x.domFree, s.domFree)
 	copy(x.domDirty, s.domDirty)
-	x.dirtyDoms = append(x.dirtyDoms[:0], s.dirtyDoms...)
+	for lv, ds := range s.dirtyDoms {
+		x.dirtyDoms[lv] = append(x.dirtyDoms[lv][:0], ds...)
+	}
 	copy(x.gpuMilli, s.gpuMilli)
 	copy(x.gpuDirty, s.gpuDirty)
 	x.dirtyGPUs = append(x.dirtyGPUs[:0], s.dirtyGPUs...)
@@ -137,17 +191,16 @@ func (l *Ledger) touchGPU(g GPUID) {
 	x := &l.idx
 	gg := &l.c.gpus[g]
 	if gg.fabric != NoDomain {
-		x.touchDomain(gg.fabric)
+		x.touchDomain(gg.fabric, LevelFabric)
 	}
 	if l.batch.on { // the host and its networks: once, at endClaim
 		l.batch.touched = true
 		return
 	}
-	x.touchHost(gg.host)
+	x.touchHost(gg.host, l.c.hosts[gg.host].parent)
 	top := gg.ancLo + gg.ancN
-	for i := top - 1 - int32(len(l.c.netLvls)); i < top-1; i++ {
-		x.touchDomain(l.c.anc[i])
-	}
+	l.touchNetworks(top)
+
 }
 
 // touchShared marks g for the shared-GPU index.
@@ -158,48 +211,83 @@ func (x *ledgerIndex) touchShared(g GPUID) {
 	}
 }
 
-// touchHost marks host h for re-indexing.
-func (x *ledgerIndex) touchHost(h HostID) {
+// touchHost marks host h (whose innermost domain is leaf) for
+// re-indexing in both host indexes.
+func (x *ledgerIndex) touchHost(h HostID, leaf DomainID) {
 	if !x.hostDirty[h] {
 		x.hostDirty[h] = true
 		x.dirtyHosts = append(x.dirtyHosts, h)
 	}
+	if !x.leafDirty[h] {
+		x.leafDirty[h] = true
+		x.leafNext[h], x.leafHead[leaf] = x.leafHead[leaf], h
+		if !x.leafListed[leaf] {
+			x.leafListed[leaf] = true
+			x.dirtyLeaves = append(x.dirtyLeaves, leaf)
+		}
+	}
 }
 
-func (x *ledgerIndex) touchDomain(d DomainID) {
+// touchDomain marks domain d, of level lv, for re-indexing.
+func (x *ledgerIndex) touchDomain(d DomainID, lv Level) {
 	if !x.domDirty[d] && x.domFree[d] >= 0 {
 		x.domDirty[d] = true
-		x.dirtyDoms = append(x.dirtyDoms, d)
+		x.dirtyDoms[lv] = append(x.dirtyDoms[lv], d)
 	}
 }
 
-// indexHost brings host h's entries up to date.
-func (x *ledgerIndex) indexHost(l *Ledger, h HostID) {
+// touchNetworks marks the network domains among the ancestors of a GPU
+// whose ancestor list ends (at the root) before anc[top].
+func (l *Ledger) touchNetworks(top int32) {
 	c := l.c
-	hx := &c.hosts[h]
-	if hx.nGPU == 0 {
-		return
+	for i := top - 1 - int32(len(c.netLvls)); i < top-1; i++ {
+		d := c.anc[i]
+		l.idx.touchDomain(d, c.domains[d].level)
 	}
-	if c.Removed(h) {
-		if old := x.hostFree[h]; old >= 0 {
-			x.byLeaf.Delete(leafKey(hx.parent, old, h))
-			x.byModel.Delete(modelKey(hx.model, old, int32(h)))
-			x.hostFree[h] = -1
-		}
-		return
+}
+
+// indexModel brings host h's byModel entry up to date.
+func (x *ledgerIndex) indexModel(l *Ledger, h HostID) {
+	if free, ok := indexedFree(l, h); ok {
+		refile(x.byModel, modelKey(l.c.hosts[h].model, 0, int32(h)), &x.hostFree[h], free)
 	}
-	free := l.freeWhole[hx.domain]
-	old := x.hostFree[h]
+}
+
+// indexLeaf brings host h's byLeaf entry up to date.
+func (x *ledgerIndex) indexLeaf(l *Ledger, h HostID) {
+	if free, ok := indexedFree(l, h); ok {
+		refile(x.byLeaf, leafKey(l.c.hosts[h].parent, 0, h), &x.leafFree[h], free)
+	}
+}
+
+// indexedFree is the free-GPU count host h is to be indexed with (-1:
+// removed, not indexed); false for a host without GPUs, never indexed.
+func indexedFree(l *Ledger, h HostID) (int32, bool) {
+	hx := &l.c.hosts[h]
+	switch {
+	case hx.nGPU == 0:
+		return 0, false
+	case l.c.Removed(h):
+		return -1, true
+	}
+	return l.freeWhole[hx.domain], true
+}
+
+// refile moves a host's entry in t, key base with its free count added
+// (leafKey, modelKey), from the count *at it is filed with to free (-1:
+// not filed).
+func refile(t *keySet, base uint64, at *int32, free int32) {
+	old := *at
 	if old == free {
 		return
 	}
 	if old >= 0 {
-		x.byLeaf.Delete(leafKey(hx.parent, old, h))
-		x.byModel.Delete(modelKey(hx.model, old, int32(h)))
+		t.Delete(base | uint64(old)<<32)
 	}
-	x.byLeaf.ReplaceOrInsert(leafKey(hx.parent, free, h))
-	x.byModel.ReplaceOrInsert(modelKey(hx.model, free, int32(h)))
-	x.hostFree[h] = free
+	if free >= 0 {
+		t.ReplaceOrInsert(base | uint64(free)<<32)
+	}
+	*at = free
 }
 
 func (x *ledgerIndex) indexShared(l *Ledger, g GPUID) {
@@ -224,26 +312,74 @@ func (x *ledgerIndex) indexShared(l *Ledger, g GPUID) {
 
 // flush re-indexes everything marked dirty.
 func (l *Ledger) flush() {
+	l.flushModels()
+	l.flushLeaves()
+	l.flushDomains()
+	l.flushShared()
+}
+
+// flushModels re-indexes the dirty hosts in byModel.
+func (l *Ledger) flushModels() {
 	x := &l.idx
 	for _, h := range x.dirtyHosts {
 		x.hostDirty[h] = false
-		x.indexHost(l, h)
+		x.indexModel(l, h)
 	}
 	x.dirtyHosts = x.dirtyHosts[:0]
-	for _, d := range x.dirtyDoms {
+}
+
+// flushLeaves re-indexes the dirty hosts of every innermost domain in
+// byLeaf.
+func (l *Ledger) flushLeaves() {
+	x := &l.idx
+	for _, d := range x.dirtyLeaves {
+		x.leafListed[d] = false
+		l.flushLeaf(d)
+	}
+	x.dirtyLeaves = x.dirtyLeaves[:0]
+}
+
+// flushLeaf re-indexes the dirty hosts of innermost domain leaf in byLeaf
+// (what a query under leaf reads).
+func (l *Ledger) flushLeaf(leaf DomainID) {
+	x := &l.idx
+	for h := x.leafHead[leaf]; h != NoHost; h = x.leafNext[h] {
+		x.leafDirty[h] = false
+		x.indexLeaf(l, h)
+	}
+	x.leafHead[leaf] = NoHost
+}
+
+// flushDomains re-indexes the dirty domains of every level in byLevel.
+func (l *Ledger) flushDomains() {
+	for lv := range l.idx.dirtyDoms {
+		l.flushLevel(Level(lv))
+	}
+}
+
+// flushLevel re-indexes the dirty domains of level lv in byLevel (what
+// a query at lv reads).
+func (l *Ledger) flushLevel(lv Level) {
+	x := &l.idx
+	t := x.byLevel[lv]
+	for _, d := range x.dirtyDoms[lv] {
 		x.domDirty[d] = false
 		if x.domFree[d] < 0 { // left the index (a removed host's fabric)
 			continue
 		}
 		free := l.freeWhole[d]
 		if old := x.domFree[d]; old != free {
-			t := x.byLevel[l.c.domains[d].level]
 			t.Delete(levelKey(old, d))
 			t.ReplaceOrInsert(levelKey(free, d))
 			x.domFree[d] = free
 		}
 	}
-	x.dirtyDoms = x.dirtyDoms[:0]
+	x.dirtyDoms[lv] = x.dirtyDoms[lv][:0]
+}
+
+// flushShared re-indexes the dirty GPUs in shared.
+func (l *Ledger) flushShared() {
+	x := &l.idx
 	for _, g := range x.dirtyGPUs {
 		x.gpuDirty[g] = false
 		x.indexShared(l, g)
@@ -258,15 +394,15 @@ func (x *ledgerIndex) check(l *Ledger) error {
 	for h := range c.hosts {
 		hx := &c.hosts[h]
 		if hx.nGPU == 0 || c.Removed(HostID(h)) {
-			if x.hostFree[h] != -1 {
+			if x.hostFree[h] != -1 || x.leafFree[h] != -1 {
 				return fmt.Errorf("index: host %s without GPUs or removed, but indexed", hx.name)
 			}
 			continue
 		}
 		nHosts++
 		free := l.freeWhole[hx.domain]
-		if x.hostFree[h] != free {
-			return fmt.Errorf("index: host %s indexed with %d free GPUs, has %d", hx.name, x.hostFree[h], free)
+		if x.hostFree[h] != free || x.leafFree[h] != free {
+			return fmt.Errorf("index: host %s indexed with %d/%d free GPUs, has %d", hx.name, x.hostFree[h], x.leafFree[h], free)
 		}
 		if !x.byLeaf.Has(leafKey(hx.parent, free, HostID(h))) || !x.byModel.Has(modelKey(hx.model, free, int32(h))) {
 			return fmt.Errorf("index: host %s missing from the host indexes", hx.name)

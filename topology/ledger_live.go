@@ -56,10 +56,15 @@ func (l *Ledger) Follow(next *Cluster) error {
 	for range len(next.hosts) - nh {
 		x.hostFree = append(x.hostFree, -1)
 		x.hostDirty = append(x.hostDirty, false)
+		x.leafFree = append(x.leafFree, -1)
+		x.leafDirty = append(x.leafDirty, false)
+		x.leafNext = append(x.leafNext, NoHost)
 	}
 	for range len(next.domains) - nd {
 		x.domFree = append(x.domFree, -1)
 		x.domDirty = append(x.domDirty, false)
+		x.leafHead = append(x.leafHead, NoHost)
+		x.leafListed = append(x.leafListed, false)
 	}
 	for range len(next.gpus) - ng {
 		x.gpuMilli = append(x.gpuMilli, -1)
@@ -74,7 +79,7 @@ func (l *Ledger) Follow(next *Cluster) error {
 			x.touchShared(g)
 		}
 		l.hostHealth[h], l.cordoned[h] = Failed, false
-		x.touchHost(h)
+		x.touchHost(h, hx.parent)
 		l.bumpHost(h)
 		for g := hx.gpuLo; g < hx.gpuLo+GPUID(hx.nGPU); g++ {
 			// Its host fabric domains leave the fabric level.
@@ -92,7 +97,7 @@ func (l *Ledger) Follow(next *Cluster) error {
 		l.adjust(g, f, m, o)
 	}
 	for h := nh; h < len(next.hosts); h++ {
-		x.touchHost(HostID(h))
+		x.touchHost(HostID(h), next.hosts[h].parent)
 		l.bumpHost(HostID(h))
 	}
 	for d := DomainID(nd); d < DomainID(len(next.domains)); d++ {

@@ -52,7 +52,6 @@ const (
 
 // hostGroups visits hosts group by group (see AscendHosts).
 func (l *Ledger) hostGroups(d DomainID, m ModelID, minFree int, fn func(h HostID, free int) visit) {
-	l.flush()
 	c := l.c
 	if minFree < 0 {
 		minFree = 0
@@ -90,6 +89,7 @@ func (l *Ledger) hostGroups(d DomainID, m ModelID, minFree int, fn func(h HostID
 // ascendLeaf walks the hosts of one innermost domain; false means stop.
 func (l *Ledger) ascendLeaf(leaf DomainID, m ModelID, minFree int, fn func(HostID, int) visit) bool {
 	c := l.c
+	l.flushLeaf(leaf)
 	res := next
 	l.idx.byLeaf.AscendGreaterOrEqual(leafKey(leaf, int32(minFree), 0), func(k uint64) bool {
 		if DomainID(k>>41) != leaf {
@@ -107,6 +107,7 @@ func (l *Ledger) ascendLeaf(leaf DomainID, m ModelID, minFree int, fn func(HostI
 
 // ascendModel walks the hosts of one model; false means stop.
 func (l *Ledger) ascendModel(m ModelID, minFree int, fn func(HostID, int) visit) bool {
+	l.flushModels()
 	res := next
 	l.idx.byModel.AscendGreaterOrEqual(modelKey(m, int32(minFree), 0), func(k uint64) bool {
 		if ModelID(k>>48) != m {
@@ -158,7 +159,7 @@ func (l *Ledger) AscendDomains(lv Level, minFree int, fn func(d DomainID, free i
 			fn(0, int(l.freeWhole[0]))
 		}
 	case lv >= 0 && int(lv) < len(l.idx.byLevel) && l.idx.byLevel[lv] != nil:
-		l.flush()
+		l.flushLevel(lv)
 		l.idx.byLevel[lv].AscendGreaterOrEqual(levelKey(int32(minFree), 0), func(k uint64) bool {
 			return fn(DomainID(uint32(k)), int(k>>32))
 		})
@@ -174,7 +175,7 @@ func (l *Ledger) MaxFreeDomain(lv Level) (DomainID, int) {
 		return 0, int(l.freeWhole[0])
 	case lv == LevelHost:
 		best, bestFree := NoDomain, -1
-		l.flush()
+		l.flushModels()
 		for mi := range c.models {
 			l.idx.byModel.DescendLessOrEqual(modelKey(ModelID(mi), 0xffff, -1), func(k uint64) bool {
 				if ModelID(k>>48) == ModelID(mi) {
@@ -188,7 +189,7 @@ func (l *Ledger) MaxFreeDomain(lv Level) (DomainID, int) {
 		}
 		return best, max(bestFree, 0)
 	case lv >= 0 && int(lv) < len(l.idx.byLevel) && l.idx.byLevel[lv] != nil:
-		l.flush()
+		l.flushLevel(lv)
 		var best DomainID = NoDomain
 		free := 0
 		l.idx.byLevel[lv].Descend(func(k uint64) bool {
@@ -205,7 +206,7 @@ func (l *Ledger) MaxFreeDomain(lv Level) (DomainID, int) {
 // minFreeMilli, until fn returns false. Fully free GPUs are not visited:
 // find those through AscendHosts.
 func (l *Ledger) AscendSharedGPUs(m ModelID, minFreeMilli int, fn func(g GPUID, freeMilli int) bool) {
-	l.flush()
+	l.flushShared()
 	if minFreeMilli < 0 {
 		minFreeMilli = 0
 	}
