@@ -255,6 +255,7 @@ type run struct {
 	amtCPU    []int64 // (solo) by unit: CPU and memory freed there
 	amtMem    []int64
 	ratio     []float64
+	psort     []int32 // plan's and reprieve's scratch
 	rel       []topology.Claim
 	scratch   gang.Placement
 
@@ -461,7 +462,7 @@ func (s *Search) begin(snap Snapshot, p *Pending, now time.Time) *run {
 		visit: r.visit[:0], jobs: r.jobs[:0], restarts: r.restarts[:0], rsort: r.rsort[:0], units: r.units[:0], contribs: r.contribs[:0], contribCM: r.contribCM[:0], slotLimit: r.slotLimit[:0], chargeArena: r.chargeArena[:0],
 		doms: r.doms[:0], domUnits: r.domUnits[:0], heap: r.heap[:0], domAcc: r.domAcc, domTouch: r.domTouch[:0], touched: r.touched[:0], slotHosts: r.slotHosts[:0], set: r.set[:0], chosen: r.chosen[:0],
 		jobCount: r.jobCount[:0], jobWhole: r.jobWhole[:0], slotCount: r.slotCount[:0], order: r.order[:0], pool: r.pool[:0],
-		amt: r.amt[:0], amtCPU: r.amtCPU[:0], amtMem: r.amtMem[:0], ratio: r.ratio[:0], rel: r.rel[:0], base: r.base[:0], scratch: r.scratch, best: r.best, qp: -1, cnt: counter{hosts: r.cnt.hosts[:0]},
+		amt: r.amt[:0], amtCPU: r.amtCPU[:0], amtMem: r.amtMem[:0], ratio: r.ratio[:0], psort: r.psort[:0], rel: r.rel[:0], base: r.base[:0], scratch: r.scratch, best: r.best, qp: -1, cnt: counter{hosts: r.cnt.hosts[:0]},
 		domStamp: r.domStamp, domEpoch: r.domEpoch, allowFn: r.allowFn, strandDoms: r.strandDoms[:0], gains: r.gains[:0], gorder: r.gorder[:0]}
 	r.best.ok, r.best.set, r.best.moves = false, r.best.set[:0], r.best.moves[:0]
 	r.moves = r.moves[:0]
@@ -540,13 +541,20 @@ func (r *run) amount(gpus int32, milli int64) int64 {
 	return milli
 }
 
-// lostSince is lostSince for job j at the run's time.
+// lostSince is the lost work of milli milli-GPU of job j at the run's
+// time: since its last checkpoint (lastCheckpoint), else since Started.
+// Every plan prices every job it visits, so a reported checkpoint, the
+// common case, is read in place rather than through lastCheckpoint's
+// copies (TestLostSinceAgrees).
 func (r *run) lostSince(milli int64, j *Job) GPUTime {
 	if j.Started.IsZero() {
 		return 0
 	}
 	from := j.Started.UnixNano()
-	if !j.Checkpoint.IsZero() || j.CheckpointInterval > 0 {
+	switch cp := &j.Checkpoint; {
+	case !cp.IsZero() && !cp.Before(j.Started):
+		from = cp.UnixNano() // what lastCheckpoint returns
+	case j.CheckpointInterval > 0:
 		if cp := j.lastCheckpoint(r.now); !cp.IsZero() {
 			from = cp.UnixNano()
 		}
@@ -1296,13 +1304,24 @@ func (r *run) placedDomain(p *gang.Placement) topology.DomainID {
 func (r *run) plan() *Plan {
 	p := &Plan{Job: r.req.ID, Placement: r.best.placement.p.Clone(), Level: r.lv, Exact: !r.inexact, Domains: r.searched, Placements: r.placements}
 	p.Domain = r.placedDomain(p.Placement)
-	set := slices.Clone(r.best.set)
+	set := append(r.psort[:0], r.best.set...)
+	r.psort = set
 	slices.SortFunc(set, func(a, b int32) int {
 		if c := strings.Compare(r.units[a].job.Spec.ID, r.units[b].job.Spec.ID); c != 0 {
 			return c
 		}
 		return int(r.units[a].task - r.units[b].task)
 	})
+	// One victim per job: sized at once.
+	nv := 0
+	for i := range set {
+		if i == 0 || r.units[set[i]].job != r.units[set[i-1]].job {
+			nv++
+		}
+	}
+	if nv > 0 {
+		p.Victims = make([]Victim, 0, nv)
+	}
 	for i := 0; i < len(set); {
 		u := &r.units[set[i]]
 		j := u.job
