@@ -251,6 +251,8 @@ type run struct {
 	cnt       counter
 	order     []int32 // units of the domain being searched, in order (prefix)
 	pool      []int32 // the rest, a heap by unitLess
+	later     int     // units after those, not yet ordered (orderLater)
+	nOthers   int     // countOthers (-1: not counted yet)
 	amt       []int64 // by unit: amount freed in the domain being searched
 	amtCPU    []int64 // (solo) by unit: CPU and memory freed there
 	amtMem    []int64
@@ -466,6 +468,7 @@ func (s *Search) begin(snap Snapshot, p *Pending, now time.Time) *run {
 		domStamp: r.domStamp, domEpoch: r.domEpoch, allowFn: r.allowFn, strandDoms: r.strandDoms[:0], gains: r.gains[:0], gorder: r.gorder[:0]}
 	r.best.ok, r.best.set, r.best.moves = false, r.best.set[:0], r.best.moves[:0]
 	r.moves = r.moves[:0]
+	r.nOthers = -1
 	r.nowNano = now.UnixNano()
 	r.need = p.Request.MinDemand()
 	if r.byGPU = r.need.GPUs > 0; r.byGPU {
@@ -1149,21 +1152,79 @@ func (r *run) orderUnits(x *dom) {
 	if others {
 		clear(r.amt)
 	}
+	lazy := others && !eagerOthers
 	for _, ui := range all {
 		ct, cm := r.unitIn(ui, x)
 		r.amt[ui] = r.amount(ct.gpus, ct.milli)
+		if r.amt[ui] == 0 {
+			lazy = false
+		}
 		if r.solo {
 			r.amtCPU[ui], r.amtMem[ui] = cm.cpu, cm.mem
 		}
 	}
-	if others {
+	r.later = 0
+	switch {
+	case lazy:
+		// Every unit of x frees room (amt > 0), so the others all follow
+		// them in unitLess's order: they are ordered only when the search
+		// gets that far (orderLater), which it seldom does.
+		r.later = r.countOthers()
+		for _, ui := range all {
+			if r.other(ui) {
+				r.later--
+			}
+		}
+	case others:
 		for ui := range r.units {
 			// (units of x free room: amt > 0)
-			if r.amt[ui] == 0 && (r.defrag || r.units[ui].leaf >= 0) {
+			if r.amt[ui] == 0 && r.other(int32(ui)) {
 				all = append(all, int32(ui))
 			}
 		}
 	}
+	r.orderPool(all)
+}
+
+// eagerOthers turns off orderUnits' deferred ordering of the units outside
+// the domain (tests compare plans made with and without it).
+var eagerOthers = false
+
+// other reports whether unit ui follows a domain's own units when the
+// quota blocks the gang (it frees quota) or when defragmenting.
+func (r *run) other(ui int32) bool { return r.defrag || r.units[ui].leaf >= 0 }
+
+// countOthers returns the number of units for which other holds (counted
+// once a run).
+func (r *run) countOthers() int {
+	if r.nOthers < 0 {
+		r.nOthers = 0
+		for ui := range r.units {
+			if r.other(int32(ui)) {
+				r.nOthers++
+			}
+		}
+	}
+	return r.nOthers
+}
+
+// orderLater orders the units outside the domain that orderUnits left for
+// later: those that free nothing there (amt 0) for which other holds.
+func (r *run) orderLater() {
+	later := r.pool[:0]
+	for ui := range r.units {
+		if r.amt[ui] == 0 && r.other(int32(ui)) {
+			later = append(later, int32(ui))
+		}
+	}
+	r.later = 0
+	r.orderPool(later)
+}
+
+// orderPool computes the ratios of units all and appends them to r.order
+// in unitLess's order: at once when they are few, else as a heap (r.pool)
+// that unitAt drains as far as the search looks.
+func (r *run) orderPool(all []int32) {
 	for _, ui := range all {
 		u := &r.units[ui]
 		switch a := r.amt[ui]; {
@@ -1241,7 +1302,11 @@ func (r *run) poolDown(i int) {
 func (r *run) unitAt(i int) (int32, bool) {
 	for len(r.order) <= i {
 		if len(r.pool) == 0 {
-			return -1, false
+			if r.later == 0 {
+				return -1, false
+			}
+			r.orderLater()
+			continue
 		}
 		top := r.pool[0]
 		n := len(r.pool) - 1
@@ -1254,7 +1319,7 @@ func (r *run) unitAt(i int) (int32, bool) {
 }
 
 // nUnits is the number of units of the domain being searched.
-func (r *run) nUnits() int { return len(r.order) + len(r.pool) }
+func (r *run) nUnits() int { return len(r.order) + len(r.pool) + r.later }
 
 // fractional is a lower bound on the lost work of covering short with the
 // units from position from on: the fractional knapsack in ratio order. It

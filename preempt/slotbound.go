@@ -95,12 +95,22 @@ func (r *run) slotsIn(x *dom, k int) int {
 	}
 	n, run := 0, 0
 	h := topology.NoHost
+	usable := 0 // of h: 0 not asked yet, 1 usable, -1 not
 	for _, g := range r.c.DomainGPUs(x.id) {
 		if gh := r.c.GPUHost(g); gh != h {
 			n += run / k
-			h, run = gh, 0
+			h, run, usable = gh, 0, 0
 		}
-		if r.l.GPUIsFree(g) && r.hostUsable(h) {
+		if !r.l.GPUIsFree(g) {
+			continue
+		}
+		if usable == 0 {
+			usable = -1
+			if r.hostUsable(h) {
+				usable = 1
+			}
+		}
+		if usable > 0 {
 			run++
 		}
 	}
