@@ -158,3 +158,41 @@ func TestPropertyDeferredOthers(t *testing.T) {
 		})
 	})
 }
+
+// TestPropertyRosterDefrag: Defragment through the State's Roster (every
+// filed job in host order, protections read off the filing flags, see
+// collectMoves) plans and explains exactly as visiting every job of the
+// Snapshot, after random changes the Roster is told of and migration
+// counts it is not (they are read off the job), with and without a
+// migration cap.
+func TestPropertyRosterDefrag(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		in := genScattered(rt)
+		st := in.f.st
+		st.Jobs(func(j *Job) bool {
+			switch rapid.IntRange(0, 4).Draw(rt, "protect") {
+			case 1:
+				j.Spec.MaxPreemptions, j.Preemptions = 1, rapid.IntRange(0, 1).Draw(rt, "preempted")
+			case 2:
+				j.Spec.MinRunTime = time.Duration(rapid.IntRange(1, 600).Draw(rt, "minRun")) * time.Minute
+			case 3:
+				j.Stopping = true
+			}
+			st.Update(j.Spec.ID)
+			return true
+		})
+		changeJobs(rt, st, in.now)
+		if rapid.Bool().Draw(rt, "capped") {
+			in.cfg.MaxMigrations = 1
+			st.Jobs(func(j *Job) bool {
+				j.Migrations = rapid.IntRange(0, 1).Draw(rt, "migrations")
+				return true
+			})
+		}
+		d1, n1 := newSearch(rt, in.cfg).Defragment(st, in.pend, in.now)
+		d2, n2 := newSearch(rt, in.cfg).Defragment(plainSnap{st}, in.pend, in.now)
+		if !reflect.DeepEqual(d1, d2) || !reflect.DeepEqual(n1, n2) {
+			rt.Fatalf("through the roster: %v %+v\nevery job: %v %+v", d1, n1, d2, n2)
+		}
+	})
+}

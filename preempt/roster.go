@@ -396,6 +396,48 @@ func (r *run) considerFiled(j *Job, b *rbucket, f uint8, self *Job) {
 	r.excluded[ex]++
 }
 
+// collectMoves is collect over a Roster for Defragment: every filed job
+// in host order, classified as classifyMove does, its protections that do
+// not depend on the time read off its filing flags and its priority off
+// its bucket, so that a visit does not read the job's spec.
+func (r *run) collectMoves(ro *Roster) {
+	self := ro.ids[r.req.ID]
+	for i := range ro.all {
+		e := &ro.all[i]
+		r.considerMove(e.j, e.b, e.flags, self)
+	}
+}
+
+// considerMove is considerFiled for Defragment: Protection's order, then
+// the migration cap and the spec (moveExclusion).
+func (r *run) considerMove(j *Job, b *rbucket, f uint8, self *Job) {
+	if j == self || j.Placement == nil || len(j.Placement.Claims) == 0 {
+		return
+	}
+	var ex Exclusion
+	switch most := r.s.cfg.MaxMigrations; {
+	case f&rStopping != 0:
+		ex = ExclStopping
+	case f&rNonPre != 0:
+		ex = ExclNonPreemptible
+	case f&rMinRun != 0 && j.inMinRun(r.now):
+		ex = ExclMinRunTime
+	case f&rCapped != 0:
+		ex = ExclMaxPreemptions
+	case most > 0 && j.Migrations >= most:
+		ex = ExclMaxMigrations
+	default:
+		if _, err := j.request(r.c); err != nil {
+			ex = ExclSpec
+			break
+		}
+		r.eligible++
+		r.addUnits(j, b.prio, GroundMigration, -1)
+		return
+	}
+	r.excluded[ex]++
+}
+
 // bucketClass says how classify decides the unprotected jobs of group g
 // with a priority lower than the pending job's or not: visit them one by
 // one (some ground may apply), or exclude them all for ex.

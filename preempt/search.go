@@ -750,6 +750,8 @@ type Commitments interface {
 func (r *run) collect() {
 	if ro := r.roster(); ro != nil && !r.defrag {
 		r.collectIndexed(ro)
+	} else if ro != nil {
+		r.collectMoves(ro)
 	} else {
 		r.snap.Jobs(func(j *Job) bool {
 			r.consider(j)
