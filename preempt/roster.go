@@ -366,17 +366,12 @@ func (r *run) considerFiled(j *Job, b *rbucket, f uint8, self *Job) {
 	if j == self || j.Placement == nil || len(j.Placement.Claims) == 0 {
 		return
 	}
-	var ex Exclusion
+	ex, protected := r.filedProtection(j, f)
 	switch {
-	case f&rStopping != 0:
-		ex = ExclStopping
-	case f&rNonPre != 0:
-		ex = ExclNonPreemptible
-	case f&rMinRun != 0 && j.inMinRun(r.now):
-		ex = ExclMinRunTime
-		r.protectedUntil(j)
-	case f&rCapped != 0:
-		ex = ExclMaxPreemptions
+	case protected:
+		if ex == ExclMinRunTime {
+			r.protectedUntil(j)
+		}
 	default:
 		g, node := Ground(0), queue.NodeID(-1)
 		switch {
@@ -394,6 +389,23 @@ func (r *run) considerFiled(j *Job, b *rbucket, f uint8, self *Job) {
 		}
 	}
 	r.excluded[ex]++
+}
+
+// filedProtection is Protection for a filed job with filing flags f:
+// those that do not depend on the time read off f (the Roster is told of
+// every change to them).
+func (r *run) filedProtection(j *Job, f uint8) (Exclusion, bool) {
+	switch {
+	case f&rStopping != 0:
+		return ExclStopping, true
+	case f&rNonPre != 0:
+		return ExclNonPreemptible, true
+	case f&rMinRun != 0 && j.inMinRun(r.now):
+		return ExclMinRunTime, true
+	case f&rCapped != 0:
+		return ExclMaxPreemptions, true
+	}
+	return 0, false
 }
 
 // collectMoves is collect over a Roster for Defragment: every filed job
@@ -414,16 +426,9 @@ func (r *run) considerMove(j *Job, b *rbucket, f uint8, self *Job) {
 	if j == self || j.Placement == nil || len(j.Placement.Claims) == 0 {
 		return
 	}
-	var ex Exclusion
+	ex, protected := r.filedProtection(j, f)
 	switch most := r.s.cfg.MaxMigrations; {
-	case f&rStopping != 0:
-		ex = ExclStopping
-	case f&rNonPre != 0:
-		ex = ExclNonPreemptible
-	case f&rMinRun != 0 && j.inMinRun(r.now):
-		ex = ExclMinRunTime
-	case f&rCapped != 0:
-		ex = ExclMaxPreemptions
+	case protected:
 	case most > 0 && j.Migrations >= most:
 		ex = ExclMaxMigrations
 	default:
