@@ -53,75 +53,111 @@ func TestLostSinceAgrees(t *testing.T) {
 	})
 }
 
-// TestPropertyDeferredOthers: ordering the units outside the searched
-// domain only when the search reaches them (orderUnits, orderLater)
-// makes the same plans and reasons as ordering them with the domain's
-// own: Plan on random instances (with queues, where the quota may block
-// the gang), Defragment on scattered ones, and both on two GB200 NVL72
-// racks busy with up to 144 small jobs (more than orderPool sorts at once,
-// so that the units go through the heap).
-func TestPropertyDeferredOthers(t *testing.T) {
-	// orders checks the order itself: every domain's units in full, with
-	// and without deferring, after the steps Plan and Defragment take
-	// before their search.
-	orders := func(rt *rapid.T, s *Search, snap Snapshot, p *Pending, now time.Time, defrag bool) {
-		r := s.begin(snap, p, now)
-		defer r.end()
-		if defrag {
-			r.defrag, r.tree = true, nil
-		} else {
-			r.goSolo()
-		}
-		r.collect()
-		r.priceRestarts()
-		if r.rank() != 0 {
-			return
-		}
-		for i := range r.doms {
-			x := &r.doms[i]
-			var seq [2][]int32
-			for k, eager := range []bool{false, true} {
-				eagerOthers = eager
-				r.orderUnits(x)
-				n := r.nUnits()
-				for i := 0; i < n; i++ {
-					ui, ok := r.unitAt(i)
-					if !ok {
-						rt.Fatalf("domain %d, eager %v: unit %d of %d missing", x.i, eager, i, n)
-					}
-					seq[k] = append(seq[k], ui)
-				}
-				if _, ok := r.unitAt(n); ok {
-					rt.Fatalf("domain %d, eager %v: more than %d units", x.i, eager, n)
-				}
-			}
-			eagerOthers = false
-			if !slices.Equal(seq[0], seq[1]) {
-				rt.Fatalf("domain %d: deferred order %v, eager %v", x.i, seq[0], seq[1])
-			}
-		}
+// prepared is a run of s taken through the steps Plan (or Defragment)
+// takes before its search: collect, restart prices, rank. It returns nil
+// when rank gives a verdict; the caller ends the run.
+func prepared(s *Search, snap Snapshot, p *Pending, now time.Time, defrag bool) *run {
+	r := s.begin(snap, p, now)
+	if defrag {
+		r.defrag, r.tree = true, nil
+	} else {
+		r.goSolo()
 	}
-	same := func(rt *rapid.T, what string, f func() (any, any)) {
-		p1, n1 := f()
-		eagerOthers = true
-		defer func() { eagerOthers = false }()
-		p2, n2 := f()
-		if !reflect.DeepEqual(p1, p2) || !reflect.DeepEqual(n1, n2) {
-			rt.Fatalf("%s, deferred: %+v %+v\neager: %+v %+v", what, p1, n1, p2, n2)
+	r.collect()
+	r.priceRestarts()
+	if r.rank() != 0 {
+		r.end()
+		return nil
+	}
+	return r
+}
+
+// TestPropertySearchShortcuts: rankFrom's listing of the units as it
+// meets them (plainLists) and orderUnits' deferred ordering of the units
+// outside the searched domain when the quota blocks the gang or when
+// defragmenting (eagerOthers) give every domain the same units in the
+// same order, and the same plans and reasons, as the plain computations:
+// Plan on random instances (with queues, where the quota may block the
+// gang; through the Roster and visiting every job), Defragment on
+// scattered ones, and both on two GB200 NVL72 racks busy with up to 144
+// small jobs (more than orderPool sorts at once, so that the units go
+// through the heap).
+func TestPropertySearchShortcuts(t *testing.T) {
+	flags := []*bool{&plainLists, &eagerOthers}
+	check := func(rt *rapid.T, cfg Config, snap Snapshot, p *Pending, now time.Time, defrag bool) {
+		// The lists and the order of every domain.
+		r1 := prepared(newSearch(rt, cfg), snap, p, now, defrag)
+		plainLists = true
+		r2 := prepared(newSearch(rt, cfg), snap, p, now, defrag)
+		plainLists = false
+		if (r1 == nil) != (r2 == nil) {
+			rt.Fatalf("ranked: listed %v, plain %v", r1 != nil, r2 != nil)
+		}
+		if r1 != nil {
+			defer r1.end()
+			defer r2.end()
+			for i := range r1.doms {
+				x1, x2 := &r1.doms[i], &r2.doms[i]
+				if a, b := r1.domUnits[x1.ufrom:x1.uto], r2.domUnits[x2.ufrom:x2.uto]; !slices.Equal(a, b) {
+					rt.Fatalf("domain %d: units listed %v, plain %v", x1.i, a, b)
+				}
+				var seq [2][]int32
+				for k, eager := range []bool{false, true} {
+					eagerOthers = eager
+					r1.orderUnits(x1)
+					n := r1.nUnits()
+					for i := 0; i < n; i++ {
+						ui, ok := r1.unitAt(i)
+						if !ok {
+							rt.Fatalf("domain %d, eager %v: unit %d of %d missing", x1.i, eager, i, n)
+						}
+						seq[k] = append(seq[k], ui)
+					}
+					if _, ok := r1.unitAt(n); ok {
+						rt.Fatalf("domain %d, eager %v: more than %d units", x1.i, eager, n)
+					}
+				}
+				eagerOthers = false
+				if !slices.Equal(seq[0], seq[1]) {
+					rt.Fatalf("domain %d: deferred order %v, eager %v", x1.i, seq[0], seq[1])
+				}
+			}
+		}
+		// The plans and reasons, each shortcut off, then both.
+		plan := func() (any, any) {
+			if defrag {
+				return newSearch(rt, cfg).Defragment(snap, p, now)
+			}
+			return newSearch(rt, cfg).Plan(snap, p, now)
+		}
+		p1, n1 := plan()
+		for k := 0; k <= len(flags); k++ {
+			for i, f := range flags {
+				*f = k == len(flags) || k == i
+			}
+			p2, n2 := plan()
+			for _, f := range flags {
+				*f = false
+			}
+			if !reflect.DeepEqual(p1, p2) || !reflect.DeepEqual(n1, n2) {
+				rt.Fatalf("shortcuts off (%d): %+v %+v\non: %+v %+v", k, p2, n2, p1, n1)
+			}
 		}
 	}
 	t.Run("plan", func(t *testing.T) {
 		rapid.Check(t, func(rt *rapid.T) {
 			in := genInstance(rt, 12)
-			same(rt, "plan", func() (any, any) { return newSearch(rt, in.cfg).Plan(in.f.st, in.pend, in.now) })
-			orders(rt, newSearch(rt, in.cfg), in.f.st, in.pend, in.now, false)
+			var snap Snapshot = in.f.st
+			if rapid.Bool().Draw(rt, "every job") {
+				snap = plainSnap{in.f.st}
+			}
+			check(rt, in.cfg, snap, in.pend, in.now, false)
 		})
 	})
 	t.Run("defrag", func(t *testing.T) {
 		rapid.Check(t, func(rt *rapid.T) {
 			in := genScattered(rt)
-			same(rt, "defrag", func() (any, any) { return newSearch(rt, in.cfg).Defragment(in.f.st, in.pend, in.now) })
-			orders(rt, newSearch(rt, in.cfg), in.f.st, in.pend, in.now, true)
+			check(rt, in.cfg, in.f.st, in.pend, in.now, true)
 		})
 	})
 	c := cluster(t, "gb200-nvl72", 36, 0)
@@ -152,9 +188,8 @@ func TestPropertyDeferredOthers(t *testing.T) {
 			pend := f.pending(rt, "big", "q", 10, rapid.IntRange(2, 18).Draw(rt, "count"), 4, "nvlink")
 			at := t0.Add(time.Duration(rapid.IntRange(600, 900).Draw(rt, "now")) * time.Minute)
 			cfg := Config{MaxPlacements: 1 << 20, MaxNodes: 1 << 24}
-			same(rt, "defrag", func() (any, any) { return newSearch(rt, cfg).Defragment(f.st, pend, at) })
-			same(rt, "plan", func() (any, any) { return newSearch(rt, cfg).Plan(f.st, pend, at) })
-			orders(rt, newSearch(rt, cfg), f.st, pend, at, true)
+			check(rt, cfg, f.st, pend, at, true)
+			check(rt, cfg, f.st, pend, at, false)
 		})
 	})
 }

@@ -865,14 +865,34 @@ func (r *run) rank() Verdict {
 // units lists and puts the candidates among them, with their lower bounds,
 // in r.heap.
 func (r *run) rankFrom(from int) {
-	l := r.l
 	// Contributions per domain and the cheapest lost work per unit freed.
 	var pos []int32
 	if r.solo {
 		pos = r.lx.hostPos
 	}
+	// listed: the units are listed per domain as they are met, while each
+	// frees something in at most one domain and the domains come in
+	// ascending order (jobs visited in host order, each within a domain
+	// of consecutive hosts: the usual case), so that each domain's list is
+	// a run of the listing and no second pass builds the lists.
+	listed, last, base := pos == nil && !plainLists, int32(-1), len(r.domUnits)
 	for ui := range r.units {
 		u := &r.units[ui]
+		if listed {
+			switch n := u.cto - u.cfrom; {
+			case n == 0:
+			case n > 1 || r.contribs[u.cfrom].dom < last:
+				listed = false
+				r.domUnits = r.domUnits[:base]
+			default:
+				x := &r.doms[r.contribs[u.cfrom].dom]
+				if x.i != last {
+					x.ufrom, last = int32(len(r.domUnits)), x.i
+				}
+				r.domUnits = append(r.domUnits, int32(ui))
+				x.uto = int32(len(r.domUnits))
+			}
+		}
 		for k, ct := range r.contribs[u.cfrom:u.cto] {
 			var x *dom
 			if pos == nil {
@@ -905,7 +925,23 @@ func (r *run) rankFrom(from int) {
 			}
 		}
 	}
-	// CSR of units per domain, after those of r.doms[:from].
+	if !listed {
+		r.listUnits(from)
+	}
+	r.rankDomains(from)
+}
+
+// plainLists turns off rankFrom's listing of the units as they are met
+// (tests compare plans made with and without it).
+var plainLists = false
+
+// listUnits builds the lists of units per domain of r.doms[from:], after
+// those of r.doms[:from] (CSR: r.domUnits[x.ufrom:x.uto]).
+func (r *run) listUnits(from int) {
+	var pos []int32
+	if r.solo {
+		pos = r.lx.hostPos
+	}
 	off := int32(len(r.domUnits))
 	for i := from; i < len(r.doms); i++ {
 		r.doms[i].ufrom, r.doms[i].uto = off, off
@@ -930,6 +966,12 @@ func (r *run) rankFrom(from int) {
 			x.uto++
 		}
 	}
+}
+
+// rankDomains puts the candidates among r.doms[from:], with their lower
+// bounds, in r.heap.
+func (r *run) rankDomains(from int) {
+	l := r.l
 	for i := from; i < len(r.doms); i++ {
 		x := &r.doms[i]
 		if r.need.GPUs > 0 && l.HealthyGPUs(x.id) < r.need.GPUs || r.need.GPUs == 0 && int64(l.HealthyGPUs(x.id))*topology.MilliPerGPU < r.need.Milli {
