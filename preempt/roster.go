@@ -395,6 +395,14 @@ func (r *run) considerFiled(j *Job, b *rbucket, f uint8, self *Job) {
 // those that do not depend on the time read off f (the Roster is told of
 // every change to them).
 func (r *run) filedProtection(j *Job, f uint8) (Exclusion, bool) {
+	if f == 0 {
+		return 0, false // (inlined: most jobs have no flag)
+	}
+	return r.flagProtection(j, f)
+}
+
+// flagProtection is filedProtection for a job with flags.
+func (r *run) flagProtection(j *Job, f uint8) (Exclusion, bool) {
 	switch {
 	case f&rStopping != 0:
 		return ExclStopping, true
