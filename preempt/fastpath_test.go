@@ -72,6 +72,23 @@ func prepared(s *Search, snap Snapshot, p *Pending, now time.Time, defrag bool) 
 	return r
 }
 
+// plainSlots is slotsIn at LevelFabric GPU by GPU: the runs of one
+// host's free GPUs, on hosts the gang may use, in the domain's list.
+func plainSlots(r *run, x *dom, k int) int {
+	n, run := 0, 0
+	h := topology.NoHost
+	for _, g := range r.c.DomainGPUs(x.id) {
+		if gh := r.c.GPUHost(g); gh != h {
+			n += run / k
+			h, run = gh, 0
+		}
+		if r.l.GPUIsFree(g) && r.hostUsable(h) {
+			run++
+		}
+	}
+	return n + run/k
+}
+
 // TestPropertySearchShortcuts: rankFrom's listing of the units as it
 // meets them (plainLists) and orderUnits' deferred ordering of the units
 // outside the searched domain when the quota blocks the gang or when
@@ -81,7 +98,8 @@ func prepared(s *Search, snap Snapshot, p *Pending, now time.Time, defrag bool) 
 // gang; through the Roster and visiting every job), Defragment on
 // scattered ones, and both on two GB200 NVL72 racks busy with up to 144
 // small jobs (more than orderPool sorts at once, so that the units go
-// through the heap).
+// through the heap) and a few failed GPUs and hosts and cordons; and
+// slotsIn's count host by host equals plainSlots'.
 func TestPropertySearchShortcuts(t *testing.T) {
 	flags := []*bool{&plainLists, &eagerOthers}
 	check := func(rt *rapid.T, cfg Config, snap Snapshot, p *Pending, now time.Time, defrag bool) {
@@ -98,6 +116,13 @@ func TestPropertySearchShortcuts(t *testing.T) {
 			defer r2.end()
 			for i := range r1.doms {
 				x1, x2 := &r1.doms[i], &r2.doms[i]
+				if r1.lv == topology.LevelFabric {
+					for k := 2; k <= 8; k *= 2 {
+						if got, want := r1.slotsIn(x1, k), plainSlots(r1, x1, k); got != want {
+							rt.Fatalf("domain %d: %d slots of %d GPUs, counted GPU by GPU %d", x1.i, got, k, want)
+						}
+					}
+				}
 				if a, b := r1.domUnits[x1.ufrom:x1.uto], r2.domUnits[x2.ufrom:x2.uto]; !slices.Equal(a, b) {
 					rt.Fatalf("domain %d: units listed %v, plain %v", x1.i, a, b)
 				}
@@ -183,6 +208,16 @@ func TestPropertySearchShortcuts(t *testing.T) {
 							started:    time.Duration(rapid.IntRange(1, 600).Draw(rt, "started")) * time.Minute,
 							checkpoint: time.Duration(rapid.IntRange(0, 600).Draw(rt, "checkpoint")) * time.Minute})
 					}
+				}
+			}
+			for k := rapid.IntRange(0, 3).Draw(rt, "faults"); k > 0; k-- {
+				switch g := topology.GPUID(rapid.IntRange(0, c.NumGPUs()-1).Draw(rt, "fault")); rapid.IntRange(0, 2).Draw(rt, "kind") {
+				case 0:
+					_ = f.l.SetGPUHealth(g, topology.Failed)
+				case 1:
+					_ = f.l.SetHostHealth(c.GPUHost(g), topology.Failed)
+				default:
+					_ = f.l.SetHostCordoned(c.GPUHost(g), true)
 				}
 			}
 			pend := f.pending(rt, "big", "q", 10, rapid.IntRange(2, 18).Draw(rt, "count"), 4, "nvlink")

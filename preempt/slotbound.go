@@ -93,28 +93,30 @@ func (r *run) slotsIn(x *dom, k int) int {
 		})
 		return n
 	}
-	n, run := 0, 0
-	h := topology.NoHost
-	usable := 0 // of h: 0 not asked yet, 1 usable, -1 not
-	for _, g := range r.c.DomainGPUs(x.id) {
-		if gh := r.c.GPUHost(g); gh != h {
-			n += run / k
-			h, run, usable = gh, 0, 0
-		}
-		if !r.l.GPUIsFree(g) {
-			continue
-		}
-		if usable == 0 {
-			usable = -1
-			if r.hostUsable(h) {
-				usable = 1
+	// Host by host: a host's GPUs are consecutive IDs, so the domain's
+	// (ascending) list holds each host's GPUs in it as one run; a host
+	// wholly in the domain counts its free GPUs off the ledger's counter.
+	gpus := r.c.DomainGPUs(x.id)
+	n := 0
+	for i := 0; i < len(gpus); {
+		h := r.c.GPUHost(gpus[i])
+		first, ng := r.c.HostGPUs(h)
+		free := 0
+		if last := i + ng - 1; gpus[i] == first && last < len(gpus) && gpus[last] == first+topology.GPUID(ng-1) {
+			free = r.l.HostFreeGPUs(h)
+			i += ng
+		} else {
+			for ; i < len(gpus) && r.c.GPUHost(gpus[i]) == h; i++ {
+				if r.l.GPUIsFree(gpus[i]) {
+					free++
+				}
 			}
 		}
-		if usable > 0 {
-			run++
+		if free >= k && r.hostUsable(h) {
+			n += free / k
 		}
 	}
-	return n + run/k
+	return n
 }
 
 // slotGain is a unit's lost work and the most slots it adds in a domain.
