@@ -672,7 +672,8 @@ func (r *run) tryAdd(ui int32) {
 func (r *run) reprieve() (dropped, stale bool) {
 	for changed := true; changed; {
 		changed = false
-		cands := slices.Clone(r.set)
+		cands := append(r.psort[:0], r.set...)
+		r.psort = cands
 		slices.SortFunc(cands, func(a, b int32) int {
 			ua, ub := &r.units[a], &r.units[b]
 			switch {

@@ -99,6 +99,9 @@ func (s *Search) Defragment(snap Snapshot, p *Pending, now time.Time) (*DefragPl
 	}
 	p0 := r.plan()
 	dp := &DefragPlan{Job: p0.Job, Placement: p0.Placement, Level: p0.Level, Domain: p0.Domain, Cost: p0.Cost, Exact: p0.Exact, Domains: p0.Domains, Placements: p0.Placements}
+	if len(p0.Victims) > 0 {
+		dp.Migrations = make([]Migration, 0, len(p0.Victims))
+	}
 	for _, v := range p0.Victims {
 		m := Migration{Job: v.Job, From: v.Claims, Grace: v.Grace, Lost: v.Lost}
 		for _, mv := range r.best.moves {

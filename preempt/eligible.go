@@ -326,7 +326,10 @@ func (r *run) addUnits(j *Job, prio int32, g Ground, node queue.NodeID) {
 			charge = chargeOf(j, r.tree, r.c)
 		}
 	}
-	milli, allWhole := j.shape(r.c)
+	if !j.shaped() {
+		j.reshape(r.c)
+	}
+	milli, allWhole := j.milli, j.allWhole // j.shape(r.c), without a call
 	r.units = append(r.units, unit{job: j, ji: ji, task: -1, slot: -1, ground: g, leaf: leaf, node: node,
 		milli: milli, lost: r.lostSince(milli, j), prio: prio})
 	r.contribute(&r.units[len(r.units)-1], allWhole)

@@ -684,6 +684,43 @@ func TestPropertyGreedy(t *testing.T) {
 	}
 }
 
+// changeJobs makes up to four random changes to the jobs of st that the
+// Roster is told of (Update, or Remove and Add): Stopping, priority,
+// preemptions, minimum run time, start, refiling.
+func changeJobs(rt *rapid.T, st *State, now time.Time) {
+	var ids []string
+	st.Jobs(func(j *Job) bool { ids = append(ids, j.Spec.ID); return true })
+	for k := rapid.IntRange(0, 4).Draw(rt, "changes"); k > 0 && len(ids) > 0; k-- {
+		id := rapid.SampledFrom(ids).Draw(rt, "changed")
+		j, _ := st.Job(id)
+		switch rapid.IntRange(0, 5).Draw(rt, "change") {
+		case 0:
+			j.Stopping = !j.Stopping
+		case 1:
+			j.Spec.Priority = int32(rapid.IntRange(0, 4).Draw(rt, "newPrio"))
+		case 2:
+			j.Preemptions++
+		case 3:
+			j.Spec.MinRunTime = time.Duration(rapid.IntRange(0, 600).Draw(rt, "newMinRun")) * time.Minute
+		case 4:
+			if j.Started.IsZero() {
+				j.Started = now.Add(-time.Duration(rapid.IntRange(1, 600).Draw(rt, "newRan")) * time.Minute)
+			} else {
+				j.Started = time.Time{}
+			}
+		case 5:
+			st.Remove(id)
+			if err := st.Add(j); err != nil {
+				rt.Fatal(err)
+			}
+			continue
+		}
+		if !st.Update(id) {
+			rt.Fatalf("Update(%s) found no job", id)
+		}
+	}
+}
+
 // plainSnap is a State seen without its Roster: the planner visits every
 // job.
 type plainSnap struct{ st *State }
@@ -706,37 +743,7 @@ func TestPropertyRoster(t *testing.T) {
 			in.cfg.MaxExact = 1
 		}
 		st := in.f.st
-		var ids []string
-		st.Jobs(func(j *Job) bool { ids = append(ids, j.Spec.ID); return true })
-		for k := rapid.IntRange(0, 4).Draw(rt, "changes"); k > 0 && len(ids) > 0; k-- {
-			id := rapid.SampledFrom(ids).Draw(rt, "changed")
-			j, _ := st.Job(id)
-			switch rapid.IntRange(0, 5).Draw(rt, "change") {
-			case 0:
-				j.Stopping = !j.Stopping
-			case 1:
-				j.Spec.Priority = int32(rapid.IntRange(0, 4).Draw(rt, "newPrio"))
-			case 2:
-				j.Preemptions++
-			case 3:
-				j.Spec.MinRunTime = time.Duration(rapid.IntRange(0, 600).Draw(rt, "newMinRun")) * time.Minute
-			case 4:
-				if j.Started.IsZero() {
-					j.Started = in.now.Add(-time.Duration(rapid.IntRange(1, 600).Draw(rt, "newRan")) * time.Minute)
-				} else {
-					j.Started = time.Time{}
-				}
-			case 5:
-				st.Remove(id)
-				if err := st.Add(j); err != nil {
-					rt.Fatal(err)
-				}
-				continue
-			}
-			if !st.Update(id) {
-				rt.Fatalf("Update(%s) found no job", id)
-			}
-		}
+		changeJobs(rt, st, in.now)
 		a, b := newSearch(rt, in.cfg), newSearch(rt, in.cfg)
 		p1, n1 := a.Plan(st, in.pend, in.now)
 		p2, n2 := b.Plan(plainSnap{st}, in.pend, in.now)

@@ -366,17 +366,12 @@ func (r *run) considerFiled(j *Job, b *rbucket, f uint8, self *Job) {
 	if j == self || j.Placement == nil || len(j.Placement.Claims) == 0 {
 		return
 	}
-	var ex Exclusion
+	ex, protected := r.filedProtection(j, f)
 	switch {
-	case f&rStopping != 0:
-		ex = ExclStopping
-	case f&rNonPre != 0:
-		ex = ExclNonPreemptible
-	case f&rMinRun != 0 && j.inMinRun(r.now):
-		ex = ExclMinRunTime
-		r.protectedUntil(j)
-	case f&rCapped != 0:
-		ex = ExclMaxPreemptions
+	case protected:
+		if ex == ExclMinRunTime {
+			r.protectedUntil(j)
+		}
 	default:
 		g, node := Ground(0), queue.NodeID(-1)
 		switch {
@@ -392,6 +387,66 @@ func (r *run) considerFiled(j *Job, b *rbucket, f uint8, self *Job) {
 			r.addUnits(j, b.prio, g, node)
 			return
 		}
+	}
+	r.excluded[ex]++
+}
+
+// filedProtection is Protection for a filed job with filing flags f:
+// those that do not depend on the time read off f (the Roster is told of
+// every change to them).
+func (r *run) filedProtection(j *Job, f uint8) (Exclusion, bool) {
+	if f == 0 {
+		return 0, false // (inlined: most jobs have no flag)
+	}
+	return r.flagProtection(j, f)
+}
+
+// flagProtection is filedProtection for a job with flags.
+func (r *run) flagProtection(j *Job, f uint8) (Exclusion, bool) {
+	switch {
+	case f&rStopping != 0:
+		return ExclStopping, true
+	case f&rNonPre != 0:
+		return ExclNonPreemptible, true
+	case f&rMinRun != 0 && j.inMinRun(r.now):
+		return ExclMinRunTime, true
+	case f&rCapped != 0:
+		return ExclMaxPreemptions, true
+	}
+	return 0, false
+}
+
+// collectMoves is collect over a Roster for Defragment: every filed job
+// in host order, classified as classifyMove does, its protections that do
+// not depend on the time read off its filing flags and its priority off
+// its bucket, so that a visit does not read the job's spec.
+func (r *run) collectMoves(ro *Roster) {
+	self := ro.ids[r.req.ID]
+	for i := range ro.all {
+		e := &ro.all[i]
+		r.considerMove(e.j, e.b, e.flags, self)
+	}
+}
+
+// considerMove is considerFiled for Defragment: Protection's order, then
+// the migration cap and the spec (moveExclusion).
+func (r *run) considerMove(j *Job, b *rbucket, f uint8, self *Job) {
+	if j == self || j.Placement == nil || len(j.Placement.Claims) == 0 {
+		return
+	}
+	ex, protected := r.filedProtection(j, f)
+	switch most := r.s.cfg.MaxMigrations; {
+	case protected:
+	case most > 0 && j.Migrations >= most:
+		ex = ExclMaxMigrations
+	default:
+		if _, err := j.request(r.c); err != nil {
+			ex = ExclSpec
+			break
+		}
+		r.eligible++
+		r.addUnits(j, b.prio, GroundMigration, -1)
+		return
 	}
 	r.excluded[ex]++
 }

@@ -251,10 +251,13 @@ type run struct {
 	cnt       counter
 	order     []int32 // units of the domain being searched, in order (prefix)
 	pool      []int32 // the rest, a heap by unitLess
+	later     int     // units after those, not yet ordered (orderLater)
+	nOthers   int     // countOthers (-1: not counted yet)
 	amt       []int64 // by unit: amount freed in the domain being searched
 	amtCPU    []int64 // (solo) by unit: CPU and memory freed there
 	amtMem    []int64
 	ratio     []float64
+	psort     []int32 // plan's and reprieve's scratch
 	rel       []topology.Claim
 	scratch   gang.Placement
 
@@ -461,10 +464,11 @@ func (s *Search) begin(snap Snapshot, p *Pending, now time.Time) *run {
 		visit: r.visit[:0], jobs: r.jobs[:0], restarts: r.restarts[:0], rsort: r.rsort[:0], units: r.units[:0], contribs: r.contribs[:0], contribCM: r.contribCM[:0], slotLimit: r.slotLimit[:0], chargeArena: r.chargeArena[:0],
 		doms: r.doms[:0], domUnits: r.domUnits[:0], heap: r.heap[:0], domAcc: r.domAcc, domTouch: r.domTouch[:0], touched: r.touched[:0], slotHosts: r.slotHosts[:0], set: r.set[:0], chosen: r.chosen[:0],
 		jobCount: r.jobCount[:0], jobWhole: r.jobWhole[:0], slotCount: r.slotCount[:0], order: r.order[:0], pool: r.pool[:0],
-		amt: r.amt[:0], amtCPU: r.amtCPU[:0], amtMem: r.amtMem[:0], ratio: r.ratio[:0], rel: r.rel[:0], base: r.base[:0], scratch: r.scratch, best: r.best, qp: -1, cnt: counter{hosts: r.cnt.hosts[:0]},
+		amt: r.amt[:0], amtCPU: r.amtCPU[:0], amtMem: r.amtMem[:0], ratio: r.ratio[:0], psort: r.psort[:0], rel: r.rel[:0], base: r.base[:0], scratch: r.scratch, best: r.best, qp: -1, cnt: counter{hosts: r.cnt.hosts[:0]},
 		domStamp: r.domStamp, domEpoch: r.domEpoch, allowFn: r.allowFn, strandDoms: r.strandDoms[:0], gains: r.gains[:0], gorder: r.gorder[:0]}
 	r.best.ok, r.best.set, r.best.moves = false, r.best.set[:0], r.best.moves[:0]
 	r.moves = r.moves[:0]
+	r.nOthers = -1
 	r.nowNano = now.UnixNano()
 	r.need = p.Request.MinDemand()
 	if r.byGPU = r.need.GPUs > 0; r.byGPU {
@@ -540,13 +544,20 @@ func (r *run) amount(gpus int32, milli int64) int64 {
 	return milli
 }
 
-// lostSince is lostSince for job j at the run's time.
+// lostSince is the lost work of milli milli-GPU of job j at the run's
+// time: since its last checkpoint (lastCheckpoint), else since Started.
+// Every plan prices every job it visits, so a reported checkpoint, the
+// common case, is read in place rather than through lastCheckpoint's
+// copies (TestLostSinceAgrees).
 func (r *run) lostSince(milli int64, j *Job) GPUTime {
 	if j.Started.IsZero() {
 		return 0
 	}
 	from := j.Started.UnixNano()
-	if !j.Checkpoint.IsZero() || j.CheckpointInterval > 0 {
+	switch cp := &j.Checkpoint; {
+	case !cp.IsZero() && !cp.Before(j.Started):
+		from = cp.UnixNano() // what lastCheckpoint returns
+	case j.CheckpointInterval > 0:
 		if cp := j.lastCheckpoint(r.now); !cp.IsZero() {
 			from = cp.UnixNano()
 		}
@@ -739,6 +750,8 @@ type Commitments interface {
 func (r *run) collect() {
 	if ro := r.roster(); ro != nil && !r.defrag {
 		r.collectIndexed(ro)
+	} else if ro != nil {
+		r.collectMoves(ro)
 	} else {
 		r.snap.Jobs(func(j *Job) bool {
 			r.consider(j)
@@ -852,14 +865,34 @@ func (r *run) rank() Verdict {
 // units lists and puts the candidates among them, with their lower bounds,
 // in r.heap.
 func (r *run) rankFrom(from int) {
-	l := r.l
 	// Contributions per domain and the cheapest lost work per unit freed.
 	var pos []int32
 	if r.solo {
 		pos = r.lx.hostPos
 	}
+	// listed: the units are listed per domain as they are met, while each
+	// frees something in at most one domain and the domains come in
+	// ascending order (jobs visited in host order, each within a domain
+	// of consecutive hosts: the usual case), so that each domain's list is
+	// a run of the listing and no second pass builds the lists.
+	listed, last, base := pos == nil && !plainLists, int32(-1), len(r.domUnits)
 	for ui := range r.units {
 		u := &r.units[ui]
+		if listed {
+			switch n := u.cto - u.cfrom; {
+			case n == 0:
+			case n > 1 || r.contribs[u.cfrom].dom < last:
+				listed = false
+				r.domUnits = r.domUnits[:base]
+			default:
+				x := &r.doms[r.contribs[u.cfrom].dom]
+				if x.i != last {
+					x.ufrom, last = int32(len(r.domUnits)), x.i
+				}
+				r.domUnits = append(r.domUnits, int32(ui))
+				x.uto = int32(len(r.domUnits))
+			}
+		}
 		for k, ct := range r.contribs[u.cfrom:u.cto] {
 			var x *dom
 			if pos == nil {
@@ -892,7 +925,23 @@ func (r *run) rankFrom(from int) {
 			}
 		}
 	}
-	// CSR of units per domain, after those of r.doms[:from].
+	if !listed {
+		r.listUnits(from)
+	}
+	r.rankDomains(from)
+}
+
+// plainLists turns off rankFrom's listing of the units as they are met
+// (tests compare plans made with and without it).
+var plainLists = false
+
+// listUnits builds the lists of units per domain of r.doms[from:], after
+// those of r.doms[:from] (CSR: r.domUnits[x.ufrom:x.uto]).
+func (r *run) listUnits(from int) {
+	var pos []int32
+	if r.solo {
+		pos = r.lx.hostPos
+	}
 	off := int32(len(r.domUnits))
 	for i := from; i < len(r.doms); i++ {
 		r.doms[i].ufrom, r.doms[i].uto = off, off
@@ -917,6 +966,12 @@ func (r *run) rankFrom(from int) {
 			x.uto++
 		}
 	}
+}
+
+// rankDomains puts the candidates among r.doms[from:], with their lower
+// bounds, in r.heap.
+func (r *run) rankDomains(from int) {
+	l := r.l
 	for i := from; i < len(r.doms); i++ {
 		x := &r.doms[i]
 		if r.need.GPUs > 0 && l.HealthyGPUs(x.id) < r.need.GPUs || r.need.GPUs == 0 && int64(l.HealthyGPUs(x.id))*topology.MilliPerGPU < r.need.Milli {
@@ -1141,21 +1196,79 @@ func (r *run) orderUnits(x *dom) {
 	if others {
 		clear(r.amt)
 	}
+	lazy := others && !eagerOthers
 	for _, ui := range all {
 		ct, cm := r.unitIn(ui, x)
 		r.amt[ui] = r.amount(ct.gpus, ct.milli)
+		if r.amt[ui] == 0 {
+			lazy = false
+		}
 		if r.solo {
 			r.amtCPU[ui], r.amtMem[ui] = cm.cpu, cm.mem
 		}
 	}
-	if others {
+	r.later = 0
+	switch {
+	case lazy:
+		// Every unit of x frees room (amt > 0), so the others all follow
+		// them in unitLess's order: they are ordered only when the search
+		// gets that far (orderLater), which it seldom does.
+		r.later = r.countOthers()
+		for _, ui := range all {
+			if r.other(ui) {
+				r.later--
+			}
+		}
+	case others:
 		for ui := range r.units {
 			// (units of x free room: amt > 0)
-			if r.amt[ui] == 0 && (r.defrag || r.units[ui].leaf >= 0) {
+			if r.amt[ui] == 0 && r.other(int32(ui)) {
 				all = append(all, int32(ui))
 			}
 		}
 	}
+	r.orderPool(all)
+}
+
+// eagerOthers turns off orderUnits' deferred ordering of the units outside
+// the domain (tests compare plans made with and without it).
+var eagerOthers = false
+
+// other reports whether unit ui follows a domain's own units when the
+// quota blocks the gang (it frees quota) or when defragmenting.
+func (r *run) other(ui int32) bool { return r.defrag || r.units[ui].leaf >= 0 }
+
+// countOthers returns the number of units for which other holds (counted
+// once a run).
+func (r *run) countOthers() int {
+	if r.nOthers < 0 {
+		r.nOthers = 0
+		for ui := range r.units {
+			if r.other(int32(ui)) {
+				r.nOthers++
+			}
+		}
+	}
+	return r.nOthers
+}
+
+// orderLater orders the units outside the domain that orderUnits left for
+// later: those that free nothing there (amt 0) for which other holds.
+func (r *run) orderLater() {
+	later := r.pool[:0]
+	for ui := range r.units {
+		if r.amt[ui] == 0 && r.other(int32(ui)) {
+			later = append(later, int32(ui))
+		}
+	}
+	r.later = 0
+	r.orderPool(later)
+}
+
+// orderPool computes the ratios of units all and appends them to r.order
+// in unitLess's order: at once when they are few, else as a heap (r.pool)
+// that unitAt drains as far as the search looks.
+func (r *run) orderPool(all []int32) {
 	for _, ui := range all {
 		u := &r.units[ui]
 		switch a := r.amt[ui]; {
@@ -1233,7 +1346,11 @@ func (r *run) poolDown(i int) {
 func (r *run) unitAt(i int) (int32, bool) {
 	for len(r.order) <= i {
 		if len(r.pool) == 0 {
-			return -1, false
+			if r.later == 0 {
+				return -1, false
+			}
+			r.orderLater()
+			continue
 		}
 		top := r.pool[0]
 		n := len(r.pool) - 1
@@ -1246,7 +1363,7 @@ func (r *run) unitAt(i int) (int32, bool) {
 }
 
 // nUnits is the number of units of the domain being searched.
-func (r *run) nUnits() int { return len(r.order) + len(r.pool) }
+func (r *run) nUnits() int { return len(r.order) + len(r.pool) + r.later }
 
 // fractional is a lower bound on the lost work of covering short with the
 // units from position from on: the fractional knapsack in ratio order. It
@@ -1296,13 +1413,24 @@ func (r *run) placedDomain(p *gang.Placement) topology.DomainID {
 func (r *run) plan() *Plan {
 	p := &Plan{Job: r.req.ID, Placement: r.best.placement.p.Clone(), Level: r.lv, Exact: !r.inexact, Domains: r.searched, Placements: r.placements}
 	p.Domain = r.placedDomain(p.Placement)
-	set := slices.Clone(r.best.set)
+	set := append(r.psort[:0], r.best.set...)
+	r.psort = set
 	slices.SortFunc(set, func(a, b int32) int {
 		if c := strings.Compare(r.units[a].job.Spec.ID, r.units[b].job.Spec.ID); c != 0 {
 			return c
 		}
 		return int(r.units[a].task - r.units[b].task)
 	})
+	// One victim per job: sized at once.
+	nv := 0
+	for i := range set {
+		if i == 0 || r.units[set[i]].job != r.units[set[i-1]].job {
+			nv++
+		}
+	}
+	if nv > 0 {
+		p.Victims = make([]Victim, 0, nv)
+	}
 	for i := 0; i < len(set); {
 		u := &r.units[set[i]]
 		j := u.job

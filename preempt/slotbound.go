@@ -93,18 +93,30 @@ func (r *run) slotsIn(x *dom, k int) int {
 		})
 		return n
 	}
-	n, run := 0, 0
-	h := topology.NoHost
-	for _, g := range r.c.DomainGPUs(x.id) {
-		if gh := r.c.GPUHost(g); gh != h {
-			n += run / k
-			h, run = gh, 0
+	// Host by host: a host's GPUs are consecutive IDs, so the domain's
+	// (ascending) list holds each host's GPUs in it as one run; a host
+	// wholly in the domain counts its free GPUs off the ledger's counter.
+	gpus := r.c.DomainGPUs(x.id)
+	n := 0
+	for i := 0; i < len(gpus); {
+		h := r.c.GPUHost(gpus[i])
+		first, ng := r.c.HostGPUs(h)
+		free := 0
+		if last := i + ng - 1; gpus[i] == first && last < len(gpus) && gpus[last] == first+topology.GPUID(ng-1) {
+			free = r.l.HostFreeGPUs(h)
+			i += ng
+		} else {
+			for ; i < len(gpus) && r.c.GPUHost(gpus[i]) == h; i++ {
+				if r.l.GPUIsFree(gpus[i]) {
+					free++
+				}
+			}
 		}
-		if r.l.GPUIsFree(g) && r.hostUsable(h) {
-			run++
+		if free >= k && r.hostUsable(h) {
+			n += free / k
 		}
 	}
-	return n + run/k
+	return n
 }
 
 // slotGain is a unit's lost work and the most slots it adds in a domain.

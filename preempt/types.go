@@ -105,31 +105,43 @@ type Job struct {
 // claims are whole GPUs, cached (with rigid, hostLo and hostHi) while the placement
 // keeps its claims and the job its spec.
 func (j *Job) shape(c *topology.Cluster) (int64, bool) {
+	if !j.shaped() {
+		j.reshape(c)
+	}
+	return j.milli, j.allWhole
+}
+
+// shaped reports whether shape's cache holds for j's placement and spec
+// (inlined: a plan asks of every job it visits).
+func (j *Job) shaped() bool {
 	p := j.Placement
-	if j.cplace != p || j.cclaims != len(p.Claims) || j.cspec != j.Spec {
-		j.cplace, j.cclaims, j.cspec = p, len(p.Claims), j.Spec
-		j.milli, j.allWhole, j.hostLo, j.hostHi = 0, true, 0, 0
-		for i := range p.Claims {
-			if h := p.Claims[i].Host; i == 0 {
-				j.hostLo, j.hostHi = h, h
-			} else {
-				j.hostLo, j.hostHi = min(j.hostLo, h), max(j.hostHi, h)
-			}
-			for _, g := range p.Claims[i].GPUs {
-				j.milli += gpuClaimMilli(c, g)
-				if g.Kind != topology.ClaimWhole {
-					j.allWhole = false
-				}
-			}
+	return j.cplace == p && j.cclaims == len(p.Claims) && j.cspec == j.Spec
+}
+
+// reshape fills shape's cache.
+func (j *Job) reshape(c *topology.Cluster) {
+	p := j.Placement
+	j.cplace, j.cclaims, j.cspec = p, len(p.Claims), j.Spec
+	j.milli, j.allWhole, j.hostLo, j.hostHi = 0, true, 0, 0
+	for i := range p.Claims {
+		if h := p.Claims[i].Host; i == 0 {
+			j.hostLo, j.hostHi = h, h
+		} else {
+			j.hostLo, j.hostHi = min(j.hostLo, h), max(j.hostHi, h)
 		}
-		j.rigid = true
-		for gi, placed := range p.Placed {
-			if gi >= len(j.Spec.Groups) || placed > j.Spec.Groups[gi].Min() {
-				j.rigid = false
+		for _, g := range p.Claims[i].GPUs {
+			j.milli += gpuClaimMilli(c, g)
+			if g.Kind != topology.ClaimWhole {
+				j.allWhole = false
 			}
 		}
 	}
-	return j.milli, j.allWhole
+	j.rigid = true
+	for gi, placed := range p.Placed {
+		if gi >= len(j.Spec.Groups) || placed > j.Spec.Groups[gi].Min() {
+			j.rigid = false
+		}
+	}
 }
 
 // lastCheckpoint returns j's last checkpoint at now: Checkpoint when it

@@ -1,0 +1,268 @@
+package preempt
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gpusched/gpusched/topology"
+	"pgregory.net/rapid"
+)
+
+// TestLostSinceAgrees: the planner's lost work of a job (run.lostSince,
+// which reads a reported checkpoint in place) equals the plain
+// computation from lastCheckpoint, for times with and without monotonic
+// readings, checkpoints before, at and after the start, and intervals.
+func TestLostSinceAgrees(t *testing.T) {
+	mono := time.Now()
+	rapid.Check(t, func(rt *rapid.T) {
+		at := func(label string) time.Time {
+			switch rapid.IntRange(0, 3).Draw(rt, label+" kind") {
+			case 0:
+				return time.Time{}
+			case 1:
+				return mono.Add(time.Duration(rapid.Int64Range(-1e13, 1e13).Draw(rt, label)))
+			}
+			return t0.Add(time.Duration(rapid.Int64Range(-1e13, 1e13).Draw(rt, label)))
+		}
+		j := &Job{Started: at("started"), Checkpoint: at("checkpoint")}
+		switch rapid.IntRange(0, 2).Draw(rt, "checkpoint is") {
+		case 1:
+			j.Checkpoint = j.Started
+		case 2:
+			j.Checkpoint = j.Started.Round(0)
+		}
+		if rapid.Bool().Draw(rt, "interval") {
+			j.CheckpointInterval = time.Duration(rapid.Int64Range(-1e9, 1e12).Draw(rt, "every"))
+		}
+		now := at("now")
+		milli := rapid.Int64Range(0, 64000).Draw(rt, "milli")
+		want := GPUTime(0)
+		if !j.Started.IsZero() {
+			from := j.Started
+			if cp := j.lastCheckpoint(now); !cp.IsZero() {
+				from = cp
+			}
+			want = lostNanos(milli, from.UnixNano(), now.UnixNano())
+		}
+		r := &run{now: now, nowNano: now.UnixNano()}
+		if got := r.lostSince(milli, j); got != want {
+			rt.Fatalf("lostSince %d, plain %d (started %v, checkpoint %v, interval %v, now %v)", got, want, j.Started, j.Checkpoint, j.CheckpointInterval, now)
+		}
+	})
+}
+
+// prepared is a run of s taken through the steps Plan (or Defragment)
+// takes before its search: collect, restart prices, rank. It returns nil
+// when rank gives a verdict; the caller ends the run.
+func prepared(s *Search, snap Snapshot, p *Pending, now time.Time, defrag bool) *run {
+	r := s.begin(snap, p, now)
+	if defrag {
+		r.defrag, r.tree = true, nil
+	} else {
+		r.goSolo()
+	}
+	r.collect()
+	r.priceRestarts()
+	if r.rank() != 0 {
+		r.end()
+		return nil
+	}
+	return r
+}
+
+// plainSlots is slotsIn at LevelFabric GPU by GPU: the runs of one
+// host's free GPUs, on hosts the gang may use, in the domain's list.
+func plainSlots(r *run, x *dom, k int) int {
+	n, run := 0, 0
+	h := topology.NoHost
+	for _, g := range r.c.DomainGPUs(x.id) {
+		if gh := r.c.GPUHost(g); gh != h {
+			n += run / k
+			h, run = gh, 0
+		}
+		if r.l.GPUIsFree(g) && r.hostUsable(h) {
+			run++
+		}
+	}
+	return n + run/k
+}
+
+// TestPropertySearchShortcuts: rankFrom's listing of the units as it
+// meets them (plainLists) and orderUnits' deferred ordering of the units
+// outside the searched domain when the quota blocks the gang or when
+// defragmenting (eagerOthers) give every domain the same units in the
+// same order, and the same plans and reasons, as the plain computations:
+// Plan on random instances (with queues, where the quota may block the
+// gang; through the Roster and visiting every job), Defragment on
+// scattered ones, and both on two GB200 NVL72 racks busy with up to 144
+// small jobs (more than orderPool sorts at once, so that the units go
+// through the heap) and a few failed GPUs and hosts and cordons; and
+// slotsIn's count host by host equals plainSlots'.
+func TestPropertySearchShortcuts(t *testing.T) {
+	flags := []*bool{&plainLists, &eagerOthers}
+	check := func(rt *rapid.T, cfg Config, snap Snapshot, p *Pending, now time.Time, defrag bool) {
+		// The lists and the order of every domain.
+		r1 := prepared(newSearch(rt, cfg), snap, p, now, defrag)
+		plainLists = true
+		r2 := prepared(newSearch(rt, cfg), snap, p, now, defrag)
+		plainLists = false
+		if (r1 == nil) != (r2 == nil) {
+			rt.Fatalf("ranked: listed %v, plain %v", r1 != nil, r2 != nil)
+		}
+		if r1 != nil {
+			defer r1.end()
+			defer r2.end()
+			for i := range r1.doms {
+				x1, x2 := &r1.doms[i], &r2.doms[i]
+				if r1.lv == topology.LevelFabric {
+					for k := 2; k <= 8; k *= 2 {
+						if got, want := r1.slotsIn(x1, k), plainSlots(r1, x1, k); got != want {
+							rt.Fatalf("domain %d: %d slots of %d GPUs, counted GPU by GPU %d", x1.i, got, k, want)
+						}
+					}
+				}
+				if a, b := r1.domUnits[x1.ufrom:x1.uto], r2.domUnits[x2.ufrom:x2.uto]; !slices.Equal(a, b) {
+					rt.Fatalf("domain %d: units listed %v, plain %v", x1.i, a, b)
+				}
+				var seq [2][]int32
+				for k, eager := range []bool{false, true} {
+					eagerOthers = eager
+					r1.orderUnits(x1)
+					n := r1.nUnits()
+					for i := 0; i < n; i++ {
+						ui, ok := r1.unitAt(i)
+						if !ok {
+							rt.Fatalf("domain %d, eager %v: unit %d of %d missing", x1.i, eager, i, n)
+						}
+						seq[k] = append(seq[k], ui)
+					}
+					if _, ok := r1.unitAt(n); ok {
+						rt.Fatalf("domain %d, eager %v: more than %d units", x1.i, eager, n)
+					}
+				}
+				eagerOthers = false
+				if !slices.Equal(seq[0], seq[1]) {
+					rt.Fatalf("domain %d: deferred order %v, eager %v", x1.i, seq[0], seq[1])
+				}
+			}
+		}
+		// The plans and reasons, each shortcut off, then both.
+		plan := func() (any, any) {
+			if defrag {
+				return newSearch(rt, cfg).Defragment(snap, p, now)
+			}
+			return newSearch(rt, cfg).Plan(snap, p, now)
+		}
+		p1, n1 := plan()
+		for k := 0; k <= len(flags); k++ {
+			for i, f := range flags {
+				*f = k == len(flags) || k == i
+			}
+			p2, n2 := plan()
+			for _, f := range flags {
+				*f = false
+			}
+			if !reflect.DeepEqual(p1, p2) || !reflect.DeepEqual(n1, n2) {
+				rt.Fatalf("shortcuts off (%d): %+v %+v\non: %+v %+v", k, p2, n2, p1, n1)
+			}
+		}
+	}
+	t.Run("plan", func(t *testing.T) {
+		rapid.Check(t, func(rt *rapid.T) {
+			in := genInstance(rt, 12)
+			var snap Snapshot = in.f.st
+			if rapid.Bool().Draw(rt, "every job") {
+				snap = plainSnap{in.f.st}
+			}
+			check(rt, in.cfg, snap, in.pend, in.now, false)
+		})
+	})
+	t.Run("defrag", func(t *testing.T) {
+		rapid.Check(t, func(rt *rapid.T) {
+			in := genScattered(rt)
+			check(rt, in.cfg, in.f.st, in.pend, in.now, true)
+		})
+	})
+	c := cluster(t, "gb200-nvl72", 36, 0)
+	t.Run("nvl72", func(t *testing.T) {
+		rapid.Check(t, func(rt *rapid.T) {
+			f := newFixture(rt, c, nil)
+			n := 0
+			for h := 0; h < 36; h++ {
+				host := c.HostName(topology.HostID(h))
+				switch rapid.IntRange(0, 3).Draw(rt, "tray") {
+				case 0: // idle
+				case 1: // one whole tray
+					n++
+					f.run(rt, jobSpec{id: "j" + itoa(n), queue: "q", prio: int32(rapid.IntRange(0, 9).Draw(rt, "prio")), tasks: []task{{host, 0, 4}},
+						started: time.Duration(rapid.IntRange(1, 600).Draw(rt, "started")) * time.Minute})
+				default: // 1-GPU jobs, some GPUs left free
+					for g := 0; g < 4; g++ {
+						if rapid.IntRange(0, 4).Draw(rt, "gpu") == 0 {
+							continue
+						}
+						n++
+						f.run(rt, jobSpec{id: "j" + itoa(n), queue: "q", prio: int32(rapid.IntRange(0, 9).Draw(rt, "prio")), tasks: []task{{host, g, 1}},
+							started:    time.Duration(rapid.IntRange(1, 600).Draw(rt, "started")) * time.Minute,
+							checkpoint: time.Duration(rapid.IntRange(0, 600).Draw(rt, "checkpoint")) * time.Minute})
+					}
+				}
+			}
+			for k := rapid.IntRange(0, 3).Draw(rt, "faults"); k > 0; k-- {
+				switch g := topology.GPUID(rapid.IntRange(0, c.NumGPUs()-1).Draw(rt, "fault")); rapid.IntRange(0, 2).Draw(rt, "kind") {
+				case 0:
+					_ = f.l.SetGPUHealth(g, topology.Failed)
+				case 1:
+					_ = f.l.SetHostHealth(c.GPUHost(g), topology.Failed)
+				default:
+					_ = f.l.SetHostCordoned(c.GPUHost(g), true)
+				}
+			}
+			pend := f.pending(rt, "big", "q", 10, rapid.IntRange(2, 18).Draw(rt, "count"), 4, "nvlink")
+			at := t0.Add(time.Duration(rapid.IntRange(600, 900).Draw(rt, "now")) * time.Minute)
+			cfg := Config{MaxPlacements: 1 << 20, MaxNodes: 1 << 24}
+			check(rt, cfg, f.st, pend, at, true)
+			check(rt, cfg, f.st, pend, at, false)
+		})
+	})
+}
+
+// TestPropertyRosterDefrag: Defragment through the State's Roster (every
+// filed job in host order, protections read off the filing flags, see
+// collectMoves) plans and explains exactly as visiting every job of the
+// Snapshot, after random changes the Roster is told of and migration
+// counts it is not (they are read off the job), with and without a
+// migration cap.
+func TestPropertyRosterDefrag(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		in := genScattered(rt)
+		st := in.f.st
+		st.Jobs(func(j *Job) bool {
+			switch rapid.IntRange(0, 4).Draw(rt, "protect") {
+			case 1:
+				j.Spec.MaxPreemptions, j.Preemptions = 1, rapid.IntRange(0, 1).Draw(rt, "preempted")
+			case 2:
+				j.Spec.MinRunTime = time.Duration(rapid.IntRange(1, 600).Draw(rt, "minRun")) * time.Minute
+			case 3:
+				j.Stopping = true
+			}
+			st.Update(j.Spec.ID)
+			return true
+		})
+		changeJobs(rt, st, in.now)
+		if rapid.Bool().Draw(rt, "capped") {
+			in.cfg.MaxMigrations = 1
+			st.Jobs(func(j *Job) bool {
+				j.Migrations = rapid.IntRange(0, 1).Draw(rt, "migrations")
+				return true
+			})
+		}
+		d1, n1 := newSearch(rt, in.cfg).Defragment(st, in.pend, in.now)
+		d2, n2 := newSearch(rt, in.cfg).Defragment(plainSnap{st}, in.pend, in.now)
+		if !reflect.DeepEqual(d1, d2) || !reflect.DeepEqual(n1, n2) {
+			rt.Fatalf("through the roster: %v %+v\nevery job: %v %+v", d1, n1, d2, n2)
+		}
+	})
+}
