@@ -116,6 +116,9 @@ type host struct {
 	// conds writes waiting pods' conditions off the cycle loop, once run
 	// started it (condwriter.go); nil: apply writes them itself.
 	conds *condWriter
+	// evq evicts cycles' victims off the cycle loop, once run started it
+	// (evictqueue.go); nil: apply evicts them itself.
+	evq *evictQueue
 }
 
 // wake is what started a cycle: by ("event", "idle", "first") and how
@@ -275,6 +278,8 @@ func (h *host) run(ctx context.Context) {
 	}
 	h.conds = newCondWriter(h.setPending, func(uid types.UID) bool { _, ok := h.assignmentOf(uid); return ok })
 	h.conds.run(ctx, apiWriters)
+	h.evq = newEvictQueue(h.evict)
+	go h.evq.run(ctx)
 	idle := time.NewTimer(idleCycle)
 	defer idle.Stop()
 	h.woke = wake{by: "first"}
@@ -1355,8 +1360,11 @@ func (h *host) apply(ctx context.Context, fx *effects) []any {
 	step("tookActivate")
 	h.writePlans(ctx, fx.plans)
 	step("tookPlans")
-	h.markVictims(ctx, fx.evict) // (takeover.go)
-	h.evictAll(ctx, fx.evict)
+	if h.evq != nil {
+		h.evq.put(fx.evict) // evicted off the cycle loop
+	} else {
+		h.evict(ctx, fx.evict)
+	}
 	step("tookEvict")
 	for _, p := range fx.del {
 		if err := h.io.deletePod(ctx, p); err != nil {
@@ -1390,6 +1398,13 @@ func (h *host) setPending(ctx context.Context, e podEvent) {
 // annotations, waiting pods' conditions): the client's rate limiter
 // still paces them.
 const apiWriters = 16
+
+// evict marks the victim gangs' pods (takeover.go), then evicts the
+// victims' pods.
+func (h *host) evict(ctx context.Context, evs []eviction) {
+	h.markVictims(ctx, evs)
+	h.evictAll(ctx, evs)
+}
 
 // evictAll evicts the victims' pods, apiWriters at a time: first each
 // victim's first pod, then the other pods of every victim whose first pod
