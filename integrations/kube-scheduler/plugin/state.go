@@ -301,7 +301,9 @@ func (s *state) setPod(p *v1.Pod) []types.UID {
 	if r, ok := s.pods[p.UID]; ok {
 		if r.node == p.Spec.NodeName {
 			r.assumed = false
-			return nil
+			if !s.restatedLocked(r, p) {
+				return nil
+			}
 		}
 		// Bound elsewhere than reserved (should not happen): follow the
 		// API server.
@@ -325,6 +327,32 @@ func (s *state) setPod(p *v1.Pod) []types.UID {
 		s.applyLocked(r)
 	}
 	return nil
+}
+
+// restatedLocked reports whether bound pod p, recorded as r on its node,
+// now says otherwise what it holds: other requests, or other GPUs in its
+// indices annotation (a DRA pod's claims, read after its binding, name
+// its GPUs: dra_placement.go). Its record is then made again.
+func (s *state) restatedLocked(r *podRecord, p *v1.Pod) bool {
+	d := demandOf(p, s.args)
+	if d != r.demand {
+		return true
+	}
+	if s.topo == nil || d.gpus == 0 {
+		return false
+	}
+	h, ok := s.topo.Cluster.HostByName(r.node)
+	if !ok {
+		return false
+	}
+	_, n := s.topo.Cluster.HostGPUs(h)
+	idx := parseIndices(p.Annotations[s.args.GPUIndicesAnnotation], n)
+	if len(idx) != d.gpus {
+		return false
+	}
+	held := slices.Clone(r.gpus)
+	slices.Sort(held)
+	return !slices.Equal(slices.Sorted(slices.Values(idx)), held)
 }
 
 // deletePod forgets a pod that was deleted or finished. A pod deleted before

@@ -1,0 +1,242 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+// fakeTracker is kube's claim tracker over a fakeDRA: an assumed claim
+// is seen until the fakeDRA holds a newer one (as the assume cache drops
+// an assumption once the informer delivers a newer object).
+type fakeTracker struct {
+	f       *fakeDRA
+	assumed map[string]*resourceapi.ResourceClaim
+}
+
+func rvOf(c *resourceapi.ResourceClaim) int { n, _ := strconv.Atoi(c.ResourceVersion); return n }
+
+func (t *fakeTracker) Get(ns, name string) (*resourceapi.ResourceClaim, error) {
+	c := t.f.claims[ns+"/"+name]
+	if c == nil {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "resourceclaims"}, name)
+	}
+	if a := t.assumed[ns+"/"+name]; a != nil && rvOf(a) >= rvOf(c) {
+		return a, nil
+	}
+	return c, nil
+}
+
+func (t *fakeTracker) AssumeClaimAfterAPICall(c *resourceapi.ResourceClaim) error {
+	cur, err := t.Get(c.Namespace, c.Name)
+	if err != nil {
+		return err
+	}
+	if rvOf(c) < rvOf(cur) {
+		return fmt.Errorf("claim %s is out of sync", c.Name)
+	}
+	t.assumed[c.Namespace+"/"+c.Name] = c
+	return nil
+}
+
+func (t *fakeTracker) AssumedClaimRestore(ns, name string) { delete(t.assumed, ns+"/"+name) }
+
+// newDRAHarness is a placement-mode harness on the nodes whose GPUs f's
+// slices publish.
+func newDRAHarness(t *testing.T, f *fakeDRA, nodes ...*v1.Node) (*harness, *fakeTracker) {
+	hs := newHarness(t, defaultArgs(), nodes...)
+	tr := &fakeTracker{f: f, assumed: map[string]*resourceapi.ResourceClaim{}}
+	log := ktesting.NewLogger(t, ktesting.NewConfig())
+	hs.p.dra = newPlaceDRA(newDRA(hs.p.args, f, hs.p.st.freeGPUs, log), tr, log)
+	hs.p.dra.now = func() time.Time { return hs.clock }
+	for _, n := range nodes {
+		hs.p.onNode(n)
+	}
+	return hs, tr
+}
+
+// placementDRAPod is a placement-mode pod (1 CPU) using the named claims.
+func placementDRAPod(name string, claims ...string) *v1.Pod {
+	p := pod(name, "", 0, 1000)
+	for _, c := range claims {
+		p.Spec.ResourceClaims = append(p.Spec.ResourceClaims, v1.PodResourceClaim{Name: c, ResourceClaimName: &c})
+	}
+	return p
+}
+
+// devicesOf returns the devices an allocation names.
+func devicesOf(a *resourceapi.AllocationResult) []string {
+	if a == nil {
+		return nil
+	}
+	var out []string
+	for _, r := range a.Devices.Results {
+		out = append(out, r.Device)
+	}
+	return out
+}
+
+// chosen returns the devices of the GPU indices annotation gpusched wrote
+// for pod.
+func (hs *harness) chosen(pod string) []string {
+	var out []string
+	for _, i := range strings.Split(hs.annotations[pod][DefaultGPUIndicesAnnotation], ",") {
+		out = append(out, "gpu-"+i)
+	}
+	return out
+}
+
+// TestDRAPlacementAllocatesChosenGPUs: in placement mode a pod's GPU claim
+// is allocated to the GPUs gpusched chose: assumed in kube's claim tracker
+// at PreFilter (so DynamicResources finds it allocated), written at
+// PreBind. A 4-GPU pod after a 1-GPU pod gets the other NUMA node whole; a
+// 2-GPU pod on the half-used DGX gets a pair on one NUMA node; no device
+// is in two claims; the NIC claim is left to kube.
+func TestDRAPlacementAllocatesChosenGPUs(t *testing.T) {
+	f := oneDGX(map[string]int{"a-gpus": 1, "b-gpus": 4, "c-gpus": 2})
+	f.put(claimFor("c-nic", "nic.example.com", 1))
+	hs, tr := newDRAHarness(t, f, node("dgx-1", -1, nil))
+	taken := map[string]string{}
+	for _, x := range []struct {
+		pod    string
+		claims []string
+		gpus   int
+	}{{"a", []string{"a-gpus"}, 1}, {"b", []string{"b-gpus"}, 4}, {"c", []string{"c-gpus", "c-nic"}, 2}} {
+		p := hs.add(placementDRAPod(x.pod, x.claims...))
+		node, st, _ := hs.schedule(p)
+		if node != "dgx-1" || st != nil {
+			t.Fatalf("%s: node %q, status %v", x.pod, node, st)
+		}
+		claim := x.claims[0]
+		assumed, _ := tr.Get("default", claim)
+		if got := devicesOf(assumed.Status.Allocation); len(got) != x.gpus {
+			t.Fatalf("%s: after Reserve kube's tracker shows claim %s with %v, want %d GPUs allocated", x.pod, claim, got, x.gpus)
+		}
+		if len(f.writes) > 0 && strings.HasSuffix(f.writes[len(f.writes)-1], " "+claim) {
+			t.Errorf("%s: claim written before PreBind: %v", x.pod, f.writes)
+		}
+		hs.bind(p, node)
+		c := f.claims["default/"+claim]
+		devs := devicesOf(c.Status.Allocation)
+		if !slices.Equal(devs, hs.chosen(x.pod)) {
+			t.Errorf("%s: claim %s names %v; gpusched chose %v", x.pod, claim, devs, hs.chosen(x.pod))
+		}
+		if !slices.Contains(c.Finalizers, resourceapi.Finalizer) {
+			t.Errorf("%s: claim %s has no %s finalizer", x.pod, claim, resourceapi.Finalizer)
+		}
+		if r := c.Status.Allocation.Devices.Results; r[0].Driver != DefaultDRADriver || r[0].Pool != "dgx-1" {
+			t.Errorf("%s: results %+v", x.pod, r)
+		}
+		if n0 := numaOf(devs[0]); slices.ContainsFunc(devs, func(d string) bool { return numaOf(d) != n0 }) {
+			t.Errorf("%s: GPUs %v span NUMA nodes", x.pod, devs)
+		}
+		for _, d := range devs {
+			if prev, ok := taken[d]; ok {
+				t.Errorf("device %s in the claims of %s and %s", d, prev, x.pod)
+			}
+			taken[d] = x.pod
+		}
+		hs.check()
+	}
+	if numaOf(devicesOf(f.claims["default/a-gpus"].Status.Allocation)[0]) == numaOf(devicesOf(f.claims["default/b-gpus"].Status.Allocation)[0]) {
+		t.Errorf("b's 4 GPUs share a's NUMA node")
+	}
+	if c := f.claims["default/c-nic"]; c.Status.Allocation != nil || slices.Contains(f.writes, "status c-nic") {
+		t.Errorf("gpusched wrote the NIC claim: %+v", c.Status)
+	}
+}
+
+// TestDRAPlacementUndo: a pod whose cycle ends before Reserve leaves no
+// assumption in kube's tracker; a pod unreserved after PreBind (its
+// binding failed) has the allocation gpusched wrote cleared; a restarted
+// plugin reads the GPUs of bound pods back from their claims.
+func TestDRAPlacementUndo(t *testing.T) {
+	f := oneDGX(map[string]int{"a-gpus": 2, "b-gpus": 2})
+	hs, tr := newDRAHarness(t, f, node("dgx-1", -1, nil))
+	ctx := context.Background()
+
+	// a's cycle stops after PreFilter (another filter rejected the node).
+	a := hs.add(placementDRAPod("a", "a-gpus"))
+	if _, st := hs.p.PreFilter(ctx, framework.NewCycleState(), a, nil); !st.IsSuccess() {
+		t.Fatalf("PreFilter a: %v", st)
+	}
+	if c, _ := tr.Get("default", "a-gpus"); c.Status.Allocation == nil {
+		t.Fatalf("a's claim not assumed allocated after PreFilter")
+	}
+	b := hs.add(placementDRAPod("b", "b-gpus"))
+	node, st, _ := hs.schedule(b)
+	if st != nil {
+		t.Fatalf("b: %v", st)
+	}
+	if c, _ := tr.Get("default", "a-gpus"); c.Status.Allocation != nil {
+		t.Errorf("a's assumption outlived its cycle: %v", devicesOf(c.Status.Allocation))
+	}
+
+	// b's PreBind writes its claim; its binding fails: Unreserve.
+	if st := hs.p.PreBind(ctx, hs.states[b.UID], b, node); !st.IsSuccess() {
+		t.Fatalf("PreBind b: %v", st)
+	}
+	if f.claims["default/b-gpus"].Status.Allocation == nil {
+		t.Fatalf("b's claim not written at PreBind")
+	}
+	hs.p.Unreserve(ctx, hs.states[b.UID], b, node)
+	if c := f.claims["default/b-gpus"]; c.Status.Allocation != nil {
+		t.Errorf("b unreserved, its claim still allocated: %v", devicesOf(c.Status.Allocation))
+	}
+	if c, _ := tr.Get("default", "b-gpus"); c.Status.Allocation != nil {
+		t.Errorf("b unreserved, kube's tracker still shows its claim allocated")
+	}
+	if free := hs.freeGPUs(); free != 8 {
+		t.Errorf("%d GPUs free after the undo, want 8", free)
+	}
+
+	// b placed again and bound; a restarted plugin holds its GPUs from
+	// its claim (no annotation), and places a on others.
+	node, st, _ = hs.schedule(b)
+	if st != nil {
+		t.Fatalf("b again: %v", st)
+	}
+	hs.bind(b, node)
+	devB := devicesOf(f.claims["default/b-gpus"].Status.Allocation)
+	bound := b.DeepCopy()
+	bound.Spec.NodeName = node
+	hs2, _ := newDRAHarness(t, f, node0("dgx-1"))
+	hs2.add(bound)
+	a2 := hs2.add(placementDRAPod("a", "a-gpus"))
+	if _, st, _ := hs2.schedule(a2); st != nil {
+		t.Fatalf("a after the restart: %v", st)
+	}
+	hs2.bind(a2, "dgx-1")
+	for _, d := range devicesOf(f.claims["default/a-gpus"].Status.Allocation) {
+		if slices.Contains(devB, d) {
+			t.Errorf("after a restart a got %s, which b's claim holds (%v)", d, devB)
+		}
+	}
+	hs2.check()
+}
+
+func node0(name string) *v1.Node { return node(name, -1, nil) }
+
+// TestDRAPlacementPreFilterOrder: a profile running DynamicResources'
+// PreFilter before GPUSched's is refused, naming the fix.
+func TestDRAPlacementPreFilterOrder(t *testing.T) {
+	if err := preFilterOrder([]string{"NodeAffinity", "DynamicResources", "GPUSched"}); err == nil || !strings.Contains(err.Error(), "preFilter: {enabled: [{name: GPUSched}]}") {
+		t.Errorf("DynamicResources first: %v", err)
+	}
+	for _, ok := range [][]string{{"GPUSched", "NodeAffinity", "DynamicResources"}, {"NodeAffinity", "GPUSched"}} {
+		if err := preFilterOrder(ok); err != nil {
+			t.Errorf("%v: %v", ok, err)
+		}
+	}
+}
