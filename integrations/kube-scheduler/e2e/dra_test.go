@@ -222,8 +222,15 @@ func createClaim(ctx context.Context, t testing.TB, c kubernetes.Interface, name
 // uses claims.
 func createDRAPod(ctx context.Context, t *testing.T, c kubernetes.Interface, name string, labels map[string]string, claims ...string) {
 	t.Helper()
+	createDRAPodOf(ctx, t, c, schedModeName, name, labels, claims...)
+}
+
+// createDRAPodOf creates a pod of the profile scheduler with labels whose
+// container uses claims.
+func createDRAPodOf(ctx context.Context, t *testing.T, c kubernetes.Interface, scheduler, name string, labels map[string]string, claims ...string) {
+	t.Helper()
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels}, Spec: v1.PodSpec{
-		SchedulerName: schedModeName,
+		SchedulerName: scheduler,
 		Containers: []v1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10",
 			Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}}},
 		TerminationGracePeriodSeconds: new(int64),
