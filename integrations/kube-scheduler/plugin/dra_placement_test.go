@@ -240,3 +240,63 @@ func TestDRAPlacementPreFilterOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestDRAPlacementPreBind: PreBind after DynamicResources' (which wrote
+// the assumed allocation and reservedFor, without the finalizer) adds the
+// finalizer only; a claim taken by another pod before PreBind fails it,
+// and Unreserve leaves that pod's allocation alone and the tracker as the
+// apiserver has it.
+func TestDRAPlacementPreBind(t *testing.T) {
+	f := oneDGX(map[string]int{"a-gpus": 2, "b-gpus": 2})
+	hs, tr := newDRAHarness(t, f, node("dgx-1", -1, nil))
+	ctx := context.Background()
+
+	a := hs.add(placementDRAPod("a", "a-gpus"))
+	node, st, _ := hs.schedule(a)
+	if st != nil {
+		t.Fatalf("a: %v", st)
+	}
+	assumed, _ := tr.Get("default", "a-gpus")
+	kube := f.claims["default/a-gpus"].DeepCopy() // DynamicResources' PreBind
+	kube.Status = *assumed.Status.DeepCopy()
+	kube.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "a", UID: a.UID}}
+	if _, err := f.updateStatus(ctx, kube); err != nil {
+		t.Fatal(err)
+	}
+	f.writes = nil
+	hs.bind(a, node)
+	c := f.claims["default/a-gpus"]
+	if !slices.Equal(f.writes, []string{"update a-gpus"}) || !slices.Contains(c.Finalizers, resourceapi.Finalizer) || len(c.Status.ReservedFor) != 1 {
+		t.Errorf("PreBind after kube's: writes %v, claim %+v %+v", f.writes, c.Finalizers, c.Status)
+	}
+	if !slices.Equal(devicesOf(c.Status.Allocation), hs.chosen("a")) {
+		t.Errorf("claim a-gpus names %v; gpusched chose %v", devicesOf(c.Status.Allocation), hs.chosen("a"))
+	}
+
+	b := hs.add(placementDRAPod("b", "b-gpus"))
+	node, st, _ = hs.schedule(b)
+	if st != nil {
+		t.Fatalf("b: %v", st)
+	}
+	other := f.claims["default/b-gpus"].DeepCopy() // another scheduler's
+	other.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
+		{Request: "r0", Driver: DefaultDRADriver, Pool: "dgx-1", Device: "gpu-7"}}}}
+	other.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "x", UID: "uid-x"}}
+	if _, err := f.updateStatus(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if st := hs.p.PreBind(ctx, hs.states[b.UID], b, node); st.IsSuccess() {
+		t.Fatalf("PreBind b succeeded on a claim reserved for another pod")
+	}
+	hs.p.Unreserve(ctx, hs.states[b.UID], b, node)
+	c = f.claims["default/b-gpus"]
+	if got := devicesOf(c.Status.Allocation); !slices.Equal(got, []string{"gpu-7"}) || len(c.Status.ReservedFor) != 1 {
+		t.Errorf("Unreserve touched another pod's claim: %v %+v", got, c.Status.ReservedFor)
+	}
+	if cur, _ := tr.Get("default", "b-gpus"); cur != c {
+		t.Errorf("tracker after Unreserve shows %v, not the apiserver's claim", devicesOf(cur.Status.Allocation))
+	}
+	if free := hs.freeGPUs(); free != 6 {
+		t.Errorf("%d GPUs free after b's undo, want 6 (a's 2 held)", free)
+	}
+}
