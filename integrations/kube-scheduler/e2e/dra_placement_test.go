@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"github.com/gpusched/gpusched/integrations/kube-scheduler/plugin"
@@ -39,6 +40,12 @@ profiles:
     args:
       policy: topology
       gangTimeoutSeconds: 20
+- schedulerName: gpusched-late
+  plugins:
+    multiPoint:
+      enabled:
+      - name: GPUSched
+        weight: 100
 `
 
 // TestDRAPlacement runs gpusched in placement mode (kube's queue decides
@@ -62,4 +69,15 @@ func TestDRAPlacement(t *testing.T) {
 	draPodsABC(ctx, t, c, "gpusched", nil)
 	draGangOnDGX2(ctx, t, c, "gpusched", nil)
 	devicesOnce(ctx, t, c) // no device in two claims
+
+	// A profile whose DynamicResources' PreFilter runs first refuses GPU
+	// claims, saying how to list GPUSched.
+	createClaim(ctx, t, c, "late-gpus", gpuClass, 1)
+	createDRAPodOf(ctx, t, c, "gpusched-late", "late", nil, "late-gpus")
+	if !hasEvent(ctx, t, c, "default", "late", "FailedScheduling", "preFilter: {enabled: [{name: GPUSched}]}") {
+		t.Errorf("pod of a profile with DynamicResources' PreFilter first: no FailedScheduling naming the fix\n%s", describeEvents(ctx, c, "default"))
+	}
+	if cl, err := c.ResourceV1().ResourceClaims("default").Get(ctx, "late-gpus", metav1.GetOptions{}); err != nil || cl.Status.Allocation != nil {
+		t.Errorf("claim late-gpus of the refused pod: %v, allocation %+v", err, cl.Status.Allocation)
+	}
 }

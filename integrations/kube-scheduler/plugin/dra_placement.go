@@ -251,6 +251,23 @@ func (x *placeDRA) refresh() (pods []*v1.Pod, ns []*v1.Node) {
 	return pods, ns
 }
 
+// release restores the claims assumed for pod, whose cycle failed before
+// Reserve (PostFilter): kube's allocator, for every profile, sees them
+// free again at once.
+func (x *placeDRA) release(uid types.UID) {
+	if x == nil {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if h := x.holds[uid]; h != nil && !h.reserved {
+		for _, c := range h.claims {
+			x.tracker.AssumedClaimRestore(c.ns, c.name)
+		}
+		delete(x.holds, uid)
+	}
+}
+
 // restoreStaleLocked restores the claims assumed for pods whose cycle ended
 // before Reserve: kube runs one scheduling cycle at a time, so by the next
 // PreFilter none of them can reach Reserve any more. x.mu is held.

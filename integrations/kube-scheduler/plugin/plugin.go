@@ -706,6 +706,7 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *v1.Pod, ni fw
 // filters, so the gang is placed again.
 func (p *Plugin) PostFilter(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	c := readCycle(cs)
+	p.dra.release(pod.UID)
 	if c != nil && c.draFixed {
 		p.dra.avoidNode(pod.UID, c.chosen)
 	}
