@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
@@ -65,19 +66,38 @@ func TestDRAPlacement(t *testing.T) {
 	createDRAClasses(ctx, t, c)
 	publishDGX(ctx, t, c, "dgx-1")
 	publishNICs(ctx, t, c, "dgx-1", 2)
-	startInProcess(t, cp, placementDRAConfig, app.WithPlugin(plugin.Name, plugin.New))
-	draPodsABC(ctx, t, c, "gpusched", nil)
-	draGangOnDGX2(ctx, t, c, "gpusched", nil)
-	devicesOnce(ctx, t, c) // no device in two claims
+	t.Run("placed", func(t *testing.T) {
+		startInProcess(t, cp, placementDRAConfig, app.WithPlugin(plugin.Name, plugin.New))
+		draPodsABC(ctx, t, c, "gpusched", nil)
+		draGangOnDGX2(ctx, t, c, "gpusched", nil)
+		devicesOnce(ctx, t, c) // no device in two claims
 
-	// A profile whose DynamicResources' PreFilter runs first refuses GPU
-	// claims, saying how to list GPUSched.
-	createClaim(ctx, t, c, "late-gpus", gpuClass, 1)
-	createDRAPodOf(ctx, t, c, "gpusched-late", "late", nil, "late-gpus")
-	if !hasEvent(ctx, t, c, "default", "late", "FailedScheduling", "preFilter: {enabled: [{name: GPUSched}]}") {
-		t.Errorf("pod of a profile with DynamicResources' PreFilter first: no FailedScheduling naming the fix\n%s", describeEvents(ctx, c, "default"))
+		// A profile whose DynamicResources' PreFilter runs first refuses
+		// GPU claims, saying how to list GPUSched.
+		createClaim(ctx, t, c, "late-gpus", gpuClass, 1)
+		createDRAPodOf(ctx, t, c, "gpusched-late", "late", nil, "late-gpus")
+		if !hasEvent(ctx, t, c, "default", "late", "FailedScheduling", "preFilter: {enabled: [{name: GPUSched}]}") {
+			t.Errorf("pod of a profile with DynamicResources' PreFilter first: no FailedScheduling naming the fix\n%s", describeEvents(ctx, c, "default"))
+		}
+		if cl, err := c.ResourceV1().ResourceClaims("default").Get(ctx, "late-gpus", metav1.GetOptions{}); err != nil || cl.Status.Allocation != nil {
+			t.Errorf("claim late-gpus of the refused pod: %v, allocation %+v", err, cl.Status.Allocation)
+		}
+	})
+	if t.Failed() {
+		return
 	}
-	if cl, err := c.ResourceV1().ResourceClaims("default").Get(ctx, "late-gpus", metav1.GetOptions{}); err != nil || cl.Status.Allocation != nil {
-		t.Errorf("claim late-gpus of the refused pod: %v, allocation %+v", err, cl.Status.Allocation)
-	}
+
+	// A restarted scheduler holds the GPUs of the bound pods: the one GPU
+	// dgx-1 has left goes to a new 1-GPU pod, in no other claim.
+	t.Run("restarted", func(t *testing.T) {
+		startInProcess(t, cp, placementDRAConfig, app.WithPlugin(plugin.Name, plugin.New))
+		createClaim(ctx, t, c, "e-gpus", gpuClass, 1)
+		createDRAPodOf(ctx, t, c, "gpusched", "e", nil, "e-gpus")
+		bound := waitBound(ctx, t, c, "default", []string{"e"}, 60*time.Second)
+		if bound["e"].Spec.NodeName != "dgx-1" {
+			t.Errorf("e on %s, want dgx-1 (dgx-2 is full)", bound["e"].Spec.NodeName)
+		}
+		checkClaim(ctx, t, c, "e-gpus", bound["e"])
+		devicesOnce(ctx, t, c)
+	})
 }

@@ -300,3 +300,47 @@ func TestDRAPlacementPreBind(t *testing.T) {
 		t.Errorf("%d GPUs free after b's undo, want 6 (a's 2 held)", free)
 	}
 }
+
+// TestDRAPlacementRestartBeforeSlices: a restarted plugin sees the bound
+// pods before the driver's slices and the pods' claims (the informers
+// sync in any order): once they are read, the pods hold the GPUs their
+// claims name (not the lowest free ones), and a new pod gets the GPU left
+// free, no other.
+func TestDRAPlacementRestartBeforeSlices(t *testing.T) {
+	f := oneDGX(map[string]int{"a-gpus": 4, "b-gpus": 3, "e-gpus": 1})
+	ctx := context.Background()
+	var bound []*v1.Pod
+	for name, devs := range map[string][]int{"a": {4, 5, 6, 7}, "b": {0, 1, 2}} {
+		c := f.claims["default/"+name+"-gpus"].DeepCopy()
+		c.Status.Allocation = &resourceapi.AllocationResult{}
+		for _, i := range devs {
+			c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results, resourceapi.DeviceRequestAllocationResult{
+				Request: "r0", Driver: DefaultDRADriver, Pool: "dgx-1", Device: fmt.Sprintf("gpu-%d", i)})
+		}
+		if _, err := f.updateStatus(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		p := placementDRAPod(name, name+"-gpus")
+		p.Spec.NodeName = "dgx-1"
+		bound = append(bound, p)
+	}
+	sortPods(bound)
+
+	// The restart: pods first, with neither slices nor claims read yet.
+	slicesOf, claimsOf := f.slices, f.claims
+	f.slices, f.claims = nil, map[string]*resourceapi.ResourceClaim{}
+	hs, _ := newDRAHarness(t, f, node0("dgx-1"))
+	for _, b := range bound {
+		hs.add(b)
+	}
+	f.slices, f.claims = slicesOf, claimsOf
+	e := hs.add(placementDRAPod("e", "e-gpus"))
+	if _, st, _ := hs.schedule(e); st != nil {
+		t.Fatalf("e after the restart: %v", st)
+	}
+	hs.bind(e, "dgx-1")
+	if got := devicesOf(f.claims["default/e-gpus"].Status.Allocation); !slices.Equal(got, []string{"gpu-3"}) {
+		t.Errorf("after the restart e got %v; a holds gpu-4..7, b gpu-0..2", got)
+	}
+	hs.check()
+}

@@ -657,7 +657,7 @@ func (p *Plugin) simulate(cs fwk.CycleState, podInfo fwk.PodInfo, ni fwk.NodeInf
 	if !ok {
 		return nil
 	}
-	d := demandOf(podInfo.GetPod(), p.args)
+	d := demandOf(p.dra.view(podInfo.GetPod()), p.args)
 	if c.delta == nil {
 		c.delta = map[topology.HostID]demand{}
 	}

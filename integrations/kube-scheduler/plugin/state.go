@@ -30,6 +30,10 @@ type podRecord struct {
 	// by another scheduler without the indices annotation gets the node's
 	// lowest free GPUs).
 	gpus []int
+	// indices is the pod's GPU indices annotation (or, for a DRA pod, the
+	// GPUs its claims name), resolved into gpus once the node is a GPU
+	// host of the cluster (it may not be yet when the pod is seen).
+	indices string
 	demand
 	// assumed: reserved by this plugin and not yet seen bound.
 	assumed bool
@@ -215,6 +219,9 @@ func (s *state) claimOf(r *podRecord, withCPU bool) (topology.Claim, bool) {
 		cl.CPUMilli, cl.MemoryMiB = r.cpuMilli, r.memoryMiB
 	}
 	first, n := c.HostGPUs(h)
+	if idx := parseIndices(r.indices, n); r.gpus == nil && len(idx) == r.demand.gpus {
+		r.gpus = idx
+	}
 	if r.gpus == nil && r.demand.gpus > 0 {
 		// Unknown indices: the lowest free GPUs, as a device plugin
 		// without hints would hand them out.
@@ -254,7 +261,7 @@ func (s *state) applyLocked(r *podRecord) {
 	}
 	if len(r.gpus) > 0 {
 		// The recorded indices are taken or unhealthy: any free ones.
-		r.gpus = nil
+		r.gpus, r.indices = nil, ""
 		if cl, ok = s.claimOf(r, false); ok && len(cl.GPUs) == r.demand.gpus {
 			if err := s.ledger.Allocate(cl); err == nil {
 				r.applied, r.cpuHeld = true, false
@@ -310,7 +317,8 @@ func (s *state) setPod(p *v1.Pod) []types.UID {
 		s.releaseLocked(r)
 		delete(s.pods, p.UID)
 	}
-	r := &podRecord{uid: p.UID, key: p.Namespace + "/" + p.Name, node: p.Spec.NodeName, demand: demandOf(p, s.args)}
+	r := &podRecord{uid: p.UID, key: p.Namespace + "/" + p.Name, node: p.Spec.NodeName, demand: demandOf(p, s.args),
+		indices: p.Annotations[s.args.GPUIndicesAnnotation]}
 	if r.demand.gpus == 0 && r.cpuMilli == 0 && r.memoryMiB == 0 {
 		return nil
 	}
