@@ -327,10 +327,14 @@ func (x *placeDRA) gpuPod(dp *draPod) (bool, *fwk.Status) {
 	if err := x.checkOrder(); err != nil {
 		return false, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
+	parts := 0
 	for _, c := range dp.claims {
 		for _, r := range c.requests {
 			if r.part != nil {
-				return false, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gpusched: ResourceClaim %s: request %q asks for a MIG device or a share of a GPU, which placement mode does not allocate; use mode: scheduler", c.name, r.name))
+				parts++
+			}
+			if parts > 1 {
+				return false, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gpusched: ResourceClaim %s: request %q: a pod of several MIG devices or shares, which placement mode does not allocate; use mode: scheduler", c.name, r.name))
 			}
 		}
 	}
@@ -340,11 +344,13 @@ func (x *placeDRA) gpuPod(dp *draPod) (bool, *fwk.Status) {
 	return true, nil
 }
 
-// hold assumes pod's GPU claims allocated to gpus (GPU indices on node, in
-// claim and request order) in kube's claim tracker. A claim the tracker
+// hold assumes pod's GPU claims allocated to a's GPUs (indices on its
+// node, in claim and request order; a MIG device or share of the first:
+// a.part) in kube's claim tracker. A claim the tracker
 // shows allocated for nobody else (an earlier attempt's write Unreserve
 // could not clear) is cleared first.
-func (x *placeDRA) hold(ctx context.Context, pod *v1.Pod, dp *draPod, node string, gpus []int) *fwk.Status {
+func (x *placeDRA) hold(ctx context.Context, pod *v1.Pod, dp *draPod, a assignment) *fwk.Status {
+	node, gpus := a.node, a.gpus
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	h := &draHold{pod: pod, node: node}
@@ -364,6 +370,10 @@ func (x *placeDRA) hold(ctx context.Context, pod *v1.Pod, dp *draPod, node strin
 			return fwk.AsStatus(fmt.Errorf("ResourceClaim %s/%s: gpusched chose %d GPUs, the pod's claims ask for more", c.ns, c.name, len(gpus)))
 		}
 		alloc, err := x.d.allocation(c, node, gpus[k:k+n], x.now())
+		if err == nil {
+			// A MIG device or share: the one of a.part (dra_mig.go).
+			err = x.d.partResults(alloc, c, a, make([]bool, len(gpus)))
+		}
 		if err != nil {
 			undo()
 			return fwk.AsStatus(fmt.Errorf("ResourceClaim %s/%s: %w", c.ns, c.name, err))
@@ -624,22 +634,26 @@ func (p *Plugin) draPreFilter(pod *v1.Pod) (*v1.Pod, *draPod, bool, []string, *f
 	return view, dp, claims, p.dra.avoided(pod.UID, false), nil
 }
 
-// draChoice returns the node and GPUs (indices on it) of pod, whose GPU
+// draChoice returns the node, GPUs (indices on it) and part of pod, whose GPU
 // claims gpusched allocates: its gang's planned slot, or for a pod alone
 // the policy's placement now, among the nodes its filters allow but those
 // it avoids; the pod is narrowed to that node. s.mu is held.
-func (p *Plugin) draChoice(pod *v1.Pod, c *cycle, avoid []string) (string, []int, *fwk.PreFilterResult, *fwk.Status) {
+func (p *Plugin) draChoice(pod *v1.Pod, c *cycle, avoid []string) (assignment, *fwk.PreFilterResult, *fwk.Status) {
 	s := p.st
+	cl := s.topo.Cluster
 	if c.gang != nil {
 		pl, ok := s.plans[c.gang.key]
-		i, slotted := pl.slot[pod.UID]
-		if !ok || !slotted {
-			return "", nil, nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s: placed without this pod", c.gang.key))
+		if !ok {
+			return assignment{}, nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s: its placement was dropped", c.gang.key))
 		}
-		return c.planned, s.gpusOf(pl.placement.Claims[i]), &fwk.PreFilterResult{NodeNames: sets.New(c.planned)}, nil
+		i, slotted := pl.slot[pod.UID]
+		if !slotted {
+			return assignment{}, nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s: placed without this pod", c.gang.key))
+		}
+		claim := pl.placement.Claims[i]
+		return assignment{node: c.planned, gpus: s.gpusOf(claim), part: partOfClaim(cl, claim)}, &fwk.PreFilterResult{NodeNames: sets.New(c.planned)}, nil
 	}
 	allow := s.eligibility(pod)
-	cl := s.topo.Cluster
 	all := slices.Clone(allow)
 	for _, name := range avoid {
 		if h, ok := cl.HostByName(name); ok {
@@ -651,9 +665,9 @@ func (p *Plugin) draChoice(pod *v1.Pod, c *cycle, avoid []string) (string, []int
 		pl, why = s.place(c.req, all)
 	}
 	if why != nil {
-		return "", nil, nil, fwk.NewStatus(fwk.Unschedulable, why.String())
+		return assignment{}, nil, fwk.NewStatus(fwk.Unschedulable, why.String())
 	}
 	node := cl.HostName(pl.Claims[0].Host)
 	c.chosen, c.choice, c.draFixed = node, pl, true
-	return node, s.gpusOf(pl.Claims[0]), &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
+	return assignment{node: node, gpus: s.gpusOf(pl.Claims[0]), part: partOfClaim(cl, pl.Claims[0])}, &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
 }

@@ -344,3 +344,81 @@ func TestDRAPlacementRestartBeforeSlices(t *testing.T) {
 	}
 	hs.check()
 }
+
+// TestDRAPlacementParts: in placement mode a claim for one MIG device gets
+// a partition device of its profile at the start gpusched's MIG engine
+// chose, never two on one memory slice; a restarted plugin reads them
+// back; claims for a share of a GPU share GPUs without over-committing
+// their capacity.
+func TestDRAPlacementParts(t *testing.T) {
+	f := h200MIG(t, "h200-1", 1)
+	profiles := map[string]string{"m4": "4g.71gb", "m1": "1g.18gb", "late": "1g.18gb"}
+	for name, prof := range profiles {
+		f.put(migClaim(name, prof))
+	}
+	hs, _ := newDRAHarness(t, f, node("h200-1", -1, nil))
+	used := map[int]string{}
+	var bound []*v1.Pod
+	for _, name := range []string{"m4", "m1"} {
+		p := hs.add(placementDRAPod(name, name))
+		node, st, _ := hs.schedule(p)
+		if node != "h200-1" || st != nil {
+			t.Fatalf("%s: node %q, status %v", name, node, st)
+		}
+		bound = append(bound, hs.bind(p, node))
+		dev, gpu, start, size, prof := migOf(t, f, name)
+		if prof != profiles[name] || gpu != 0 {
+			t.Errorf("%s: device %s of profile %s on GPU %d, want %s", name, dev, prof, gpu, profiles[name])
+		}
+		for s := start; s < start+size; s++ {
+			if prev, ok := used[s]; ok {
+				t.Errorf("memory slice %d in the MIG devices of %s and %s", s, prev, name)
+			}
+			used[s] = name
+		}
+		hs.check()
+	}
+
+	// Restart: the partitions are read back from the claims; a new
+	// 1g.18gb goes to a slice left free.
+	hs2, _ := newDRAHarness(t, f, node0("h200-1"))
+	for i, b := range bound {
+		b.Spec.NodeName = "h200-1"
+		b.Annotations = nil // (the claims are the record)
+		hs2.add(bound[i])
+	}
+	late := hs2.add(placementDRAPod("late", "late"))
+	where, st, _ := hs2.schedule(late)
+	if st != nil {
+		t.Fatalf("late after the restart: %v (slices used %v)", st, used)
+	}
+	hs2.bind(late, where)
+	_, _, start, size, _ := migOf(t, f, "late")
+	for s := start; s < start+size; s++ {
+		if prev, ok := used[s]; ok {
+			t.Errorf("after the restart late's MIG device takes slice %d of %s's", s, prev)
+		}
+	}
+	hs2.check()
+
+	// Shares.
+	fs := newFakeDRA()
+	fs.slices = []*resourceapi.ResourceSlice{sharedSlice("s-1", 2)}
+	for _, n := range []string{"s1", "s2", "s3", "s4", "s5"} {
+		fs.put(shareClaim(n, "30Gi"))
+	}
+	hs3, _ := newDRAHarness(t, fs, node("s-1", -1, nil))
+	placed := 0
+	for _, n := range []string{"s1", "s2", "s3", "s4", "s5"} {
+		p := hs3.add(placementDRAPod("p"+n, n))
+		if node, st, _ := hs3.schedule(p); st == nil {
+			hs3.bind(p, node)
+			placed++
+		}
+	}
+	if placed != 4 {
+		t.Errorf("%d shares of 30Gi placed on two 80Gi GPUs, want 4", placed)
+	}
+	sharedUse(t, fs)
+	hs3.check()
+}

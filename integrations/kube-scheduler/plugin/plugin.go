@@ -281,7 +281,7 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
-	if d.gpus == 0 && !inGang {
+	if d.gpus == 0 && d.mig == "" && d.milli == 0 && !inGang {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	if d.gpus > topology.MaxGPUsPerHost {
@@ -309,14 +309,13 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	} else {
 		st, explained = p.singlePreFilter(pod, c)
 	}
-	var node string
-	var gpus []int
+	var chosen assignment
 	if claims && st.IsSuccess() {
-		node, gpus, res, st = p.draChoice(pod, c, avoid)
+		chosen, res, st = p.draChoice(pod, c, avoid)
 	}
 	s.mu.Unlock()
 	if claims && st.IsSuccess() {
-		st = p.dra.hold(ctx, raw, dp, node, gpus)
+		st = p.dra.hold(ctx, raw, dp, chosen)
 	}
 	p.reject(reject, "its gang's placement was dropped")
 	if explained != "" {
@@ -810,6 +809,7 @@ func (p *Plugin) reserve(cs fwk.CycleState, pod *v1.Pod, node string) *fwk.Statu
 		for _, g := range claim.GPUs {
 			rec.gpus = append(rec.gpus, int(g.GPU-first))
 		}
+		rec.part = partOf(claim)
 		s.pods[pod.UID] = rec
 		pl.reserved[pod.UID] = true
 		return nil
