@@ -2,9 +2,13 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
@@ -99,5 +103,70 @@ func TestDRAPlacement(t *testing.T) {
 		}
 		checkClaim(ctx, t, c, "e-gpus", bound["e"])
 		devicesOnce(ctx, t, c)
+	})
+}
+
+// TestDRAPlacementMIG runs placement mode against the real apiserver with
+// the H200 node of TestDRAMIG (dynamic MIG with the profiles and
+// placements of the real h200-sxm-1 capture) and a node of two GPUs that
+// allow multiple allocations: claims for one MIG device get a partition
+// device of their profile on the GPU gpusched chose, claims for 30Gi of a
+// GPU get shares, a NIC claim of a MIG pod is kube's; every claim is
+// legal (checkDRAClaims: placements of the profile, no memory slice or
+// capacity over-committed, no device in two claims). A restarted
+// scheduler reads the partitions back and places new MIG pods around
+// them.
+func TestDRAPlacementMIG(t *testing.T) {
+	ctx := context.Background()
+	cp, profiles := migControlPlane(ctx, t)
+	c := cp.Client
+	createNode(ctx, t, c, nodeSpec{Name: "share-1"})
+	publishShared(ctx, t, c, "share-1", 2)
+	publishNICs(ctx, t, c, "h200-1", 1)
+	createClaim(ctx, t, c, "m-nic", nicDriver, 1)
+	// place creates a pod of profile gpusched with a claim for one device
+	// of class (CEL expr, capacity) and the extra claims, and waits until
+	// it is bound; it returns the device its claim names and the GPU
+	// gpusched chose.
+	place := func(t *testing.T, pod, class, expr string, capacity map[resourceapi.QualifiedName]resource.Quantity, extra ...string) (string, string) {
+		t.Helper()
+		createCELClaim(ctx, t, c, pod, class, expr, capacity)
+		createDRAPodOf(ctx, t, c, "gpusched", pod, nil, append([]string{pod}, extra...)...)
+		bound := waitBound(ctx, t, c, "default", []string{pod}, 60*time.Second)
+		cl, err := c.ResourceV1().ResourceClaims("default").Get(ctx, pod, metav1.GetOptions{})
+		if err != nil || cl.Status.Allocation == nil {
+			t.Fatalf("claim %s of bound pod: %v %+v", pod, err, cl)
+		}
+		return cl.Status.Allocation.Devices.Results[0].Device, bound[pod].Annotations[indicesKey]
+	}
+	profile := func(p string) string { return fmt.Sprintf("device.attributes['gpu.nvidia.com'].profile == '%s'", p) }
+	t.Run("placed", func(t *testing.T) {
+		startInProcess(t, cp, placementDRAConfig, app.WithPlugin(plugin.Name, plugin.New))
+		for _, m := range [][2]string{{"m-4g", "4g.71gb"}, {"m-3g", "3g.71gb"}, {"m-me", "1g.18gb+me"}, {"m-1g", "1g.18gb"}} {
+			var extra []string
+			if m[0] == "m-1g" {
+				extra = []string{"m-nic"}
+			}
+			if dev, gpu := place(t, m[0], migClass, profile(m[1]), nil, extra...); !strings.HasPrefix(dev, "gpu-"+gpu+"-mig-") {
+				t.Errorf("pod %s: claim names %s, gpusched chose a %s on GPU %q", m[0], dev, m[1], gpu)
+			}
+		}
+		thirty := map[resourceapi.QualifiedName]resource.Quantity{"memory": resource.MustParse("30Gi")}
+		for _, s := range []string{"s-1", "s-2", "s-3"} {
+			if dev, gpu := place(t, s, gpuClass, "", thirty); dev != "gpu-"+gpu {
+				t.Errorf("share %s: claim names %s, gpusched chose GPU %q", s, dev, gpu)
+			}
+		}
+		checkDRAClaims(ctx, t, c, profiles, map[string]bool{"m-nic": true})
+	})
+	if t.Failed() {
+		return
+	}
+	t.Run("restarted", func(t *testing.T) {
+		startInProcess(t, cp, placementDRAConfig, app.WithPlugin(plugin.Name, plugin.New))
+		for _, m := range [][2]string{{"r-2g", "2g.35gb"}, {"r-1g", "1g.35gb"}} {
+			place(t, m[0], migClass, profile(m[1]), nil)
+		}
+		checkDRAClaims(ctx, t, c, profiles, nil)
 	})
 }
