@@ -42,53 +42,13 @@ func TestDRA(t *testing.T) {
 	createNode(ctx, t, c, nodeSpec{Name: "dgx-1"})
 	createNamespace(ctx, t, c, systemNS)
 	createQueueConfigMap(ctx, t, c, queuesYAML)
-	for _, class := range []string{gpuClass, nicDriver} {
-		driver := gpuDriver
-		if class == nicDriver {
-			driver = nicDriver
-		}
-		dc := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Spec: resourceapi.DeviceClassSpec{
-			Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)}}}}}
-		if _, err := c.ResourceV1().DeviceClasses().Create(ctx, dc, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("device class %s (is resource.k8s.io/v1 served?): %v", class, err)
-		}
-	}
+	createDRAClasses(ctx, t, c)
 	publishDGX(ctx, t, c, "dgx-1")
 	publishNICs(ctx, t, c, "dgx-1", 2)
 	startInProcess(t, cp, schedModeConfig, app.WithPlugin(plugin.Name, plugin.New))
 
-	// a takes one GPU; b's 4 GPUs must then be the other NUMA node's (the
-	// first four free devices, kube's first fit, would span both).
-	createClaim(ctx, t, c, "a-gpus", gpuClass, 1)
 	batch := map[string]string{queueLabel: "batch"}
-	createDRAPod(ctx, t, c, "a", batch, "a-gpus")
-	bound := waitBound(ctx, t, c, "default", []string{"a"}, 60*time.Second)
-	devsA := checkClaim(ctx, t, c, "a-gpus", bound["a"])
-	createClaim(ctx, t, c, "b-gpus", gpuClass, 4)
-	createDRAPod(ctx, t, c, "b", batch, "b-gpus")
-	bound = waitBound(ctx, t, c, "default", []string{"b"}, 60*time.Second)
-	devsB := checkClaim(ctx, t, c, "b-gpus", bound["b"])
-	if numa := numaNodes(devsB); len(numa) != 1 || slices.Contains(numa, numaNodes(devsA)[0]) {
-		t.Errorf("b's 4 GPUs %v are on NUMA nodes %v; want the one a (%v) leaves whole", devsB, numa, devsA)
-	}
-
-	// The DGX is 5/8 used: c's 2 GPUs are a pair on one NUMA node; its
-	// NIC claim is kube's.
-	createClaim(ctx, t, c, "c-gpus", gpuClass, 2)
-	createClaim(ctx, t, c, "c-nic", nicDriver, 1)
-	createDRAPod(ctx, t, c, "c", batch, "c-gpus", "c-nic")
-	bound = waitBound(ctx, t, c, "default", []string{"c"}, 60*time.Second)
-	devsC := checkClaim(ctx, t, c, "c-gpus", bound["c"])
-	if numa := numaNodes(devsC); len(numa) != 1 {
-		t.Errorf("2-GPU pod on the half-used DGX got %v on NUMA nodes %v, want a pair on one", devsC, numa)
-	}
-	nic, err := c.ResourceV1().ResourceClaims("default").Get(ctx, "c-nic", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a := nic.Status.Allocation; a == nil || len(a.Devices.Results) != 1 || a.Devices.Results[0].Driver != nicDriver || len(nic.Status.ReservedFor) != 1 || nic.Status.ReservedFor[0].UID != bound["c"].UID {
-		t.Errorf("NIC claim not allocated by kube's DynamicResources for c: %+v", nic.Status)
-	}
+	devsA := draPodsABC(ctx, t, c, schedModeName, batch)
 
 	// A claim of a DeviceClass gpusched was not told of, with firstAvailable
 	// subrequests: 4 GPUs do not fit the DGX's 1 free, 1 does; the result
@@ -109,7 +69,7 @@ func TestDRA(t *testing.T) {
 		t.Fatalf("claim d-gpus: %v", err)
 	}
 	createDRAPod(ctx, t, c, "d", batch, "d-gpus")
-	bound = waitBound(ctx, t, c, "default", []string{"d"}, 60*time.Second)
+	bound := waitBound(ctx, t, c, "default", []string{"d"}, 60*time.Second)
 	if devsD := checkClaim(ctx, t, c, "d-gpus", bound["d"]); len(devsD) != 1 {
 		t.Errorf("d got %v, want 1 GPU (its subrequest \"one\")", devsD)
 	}
@@ -117,26 +77,7 @@ func TestDRA(t *testing.T) {
 		t.Errorf("claim d-gpus: %v, results %+v, want request r/one", err, cl.Status.Allocation)
 	}
 
-	// A second DGX joins; a gang of two 4-GPU pods goes there whole, one
-	// NUMA node each, both claims written before either is bound.
-	createNode(ctx, t, c, nodeSpec{Name: "dgx-2"})
-	publishDGX(ctx, t, c, "dgx-2")
-	gang := map[string]string{queueLabel: "batch", plugin.DefaultGangLabel: "g", plugin.DefaultGangSizeKey: "2"}
-	for _, m := range []string{"g-0", "g-1"} {
-		createClaim(ctx, t, c, m+"-gpus", gpuClass, 4)
-		createDRAPod(ctx, t, c, m, gang, m+"-gpus")
-	}
-	bound = waitBound(ctx, t, c, "default", []string{"g-0", "g-1"}, 60*time.Second)
-	var numas []int
-	for _, m := range []string{"g-0", "g-1"} {
-		if bound[m].Spec.NodeName != "dgx-2" {
-			t.Errorf("gang member %s on %s, want dgx-2 (dgx-1 is full)", m, bound[m].Spec.NodeName)
-		}
-		numas = append(numas, numaNodes(checkClaim(ctx, t, c, m+"-gpus", bound[m]))...)
-	}
-	if slices.Sort(numas); !slices.Equal(numas, []int{0, 1}) {
-		t.Errorf("gang members on NUMA nodes %v, want one whole each", numas)
-	}
+	draGangOnDGX2(ctx, t, c, schedModeName, batch)
 
 	// The driver taints a's GPU NoExecute: a's job is recovered.
 	s, err := c.ResourceV1().ResourceSlices().Get(ctx, "dgx-1-gpu.nvidia.com", metav1.GetOptions{})
@@ -156,6 +97,91 @@ func TestDRA(t *testing.T) {
 	}
 
 	devicesOnce(ctx, t, c) // no device in two claims
+}
+
+// createDRAClasses creates the DeviceClasses of the GPU driver (gpuClass)
+// and of the NIC driver (nicDriver).
+func createDRAClasses(ctx context.Context, t *testing.T, c kubernetes.Interface) {
+	t.Helper()
+	for _, class := range []string{gpuClass, nicDriver} {
+		driver := gpuDriver
+		if class == nicDriver {
+			driver = nicDriver
+		}
+		dc := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Spec: resourceapi.DeviceClassSpec{
+			Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)}}}}}
+		if _, err := c.ResourceV1().DeviceClasses().Create(ctx, dc, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("device class %s (is resource.k8s.io/v1 served?): %v", class, err)
+		}
+	}
+}
+
+// draPodsABC runs pods a (1 GPU), b (4 GPUs), then c (2 GPUs and a NIC)
+// of the profile scheduler, with labels, on the DGX dgx-1 (and its NICs),
+// checking that each GPU claim names the GPUs gpusched chose, b's the NUMA
+// node a leaves whole, c's a pair on one NUMA node, and c's NIC claim
+// kube's allocation. It returns a's devices.
+func draPodsABC(ctx context.Context, t *testing.T, c kubernetes.Interface, scheduler string, labels map[string]string) []string {
+	t.Helper()
+	createClaim(ctx, t, c, "a-gpus", gpuClass, 1)
+	createDRAPodOf(ctx, t, c, scheduler, "a", labels, "a-gpus")
+	bound := waitBound(ctx, t, c, "default", []string{"a"}, 60*time.Second)
+	devsA := checkClaim(ctx, t, c, "a-gpus", bound["a"])
+	createClaim(ctx, t, c, "b-gpus", gpuClass, 4)
+	createDRAPodOf(ctx, t, c, scheduler, "b", labels, "b-gpus")
+	bound = waitBound(ctx, t, c, "default", []string{"b"}, 60*time.Second)
+	devsB := checkClaim(ctx, t, c, "b-gpus", bound["b"])
+	if numa := numaNodes(devsB); len(numa) != 1 || slices.Contains(numa, numaNodes(devsA)[0]) {
+		t.Errorf("b's 4 GPUs %v are on NUMA nodes %v; want the one a (%v) leaves whole", devsB, numa, devsA)
+	}
+
+	// The DGX is 5/8 used: c's 2 GPUs are a pair on one NUMA node; its
+	// NIC claim is kube's.
+	createClaim(ctx, t, c, "c-gpus", gpuClass, 2)
+	createClaim(ctx, t, c, "c-nic", nicDriver, 1)
+	createDRAPodOf(ctx, t, c, scheduler, "c", labels, "c-gpus", "c-nic")
+	bound = waitBound(ctx, t, c, "default", []string{"c"}, 60*time.Second)
+	devsC := checkClaim(ctx, t, c, "c-gpus", bound["c"])
+	if numa := numaNodes(devsC); len(numa) != 1 {
+		t.Errorf("2-GPU pod on the half-used DGX got %v on NUMA nodes %v, want a pair on one", devsC, numa)
+	}
+	nic, err := c.ResourceV1().ResourceClaims("default").Get(ctx, "c-nic", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := nic.Status.Allocation; a == nil || len(a.Devices.Results) != 1 || a.Devices.Results[0].Driver != nicDriver || len(nic.Status.ReservedFor) != 1 || nic.Status.ReservedFor[0].UID != bound["c"].UID {
+		t.Errorf("NIC claim not allocated by kube's DynamicResources for c: %+v", nic.Status)
+	}
+	return devsA
+}
+
+// draGangOnDGX2 adds the DGX dgx-2 and a gang of two 4-GPU pods of the
+// profile scheduler (with labels), and checks that the gang goes there
+// whole (dgx-1 must be near full), one NUMA node each, both claims
+// naming gpusched's GPUs.
+func draGangOnDGX2(ctx context.Context, t *testing.T, c kubernetes.Interface, scheduler string, labels map[string]string) {
+	t.Helper()
+	createNode(ctx, t, c, nodeSpec{Name: "dgx-2"})
+	publishDGX(ctx, t, c, "dgx-2")
+	gang := map[string]string{plugin.DefaultGangLabel: "g", plugin.DefaultGangSizeKey: "2"}
+	for k, v := range labels {
+		gang[k] = v
+	}
+	for _, m := range []string{"g-0", "g-1"} {
+		createClaim(ctx, t, c, m+"-gpus", gpuClass, 4)
+		createDRAPodOf(ctx, t, c, scheduler, m, gang, m+"-gpus")
+	}
+	bound := waitBound(ctx, t, c, "default", []string{"g-0", "g-1"}, 60*time.Second)
+	var numas []int
+	for _, m := range []string{"g-0", "g-1"} {
+		if bound[m].Spec.NodeName != "dgx-2" {
+			t.Errorf("gang member %s on %s, want dgx-2 (dgx-1 is full)", m, bound[m].Spec.NodeName)
+		}
+		numas = append(numas, numaNodes(checkClaim(ctx, t, c, m+"-gpus", bound[m]))...)
+	}
+	if slices.Sort(numas); !slices.Equal(numas, []int{0, 1}) {
+		t.Errorf("gang members on NUMA nodes %v, want one whole each", numas)
+	}
 }
 
 // publishDGX publishes node's 8 H100 GPUs as NVIDIA's DRA driver does:
@@ -222,8 +248,15 @@ func createClaim(ctx context.Context, t testing.TB, c kubernetes.Interface, name
 // uses claims.
 func createDRAPod(ctx context.Context, t *testing.T, c kubernetes.Interface, name string, labels map[string]string, claims ...string) {
 	t.Helper()
+	createDRAPodOf(ctx, t, c, schedModeName, name, labels, claims...)
+}
+
+// createDRAPodOf creates a pod of the profile scheduler with labels whose
+// container uses claims.
+func createDRAPodOf(ctx context.Context, t *testing.T, c kubernetes.Interface, scheduler, name string, labels map[string]string, claims ...string) {
+	t.Helper()
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels}, Spec: v1.PodSpec{
-		SchedulerName: schedModeName,
+		SchedulerName: scheduler,
 		Containers: []v1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10",
 			Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}}},
 		TerminationGracePeriodSeconds: new(int64),

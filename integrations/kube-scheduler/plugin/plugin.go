@@ -87,6 +87,9 @@ type Plugin struct {
 	// annotate writes the GPU indices annotation (a merge patch) to a pod.
 	annotate func(ctx context.Context, namespace, name string, patch []byte) error
 	binder   *binder
+	// dra allocates the GPU claims of the pods it places (dra_placement.go);
+	// nil when DRA is off.
+	dra *placeDRA
 }
 
 var (
@@ -119,6 +122,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		_, err := h.ClientSet().CoreV1().Pods(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 		return err
 	}
+	if p.dra, err = newPlacementDRA(h, args, p.st, log); err != nil {
+		return nil, err
+	}
 	if f := h.SharedInformerFactory(); f != nil {
 		p.pods = f.Core().V1().Pods().Lister()
 		if _, err := f.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -147,7 +153,7 @@ func (p *Plugin) Args() *Args { return p.args }
 
 func (p *Plugin) onNode(o any) {
 	if n, ok := o.(*v1.Node); ok {
-		p.st.setNode(n)
+		p.st.setNode(p.dra.node(n))
 	}
 }
 
@@ -156,13 +162,18 @@ func (p *Plugin) onNodeDelete(o any) {
 		o = d.Obj
 	}
 	if n, ok := o.(*v1.Node); ok {
+		p.dra.forgetNode(n.Name)
 		p.st.deleteNode(n.Name)
 	}
 }
 
 func (p *Plugin) onPod(o any) {
 	if pod, ok := o.(*v1.Pod); ok {
-		reject := p.st.setPod(pod)
+		if pod.Spec.NodeName != "" {
+			p.dra.bound(pod.UID)
+		}
+		view, _ := p.dra.pod(pod)
+		reject := p.st.setPod(view)
 		p.reject(reject, fmt.Sprintf("gang member %s/%s finished", pod.Namespace, pod.Name))
 	}
 }
@@ -172,6 +183,7 @@ func (p *Plugin) onPodDelete(o any) {
 		o = d.Obj
 	}
 	if pod, ok := o.(*v1.Pod); ok {
+		p.dra.forgetPod(pod.UID)
 		reject := p.st.deletePod(pod.UID, pod.Spec.NodeName != "")
 		p.reject(reject, fmt.Sprintf("gang member %s/%s was deleted", pod.Namespace, pod.Name))
 	}
@@ -202,6 +214,9 @@ type cycle struct {
 	delta  map[topology.HostID]demand
 	chosen string
 	choice *gang.Placement
+	// draFixed: PreFilter chose the node and GPUs (a pod with DRA GPU
+	// claims, dra_placement.go); PreScore and Reserve keep that choice.
+	draFixed bool
 }
 
 // hostRoom is what one host had free for a pod when PreFilter ran; why is
@@ -256,12 +271,17 @@ func readCycle(cs fwk.CycleState) *cycle {
 
 // PreFilter resolves the pod against gpusched's model of the cluster.
 func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	raw := pod
+	pod, dp, claims, avoid, st := p.draPreFilter(pod) // (dra_placement.go)
+	if st != nil {
+		return nil, st
+	}
 	d := demandOf(pod, p.args)
 	g, inGang, err := gangOf(pod, p.args)
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
-	if d.gpus == 0 && !inGang {
+	if d.gpus == 0 && d.mig == "" && d.milli == 0 && !inGang {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	if d.gpus > topology.MaxGPUsPerHost {
@@ -281,7 +301,6 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	}
 	c := &cycle{d: d, build: s.builds}
 	var res *fwk.PreFilterResult
-	var st *fwk.Status
 	var explained string
 	var activate []*v1.Pod
 	if inGang {
@@ -290,7 +309,14 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	} else {
 		st, explained = p.singlePreFilter(pod, c)
 	}
+	var chosen assignment
+	if claims && st.IsSuccess() {
+		chosen, res, st = p.draChoice(pod, c, avoid)
+	}
 	s.mu.Unlock()
+	if claims && st.IsSuccess() {
+		st = p.dra.hold(ctx, raw, dp, chosen)
+	}
 	p.reject(reject, "its gang's placement was dropped")
 	if explained != "" {
 		p.event(pod, v1.EventTypeWarning, ReasonUnschedulable, explained)
@@ -454,7 +480,7 @@ func (p *Plugin) gangPreFilter(pod *v1.Pod, c *cycle) (*fwk.PreFilterResult, *fw
 	var groupOf []int // per pending member
 	var demands []demand
 	for _, m := range pending {
-		d := demandOf(m, p.args)
+		d := demandOf(p.dra.view(m), p.args)
 		gi := -1
 		for i, x := range demands {
 			if x == d {
@@ -630,7 +656,7 @@ func (p *Plugin) simulate(cs fwk.CycleState, podInfo fwk.PodInfo, ni fwk.NodeInf
 	if !ok {
 		return nil
 	}
-	d := demandOf(podInfo.GetPod(), p.args)
+	d := demandOf(p.dra.view(podInfo.GetPod()), p.args)
 	if c.delta == nil {
 		c.delta = map[topology.HostID]demand{}
 	}
@@ -679,6 +705,10 @@ func (p *Plugin) Filter(_ context.Context, cs fwk.CycleState, pod *v1.Pod, ni fw
 // filters, so the gang is placed again.
 func (p *Plugin) PostFilter(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	c := readCycle(cs)
+	p.dra.release(pod.UID)
+	if c != nil && c.draFixed {
+		p.dra.avoidNode(pod.UID, c.chosen)
+	}
 	if c == nil || c.gang == nil || c.planned == "" {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
@@ -708,6 +738,9 @@ func (p *Plugin) PreScore(_ context.Context, cs fwk.CycleState, pod *v1.Pod, nod
 	}
 	if c.req == nil {
 		return fwk.NewStatus(fwk.Skip)
+	}
+	if c.draFixed {
+		return nil
 	}
 	s := p.st
 	s.mu.Lock()
@@ -741,6 +774,14 @@ func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
 // Reserve takes the pod's GPUs on the ledger: a gang member's planned slot,
 // or the policy's choice on the node the scheduler picked.
 func (p *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
+	st := p.reserve(cs, pod, node)
+	if st.IsSuccess() {
+		p.dra.reserve(pod.UID)
+	}
+	return st
+}
+
+func (p *Plugin) reserve(cs fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
 	c := readCycle(cs)
 	if c == nil {
 		return nil
@@ -768,6 +809,7 @@ func (p *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *v1.Pod, node
 		for _, g := range claim.GPUs {
 			rec.gpus = append(rec.gpus, int(g.GPU-first))
 		}
+		rec.part = partOf(claim)
 		s.pods[pod.UID] = rec
 		pl.reserved[pod.UID] = true
 		return nil
@@ -776,6 +818,10 @@ func (p *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *v1.Pod, node
 		if err := s.commitSingle(pod, c.d, c.req, c.choice); err == nil {
 			return nil
 		}
+	}
+	if c.draFixed {
+		// Its claims name the GPUs PreFilter chose: no others.
+		return fwk.NewStatus(fwk.Unschedulable, "gpusched: the GPUs chosen for the pod's claims are no longer free; it is placed again")
 	}
 	// The scheduler picked another node, or the ledger changed: place on
 	// that node alone.
@@ -802,7 +848,8 @@ func (p *Plugin) Reserve(_ context.Context, cs fwk.CycleState, pod *v1.Pod, node
 // Unreserve gives back what Reserve took; for a gang member whose gang has not
 // been permitted yet, the whole gang's plan goes and the other members are
 // rejected.
-func (p *Plugin) Unreserve(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ string) {
+func (p *Plugin) Unreserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, _ string) {
+	p.dra.unreserve(ctx, pod)
 	c := readCycle(cs)
 	key := ""
 	if c != nil && c.gang != nil {
@@ -859,6 +906,11 @@ func (p *Plugin) Permit(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ str
 
 // PreBindPreFlight says whether PreBind has indices to write.
 func (p *Plugin) PreBindPreFlight(_ context.Context, cs fwk.CycleState, pod *v1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
+	if p.dra.holding(pod.UID) {
+		// Its claims to write, in the profile's order (DynamicResources
+		// adds the pod to their reservedFor).
+		return &fwk.PreBindPreFlightResult{AllowParallel: false}, nil
+	}
 	if readCycle(cs) == nil || p.bindsIndices() {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
@@ -876,6 +928,9 @@ func (p *Plugin) PreBindPreFlight(_ context.Context, cs fwk.CycleState, pod *v1.
 // PreBind writes the chosen GPU indices to the pod's annotation, unless
 // Bind writes them with the binding.
 func (p *Plugin) PreBind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
+	if st := p.dra.preBind(ctx, pod); !st.IsSuccess() {
+		return st
+	}
 	if p.bindsIndices() {
 		return nil
 	}

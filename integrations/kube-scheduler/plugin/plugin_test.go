@@ -213,8 +213,8 @@ func (hs *harness) check() {
 	held := map[string]string{}
 	for _, uid := range sortedKeys(s.pods) {
 		r := s.pods[uid]
-		if !r.applied {
-			continue
+		if !r.applied || r.mig != "" || r.milli > 0 {
+			continue // (MIG devices and shares: the ledger's Check)
 		}
 		for _, g := range r.gpus {
 			k := r.node + "/" + strconv.Itoa(g)

@@ -30,7 +30,17 @@ type podRecord struct {
 	// by another scheduler without the indices annotation gets the node's
 	// lowest free GPUs).
 	gpus []int
+	// indices is the pod's GPU indices annotation (or, for a DRA pod, the
+	// GPUs its claims name), resolved into gpus once the node is a GPU
+	// host of the cluster (it may not be yet when the pod is seen).
+	indices string
 	demand
+	// part is what a pod of a MIG device or a share of a GPU (demand.mig,
+	// demand.milli) takes of its one GPU, as placed (its GPU field unused);
+	// src is the pod, whose annotations say it when it was bound by
+	// another (a restart: heldPart).
+	part topology.GPUClaim
+	src  *v1.Pod
 	// assumed: reserved by this plugin and not yet seen bound.
 	assumed bool
 	// applied: held on the current ledger.
@@ -215,6 +225,14 @@ func (s *state) claimOf(r *podRecord, withCPU bool) (topology.Claim, bool) {
 		cl.CPUMilli, cl.MemoryMiB = r.cpuMilli, r.memoryMiB
 	}
 	first, n := c.HostGPUs(h)
+	parted := r.demand.mig != "" || r.demand.milli > 0
+	want := r.demand.gpus
+	if parted {
+		want = 1
+	}
+	if idx := parseIndices(r.indices, n); r.gpus == nil && len(idx) == want {
+		r.gpus = idx
+	}
 	if r.gpus == nil && r.demand.gpus > 0 {
 		// Unknown indices: the lowest free GPUs, as a device plugin
 		// without hints would hand them out.
@@ -227,6 +245,19 @@ func (s *state) claimOf(r *podRecord, withCPU bool) (topology.Claim, bool) {
 	for _, i := range r.gpus {
 		if i < n {
 			cl.GPUs = append(cl.GPUs, topology.GPUClaim{GPU: first + topology.GPUID(i), Kind: topology.ClaimWhole})
+		}
+	}
+	if parted {
+		// One MIG device or share of its GPU (dra_placement.go).
+		if len(cl.GPUs) != 1 {
+			return cl, false
+		}
+		if r.part.Kind != topology.ClaimWhole {
+			x := r.part
+			x.GPU = cl.GPUs[0].GPU
+			cl.GPUs[0] = x
+		} else if r.src == nil || heldPart(c, &cl, r.demand.taskGroup("", 1), r.src) != nil {
+			return cl, false
 		}
 	}
 	return cl, true
@@ -252,9 +283,9 @@ func (s *state) applyLocked(r *podRecord) {
 		r.applied, r.cpuHeld = true, false
 		return
 	}
-	if len(r.gpus) > 0 {
+	if len(r.gpus) > 0 && r.demand.mig == "" && r.demand.milli == 0 {
 		// The recorded indices are taken or unhealthy: any free ones.
-		r.gpus = nil
+		r.gpus, r.indices = nil, ""
 		if cl, ok = s.claimOf(r, false); ok && len(cl.GPUs) == r.demand.gpus {
 			if err := s.ledger.Allocate(cl); err == nil {
 				r.applied, r.cpuHeld = true, false
@@ -301,16 +332,22 @@ func (s *state) setPod(p *v1.Pod) []types.UID {
 	if r, ok := s.pods[p.UID]; ok {
 		if r.node == p.Spec.NodeName {
 			r.assumed = false
-			return nil
+			if !s.restatedLocked(r, p) {
+				return nil
+			}
 		}
 		// Bound elsewhere than reserved (should not happen): follow the
 		// API server.
 		s.releaseLocked(r)
 		delete(s.pods, p.UID)
 	}
-	r := &podRecord{uid: p.UID, key: p.Namespace + "/" + p.Name, node: p.Spec.NodeName, demand: demandOf(p, s.args)}
-	if r.demand.gpus == 0 && r.cpuMilli == 0 && r.memoryMiB == 0 {
+	r := &podRecord{uid: p.UID, key: p.Namespace + "/" + p.Name, node: p.Spec.NodeName, demand: demandOf(p, s.args),
+		indices: p.Annotations[s.args.GPUIndicesAnnotation]}
+	if r.demand.gpus == 0 && r.cpuMilli == 0 && r.memoryMiB == 0 && r.mig == "" && r.milli == 0 {
 		return nil
+	}
+	if r.mig != "" || r.milli > 0 {
+		r.src = p
 	}
 	if s.topo != nil {
 		if h, ok := s.topo.Cluster.HostByName(r.node); ok {
@@ -325,6 +362,37 @@ func (s *state) setPod(p *v1.Pod) []types.UID {
 		s.applyLocked(r)
 	}
 	return nil
+}
+
+// restatedLocked reports whether bound pod p, recorded as r on its node,
+// now says otherwise what it holds: other requests, or other GPUs in its
+// indices annotation (a DRA pod's claims, read after its binding, name
+// its GPUs: dra_placement.go). Its record is then made again.
+func (s *state) restatedLocked(r *podRecord, p *v1.Pod) bool {
+	d := demandOf(p, s.args)
+	if d != r.demand {
+		return true
+	}
+	if d.mig != "" || d.milli > 0 {
+		// (a part's GPU and MIG start, read from its claims)
+		return r.part.Kind == topology.ClaimWhole && (r.src == nil || p.Annotations[s.args.GPUIndicesAnnotation] != r.indices ||
+			p.Annotations[draMIGStartAnnotation] != r.src.Annotations[draMIGStartAnnotation])
+	}
+	if s.topo == nil || d.gpus == 0 {
+		return false
+	}
+	h, ok := s.topo.Cluster.HostByName(r.node)
+	if !ok {
+		return false
+	}
+	_, n := s.topo.Cluster.HostGPUs(h)
+	idx := parseIndices(p.Annotations[s.args.GPUIndicesAnnotation], n)
+	if len(idx) != d.gpus {
+		return false
+	}
+	held := slices.Clone(r.gpus)
+	slices.Sort(held)
+	return !slices.Equal(slices.Sorted(slices.Values(idx)), held)
 }
 
 // deletePod forgets a pod that was deleted or finished. A pod deleted before
@@ -453,8 +521,18 @@ func (s *state) commitSingle(p *v1.Pod, d demand, r *gang.Request, pl *gang.Plac
 	for _, g := range cl.GPUs {
 		rec.gpus = append(rec.gpus, int(g.GPU-first))
 	}
+	rec.part = partOf(cl)
 	s.pods[p.UID] = rec
 	return nil
+}
+
+// partOf is what a one-task claim of a MIG device or a share takes of its
+// GPU (kind ClaimWhole for whole GPUs).
+func partOf(cl topology.Claim) topology.GPUClaim {
+	if len(cl.GPUs) == 1 && cl.GPUs[0].Kind != topology.ClaimWhole {
+		return cl.GPUs[0]
+	}
+	return topology.GPUClaim{}
 }
 
 // unreserveLocked undoes what Reserve did for p. For a gang member whose plan
