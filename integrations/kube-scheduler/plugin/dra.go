@@ -64,8 +64,8 @@ import (
 // allocated too: dra_computedomain.go. DeviceClasses are read
 // (dra_class.go); firstAvailable requests and allocation mode All are
 // handled in dra_first.go; claim constraints in dra_constraint.go. Not
-// handled (the pod waits, saying why): admin access, claims mixing the
-// GPU class with others. Device taints and tolerations: dra_taint.go.
+// handled (the pod waits, saying why): claims mixing the GPU class with
+// others. Admin access requests are kube's (adminAccess). Device taints and tolerations: dra_taint.go.
 
 // draIO is what the DRA concern needs of the apiserver; tests give fakes.
 type draIO interface {
@@ -675,9 +675,23 @@ func (d *drat) classify(c *resourceapi.ResourceClaim) (reqs []gpuRequest, other 
 		reqs = append(reqs, rq)
 	}
 	if len(reqs) > 0 && other {
+		if i := slices.IndexFunc(c.Spec.Devices.Requests, func(r resourceapi.DeviceRequest) bool { return adminAccess(r.Exactly) }); i >= 0 {
+			why = cmp.Or(why, fmt.Sprintf("request %q asks for adminAccess, which kube's allocator gives, beside requests gpusched allocates: put it in a claim of its own", c.Spec.Devices.Requests[i].Name))
+		}
 		why = cmp.Or(why, "the claim mixes the GPU class "+d.class+" with other device classes")
 	}
 	return reqs, other, why
+}
+
+// adminAccess reports whether e asks for admin access to its devices.
+// gpusched leaves such requests to kube's allocator, as another driver's:
+// per the DRA design admin access may be given to devices in use and is
+// not counted against their capacity (so gpusched's ledger, which counts
+// what pods hold, must not count it either), and only in namespaces
+// labelled resource.kubernetes.io/admin-access, which the apiserver
+// checks when the claim is made.
+func adminAccess(e *resourceapi.ExactDeviceRequest) bool {
+	return e != nil && e.AdminAccess != nil && *e.AdminAccess
 }
 
 // exactRequest returns request name (e) as gpusched sees it, its kind and
@@ -688,12 +702,10 @@ func (d *drat) exactRequest(name string, e *resourceapi.ExactDeviceRequest) (gpu
 		return gpuRequest{name: name, count: 1}, kindGPU, why
 	}
 	kind := d.kindOf(e.DeviceClassName, dc, e.Selectors)
-	if kind == kindOther {
+	if kind == kindOther || adminAccess(e) {
+		// Admin access is kube's allocator's to give (docs/dra.md): it
+		// hands out devices in use, counted against nobody's capacity.
 		return gpuRequest{}, kindOther, ""
-	}
-	switch {
-	case e.AdminAccess != nil && *e.AdminAccess:
-		why = fmt.Sprintf("request %q: adminAccess is not supported", name)
 	}
 	rq := gpuRequest{name: name, count: int(max(cmp.Or(e.Count, 1), 1)), sels: requestSelectors(dc, e.Selectors), own: hasCEL(e.Selectors), tols: e.Tolerations}
 	why = cmp.Or(why, d.partOf(&rq, e, kind))
