@@ -112,13 +112,10 @@ func TestDRAMIGSeveral(t *testing.T) {
 	cp, profiles := migControlPlane(ctx, t)
 	c := cp.Client
 	startInProcess(t, cp, schedModeConfig, app.WithPlugin(plugin.Name, plugin.New))
-	sel := func(p string) []resourceapi.DeviceSelector {
-		return []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.attributes['gpu.nvidia.com'].profile == '%s'", p)}}}
-	}
 	cl := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "three", Namespace: "default"},
 		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
-			{Name: "r0", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: migClass, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2, Selectors: sel("3g.71gb")}},
-			{Name: "r1", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: migClass, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1, Selectors: sel("1g.18gb")}},
+			{Name: "r0", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: migClass, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2, Selectors: profileSel("3g.71gb")}},
+			{Name: "r1", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: migClass, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1, Selectors: profileSel("1g.18gb")}},
 		}}}}
 	if _, err := c.ResourceV1().ResourceClaims("default").Create(ctx, cl, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("claim three: %v", err)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -20,18 +19,7 @@ import (
 // recovers the pod's job.
 func TestDRADeviceTaintRule(t *testing.T) {
 	ctx := context.Background()
-	cp := startControlPlane(t)
-	c := cp.Client
-	createNode(ctx, t, c, nodeSpec{Name: "dgx-1"})
-	createNamespace(ctx, t, c, systemNS)
-	createQueueConfigMap(ctx, t, c, queuesYAML)
-	dc := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: gpuClass}, Spec: resourceapi.DeviceClassSpec{
-		Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", gpuDriver)}}}}}
-	if _, err := c.ResourceV1().DeviceClasses().Create(ctx, dc, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("device class %s: %v", gpuClass, err)
-	}
-	publishDGX(ctx, t, c, "dgx-1")
-	startInProcess(t, cp, schedModeConfig, app.WithPlugin(plugin.Name, plugin.New))
+	c := oneDGXScheduler(ctx, t)
 
 	createClaim(ctx, t, c, "a-gpus", gpuClass, 1)
 	createDRAPod(ctx, t, c, "a", map[string]string{queueLabel: "batch"}, "a-gpus")

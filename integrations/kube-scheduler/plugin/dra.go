@@ -63,9 +63,9 @@ import (
 // (dra_share.go). ComputeDomain channel claims (multi-node NVLink) are
 // allocated too: dra_computedomain.go. DeviceClasses are read
 // (dra_class.go); firstAvailable requests and allocation mode All are
-// handled in dra_first.go. Not handled (the pod waits, saying why): admin
-// access, constraints, claims mixing the GPU class with others. Device
-// taints and tolerations: dra_taint.go.
+// handled in dra_first.go; claim constraints in dra_constraint.go. Not
+// handled (the pod waits, saying why): claims mixing the GPU class with
+// others. Admin access requests are kube's (adminAccess). Device taints and tolerations: dra_taint.go.
 
 // draIO is what the DRA concern needs of the apiserver; tests give fakes.
 type draIO interface {
@@ -115,10 +115,12 @@ type drat struct {
 	// exists (dra_first.go).
 	picks map[string]string
 	// free returns a node's free GPUs in gpusched's ledger (false: not
-	// known yet); the host's.
-	free   func(node string) (int, bool)
-	kinds  classKinds        // what requests' selectors select (dra_class.go)
-	byPool map[string]string // pool → node name
+	// known yet), freeSet which of its GPUs (by index) are free; the
+	// host's.
+	free    func(node string) (int, bool)
+	freeSet func(node string) ([]bool, bool)
+	kinds   classKinds        // what requests' selectors select (dra_class.go)
+	byPool  map[string]string // pool → node name
 
 	nodeCache map[string]draNodeCopy
 	pods      map[types.UID]*draPod
@@ -189,12 +191,16 @@ type draPod struct {
 	// tolerated are the whole GPUs its claims hold whose taints their
 	// requests tolerate (dra_taint.go).
 	tolerated []string
+	// unkept says why no node keeps its claims' constraints this cycle
+	// (constrain, dra_constraint.go); "" when one does or it has none.
+	unkept string
 }
 
 // gpuClaim is one ResourceClaim of a pod whose requests are GPUs.
 type gpuClaim struct {
 	claimRef
 	requests []gpuRequest
+	cons     []claimConstraint // its constraints (dra_constraint.go)
 }
 
 type gpuRequest struct {
@@ -222,16 +228,23 @@ type claimRef struct {
 	uid      types.UID // the pod it is (to be) reserved for
 }
 
-// newDRA returns the DRA concern for args, or nil when DRA is off; free
-// returns a node's free GPUs in gpusched's ledger (drat.free).
-func newDRA(args *Args, io draIO, free func(string) (int, bool), log klog.Logger) *drat {
+// draLedger is what the DRA concern reads of gpusched's ledger: a node's
+// free GPUs (false: the ledger does not know the node yet). The host.
+type draLedger interface {
+	freeGPUs(node string) (int, bool)
+	freeGPUSet(node string) ([]bool, bool)
+}
+
+// newDRA returns the DRA concern for args, or nil when DRA is off; l is
+// gpusched's ledger (drat.free, drat.freeSet).
+func newDRA(args *Args, io draIO, l draLedger, log klog.Logger) *drat {
 	if args.DRADriver == "" || args.DRADriver == "none" || io == nil {
 		return nil
 	}
 	return &drat{driver: args.DRADriver, class: args.DRADeviceClass, migClass: cmp.Or(args.DRAMIGDeviceClass, DefaultDRAMIGDeviceClass), indices: args.GPUIndicesAnnotation,
 		gpuResource: v1.ResourceName(args.GPUResource), productLabel: args.GPUProductLabel, countLabel: args.GPUCountLabel, cliqueLabel: args.GPUCliqueLabel,
 		io: io, log: log, cd: newCDChannels(args), settle: 5 * time.Second, grace: 50 * time.Millisecond, nodeCache: map[string]draNodeCopy{},
-		pods: map[types.UID]*draPod{}, granted: map[types.UID]string{}, picks: map[string]string{}, free: free}
+		pods: map[types.UID]*draPod{}, granted: map[types.UID]string{}, picks: map[string]string{}, free: l.freeGPUs, freeSet: l.freeGPUSet}
 }
 
 // synced reports whether the DRA informers have synced (true when off).
@@ -274,10 +287,11 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 		}
 		dp := d.withChannels(d.pod(p))
 		next[p.UID] = dp
-		if dp.out == nil {
+		po := d.constrain(dp, assigned(p.UID))
+		if po == nil {
 			continue
 		}
-		out = append(out, dp.out)
+		out = append(out, po)
 		if p.Spec.NodeName == "" && !assigned(p.UID) {
 			d.grant(p.UID, "")
 		}
@@ -660,13 +674,24 @@ func (d *drat) classify(c *resourceapi.ResourceClaim) (reqs []gpuRequest, other 
 		why = cmp.Or(why, w)
 		reqs = append(reqs, rq)
 	}
-	if len(c.Spec.Devices.Constraints) > 0 && len(reqs) > 0 {
-		why = cmp.Or(why, "constraints (matchAttribute) are not supported yet")
-	}
 	if len(reqs) > 0 && other {
+		if i := slices.IndexFunc(c.Spec.Devices.Requests, func(r resourceapi.DeviceRequest) bool { return adminAccess(r.Exactly) }); i >= 0 {
+			why = cmp.Or(why, fmt.Sprintf("request %q asks for adminAccess, which kube's allocator gives, beside requests gpusched allocates: put it in a claim of its own", c.Spec.Devices.Requests[i].Name))
+		}
 		why = cmp.Or(why, "the claim mixes the GPU class "+d.class+" with other device classes")
 	}
 	return reqs, other, why
+}
+
+// adminAccess reports whether e asks for admin access to its devices.
+// gpusched leaves such requests to kube's allocator, as another driver's:
+// per the DRA design admin access may be given to devices in use and is
+// not counted against their capacity (so gpusched's ledger, which counts
+// what pods hold, must not count it either), and only in namespaces
+// labelled resource.kubernetes.io/admin-access, which the apiserver
+// checks when the claim is made.
+func adminAccess(e *resourceapi.ExactDeviceRequest) bool {
+	return e != nil && e.AdminAccess != nil && *e.AdminAccess
 }
 
 // exactRequest returns request name (e) as gpusched sees it, its kind and
@@ -677,12 +702,10 @@ func (d *drat) exactRequest(name string, e *resourceapi.ExactDeviceRequest) (gpu
 		return gpuRequest{name: name, count: 1}, kindGPU, why
 	}
 	kind := d.kindOf(e.DeviceClassName, dc, e.Selectors)
-	if kind == kindOther {
+	if kind == kindOther || adminAccess(e) {
+		// Admin access is kube's allocator's to give (docs/dra.md): it
+		// hands out devices in use, counted against nobody's capacity.
 		return gpuRequest{}, kindOther, ""
-	}
-	switch {
-	case e.AdminAccess != nil && *e.AdminAccess:
-		why = fmt.Sprintf("request %q: adminAccess is not supported", name)
 	}
 	rq := gpuRequest{name: name, count: int(max(cmp.Or(e.Count, 1), 1)), sels: requestSelectors(dc, e.Selectors), own: hasCEL(e.Selectors), tols: e.Tolerations}
 	why = cmp.Or(why, d.partOf(&rq, e, kind))
@@ -735,7 +758,12 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 			dp.why = cmp.Or(dp.why, fmt.Sprintf("ResourceClaim %s: %s", c.Name, w))
 			continue
 		}
-		dp.claims = append(dp.claims, gpuClaim{claimRef: claimRef{ns: c.Namespace, name: c.Name, uid: p.UID}, requests: reqs})
+		cons, w := constraintsOf(c)
+		if w != "" {
+			dp.why = cmp.Or(dp.why, fmt.Sprintf("ResourceClaim %s: %s", c.Name, w))
+			continue
+		}
+		dp.claims = append(dp.claims, gpuClaim{claimRef: claimRef{ns: c.Namespace, name: c.Name, uid: p.UID}, requests: reqs, cons: cons})
 		for _, r := range reqs {
 			if r.part == nil {
 				dp.gpus += r.count
@@ -898,6 +926,9 @@ func (d *drat) allocate(ctx context.Context, pods []*v1.Pod, assignmentOf func(t
 			alloc, err := d.allocation(c, a.node, a.gpus[k:k+n], now)
 			if err == nil {
 				err = d.partResults(alloc, c, a, taken)
+			}
+			if err == nil && p.Spec.NodeName == "" {
+				err = d.checkConstraints(c, a.node, alloc)
 			}
 			if err == nil {
 				err = d.write(ctx, c, p, alloc)
@@ -1098,6 +1129,8 @@ func (d *drat) left() []podEvent {
 	for _, uid := range slices.Sorted(maps.Keys(d.pods)) {
 		if dp := d.pods[uid]; dp.out == nil && dp.why != "" {
 			out = append(out, podEvent{pod: dp.src, what: "gpusched: " + dp.why})
+		} else if dp.unkept != "" {
+			out = append(out, podEvent{pod: dp.src, what: "gpusched: " + dp.unkept})
 		}
 	}
 	return append(out, d.cd.held...)
@@ -1126,7 +1159,7 @@ func (h *host) allocateClaims(ctx context.Context, fx *effects) {
 	}
 	for _, uid := range slices.Sorted(maps.Keys(failed)) {
 		h.log.Error(failed[uid], "Allocating a pod's GPU claims; its job's binding is withdrawn", "pod", uid)
-		if node := channelNode(failed[uid]); node != "" {
+		if node := cmp.Or(channelNode(failed[uid]), constraintNode(failed[uid])); node != "" {
 			h.exclude(uid, node, failed[uid].Error(), h.io.now())
 		}
 		for _, r := range h.unreserve(uid) {
@@ -1137,6 +1170,34 @@ func (h *host) allocateClaims(ctx context.Context, fx *effects) {
 	fx.activate = slices.DeleteFunc(fx.activate, withdrawn)
 	fx.plans = slices.DeleteFunc(fx.plans, func(g planWrite) bool { return slices.ContainsFunc(g.pods, withdrawn) })
 	h.poke()
+}
+
+// freeGPUSet returns which GPUs of node (by index) are free and
+// allocatable in gpusched's ledger; ok is false before the ledger knows
+// the node. It takes mu.
+func (h *host) freeGPUSet(node string) ([]bool, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.s == nil || h.topo == nil {
+		return nil, false
+	}
+	return wholeFreeGPUs(h.topo.Cluster, h.s.Ledger(), node)
+}
+
+// wholeFreeGPUs returns, per GPU of node (by its index on the node), whether
+// the ledger l has it wholly free; ok is false when c has no such node.
+func wholeFreeGPUs(c *topology.Cluster, l topology.LedgerReader, node string) ([]bool, bool) {
+	hid, ok := c.HostByName(node)
+	if !ok {
+		return nil, false
+	}
+	first, n := c.HostGPUs(hid)
+	free := make([]bool, n)
+	for i := range free {
+		g := first + topology.GPUID(i)
+		free[i] = l.GPU(g).Mode == topology.ModeFree && l.GPUFreeMilli(g) == topology.MilliPerGPU
+	}
+	return free, true
 }
 
 // freeGPUs returns the free allocatable GPUs of node in gpusched's ledger;

@@ -273,8 +273,13 @@ func TestDRAMIGSeveralChurn(t *testing.T) { migChurn(t, true) }
 // migChurn runs the churn of TestDRAMIGChurn; several: a third of the
 // MIG pods ask for 2 or 3 MIG devices.
 func migChurn(t *testing.T, several bool) {
-	f := h200MIG(t, "h200-1", 2)
 	ps, _ := nvdra.ReadCapture(h200Capture)
+	migChurnOn(t, h200MIG(t, "h200-1", 2), "h200-1", ps, several)
+}
+
+// migChurnOn runs the churn of TestDRAMIGChurn on node, published in f
+// with MIG devices of profiles ps.
+func migChurnOn(t *testing.T, f *fakeDRA, nodeName string, ps []nvdra.Profile, several bool) {
 	limit := map[string]resource.Quantity{}
 	devs := map[string]resourceapi.Device{}
 	for _, s := range f.slices {
@@ -287,7 +292,7 @@ func migChurn(t *testing.T, several bool) {
 			devs[d.Name] = d
 		}
 	}
-	h, io := newDRAHost(t, f, node("h200-1", -1, nil))
+	h, io := newDRAHost(t, f, node(nodeName, -1, nil))
 	rng := rand.New(rand.NewPCG(27, 1))
 	placed, severalSeen := 0, 0
 	for step := range 80 {

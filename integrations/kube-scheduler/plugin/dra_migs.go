@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -18,10 +19,13 @@ import (
 //
 // A pod whose GPU requests are all MIG requests may ask for several MIG
 // devices: a request of count n, several requests, several claims. The
-// library places one MIG instance per task, so such a pod (never a gang
-// member) is a job of one task per MIG device, each in the task group of
+// library places one MIG instance per task, so such a pod is a job of
+// one task per MIG device, each in the task group of
 // its profile, and one CPU task carrying the pod's CPU and memory, with
-// the required topology "host": the library's MIG engine picks every
+// the required topology "host" (a gang of such pods: one job of every
+// member's tasks, the whole gang on one host, since the library keeps
+// tasks together only at a topology level, not per pod; a gang that fits
+// no one node waits): the library's MIG engine picks every
 // GPU and legal start slot, on one node, and its slot mask per GPU (the
 // memory-slice counters) never hands out a slice twice. The pod's
 // assignment holds a GPU and a part ("mig:PROFILE@START") per MIG
@@ -205,29 +209,62 @@ func mergeAssignment(a, b *assignment) {
 	a.gpus = append(a.gpus, b.gpus...)
 }
 
-// assignSeveral assigns p, the one pod of job (several MIG devices), the
-// GPUs and MIG devices of every task of pl, and lets it through.
-func (h *host) assignSeveral(job string, p *v1.Pod, pl *gang.Placement, fx *effects) {
+// assignSeveral assigns the pods of rec's job (pods of several MIG
+// devices, a gang of them on one host) the GPUs and MIG devices of
+// their tasks in pl (task k of group g is the job's pods[g][k]), and
+// lets a single pod through or writes a gang's plan.
+func (h *host) assignSeveral(job string, rec *jobRec, pl *gang.Placement, now time.Time, fx *effects) {
 	c := h.topo.Cluster
-	var a *assignment
-	for _, cl := range pl.Claims {
+	byPod := map[*v1.Pod]*assignment{}
+	placed := make([]int, len(rec.job.pods))
+	for i, t := range pl.Tasks {
+		g := int(t.Group)
+		if i >= len(pl.Claims) || g >= len(rec.job.pods) || placed[g] >= len(rec.job.pods[g]) {
+			continue
+		}
+		p := rec.job.pods[g][placed[g]]
+		placed[g]++
+		cl := pl.Claims[i]
 		first, _ := c.HostGPUs(cl.Host)
 		x := &assignment{job: job, node: c.HostName(cl.Host), part: partOfClaim(c, cl)}
 		for _, g := range cl.GPUs {
 			x.gpus = append(x.gpus, int(g.GPU-first))
 		}
-		if a == nil {
-			a = x
+		if a := byPod[p]; a == nil {
+			byPod[p] = x
 		} else {
 			mergeAssignment(a, x)
 		}
 	}
-	if a == nil {
+	pods := rec.job.all()
+	var planned []plannedPod
+	for _, p := range pods {
+		if a := byPod[p]; a != nil {
+			planned = append(planned, plannedPod{pod: p, node: a.node})
+		}
+	}
+	if len(planned) == 0 {
 		return
 	}
-	h.setAssign(p.UID, a)
-	fx.activate = append(fx.activate, p)
-	h.amu.Lock()
-	delete(h.notes, p.UID)
-	h.amu.Unlock()
+	// The plan, one pod or a gang on its node, is checked as any plan is.
+	if h.refusePlan(job, rec, planned, now, fx) {
+		return
+	}
+	var plan *planWrite
+	if len(pods) > 1 {
+		fx.plans = append(fx.plans, planWrite{job: job})
+		plan = &fx.plans[len(fx.plans)-1]
+	}
+	for _, pp := range planned {
+		a := byPod[pp.pod]
+		h.setAssign(pp.pod.UID, a)
+		if plan != nil {
+			plan.add(pp.pod, a)
+		} else {
+			fx.activate = append(fx.activate, pp.pod)
+		}
+		h.amu.Lock()
+		delete(h.notes, pp.pod.UID)
+		h.amu.Unlock()
+	}
 }

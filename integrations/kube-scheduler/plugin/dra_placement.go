@@ -113,7 +113,7 @@ func newPlacementDRA(h fwk.Handle, args *Args, st *state, log klog.Logger) (*pla
 	if err != nil {
 		return nil, err
 	}
-	pd := newPlaceDRA(newDRA(args, k, st.freeGPUs, log), h.SharedDRAManager().ResourceClaims(), log)
+	pd := newPlaceDRA(newDRA(args, k, st, log), h.SharedDRAManager().ResourceClaims(), log)
 	if l, ok := h.(interface{ ListPlugins() *config.Plugins }); ok && pd != nil {
 		pd.plugins = l.ListPlugins
 	}
@@ -132,6 +132,17 @@ func (s *state) freeGPUs(node string) (int, bool) {
 		return 0, false
 	}
 	return s.ledger.HostFreeGPUs(h), true
+}
+
+// freeGPUSet returns, per GPU of node, whether the ledger has it wholly free
+// (drat.freeSet).
+func (s *state) freeGPUSet(node string) ([]bool, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.topo == nil {
+		return nil, false
+	}
+	return wholeFreeGPUs(s.topo.Cluster, s.ledger, node)
 }
 
 // node returns n as the state sees it (drat.node).

@@ -58,7 +58,7 @@ func newDRAHarness(t *testing.T, f *fakeDRA, nodes ...*v1.Node) (*harness, *fake
 	hs := newHarness(t, defaultArgs(), nodes...)
 	tr := &fakeTracker{f: f, assumed: map[string]*resourceapi.ResourceClaim{}}
 	log := ktesting.NewLogger(t, ktesting.NewConfig())
-	hs.p.dra = newPlaceDRA(newDRA(hs.p.args, f, hs.p.st.freeGPUs, log), tr, log)
+	hs.p.dra = newPlaceDRA(newDRA(hs.p.args, f, hs.p.st, log), tr, log)
 	hs.p.dra.now = func() time.Time { return hs.clock }
 	for _, n := range nodes {
 		hs.p.onNode(n)

@@ -186,7 +186,7 @@ func oneRunning(t *testing.T, claims map[string]int, name, claim string) (h *hos
 
 func newDRAHost(t *testing.T, f *fakeDRA, nodes ...*v1.Node) (*host, *fakeIO) {
 	h, io := newTestHost(t, nodes...)
-	h.dra = newDRA(h.args, f, h.freeGPUs, ktesting.NewLogger(t, ktesting.NewConfig()))
+	h.dra = newDRA(h.args, f, h, ktesting.NewLogger(t, ktesting.NewConfig()))
 	h.dra.settle, h.dra.grace = 0, 0
 	return h, io
 }
@@ -305,12 +305,13 @@ func TestDRAAllocatesChosenGPUs(t *testing.T) {
 	}
 }
 
-// TestDRAUnsupportedClaimWaits: a GPU claim with admin access is not
+// TestDRAUnsupportedClaimWaits: a GPU claim mixing an admin access
+// request (kube's) with one gpusched allocates, or a NIC request, is not
 // placed; the pod waits saying why, and gpusched writes nothing.
 func TestDRAUnsupportedClaimWaits(t *testing.T) {
 	f := newFakeDRA()
 	f.slices = []*resourceapi.ResourceSlice{dgxSlice("dgx-1")}
-	c := claimFor("sel", DefaultDRADeviceClass, 1)
+	c := claimFor("sel", DefaultDRADeviceClass, 1, 1)
 	yes := true
 	c.Spec.Devices.Requests[0].Exactly.AdminAccess = &yes
 	f.put(c)
@@ -324,7 +325,7 @@ func TestDRAUnsupportedClaimWaits(t *testing.T) {
 	if len(io.activated) != 0 || len(f.writes) != 0 {
 		t.Fatalf("activated %v, writes %v", io.activated, f.writes)
 	}
-	for pod, want := range map[string]string{"s": "adminAccess is not supported", "m": "mixes the GPU class", "gone": "does not exist yet"} {
+	for pod, want := range map[string]string{"s": `request "r0" asks for adminAccess, which kube's allocator gives`, "m": "mixes the GPU class", "gone": "does not exist yet"} {
 		if !strings.Contains(io.pending[pod], want) {
 			t.Errorf("%s: reason %q, want %q", pod, io.pending[pod], want)
 		}

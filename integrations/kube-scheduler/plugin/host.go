@@ -853,7 +853,7 @@ func (h *host) placedPods(p *gang.Placement, j *podJob) int {
 	case p == nil || len(p.Claims) == 0:
 		return 0
 	case j.several:
-		return 1
+		return len(j.all())
 	}
 	return len(p.Claims)
 }
@@ -911,7 +911,8 @@ func (h *host) restore(j *podJob, complete bool, now time.Time, fx *effects) boo
 	var tasks [][]topology.Claim
 	var finish []*v1.Pod
 	var finishAt []assignment
-	var migTaken []bool // (j.several: its MIG devices restored so far)
+	migTaken := map[*v1.Pod][]bool{} // (j.several: each pod's MIG devices restored so far)
+	finishTasks := 0                 // (j.several: tasks of the pods of finish beyond their first)
 	bound, total := 0, 0
 	for gi, pods := range j.pods {
 		g := spec.Groups[gi]
@@ -939,22 +940,40 @@ func (h *host) restore(j *podJob, complete bool, now time.Time, fx *effects) boo
 				// A pod of several MIG devices: its claims name them all,
 				// or it is placed afresh (dra_migs.go).
 				_, held := migsOfPod(p)
-				if p.Spec.NodeName == "" {
-					continue // (never planned: placed afresh)
+				if p.Spec.NodeName == "" && held == nil {
+					continue // (its claims not written: placed afresh)
 				}
 				if held == nil {
 					h.bad(fx, j, fmt.Sprintf("%s: its ResourceClaims name none or not all of its MIG devices on node %s", podField(p, "resourceClaims"), node), now)
 					return true
 				}
-				if migTaken == nil {
-					migTaken = make([]bool, len(held))
+				if migTaken[p] == nil {
+					migTaken[p] = make([]bool, len(held))
 				}
-				cl, ok := heldMIGClaim(c, hid, g, held, migTaken)
+				cl, ok := heldMIGClaim(c, hid, g, held, migTaken[p])
+				if !ok && p.Spec.NodeName == "" {
+					continue
+				}
 				if !ok {
 					h.bad(fx, j, fmt.Sprintf("%s: its ResourceClaims name no MIG device %s of node %s", podField(p, "resourceClaims"), g.MIGProfile, node), now)
 					return true
 				}
 				claims = append(claims, cl)
+				if p.Spec.NodeName == "" {
+					// A planned gang member whose claims were written: let
+					// through on them, all its tasks in one assignment.
+					x := assignment{job: id, node: node, part: partOfClaim(c, cl)}
+					first, _ := c.HostGPUs(hid)
+					for _, g := range cl.GPUs {
+						x.gpus = append(x.gpus, int(g.GPU-first))
+					}
+					if k := slices.Index(finish, p); k >= 0 {
+						mergeAssignment(&finishAt[k], &x)
+						finishTasks++
+					} else {
+						finish, finishAt = append(finish, p), append(finishAt, x)
+					}
+				}
 				continue
 			}
 			first, count := c.HostGPUs(hid)
@@ -999,7 +1018,7 @@ func (h *host) restore(j *podJob, complete bool, now time.Time, fx *effects) boo
 		h.bad(fx, j, fmt.Sprintf("restoring its bound pods: %v", err), now)
 		return true
 	}
-	rec := &jobRec{job: j, partial: bound+len(finish) < total}
+	rec := &jobRec{job: j, partial: bound+len(finish)+finishTasks < total}
 	h.jobs[id] = rec
 	for k, p := range finish {
 		a := finishAt[k]
@@ -1033,6 +1052,9 @@ func (h *host) submitError(j *podJob, err error) string {
 		msg := fmt.Sprintf("%s: %v", podField(p, "resources"), err)
 		if note := perHostNote(j); note != "" {
 			msg += "; " + note
+		}
+		if j.several && len(j.all()) > 1 {
+			msg += "; a gang of pods with several MIG devices goes whole on one node (the library keeps a pod's MIG devices together only by keeping its job on one host)"
 		}
 		return msg
 	}
@@ -1119,12 +1141,7 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 			continue
 		}
 		if rec.job.several {
-			// Its one pod, on its one host, is checked as any plan is.
-			p := rec.job.all()[0]
-			if len(b.Placement.Claims) > 0 && h.refusePlan(b.Job, rec, []plannedPod{{pod: p, node: c.HostName(b.Placement.Claims[0].Host)}}, now, fx) {
-				continue
-			}
-			h.assignSeveral(b.Job, p, b.Placement, fx) // (dra_migs.go)
+			h.assignSeveral(b.Job, rec, b.Placement, now, fx) // (dra_migs.go)
 			continue
 		}
 		placed := make([]int, len(rec.job.pods))

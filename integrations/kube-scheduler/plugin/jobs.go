@@ -19,7 +19,8 @@ type podJob struct {
 	// group g is pods[g][k] (a pod of several MIG devices is in several
 	// tasks, dra_migs.go).
 	pods [][]*v1.Pod
-	// several: its one pod asks for several MIG devices (dra_migs.go).
+	// several: a pod of it asks for several MIG devices, so its pods are
+	// in several tasks and it is placed on one host (dra_migs.go).
 	several bool
 	// checkpoint is the latest gpusched.io/checkpointed-at of its pods.
 	checkpoint time.Time
@@ -43,12 +44,13 @@ type podJob struct {
 
 // all returns the job's pods in group and name order.
 func (j *podJob) all() []*v1.Pod {
-	if j.several {
-		return j.pods[0][:1] // (its one pod, in every group)
-	}
 	var out []*v1.Pod
 	for _, g := range j.pods {
-		out = append(out, g...)
+		for _, p := range g {
+			if !j.several || !slices.Contains(out, p) { // (a pod of several MIG devices is in several groups)
+				out = append(out, p)
+			}
+		}
 	}
 	return out
 }
@@ -182,12 +184,18 @@ func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
 		d := demandOf(m, a)
 		tasks := []demand{d}
 		if profiles := strings.Split(d.mig, ","); len(profiles) > 1 {
-			// Several MIG devices: a task each, on one host (dra_migs.go).
-			if inGang || len(members) > 1 {
-				return fail("%s: a gang member with several MIG devices is not supported", podField(m, "resourceClaims"))
+			// Several MIG devices: a task each, on one host; a gang of
+			// such pods goes whole on one host (dra_migs.go).
+			if !inGang && len(members) > 1 {
+				return fail("%s: several pods of several MIG devices in one job", podField(m, "resourceClaims"))
+			}
+			if spec.MaxTasksPerHost > 0 {
+				return fail("%s: a gang of pods with several MIG devices is placed on one node, which its pods' anti-affinity or spread on the hostname forbids", podField(m, "resourceClaims"))
 			}
 			tasks = migTasks(d, profiles)
-			spec.Topology = append(spec.Topology, onOneHost)
+			if !j.several {
+				spec.Topology = append(spec.Topology, onOneHost)
+			}
 			j.several = true
 		}
 		for _, d := range tasks {
