@@ -93,7 +93,9 @@ func plainSlots(r *run, x *dom, k int) int {
 // meets them (plainLists) and orderUnits' deferred ordering of the units
 // outside the searched domain when the quota blocks the gang or when
 // defragmenting (eagerOthers) give every domain the same units in the
-// same order, and the same plans and reasons, as the plain computations:
+// same order, and they and polish's shortcut after a settled greedy set
+// (plainPolish) the same plans (placement counts included) and reasons,
+// as the plain computations:
 // Plan on random instances (with queues, where the quota may block the
 // gang; through the Roster and visiting every job), Defragment on
 // scattered ones, and both on two GB200 NVL72 racks busy with up to 144
@@ -101,7 +103,7 @@ func plainSlots(r *run, x *dom, k int) int {
 // through the heap) and a few failed GPUs and hosts and cordons; and
 // slotsIn's count host by host equals plainSlots'.
 func TestPropertySearchShortcuts(t *testing.T) {
-	flags := []*bool{&plainLists, &eagerOthers}
+	flags := []*bool{&plainLists, &eagerOthers, &plainPolish}
 	check := func(rt *rapid.T, cfg Config, snap Snapshot, p *Pending, now time.Time, defrag bool) {
 		// The lists and the order of every domain.
 		r1 := prepared(newSearch(rt, cfg), snap, p, now, defrag)
