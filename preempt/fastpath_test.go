@@ -192,7 +192,13 @@ func TestPropertySearchShortcuts(t *testing.T) {
 		rapid.Check(t, func(rt *rapid.T) {
 			f := newFixture(rt, c, nil)
 			n := 0
-			for h := 0; h < 36; h++ {
+			hosts := make([]int, 36)
+			for h := range hosts {
+				hosts[h] = h
+			}
+			// Trays in random order: the State lists the jobs in that
+			// order, its Roster in host order.
+			for _, h := range rapid.Permutation(hosts).Draw(rt, "order") {
 				host := c.HostName(topology.HostID(h))
 				switch rapid.IntRange(0, 3).Draw(rt, "tray") {
 				case 0: // idle
@@ -227,6 +233,12 @@ func TestPropertySearchShortcuts(t *testing.T) {
 			cfg := Config{MaxPlacements: 1 << 20, MaxNodes: 1 << 24}
 			check(rt, cfg, f.st, pend, at, true)
 			check(rt, cfg, f.st, pend, at, false)
+			// Through the Roster or visiting every job (collectMoves).
+			d1, m1 := newSearch(rt, cfg).Defragment(f.st, pend, at)
+			d2, m2 := newSearch(rt, cfg).Defragment(plainSnap{f.st}, pend, at)
+			if !reflect.DeepEqual(d1, d2) || !reflect.DeepEqual(m1, m2) {
+				rt.Fatalf("through the roster: %v %+v\nevery job: %v %+v", d1, m1, d2, m2)
+			}
 		})
 	})
 }
