@@ -449,6 +449,7 @@ func (r *run) record(x *dom) {
 func (r *run) solveDomain(x *dom) {
 	before := r.best.key
 	had := r.best.ok
+	r.settled = false
 	r.resetSet(x)
 	if r.nUnits() <= r.s.cfg.MaxExact {
 		nodes := r.nodes
@@ -628,6 +629,7 @@ func (r *run) greedyDone(x *dom) {
 	}
 	if !r.best.ok || r.cur.less(r.best.key) {
 		r.record(x)
+		r.settled = r.quiet
 	}
 }
 
@@ -672,6 +674,7 @@ func (r *run) tryAdd(ui int32) {
 func (r *run) reprieve() (dropped, stale bool) {
 	for changed := true; changed; {
 		changed = false
+		r.quiet = true
 		cands := append(r.psort[:0], r.set...)
 		r.psort = cands
 		slices.SortFunc(cands, func(a, b int32) int {
@@ -696,6 +699,7 @@ func (r *run) reprieve() (dropped, stale bool) {
 		for _, ui := range cands {
 			r.remove(ui)
 			if r.feasible() || r.countsElsewhere() {
+				r.quiet = false
 				var ok bool
 				if !r.relevant && r.kOnly && r.feasible() && r.onlyIn(ui, r.cnt.x) {
 					// The unit's hosts take no task either way: only
@@ -818,10 +822,21 @@ func (r *run) reevaluate() bool {
 	return ok
 }
 
+// plainPolish turns off polish's shortcut after a settled greedy set
+// (tests compare plans made with and without it).
+var plainPolish = false
+
 // polish runs the reprieve pass on the best set if this domain's search
 // improved it (the exhaustive search can keep a victim that costs nothing).
 func (r *run) polish(x *dom, had bool, before key) {
 	if !r.best.ok || had && !r.best.key.less(before) || r.best.dom != x.i {
+		return
+	}
+	if r.settled && !plainPolish {
+		// The greedy search recorded this set as its reprieve left it,
+		// the reprieve's last pass having dropped nothing on counting
+		// alone: a second reprieve would repeat that pass (the same
+		// set, order and counts), evaluate nothing and drop nothing.
 		return
 	}
 	r.resetSet(x)

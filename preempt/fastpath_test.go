@@ -93,7 +93,9 @@ func plainSlots(r *run, x *dom, k int) int {
 // meets them (plainLists) and orderUnits' deferred ordering of the units
 // outside the searched domain when the quota blocks the gang or when
 // defragmenting (eagerOthers) give every domain the same units in the
-// same order, and the same plans and reasons, as the plain computations:
+// same order, and they and polish's shortcut after a settled greedy set
+// (plainPolish) the same plans (placement counts included) and reasons,
+// as the plain computations:
 // Plan on random instances (with queues, where the quota may block the
 // gang; through the Roster and visiting every job), Defragment on
 // scattered ones, and both on two GB200 NVL72 racks busy with up to 144
@@ -101,7 +103,7 @@ func plainSlots(r *run, x *dom, k int) int {
 // through the heap) and a few failed GPUs and hosts and cordons; and
 // slotsIn's count host by host equals plainSlots'.
 func TestPropertySearchShortcuts(t *testing.T) {
-	flags := []*bool{&plainLists, &eagerOthers}
+	flags := []*bool{&plainLists, &eagerOthers, &plainPolish}
 	check := func(rt *rapid.T, cfg Config, snap Snapshot, p *Pending, now time.Time, defrag bool) {
 		// The lists and the order of every domain.
 		r1 := prepared(newSearch(rt, cfg), snap, p, now, defrag)
@@ -190,7 +192,13 @@ func TestPropertySearchShortcuts(t *testing.T) {
 		rapid.Check(t, func(rt *rapid.T) {
 			f := newFixture(rt, c, nil)
 			n := 0
-			for h := 0; h < 36; h++ {
+			hosts := make([]int, 36)
+			for h := range hosts {
+				hosts[h] = h
+			}
+			// Trays in random order: the State lists the jobs in that
+			// order, its Roster in host order.
+			for _, h := range rapid.Permutation(hosts).Draw(rt, "order") {
 				host := c.HostName(topology.HostID(h))
 				switch rapid.IntRange(0, 3).Draw(rt, "tray") {
 				case 0: // idle
@@ -225,6 +233,12 @@ func TestPropertySearchShortcuts(t *testing.T) {
 			cfg := Config{MaxPlacements: 1 << 20, MaxNodes: 1 << 24}
 			check(rt, cfg, f.st, pend, at, true)
 			check(rt, cfg, f.st, pend, at, false)
+			// Through the Roster or visiting every job (collectMoves).
+			d1, m1 := newSearch(rt, cfg).Defragment(f.st, pend, at)
+			d2, m2 := newSearch(rt, cfg).Defragment(plainSnap{f.st}, pend, at)
+			if !reflect.DeepEqual(d1, d2) || !reflect.DeepEqual(m1, m2) {
+				rt.Fatalf("through the roster: %v %+v\nevery job: %v %+v", d1, m1, d2, m2)
+			}
 		})
 	})
 }

@@ -90,8 +90,9 @@ const (
 
 // Indexed is implemented by a Snapshot that keeps a Roster of exactly the
 // jobs its Jobs lists, in step with them. Plan then visits only the jobs of
-// the queues and priorities that may give victims. Roster may return nil
-// (no index: every job is visited).
+// the queues and priorities that may give victims, and Defragment every
+// filed job in host order, both reading the protections the Roster files
+// off it. Roster may return nil (no index: every job is visited).
 type Indexed interface {
 	Roster() *Roster
 }

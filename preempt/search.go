@@ -261,6 +261,11 @@ type run struct {
 	rel       []topology.Claim
 	scratch   gang.Placement
 
+	// quiet: reprieve's last pass found no victim it could drop by
+	// counting (nothing evaluated); settled: the greedy search recorded
+	// the best set right after such a pass (polish has nothing to do).
+	quiet, settled bool
+
 	placements, nodes int
 	budgetHit         bool
 	inexact           bool
