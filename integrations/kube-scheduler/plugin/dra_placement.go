@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
@@ -145,7 +147,37 @@ func (x *placeDRA) node(n *v1.Node) *v1.Node {
 	if x.d.nodes == nil {
 		x.d.readSlices()
 	}
-	return x.d.node(n)
+	return x.tainted(x.d.node(n))
+}
+
+// tainted returns v, n as drat sees it, with the GPUs whose devices are
+// tainted (NoSchedule or NoExecute, from the slice or a DeviceTaintRule)
+// offered no more: allocatable less them, named in UnhealthyGPUsAnnotation
+// under a count label of all, so that the ledger marks them failed and
+// no pod is placed on them. x.mu is held.
+func (x *placeDRA) tainted(v *v1.Node) *v1.Node {
+	g := x.d.nodes[v.Name]
+	if g == nil {
+		return v
+	}
+	var bad []string
+	for i, h := range g.health {
+		if h != topology.Healthy {
+			bad = append(bad, strconv.Itoa(i))
+		}
+	}
+	q, ok := v.Status.Allocatable[x.d.gpuResource]
+	if len(bad) == 0 || !ok || q.Value() != int64(len(g.devices)) || v.Labels[x.d.countLabel] != "" {
+		return v // (no taint, or device-plugin GPUs)
+	}
+	out := v.DeepCopy()
+	out.Status.Allocatable[x.d.gpuResource] = *resource.NewQuantity(int64(len(g.devices)-len(bad)), resource.DecimalSI)
+	out.Labels[x.d.countLabel] = strconv.Itoa(len(g.devices))
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	out.Annotations[UnhealthyGPUsAnnotation] = strings.Join(bad, ",")
+	return out
 }
 
 func (x *placeDRA) forgetNode(name string) {
@@ -236,7 +268,7 @@ func (x *placeDRA) refresh() (pods []*v1.Pod, ns []*v1.Node) {
 	x.d.readSlices()
 	if x.d.sliceKey != old {
 		for _, name := range sortedKeys(x.nodes) {
-			ns = append(ns, x.d.node(x.nodes[name]))
+			ns = append(ns, x.tainted(x.d.node(x.nodes[name])))
 		}
 	}
 	for _, uid := range sortedKeys(x.d.pods) {

@@ -422,3 +422,30 @@ func TestDRAPlacementParts(t *testing.T) {
 	sharedUse(t, fs)
 	hs3.check()
 }
+
+// TestDRAPlacementTaintedGPU: a GPU whose device is tainted takes no pod
+// in placement mode: a 4-GPU pod goes to the NUMA node without it, and
+// the 3 healthy GPUs of the other leave no room for a second.
+func TestDRAPlacementTaintedGPU(t *testing.T) {
+	f := oneDGX(map[string]int{"a-gpus": 4, "b-gpus": 4})
+	for i := range f.slices[0].Spec.Devices {
+		if d := &f.slices[0].Spec.Devices[i]; d.Name == "gpu-5" {
+			d.Taints = []resourceapi.DeviceTaint{{Key: "gpu.nvidia.com/xid", Value: "48", Effect: resourceapi.DeviceTaintEffectNoSchedule}}
+		}
+	}
+	hs, _ := newDRAHarness(t, f, node("dgx-1", -1, nil))
+	a := hs.add(placementDRAPod("a", "a-gpus"))
+	node, st, _ := hs.schedule(a)
+	if st != nil {
+		t.Fatalf("a: %v", st)
+	}
+	hs.bind(a, node)
+	if devs := devicesOf(f.claims["default/a-gpus"].Status.Allocation); slices.Contains(devs, "gpu-5") || numaOf(devs[0]) != 0 {
+		t.Errorf("a got %v, want NUMA node 0 (gpu-5 is tainted)", devs)
+	}
+	b := hs.add(placementDRAPod("b", "b-gpus"))
+	if _, st, _ := hs.schedule(b); st == nil {
+		t.Errorf("b placed on %v with 3 healthy GPUs free", devicesOf(f.claims["default/b-gpus"].Status.Allocation))
+	}
+	hs.check()
+}
