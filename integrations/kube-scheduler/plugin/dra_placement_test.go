@@ -307,6 +307,14 @@ func TestDRAPlacementPreBind(t *testing.T) {
 // claims name (not the lowest free ones), and a new pod gets the GPU left
 // free, no other.
 func TestDRAPlacementRestartBeforeSlices(t *testing.T) {
+	for _, slicesLate := range []bool{true, false} {
+		t.Run(fmt.Sprintf("slicesLate=%v", slicesLate), func(t *testing.T) { restartBeforeClaims(t, slicesLate) })
+	}
+}
+
+// restartBeforeClaims is TestDRAPlacementRestartBeforeSlices with the
+// slices read late too, or from the start.
+func restartBeforeClaims(t *testing.T, slicesLate bool) {
 	f := oneDGX(map[string]int{"a-gpus": 4, "b-gpus": 3, "e-gpus": 1})
 	ctx := context.Background()
 	var bound []*v1.Pod
@@ -326,9 +334,12 @@ func TestDRAPlacementRestartBeforeSlices(t *testing.T) {
 	}
 	sortPods(bound)
 
-	// The restart: pods first, with neither slices nor claims read yet.
+	// The restart: pods first, with the claims (and slices) not read yet.
 	slicesOf, claimsOf := f.slices, f.claims
-	f.slices, f.claims = nil, map[string]*resourceapi.ResourceClaim{}
+	f.claims = map[string]*resourceapi.ResourceClaim{}
+	if slicesLate {
+		f.slices = nil
+	}
 	hs, _ := newDRAHarness(t, f, node0("dgx-1"))
 	for _, b := range bound {
 		hs.add(b)
