@@ -23,6 +23,7 @@ import (
 var draScaleConfigs = map[string]string{
 	"default-scheduler": draKubeConfig + draScaleClient,
 	schedModeName:       strings.Replace(draKubeConfig, "- schedulerName: default-scheduler\n", draScaleSchedMode, 1) + draScaleClient,
+	"gpusched":          placementDRAConfig + draScaleClient,
 }
 
 // draScaleSchedMode is the scheduler-mode profile BenchmarkDRAScale
@@ -55,12 +56,17 @@ const draScaleClient = `clientConnection:
 // GPUSCHED_DRA_SCALE_GPUS (1) GPUs, created together; the claims are
 // created before the clock starts. Each profile runs on its own control
 // plane and scheduler: default-scheduler (kube's DynamicResources
-// allocates the claims) and gpusched's scheduler mode (gpusched writes
-// them). Metrics: pods/s (first pod created to last bound) and the
+// allocates the claims), gpusched's scheduler mode and its placement mode
+// (gpusched writes them); GPUSCHED_DRA_SCALE_PROFILE (comma-separated)
+// picks some. Metrics: pods/s (first pod created to last bound) and the
 // process's CPU ms per pod bound (apiserver, etcd, scheduler and client
 // together). Run by hand with -benchtime=1x (README).
 func BenchmarkDRAScale(b *testing.B) {
-	for _, prof := range []string{"default-scheduler", schedModeName} {
+	profiles := []string{"default-scheduler", schedModeName, "gpusched"}
+	if only := os.Getenv("GPUSCHED_DRA_SCALE_PROFILE"); only != "" {
+		profiles = strings.Split(only, ",")
+	}
+	for _, prof := range profiles {
 		b.Run("profile="+prof, func(b *testing.B) {
 			for range b.N {
 				runDRAScale(b, prof)

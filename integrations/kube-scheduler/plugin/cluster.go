@@ -36,6 +36,10 @@ type Topology struct {
 	// index down, the node's GPU count label has but its allocatable
 	// resource lacks (GPUs the device plugin reports unhealthy).
 	unavailable []int
+	// lost[h] are those GPUs' indices when the node names them
+	// (UnhealthyGPUsAnnotation; a DRA node's tainted GPUs in placement
+	// mode, dra_placement.go); nil otherwise.
+	lost [][]int
 }
 
 // NewLedger returns an empty ledger of t's cluster with the GPUs the device
@@ -44,7 +48,14 @@ func (t *Topology) NewLedger() *topology.Ledger {
 	l := topology.NewLedger(t.Cluster)
 	for h, n := range t.unavailable {
 		first, count := t.Cluster.HostGPUs(topology.HostID(h))
-		for i := count - n; i < count; i++ {
+		lost := t.lost[h]
+		if len(lost) != n {
+			lost = nil
+			for i := count - n; i < count; i++ {
+				lost = append(lost, i)
+			}
+		}
+		for _, i := range lost {
 			// Cannot fail: the GPU exists and nothing is allocated.
 			_ = l.SetGPUHealth(first+topology.GPUID(i), topology.Failed)
 		}
@@ -328,10 +339,11 @@ func BuildTopology(nodes []*v1.Node, a *Args) (*Topology, error) {
 	}
 	t.Cluster = c
 	t.unavailable = make([]int, c.NumHosts())
+	t.lost = make([][]int, c.NumHosts())
 	for _, s := range shapes {
 		if s.gpus > s.allocGPUs {
 			h, _ := c.HostByName(s.name)
-			t.unavailable[h] = s.gpus - s.allocGPUs
+			t.unavailable[h], t.lost[h] = s.gpus-s.allocGPUs, s.failed
 		}
 	}
 	return t, nil

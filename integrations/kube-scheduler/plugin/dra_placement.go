@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
@@ -68,6 +70,10 @@ type placeDRA struct {
 	now     func() time.Time
 	nodes   map[string]*v1.Node // as the informer gave them
 	holds   map[types.UID]*draHold
+	// unsettled are the bound pods whose claims did not all name their
+	// devices when last seen (the claims informer behind the pods'):
+	// refresh looks at them again.
+	unsettled map[types.UID]bool
 	// avoid are nodes a pod's planned node failed other filters on (the
 	// next placement avoids them), by pod.
 	avoid map[types.UID][]string
@@ -100,7 +106,7 @@ func newPlaceDRA(d *drat, tracker draTracker, log klog.Logger) *placeDRA {
 		return nil
 	}
 	return &placeDRA{d: d, tracker: tracker, log: log, now: time.Now, nodes: map[string]*v1.Node{},
-		holds: map[types.UID]*draHold{}, avoid: map[types.UID][]string{}, views: map[types.UID]*v1.Pod{}}
+		holds: map[types.UID]*draHold{}, avoid: map[types.UID][]string{}, views: map[types.UID]*v1.Pod{}, unsettled: map[types.UID]bool{}}
 }
 
 // newPlacementDRA returns placement mode's DRA concern on h, or nil when
@@ -156,7 +162,37 @@ func (x *placeDRA) node(n *v1.Node) *v1.Node {
 	if x.d.nodes == nil {
 		x.d.readSlices()
 	}
-	return x.d.node(n)
+	return x.tainted(x.d.node(n))
+}
+
+// tainted returns v, n as drat sees it, with the GPUs whose devices are
+// tainted (NoSchedule or NoExecute, from the slice or a DeviceTaintRule)
+// offered no more: allocatable less them, named in UnhealthyGPUsAnnotation
+// under a count label of all, so that the ledger marks them failed and
+// no pod is placed on them. x.mu is held.
+func (x *placeDRA) tainted(v *v1.Node) *v1.Node {
+	g := x.d.nodes[v.Name]
+	if g == nil {
+		return v
+	}
+	var bad []string
+	for i, h := range g.health {
+		if h != topology.Healthy {
+			bad = append(bad, strconv.Itoa(i))
+		}
+	}
+	q, ok := v.Status.Allocatable[x.d.gpuResource]
+	if len(bad) == 0 || !ok || q.Value() != int64(len(g.devices)) || v.Labels[x.d.countLabel] != "" {
+		return v // (no taint, or device-plugin GPUs)
+	}
+	out := v.DeepCopy()
+	out.Status.Allocatable[x.d.gpuResource] = *resource.NewQuantity(int64(len(g.devices)-len(bad)), resource.DecimalSI)
+	out.Labels[x.d.countLabel] = strconv.Itoa(len(g.devices))
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	out.Annotations[UnhealthyGPUsAnnotation] = strings.Join(bad, ",")
+	return out
 }
 
 func (x *placeDRA) forgetNode(name string) {
@@ -190,6 +226,12 @@ func (x *placeDRA) podLocked(p *v1.Pod) (*v1.Pod, *draPod) {
 	if out == nil {
 		out = p
 	}
+	settled := dp.why == "" && (len(dp.claims) == 0 || out.Annotations[x.d.indices] != "")
+	if p.Spec.NodeName != "" && !settled && !isTerminal(p) {
+		x.unsettled[p.UID] = true
+	} else {
+		delete(x.unsettled, p.UID)
+	}
 	x.vmu.Lock()
 	x.views[p.UID] = out
 	x.vmu.Unlock()
@@ -218,6 +260,7 @@ func (x *placeDRA) forgetPod(uid types.UID) {
 	x.mu.Lock()
 	delete(x.d.pods, uid)
 	delete(x.avoid, uid)
+	delete(x.unsettled, uid)
 	x.mu.Unlock()
 	x.vmu.Lock()
 	delete(x.views, uid)
@@ -237,22 +280,29 @@ func (x *placeDRA) bound(uid types.UID) {
 }
 
 // refresh reads the slices again and returns the nodes and pods whose view
-// changed since (slices or claims changed), for the state; it restores the
-// assumptions of cycles that ended before Reserve. It runs at PreFilter.
+// changed since, for the state: every node and bound pod when the slices
+// changed, else the bound pods whose claims had not named their devices
+// yet. It restores the assumptions of cycles that ended before Reserve. It
+// runs at PreFilter.
 func (x *placeDRA) refresh() (pods []*v1.Pod, ns []*v1.Node) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.restoreStaleLocked()
 	old := x.d.sliceKey
 	x.d.readSlices()
+	look := x.unsettled
 	if x.d.sliceKey != old {
 		for _, name := range sortedKeys(x.nodes) {
-			ns = append(ns, x.d.node(x.nodes[name]))
+			ns = append(ns, x.tainted(x.d.node(x.nodes[name])))
+		}
+		look = map[types.UID]bool{}
+		for uid := range x.d.pods {
+			look[uid] = true
 		}
 	}
-	for _, uid := range sortedKeys(x.d.pods) {
+	for _, uid := range sortedKeys(look) {
 		old := x.d.pods[uid]
-		if old.src.Spec.NodeName == "" {
+		if old == nil || old.src.Spec.NodeName == "" {
 			continue // (an unbound pod's view is made at its PreFilter)
 		}
 		if out, dp := x.podLocked(old.src); dp != old {

@@ -307,6 +307,14 @@ func TestDRAPlacementPreBind(t *testing.T) {
 // claims name (not the lowest free ones), and a new pod gets the GPU left
 // free, no other.
 func TestDRAPlacementRestartBeforeSlices(t *testing.T) {
+	for _, slicesLate := range []bool{true, false} {
+		t.Run(fmt.Sprintf("slicesLate=%v", slicesLate), func(t *testing.T) { restartBeforeClaims(t, slicesLate) })
+	}
+}
+
+// restartBeforeClaims is TestDRAPlacementRestartBeforeSlices with the
+// slices read late too, or from the start.
+func restartBeforeClaims(t *testing.T, slicesLate bool) {
 	f := oneDGX(map[string]int{"a-gpus": 4, "b-gpus": 3, "e-gpus": 1})
 	ctx := context.Background()
 	var bound []*v1.Pod
@@ -326,9 +334,12 @@ func TestDRAPlacementRestartBeforeSlices(t *testing.T) {
 	}
 	sortPods(bound)
 
-	// The restart: pods first, with neither slices nor claims read yet.
+	// The restart: pods first, with the claims (and slices) not read yet.
 	slicesOf, claimsOf := f.slices, f.claims
-	f.slices, f.claims = nil, map[string]*resourceapi.ResourceClaim{}
+	f.claims = map[string]*resourceapi.ResourceClaim{}
+	if slicesLate {
+		f.slices = nil
+	}
 	hs, _ := newDRAHarness(t, f, node0("dgx-1"))
 	for _, b := range bound {
 		hs.add(b)
@@ -421,4 +432,31 @@ func TestDRAPlacementParts(t *testing.T) {
 	}
 	sharedUse(t, fs)
 	hs3.check()
+}
+
+// TestDRAPlacementTaintedGPU: a GPU whose device is tainted takes no pod
+// in placement mode: a 4-GPU pod goes to the NUMA node without it, and
+// the 3 healthy GPUs of the other leave no room for a second.
+func TestDRAPlacementTaintedGPU(t *testing.T) {
+	f := oneDGX(map[string]int{"a-gpus": 4, "b-gpus": 4})
+	for i := range f.slices[0].Spec.Devices {
+		if d := &f.slices[0].Spec.Devices[i]; d.Name == "gpu-5" {
+			d.Taints = []resourceapi.DeviceTaint{{Key: "gpu.nvidia.com/xid", Value: "48", Effect: resourceapi.DeviceTaintEffectNoSchedule}}
+		}
+	}
+	hs, _ := newDRAHarness(t, f, node("dgx-1", -1, nil))
+	a := hs.add(placementDRAPod("a", "a-gpus"))
+	node, st, _ := hs.schedule(a)
+	if st != nil {
+		t.Fatalf("a: %v", st)
+	}
+	hs.bind(a, node)
+	if devs := devicesOf(f.claims["default/a-gpus"].Status.Allocation); slices.Contains(devs, "gpu-5") || numaOf(devs[0]) != 0 {
+		t.Errorf("a got %v, want NUMA node 0 (gpu-5 is tainted)", devs)
+	}
+	b := hs.add(placementDRAPod("b", "b-gpus"))
+	if _, st, _ := hs.schedule(b); st == nil {
+		t.Errorf("b placed on %v with 3 healthy GPUs free", devicesOf(f.claims["default/b-gpus"].Status.Allocation))
+	}
+	hs.check()
 }
