@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedfw "k8s.io/kubernetes/pkg/scheduler/framework"
@@ -462,4 +463,66 @@ func TestProbe2GPUFailureByIdentity(t *testing.T) {
 	if len(io.deleted) != 0 {
 		t.Errorf("unknown failed GPUs: deleted %v by guess", io.deleted)
 	}
+}
+
+// TestProbe2PodAntiAffinity (defect 4): a pod with required pod
+// anti-affinity (hostname) against app=db, which runs on n1, and one with
+// required pod affinity to app=db, are planned on n2 and n1 respectively.
+func TestProbe2PodAntiAffinity(t *testing.T) {
+	h, io := newTestHost(t, gpuNode("n1", 8, h100, nil), gpuNode("n2", 8, h100, nil))
+	db := boundPod("db", "n1", 1, "0", nil)
+	db.Labels = map[string]string{"app": "db"}
+	term := v1.PodAffinityTerm{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}, TopologyKey: "kubernetes.io/hostname"}
+	anti := schedPod("anti", 4, nil)
+	anti.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{term}}}
+	near := schedPod("near", 4, nil)
+	near.Spec.Affinity = &v1.Affinity{PodAffinity: &v1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{term}}}
+	io.pods = []*v1.Pod{db, anti, near}
+	for range 3 {
+		step(h, io, time.Second)
+	}
+	if a, ok := h.assignmentOf(anti.UID); !ok || a.node != "n2" {
+		t.Errorf("anti: %+v %v, want n2; %q", a, ok, io.pending["anti"])
+	}
+	if a, ok := h.assignmentOf(near.UID); !ok || a.node != "n1" {
+		t.Errorf("near: %+v %v, want n1; %q", a, ok, io.pending["near"])
+	}
+}
+
+// TestProbe2GangRestartBeforeAnyBound (defect 7): a 2-pod gang of 6 GPUs
+// planned and annotated; the scheduler restarts before any member binds
+// (one member already passed Permit): the new scheduler plans the gang
+// on the same nodes and GPUs, and a 4-GPU pod that arrived meanwhile
+// gets the GPUs left over, not the gang's.
+func TestProbe2GangRestartBeforeAnyBound(t *testing.T) {
+	nodes := []*v1.Node{gpuNode("n1", 8, h100, nil), gpuNode("n2", 8, h100, nil)}
+	h, io := newTestHost(t, nodes...)
+	g := map[string]string{DefaultGangLabel: "g", DefaultGangSizeKey: "2"}
+	io.pods = []*v1.Pod{schedPod("g-0", 6, g), schedPod("g-1", 6, g)}
+	step(h, io, 0)
+	plan := map[string]assignment{}
+	for _, p := range io.pods {
+		a, ok := h.assignmentOf(p.UID)
+		if !ok {
+			t.Fatalf("%s not planned", p.Name)
+		}
+		plan[p.Name] = a
+	}
+	h2, io2 := newTestHost(t, nodes...)
+	// s is older than the gang: a fresh plan would serve it first.
+	s := schedPod("s", 2, nil)
+	s.CreationTimestamp = metav1.Unix(1e9-60, 0)
+	io2.pods = append([]*v1.Pod{s}, io.pods...)
+	step(h2, io2, time.Second)
+	for _, name := range []string{"g-0", "g-1"} {
+		a, ok := h2.assignmentOf(types.UID("uid-" + name))
+		if !ok || a.node != plan[name].node || formatIndices(a.gpus) != formatIndices(plan[name].gpus) {
+			t.Errorf("%s after restart: %+v %v, want %s %v", name, a, ok, plan[name].node, plan[name].gpus)
+		}
+	}
+	if a, ok := h2.assignmentOf(s.UID); ok {
+		t.Logf("s given %s %v", a.node, a.gpus)
+	}
+	bindAll(t, h2, io2)
+	used(t, io2.pods)
 }
