@@ -526,3 +526,64 @@ func TestProbe2GangRestartBeforeAnyBound(t *testing.T) {
 	bindAll(t, h2, io2)
 	used(t, io2.pods)
 }
+
+// TestProbe2GangPreemptorWaitsForVictims (defect 2, a gang preemptor):
+// n1 and n2 each run a checkpointed 4-GPU pod and a never-checkpointed
+// 4-GPU pod, all prio 0; a 2-pod gang (prio 100, 4 GPUs each) arrives.
+// Only the checkpointed pods are evicted; no member is planned while
+// either victim's object exists; the never-checkpointed pods run on.
+func TestProbe2GangPreemptorWaitsForVictims(t *testing.T) {
+	h, io := newTestHost(t, gpuNode("n1", 8, h100, nil), gpuNode("n2", 8, h100, nil))
+	a1, b1 := boundPod("a1", "n1", 4, "0,1,2,3", nil), boundPod("b1", "n1", 4, "4,5,6,7", nil)
+	a2, b2 := boundPod("a2", "n2", 4, "4,5,6,7", nil), boundPod("b2", "n2", 4, "0,1,2,3", nil)
+	io.pods = []*v1.Pod{a1, b1, a2, b2}
+	step(h, io, 0)
+	io.clock = io.clock.Add(time.Hour)
+	for _, p := range []*v1.Pod{a1, a2} {
+		c := p.DeepCopy()
+		c.Annotations[DefaultCheckpointKey] = io.clock.Add(-time.Minute).Format(time.RFC3339)
+		io.pods = replace(io.pods, c)
+	}
+	step(h, io, time.Second)
+	g := map[string]string{DefaultGangLabel: "p", DefaultGangSizeKey: "2"}
+	io.pods = append(io.pods, prio(schedPod("p-0", 4, g), 100), prio(schedPod("p-1", 4, g), 100))
+	for range 4 {
+		step(h, io, time.Second)
+	}
+	ev := slices.Sorted(slices.Values(io.evicted))
+	if !slices.Equal(ev, []string{"a1", "a2"}) {
+		t.Fatalf("evicted %v, want a1 a2", io.evicted)
+	}
+	for _, p := range io.pods {
+		if p.Name == "a1" || p.Name == "a2" {
+			io.pods = replace(io.pods, terminating(p, io.clock))
+		}
+	}
+	for range 5 {
+		step(h, io, 3*time.Second)
+		for _, m := range []string{"p-0", "p-1"} {
+			if a, ok := h.assignmentOf(types.UID("uid-" + m)); ok {
+				t.Fatalf("%s given %s %v while victims terminate", m, a.node, a.gpus)
+			}
+		}
+	}
+	io.pods = without(io.pods, "a1")
+	step(h, io, time.Second)
+	if a, ok := h.assignmentOf("uid-p-0"); ok {
+		t.Fatalf("gang planned (%s %v) while a2 still terminates", a.node, a.gpus)
+	}
+	io.pods = without(io.pods, "a2")
+	step(h, io, time.Second)
+	for _, m := range []string{"p-0", "p-1"} {
+		if _, ok := h.assignmentOf(types.UID("uid-" + m)); !ok {
+			t.Errorf("%s not planned once the victims are gone: %q", m, io.pending[m])
+		}
+	}
+	for _, b := range []string{"default/b1", "default/b2"} {
+		if st, ok := h.s.Job(b); !ok || st.State != queue.Running {
+			t.Errorf("%s: %+v %v, want running", b, st, ok)
+		}
+	}
+	bindAll(t, h, io)
+	used(t, io.pods)
+}
