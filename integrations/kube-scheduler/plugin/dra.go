@@ -115,12 +115,15 @@ type drat struct {
 	// exists (dra_first.go).
 	picks map[string]string
 	// free returns a node's free GPUs in gpusched's ledger (false: not
-	// known yet), freeSet which of its GPUs (by index) are free; the
-	// host's.
-	free    func(node string) (int, bool)
-	freeSet func(node string) ([]bool, bool)
-	kinds   classKinds        // what requests' selectors select (dra_class.go)
-	byPool  map[string]string // pool → node name
+	// known yet), sets which of its GPUs (by index) are free, and which
+	// have nothing allocated whatever their health; the host's.
+	free func(node string) (int, bool)
+	sets func(node string) (free, idle []bool, ok bool)
+	// lent are the tainted free GPUs lent this cycle to the pods that
+	// tolerate them, loaned those lent and held since (dra_lend.go).
+	lent, loaned map[lendKey]bool
+	kinds        classKinds        // what requests' selectors select (dra_class.go)
+	byPool       map[string]string // pool → node name
 
 	nodeCache map[string]draNodeCopy
 	pods      map[types.UID]*draPod
@@ -232,11 +235,11 @@ type claimRef struct {
 // free GPUs (false: the ledger does not know the node yet). The host.
 type draLedger interface {
 	freeGPUs(node string) (int, bool)
-	freeGPUSet(node string) ([]bool, bool)
+	gpuSets(node string) (free, idle []bool, ok bool)
 }
 
 // newDRA returns the DRA concern for args, or nil when DRA is off; l is
-// gpusched's ledger (drat.free, drat.freeSet).
+// gpusched's ledger (drat.free, drat.sets).
 func newDRA(args *Args, io draIO, l draLedger, log klog.Logger) *drat {
 	if args.DRADriver == "" || args.DRADriver == "none" || io == nil {
 		return nil
@@ -244,7 +247,7 @@ func newDRA(args *Args, io draIO, l draLedger, log klog.Logger) *drat {
 	return &drat{driver: args.DRADriver, class: args.DRADeviceClass, migClass: cmp.Or(args.DRAMIGDeviceClass, DefaultDRAMIGDeviceClass), indices: args.GPUIndicesAnnotation,
 		gpuResource: v1.ResourceName(args.GPUResource), productLabel: args.GPUProductLabel, countLabel: args.GPUCountLabel, cliqueLabel: args.GPUCliqueLabel,
 		io: io, log: log, cd: newCDChannels(args), settle: 5 * time.Second, grace: 50 * time.Millisecond, nodeCache: map[string]draNodeCopy{},
-		pods: map[types.UID]*draPod{}, granted: map[types.UID]string{}, picks: map[string]string{}, free: l.freeGPUs, freeSet: l.freeGPUSet}
+		pods: map[types.UID]*draPod{}, granted: map[types.UID]string{}, picks: map[string]string{}, free: l.freeGPUs, sets: l.gpuSets, loaned: map[lendKey]bool{}}
 }
 
 // synced reports whether the DRA informers have synced (true when off).
@@ -336,7 +339,7 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 		}
 	}
 	outNodes = d.channelView(outNodes, claims)
-	return outNodes, d.pinDomains(outNodes, out, assigned)
+	return outNodes, d.pinDomains(outNodes, d.lend(out, assigned), assigned)
 }
 
 // ours reports whether c's requests all name the GPU class and its
@@ -535,10 +538,11 @@ func (h *host) draHealth() {
 		for i := 0; i < count && i < len(n.health); i++ {
 			g := first + topology.GPUID(i)
 			st := h.s.Ledger().GPU(g)
-			if st.Health == n.health[i] {
+			health := h.dra.lentHealth(name, i, n.health[i], st.Mode == topology.ModeFree) // (dra_lend.go)
+			if st.Health == health {
 				continue
 			}
-			if st.Health == topology.Healthy && st.Mode == topology.ModeWhole && (n.health[i] == topology.Draining || h.dra.tolerates(name, n.devices[i])) {
+			if st.Health == topology.Healthy && st.Mode == topology.ModeWhole && (health == topology.Draining || h.dra.tolerates(name, n.devices[i])) {
 				// NoSchedule on a GPU one job holds whole, or NoExecute its
 				// pod tolerates: the job runs on (a draining or failed
 				// GPU's job would be recovered), and no other can have the
@@ -546,7 +550,7 @@ func (h *host) draHealth() {
 				// before the cycle that could place a job there.
 				continue
 			}
-			if _, err := h.s.SetGPUHealth(g, n.health[i]); err != nil {
+			if _, err := h.s.SetGPUHealth(g, health); err != nil {
 				h.log.Error(err, "Setting the health of a tainted GPU", "node", name, "device", n.devices[i])
 			}
 		}
@@ -930,6 +934,9 @@ func (d *drat) allocate(ctx context.Context, pods []*v1.Pod, assignmentOf func(t
 			if err == nil && p.Spec.NodeName == "" {
 				err = d.checkConstraints(c, a.node, alloc)
 			}
+			if err == nil && p.Spec.NodeName == "" {
+				err = d.checkTaints(c, a.node, alloc) // (dra_lend.go)
+			}
 			if err == nil {
 				err = d.write(ctx, c, p, alloc)
 			}
@@ -1172,26 +1179,28 @@ func (h *host) allocateClaims(ctx context.Context, fx *effects) {
 	h.poke()
 }
 
-// freeGPUSet returns which GPUs of node (by index) are free and
-// allocatable in gpusched's ledger; ok is false before the ledger knows
-// the node. It takes mu.
-func (h *host) freeGPUSet(node string) ([]bool, bool) {
+// gpuSets returns which GPUs of node (by index) are free and allocatable
+// in gpusched's ledger, and which have nothing allocated whatever their
+// health (idle); ok is false before the ledger knows the node. It takes
+// mu.
+func (h *host) gpuSets(node string) (free, idle []bool, ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.s == nil || h.topo == nil {
-		return nil, false
+		return nil, nil, false
 	}
-	hid, ok := h.topo.Cluster.HostByName(node)
-	if !ok {
-		return nil, false
+	hid, known := h.topo.Cluster.HostByName(node)
+	if !known {
+		return nil, nil, false
 	}
 	first, n := h.topo.Cluster.HostGPUs(hid)
-	free := make([]bool, n)
+	free, idle = make([]bool, n), make([]bool, n)
 	for i := range free {
 		g := first + topology.GPUID(i)
-		free[i] = h.s.Ledger().GPU(g).Mode == topology.ModeFree && h.s.Ledger().GPUFreeMilli(g) == topology.MilliPerGPU
+		idle[i] = h.s.Ledger().GPU(g).Mode == topology.ModeFree
+		free[i] = idle[i] && h.s.Ledger().GPUFreeMilli(g) == topology.MilliPerGPU
 	}
-	return free, true
+	return free, idle, true
 }
 
 // freeGPUs returns the free allocatable GPUs of node in gpusched's ledger;

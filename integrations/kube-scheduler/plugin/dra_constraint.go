@@ -45,9 +45,9 @@ type claimConstraint struct {
 // what is the constraint as the claim writes it.
 func (k claimConstraint) what() string {
 	if k.distinct {
-		return "distinctAttribute " + k.attr
+		return "constraint distinctAttribute " + k.attr
 	}
-	return "matchAttribute " + k.attr
+	return "constraint matchAttribute " + k.attr
 }
 
 // covers reports whether k applies to request name ("request" or
@@ -113,12 +113,13 @@ func localityAttr(name string) bool {
 
 // errConstraint is a pick that breaks a claim's constraint on node.
 type errConstraint struct {
-	node, what string
-	devices    []string
+	node    string
+	what    string // what is broken: "constraint matchAttribute X", "tolerations (…)"
+	devices []string
 }
 
 func (e errConstraint) Error() string {
-	return fmt.Sprintf("the GPUs gpusched picked on node %s (%s) break the claim's constraint %s; the node is left out for the pod a while",
+	return fmt.Sprintf("the GPUs gpusched picked on node %s (%s) break the claim's %s; the node is left out for the pod a while",
 		e.node, strings.Join(e.devices, ", "), e.what)
 }
 
@@ -219,7 +220,7 @@ func (d *drat) constrainedNodes(dp *draPod, cands []string) (nodes []string, ok 
 		if n == nil || len(n.devices) == 0 {
 			continue
 		}
-		free, known := d.freeSet(name)
+		free, _, known := d.sets(name)
 		if !known {
 			free = make([]bool, len(n.devices))
 			for i := range free {
