@@ -116,7 +116,8 @@ type drat struct {
 	picks map[string]string
 	// free returns a node's free GPUs in gpusched's ledger (false: not
 	// known yet), sets which of its GPUs (by index) are free, and which
-	// have nothing allocated whatever their health; the host's.
+	// have nothing allocated whatever their health (nil outside scheduler
+	// mode: newSchedDRA); the host's.
 	free func(node string) (int, bool)
 	sets func(node string) (free, idle []bool, ok bool)
 	// lent are the tainted free GPUs lent this cycle to the pods that
@@ -231,23 +232,16 @@ type claimRef struct {
 	uid      types.UID // the pod it is (to be) reserved for
 }
 
-// draLedger is what the DRA concern reads of gpusched's ledger: a node's
-// free GPUs (false: the ledger does not know the node yet). The host.
-type draLedger interface {
-	freeGPUs(node string) (int, bool)
-	gpuSets(node string) (free, idle []bool, ok bool)
-}
-
-// newDRA returns the DRA concern for args, or nil when DRA is off; l is
-// gpusched's ledger (drat.free, drat.sets).
-func newDRA(args *Args, io draIO, l draLedger, log klog.Logger) *drat {
+// newDRA returns the DRA concern for args, or nil when DRA is off; free
+// returns a node's free GPUs in gpusched's ledger (drat.free).
+func newDRA(args *Args, io draIO, free func(string) (int, bool), log klog.Logger) *drat {
 	if args.DRADriver == "" || args.DRADriver == "none" || io == nil {
 		return nil
 	}
 	return &drat{driver: args.DRADriver, class: args.DRADeviceClass, migClass: cmp.Or(args.DRAMIGDeviceClass, DefaultDRAMIGDeviceClass), indices: args.GPUIndicesAnnotation,
 		gpuResource: v1.ResourceName(args.GPUResource), productLabel: args.GPUProductLabel, countLabel: args.GPUCountLabel, cliqueLabel: args.GPUCliqueLabel,
 		io: io, log: log, cd: newCDChannels(args), settle: 5 * time.Second, grace: 50 * time.Millisecond, nodeCache: map[string]draNodeCopy{},
-		pods: map[types.UID]*draPod{}, granted: map[types.UID]string{}, picks: map[string]string{}, free: l.freeGPUs, sets: l.gpuSets, loaned: map[lendKey]bool{}}
+		pods: map[types.UID]*draPod{}, granted: map[types.UID]string{}, picks: map[string]string{}, free: free, loaned: map[lendKey]bool{}}
 }
 
 // synced reports whether the DRA informers have synced (true when off).
@@ -762,7 +756,7 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 			dp.why = cmp.Or(dp.why, fmt.Sprintf("ResourceClaim %s: %s", c.Name, w))
 			continue
 		}
-		cons, w := constraintsOf(c)
+		cons, w := d.constraintsOf(c)
 		if w != "" {
 			dp.why = cmp.Or(dp.why, fmt.Sprintf("ResourceClaim %s: %s", c.Name, w))
 			continue
@@ -1177,6 +1171,17 @@ func (h *host) allocateClaims(ctx context.Context, fx *effects) {
 	fx.activate = slices.DeleteFunc(fx.activate, withdrawn)
 	fx.plans = slices.DeleteFunc(fx.plans, func(g planWrite) bool { return slices.ContainsFunc(g.pods, withdrawn) })
 	h.poke()
+}
+
+// newSchedDRA is newDRA for scheduler mode on h: with the ledger's GPU
+// sets (drat.sets), which claim constraints and the loan of tainted GPUs
+// need (dra_constraint.go, dra_lend.go).
+func newSchedDRA(args *Args, io draIO, h *host, log klog.Logger) *drat {
+	d := newDRA(args, io, h.freeGPUs, log)
+	if d != nil {
+		d.sets = h.gpuSets
+	}
+	return d
 }
 
 // gpuSets returns which GPUs of node (by index) are free and allocatable

@@ -60,8 +60,13 @@ func (k claimConstraint) covers(name string) bool {
 	return slices.Contains(k.requests, name) || slices.Contains(k.requests, main)
 }
 
-// constraintsOf returns c's constraints; why when one has neither kind.
-func constraintsOf(c *resourceapi.ResourceClaim) ([]claimConstraint, string) {
+// constraintsOf returns c's constraints; why when one has neither kind,
+// or outside scheduler mode (no ledger sets: placement mode's allocation
+// does not check them).
+func (d *drat) constraintsOf(c *resourceapi.ResourceClaim) ([]claimConstraint, string) {
+	if len(c.Spec.Devices.Constraints) > 0 && d.sets == nil {
+		return nil, "claim constraints (matchAttribute, distinctAttribute) are honoured in scheduler mode only"
+	}
 	var out []claimConstraint
 	for i, dc := range c.Spec.Devices.Constraints {
 		k := claimConstraint{requests: dc.Requests}
@@ -220,7 +225,11 @@ func (d *drat) constrainedNodes(dp *draPod, cands []string) (nodes []string, ok 
 		if n == nil || len(n.devices) == 0 {
 			continue
 		}
-		free, _, known := d.sets(name)
+		var free []bool
+		known := false
+		if d.sets != nil {
+			free, _, known = d.sets(name)
+		}
 		if !known {
 			free = make([]bool, len(n.devices))
 			for i := range free {

@@ -49,6 +49,9 @@ type lendKey struct {
 // kept off their nodes.
 func (d *drat) lend(pods []*v1.Pod, assigned func(types.UID) bool) []*v1.Pod {
 	d.lent = map[lendKey]bool{}
+	if d.sets == nil {
+		return pods // (scheduler mode only: newSchedDRA)
+	}
 	var nodes []string // nodes with a GPU lent
 	for _, name := range sortedKeys(d.nodes) {
 		n := d.nodes[name]
