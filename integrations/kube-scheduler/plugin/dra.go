@@ -115,16 +115,20 @@ type drat struct {
 	// exists (dra_first.go).
 	picks map[string]string
 	// free returns a node's free GPUs in gpusched's ledger (false: not
-	// known yet), sets which of its GPUs (by index) are free, and which
-	// have nothing allocated whatever their health (nil outside scheduler
-	// mode: newSchedDRA); the host's.
-	free func(node string) (int, bool)
-	sets func(node string) (free, idle []bool, ok bool)
+	// known yet), freeSet which of its GPUs (by index) are free; the
+	// host's.
+	free    func(node string) (int, bool)
+	freeSet func(node string) ([]bool, bool)
+	kinds   classKinds        // what requests' selectors select (dra_class.go)
+	byPool  map[string]string // pool → node name
+	// sched: scheduler mode (newSchedDRA), where claim constraints are
+	// checked and tainted GPUs lent; idle says which GPUs of a node have
+	// nothing allocated, whatever their health (dra_lend.go).
+	sched bool
+	idle  func(node string) ([]bool, bool)
 	// lent are the tainted free GPUs lent this cycle to the pods that
 	// tolerate them, loaned those lent and held since (dra_lend.go).
 	lent, loaned map[lendKey]bool
-	kinds        classKinds        // what requests' selectors select (dra_class.go)
-	byPool       map[string]string // pool → node name
 
 	nodeCache map[string]draNodeCopy
 	pods      map[types.UID]*draPod
@@ -232,16 +236,23 @@ type claimRef struct {
 	uid      types.UID // the pod it is (to be) reserved for
 }
 
-// newDRA returns the DRA concern for args, or nil when DRA is off; free
-// returns a node's free GPUs in gpusched's ledger (drat.free).
-func newDRA(args *Args, io draIO, free func(string) (int, bool), log klog.Logger) *drat {
+// draLedger is what the DRA concern reads of gpusched's ledger: a node's
+// free GPUs (false: the ledger does not know the node yet). The host.
+type draLedger interface {
+	freeGPUs(node string) (int, bool)
+	freeGPUSet(node string) ([]bool, bool)
+}
+
+// newDRA returns the DRA concern for args, or nil when DRA is off; l is
+// gpusched's ledger (drat.free, drat.freeSet).
+func newDRA(args *Args, io draIO, l draLedger, log klog.Logger) *drat {
 	if args.DRADriver == "" || args.DRADriver == "none" || io == nil {
 		return nil
 	}
 	return &drat{driver: args.DRADriver, class: args.DRADeviceClass, migClass: cmp.Or(args.DRAMIGDeviceClass, DefaultDRAMIGDeviceClass), indices: args.GPUIndicesAnnotation,
 		gpuResource: v1.ResourceName(args.GPUResource), productLabel: args.GPUProductLabel, countLabel: args.GPUCountLabel, cliqueLabel: args.GPUCliqueLabel,
 		io: io, log: log, cd: newCDChannels(args), settle: 5 * time.Second, grace: 50 * time.Millisecond, nodeCache: map[string]draNodeCopy{},
-		pods: map[types.UID]*draPod{}, granted: map[types.UID]string{}, picks: map[string]string{}, free: free, loaned: map[lendKey]bool{}}
+		pods: map[types.UID]*draPod{}, granted: map[types.UID]string{}, picks: map[string]string{}, free: l.freeGPUs, freeSet: l.freeGPUSet}
 }
 
 // synced reports whether the DRA informers have synced (true when off).
@@ -1173,39 +1184,26 @@ func (h *host) allocateClaims(ctx context.Context, fx *effects) {
 	h.poke()
 }
 
-// newSchedDRA is newDRA for scheduler mode on h: with the ledger's GPU
-// sets (drat.sets), which claim constraints and the loan of tainted GPUs
-// need (dra_constraint.go, dra_lend.go).
-func newSchedDRA(args *Args, io draIO, h *host, log klog.Logger) *drat {
-	d := newDRA(args, io, h.freeGPUs, log)
-	if d != nil {
-		d.sets = h.gpuSets
-	}
-	return d
-}
-
-// gpuSets returns which GPUs of node (by index) are free and allocatable
-// in gpusched's ledger, and which have nothing allocated whatever their
-// health (idle); ok is false before the ledger knows the node. It takes
-// mu.
-func (h *host) gpuSets(node string) (free, idle []bool, ok bool) {
+// freeGPUSet returns which GPUs of node (by index) are free and
+// allocatable in gpusched's ledger; ok is false before the ledger knows
+// the node. It takes mu.
+func (h *host) freeGPUSet(node string) ([]bool, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.s == nil || h.topo == nil {
-		return nil, nil, false
+		return nil, false
 	}
-	hid, known := h.topo.Cluster.HostByName(node)
-	if !known {
-		return nil, nil, false
+	hid, ok := h.topo.Cluster.HostByName(node)
+	if !ok {
+		return nil, false
 	}
 	first, n := h.topo.Cluster.HostGPUs(hid)
-	free, idle = make([]bool, n), make([]bool, n)
+	free := make([]bool, n)
 	for i := range free {
 		g := first + topology.GPUID(i)
-		idle[i] = h.s.Ledger().GPU(g).Mode == topology.ModeFree
-		free[i] = idle[i] && h.s.Ledger().GPUFreeMilli(g) == topology.MilliPerGPU
+		free[i] = h.s.Ledger().GPU(g).Mode == topology.ModeFree && h.s.Ledger().GPUFreeMilli(g) == topology.MilliPerGPU
 	}
-	return free, idle, true
+	return free, true
 }
 
 // freeGPUs returns the free allocatable GPUs of node in gpusched's ledger;

@@ -61,10 +61,10 @@ func (k claimConstraint) covers(name string) bool {
 }
 
 // constraintsOf returns c's constraints; why when one has neither kind,
-// or outside scheduler mode (no ledger sets: placement mode's allocation
-// does not check them).
+// or outside scheduler mode (placement mode's allocation does not check
+// them).
 func (d *drat) constraintsOf(c *resourceapi.ResourceClaim) ([]claimConstraint, string) {
-	if len(c.Spec.Devices.Constraints) > 0 && d.sets == nil {
+	if len(c.Spec.Devices.Constraints) > 0 && !d.sched {
 		return nil, "claim constraints (matchAttribute, distinctAttribute) are honoured in scheduler mode only"
 	}
 	var out []claimConstraint
@@ -225,11 +225,7 @@ func (d *drat) constrainedNodes(dp *draPod, cands []string) (nodes []string, ok 
 		if n == nil || len(n.devices) == 0 {
 			continue
 		}
-		var free []bool
-		known := false
-		if d.sets != nil {
-			free, _, known = d.sets(name)
-		}
+		free, known := d.freeSet(name)
 		if !known {
 			free = make([]bool, len(n.devices))
 			for i := range free {

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/gpusched/gpusched/topology"
 )
@@ -49,7 +50,7 @@ type lendKey struct {
 // kept off their nodes.
 func (d *drat) lend(pods []*v1.Pod, assigned func(types.UID) bool) []*v1.Pod {
 	d.lent = map[lendKey]bool{}
-	if d.sets == nil {
+	if !d.sched {
 		return pods // (scheduler mode only: newSchedDRA)
 	}
 	var nodes []string // nodes with a GPU lent
@@ -64,7 +65,8 @@ func (d *drat) lend(pods []*v1.Pod, assigned func(types.UID) bool) []*v1.Pod {
 		if len(tainted) == 0 {
 			continue
 		}
-		free, idle, known := d.sets(name)
+		free, _ := d.freeSet(name)
+		idle, known := d.idle(name)
 		if !known {
 			continue
 		}
@@ -175,6 +177,9 @@ func notOn(p *v1.Pod, nodes []string) {
 // after a loan (loaned), else taint. It records and forgets loans.
 func (d *drat) lentHealth(node string, i int, taint topology.Health, idle bool) topology.Health {
 	k := lendKey{node, i}
+	if d.loaned == nil {
+		d.loaned = map[lendKey]bool{}
+	}
 	switch {
 	case d.lent[k]:
 		d.loaned[k] = true
@@ -208,4 +213,36 @@ func (d *drat) checkTaints(c gpuClaim, node string, alloc *resourceapi.Allocatio
 		}
 	}
 	return nil
+}
+
+// newSchedDRA is newDRA for scheduler mode on h: claim constraints are
+// checked (dra_constraint.go) and tainted GPUs lent (lend), from the
+// ledger's free and idle GPUs.
+func newSchedDRA(args *Args, io draIO, h *host, log klog.Logger) *drat {
+	d := newDRA(args, io, h, log)
+	if d != nil {
+		d.sched, d.idle = true, h.idleGPUSet
+	}
+	return d
+}
+
+// idleGPUSet returns which GPUs of node (by index) have nothing allocated
+// in gpusched's ledger, whatever their health; ok is false before the
+// ledger knows the node. It takes mu.
+func (h *host) idleGPUSet(node string) ([]bool, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.s == nil || h.topo == nil {
+		return nil, false
+	}
+	hid, ok := h.topo.Cluster.HostByName(node)
+	if !ok {
+		return nil, false
+	}
+	first, n := h.topo.Cluster.HostGPUs(hid)
+	idle := make([]bool, n)
+	for i := range idle {
+		idle[i] = h.s.Ledger().GPU(first+topology.GPUID(i)).Mode == topology.ModeFree
+	}
+	return idle, true
 }

@@ -212,8 +212,7 @@ func mergeAssignment(a, b *assignment) {
 // assignSeveral assigns the pods of rec's job (pods of several MIG
 // devices, a gang of them on one host) the GPUs and MIG devices of
 // their tasks in pl (task k of group g is the job's pods[g][k]), and
-// lets a single pod through or writes a gang's plan, unless kube's
-// filters refuse the plan (refusePlan).
+// lets a single pod through or writes a gang's plan.
 func (h *host) assignSeveral(job string, rec *jobRec, pl *gang.Placement, now time.Time, fx *effects) {
 	c := h.topo.Cluster
 	byPod := map[*v1.Pod]*assignment{}
@@ -247,7 +246,8 @@ func (h *host) assignSeveral(job string, rec *jobRec, pl *gang.Placement, now ti
 	if len(planned) == 0 {
 		return
 	}
-	if h.refusePlan(job, rec, planned, now, fx) { // (checked as any plan is)
+	// The plan, one pod or a gang on its node, is checked as any plan is.
+	if h.refusePlan(job, rec, planned, now, fx) {
 		return
 	}
 	var plan *planWrite
