@@ -53,6 +53,18 @@ func (d *drat) lend(pods []*v1.Pod, assigned func(types.UID) bool) []*v1.Pod {
 	if !d.sched {
 		return pods // (scheduler mode only: newSchedDRA)
 	}
+	// The waiting pods that may tolerate a taint: whole GPUs only, every
+	// request with tolerations (most cycles: none, and nothing to lend).
+	var cands []*draPod
+	for _, uid := range sortedKeys(d.pods) {
+		dp := d.pods[uid]
+		if dp.out != nil && dp.gpus > 0 && d.pending(dp, assigned) && withTolerations(dp) {
+			cands = append(cands, dp)
+		}
+	}
+	if len(cands) == 0 {
+		return pods
+	}
 	var nodes []string // nodes with a GPU lent
 	for _, name := range sortedKeys(d.nodes) {
 		n := d.nodes[name]
@@ -80,9 +92,8 @@ func (d *drat) lend(pods []*v1.Pod, assigned func(types.UID) bool) []*v1.Pod {
 					room++
 				}
 			}
-			for _, uid := range sortedKeys(d.pods) {
-				dp := d.pods[uid]
-				if dp.out != nil && d.pending(dp, assigned) && dp.gpus > 0 && dp.gpus <= room && d.toleratesGPU(dp, n.specs[i]) {
+			for _, dp := range cands {
+				if dp.gpus <= room && d.toleratesGPU(dp, n.specs[i]) {
 					d.lent[lendKey{name, i}] = true
 					break
 				}
@@ -124,6 +135,19 @@ func (d *drat) lend(pods []*v1.Pod, assigned func(types.UID) bool) []*v1.Pod {
 func (d *drat) pending(dp *draPod, assigned func(types.UID) bool) bool {
 	p := dp.src
 	return p.Spec.NodeName == "" && !assigned(p.UID) && p.Annotations[PlannedNodeAnnotation] == "" && !isTerminal(p)
+}
+
+// withTolerations reports whether dp asks for whole GPUs only, every
+// request with tolerations.
+func withTolerations(dp *draPod) bool {
+	for _, c := range dp.claims {
+		for _, r := range c.requests {
+			if r.part != nil || len(r.tols) == 0 {
+				return false
+			}
+		}
+	}
+	return len(dp.claims) > 0
 }
 
 // toleratesGPU reports whether dp asks for whole GPUs only, every request
