@@ -121,6 +121,14 @@ type drat struct {
 	freeSet func(node string) ([]bool, bool)
 	kinds   classKinds        // what requests' selectors select (dra_class.go)
 	byPool  map[string]string // pool → node name
+	// sched: scheduler mode (newSchedDRA), where claim constraints are
+	// checked and tainted GPUs lent; idle says which GPUs of a node have
+	// nothing allocated, whatever their health (dra_lend.go).
+	sched bool
+	idle  func(node string) ([]bool, bool)
+	// lent are the tainted free GPUs lent this cycle to the pods that
+	// tolerate them, loaned those lent and held since (dra_lend.go).
+	lent, loaned map[lendKey]bool
 
 	nodeCache map[string]draNodeCopy
 	pods      map[types.UID]*draPod
@@ -336,7 +344,7 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 		}
 	}
 	outNodes = d.channelView(outNodes, claims)
-	return outNodes, d.pinDomains(outNodes, out, assigned)
+	return outNodes, d.pinDomains(outNodes, d.lend(out, assigned), assigned)
 }
 
 // ours reports whether c's requests all name the GPU class and its
@@ -535,10 +543,11 @@ func (h *host) draHealth() {
 		for i := 0; i < count && i < len(n.health); i++ {
 			g := first + topology.GPUID(i)
 			st := h.s.Ledger().GPU(g)
-			if st.Health == n.health[i] {
+			health := h.dra.lentHealth(name, i, n.health[i], st.Mode == topology.ModeFree) // (dra_lend.go)
+			if st.Health == health {
 				continue
 			}
-			if st.Health == topology.Healthy && st.Mode == topology.ModeWhole && (n.health[i] == topology.Draining || h.dra.tolerates(name, n.devices[i])) {
+			if st.Health == topology.Healthy && st.Mode == topology.ModeWhole && (health == topology.Draining || h.dra.tolerates(name, n.devices[i])) {
 				// NoSchedule on a GPU one job holds whole, or NoExecute its
 				// pod tolerates: the job runs on (a draining or failed
 				// GPU's job would be recovered), and no other can have the
@@ -546,7 +555,7 @@ func (h *host) draHealth() {
 				// before the cycle that could place a job there.
 				continue
 			}
-			if _, err := h.s.SetGPUHealth(g, n.health[i]); err != nil {
+			if _, err := h.s.SetGPUHealth(g, health); err != nil {
 				h.log.Error(err, "Setting the health of a tainted GPU", "node", name, "device", n.devices[i])
 			}
 		}
@@ -758,7 +767,7 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 			dp.why = cmp.Or(dp.why, fmt.Sprintf("ResourceClaim %s: %s", c.Name, w))
 			continue
 		}
-		cons, w := constraintsOf(c)
+		cons, w := d.constraintsOf(c)
 		if w != "" {
 			dp.why = cmp.Or(dp.why, fmt.Sprintf("ResourceClaim %s: %s", c.Name, w))
 			continue
@@ -929,6 +938,9 @@ func (d *drat) allocate(ctx context.Context, pods []*v1.Pod, assignmentOf func(t
 			}
 			if err == nil && p.Spec.NodeName == "" {
 				err = d.checkConstraints(c, a.node, alloc)
+			}
+			if err == nil && p.Spec.NodeName == "" {
+				err = d.checkTaints(c, a.node, alloc) // (dra_lend.go)
 			}
 			if err == nil {
 				err = d.write(ctx, c, p, alloc)

@@ -45,9 +45,9 @@ type claimConstraint struct {
 // what is the constraint as the claim writes it.
 func (k claimConstraint) what() string {
 	if k.distinct {
-		return "distinctAttribute " + k.attr
+		return "constraint distinctAttribute " + k.attr
 	}
-	return "matchAttribute " + k.attr
+	return "constraint matchAttribute " + k.attr
 }
 
 // covers reports whether k applies to request name ("request" or
@@ -60,8 +60,13 @@ func (k claimConstraint) covers(name string) bool {
 	return slices.Contains(k.requests, name) || slices.Contains(k.requests, main)
 }
 
-// constraintsOf returns c's constraints; why when one has neither kind.
-func constraintsOf(c *resourceapi.ResourceClaim) ([]claimConstraint, string) {
+// constraintsOf returns c's constraints; why when one has neither kind,
+// or outside scheduler mode (placement mode's allocation does not check
+// them).
+func (d *drat) constraintsOf(c *resourceapi.ResourceClaim) ([]claimConstraint, string) {
+	if len(c.Spec.Devices.Constraints) > 0 && !d.sched {
+		return nil, "claim constraints (matchAttribute, distinctAttribute) are honoured in scheduler mode only"
+	}
 	var out []claimConstraint
 	for i, dc := range c.Spec.Devices.Constraints {
 		k := claimConstraint{requests: dc.Requests}
@@ -113,12 +118,13 @@ func localityAttr(name string) bool {
 
 // errConstraint is a pick that breaks a claim's constraint on node.
 type errConstraint struct {
-	node, what string
-	devices    []string
+	node    string
+	what    string // what is broken: "constraint matchAttribute X", "tolerations (…)"
+	devices []string
 }
 
 func (e errConstraint) Error() string {
-	return fmt.Sprintf("the GPUs gpusched picked on node %s (%s) break the claim's constraint %s; the node is left out for the pod a while",
+	return fmt.Sprintf("the GPUs gpusched picked on node %s (%s) break the claim's %s; the node is left out for the pod a while",
 		e.node, strings.Join(e.devices, ", "), e.what)
 }
 

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2/ktesting"
 )
 
 // gpuAttrs are the attributes of one GPU of shapedSlice: nil values are
@@ -183,4 +184,19 @@ func gpuIndex(dev string) int {
 	var i int
 	fmt.Sscanf(dev, "gpu-%d", &i)
 	return i
+}
+
+// TestDRAConstraintsSchedulerModeOnly: outside scheduler mode (placement
+// mode's DRA concern, newDRA, whose allocation does not check them) a
+// claim with constraints is not taken: its pod waits, saying why.
+func TestDRAConstraintsSchedulerModeOnly(t *testing.T) {
+	f := newFakeDRA()
+	f.slices = []*resourceapi.ResourceSlice{dgxSlice("dgx-1")}
+	f.put(constrained("pair", "resource.kubernetes.io/pcieRoot", false, 2))
+	h, _ := newTestHost(t, node("dgx-1", -1, nil))
+	d := newDRA(h.args, f, h, ktesting.NewLogger(t, ktesting.NewConfig()))
+	d.readSlices()
+	if dp := d.pod(draPodOf("pair", "pair")); dp.out != nil || !strings.Contains(dp.why, "honoured in scheduler mode only") {
+		t.Errorf("placement mode: pod %v, why %q", dp.out != nil, dp.why)
+	}
 }

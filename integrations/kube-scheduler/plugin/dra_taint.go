@@ -17,7 +17,8 @@ import (
 // DeviceTaintRule whose selector names it (driver, pool, device; a rule
 // without a selector names none), as kube's allocator sees them
 // (taintsOf; readSlices gives each device its taints so). Whole GPUs map
-// them onto the library's GPU health (taintHealth, host.draHealth). The
+// them onto the library's GPU health (taintHealth, host.draHealth; a free
+// tainted GPU is lent to the pods that tolerate it, dra_lend.go). The
 // library keeps health per GPU, not per MIG slot, so MIG devices do not:
 // setting the GPU's health would recover every MIG device on it. Instead
 //

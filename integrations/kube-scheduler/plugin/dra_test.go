@@ -186,7 +186,7 @@ func oneRunning(t *testing.T, claims map[string]int, name, claim string) (h *hos
 
 func newDRAHost(t *testing.T, f *fakeDRA, nodes ...*v1.Node) (*host, *fakeIO) {
 	h, io := newTestHost(t, nodes...)
-	h.dra = newDRA(h.args, f, h, ktesting.NewLogger(t, ktesting.NewConfig()))
+	h.dra = newSchedDRA(h.args, f, h, ktesting.NewLogger(t, ktesting.NewConfig()))
 	h.dra.settle, h.dra.grace = 0, 0
 	return h, io
 }

@@ -102,7 +102,7 @@ func newSchedulerPlugin(ctx context.Context, args *Args, h fwk.Handle) (*Schedul
 		if err != nil {
 			return nil, err
 		}
-		p.h.dra = newDRA(args, k, p.h, log)
+		p.h.dra = newSchedDRA(args, k, p.h, log)
 	}
 	groupsSynced, err := watchPodGroups(h, args, p.h.poke, log)
 	if err != nil {
