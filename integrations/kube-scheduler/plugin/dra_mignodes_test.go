@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -239,4 +240,120 @@ func TestDRAMIGTwoNodes(t *testing.T) {
 			checkDRAClaims(t, f, io2, wants, ps)
 		})
 	}
+}
+
+// TestDRASeveralNodesChurn (property): on random clusters — 1 to 4 H200
+// MIG nodes of 1 or 2 GPUs; two DGX H100s; one MIG H200 beside one DGX
+// H100 — random pods come and go (MIG pods of any capture profile where
+// MIG nodes are; whole-GPU pods of 1, 2, 4 or 8 GPUs, half of them with a
+// productName selector), with restarts of the scheduler between cycles.
+// After every cycle the claims hold (checkDRAClaims), an empty cluster
+// places a waiting pod that fits a node, and over the run every node is
+// given claims.
+func TestDRASeveralNodesChurn(t *testing.T) {
+	ps, err := nvdra.ReadCapture(h200Capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := range uint64(14) {
+		rng := rand.New(rand.NewPCG(seed, 27))
+		var shapes []string
+		switch {
+		case seed == 12:
+			shapes = []string{"dgx", "dgx"}
+		case seed == 13:
+			shapes = []string{"mig:1", "dgx"}
+		default:
+			for range 1 + rng.IntN(4) {
+				shapes = append(shapes, fmt.Sprintf("mig:%d", 1+rng.IntN(2)))
+			}
+		}
+		t.Run(fmt.Sprintf("%d-%s", seed, strings.Join(shapes, ",")), func(t *testing.T) {
+			churnDRA(t, rng, shapes, ps)
+		})
+	}
+}
+
+// churnDRA runs TestDRASeveralNodesChurn's steps on a cluster of shapes.
+func churnDRA(t *testing.T, rng *rand.Rand, shapes []string, ps []nvdra.Profile) {
+	f, nodes := draCluster(t, shapes...)
+	mig := slices.ContainsFunc(shapes, func(s string) bool { return strings.HasPrefix(s, "mig:") })
+	var products []string // the GPU products of the nodes
+	if mig {
+		products = append(products, "NVIDIA H200")
+	}
+	if slices.Contains(shapes, "dgx") {
+		products = append(products, "NVIDIA H100 80GB HBM3")
+	}
+	h, io := newDRAHost(t, f, nodes...)
+	ctx := context.Background()
+	wants := map[string]draWant{}
+	given := map[string]int{}
+	placed := 0
+	for step := range 50 {
+		switch r := rng.IntN(10); {
+		case r < 4 && len(io.pods) > 0:
+			k := rng.IntN(len(io.pods))
+			io.pods = slices.Delete(io.pods, k, k+1) // it ended (or was deleted waiting)
+		case r == 4:
+			// A restart: the claims are the record.
+			pods := io.pods
+			h, io = newDRAHost(t, f, nodes...)
+			io.pods = pods
+		default:
+			name := fmt.Sprintf("c%02d", step)
+			if mig && rng.IntN(4) != 0 {
+				prof := ps[rng.IntN(len(ps))].Name
+				f.put(migClaim(name, prof))
+				wants[name] = draWant{profile: prof}
+			} else {
+				n := []int{1, 1, 2, 4, 8}[rng.IntN(5)]
+				c := claimFor(name, DefaultDRADeviceClass, n)
+				if rng.IntN(2) == 0 {
+					c = withCEL(c, fmt.Sprintf("device.attributes['gpu.nvidia.com'].productName == '%s'", products[rng.IntN(len(products))]))
+				}
+				f.put(c)
+				wants[name] = draWant{gpus: n}
+			}
+			io.pods = append(io.pods, draPodOf("p"+name, name))
+		}
+		io.activated = nil
+		before := checkDRAClaims(t, f, io, wants, ps)
+		h.cycle(ctx)
+		placed += len(io.activated)
+		bindDRA(h, io)
+		use := checkDRAClaims(t, f, io, wants, ps)
+		for n, c := range use.perNode {
+			given[n] += c
+		}
+		if t.Failed() {
+			t.Fatalf("step %d", step)
+		}
+		// No MIG pod waits while a device of its profile is free on
+		// some node, but for capacity held for a waiting job (the
+		// scheduler's reason now: a pod's note is rate-limited).
+		for _, p := range io.pods {
+			w := wants[*p.Spec.ResourceClaims[0].ResourceClaimName]
+			if p.Spec.NodeName != "" || w.profile == "" || !use.fits(w.profile) {
+				continue
+			}
+			st, _ := h.s.Job(jobID(p, h.args))
+			if why := fmt.Sprint(st.Reason); !strings.Contains(why, "reserved") {
+				t.Fatalf("step %d: %s (%s) waits with a device of its profile free: %s", step, p.Name, w.profile, why)
+			}
+		}
+		// An empty cluster places a waiting pod that fits an empty node.
+		if len(before.perNode) == 0 && len(io.activated) == 0 {
+			for _, p := range io.pods {
+				w := wants[*p.Spec.ResourceClaims[0].ResourceClaimName]
+				if p.Spec.NodeName == "" && (w.profile != "" || w.gpus == 1) {
+					t.Fatalf("step %d: the cluster is empty and %s waits: %s", step, p.Name, io.pending[p.Name])
+				}
+			}
+		}
+	}
+	if len(given) < min(len(nodes), 2) {
+		t.Errorf("%d pods placed, allocated claims per node summed over the steps %v: want two nodes of %d used", placed, given, len(nodes))
+	}
+	t.Logf("%d pods placed; allocated claims per node summed over the steps %v", placed, given)
 }
