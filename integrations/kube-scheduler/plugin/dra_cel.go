@@ -201,13 +201,14 @@ func (d *drat) devicesFor(n *draNode, r gpuRequest) []*resourceapi.Device {
 }
 
 // onlyOn restricts p (the cycle's copy) to nodes through a required node
-// affinity on metadata.name, with its own terms (ANDed into each); nil
-// nodes: no restriction.
+// affinity on metadata.name: one term per node and term of its own (a
+// node field selector's In takes one value, so the nodes are ORed as
+// terms, each ANDed with one of the pod's terms); nil nodes: no
+// restriction.
 func onlyOn(p *v1.Pod, nodes []string) {
 	if nodes == nil {
 		return
 	}
-	req := v1.NodeSelectorRequirement{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: nodes}
 	if p.Spec.Affinity == nil {
 		p.Spec.Affinity = &v1.Affinity{}
 	}
@@ -218,8 +219,18 @@ func onlyOn(p *v1.Pod, nodes []string) {
 	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil || len(na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) == 0 {
 		na.RequiredDuringSchedulingIgnoredDuringExecution = &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{}}}
 	}
-	terms := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-	for i := range terms {
-		terms[i].MatchFields = append(terms[i].MatchFields, req)
+	own := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	terms := make([]v1.NodeSelectorTerm, 0, len(own)*len(nodes))
+	for _, t := range own {
+		for _, n := range nodes {
+			x := *t.DeepCopy()
+			x.MatchFields = append(x.MatchFields, v1.NodeSelectorRequirement{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{n}})
+			terms = append(terms, x)
+		}
 	}
+	if len(terms) == 0 {
+		// No node: a term no node (all are named) matches.
+		terms = []v1.NodeSelectorTerm{{MatchFields: []v1.NodeSelectorRequirement{{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{""}}}}}
+	}
+	na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = terms
 }
