@@ -209,17 +209,8 @@ func onlyOn(p *v1.Pod, nodes []string) {
 	if nodes == nil {
 		return
 	}
-	if p.Spec.Affinity == nil {
-		p.Spec.Affinity = &v1.Affinity{}
-	}
-	if p.Spec.Affinity.NodeAffinity == nil {
-		p.Spec.Affinity.NodeAffinity = &v1.NodeAffinity{}
-	}
-	na := p.Spec.Affinity.NodeAffinity
-	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil || len(na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) == 0 {
-		na.RequiredDuringSchedulingIgnoredDuringExecution = &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{}}}
-	}
-	own := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	na := requiredTerms(p)
+	own := na.NodeSelectorTerms
 	terms := make([]v1.NodeSelectorTerm, 0, len(own)*len(nodes))
 	for _, t := range own {
 		for _, n := range nodes {
@@ -232,5 +223,21 @@ func onlyOn(p *v1.Pod, nodes []string) {
 		// No node: a term no node (all are named) matches.
 		terms = []v1.NodeSelectorTerm{{MatchFields: []v1.NodeSelectorRequirement{{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{""}}}}}
 	}
-	na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = terms
+	na.NodeSelectorTerms = terms
+}
+
+// requiredTerms returns p's required node selector, with at least one term
+// (an empty one, which every node matches, when p has none).
+func requiredTerms(p *v1.Pod) *v1.NodeSelector {
+	if p.Spec.Affinity == nil {
+		p.Spec.Affinity = &v1.Affinity{}
+	}
+	if p.Spec.Affinity.NodeAffinity == nil {
+		p.Spec.Affinity.NodeAffinity = &v1.NodeAffinity{}
+	}
+	na := p.Spec.Affinity.NodeAffinity
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil || len(na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) == 0 {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{}}}
+	}
+	return na.RequiredDuringSchedulingIgnoredDuringExecution
 }

@@ -185,14 +185,19 @@ func takesGPUs(p *v1.Pod, gpu v1.ResourceName) bool {
 	return false
 }
 
-// notOn keeps p off nodes: a required node affinity term requirement
-// metadata.name NotIn nodes in each of its terms.
+// notOn keeps p off nodes: each of its required node affinity terms gets
+// a requirement metadata.name NotIn [node] per node (kube's node field
+// selector takes one value per requirement; the requirements of a term
+// are ANDed).
 func notOn(p *v1.Pod, nodes []string) {
-	onlyOn(p, []string{}) // (the terms, if none)
-	terms := p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(nodes) == 0 {
+		return
+	}
+	terms := requiredTerms(p).NodeSelectorTerms
 	for i := range terms {
-		fs := terms[i].MatchFields
-		fs[len(fs)-1] = v1.NodeSelectorRequirement{Key: "metadata.name", Operator: v1.NodeSelectorOpNotIn, Values: nodes}
+		for _, n := range nodes {
+			terms[i].MatchFields = append(terms[i].MatchFields, v1.NodeSelectorRequirement{Key: "metadata.name", Operator: v1.NodeSelectorOpNotIn, Values: []string{n}})
+		}
 	}
 }
 
