@@ -58,7 +58,7 @@ func simCases() []Case {
 			F:       benchPhilly,
 		},
 		{
-			Name: "Sim/synthetic-1m/100k", Size: "100k", BenchTime: "1x",
+			Name: "Sim/synthetic-1m/100k", Size: "100k", BenchTime: "1x", OwnHeap: true,
 			Doc:     "a synthetic trace of 1M jobs (Philly-like sizes, 4 tenants, 90% offered load) on h100-100k through the root Scheduler; peak-MiB is the most memory the Go runtime held from the OS during the run (cached fixtures dropped first)",
 			Figures: []Figure{fig("s/op", 60, 6), mem},
 			F:       benchSynthetic,

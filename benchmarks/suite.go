@@ -33,6 +33,12 @@ type Case struct {
 	// Needs names data the case reads from outside the repository (see
 	// DataDir): "philly". Empty when everything is built in.
 	Needs string
+	// OwnHeap marks a case that measures the process's memory: it drops
+	// the cached fixtures first (DropFixtures), so that what other cases
+	// built is not counted. gpusched bench --count runs such cases after
+	// the rounds of all the others, lest those rebuild their fixtures
+	// every round.
+	OwnHeap bool
 	// F is the benchmark function.
 	F func(b *testing.B)
 }

@@ -68,9 +68,21 @@ names come from
 
   go test -run '^$' -bench . -benchmem ./benchmarks/
 
+--count N runs N interleaved rounds: each round runs every selected case
+once, in order, so that a change in the machine's load (another job, a
+thermal limit) reaches every case alike rather than a few cases' every
+run. Fixtures are built once, in the first round, and reused by the later
+ones; a case that fails or is skipped leaves the later rounds. A case that
+measures the process's memory (Sim/synthetic-1m, which drops the cached
+fixtures first) runs after the other cases' rounds, in rounds of its own.
+Each figure is the median of its case's runs; the table prints beside it
+the smallest and largest run, [min–max], and the number of runs.
+
 --json prints, instead of the table, one JSON object per figure:
-{"name", "value", "unit", "target", "better", "ok", "issue"}, plus "note"
-where the measured case is a documented variant of the issue's wording.
+{"name", "value", "unit", "target", "better", "ok", "issue", "min", "max",
+"runs"}: value is the median of the runs, min and max the smallest and
+largest, runs how many succeeded; plus "note" where the measured case is a
+documented variant of the issue's wording.
 
 --check makes a missed target an error (exit status 1), for CI; a
 benchmark that fails (its result check) is always one. --list prints the
@@ -83,6 +95,7 @@ and are skipped when it is absent. Sim/synthetic-1m replays 1,000,000 jobs
 (about 15 s and 2 GB); --synthetic-jobs makes it smaller.`,
 		Example: `  gpusched bench --short
   gpusched bench --filter 'Ledger|Place/topology' --benchtime 2s
+  gpusched bench --count 5 --json      # median [min–max] of 5 interleaved runs
   gpusched bench --count 10 --out new.txt && benchstat old.txt new.txt
   gpusched bench --json | jq 'select(.ok == false)'`,
 		Args: cobra.NoArgs,
@@ -93,7 +106,7 @@ and are skipped when it is absent. Sim/synthetic-1m replays 1,000,000 jobs
 	fs.BoolVar(&f.short, "short", false, "leave out the 100k-GPU cases (1k and 10k only)")
 	fs.BoolVar(&f.all, "all", false, "also run the cases without a performance target")
 	fs.StringVar(&f.benchtime, "benchtime", "", "run each case for this long (e.g. 2s) or this many times (e.g. 10x); default per case")
-	fs.IntVar(&f.count, "count", 1, "run each case this many times (benchstat wants about 10)")
+	fs.IntVar(&f.count, "count", 1, "run this many interleaved rounds of the cases; figures are medians with [min–max] (benchstat wants about 10)")
 	fs.BoolVar(&f.jsonOut, "json", false, "print one JSON object per figure instead of the table")
 	fs.StringVarP(&f.out, "out", "o", "", `also write Go benchmark format (for benchstat) to this file ("-": standard output)`)
 	fs.StringVar(&f.data, "data", "", "directory holding philly/philly.csv (default $GPUSCHED_DATA, else ../shared/data)")
@@ -104,7 +117,9 @@ and are skipped when it is absent. Sim/synthetic-1m replays 1,000,000 jobs
 	return cmd
 }
 
-// benchFigure is one line of --json.
+// benchFigure is one line of --json. Value is the median of the case's
+// runs; Min, Max and Runs (added after the others, which keep their
+// meaning) are their spread.
 type benchFigure struct {
 	Name   string  `json:"name"`
 	Value  float64 `json:"value"`
@@ -114,6 +129,9 @@ type benchFigure struct {
 	OK     bool    `json:"ok"`
 	Issue  int     `json:"issue,omitempty"`
 	Note   string  `json:"note,omitempty"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	Runs   int     `json:"runs"`
 }
 
 func runBench(cmd *cobra.Command, f *benchFlags) error {
@@ -160,31 +178,29 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 	}
 
 	stderr := cmd.ErrOrStderr()
-	var results []benchmarks.Result
 	failed := 0
-	for _, c := range cases {
-		for i := 0; i < f.count; i++ {
-			if !f.quiet {
+	results := benchRounds(cases, f.count, func(c benchmarks.Case, round int) benchmarks.Result {
+		if !f.quiet {
+			if f.count > 1 {
+				fmt.Fprintf(stderr, "bench: round %d/%d: %s …\n", round, f.count, c.Name)
+			} else {
 				fmt.Fprintf(stderr, "bench: %s …\n", c.Name)
 			}
-			r := benchmarks.Run(c, f.benchtime)
-			switch {
-			case r.Skipped:
-				fmt.Fprintf(stderr, "bench: %s skipped: %v\n", c.Name, r.Err)
-			case r.Err != nil:
-				failed++
-				fmt.Fprintf(stderr, "bench: %s FAILED: %v\n", c.Name, r.Err)
-			default:
-				if bench != nil {
-					fmt.Fprintf(bench, "%s\t%s\t%s\n", benchLineName(c.Name), r.R.String(), r.R.MemString())
-				}
-			}
-			results = append(results, r)
-			if r.Err != nil {
-				break
+		}
+		r := benchmarks.Run(c, f.benchtime)
+		switch {
+		case r.Skipped:
+			fmt.Fprintf(stderr, "bench: %s skipped: %v\n", c.Name, r.Err)
+		case r.Err != nil:
+			failed++
+			fmt.Fprintf(stderr, "bench: %s FAILED: %v\n", c.Name, r.Err)
+		default:
+			if bench != nil {
+				fmt.Fprintf(bench, "%s\t%s\t%s\n", benchLineName(c.Name), r.R.String(), r.R.MemString())
 			}
 		}
-	}
+		return r
+	})
 
 	figs, missed := collectFigures(results)
 	if f.jsonOut {
@@ -205,6 +221,39 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 		return fmt.Errorf("%d figure(s) missed their target", missed)
 	}
 	return nil
+}
+
+// benchRounds runs cases count times in interleaved rounds and returns
+// every run's result in the order run: round 1 runs each case once, in the
+// order of cases, then round 2, and so on. A case that fails or is skipped
+// is not run in the later rounds. The cases marked OwnHeap run after the
+// rounds of the others, in rounds of their own: they drop the cached
+// fixtures, which the others would otherwise rebuild in every round. run
+// runs one case; round counts from 1.
+func benchRounds(cases []benchmarks.Case, count int, run func(c benchmarks.Case, round int) benchmarks.Result) []benchmarks.Result {
+	var shared, own []benchmarks.Case
+	for _, c := range cases {
+		if c.OwnHeap {
+			own = append(own, c)
+		} else {
+			shared = append(shared, c)
+		}
+	}
+	var results []benchmarks.Result
+	for _, live := range [][]benchmarks.Case{shared, own} {
+		for round := 1; round <= count && len(live) > 0; round++ {
+			var next []benchmarks.Case
+			for _, c := range live {
+				r := run(c, round)
+				results = append(results, r)
+				if r.Err == nil {
+					next = append(next, c)
+				}
+			}
+			live = next
+		}
+	}
+	return results
 }
 
 // validBenchtime reports whether s is a -benchtime value: a positive
@@ -253,9 +302,10 @@ func cpuModel() string {
 	return ""
 }
 
-// collectFigures turns results into figures: for a case run several
-// times, the median of its runs. It returns them with the number that miss
-// their target.
+// collectFigures turns results into figures, in the order their cases
+// first appear: for a case run several times, the median of its
+// successful runs, with their smallest, largest and number. It returns
+// them with the number that miss their target.
 func collectFigures(results []benchmarks.Result) ([]benchFigure, int) {
 	var figs []benchFigure
 	missed := 0
@@ -283,7 +333,8 @@ func collectFigures(results []benchmarks.Result) ([]benchFigure, int) {
 			if !ok {
 				missed++
 			}
-			figs = append(figs, benchFigure{Name: c.Name, Value: v, Unit: fg.Unit, Target: fg.Target, Better: fg.Better.String(), OK: ok, Issue: fg.Issue, Note: fg.Note})
+			figs = append(figs, benchFigure{Name: c.Name, Value: v, Unit: fg.Unit, Target: fg.Target, Better: fg.Better.String(), OK: ok, Issue: fg.Issue, Note: fg.Note,
+				Min: slices.Min(vals), Max: slices.Max(vals), Runs: len(vals)})
 		}
 	}
 	return figs, missed
@@ -300,10 +351,11 @@ func median(v []float64) float64 {
 }
 
 // printBenchTable prints one row per figure and, for cases without
-// figures (--all), one row with their time per op.
+// figures (--all), one row with their time per op: the median of the
+// runs, [the smallest–the largest] and the number of runs.
 func printBenchTable(w io.Writer, results []benchmarks.Result, figs []benchFigure) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "name\tvalue\tunit\ttarget\tok")
+	fmt.Fprintln(tw, "name\tvalue\t[min–max]\truns\tunit\ttarget\tok")
 	fi := 0
 	seen := map[string]bool{}
 	for _, r := range results {
@@ -317,11 +369,17 @@ func printBenchTable(w io.Writer, results []benchmarks.Result, figs []benchFigur
 			if r.Skipped {
 				status = "skipped"
 			}
-			fmt.Fprintf(tw, "%s\t-\t\t%s\t%s\n", c.Name, targets(c), status)
+			fmt.Fprintf(tw, "%s\t-\t\t\t\t%s\t%s\n", c.Name, targets(c), status)
 			continue
 		}
 		if len(c.Figures) == 0 {
-			fmt.Fprintf(tw, "%s\t%s\tns/op\t-\t\n", c.Name, benchmarks.FormatValue(float64(r.R.NsPerOp())))
+			var ns []float64
+			for _, o := range results {
+				if o.Case.Name == c.Name && o.Err == nil {
+					ns = append(ns, float64(o.R.NsPerOp()))
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\tns/op\t-\t\n", c.Name, benchmarks.FormatValue(median(ns)), spreadCell(slices.Min(ns), slices.Max(ns)), len(ns))
 			continue
 		}
 		for ; fi < len(figs) && figs[fi].Name == c.Name; fi++ {
@@ -334,10 +392,15 @@ func printBenchTable(w io.Writer, results []benchmarks.Result, figs []benchFigur
 			if fg.Better == "higher" {
 				op = "≥"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s %s\t%s\n", fg.Name, benchmarks.FormatValue(fg.Value), fg.Unit, op, benchmarks.FormatValue(fg.Target), ok)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s %s\t%s\n", fg.Name, benchmarks.FormatValue(fg.Value), spreadCell(fg.Min, fg.Max), fg.Runs, fg.Unit, op, benchmarks.FormatValue(fg.Target), ok)
 		}
 	}
 	tw.Flush()
+}
+
+// spreadCell renders the smallest and largest run: "[1.2–1.5]".
+func spreadCell(lo, hi float64) string {
+	return "[" + benchmarks.FormatValue(lo) + "–" + benchmarks.FormatValue(hi) + "]"
 }
 
 func targets(c benchmarks.Case) string {

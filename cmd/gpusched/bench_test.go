@@ -21,8 +21,8 @@ func TestBenchCommand(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	s := out.String()
-	if !strings.HasPrefix(s, "name ") || !regexp.MustCompile(`(?m)^Ledger/alloc-release/1k\s+\S+\s+ns/op\s+-`).MatchString(s) ||
-		!regexp.MustCompile(`(?m)^Sim/engine-noop\s+\S+\s+events/s\s+≥ 1e\+07\s+(ok|MISSED)$`).MatchString(s) {
+	if !strings.HasPrefix(s, "name ") || !regexp.MustCompile(`(?m)^Ledger/alloc-release/1k\s+\S+\s+\[\S+–\S+\]\s+1\s+ns/op\s+-`).MatchString(s) ||
+		!regexp.MustCompile(`(?m)^Sim/engine-noop\s+\S+\s+\[\S+–\S+\]\s+1\s+events/s\s+≥ 1e\+07\s+(ok|MISSED)$`).MatchString(s) {
 		t.Errorf("table:\n%s", s)
 	}
 	// The file is in go test's benchmark format, as benchstat reads it.
@@ -36,9 +36,10 @@ func TestBenchCommand(t *testing.T) {
 		t.Errorf("benchmark file:\n%s", data)
 	}
 
-	// --json: one object per figure.
+	// --json: one object per figure, the median of two rounds with its
+	// spread.
 	out.Reset()
-	if code := run([]string{"bench", "--filter", `^Sim/engine-noop$`, "--benchtime", "1x", "--json", "--quiet"}, nil, &out, &errb); code != 0 {
+	if code := run([]string{"bench", "--filter", `^Sim/engine-noop$`, "--benchtime", "1x", "--count", "2", "--json", "--quiet"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	sc := bufio.NewScanner(&out)
@@ -47,12 +48,15 @@ func TestBenchCommand(t *testing.T) {
 		var f struct {
 			Name, Unit, Better string
 			Value, Target      float64
+			Min, Max           float64
+			Runs               int
 			OK                 *bool
 		}
 		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
 			t.Fatalf("%q: %v", sc.Text(), err)
 		}
-		if f.Name != "Sim/engine-noop" || f.Unit != "events/s" || f.Target != 1e7 || f.Better != "higher" || f.Value <= 0 || f.OK == nil {
+		if f.Name != "Sim/engine-noop" || f.Unit != "events/s" || f.Target != 1e7 || f.Better != "higher" || f.Value <= 0 || f.OK == nil ||
+			f.Runs != 2 || f.Min > f.Value || f.Value > f.Max {
 			t.Errorf("%+v", f)
 		}
 		n++

@@ -124,7 +124,19 @@ func run(w io.Writer, base string, rounds int, tol, alpha float64, gs []group) (
 
 	fmt.Fprintf(w, "benchguard: base %s vs the working tree, %d interleaved rounds\n", short(baseRev), rounds)
 	m := measurer{w: w, bins: bins, dirs: dirs}
-	order, samples, from, err := m.measure(gs, rounds)
+	return decide(w, gs, rounds, tol, alpha, m.measure)
+}
+
+// measureFunc measures the cases of groups gs for rounds interleaved
+// rounds (see measurer.measure, which runs the benchmark binaries; tests
+// pass synthetic samples).
+type measureFunc func(gs []group, rounds int) (order []string, samples [2]map[string][]float64, from map[string]int, err error)
+
+// decide is the guard's rule: it measures gs, prints the table, and when
+// a case regressed measures that case's group again in fresh rounds; it
+// returns 1 only when a case regressed in both passes, 0 otherwise.
+func decide(w io.Writer, gs []group, rounds int, tol, alpha float64, measure measureFunc) (int, error) {
+	order, samples, from, err := measure(gs, rounds)
 	if err != nil {
 		return 0, err
 	}
@@ -146,7 +158,7 @@ func run(w io.Writer, base string, rounds int, tol, alpha float64, gs []group) (
 		}
 	}
 	fmt.Fprintf(w, "benchguard: %d case(s) regressed; measuring them again to confirm (%d rounds)\n", len(regressed), rounds)
-	order2, samples2, _, err := m.measure(again, rounds)
+	order2, samples2, _, err := measure(again, rounds)
 	if err != nil {
 		return 0, err
 	}
