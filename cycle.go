@@ -29,6 +29,9 @@ type cycleState struct {
 	buf gang.Placement
 	// req is a candidate's request with its model filter (request).
 	req gang.Request
+	// groups are the jobs' task-group filters (groupfilter.go), read-only
+	// here; set by New.
+	groups *groupFilters
 	// explained is, per leaf (by node ID), what the cycle's explanations
 	// changed (for list).
 	explained []leafExplained
@@ -144,8 +147,13 @@ func (cs *cycleState) request(j *job, allow func(topology.HostID) bool) *gang.Re
 	}
 	cs.req = *j.req
 	cs.req.AllowHost = allow
+	cs.groups.narrow(j, &cs.req) // (groupfilter.go: a job with a group filter has allow)
 	return &cs.req
 }
+
+// readGroups gives cs the jobs' task-group filters to read (New; their
+// concern writes them: groupfilter.go).
+func (cs *cycleState) readGroups(g *groupFilters) { cs.groups = g }
 
 // forget drops j's reason (it was admitted, or waits again).
 func (cs *cycleState) forget(j *job) { j.reason = nil }

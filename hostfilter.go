@@ -9,29 +9,43 @@ import (
 // HostFilter restricts the hosts a job may be placed on, beyond what its
 // spec says: the host's own constraints on where a job may run (in
 // Kubernetes, the pods' node selector, node affinity and tolerations of
-// the nodes' taints, and nodes kube-scheduler rejected for it).
+// the nodes' taints, and nodes kube-scheduler rejected for it), for the
+// whole job (Allow) and for each of its task groups (Group: members of
+// one gang whose constraints differ).
 type HostFilter struct {
 	// Key names the filter: jobs whose filters have the same Key and the
 	// same shape share the Scheduler's cache of failed placements, so two
-	// filters with one Key must allow the same hosts. Required.
+	// filters with one Key must allow the same hosts (to each group).
+	// Required.
 	Key string
 	// Allow reports whether the job may use host h. It must be a pure
 	// function of h for as long as the filter is set (set it again when
-	// what it allows changes). Required.
+	// what it allows changes). nil: every host (Group must be set).
 	Allow func(h topology.HostID) bool
+	// Group, if non-nil, restricts each task group further: a task of
+	// group g (its index in the job's TaskGroups) may use host h only if
+	// Group(g, h) (and Allow(h)). A pure function of (g, h) as Allow is.
+	// Each group is placed on its own hosts, all or nothing as ever: a
+	// gang whose groups' hosts are disjoint is placed (groupfilter.go).
+	Group func(g int, h topology.HostID) bool
 }
 
-// hostFilters is SetHostFilter's concern: the filters by job ID. A filter
-// goes when SetHostFilter removes it, or with its job (swept lazily).
+// hostFilters is SetHostFilter's concern: the filters by job ID, and the
+// task groups of those with a Group restriction (groups,
+// groupfilter.go). A filter goes when SetHostFilter removes it, or with
+// its job (swept lazily).
 type hostFilters struct {
-	byJob map[string]HostFilter
+	byJob  map[string]HostFilter
+	groups groupFilters
 }
 
 // SetHostFilter restricts where job id is placed from the next cycle on:
 // every placement the Scheduler makes or plans for it (binding,
-// reservation, backfill, preemption plan) uses only hosts f.Allow
-// accepts, together with the job's model filters. A zero f removes the
-// filter. Host filters are not part of the Scheduler's saved state: a
+// reservation, backfill, preemption and defragmentation plans) uses only
+// hosts f.Allow accepts, each task group's tasks only hosts f.Group
+// accepts for it, together with the job's model filters. A zero f
+// removes the filter; a filter replaces the one before (Allow and Group
+// both). Host filters are not part of the Scheduler's saved state: a
 // host restoring one sets them again. It never changes a running job's
 // placement.
 func (s *Scheduler) SetHostFilter(id string, f HostFilter) error {
@@ -46,17 +60,24 @@ func (s *Scheduler) SetHostFilter(id string, f HostFilter) error {
 	if !ok {
 		return jobErr(id, ErrUnknownJob)
 	}
-	if (f.Allow == nil) != (f.Key == "") {
-		return jobErr(id, fmt.Errorf("gpusched: SetHostFilter: a filter needs both Key and Allow"))
+	if (f.Allow == nil && f.Group == nil) != (f.Key == "") {
+		return jobErr(id, fmt.Errorf("gpusched: SetHostFilter: a filter needs a Key and Allow or Group"))
 	}
 	class := j.shape
-	if f.Allow == nil {
+	s.hosts.groups.drop(id)
+	if f.Key == "" {
 		delete(s.hosts.byJob, id)
 	} else {
 		if s.hosts.byJob == nil {
 			s.hosts.byJob = map[string]HostFilter{}
 		}
+		if f.Allow == nil {
+			f.Allow = anyHost // (the request's filter is never nil: groupfilter.go)
+		}
 		s.hosts.byJob[id] = f
+		if f.Group != nil {
+			s.hosts.groups.set(j, f.Group)
+		}
 		class += "#" + f.Key
 	}
 	// Jobs of one queue class share a cycle's placement failures: a
@@ -69,6 +90,7 @@ func (s *Scheduler) SetHostFilter(id string, f HostFilter) error {
 			}
 		}
 	}
+	s.hosts.groups.sweep(len(s.jobs.byID), func(x *job) bool { return s.jobs.byID[x.spec.ID] == x })
 	return nil
 }
 

@@ -257,6 +257,7 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	s.res.holdWhole(cfg.ReserveWholeHosts)
 	s.tracker, _ = cfg.Placer.(gang.Tracker)
+	s.cyc.readGroups(&s.hosts.groups)
 	return s, nil
 }
 

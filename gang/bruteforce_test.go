@@ -2,6 +2,7 @@ package gang
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/gpusched/gpusched/topology"
@@ -125,6 +126,23 @@ func tinyJob(t *rapid.T, c *topology.Cluster) *workload.Job {
 	return j
 }
 
+// drawGroupFilters gives now and then each group of r a filter of its own
+// (Group.AllowHost) allowing a random set of hosts, on a copy of r's
+// groups.
+func drawGroupFilters(t *rapid.T, r *Request) {
+	if rapid.IntRange(0, 2).Draw(t, "groupFilters") != 0 {
+		return
+	}
+	r.Groups = slices.Clone(r.Groups)
+	n := r.Cluster().NumHosts()
+	for i := range r.Groups {
+		if rapid.Bool().Draw(t, "groupFiltered") {
+			mask := rapid.Uint64Range(0, 1<<min(n, 63)-1).Draw(t, "groupHosts")
+			r.Groups[i].AllowHost = func(h topology.HostID) bool { return mask>>uint(h)&1 == 1 }
+		}
+	}
+}
+
 // bruteFeasible reports whether the Min tasks of every group of r can be
 // assigned to the hosts of one domain at r's required level (the cluster
 // when none), host capacities permitting.
@@ -163,7 +181,7 @@ func bruteFeasible(l *topology.Ledger, r *Request) bool {
 				if l.HostHealth(h) != topology.Healthy || g.Kind == TaskWhole && !g.Accepts(c.HostModel(h)) {
 					continue
 				}
-				if r.AllowHost != nil && !r.AllowHost(h) {
+				if r.AllowHost != nil && !r.AllowHost(h) || !g.AllowsHost(h) {
 					continue
 				}
 				rm := rooms[h]
@@ -202,6 +220,7 @@ func TestEveryPolicyPlacesWhatBruteForceFits(t *testing.T) {
 					banned := topology.HostID(rapid.IntRange(0, c.NumHosts()-1).Draw(t, "banned"))
 					r.AllowHost = func(h topology.HostID) bool { return h != banned }
 				}
+				drawGroupFilters(t, r)
 				r.Seed = rapid.Uint64().Draw(t, "seed")
 				var p Placement
 				x := newPolicy(t, name, c).Place(l, r, &p)

@@ -55,17 +55,20 @@ type engine struct {
 	trial bool // tasks are trial-allocated on the ledger instead of the overlay
 	s     scope
 
-	rng      rng
-	excl     []topology.HostID // hosts a delegated pick must not return again
-	allowFn  func(topology.HostID) bool
-	countFn  func(topology.HostID, int) bool // countSlots as a method value, made once
-	cntGroup *Group
-	cnt      int
-	cntWant  int
-	gcs      []topology.GPUClaim
-	fabIDs   []topology.DomainID
-	fabSets  []gpuSet
-	hosts    []topology.HostID // fabric scope members
+	rng     rng
+	excl    []topology.HostID // hosts a delegated pick must not return again
+	allowFn func(topology.HostID) bool
+	// fragGroup is the group of the task a delegated pick is for
+	// (fragTask sets it before each pick; allowHost reads it).
+	fragGroup *Group
+	countFn   func(topology.HostID, int) bool // countSlots as a method value, made once
+	cntGroup  *Group
+	cnt       int
+	cntWant   int
+	gcs       []topology.GPUClaim
+	fabIDs    []topology.DomainID
+	fabSets   []gpuSet
+	hosts     []topology.HostID // fabric scope members
 }
 
 // hostMax is the most one host of a model offers, each resource on its
@@ -221,7 +224,7 @@ func (e *engine) hostReason(h topology.HostID, g *Group) Reason {
 	if !e.l.HostUsable(h) {
 		return ReasonHealth
 	}
-	if e.r.AllowHost != nil && !e.r.AllowHost(h) {
+	if e.r.AllowHost != nil && !e.r.AllowHost(h) || !g.AllowsHost(h) {
 		return ReasonQuota
 	}
 	_, cpu, mem := e.ovHost(h)
@@ -399,7 +402,7 @@ func (e *engine) fillSmall(gi int, g *Group, h topology.HostID, sh *hostShape, f
 // record adds a task's claim to the placement and to the tentative state.
 // It refuses (false) a task the request's MaxPerHost keeps off h.
 func (e *engine) record(t TaskRef, h topology.HostID, g *Group) bool {
-	if e.r.MaxPerHost > 0 && e.tasksOn(h) >= e.r.MaxPerHost {
+	if e.r.MaxPerHost > 0 && e.tasksOn(h) >= e.r.MaxPerHost || !g.AllowsHost(h) {
 		return false
 	}
 	if e.trial {

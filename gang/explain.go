@@ -985,7 +985,7 @@ func (cs *census) refresh(l *topology.Ledger) {
 // censusFits reports whether explanations for r can be answered from the
 // census: whole-GPU tasks only, no CPU or memory demand, no filters.
 func (pl *policy) censusFits(r *Request) bool {
-	if r.AllowHost != nil || r.AllowGPU != nil {
+	if r.AllowHost != nil || r.AllowGPU != nil || r.groupFilters() {
 		return false
 	}
 	for i := range r.Groups {

@@ -51,6 +51,7 @@ func (pl *policy) fragTask(gi int) bool {
 	g := &e.r.Groups[gi]
 	t := fragTask(g)
 	e.excl = e.excl[:0]
+	e.fragGroup = g // (allowHost: the group's own filter)
 	within := e.s.dom
 	if e.s.fabric != topology.NoDomain {
 		within = e.treeAround(e.s.hosts)
@@ -111,7 +112,7 @@ func (e *engine) allowHost(h topology.HostID) bool {
 	if !e.s.contains(h) || slices.Contains(e.excl, h) {
 		return false
 	}
-	return e.r.AllowHost == nil || e.r.AllowHost(h)
+	return (e.r.AllowHost == nil || e.r.AllowHost(h)) && (e.fragGroup == nil || e.fragGroup.AllowsHost(h))
 }
 
 // treeAround returns the smallest tree domain holding all of hosts

@@ -129,6 +129,9 @@ func checkPlacement(t rapid.TB, l *topology.Ledger, r *Request, p *Placement) {
 		if r.AllowHost != nil && !r.AllowHost(cl.Host) {
 			t.Fatalf("task %v on host %s that AllowHost rejects", ref, c.HostName(cl.Host))
 		}
+		if !g.AllowsHost(cl.Host) {
+			t.Fatalf("task %v on host %s that its group's AllowHost rejects", ref, c.HostName(cl.Host))
+		}
 		if g.Kind != TaskCPU && !g.Accepts(c.HostModel(cl.Host)) {
 			t.Fatalf("task %v on host %s of a model the group does not accept", ref, c.HostName(cl.Host))
 		}

@@ -309,3 +309,40 @@ func TestDomainsIndependent(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupAllowHost (issue 26, defect 4): a gang of two 8-GPU groups
+// whose own host filters share no host (group a on host 0 only, group b
+// on host 2 only; three empty DGX hosts) is placed by every policy, each
+// task on its group's host, though the whole request allows every host;
+// with group b restricted to host 0 as well (no room for both), no
+// policy places it.
+func TestGroupAllowHost(t *testing.T) {
+	l := hostsWithCores(t, "dgx-h100", 100, 100, 100)
+	c := l.Cluster()
+	job := &workload.Job{ID: "split", Groups: []workload.TaskGroup{{Name: "a", Count: 1, GPUs: 8}, {Name: "b", Count: 1, GPUs: 8}}}
+	only := func(want topology.HostID) func(topology.HostID) bool {
+		return func(h topology.HostID) bool { return h == want }
+	}
+	for _, name := range PolicyNames() {
+		t.Run(name, func(t *testing.T) {
+			r, err := NewRequest(c, job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Groups[0].AllowHost, r.Groups[1].AllowHost = only(0), only(2)
+			var p Placement
+			if x := newPolicy(t, name, c).Place(l, r, &p); x != nil {
+				t.Fatalf("not placed: %s", x)
+			}
+			for i, cl := range p.Claims {
+				if want := topology.HostID(2 * p.Tasks[i].Group); cl.Host != want {
+					t.Errorf("task %v on host %d, want %d", p.Tasks[i], cl.Host, want)
+				}
+			}
+			r.Groups[1].AllowHost = only(0)
+			if x := newPolicy(t, name, c).Place(l, r, &p); x == nil {
+				t.Errorf("placed %v with both groups confined to host 0 (room for one)", p.Claims)
+			}
+		})
+	}
+}

@@ -209,7 +209,7 @@ func (o *hostOrder) free(h topology.HostID) int {
 }
 
 func (o *hostOrder) modelOK(h topology.HostID) bool {
-	return o.g == nil || o.g.Kind == TaskCPU || o.g.Accepts(o.e.c.HostModel(h))
+	return o.g == nil || (o.g.Kind == TaskCPU || o.g.Accepts(o.e.c.HostModel(h))) && o.g.AllowsHost(h)
 }
 
 func (o *hostOrder) addCursor(d topology.DomainID, m topology.ModelID) {

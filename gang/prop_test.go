@@ -89,6 +89,7 @@ func propertyRun(t *rapid.T, name string) {
 			banned := topology.GPUID(rapid.IntRange(0, c.NumGPUs()-1).Draw(t, "bannedGPU"))
 			r.AllowGPU = func(g topology.GPUID) bool { return g != banned }
 		}
+		drawGroupFilters(t, r)
 		before := snap(l)
 		p := &Placement{}
 		x := pl.Place(l, r, p)

@@ -55,10 +55,35 @@ type Group struct {
 	// nil accepts any. For MIG tasks it holds only models that have the
 	// profile.
 	Models []topology.ModelID
+	// AllowHost, if non-nil, must return true for a host to take a task of
+	// this group, beside the Request's AllowHost (which applies to every
+	// group): the caller's per-group restriction, such as the node
+	// selectors of the members of one Kubernetes gang that differ. Same
+	// rules as Request.AllowHost; NewRequest leaves it nil, a caller sets
+	// it on a copy of the Request's Groups. Every placer of the package
+	// honours it (record refuses a task elsewhere).
+	AllowHost func(topology.HostID) bool
 
 	modelOK  []bool                  // by ModelID; nil: any
 	mig      []topology.MIGProfileID // by ModelID: the profile on that model, or -1
 	gpuMilli int64                   // GPU capacity per task, milli (MIG: the smallest across models)
+}
+
+// AllowsHost reports whether g's own AllowHost (nil: every host) lets a
+// task of g use host h; the model and the Request's filter are checked
+// apart (Accepts, Request.AllowHost).
+func (g *Group) AllowsHost(h topology.HostID) bool {
+	return g.AllowHost == nil || g.AllowHost(h)
+}
+
+// groupFilters reports whether some group of r has its own AllowHost.
+func (r *Request) groupFilters() bool {
+	for i := range r.Groups {
+		if r.Groups[i].AllowHost != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Accepts reports whether a task of g may run on a host of model m.

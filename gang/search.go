@@ -93,7 +93,9 @@ func (pl *policy) search(s *scope) bool {
 		pl.at = make([]int32, n)
 	}
 	pl.plain, pl.at = pl.plain[:n], pl.at[:n]
-	plain := true
+	// (Hosts alike are interchangeable only if every group may use them
+	// alike: with a group's own filter, each host is tried.)
+	plain := !r.groupFilters()
 	for d := n - 1; d >= 0; d-- {
 		k := r.Groups[pl.seq[d]].Kind
 		plain = plain && (k == TaskWhole || k == TaskCPU)

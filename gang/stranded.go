@@ -140,7 +140,7 @@ func demandKey(r *Request) string {
 		g := &r.Groups[gi]
 		fmt.Fprintf(&b, "%d:%d:%d:%d:%s:%d:%d:%v;", g.Kind, g.Min, g.GPUs, g.Milli, g.MIGProfile, g.CPUMilli, g.MemoryMiB, g.Models)
 	}
-	if r.AllowHost != nil || r.AllowGPU != nil {
+	if r.AllowHost != nil || r.AllowGPU != nil || r.groupFilters() {
 		// Filters make requests incomparable: keep each.
 		fmt.Fprintf(&b, "|%p", r)
 	}

@@ -570,7 +570,7 @@ func (r *run) placementless(ui int32) bool {
 		}
 		m := r.c.HostModel(cl.Host)
 		for i := range r.req.Groups {
-			if r.req.Groups[i].Accepts(m) {
+			if r.req.Groups[i].Accepts(m) && r.req.Groups[i].AllowsHost(cl.Host) {
 				return false
 			}
 		}

@@ -135,11 +135,11 @@ func (r *run) fragmented() bool {
 }
 
 // allModels reports whether some GPU group of the gang accepts every
-// model of the cluster.
+// model of the cluster (and has no host filter of its own).
 func (r *run) allModels() bool {
 	for i := range r.req.Groups {
 		g := &r.req.Groups[i]
-		if g.Kind == gang.TaskCPU {
+		if g.Kind == gang.TaskCPU || g.AllowHost != nil {
 			continue
 		}
 		ok := true

@@ -501,7 +501,8 @@ func (r *run) allHealthy(h topology.HostID) bool {
 }
 
 // hostUsable reports whether the pending gang could run on host h: healthy,
-// a model some GPU group accepts, allowed by its filter.
+// allowed by its filter, a model some GPU group accepts that the group's
+// own filter allows there.
 func (r *run) hostUsable(h topology.HostID) bool {
 	if !r.l.HostUsable(h) {
 		return false
@@ -512,7 +513,7 @@ func (r *run) hostUsable(h topology.HostID) bool {
 	m := r.c.HostModel(h)
 	for i := range r.req.Groups {
 		g := &r.req.Groups[i]
-		if g.Kind != gang.TaskCPU && g.Accepts(m) {
+		if g.Kind != gang.TaskCPU && g.Accepts(m) && g.AllowsHost(h) {
 			return true
 		}
 	}

@@ -102,13 +102,20 @@ type eligible struct {
 	ok  []bool
 	key string // the host filter's key: which hosts pass
 	all bool
+	// accept counts the nodes the node constraints accept (kube's
+	// filters aside).
+	accept int
 	// kube says which nodes kube's own filters refuse, and why
 	// (kubefilters.go); "" if none.
 	kube string
 }
 
 // filterJobs sets each waiting job's host filter from its constraints and
-// exclusions (the Scheduler's cluster and nodes of this cycle).
+// exclusions (the Scheduler's cluster and nodes of this cycle): one for
+// the whole job, or, when its members' node constraints differ (each
+// task group then has members of one constraint: jobOf), one per task
+// group (gpusched.HostFilter.Group), so that members with no node in
+// common are each planned on nodes of their own.
 func (h *host) filterJobs(nodes []*v1.Node, now time.Time) {
 	c := h.topo.Cluster
 	kf := h.kubeFilters()
@@ -128,90 +135,26 @@ func (h *host) filterJobs(nodes []*v1.Node, now time.Time) {
 		if len(pods) == 0 {
 			continue
 		}
-		ck, nreps := rec.job.ckey, rec.job.nodeReps
-		if len(nreps) == 0 {
-			ck, nreps = nodeConstraints(pods)
-		}
-		// kube's filters, for each member whose key differs (their
-		// claims: each member's volumes may reach other nodes).
-		var kks []string
-		var reps []*v1.Pod
-		for _, p := range pods {
-			if kk := kf.key(p); kk != "" && !slices.Contains(kks, kk) {
-				kks, reps = append(kks, kk), append(reps, p)
+		var es []*eligible // the job's, or each task group's
+		if len(rec.job.nodeReps) > 1 && len(rec.job.pods) > 1 {
+			for _, gp := range rec.job.pods {
+				es = append(es, h.eligibleOf(kf, verdicts, byName, gp, constraintKey(gp[0]), gp[:1]))
 			}
-		}
-		for _, kk := range kks {
-			ck += "\x00" + kk
-		}
-		e := verdicts[ck]
-		if e == nil {
-			e = &eligible{ok: make([]bool, c.NumHosts()), all: true}
-			affs := make([]nodeaffinity.RequiredNodeAffinity, len(nreps))
-			for k, p := range nreps {
-				affs[k] = nodeaffinity.GetRequiredNodeAffinity(p)
+			rec.kubeNote = groupsNote(rec.job.pods, es)
+		} else {
+			ck, nreps := rec.job.ckey, rec.job.nodeReps
+			if len(nreps) == 0 {
+				ck, nreps = nodeConstraints(pods)
 			}
-			refused := h.membersVerdict(kf, reps)
-			e.kube = refusedNote(refused)
-			var kb strings.Builder
-			accept := 0 // (nodes every member's constraints accept)
-			for i := range e.ok {
-				n := byName[c.HostName(topology.HostID(i))]
-				e.ok[i] = n == nil // (a host without its node: health decides)
-				if n != nil {
-					e.ok[i] = true
-					for k, p := range nreps {
-						if ok, _ := h.nodeFits(p, affs[k], n); !ok {
-							e.ok[i] = false
-							break
-						}
-					}
-					if e.ok[i] {
-						accept++
-					}
-					if _, no := refused[n.Name]; no {
-						e.ok[i] = false
-					}
-				}
-				if e.ok[i] {
-					kb.WriteByte('1')
-				} else {
-					kb.WriteByte('0')
-					e.all = false
-				}
-			}
-			e.key = kb.String()
-			if len(nreps) > 1 {
-				// (Members whose nodes share none wait: the job's node
-				// filter is one for all its pods.)
-				note := fmt.Sprintf("its pods' node selectors, affinity or tolerations differ: planned only on the %d GPU node(s) all of them accept", accept)
-				if e.kube != "" {
-					note += "; " + e.kube
-				}
-				e.kube = note
-			}
-			verdicts[ck] = e
+			es = []*eligible{h.eligibleOf(kf, verdicts, byName, pods, ck, nreps)}
+			rec.kubeNote = es[0].kube
 		}
-		rec.kubeNote = e.kube
 		for node, x := range rec.excluded {
 			if !now.Before(x.until) {
 				delete(rec.excluded, node)
 			}
 		}
-		want := gpusched.HostFilter{}
-		switch {
-		case len(rec.excluded) > 0:
-			ok := append([]bool(nil), e.ok...)
-			for _, node := range sortedKeys(rec.excluded) {
-				if hid, found := c.HostByName(node); found {
-					ok[hid] = false
-				}
-			}
-			want = gpusched.HostFilter{Key: e.key + "/" + id + "/" + strings.Join(sortedKeys(rec.excluded), ","), Allow: func(hid topology.HostID) bool { return ok[hid] }}
-		case !e.all:
-			ok := e.ok
-			want = gpusched.HostFilter{Key: e.key, Allow: func(hid topology.HostID) bool { return ok[hid] }}
-		}
+		want := filterOf(c, id, es, rec.excluded)
 		if want.Key == rec.filter {
 			continue
 		}
@@ -221,6 +164,138 @@ func (h *host) filterJobs(nodes []*v1.Node, now time.Time) {
 		}
 		rec.filter = want.Key
 	}
+}
+
+// eligibleOf returns the verdict on the cluster's hosts for pods (a job's,
+// or one task group's): the nodes the node constraints of nreps (a pod of
+// each distinct one, ck their key) and kube's filters for each of pods
+// accept. Verdicts are cached by key for the cycle.
+func (h *host) eligibleOf(kf *kubeFilters, verdicts map[string]*eligible, byName map[string]*v1.Node, pods []*v1.Pod, ck string, nreps []*v1.Pod) *eligible {
+	c := h.topo.Cluster
+	// kube's filters, for each member whose key differs (their claims:
+	// each member's volumes may reach other nodes).
+	var kks []string
+	var reps []*v1.Pod
+	for _, p := range pods {
+		if kk := kf.key(p); kk != "" && !slices.Contains(kks, kk) {
+			kks, reps = append(kks, kk), append(reps, p)
+		}
+	}
+	for _, kk := range kks {
+		ck += "\x00" + kk
+	}
+	if e := verdicts[ck]; e != nil {
+		return e
+	}
+	e := &eligible{ok: make([]bool, c.NumHosts()), all: true}
+	affs := make([]nodeaffinity.RequiredNodeAffinity, len(nreps))
+	for k, p := range nreps {
+		affs[k] = nodeaffinity.GetRequiredNodeAffinity(p)
+	}
+	refused := h.membersVerdict(kf, reps)
+	e.kube = refusedNote(refused)
+	var kb strings.Builder
+	for i := range e.ok {
+		n := byName[c.HostName(topology.HostID(i))]
+		e.ok[i] = n == nil // (a host without its node: health decides)
+		if n != nil {
+			e.ok[i] = true
+			for k, p := range nreps {
+				if ok, _ := h.nodeFits(p, affs[k], n); !ok {
+					e.ok[i] = false
+					break
+				}
+			}
+			if e.ok[i] {
+				e.accept++
+			}
+			if _, no := refused[n.Name]; no {
+				e.ok[i] = false
+			}
+		}
+		if e.ok[i] {
+			kb.WriteByte('1')
+		} else {
+			kb.WriteByte('0')
+			e.all = false
+		}
+	}
+	e.key = kb.String()
+	if len(nreps) > 1 {
+		// (Not a job split into task groups: one node filter for all.)
+		note := fmt.Sprintf("its pods' node selectors, affinity or tolerations differ: planned only on the %d GPU node(s) all of them accept", e.accept)
+		if e.kube != "" {
+			note += "; " + e.kube
+		}
+		e.kube = note
+	}
+	verdicts[ck] = e
+	return e
+}
+
+// groupsNote says, for a job whose task groups (pods, by group) have node
+// filters of their own (es), how many GPU nodes each group's node
+// constraints accept, and what kube's filters refuse.
+func groupsNote(pods [][]*v1.Pod, es []*eligible) string {
+	parts := make([]string, 0, len(es))
+	var kube []string
+	for gi, e := range es {
+		n := "none"
+		if e.accept > 0 {
+			n = fmt.Sprintf("%d", e.accept)
+		}
+		parts = append(parts, fmt.Sprintf("pod %s: %s", pods[gi][0].Name, n))
+		if e.kube != "" && !slices.Contains(kube, e.kube) {
+			kube = append(kube, e.kube)
+		}
+	}
+	note := "its pods' node selectors, affinity or tolerations differ: each is planned on the GPU nodes its own accept (" + strings.Join(parts, ", ") + ")"
+	if len(kube) > 0 {
+		note += "; " + strings.Join(kube, "; ")
+	}
+	return note
+}
+
+// filterOf returns the host filter of job id: es is its verdict (one) or
+// its task groups' (several: a Group filter), excluded the nodes kube
+// rejected for it; the zero filter when nothing restricts it.
+func filterOf(c *topology.Cluster, id string, es []*eligible, excluded map[string]exclusion) gpusched.HostFilter {
+	var want gpusched.HostFilter
+	keys := make([]string, len(es))
+	restricted := false
+	for i, e := range es {
+		keys[i] = e.key
+		restricted = restricted || !e.all
+	}
+	key := strings.Join(keys, "|")
+	if restricted {
+		want.Key = key
+		if len(es) == 1 {
+			ok := es[0].ok
+			want.Allow = func(hid topology.HostID) bool { return ok[hid] }
+		} else {
+			oks := make([][]bool, len(es))
+			for i, e := range es {
+				oks[i] = e.ok
+			}
+			want.Group = func(g int, hid topology.HostID) bool { return oks[g][hid] }
+		}
+	}
+	if len(excluded) > 0 {
+		ok := make([]bool, c.NumHosts())
+		for i := range ok {
+			ok[i] = true
+		}
+		for _, node := range sortedKeys(excluded) {
+			if hid, found := c.HostByName(node); found {
+				ok[hid] = false
+			}
+		}
+		inner := want.Allow
+		want.Allow = func(hid topology.HostID) bool { return ok[hid] && (inner == nil || inner(hid)) }
+		want.Key = key + "/" + id + "/" + strings.Join(sortedKeys(excluded), ",")
+	}
+	return want
 }
 
 // rejection is a node kube-scheduler rejected for a job's pod, at.

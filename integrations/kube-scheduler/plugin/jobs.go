@@ -28,7 +28,8 @@ type podJob struct {
 	// submitted (and restored) in this order.
 	created time.Time
 	// ckey and nodeReps are nodeConstraints of its pods: their distinct
-	// node constraints, and a pod of each (constraints.go).
+	// node constraints, and a pod of each (constraints.go). With more
+	// than one, each task group's pods share one (jobOf).
 	ckey     string
 	nodeReps []*v1.Pod
 	// domains caps its members per domain of topology keys other than
@@ -178,8 +179,16 @@ func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
 		spec.MaxTasksPerHost = perHostCap(members)
 		j.domains = domainCaps(members)
 	}
-	// One task group per distinct demand, in order of first appearance.
-	var demands []demand
+	// One task group per distinct demand, in order of first appearance,
+	// and per distinct node constraint when the members' differ: each
+	// group then has a node filter of its own (constraints.go,
+	// gpusched.HostFilter.Group).
+	ckey, reps := nodeConstraints(members)
+	type groupKey struct {
+		d  demand
+		ck string
+	}
+	var demands []groupKey
 	for _, m := range members {
 		d := demandOf(m, a)
 		tasks := []demand{d}
@@ -198,11 +207,16 @@ func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
 			}
 			j.several = true
 		}
+		ck := ""
+		if len(reps) > 1 {
+			ck = constraintKey(m)
+		}
 		for _, d := range tasks {
-			gi := slices.Index(demands, d)
+			gk := groupKey{d, ck}
+			gi := slices.Index(demands, gk)
 			if gi < 0 {
 				gi = len(demands)
-				demands = append(demands, d)
+				demands = append(demands, gk)
 				spec.Groups = append(spec.Groups, d.taskGroup(fmt.Sprintf("g%d", gi), 0))
 				j.pods = append(j.pods, nil)
 			}
@@ -222,7 +236,7 @@ func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
 		}
 	}
 	j.spec = spec
-	j.ckey, j.nodeReps = nodeConstraints(members)
+	j.ckey, j.nodeReps = ckey, reps
 	return j
 }
 

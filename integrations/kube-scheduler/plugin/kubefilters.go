@@ -19,19 +19,22 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/interpodaffinity"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodevolumelimits"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/podtopologyspread"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/volumebinding"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/volumerestrictions"
 )
 
 // kubeFilters runs kube-scheduler's own InterPodAffinity,
-// PodTopologySpread, VolumeBinding and VolumeRestrictions filters for a
-// waiting job's pod before it is planned (issue 26, defect 4), so that a
-// pod is not planned on a node those filters reject: required pod
-// affinity and anti-affinity (the pod's, and running pods' anti-affinity
-// against it), DoNotSchedule topology spread, its claims' volume
-// topology, and volume conflicts (a ReadWriteOncePod claim another pod
-// uses, an inline disk another pod of the node mounts). The plugins are
+// PodTopologySpread, VolumeBinding, VolumeRestrictions and
+// NodeVolumeLimits filters for a waiting job's pod before it is planned
+// (issue 26, defect 4), so that a pod is not planned on a node those
+// filters reject: required pod affinity and anti-affinity (the pod's, and
+// running pods' anti-affinity against it), DoNotSchedule topology spread,
+// its claims' volume topology, volume conflicts (a ReadWriteOncePod claim
+// another pod uses, an inline disk another pod of the node mounts), and
+// the node's attach limit of each CSI driver (its CSINode's allocatable
+// count, in-tree volumes migrated to CSI included). The plugins are
 // kube's, built on a handle of our own whose snapshot is rebuilt from the
 // informers' pods and nodes at each cycle that needs it (kube-scheduler's
 // own snapshot belongs to its scheduling cycle: reading it from the
@@ -40,9 +43,10 @@ import (
 // kube's filters accept for every member (each member's claims may reach
 // other nodes). Between the pods planned in one cycle (a gang's members,
 // jobs planned together), each plan is checked pod after pod next to the
-// plans kept before it (admit: InterPodAffinity, PodTopologySpread and
-// VolumeRestrictions, so two pods of one cycle never share a
-// ReadWriteOncePod claim), and a gang whose members are anti-affine to
+// plans kept before it (admit: InterPodAffinity, PodTopologySpread,
+// VolumeRestrictions and NodeVolumeLimits, so two pods of one cycle never
+// share a ReadWriteOncePod claim nor together pass a node's attach
+// limit), and a gang whose members are anti-affine to
 // each other (or spread) on a topology key is capped per node and per
 // domain (perHostCap, domains.go). Not covered: volumes kube's own binder
 // has just assumed, unbound claims shared by the pods of one job (those of
@@ -71,7 +75,8 @@ type kubeFilters struct {
 	inSnap       int
 	admittedAnti bool
 	// admittedClaims: one of them mounts a persistent volume claim
-	// (VolumeRestrictions: a ReadWriteOncePod claim is one pod's).
+	// (VolumeRestrictions: a ReadWriteOncePod claim is one pod's;
+	// NodeVolumeLimits: its volume counts on its node).
 	admittedClaims bool
 	// claims: the nodes of claims not bound yet (sharedclaims.go).
 	claims sharedClaims
@@ -99,6 +104,11 @@ func (f *filterHandle) SnapshotSharedLister() fwk.SharedLister                 {
 func (f *filterHandle) Parallelizer() fwk.Parallelizer                         { return serial{} }
 func (f *filterHandle) SharedInformerFactory() informers.SharedInformerFactory { return f.inf }
 func (f *filterHandle) ClientSet() kubernetes.Interface                        { return f.cs }
+
+// SharedCSIManager reads the nodes' CSINode objects (NodeVolumeLimits).
+func (f *filterHandle) SharedCSIManager() fwk.CSIManager {
+	return nodevolumelimits.NewCSIManager(f.inf.Storage().V1().CSINodes().Lister())
+}
 
 // serial is the plugins' parallelizer: the host's cycle runs them on its
 // own goroutine, one piece after another.
@@ -149,7 +159,12 @@ func newKubeFilters(ctx context.Context, inf informers.SharedInformerFactory, cs
 			kf.err = fmt.Errorf("kube's VolumeRestrictions filter: %w", err)
 			return kf
 		}
-		kf.plugins = append(kf.plugins, vb.(kubeFilter), vr.(kubeFilter))
+		nvl, err := nodevolumelimits.NewCSI(ctx, nil, h, fts)
+		if err != nil {
+			kf.err = fmt.Errorf("kube's NodeVolumeLimits filter: %w", err)
+			return kf
+		}
+		kf.plugins = append(kf.plugins, vb.(kubeFilter), vr.(kubeFilter), nvl.(kubeFilter))
 		kf.volumes = true
 		kf.claims.pvcs = inf.Core().V1().PersistentVolumeClaims().Lister()
 	}
@@ -422,10 +437,11 @@ func (kf *kubeFilters) admit(ctx context.Context, log klog.Logger, plan []planne
 	return nil
 }
 
-// mountsClaim reports whether p mounts a persistent volume claim.
+// mountsClaim reports whether p mounts a persistent volume claim (a
+// generic ephemeral volume's included: NodeVolumeLimits counts it).
 func mountsClaim(p *v1.Pod) bool {
 	for _, v := range p.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
 			return true
 		}
 	}

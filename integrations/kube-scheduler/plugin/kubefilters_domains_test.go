@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -106,45 +107,53 @@ func TestKubeFiltersGangZoneAntiAffinityTooFewZones(t *testing.T) {
 }
 
 // TestGangMembersNodeSelectorsDiffer (issue 26, defect 4): two members of
-// one gang (one task group) with different node selectors: g-0 wants
-// pool=x (n1, n2), g-1 wants rack=r2 (n2, n3). Each is planned on a node
-// its own selector accepts (n2 for both: the only node both accept),
-// although n1 comes first, has room for both and is the first member's.
-// With selectors no node satisfies together (g-1 wants rack=r3: n3
-// alone), no member is ever activated on a node it rejects, and the
-// pending message says the members' constraints differ.
+// one gang with different node selectors: g-0 wants pool=x (n1, n2), g-1
+// wants rack=r2 (n2, n3), or rack=r3 (n3 alone: no node both accept).
+// Each is planned, in the first cycle, on a node its own selector
+// accepts (the members become task groups of their own, each with its
+// own node filter: gpusched.HostFilter.Group); members that no node
+// accepts for one of them (g-1 wants rack=r9) wait, never activated, and
+// the pending message says which member's constraints no node meets.
 func TestGangMembersNodeSelectorsDiffer(t *testing.T) {
 	nodes := func() []*v1.Node {
 		return []*v1.Node{gpuNode("n1", 8, h100, map[string]string{"pool": "x", "rack": "r1"}),
 			gpuNode("n2", 8, h100, map[string]string{"pool": "x", "rack": "r2"}),
 			gpuNode("n3", 8, h100, map[string]string{"pool": "y", "rack": "r3"})}
 	}
-	t.Run("common node", func(t *testing.T) {
+	for _, tc := range []struct {
+		rack string
+		g1   []string // where g-1 may go
+	}{{"r2", []string{"n2", "n3"}}, {"r3", []string{"n3"}}} {
+		t.Run("rack="+tc.rack, func(t *testing.T) {
+			h, io := newTestHost(t, nodes()...)
+			pods := gangMembers("g", 2, 8) // (8 GPUs each: one member a node)
+			pods[0].Spec.NodeSelector = map[string]string{"pool": "x"}
+			pods[1].Spec.NodeSelector = map[string]string{"rack": tc.rack}
+			io.pods = pods
+			step(h, io, time.Second)
+			got := nodesOf(h, pods)
+			if !slices.Contains([]string{"n1", "n2"}, got["g-0"]) || !slices.Contains(tc.g1, got["g-1"]) {
+				t.Fatalf("members planned on %v (pending %q), want g-0 on n1 or n2, g-1 on %v", got, io.pending["g-0"], tc.g1)
+			}
+			if len(io.activated) != 2 {
+				t.Errorf("activated %v, want both members", io.activated)
+			}
+		})
+	}
+	t.Run("no node for one member", func(t *testing.T) {
 		h, io := newTestHost(t, nodes()...)
 		pods := gangMembers("g", 2, 4)
 		pods[0].Spec.NodeSelector = map[string]string{"pool": "x"}
-		pods[1].Spec.NodeSelector = map[string]string{"rack": "r2"}
-		io.pods = pods
-		step(h, io, time.Second)
-		if got := nodesOf(h, pods); got["g-0"] != "n2" || got["g-1"] != "n2" {
-			t.Fatalf("members planned on %v (pending %q), want both on n2", got, io.pending["g-0"])
-		}
-	})
-	t.Run("no common node", func(t *testing.T) {
-		h, io := newTestHost(t, nodes()...)
-		pods := gangMembers("g", 2, 4)
-		pods[0].Spec.NodeSelector = map[string]string{"pool": "x"}
-		pods[1].Spec.NodeSelector = map[string]string{"rack": "r3"}
+		pods[1].Spec.NodeSelector = map[string]string{"rack": "r9"}
 		io.pods = pods
 		for range 3 {
 			step(h, io, 10*time.Second)
-			got := nodesOf(h, pods)
-			if (got["g-0"] != "" && got["g-0"] == "n3") || (got["g-1"] != "" && got["g-1"] != "n3") {
-				t.Fatalf("members planned on %v: one on a node its selector rejects", got)
-			}
 		}
-		if msg := io.pending["g-1"]; !strings.Contains(msg, "node selectors, affinity or tolerations differ") {
-			t.Errorf("g-1's pending message %q does not say the members' constraints differ", msg)
+		if got := nodesOf(h, pods); got["g-0"] != "" || got["g-1"] != "" || len(io.activated) != 0 {
+			t.Fatalf("members planned on %v (activated %v): g-1's selector accepts no node", got, io.activated)
+		}
+		if msg := io.pending["g-1"]; !strings.Contains(msg, "node selectors, affinity or tolerations differ") || !strings.Contains(msg, "g-1") {
+			t.Errorf("g-1's pending message %q does not say that g-1's constraints accept no node", msg)
 		}
 	})
 }

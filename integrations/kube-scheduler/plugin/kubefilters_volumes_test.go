@@ -16,17 +16,24 @@ import (
 // rwopVolume returns a bound volume any node reaches and its bound claim
 // (namespace default), ReadWriteOncePod: one pod in the cluster at a time.
 func rwopVolume(claim string) (*v1.PersistentVolume, *v1.PersistentVolumeClaim) {
-	rwop := []v1.PersistentVolumeAccessMode{v1.ReadWriteOncePod}
+	return boundCSIVolume(claim, "example.com/csi", v1.ReadWriteOncePod)
+}
+
+// boundCSIVolume returns a bound volume of driver (handle: the claim's
+// name) any node reaches and its bound claim (namespace default), of
+// access mode.
+func boundCSIVolume(claim, driver string, mode v1.PersistentVolumeAccessMode) (*v1.PersistentVolume, *v1.PersistentVolumeClaim) {
+	modes := []v1.PersistentVolumeAccessMode{mode}
 	pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-" + claim}, Spec: v1.PersistentVolumeSpec{
 		Capacity:               v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
-		AccessModes:            rwop,
+		AccessModes:            modes,
 		ClaimRef:               &v1.ObjectReference{Namespace: "default", Name: claim, UID: types.UID("uid-" + claim)},
-		PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "example.com/csi", VolumeHandle: claim}},
+		PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: claim}},
 	}, Status: v1.PersistentVolumeStatus{Phase: v1.VolumeBound}}
 	pvc := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: claim, Namespace: "default", UID: types.UID("uid-" + claim),
 		Annotations: map[string]string{"pv.kubernetes.io/bind-completed": "yes"}},
-		Spec:   v1.PersistentVolumeClaimSpec{VolumeName: pv.Name, AccessModes: rwop},
-		Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound, AccessModes: rwop}}
+		Spec:   v1.PersistentVolumeClaimSpec{VolumeName: pv.Name, AccessModes: modes},
+		Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound, AccessModes: modes}}
 	return pv, pvc
 }
 

@@ -88,9 +88,9 @@ func newSchedulerPlugin(ctx context.Context, args *Args, h fwk.Handle) (*Schedul
 	nodeInf, podInf := f.Core().V1().Nodes().Informer(), f.Core().V1().Pods().Informer()
 	p.h = newHost(args, h.ProfileName(), io, log)
 	p.h.metrics = newCycleMetrics(defaultMetrics(), h.ProfileName())
-	// kube's InterPodAffinity, PodTopologySpread and VolumeBinding
-	// filters, before planning (kubefilters.go), on the scheduler's
-	// informers.
+	// kube's InterPodAffinity, PodTopologySpread, VolumeBinding,
+	// VolumeRestrictions and NodeVolumeLimits filters, before planning
+	// (kubefilters.go), on the scheduler's informers.
 	p.h.kf = newKubeFilters(ctx, f, h.ClientSet())
 	if p.h.kf.err != nil {
 		// kube's filters still check at binding: run without these.
