@@ -34,6 +34,8 @@ type condWriter struct {
 	// marked pending any more (a later cycle planned it).
 	write func(ctx context.Context, e podEvent)
 	skip  func(uid types.UID) bool
+	// workers: the goroutines run started (wait).
+	workers sync.WaitGroup
 }
 
 func newCondWriter(write func(context.Context, podEvent), skip func(types.UID) bool) *condWriter {
@@ -111,10 +113,13 @@ func (c *condWriter) next() (podEvent, bool) {
 	return podEvent{}, false
 }
 
-// run writes queued conditions on workers goroutines until ctx ends.
+// run writes queued conditions on workers goroutines until ctx ends
+// (wait waits for them to stop).
 func (c *condWriter) run(ctx context.Context, workers int) {
 	for range workers {
+		c.workers.Add(1)
 		go func() {
+			defer c.workers.Done()
 			for {
 				e, ok := c.next()
 				if !ok {
@@ -133,3 +138,6 @@ func (c *condWriter) run(ctx context.Context, workers int) {
 		}()
 	}
 }
+
+// wait waits until the goroutines run started stopped (their ctx ended).
+func (c *condWriter) wait() { c.workers.Wait() }

@@ -278,8 +278,11 @@ func (h *host) run(ctx context.Context) {
 	}
 	h.conds = newCondWriter(h.setPending, func(uid types.UID) bool { _, ok := h.assignmentOf(uid); return ok })
 	h.conds.run(ctx, apiWriters)
+	defer h.conds.wait() // nothing is written once run returned
 	h.evq = newEvictQueue(h.evict)
-	go h.evq.run(ctx)
+	evq := make(chan struct{})
+	go func() { h.evq.run(ctx); close(evq) }()
+	defer func() { <-evq }()
 	idle := time.NewTimer(idleCycle)
 	defer idle.Stop()
 	h.woke = wake{by: "first"}
