@@ -119,6 +119,9 @@ type host struct {
 	// evq evicts cycles' victims off the cycle loop, once run started it
 	// (evictqueue.go); nil: apply evicts them itself.
 	evq *evictQueue
+	// asked are the pods whose eviction was asked, each at most once
+	// (evictonce.go).
+	asked askedEvictions
 }
 
 // wake is what started a cycle: by ("event", "idle", "first") and how
@@ -1199,7 +1202,7 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 		}
 		rec.evicting = true
 		for _, pod := range rec.job.all() {
-			if pod.Spec.NodeName != "" {
+			if h.asked.claim(pod) { // (bound, not being deleted, not asked yet)
 				fx.evict = append(fx.evict, eviction{job: p.Job, forJ: p.For, pod: pod, grace: p.Grace})
 				fx.events = append(fx.events, podEvent{pod, v1.EventTypeNormal, ReasonPreempted, fmt.Sprintf("gpusched: preempted for %s: %s", p.For, p.Reason)})
 			}
@@ -1254,7 +1257,7 @@ func (h *host) recoverJob(fx *effects, rec *jobRec, reason string) {
 	}
 	rec.evicting, rec.recovery = true, true
 	for _, pod := range rec.job.all() {
-		if pod.Spec.NodeName != "" {
+		if pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil {
 			fx.del = append(fx.del, pod)
 		}
 	}
@@ -1454,6 +1457,10 @@ func (h *host) evictAll(ctx context.Context, evs []eviction) {
 	for i, pods := range byVictim {
 		if first[i] {
 			rest = append(rest, pods[1:]...)
+			continue
+		}
+		for _, e := range pods[1:] {
+			h.asked.release(e.pod.UID) // not sent: it runs on
 		}
 	}
 	var mu sync.Mutex
@@ -1464,6 +1471,7 @@ func (h *host) evictAll(ctx context.Context, evs []eviction) {
 		skip := told[e.job]
 		mu.Unlock()
 		if skip {
+			h.asked.release(e.pod.UID) // not sent
 			return
 		}
 		if !h.evictOne(ctx, evs, e, true) {
@@ -1500,6 +1508,7 @@ func (h *host) evictOne(ctx context.Context, evs []eviction, e eviction, gone bo
 		h.trace.evict(e.pod.UID, time.Now())
 		return true
 	}
+	h.asked.release(e.pod.UID) // refused: the pod runs on
 	if !gone {
 		h.unmarkVictim(ctx, evs, e.job) // it runs on (takeover.go)
 	}
@@ -1597,4 +1606,5 @@ func (h *host) forget(p *v1.Pod) {
 		h.freed.record(p.Spec.NodeName, h.io.now())
 	}
 	h.mu.Unlock()
+	h.asked.release(p.UID) // (evictonce.go)
 }
