@@ -5,35 +5,50 @@ import (
 	"sync"
 )
 
-// evictQueue carries out cycles' evictions off the cycle loop: a cycle
-// queues its evictions and goes on, and one goroutine marks and evicts
-// each cycle's victims in turn (markVictims, evictAll), as the cycle did
-// itself before. A reclaiming cycle's evictions took 1–3 s on a loaded
-// apiserver (a mark and an eviction per victim pod), and the cycle after
-// it, which binds the jobs whose victims are gone, waited for them
-// (TestCycleDoesNotWaitForEvictions). A victim being evicted stays
-// marked evicting in the host (carryOut), so later cycles wait for its
-// pods to go and never plan on its GPUs before; a refusal is reported
-// under the host's lock (evictOne), as before.
-type evictQueue struct {
+// cycleQueue carries out cycles' API writes of one kind off the cycle
+// loop: a cycle queues its batch and goes on, and one goroutine carries
+// out each cycle's batch in turn, in the order the cycles queued them.
+//
+// Evictions (evictQueue): one goroutine marks and evicts each cycle's
+// victims (markVictims, evictAll), as the cycle did itself before. A
+// reclaiming cycle's evictions took 1–3 s on a loaded apiserver (a mark
+// and an eviction per victim pod), and the cycle after it, which binds
+// the jobs whose victims are gone, waited for them
+// (TestCycleDoesNotWaitForEvictions). A victim being evicted stays marked
+// evicting in the host (carryOut), so later cycles wait for its pods to
+// go and never plan on its GPUs before; its pods are asked at most once
+// (askedEvictions, evictonce.go); a refusal is reported under the host's
+// lock (evictOne), as before.
+//
+// Gang plans (planQueue): writePlans writes each gang's plan to all its
+// members, then lets the gang through (gangplan.go).
+type cycleQueue[T any] struct {
 	mu      sync.Mutex
-	batches [][]eviction
+	batches [][]T
 	wake    chan struct{}
-	// do carries out one cycle's evictions.
-	do func(ctx context.Context, evs []eviction)
+	// do carries out one cycle's batch.
+	do func(ctx context.Context, batch []T)
 }
 
-func newEvictQueue(do func(context.Context, []eviction)) *evictQueue {
-	return &evictQueue{wake: make(chan struct{}, 1), do: do}
+// evictQueue carries out cycles' evictions.
+type evictQueue = cycleQueue[eviction]
+
+// planQueue writes cycles' gang plans.
+type planQueue = cycleQueue[planWrite]
+
+func newCycleQueue[T any](do func(context.Context, []T)) *cycleQueue[T] {
+	return &cycleQueue[T]{wake: make(chan struct{}, 1), do: do}
 }
 
-// put queues one cycle's evictions.
-func (q *evictQueue) put(evs []eviction) {
-	if len(evs) == 0 {
+func newEvictQueue(do func(context.Context, []eviction)) *evictQueue { return newCycleQueue(do) }
+
+// put queues one cycle's batch.
+func (q *cycleQueue[T]) put(batch []T) {
+	if len(batch) == 0 {
 		return
 	}
 	q.mu.Lock()
-	q.batches = append(q.batches, evs)
+	q.batches = append(q.batches, batch)
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
@@ -41,19 +56,19 @@ func (q *evictQueue) put(evs []eviction) {
 	}
 }
 
-// run carries out the queued evictions, a cycle's after the other, until
+// run carries out the queued batches, a cycle's after the other, until
 // ctx ends.
-func (q *evictQueue) run(ctx context.Context) {
+func (q *cycleQueue[T]) run(ctx context.Context) {
 	for {
 		q.mu.Lock()
-		var evs []eviction
+		var batch []T
 		if len(q.batches) > 0 {
-			evs = q.batches[0]
+			batch = q.batches[0]
 			q.batches = q.batches[1:]
 		}
 		q.mu.Unlock()
-		if evs != nil {
-			q.do(ctx, evs)
+		if batch != nil {
+			q.do(ctx, batch)
 			continue
 		}
 		select {
@@ -62,4 +77,12 @@ func (q *evictQueue) run(ctx context.Context) {
 		case <-q.wake:
 		}
 	}
+}
+
+// start runs q on a goroutine until ctx ends; the function it returns
+// waits until that goroutine is done.
+func (q *cycleQueue[T]) start(ctx context.Context) (wait func()) {
+	done := make(chan struct{})
+	go func() { q.run(ctx); close(done) }()
+	return func() { <-done }
 }

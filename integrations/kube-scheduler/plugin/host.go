@@ -119,6 +119,10 @@ type host struct {
 	// evq evicts cycles' victims off the cycle loop, once run started it
 	// (evictqueue.go); nil: apply evicts them itself.
 	evq *evictQueue
+	// plq writes cycles' gang plans and lets the gangs through off the
+	// cycle loop, once run started it (gangplan.go); nil: apply writes
+	// them itself.
+	plq *planQueue
 	// asked are the pods whose eviction was asked, each at most once
 	// (evictonce.go).
 	asked askedEvictions
@@ -211,6 +215,9 @@ type assignment struct {
 	node     string
 	gpus     []int
 	reserved bool
+	// unwritten: a gang member whose gang's plan is not yet written to
+	// every member; it is held at PreEnqueue until it is (gangplan.go).
+	unwritten bool
 	// part is what of gpus[0] a MIG or share task takes (partOfClaim,
 	// dra_mig.go): "mig:PROFILE@START", "milli:N"; "" for whole GPUs.
 	part string
@@ -283,9 +290,9 @@ func (h *host) run(ctx context.Context) {
 	h.conds.run(ctx, apiWriters)
 	defer h.conds.wait() // nothing is written once run returned
 	h.evq = newEvictQueue(h.evict)
-	evq := make(chan struct{})
-	go func() { h.evq.run(ctx); close(evq) }()
-	defer func() { <-evq }()
+	defer h.evq.start(ctx)()
+	h.plq = newCycleQueue(h.writePlans)
+	defer h.plq.start(ctx)()
 	idle := time.NewTimer(idleCycle)
 	defer idle.Stop()
 	h.woke = wake{by: "first"}
@@ -1174,7 +1181,7 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 			p := pp.pod
 			cl := b.Placement.Claims[claimOf[k]]
 			first, _ := c.HostGPUs(cl.Host)
-			a := &assignment{job: b.Job, node: pp.node}
+			a := &assignment{job: b.Job, node: pp.node, unwritten: plan != nil}
 			for _, x := range cl.GPUs {
 				a.gpus = append(a.gpus, int(x.GPU-first))
 			}
@@ -1372,9 +1379,6 @@ func (h *host) apply(ctx context.Context, fx *effects) []any {
 	h.allocateClaims(ctx, fx) // (dra.go)
 	// No condition of a pod let through may land after its binding.
 	h.conds.settle(fx.activate)
-	for _, pw := range fx.plans {
-		h.conds.settle(pw.pods)
-	}
 	if len(fx.activate) > 0 {
 		h.io.activate(fx.activate)
 		uids := make([]types.UID, len(fx.activate))
@@ -1384,7 +1388,11 @@ func (h *host) apply(ctx context.Context, fx *effects) []any {
 		h.trace.activate(uids, time.Now())
 	}
 	step("tookActivate")
-	h.writePlans(ctx, fx.plans)
+	if h.plq != nil {
+		h.plq.put(fx.plans) // written, and the gangs let through, off the cycle loop
+	} else {
+		h.writePlans(ctx, fx.plans)
+	}
 	step("tookPlans")
 	if h.evq != nil {
 		h.evq.put(fx.evict) // evicted off the cycle loop

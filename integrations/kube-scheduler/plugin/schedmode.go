@@ -355,6 +355,9 @@ func (p *SchedulerPlugin) EventsToRegister(context.Context) ([]fwk.ClusterEventW
 // PreEnqueue lets a pod into the scheduling queue once its job is bound.
 func (p *SchedulerPlugin) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 	if a, ok := p.h.assignmentOf(pod.UID); ok {
+		if why := planHeld(a); why != "" {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why) // (gangplan.go)
+		}
 		if why := p.h.dra.notReady(pod, a); why != "" {
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why) // (dra.go)
 		}
@@ -374,6 +377,11 @@ func (p *SchedulerPlugin) PreFilter(_ context.Context, _ fwk.CycleState, pod *v1
 	a, ok := p.h.assignmentOf(pod.UID)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, p.h.waitingReason(pod.UID))
+	}
+	if why := planHeld(a); why != "" {
+		// (PostFilter tries it again; PreEnqueue holds it until its
+		// gang's plan is written.)
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
 	}
 	return &fwk.PreFilterResult{NodeNames: sets.New(a.node)}, nil
 }
