@@ -40,9 +40,12 @@ func startSchedulerProcess(t testing.TB, bin string, cp *controlPlane, config st
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--config="+configFile,
-		"--authentication-kubeconfig="+cp.Kubeconfig, "--authorization-kubeconfig="+cp.Kubeconfig,
-		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(port[0]), "--cert-dir="+t.TempDir(), "--v=2")
+	// GPUSCHED_SCHEDULER_FLAGS adds flags (e.g. --vmodule=host=4 for
+	// scheduler mode's per-cycle log line).
+	cmd := exec.Command(bin, append([]string{"--config=" + configFile,
+		"--authentication-kubeconfig=" + cp.Kubeconfig, "--authorization-kubeconfig=" + cp.Kubeconfig,
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port[0]), "--cert-dir=" + t.TempDir(), "--v=2"},
+		strings.Fields(os.Getenv("GPUSCHED_SCHEDULER_FLAGS"))...)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

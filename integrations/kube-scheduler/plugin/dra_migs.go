@@ -257,6 +257,7 @@ func (h *host) assignSeveral(job string, rec *jobRec, pl *gang.Placement, now ti
 	}
 	for _, pp := range planned {
 		a := byPod[pp.pod]
+		a.unwritten = plan != nil
 		h.setAssign(pp.pod.UID, a)
 		if plan != nil {
 			plan.add(pp.pod, a)

@@ -109,6 +109,30 @@ type host struct {
 	// (constraints.go).
 	replans int
 	replan  bool
+	// trace measures what cycles wait on (cycletrace.go); nil: not
+	// measured. woke says what started the running cycle (run).
+	trace *cycleTrace
+	woke  wake
+	// conds writes waiting pods' conditions off the cycle loop, once run
+	// started it (condwriter.go); nil: apply writes them itself.
+	conds *condWriter
+	// evq evicts cycles' victims off the cycle loop, once run started it
+	// (evictqueue.go); nil: apply evicts them itself.
+	evq *evictQueue
+	// plq writes cycles' gang plans and lets the gangs through off the
+	// cycle loop, once run started it (gangplan.go); nil: apply writes
+	// them itself.
+	plq *planQueue
+	// asked are the pods whose eviction was asked, each at most once
+	// (evictonce.go).
+	asked askedEvictions
+}
+
+// wake is what started a cycle: by ("event", "idle", "first") and how
+// long after the previous cycle's end.
+type wake struct {
+	by    string
+	after time.Duration
 }
 
 // submitAt is the time to submit a job created at created: created, or
@@ -191,6 +215,9 @@ type assignment struct {
 	node     string
 	gpus     []int
 	reserved bool
+	// unwritten: a gang member whose gang's plan is not yet written to
+	// every member; it is held at PreEnqueue until it is (gangplan.go).
+	unwritten bool
 	// part is what of gpus[0] a MIG or share task takes (partOfClaim,
 	// dra_mig.go): "mig:PROFILE@START", "milli:N"; "" for whole GPUs.
 	part string
@@ -259,10 +286,19 @@ func (h *host) run(ctx context.Context) {
 			h.mu.Unlock()
 		}
 	}
+	h.conds = newCondWriter(h.setPending, func(uid types.UID) bool { _, ok := h.assignmentOf(uid); return ok })
+	h.conds.run(ctx, apiWriters)
+	defer h.conds.wait() // nothing is written once run returned
+	h.evq = newEvictQueue(h.evict)
+	defer h.evq.start(ctx)()
+	h.plq = newCycleQueue(h.writePlans)
+	defer h.plq.start(ctx)()
 	idle := time.NewTimer(idleCycle)
 	defer idle.Stop()
+	h.woke = wake{by: "first"}
 	for {
 		h.cycle(ctx)
+		end := time.Now()
 		select {
 		case <-ctx.Done():
 			return
@@ -272,7 +308,9 @@ func (h *host) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-h.kick:
+			h.woke = wake{by: "event", after: time.Since(end)}
 		case <-idle.C:
+			h.woke = wake{by: "idle", after: time.Since(end)}
 		}
 		idle.Reset(idleCycle)
 	}
@@ -333,9 +371,14 @@ func (h *host) cycle(ctx context.Context) {
 	}
 	h.mu.Unlock()
 	decided := time.Now()
-	h.apply(ctx, &fx)
-	h.log.V(4).Info("gpusched cycle", "pods", len(all), "decide", decided.Sub(start), "apply", time.Since(decided),
-		"activate", len(fx.activate), "plans", len(fx.plans), "evict", len(fx.evict), "pending", len(fx.pending), "events", len(fx.events))
+	took := h.apply(ctx, &fx)
+	if log := h.log.V(4); log.Enabled() {
+		kv := []any{"woke", h.woke.by, "after", h.woke.after.Round(time.Millisecond), "pods", len(all),
+			"decide", decided.Sub(start).Round(time.Millisecond), "apply", time.Since(decided).Round(time.Millisecond)}
+		kv = append(kv, took...)
+		kv = append(kv, "activate", len(fx.activate), "plans", len(fx.plans), "evict", len(fx.evict), "pending", len(fx.pending), "events", len(fx.events))
+		log.Info("gpusched cycle", append(kv, h.trace.take()...)...)
+	}
 }
 
 // decide is the part of a cycle under mu.
@@ -1138,7 +1181,7 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 			p := pp.pod
 			cl := b.Placement.Claims[claimOf[k]]
 			first, _ := c.HostGPUs(cl.Host)
-			a := &assignment{job: b.Job, node: pp.node}
+			a := &assignment{job: b.Job, node: pp.node, unwritten: plan != nil}
 			for _, x := range cl.GPUs {
 				a.gpus = append(a.gpus, int(x.GPU-first))
 			}
@@ -1166,7 +1209,7 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 		}
 		rec.evicting = true
 		for _, pod := range rec.job.all() {
-			if pod.Spec.NodeName != "" {
+			if h.asked.claim(pod) { // (bound, not being deleted, not asked yet)
 				fx.evict = append(fx.evict, eviction{job: p.Job, forJ: p.For, pod: pod, grace: p.Grace})
 				fx.events = append(fx.events, podEvent{pod, v1.EventTypeNormal, ReasonPreempted, fmt.Sprintf("gpusched: preempted for %s: %s", p.For, p.Reason)})
 			}
@@ -1221,7 +1264,7 @@ func (h *host) recoverJob(fx *effects, rec *jobRec, reason string) {
 	}
 	rec.evicting, rec.recovery = true, true
 	for _, pod := range rec.job.all() {
-		if pod.Spec.NodeName != "" {
+		if pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil {
 			fx.del = append(fx.del, pod)
 		}
 	}
@@ -1320,18 +1363,43 @@ func scheduledMessage(p *v1.Pod) string {
 	return ""
 }
 
-// apply does what a cycle decided, outside mu.
-func (h *host) apply(ctx context.Context, fx *effects) {
+// apply does what a cycle decided, outside mu. It returns how long its
+// steps took, as log values.
+func (h *host) apply(ctx context.Context, fx *effects) []any {
+	var took []any
+	at := time.Now()
+	step := func(name string) {
+		now := time.Now()
+		took = append(took, name, now.Sub(at).Round(time.Millisecond))
+		at = now
+	}
 	for _, uid := range fx.reject {
 		h.io.rejectWaiting(uid, "gpusched: the job's binding was withdrawn")
 	}
 	h.allocateClaims(ctx, fx) // (dra.go)
+	// No condition of a pod let through may land after its binding.
+	h.conds.settle(fx.activate)
 	if len(fx.activate) > 0 {
 		h.io.activate(fx.activate)
+		uids := make([]types.UID, len(fx.activate))
+		for i, p := range fx.activate {
+			uids[i] = p.UID
+		}
+		h.trace.activate(uids, time.Now())
 	}
-	h.writePlans(ctx, fx.plans)
-	h.markVictims(ctx, fx.evict) // (takeover.go)
-	h.evictAll(ctx, fx.evict)
+	step("tookActivate")
+	if h.plq != nil {
+		h.plq.put(fx.plans) // written, and the gangs let through, off the cycle loop
+	} else {
+		h.writePlans(ctx, fx.plans)
+	}
+	step("tookPlans")
+	if h.evq != nil {
+		h.evq.put(fx.evict) // evicted off the cycle loop
+	} else {
+		h.evict(ctx, fx.evict)
+	}
+	step("tookEvict")
 	for _, p := range fx.del {
 		if err := h.io.deletePod(ctx, p); err != nil {
 			h.log.Error(err, "Deleting a pod to requeue its job", "pod", klog.KObj(p))
@@ -1340,13 +1408,24 @@ func (h *host) apply(ctx context.Context, fx *effects) {
 	for i, e := range fx.events {
 		h.event(e, fx.eventCauses[i])
 	}
-	// Each waiting pod's condition is its own patch: apiWriters at a time.
-	workqueue.ParallelizeUntil(ctx, apiWriters, len(fx.pending), func(i int) {
-		e := fx.pending[i]
-		if err := h.io.setPending(ctx, e.pod, e.why, e.what); err != nil {
-			h.log.V(3).Info("Setting the PodScheduled condition", "pod", klog.KObj(e.pod), "err", err)
-		}
-	})
+	step("tookEvents")
+	if h.conds != nil {
+		h.conds.put(fx.pending) // written off the cycle loop
+	} else {
+		// Each waiting pod's condition is its own patch: apiWriters at a time.
+		workqueue.ParallelizeUntil(ctx, apiWriters, len(fx.pending), func(i int) {
+			h.setPending(ctx, fx.pending[i])
+		})
+	}
+	step("tookPending")
+	return took
+}
+
+// setPending writes e's PodScheduled condition to its pod.
+func (h *host) setPending(ctx context.Context, e podEvent) {
+	if err := h.io.setPending(ctx, e.pod, e.why, e.what); err != nil {
+		h.log.V(3).Info("Setting the PodScheduled condition", "pod", klog.KObj(e.pod), "err", err)
+	}
 }
 
 // apiWriters bounds the API writes a cycle makes at once (a gang's plan
@@ -1354,23 +1433,60 @@ func (h *host) apply(ctx context.Context, fx *effects) {
 // still paces them.
 const apiWriters = 16
 
-// evictAll evicts the victims' pods: each victim's in order, apiWriters
-// victims at a time (a cycle that reclaims for many jobs stops many
-// victims; one after the other, their evictions made the cycle as slow
-// as their round trips). A victim the Eviction API refuses (a
-// PodDisruptionBudget's 429, or any other error but the pod being gone
-// already) before any of its pods went is reported to the Scheduler
-// (EvictionRefused): it keeps running, the plan that counted on it is
-// dropped, the job it was for is planned again without it, and it is not
-// chosen again for Args.EvictionRetry; its other pods are not evicted. A
-// victim refused after some of its pods went (a gang whose budget allows
-// fewer disruptions than it has pods) stays marked as being preempted and
-// is not evicted again: the job it was for waits with the refusal in its
-// reason until the victim's pods are gone.
+// evict marks the victim gangs' pods (takeover.go), then evicts the
+// victims' pods.
+func (h *host) evict(ctx context.Context, evs []eviction) {
+	h.markVictims(ctx, evs)
+	h.evictAll(ctx, evs)
+}
+
+// evictAll evicts the victims' pods, apiWriters at a time: first each
+// victim's first pod, then the other pods of every victim whose first pod
+// went, all together (a cycle that reclaims for many jobs stops many
+// victims, most of them gangs; evicted one pod after the other, a 32-pod
+// gang took 32 round trips, seconds of the cycle on a loaded apiserver,
+// while the jobs whose victims were gone waited for the next cycle). A
+// victim the Eviction API refuses (a PodDisruptionBudget's 429, or any
+// other error but the pod being gone already) before any of its pods went
+// is reported to the Scheduler (EvictionRefused): it keeps running, the
+// plan that counted on it is dropped, the job it was for is planned again
+// without it, and it is not chosen again for Args.EvictionRetry; its other
+// pods are not evicted. A victim refused after some of its pods went (a
+// gang whose budget allows fewer disruptions than it has pods) stays
+// marked as being preempted and is not evicted again: the job it was for
+// waits with the refusal in its reason until the victim's pods are gone.
 func (h *host) evictAll(ctx context.Context, evs []eviction) {
 	byVictim := victimEvictions(evs)
+	first := make([]bool, len(byVictim)) // the victim's first pod went
 	workqueue.ParallelizeUntil(ctx, apiWriters, len(byVictim), func(i int) {
-		h.evictVictim(ctx, evs, byVictim[i])
+		first[i] = h.evictOne(ctx, evs, byVictim[i][0], false)
+	})
+	var rest []eviction
+	for i, pods := range byVictim {
+		if first[i] {
+			rest = append(rest, pods[1:]...)
+			continue
+		}
+		for _, e := range pods[1:] {
+			h.asked.release(e.pod.UID) // not sent: it runs on
+		}
+	}
+	var mu sync.Mutex
+	told := map[string]bool{} // victims whose refusal was handled
+	workqueue.ParallelizeUntil(ctx, apiWriters, len(rest), func(i int) {
+		e := rest[i]
+		mu.Lock()
+		skip := told[e.job]
+		mu.Unlock()
+		if skip {
+			h.asked.release(e.pod.UID) // not sent
+			return
+		}
+		if !h.evictOne(ctx, evs, e, true) {
+			mu.Lock()
+			told[e.job] = true
+			mu.Unlock()
+		}
 	})
 }
 
@@ -1391,36 +1507,35 @@ func victimEvictions(evs []eviction) [][]eviction {
 	return out
 }
 
-// evictVictim evicts one victim's pods in order (evictAll); evs are all
-// of the cycle's evictions (unmarkVictim).
-func (h *host) evictVictim(ctx context.Context, evs, pods []eviction) {
-	gone := false // a pod of the victim was evicted
-	for _, e := range pods {
-		err := h.io.evict(ctx, e.pod, e.grace)
-		if err == nil || apierrors.IsNotFound(err) {
-			gone = true
-			continue
-		}
-		if !gone {
-			h.unmarkVictim(ctx, evs, e.job) // it runs on (takeover.go)
-		}
-		h.log.Info("Eviction refused", "pod", klog.KObj(e.pod), "victim", e.job, "for", e.forJ, "err", err)
-		why := fmt.Sprintf("pod %s/%s: %v", e.pod.Namespace, e.pod.Name, err)
-		h.mu.Lock()
-		switch rec := h.jobs[e.job]; {
-		case rec == nil:
-		case !gone && h.s != nil && h.s.EvictionRefused(e.job, h.submitAt(h.io.now()), why) == nil:
-			rec.evicting = false
-			h.poke() // plan again now: another victim, or wait saying why
-		default:
-			if f := h.jobs[e.forJ]; f != nil {
-				f.blocked = "eviction of " + why + " (not retried)"
-			}
-		}
-		h.mu.Unlock()
-		h.io.event(e.pod, v1.EventTypeWarning, ReasonPreempted, fmt.Sprintf("gpusched: eviction refused: %v", err))
-		return
+// evictOne evicts one pod of a victim (evictAll) and reports whether it
+// went (or was gone); gone says whether a pod of the victim went before.
+// evs are all of the cycle's evictions (unmarkVictim).
+func (h *host) evictOne(ctx context.Context, evs []eviction, e eviction, gone bool) bool {
+	err := h.io.evict(ctx, e.pod, e.grace)
+	if err == nil || apierrors.IsNotFound(err) {
+		h.trace.evict(e.pod.UID, time.Now())
+		return true
 	}
+	h.asked.release(e.pod.UID) // refused: the pod runs on
+	if !gone {
+		h.unmarkVictim(ctx, evs, e.job) // it runs on (takeover.go)
+	}
+	h.log.Info("Eviction refused", "pod", klog.KObj(e.pod), "victim", e.job, "for", e.forJ, "err", err)
+	why := fmt.Sprintf("pod %s/%s: %v", e.pod.Namespace, e.pod.Name, err)
+	h.mu.Lock()
+	switch rec := h.jobs[e.job]; {
+	case rec == nil:
+	case !gone && h.s != nil && h.s.EvictionRefused(e.job, h.submitAt(h.io.now()), why) == nil:
+		rec.evicting = false
+		h.poke() // plan again now: another victim, or wait saying why
+	default:
+		if f := h.jobs[e.forJ]; f != nil {
+			f.blocked = "eviction of " + why + " (not retried)"
+		}
+	}
+	h.mu.Unlock()
+	h.io.event(e.pod, v1.EventTypeWarning, ReasonPreempted, fmt.Sprintf("gpusched: eviction refused: %v", err))
+	return false
 }
 
 // assignment returns a copy of pod's assignment, if it has one.
@@ -1499,4 +1614,5 @@ func (h *host) forget(p *v1.Pod) {
 		h.freed.record(p.Spec.NodeName, h.io.now())
 	}
 	h.mu.Unlock()
+	h.asked.release(p.UID) // (evictonce.go)
 }

@@ -88,6 +88,7 @@ func newSchedulerPlugin(ctx context.Context, args *Args, h fwk.Handle) (*Schedul
 	nodeInf, podInf := f.Core().V1().Nodes().Informer(), f.Core().V1().Pods().Informer()
 	p.h = newHost(args, h.ProfileName(), io, log)
 	p.h.metrics = newCycleMetrics(defaultMetrics(), h.ProfileName())
+	p.h.trace = newCycleTrace()
 	// kube's InterPodAffinity, PodTopologySpread, VolumeBinding,
 	// VolumeRestrictions and NodeVolumeLimits filters, before planning
 	// (kubefilters.go), on the scheduler's informers.
@@ -134,6 +135,11 @@ func newSchedulerPlugin(ctx context.Context, args *Args, h fwk.Handle) (*Schedul
 		},
 		UpdateFunc: func(o, n any) {
 			if ours(n) {
+				if op, ok := o.(*v1.Pod); ok && op.Spec.NodeName == "" {
+					if np, ok := n.(*v1.Pod); ok && np.Spec.NodeName != "" {
+						p.h.trace.bind(np.UID, time.Now())
+					}
+				}
 				p.h.poke()
 			}
 		},
@@ -146,6 +152,7 @@ func newSchedulerPlugin(ctx context.Context, args *Args, h fwk.Handle) (*Schedul
 				return
 			}
 			if pod, ok := o.(*v1.Pod); ok {
+				p.h.trace.gone(pod.UID, time.Now())
 				if !tomb {
 					p.h.endedOutOfView(pod) // (lifecycle.go)
 				}
@@ -348,6 +355,9 @@ func (p *SchedulerPlugin) EventsToRegister(context.Context) ([]fwk.ClusterEventW
 // PreEnqueue lets a pod into the scheduling queue once its job is bound.
 func (p *SchedulerPlugin) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 	if a, ok := p.h.assignmentOf(pod.UID); ok {
+		if why := planHeld(a); why != "" {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why) // (gangplan.go)
+		}
 		if why := p.h.dra.notReady(pod, a); why != "" {
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why) // (dra.go)
 		}
@@ -363,9 +373,15 @@ func (p *SchedulerPlugin) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status
 // PreFilter narrows the pod to its planned node.
 func (p *SchedulerPlugin) PreFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	p.h.lead.lead() // only the leader runs scheduling cycles
+	p.h.trace.preFilter(pod.UID, time.Now())
 	a, ok := p.h.assignmentOf(pod.UID)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, p.h.waitingReason(pod.UID))
+	}
+	if why := planHeld(a); why != "" {
+		// (PostFilter tries it again; PreEnqueue holds it until its
+		// gang's plan is written.)
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
 	}
 	return &fwk.PreFilterResult{NodeNames: sets.New(a.node)}, nil
 }

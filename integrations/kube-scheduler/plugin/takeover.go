@@ -89,7 +89,10 @@ func (h *host) resumeEvictions(j *podJob, fx *effects) {
 	}
 	rec.evicting = true
 	for _, p := range j.all() {
-		if p.Spec.NodeName == "" {
+		if !h.asked.claim(p) {
+			// Unbound, being deleted, or its eviction asked already: a
+			// cycle's evictions go out off the cycle loop, and one of
+			// them may still be queued or in flight (evictonce.go).
 			continue
 		}
 		fx.evict = append(fx.evict, eviction{job: j.spec.ID, forJ: forJ, pod: p, grace: resumeGrace})
