@@ -126,31 +126,6 @@ func newPlacementDRA(h fwk.Handle, args *Args, st *state, log klog.Logger) (*pla
 	return pd, nil
 }
 
-// freeGPUs returns the free GPUs of node in the ledger (drat.free).
-func (s *state) freeGPUs(node string) (int, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.topo == nil {
-		return 0, false
-	}
-	h, ok := s.topo.Cluster.HostByName(node)
-	if !ok {
-		return 0, false
-	}
-	return s.ledger.HostFreeGPUs(h), true
-}
-
-// freeGPUSet returns, per GPU of node, whether the ledger has it wholly free
-// (drat.freeSet).
-func (s *state) freeGPUSet(node string) ([]bool, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.topo == nil {
-		return nil, false
-	}
-	return wholeFreeGPUs(s.topo.Cluster, s.ledger, node)
-}
-
 // node returns n as the state sees it (drat.node).
 func (x *placeDRA) node(n *v1.Node) *v1.Node {
 	if x == nil {
