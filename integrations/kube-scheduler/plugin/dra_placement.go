@@ -355,24 +355,13 @@ func preFilterOrder(names []string) error {
 
 // gpuPod says whether dp is a pod whose GPU claims gpusched allocates in
 // placement mode; st is why it cannot be scheduled now (its claims are
-// not there yet, or ask for what placement mode does not allocate).
+// not there yet, or ask for what gpusched does not allocate).
 func (x *placeDRA) gpuPod(dp *draPod) (bool, *fwk.Status) {
 	if x == nil || dp == nil || len(dp.claims) == 0 {
 		return false, nil
 	}
 	if err := x.checkOrder(); err != nil {
 		return false, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
-	}
-	parts := 0
-	for _, c := range dp.claims {
-		for _, r := range c.requests {
-			if r.part != nil {
-				parts++
-			}
-			if parts > 1 {
-				return false, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gpusched: ResourceClaim %s: request %q: a pod of several MIG devices or shares, which placement mode does not allocate; use mode: scheduler", c.name, r.name))
-			}
-		}
 	}
 	if dp.why != "" {
 		return false, fwk.NewStatus(fwk.Unschedulable, "gpusched: "+dp.why)
@@ -381,8 +370,8 @@ func (x *placeDRA) gpuPod(dp *draPod) (bool, *fwk.Status) {
 }
 
 // hold assumes pod's GPU claims allocated to a's GPUs (indices on its
-// node, in claim and request order; a MIG device or share of the first:
-// a.part) in kube's claim tracker. A claim the tracker
+// node, in claim and request order; its MIG devices or share: a.part, as
+// drat.allocate reads them) in kube's claim tracker. A claim the tracker
 // shows allocated for nobody else (an earlier attempt's write Unreserve
 // could not clear) is cleared first.
 func (x *placeDRA) hold(ctx context.Context, pod *v1.Pod, dp *draPod, a assignment) *fwk.Status {
@@ -396,6 +385,7 @@ func (x *placeDRA) hold(ctx context.Context, pod *v1.Pod, dp *draPod, a assignme
 		}
 	}
 	k := 0
+	taken := make([]bool, len(gpus)) // (MIG devices given, dra_migs.go)
 	for _, c := range dp.claims {
 		n := 0
 		for _, r := range c.requests {
@@ -407,8 +397,8 @@ func (x *placeDRA) hold(ctx context.Context, pod *v1.Pod, dp *draPod, a assignme
 		}
 		alloc, err := x.d.allocation(c, node, gpus[k:k+n], x.now())
 		if err == nil {
-			// A MIG device or share: the one of a.part (dra_mig.go).
-			err = x.d.partResults(alloc, c, a, make([]bool, len(gpus)))
+			// MIG devices or a share: those of a.part (dra_mig.go).
+			err = x.d.partResults(alloc, c, a, taken)
 		}
 		if err != nil {
 			undo()
@@ -637,16 +627,6 @@ func (x *placeDRA) avoided(uid types.UID, forget bool) []string {
 	return out
 }
 
-// gpusOf returns the GPU indices on its host of a placement's claim.
-func (s *state) gpusOf(cl topology.Claim) []int {
-	first, _ := s.topo.Cluster.HostGPUs(cl.Host)
-	var out []int
-	for _, g := range cl.GPUs {
-		out = append(out, int(g.GPU-first))
-	}
-	return out
-}
-
 // draPreFilter brings the state up to date with the slices and claims
 // (placeDRA.refresh) and returns pod as the state sees it, what drat made
 // of it, whether gpusched allocates GPU claims of it, the nodes its
@@ -686,8 +666,7 @@ func (p *Plugin) draChoice(pod *v1.Pod, c *cycle, avoid []string) (assignment, *
 		if !slotted {
 			return assignment{}, nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s: placed without this pod", c.gang.key))
 		}
-		claim := pl.placement.Claims[i]
-		return assignment{node: c.planned, gpus: s.gpusOf(claim), part: partOfClaim(cl, claim)}, &fwk.PreFilterResult{NodeNames: sets.New(c.planned)}, nil
+		return claimAssignment(cl, pl.placement.Claims[i]), &fwk.PreFilterResult{NodeNames: sets.New(c.planned)}, nil
 	}
 	allow := s.eligibility(pod)
 	all := slices.Clone(allow)
@@ -705,5 +684,11 @@ func (p *Plugin) draChoice(pod *v1.Pod, c *cycle, avoid []string) (assignment, *
 	}
 	node := cl.HostName(pl.Claims[0].Host)
 	c.chosen, c.choice, c.draFixed = node, pl, true
-	return assignment{node: node, gpus: s.gpusOf(pl.Claims[0]), part: partOfClaim(cl, pl.Claims[0])}, &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
+	// One task, or a pod of several MIG devices: its tasks, on one node.
+	a := assignment{node: node}
+	for _, x := range pl.Claims {
+		b := claimAssignment(cl, x)
+		mergeAssignment(&a, &b)
+	}
+	return a, &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
 }

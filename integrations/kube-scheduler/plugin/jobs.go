@@ -3,7 +3,6 @@ package plugin
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -181,9 +180,8 @@ func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
 	// One task group per distinct demand, in order of first appearance.
 	var demands []demand
 	for _, m := range members {
-		d := demandOf(m, a)
-		tasks := []demand{d}
-		if profiles := strings.Split(d.mig, ","); len(profiles) > 1 {
+		tasks, several := podTasks(demandOf(m, a))
+		if several {
 			// Several MIG devices: a task each, on one host; a gang of
 			// such pods goes whole on one host (dra_migs.go).
 			if !inGang && len(members) > 1 {
@@ -192,18 +190,14 @@ func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
 			if spec.MaxTasksPerHost > 0 {
 				return fail("%s: a gang of pods with several MIG devices is placed on one node, which its pods' anti-affinity or spread on the hostname forbids", podField(m, "resourceClaims"))
 			}
-			tasks = migTasks(d, profiles)
 			if !j.several {
 				spec.Topology = append(spec.Topology, onOneHost)
 			}
 			j.several = true
 		}
 		for _, d := range tasks {
-			gi := slices.Index(demands, d)
-			if gi < 0 {
-				gi = len(demands)
-				demands = append(demands, d)
-				spec.Groups = append(spec.Groups, d.taskGroup(fmt.Sprintf("g%d", gi), 0))
+			gi, added := groupIndex(&spec, &demands, d)
+			if added {
 				j.pods = append(j.pods, nil)
 			}
 			spec.Groups[gi].Count++

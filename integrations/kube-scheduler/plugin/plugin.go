@@ -284,6 +284,9 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if d.gpus == 0 && d.mig == "" && d.milli == 0 && !inGang {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
+	if _, several := podTasks(d); several && inGang {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "gpusched: a gang member with several MIG devices, which placement mode does not place (its gang would have to go whole on one node); use mode: scheduler")
+	}
 	if d.gpus > topology.MaxGPUsPerHost {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("pod requests %d GPUs; no host has more than %d", d.gpus, topology.MaxGPUsPerHost))
 	}
@@ -480,19 +483,7 @@ func (p *Plugin) gangPreFilter(pod *v1.Pod, c *cycle) (*fwk.PreFilterResult, *fw
 	var groupOf []int // per pending member
 	var demands []demand
 	for _, m := range pending {
-		d := demandOf(p.dra.view(m), p.args)
-		gi := -1
-		for i, x := range demands {
-			if x == d {
-				gi = i
-				break
-			}
-		}
-		if gi < 0 {
-			gi = len(demands)
-			demands = append(demands, d)
-			job.Groups = append(job.Groups, d.taskGroup(fmt.Sprintf("g%d", gi), 0))
-		}
+		gi, _ := groupIndex(&job, &demands, demandOf(p.dra.view(m), p.args))
 		job.Groups[gi].Count++
 		groupOf = append(groupOf, gi)
 	}
