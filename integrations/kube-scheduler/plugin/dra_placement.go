@@ -77,6 +77,11 @@ type placeDRA struct {
 	// avoid are nodes a pod's planned node failed other filters on (the
 	// next placement avoids them), by pod.
 	avoid map[types.UID][]string
+	// channels are the ComputeDomain channel devices free on each node
+	// (no claim allocated or held names them) when last read; the nodes
+	// with one are given to the state labelled IMEXChannelLabel
+	// (dra_computedomain.go). nil: not read yet.
+	channels map[string][]string
 	// order is the profile's plugin order check (nil: fine); checked once
 	// the profile is built.
 	checked bool
@@ -137,7 +142,45 @@ func (x *placeDRA) node(n *v1.Node) *v1.Node {
 	if x.d.nodes == nil {
 		x.d.readSlices()
 	}
-	return x.tainted(x.d.node(n))
+	if x.channels == nil {
+		x.d.readChannelSlices()
+		x.channels = x.freeChannelsLocked()
+	}
+	return x.nodeView(n)
+}
+
+// nodeView is n as the state sees it: drat.node's view, its tainted GPUs
+// offered no more, labelled IMEXChannelLabel when a channel device of it
+// is free. x.mu is held.
+func (x *placeDRA) nodeView(n *v1.Node) *v1.Node {
+	v := x.tainted(x.d.node(n))
+	if len(x.channels[n.Name]) == 0 {
+		return v
+	}
+	v = v.DeepCopy()
+	if v.Labels == nil {
+		v.Labels = map[string]string{}
+	}
+	v.Labels[IMEXChannelLabel] = "free"
+	return v
+}
+
+// freeChannelsLocked returns the channel devices of each node that no
+// claim of the informer's, nor any gpusched holds, names. x.mu is held.
+func (x *placeDRA) freeChannelsLocked() map[string][]string {
+	claims, _ := x.d.io.listClaims()
+	free := x.d.cd.freeOf(claims, nil)
+	for _, uid := range sortedKeys(x.holds) {
+		h := x.holds[uid]
+		for _, c := range h.claims {
+			for _, r := range c.alloc.Devices.Results {
+				if r.Driver == x.d.cd.driver {
+					free[h.node] = slices.DeleteFunc(free[h.node], func(d string) bool { return d == r.Device })
+				}
+			}
+		}
+	}
+	return free
 }
 
 // tainted returns v, n as drat sees it, with the GPUs whose devices are
@@ -195,7 +238,7 @@ func (x *placeDRA) podLocked(p *v1.Pod) (*v1.Pod, *draPod) {
 	if x.d.nodes == nil {
 		x.d.readSlices()
 	}
-	dp := x.d.pod(p)
+	dp := x.d.withChannels(x.d.pod(p)) // (dra_computedomain.go)
 	x.d.pods[p.UID] = dp
 	out := dp.out
 	if out == nil {
@@ -263,13 +306,19 @@ func (x *placeDRA) refresh() (pods []*v1.Pod, ns []*v1.Node) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.restoreStaleLocked()
-	old := x.d.sliceKey
+	old, oldCD := x.d.sliceKey, x.d.cd.sliceKey
 	x.d.readSlices()
+	x.d.readChannelSlices()
+	was := x.channels
+	x.channels = x.freeChannelsLocked()
+	changed := x.d.sliceKey != old || x.d.cd.sliceKey != oldCD
+	for _, name := range sortedKeys(x.nodes) {
+		if changed || (len(was[name]) == 0) != (len(x.channels[name]) == 0) {
+			ns = append(ns, x.nodeView(x.nodes[name]))
+		}
+	}
 	look := x.unsettled
 	if x.d.sliceKey != old {
-		for _, name := range sortedKeys(x.nodes) {
-			ns = append(ns, x.tainted(x.d.node(x.nodes[name])))
-		}
 		look = map[types.UID]bool{}
 		for uid := range x.d.pods {
 			look[uid] = true
@@ -371,18 +420,21 @@ func (x *placeDRA) gpuPod(dp *draPod) (bool, *fwk.Status) {
 
 // hold assumes pod's GPU claims allocated to a's GPUs (indices on its
 // node, in claim and request order; its MIG devices or share: a.part, as
-// drat.allocate reads them) in kube's claim tracker. A claim the tracker
-// shows allocated for nobody else (an earlier attempt's write Unreserve
-// could not clear) is cleared first.
+// drat.allocate reads them) in kube's claim tracker, and its
+// ComputeDomain channel claims to a free channel device of the node
+// (dra_computedomain.go). A claim the tracker shows allocated for nobody
+// else (an earlier attempt's write Unreserve could not clear) is cleared
+// first.
 func (x *placeDRA) hold(ctx context.Context, pod *v1.Pod, dp *draPod, a assignment) *fwk.Status {
 	node, gpus := a.node, a.gpus
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	h := &draHold{pod: pod, node: node}
-	undo := func() {
+	fail := func(st *fwk.Status) *fwk.Status {
 		for _, c := range h.claims {
 			x.tracker.AssumedClaimRestore(c.ns, c.name)
 		}
+		return st
 	}
 	k := 0
 	taken := make([]bool, len(gpus)) // (MIG devices given, dra_migs.go)
@@ -392,8 +444,7 @@ func (x *placeDRA) hold(ctx context.Context, pod *v1.Pod, dp *draPod, a assignme
 			n += r.count
 		}
 		if k+n > len(gpus) {
-			undo()
-			return fwk.AsStatus(fmt.Errorf("ResourceClaim %s/%s: gpusched chose %d GPUs, the pod's claims ask for more", c.ns, c.name, len(gpus)))
+			return fail(fwk.AsStatus(fmt.Errorf("ResourceClaim %s/%s: gpusched chose %d GPUs, the pod's claims ask for more", c.ns, c.name, len(gpus))))
 		}
 		alloc, err := x.d.allocation(c, node, gpus[k:k+n], x.now())
 		if err == nil {
@@ -401,30 +452,61 @@ func (x *placeDRA) hold(ctx context.Context, pod *v1.Pod, dp *draPod, a assignme
 			err = x.d.partResults(alloc, c, a, taken)
 		}
 		if err != nil {
-			undo()
-			return fwk.AsStatus(fmt.Errorf("ResourceClaim %s/%s: %w", c.ns, c.name, err))
+			return fail(fwk.AsStatus(fmt.Errorf("ResourceClaim %s/%s: %w", c.ns, c.name, err)))
 		}
 		k += n
-		cur, err := x.tracker.Get(c.ns, c.name)
-		if err != nil {
-			undo()
-			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gpusched: ResourceClaim %s/%s: %v", c.ns, c.name, err))
+		if st := x.assumeLocked(ctx, h, pod, c.claimRef, func(*resourceapi.ResourceClaim) (*resourceapi.AllocationResult, error) { return alloc, nil }); st != nil {
+			return fail(st)
 		}
-		if cur.Status.Allocation != nil {
-			if cur, err = x.clearStale(ctx, cur, pod); err != nil {
-				undo()
-				return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gpusched: ResourceClaim %s/%s: %v", c.ns, c.name, err))
+	}
+	free := slices.Clone(x.channels[node])
+	for _, c := range dp.channels {
+		pick := func(cur *resourceapi.ResourceClaim) (*resourceapi.AllocationResult, error) {
+			n := x.d.cd.nodes[node]
+			if n == nil {
+				return nil, errNoChannel{node: node}
 			}
+			dev := ""
+			if a := cur.Status.Allocation; a != nil && len(a.Devices.Results) > 0 && a.Devices.Results[0].Driver == x.d.cd.driver && a.Devices.Results[0].Pool == n.pool {
+				dev = a.Devices.Results[0].Device // (its own, from an earlier attempt)
+			} else if len(free) > 0 {
+				dev, free = free[0], free[1:]
+			} else {
+				return nil, errNoChannel{node: node}
+			}
+			return x.d.channelAllocation(c, node, n.pool, dev, x.now()), nil
 		}
-		a := cur.DeepCopy()
-		a.Status.Allocation = alloc
-		if err := x.tracker.AssumeClaimAfterAPICall(a); err != nil {
-			undo()
-			return fwk.AsStatus(fmt.Errorf("ResourceClaim %s/%s: %w", c.ns, c.name, err))
+		if st := x.assumeLocked(ctx, h, pod, c.claimRef, pick); st != nil {
+			return fail(st)
 		}
-		h.claims = append(h.claims, heldClaim{ns: c.ns, name: c.name, alloc: alloc})
 	}
 	x.holds[pod.UID] = h
+	return nil
+}
+
+// assumeLocked assumes claim c of pod allocated to what alloc makes of
+// it (as the tracker shows it) and adds it to h; a status when it cannot
+// be. x.mu is held.
+func (x *placeDRA) assumeLocked(ctx context.Context, h *draHold, pod *v1.Pod, c claimRef, alloc func(cur *resourceapi.ResourceClaim) (*resourceapi.AllocationResult, error)) *fwk.Status {
+	cur, err := x.tracker.Get(c.ns, c.name)
+	if err != nil {
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gpusched: ResourceClaim %s/%s: %v", c.ns, c.name, err))
+	}
+	want, err := alloc(cur)
+	if err != nil {
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gpusched: ResourceClaim %s/%s: %v", c.ns, c.name, err))
+	}
+	if cur.Status.Allocation != nil {
+		if cur, err = x.clearStale(ctx, cur, pod); err != nil {
+			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gpusched: ResourceClaim %s/%s: %v", c.ns, c.name, err))
+		}
+	}
+	y := cur.DeepCopy()
+	y.Status.Allocation = want
+	if err := x.tracker.AssumeClaimAfterAPICall(y); err != nil {
+		return fwk.AsStatus(fmt.Errorf("ResourceClaim %s/%s: %w", c.ns, c.name, err))
+	}
+	h.claims = append(h.claims, heldClaim{ns: c.ns, name: c.name, alloc: want})
 	return nil
 }
 
