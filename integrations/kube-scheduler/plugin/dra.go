@@ -749,9 +749,14 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 	if heldOn == "" {
 		heldOn = p.Annotations[PlannedNodeAnnotation]
 	}
+	var shared []string // the nodes of its claims other pods hold (dra_shared.go)
 	for _, c := range claims {
 		reqs, _, w := d.classify(c)
 		if len(reqs) == 0 {
+			continue
+		}
+		if heldByAnother(c, p) {
+			shared = append(shared, d.allocNode(c))
 			continue
 		}
 		if slices.ContainsFunc(reqs, func(r gpuRequest) bool { return r.unpicked }) {
@@ -801,6 +806,7 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 	}
 	if dp.why == "" && p.Spec.NodeName == "" {
 		nodes, dp.why = d.celNodes(dp.claims)
+		nodes = onSharedNodes(nodes, shared)
 	}
 	if dp.why != "" && p.Spec.NodeName == "" {
 		return dp // left out: waits
@@ -810,6 +816,10 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 	}
 	if dp.gpus == 0 {
 		dp.out = p
+		if nodes != nil {
+			dp.out = p.DeepCopy()
+			onlyOn(dp.out, nodes)
+		}
 		return dp
 	}
 	out := p.DeepCopy()
