@@ -236,19 +236,13 @@ type claimRef struct {
 	uid      types.UID // the pod it is (to be) reserved for
 }
 
-// draLedger is what the DRA concern reads of gpusched's ledger: a node's
-// free GPUs (false: the ledger does not know the node yet). The host.
-type draLedger interface {
-	freeGPUs(node string) (int, bool)
-	freeGPUSet(node string) ([]bool, bool)
-}
-
-// newDRA returns the DRA concern for args, or nil when DRA is off; l is
-// gpusched's ledger (drat.free, drat.freeSet).
-func newDRA(args *Args, io draIO, l draLedger, log klog.Logger) *drat {
+// newDRA returns the DRA concern for args, or nil when DRA is off; o
+// keeps gpusched's ledger (drat.free, drat.freeSet: ledgerGPUs).
+func newDRA(args *Args, io draIO, o ledgerOwner, log klog.Logger) *drat {
 	if args.DRADriver == "" || args.DRADriver == "none" || io == nil {
 		return nil
 	}
+	l := ledgerGPUs{o}
 	return &drat{driver: args.DRADriver, class: args.DRADeviceClass, migClass: cmp.Or(args.DRAMIGDeviceClass, DefaultDRAMIGDeviceClass), indices: args.GPUIndicesAnnotation,
 		gpuResource: v1.ResourceName(args.GPUResource), productLabel: args.GPUProductLabel, countLabel: args.GPUCountLabel, cliqueLabel: args.GPUCliqueLabel,
 		io: io, log: log, cd: newCDChannels(args), settle: 5 * time.Second, grace: 50 * time.Millisecond, nodeCache: map[string]draNodeCopy{},
@@ -755,9 +749,14 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 	if heldOn == "" {
 		heldOn = p.Annotations[PlannedNodeAnnotation]
 	}
+	var shared []string // the nodes of its claims other pods hold (dra_shared.go)
 	for _, c := range claims {
 		reqs, _, w := d.classify(c)
 		if len(reqs) == 0 {
+			continue
+		}
+		if heldByAnother(c, p) {
+			shared = append(shared, d.allocNode(c))
 			continue
 		}
 		if slices.ContainsFunc(reqs, func(r gpuRequest) bool { return r.unpicked }) {
@@ -807,6 +806,7 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 	}
 	if dp.why == "" && p.Spec.NodeName == "" {
 		nodes, dp.why = d.celNodes(dp.claims)
+		nodes = onSharedNodes(nodes, shared)
 	}
 	if dp.why != "" && p.Spec.NodeName == "" {
 		return dp // left out: waits
@@ -816,6 +816,10 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 	}
 	if dp.gpus == 0 {
 		dp.out = p
+		if nodes != nil {
+			dp.out = p.DeepCopy()
+			onlyOn(dp.out, nodes)
+		}
 		return dp
 	}
 	out := p.DeepCopy()
@@ -1182,47 +1186,4 @@ func (h *host) allocateClaims(ctx context.Context, fx *effects) {
 	fx.activate = slices.DeleteFunc(fx.activate, withdrawn)
 	fx.plans = slices.DeleteFunc(fx.plans, func(g planWrite) bool { return slices.ContainsFunc(g.pods, withdrawn) })
 	h.poke()
-}
-
-// freeGPUSet returns which GPUs of node (by index) are free and
-// allocatable in gpusched's ledger; ok is false before the ledger knows
-// the node. It takes mu.
-func (h *host) freeGPUSet(node string) ([]bool, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.s == nil || h.topo == nil {
-		return nil, false
-	}
-	return wholeFreeGPUs(h.topo.Cluster, h.s.Ledger(), node)
-}
-
-// wholeFreeGPUs returns, per GPU of node (by its index on the node), whether
-// the ledger l has it wholly free; ok is false when c has no such node.
-func wholeFreeGPUs(c *topology.Cluster, l topology.LedgerReader, node string) ([]bool, bool) {
-	hid, ok := c.HostByName(node)
-	if !ok {
-		return nil, false
-	}
-	first, n := c.HostGPUs(hid)
-	free := make([]bool, n)
-	for i := range free {
-		g := first + topology.GPUID(i)
-		free[i] = l.GPU(g).Mode == topology.ModeFree && l.GPUFreeMilli(g) == topology.MilliPerGPU
-	}
-	return free, true
-}
-
-// freeGPUs returns the free allocatable GPUs of node in gpusched's ledger;
-// ok is false before the ledger knows the node (drat.free). It takes mu.
-func (h *host) freeGPUs(node string) (int, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.s == nil || h.topo == nil {
-		return 0, false
-	}
-	hid, ok := h.topo.Cluster.HostByName(node)
-	if !ok {
-		return 0, false
-	}
-	return h.s.Ledger().HostFreeGPUs(hid), true
 }

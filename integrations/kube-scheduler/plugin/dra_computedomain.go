@@ -202,25 +202,7 @@ func (d *drat) channelView(nodes []*v1.Node, claims []*resourceapi.ResourceClaim
 	for _, c := range d.stale {
 		stale[c.ns+"/"+c.name] = true
 	}
-	taken := map[string]bool{}
-	for _, c := range claims {
-		if c.Status.Allocation == nil || stale[c.Namespace+"/"+c.Name] {
-			continue
-		}
-		for _, r := range c.Status.Allocation.Devices.Results {
-			if r.Driver == cd.driver {
-				taken[r.Pool+"/"+r.Device] = true
-			}
-		}
-	}
-	cd.free = map[string][]string{}
-	for name, n := range cd.nodes {
-		for _, dev := range n.devices {
-			if !taken[n.pool+"/"+dev] {
-				cd.free[name] = append(cd.free[name], dev)
-			}
-		}
-	}
+	cd.free = cd.freeOf(claims, stale)
 	out := make([]*v1.Node, len(nodes))
 	seen := map[string]bool{}
 	for i, n := range nodes {
@@ -247,6 +229,31 @@ func (d *drat) channelView(nodes []*v1.Node, claims []*resourceapi.ResourceClaim
 		}
 	}
 	return out
+}
+
+// freeOf returns, per node, its channel devices that no allocated claim
+// of claims names, but those of skip (namespace/name).
+func (cd *cdChannels) freeOf(claims []*resourceapi.ResourceClaim, skip map[string]bool) map[string][]string {
+	taken := map[string]bool{}
+	for _, c := range claims {
+		if c.Status.Allocation == nil || skip[c.Namespace+"/"+c.Name] {
+			continue
+		}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			if r.Driver == cd.driver {
+				taken[r.Pool+"/"+r.Device] = true
+			}
+		}
+	}
+	free := map[string][]string{}
+	for name, n := range cd.nodes {
+		for _, dev := range n.devices {
+			if !taken[n.pool+"/"+dev] {
+				free[name] = append(free[name], dev)
+			}
+		}
+	}
+	return free
 }
 
 // withChannels completes dp (once) with p's channel claims; a pod with
@@ -386,15 +393,7 @@ func (d *drat) writeChannels(ctx context.Context, p *v1.Pod, node string, picks 
 		if dev == "" {
 			return wrote, errNoChannel{node: node}
 		}
-		a := &resourceapi.AllocationResult{
-			NodeSelector: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchFields: []v1.NodeSelectorRequirement{
-				{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{node}}}}}},
-			AllocationTimestamp: &metav1.Time{Time: now},
-		}
-		for _, r := range c.requests {
-			a.Devices.Results = append(a.Devices.Results, resourceapi.DeviceRequestAllocationResult{
-				Request: r, Driver: d.cd.driver, Pool: n.pool, Device: dev})
-		}
+		a := d.channelAllocation(c, node, n.pool, dev, now)
 		g := gpuClaim{claimRef: c.claimRef}
 		if err := d.write(ctx, g, p, a); err != nil {
 			return wrote, fmt.Errorf("ResourceClaim %s/%s: %w", c.ns, c.name, err)
@@ -402,6 +401,21 @@ func (d *drat) writeChannels(ctx context.Context, p *v1.Pod, node string, picks 
 		wrote = append(wrote, g)
 	}
 	return wrote, nil
+}
+
+// channelAllocation is the AllocationResult giving each request of c
+// channel device dev of node (its pool).
+func (d *drat) channelAllocation(c chanClaim, node, pool, dev string, now time.Time) *resourceapi.AllocationResult {
+	a := &resourceapi.AllocationResult{
+		NodeSelector: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchFields: []v1.NodeSelectorRequirement{
+			{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{node}}}}}},
+		AllocationTimestamp: &metav1.Time{Time: now},
+	}
+	for _, r := range c.requests {
+		a.Devices.Results = append(a.Devices.Results, resourceapi.DeviceRequestAllocationResult{
+			Request: r, Driver: d.cd.driver, Pool: pool, Device: dev})
+	}
+	return a
 }
 
 // channelNode returns the node a channel failure names ("" for others).

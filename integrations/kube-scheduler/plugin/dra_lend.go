@@ -250,28 +250,7 @@ func (d *drat) checkTaints(c gpuClaim, node string, alloc *resourceapi.Allocatio
 func newSchedDRA(args *Args, io draIO, h *host, log klog.Logger) *drat {
 	d := newDRA(args, io, h, log)
 	if d != nil {
-		d.sched, d.idle = true, h.idleGPUSet
+		d.sched, d.idle = true, ledgerGPUs{h}.idleGPUSet
 	}
 	return d
-}
-
-// idleGPUSet returns which GPUs of node (by index) have nothing allocated
-// in gpusched's ledger, whatever their health; ok is false before the
-// ledger knows the node. It takes mu.
-func (h *host) idleGPUSet(node string) ([]bool, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.s == nil || h.topo == nil {
-		return nil, false
-	}
-	hid, ok := h.topo.Cluster.HostByName(node)
-	if !ok {
-		return nil, false
-	}
-	first, n := h.topo.Cluster.HostGPUs(hid)
-	idle := make([]bool, n)
-	for i := range idle {
-		idle[i] = h.s.Ledger().GPU(first+topology.GPUID(i)).Mode == topology.ModeFree
-	}
-	return idle, true
 }

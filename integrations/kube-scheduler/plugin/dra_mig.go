@@ -443,6 +443,17 @@ func partOfClaim(c *topology.Cluster, cl topology.Claim) string {
 	return ""
 }
 
+// claimAssignment is the assignment of cl, one task's claim, on its node:
+// its GPUs (indices on the node) and part (partOfClaim); job is unset.
+func claimAssignment(c *topology.Cluster, cl topology.Claim) assignment {
+	first, _ := c.HostGPUs(cl.Host)
+	a := assignment{node: c.HostName(cl.Host), part: partOfClaim(c, cl)}
+	for _, g := range cl.GPUs {
+		a.gpus = append(a.gpus, int(g.GPU-first))
+	}
+	return a
+}
+
 // heldPart makes cl (one GPU, whole) the MIG device or share task group g
 // asks for, from pod p's annotations as the cycle sees them.
 func heldPart(c *topology.Cluster, cl *topology.Claim, g workload.TaskGroup, p *v1.Pod) error {

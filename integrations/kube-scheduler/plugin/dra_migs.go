@@ -171,6 +171,32 @@ func migTasks(d demand, profiles []string) []demand {
 	return out
 }
 
+// podTasks returns the tasks of a pod demanding d: the pod itself, or
+// for a pod of several MIG devices (several) its migTasks.
+func podTasks(d demand) (tasks []demand, several bool) {
+	if profiles := strings.Split(d.mig, ","); len(profiles) > 1 {
+		return migTasks(d, profiles), true
+	}
+	return []demand{d}, false
+}
+
+// heldMIGClaims returns the MIG devices on host hid that p, a pod of
+// several MIG devices as the cycle sees it, holds (its claims name them
+// all: draMIGHeldAnnotation); nil when it holds none or not all.
+func heldMIGClaims(c *topology.Cluster, hid topology.HostID, p *v1.Pod) []topology.GPUClaim {
+	_, held := migsOfPod(p)
+	taken := make([]bool, len(held))
+	var out []topology.GPUClaim
+	for _, m := range held {
+		cl, ok := heldMIGClaim(c, hid, workload.TaskGroup{MIGProfile: m.profile}, held, taken)
+		if !ok {
+			return nil
+		}
+		out = append(out, cl.GPUs...)
+	}
+	return out
+}
+
 // onOneHost is the topology constraint of a pod of several MIG devices.
 var onOneHost = workload.Constraint{Level: "host", Required: true}
 
@@ -224,16 +250,12 @@ func (h *host) assignSeveral(job string, rec *jobRec, pl *gang.Placement, now ti
 		}
 		p := rec.job.pods[g][placed[g]]
 		placed[g]++
-		cl := pl.Claims[i]
-		first, _ := c.HostGPUs(cl.Host)
-		x := &assignment{job: job, node: c.HostName(cl.Host), part: partOfClaim(c, cl)}
-		for _, g := range cl.GPUs {
-			x.gpus = append(x.gpus, int(g.GPU-first))
-		}
+		x := claimAssignment(c, pl.Claims[i])
+		x.job = job
 		if a := byPod[p]; a == nil {
-			byPod[p] = x
+			byPod[p] = &x
 		} else {
-			mergeAssignment(a, x)
+			mergeAssignment(a, &x)
 		}
 	}
 	pods := rec.job.all()

@@ -77,6 +77,11 @@ type placeDRA struct {
 	// avoid are nodes a pod's planned node failed other filters on (the
 	// next placement avoids them), by pod.
 	avoid map[types.UID][]string
+	// channels are the ComputeDomain channel devices free on each node
+	// (no claim allocated or held names them) when last read; the nodes
+	// with one are given to the state labelled IMEXChannelLabel
+	// (dra_computedomain.go). nil: not read yet.
+	channels map[string][]string
 	// order is the profile's plugin order check (nil: fine); checked once
 	// the profile is built.
 	checked bool
@@ -126,31 +131,6 @@ func newPlacementDRA(h fwk.Handle, args *Args, st *state, log klog.Logger) (*pla
 	return pd, nil
 }
 
-// freeGPUs returns the free GPUs of node in the ledger (drat.free).
-func (s *state) freeGPUs(node string) (int, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.topo == nil {
-		return 0, false
-	}
-	h, ok := s.topo.Cluster.HostByName(node)
-	if !ok {
-		return 0, false
-	}
-	return s.ledger.HostFreeGPUs(h), true
-}
-
-// freeGPUSet returns, per GPU of node, whether the ledger has it wholly free
-// (drat.freeSet).
-func (s *state) freeGPUSet(node string) ([]bool, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.topo == nil {
-		return nil, false
-	}
-	return wholeFreeGPUs(s.topo.Cluster, s.ledger, node)
-}
-
 // node returns n as the state sees it (drat.node).
 func (x *placeDRA) node(n *v1.Node) *v1.Node {
 	if x == nil {
@@ -162,7 +142,45 @@ func (x *placeDRA) node(n *v1.Node) *v1.Node {
 	if x.d.nodes == nil {
 		x.d.readSlices()
 	}
-	return x.tainted(x.d.node(n))
+	if x.channels == nil {
+		x.d.readChannelSlices()
+		x.channels = x.freeChannelsLocked()
+	}
+	return x.nodeView(n)
+}
+
+// nodeView is n as the state sees it: drat.node's view, its tainted GPUs
+// offered no more, labelled IMEXChannelLabel when a channel device of it
+// is free. x.mu is held.
+func (x *placeDRA) nodeView(n *v1.Node) *v1.Node {
+	v := x.tainted(x.d.node(n))
+	if len(x.channels[n.Name]) == 0 {
+		return v
+	}
+	v = v.DeepCopy()
+	if v.Labels == nil {
+		v.Labels = map[string]string{}
+	}
+	v.Labels[IMEXChannelLabel] = "free"
+	return v
+}
+
+// freeChannelsLocked returns the channel devices of each node that no
+// claim of the informer's, nor any gpusched holds, names. x.mu is held.
+func (x *placeDRA) freeChannelsLocked() map[string][]string {
+	claims, _ := x.d.io.listClaims()
+	free := x.d.cd.freeOf(claims, nil)
+	for _, uid := range sortedKeys(x.holds) {
+		h := x.holds[uid]
+		for _, c := range h.claims {
+			for _, r := range c.alloc.Devices.Results {
+				if r.Driver == x.d.cd.driver {
+					free[h.node] = slices.DeleteFunc(free[h.node], func(d string) bool { return d == r.Device })
+				}
+			}
+		}
+	}
+	return free
 }
 
 // tainted returns v, n as drat sees it, with the GPUs whose devices are
@@ -220,7 +238,7 @@ func (x *placeDRA) podLocked(p *v1.Pod) (*v1.Pod, *draPod) {
 	if x.d.nodes == nil {
 		x.d.readSlices()
 	}
-	dp := x.d.pod(p)
+	dp := x.d.withChannels(x.d.pod(p)) // (dra_computedomain.go)
 	x.d.pods[p.UID] = dp
 	out := dp.out
 	if out == nil {
@@ -288,13 +306,19 @@ func (x *placeDRA) refresh() (pods []*v1.Pod, ns []*v1.Node) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.restoreStaleLocked()
-	old := x.d.sliceKey
+	old, oldCD := x.d.sliceKey, x.d.cd.sliceKey
 	x.d.readSlices()
+	x.d.readChannelSlices()
+	was := x.channels
+	x.channels = x.freeChannelsLocked()
+	changed := x.d.sliceKey != old || x.d.cd.sliceKey != oldCD
+	for _, name := range sortedKeys(x.nodes) {
+		if changed || (len(was[name]) == 0) != (len(x.channels[name]) == 0) {
+			ns = append(ns, x.nodeView(x.nodes[name]))
+		}
+	}
 	look := x.unsettled
 	if x.d.sliceKey != old {
-		for _, name := range sortedKeys(x.nodes) {
-			ns = append(ns, x.tainted(x.d.node(x.nodes[name])))
-		}
 		look = map[types.UID]bool{}
 		for uid := range x.d.pods {
 			look[uid] = true
@@ -380,24 +404,13 @@ func preFilterOrder(names []string) error {
 
 // gpuPod says whether dp is a pod whose GPU claims gpusched allocates in
 // placement mode; st is why it cannot be scheduled now (its claims are
-// not there yet, or ask for what placement mode does not allocate).
+// not there yet, or ask for what gpusched does not allocate).
 func (x *placeDRA) gpuPod(dp *draPod) (bool, *fwk.Status) {
 	if x == nil || dp == nil || len(dp.claims) == 0 {
 		return false, nil
 	}
 	if err := x.checkOrder(); err != nil {
 		return false, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
-	}
-	parts := 0
-	for _, c := range dp.claims {
-		for _, r := range c.requests {
-			if r.part != nil {
-				parts++
-			}
-			if parts > 1 {
-				return false, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gpusched: ResourceClaim %s: request %q: a pod of several MIG devices or shares, which placement mode does not allocate; use mode: scheduler", c.name, r.name))
-			}
-		}
 	}
 	if dp.why != "" {
 		return false, fwk.NewStatus(fwk.Unschedulable, "gpusched: "+dp.why)
@@ -406,60 +419,94 @@ func (x *placeDRA) gpuPod(dp *draPod) (bool, *fwk.Status) {
 }
 
 // hold assumes pod's GPU claims allocated to a's GPUs (indices on its
-// node, in claim and request order; a MIG device or share of the first:
-// a.part) in kube's claim tracker. A claim the tracker
-// shows allocated for nobody else (an earlier attempt's write Unreserve
-// could not clear) is cleared first.
+// node, in claim and request order; its MIG devices or share: a.part, as
+// drat.allocate reads them) in kube's claim tracker, and its
+// ComputeDomain channel claims to a free channel device of the node
+// (dra_computedomain.go). A claim the tracker shows allocated for nobody
+// else (an earlier attempt's write Unreserve could not clear) is cleared
+// first.
 func (x *placeDRA) hold(ctx context.Context, pod *v1.Pod, dp *draPod, a assignment) *fwk.Status {
 	node, gpus := a.node, a.gpus
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	h := &draHold{pod: pod, node: node}
-	undo := func() {
+	fail := func(st *fwk.Status) *fwk.Status {
 		for _, c := range h.claims {
 			x.tracker.AssumedClaimRestore(c.ns, c.name)
 		}
+		return st
 	}
 	k := 0
+	taken := make([]bool, len(gpus)) // (MIG devices given, dra_migs.go)
 	for _, c := range dp.claims {
 		n := 0
 		for _, r := range c.requests {
 			n += r.count
 		}
 		if k+n > len(gpus) {
-			undo()
-			return fwk.AsStatus(fmt.Errorf("ResourceClaim %s/%s: gpusched chose %d GPUs, the pod's claims ask for more", c.ns, c.name, len(gpus)))
+			return fail(fwk.AsStatus(fmt.Errorf("ResourceClaim %s/%s: gpusched chose %d GPUs, the pod's claims ask for more", c.ns, c.name, len(gpus))))
 		}
 		alloc, err := x.d.allocation(c, node, gpus[k:k+n], x.now())
 		if err == nil {
-			// A MIG device or share: the one of a.part (dra_mig.go).
-			err = x.d.partResults(alloc, c, a, make([]bool, len(gpus)))
+			// MIG devices or a share: those of a.part (dra_mig.go).
+			err = x.d.partResults(alloc, c, a, taken)
 		}
 		if err != nil {
-			undo()
-			return fwk.AsStatus(fmt.Errorf("ResourceClaim %s/%s: %w", c.ns, c.name, err))
+			return fail(fwk.AsStatus(fmt.Errorf("ResourceClaim %s/%s: %w", c.ns, c.name, err)))
 		}
 		k += n
-		cur, err := x.tracker.Get(c.ns, c.name)
-		if err != nil {
-			undo()
-			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gpusched: ResourceClaim %s/%s: %v", c.ns, c.name, err))
+		if st := x.assumeLocked(ctx, h, pod, c.claimRef, func(*resourceapi.ResourceClaim) (*resourceapi.AllocationResult, error) { return alloc, nil }); st != nil {
+			return fail(st)
 		}
-		if cur.Status.Allocation != nil {
-			if cur, err = x.clearStale(ctx, cur, pod); err != nil {
-				undo()
-				return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gpusched: ResourceClaim %s/%s: %v", c.ns, c.name, err))
+	}
+	free := slices.Clone(x.channels[node])
+	for _, c := range dp.channels {
+		pick := func(cur *resourceapi.ResourceClaim) (*resourceapi.AllocationResult, error) {
+			n := x.d.cd.nodes[node]
+			if n == nil {
+				return nil, errNoChannel{node: node}
 			}
+			dev := ""
+			if a := cur.Status.Allocation; a != nil && len(a.Devices.Results) > 0 && a.Devices.Results[0].Driver == x.d.cd.driver && a.Devices.Results[0].Pool == n.pool {
+				dev = a.Devices.Results[0].Device // (its own, from an earlier attempt)
+			} else if len(free) > 0 {
+				dev, free = free[0], free[1:]
+			} else {
+				return nil, errNoChannel{node: node}
+			}
+			return x.d.channelAllocation(c, node, n.pool, dev, x.now()), nil
 		}
-		a := cur.DeepCopy()
-		a.Status.Allocation = alloc
-		if err := x.tracker.AssumeClaimAfterAPICall(a); err != nil {
-			undo()
-			return fwk.AsStatus(fmt.Errorf("ResourceClaim %s/%s: %w", c.ns, c.name, err))
+		if st := x.assumeLocked(ctx, h, pod, c.claimRef, pick); st != nil {
+			return fail(st)
 		}
-		h.claims = append(h.claims, heldClaim{ns: c.ns, name: c.name, alloc: alloc})
 	}
 	x.holds[pod.UID] = h
+	return nil
+}
+
+// assumeLocked assumes claim c of pod allocated to what alloc makes of
+// it (as the tracker shows it) and adds it to h; a status when it cannot
+// be. x.mu is held.
+func (x *placeDRA) assumeLocked(ctx context.Context, h *draHold, pod *v1.Pod, c claimRef, alloc func(cur *resourceapi.ResourceClaim) (*resourceapi.AllocationResult, error)) *fwk.Status {
+	cur, err := x.tracker.Get(c.ns, c.name)
+	if err != nil {
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gpusched: ResourceClaim %s/%s: %v", c.ns, c.name, err))
+	}
+	want, err := alloc(cur)
+	if err != nil {
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gpusched: ResourceClaim %s/%s: %v", c.ns, c.name, err))
+	}
+	if cur.Status.Allocation != nil {
+		if cur, err = x.clearStale(ctx, cur, pod); err != nil {
+			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gpusched: ResourceClaim %s/%s: %v", c.ns, c.name, err))
+		}
+	}
+	y := cur.DeepCopy()
+	y.Status.Allocation = want
+	if err := x.tracker.AssumeClaimAfterAPICall(y); err != nil {
+		return fwk.AsStatus(fmt.Errorf("ResourceClaim %s/%s: %w", c.ns, c.name, err))
+	}
+	h.claims = append(h.claims, heldClaim{ns: c.ns, name: c.name, alloc: want})
 	return nil
 }
 
@@ -662,16 +709,6 @@ func (x *placeDRA) avoided(uid types.UID, forget bool) []string {
 	return out
 }
 
-// gpusOf returns the GPU indices on its host of a placement's claim.
-func (s *state) gpusOf(cl topology.Claim) []int {
-	first, _ := s.topo.Cluster.HostGPUs(cl.Host)
-	var out []int
-	for _, g := range cl.GPUs {
-		out = append(out, int(g.GPU-first))
-	}
-	return out
-}
-
 // draPreFilter brings the state up to date with the slices and claims
 // (placeDRA.refresh) and returns pod as the state sees it, what drat made
 // of it, whether gpusched allocates GPU claims of it, the nodes its
@@ -711,8 +748,7 @@ func (p *Plugin) draChoice(pod *v1.Pod, c *cycle, avoid []string) (assignment, *
 		if !slotted {
 			return assignment{}, nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s: placed without this pod", c.gang.key))
 		}
-		claim := pl.placement.Claims[i]
-		return assignment{node: c.planned, gpus: s.gpusOf(claim), part: partOfClaim(cl, claim)}, &fwk.PreFilterResult{NodeNames: sets.New(c.planned)}, nil
+		return claimAssignment(cl, pl.placement.Claims[i]), &fwk.PreFilterResult{NodeNames: sets.New(c.planned)}, nil
 	}
 	allow := s.eligibility(pod)
 	all := slices.Clone(allow)
@@ -730,5 +766,11 @@ func (p *Plugin) draChoice(pod *v1.Pod, c *cycle, avoid []string) (assignment, *
 	}
 	node := cl.HostName(pl.Claims[0].Host)
 	c.chosen, c.choice, c.draFixed = node, pl, true
-	return assignment{node: node, gpus: s.gpusOf(pl.Claims[0]), part: partOfClaim(cl, pl.Claims[0])}, &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
+	// One task, or a pod of several MIG devices: its tasks, on one node.
+	a := assignment{node: node}
+	for _, x := range pl.Claims {
+		b := claimAssignment(cl, x)
+		mergeAssignment(&a, &b)
+	}
+	return a, &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
 }

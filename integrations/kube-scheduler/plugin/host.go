@@ -975,11 +975,8 @@ func (h *host) restore(j *podJob, complete bool, now time.Time, fx *effects) boo
 				if p.Spec.NodeName == "" {
 					// A planned gang member whose claims were written: let
 					// through on them, all its tasks in one assignment.
-					x := assignment{job: id, node: node, part: partOfClaim(c, cl)}
-					first, _ := c.HostGPUs(hid)
-					for _, g := range cl.GPUs {
-						x.gpus = append(x.gpus, int(g.GPU-first))
-					}
+					x := claimAssignment(c, cl)
+					x.job = id
 					if k := slices.Index(finish, p); k >= 0 {
 						mergeAssignment(&finishAt[k], &x)
 						finishTasks++

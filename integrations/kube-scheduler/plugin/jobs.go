@@ -3,7 +3,6 @@ package plugin
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -190,9 +189,8 @@ func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
 	}
 	var demands []groupKey
 	for _, m := range members {
-		d := demandOf(m, a)
-		tasks := []demand{d}
-		if profiles := strings.Split(d.mig, ","); len(profiles) > 1 {
+		tasks, several := podTasks(demandOf(m, a))
+		if several {
 			// Several MIG devices: a task each, on one host; a gang of
 			// such pods goes whole on one host (dra_migs.go).
 			if !inGang && len(members) > 1 {
@@ -201,7 +199,6 @@ func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
 			if spec.MaxTasksPerHost > 0 {
 				return fail("%s: a gang of pods with several MIG devices is placed on one node, which its pods' anti-affinity or spread on the hostname forbids", podField(m, "resourceClaims"))
 			}
-			tasks = migTasks(d, profiles)
 			if !j.several {
 				spec.Topology = append(spec.Topology, onOneHost)
 			}

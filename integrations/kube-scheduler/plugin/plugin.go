@@ -284,6 +284,9 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if d.gpus == 0 && d.mig == "" && d.milli == 0 && !inGang {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
+	if _, several := podTasks(d); several && inGang {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "gpusched: a gang member with several MIG devices, which placement mode does not place (its gang would have to go whole on one node); use mode: scheduler")
+	}
 	if d.gpus > topology.MaxGPUsPerHost {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("pod requests %d GPUs; no host has more than %d", d.gpus, topology.MaxGPUsPerHost))
 	}
@@ -480,19 +483,7 @@ func (p *Plugin) gangPreFilter(pod *v1.Pod, c *cycle) (*fwk.PreFilterResult, *fw
 	var groupOf []int // per pending member
 	var demands []demand
 	for _, m := range pending {
-		d := demandOf(p.dra.view(m), p.args)
-		gi := -1
-		for i, x := range demands {
-			if x == d {
-				gi = i
-				break
-			}
-		}
-		if gi < 0 {
-			gi = len(demands)
-			demands = append(demands, d)
-			job.Groups = append(job.Groups, d.taskGroup(fmt.Sprintf("g%d", gi), 0))
-		}
+		gi, _ := groupIndex(&job, &demands, demandOf(p.dra.view(m), p.args))
 		job.Groups[gi].Count++
 		groupOf = append(groupOf, gi)
 	}
@@ -549,7 +540,10 @@ func (p *Plugin) gangPreFilter(pod *v1.Pod, c *cycle) (*fwk.PreFilterResult, *fw
 }
 
 // gangMembers lists the live pods of g in name order, pod included, and checks
-// that they agree on the gang's size and topology.
+// that they agree on the gang's size and topology: as the informer has
+// them, since g, read from pod as the cycle sees it, may carry the
+// topology its claims imply (ComputeDomain channels: nvlink,
+// dra_computedomain.go).
 func (p *Plugin) gangMembers(g gangSpec, pod *v1.Pod) ([]*v1.Pod, error) {
 	var list []*v1.Pod
 	if p.pods != nil {
@@ -566,21 +560,27 @@ func (p *Plugin) gangMembers(g gangSpec, pod *v1.Pod) ([]*v1.Pod, error) {
 			}
 		}
 	}
+	ref := g
+	for _, m := range list {
+		if rg, ok, err := gangOf(m, p.args); m.UID == pod.UID && ok && err == nil {
+			ref = rg
+		}
+	}
 	seen := false
 	out := list[:0:0]
 	for _, m := range list {
 		if m.DeletionTimestamp != nil || isTerminal(m) {
 			continue
 		}
-		if m.UID == pod.UID {
-			seen = true
-			m = pod
-		}
 		mg, ok, err := gangOf(m, p.args)
 		if err != nil {
 			return nil, err
 		}
-		if !ok || !mg.equal(g) {
+		if m.UID == pod.UID {
+			seen = true
+			m = pod
+		}
+		if !ok || !mg.equal(ref) {
 			return nil, fmt.Errorf("gang %s: pods %s and %s disagree on size, minimum or topology", g.key, pod.Name, m.Name)
 		}
 		out = append(out, m)

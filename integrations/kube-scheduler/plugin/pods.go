@@ -48,6 +48,18 @@ func (d demand) taskGroup(name string, count int) workload.TaskGroup {
 	return workload.TaskGroup{Name: name, Count: count, GPUs: d.gpus, GPUMilli: d.milli, MIGProfile: d.mig, CPUMilli: d.cpuMilli, MemoryMiB: d.memoryMiB}
 }
 
+// groupIndex returns the index in job of the task group of demand d
+// (demands: each group's demand, in job's order), adding an empty group
+// "gN" of it (added) when there is none.
+func groupIndex(job *workload.Job, demands *[]demand, d demand) (gi int, added bool) {
+	if gi = slices.Index(*demands, d); gi >= 0 {
+		return gi, false
+	}
+	*demands = append(*demands, d)
+	job.Groups = append(job.Groups, d.taskGroup(fmt.Sprintf("g%d", len(*demands)-1), 0))
+	return len(*demands) - 1, true
+}
+
 // gangSpec is a pod's gang as its labels and annotations describe it.
 type gangSpec struct {
 	// key is "namespace/name", unique in the cluster.

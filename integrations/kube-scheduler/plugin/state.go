@@ -41,6 +41,10 @@ type podRecord struct {
 	// another (a restart: heldPart).
 	part topology.GPUClaim
 	src  *v1.Pod
+	// migs are, for a pod of several MIG devices (dra_migs.go), its MIG
+	// devices as placed; nil for one bound by another (a restart): src's
+	// claims name them (heldMIGClaims).
+	migs []topology.GPUClaim
 	// assumed: reserved by this plugin and not yet seen bound.
 	assumed bool
 	// applied: held on the current ledger.
@@ -224,6 +228,13 @@ func (s *state) claimOf(r *podRecord, withCPU bool) (topology.Claim, bool) {
 	if withCPU {
 		cl.CPUMilli, cl.MemoryMiB = r.cpuMilli, r.memoryMiB
 	}
+	if _, several := podTasks(r.demand); several {
+		cl.GPUs = r.migs
+		if cl.GPUs == nil && r.src != nil {
+			cl.GPUs = heldMIGClaims(c, h, r.src)
+		}
+		return cl, len(cl.GPUs) > 0
+	}
 	first, n := c.HostGPUs(h)
 	parted := r.demand.mig != "" || r.demand.milli > 0
 	want := r.demand.gpus
@@ -373,6 +384,10 @@ func (s *state) restatedLocked(r *podRecord, p *v1.Pod) bool {
 	if d != r.demand {
 		return true
 	}
+	if _, several := podTasks(d); several {
+		// (its MIG devices, read from its claims)
+		return r.migs == nil && (r.src == nil || p.Annotations[draMIGHeldAnnotation] != r.src.Annotations[draMIGHeldAnnotation])
+	}
 	if d.mig != "" || d.milli > 0 {
 		// (a part's GPU and MIG start, read from its claims)
 		return r.part.Kind == topology.ClaimWhole && (r.src == nil || p.Annotations[s.args.GPUIndicesAnnotation] != r.indices ||
@@ -483,8 +498,18 @@ func tolerates(p *v1.Pod, t *v1.Taint) bool {
 }
 
 // singleRequest resolves a pod that is not in a gang as a one-task job.
+// A pod of several MIG devices is a job of its podTasks on one host, as
+// in scheduler mode (dra_migs.go).
 func (s *state) singleRequest(p *v1.Pod, d demand) (*gang.Request, error) {
 	job := &workload.Job{ID: p.Namespace + "/" + p.Name, Groups: []workload.TaskGroup{d.taskGroup("", 1)}}
+	if tasks, several := podTasks(d); several {
+		job.Groups, job.Topology = nil, []workload.Constraint{onOneHost}
+		var demands []demand
+		for _, t := range tasks {
+			gi, _ := groupIndex(job, &demands, t)
+			job.Groups[gi].Count++
+		}
+	}
 	return gang.NewRequest(s.topo.Cluster, job)
 }
 
@@ -522,6 +547,12 @@ func (s *state) commitSingle(p *v1.Pod, d demand, r *gang.Request, pl *gang.Plac
 		rec.gpus = append(rec.gpus, int(g.GPU-first))
 	}
 	rec.part = partOf(cl)
+	if _, several := podTasks(d); several {
+		rec.gpus = nil
+		for _, x := range pl.Claims {
+			rec.migs = append(rec.migs, x.GPUs...)
+		}
+	}
 	s.pods[p.UID] = rec
 	return nil
 }
