@@ -112,6 +112,7 @@ func (d *drat) linkMIG(n *draNode, ps []*resourceapi.Device) {
 		}
 		if m.gpu < 0 || m.start < 0 || m.profile == "" {
 			d.log.V(2).Info("A MIG device without a GPU, placement or profile is left out", "device", p.Name)
+			n.unlinked = append(n.unlinked, p)
 			continue
 		}
 		n.migs = append(n.migs, m)
@@ -272,12 +273,29 @@ func (d *drat) migProfile(part *gpuRequest) (string, string) {
 	}
 	switch ps := sortedKeys(profiles); len(ps) {
 	case 0:
+		if node := d.unlinkedMatch(part.sels, key); node != "" {
+			return "", fmt.Sprintf("request %q: the MIG devices its CEL selectors match (on %s) are published without their GPU or its shared counters "+
+				"(static MIG, as NVIDIA's driver publishes without its DynamicMIG feature gate); gpusched places MIG devices through partitionable devices only (docs/dra.md)", part.name, node)
+		}
 		return "", fmt.Sprintf("request %q: no MIG device of the slices matches its CEL selectors", part.name)
 	case 1:
 		return ps[0], ""
 	default:
 		return "", fmt.Sprintf("request %q: its CEL selectors match the MIG profiles %s; gpusched needs them to name one", part.name, strings.Join(ps, ", "))
 	}
+}
+
+// unlinkedMatch returns the first node (by name) with a MIG device
+// linkMIG left out that sels match; "" when none.
+func (d *drat) unlinkedMatch(sels []resourceapi.DeviceSelector, key string) string {
+	for _, name := range sortedKeys(d.nodes) {
+		for _, p := range d.nodes[name].unlinked {
+			if ok, err := d.matches(p, sels, key); ok && err == nil {
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // allocatedPart returns the MIG request of dp, a bound pod whose
