@@ -11,6 +11,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -502,5 +503,126 @@ func TestIndepA100StaticMIGMixed(t *testing.T) {
 	}
 	if len(got["m4g"]) != 0 || !strings.Contains(io.pending["m4g"], "no MIG device of the slices matches") {
 		t.Errorf("m4g (no GPU publishes 4g.40gb): %v, reason %q", got["m4g"], io.pending["m4g"])
+	}
+}
+
+// indepTray is one GB200 compute tray as NVIDIA's drivers publish it: four
+// GPUs (gpu.nvidia.com, no clique attribute: the clique is GPU feature
+// discovery's node label) and the compute-domain.nvidia.com slice with
+// channel-0 and daemon-0.
+func indepTray(f *fakeDRA, nodeName, clique string) *v1.Node {
+	var gs []indepGPU
+	for i := range 4 {
+		gs = append(gs, indepGPU{minor: i, root: fmt.Sprintf("pci%04x:00", 8*(i/2))})
+	}
+	f.slices = append(f.slices, indepNode(nodeName, "NVIDIA GB200", "Blackwell", "10.0.0", 186, nil, gs...))
+	cd := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: nodeName + "-compute-domain.nvidia.com-q8w2z", ResourceVersion: "1"},
+		Spec: resourceapi.ResourceSliceSpec{Driver: "compute-domain.nvidia.com", NodeName: &nodeName,
+			Pool: resourceapi.ResourcePool{Name: nodeName, Generation: 1, ResourceSliceCount: 1}}}
+	for _, typ := range []string{"channel", "daemon"} {
+		id := int64(0)
+		cd.Spec.Devices = append(cd.Spec.Devices, resourceapi.Device{Name: typ + "-0",
+			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"type": indepStr(typ), "id": {IntValue: &id}}})
+	}
+	f.slices = append(f.slices, cd)
+	return node(nodeName, -1, map[string]string{"nvidia.com/gpu.clique": clique})
+}
+
+// indepCDGang adds a gang of n pods of 4 GPUs each, each with the channel
+// claim kube-controller-manager makes from the ComputeDomain's
+// ResourceClaimTemplate (request "channel" of the default channel class,
+// defaulted to one device, with the ComputeDomainChannelConfig).
+func indepCDGang(f *fakeDRA, io *fakeIO, gang string, n int) {
+	for i := range n {
+		m := fmt.Sprintf("%s-%d", gang, i)
+		f.put(indepClaim(m+"-gpu", DefaultDRADeviceClass, 4, `device.attributes['gpu.nvidia.com'].architecture == 'Blackwell'`))
+		ch := indepClaim(m+"-ch", "compute-domain-default-channel.nvidia.com", 1)
+		ch.Spec.Devices.Requests[0].Name = "channel"
+		ch.Spec.Devices.Config = []resourceapi.DeviceClaimConfiguration{{Requests: []string{"channel"},
+			DeviceConfiguration: resourceapi.DeviceConfiguration{Opaque: &resourceapi.OpaqueDeviceConfiguration{Driver: "compute-domain.nvidia.com",
+				Parameters: runtime.RawExtension{Raw: []byte(`{"apiVersion":"resource.nvidia.com/v1beta1","kind":"ComputeDomainChannelConfig","domainID":"` +
+					gang + `-7d1e","allocationMode":"Single"}`)}}}}}
+		f.put(ch)
+		p := draPodOf(m, m+"-gpu", m+"-ch")
+		p.Labels = map[string]string{DefaultGangLabel: gang, DefaultGangSizeKey: fmt.Sprint(n)}
+		io.pods = append(io.pods, p)
+	}
+}
+
+// TestIndepGB200NineTrayCliques: two NVL72 racks cabled as three NVLink
+// cliques of 9 trays (rack A split in two, rack B one clique of 9) and
+// GFD clique labels, the channel class as NVIDIA's chart defines it (id
+// 0). A 32-GPU ComputeDomain gang (8 trays) and a 16-GPU one (4 trays)
+// each go whole into one clique, with every member's channel claim naming
+// channel-0 of its own node; a 40-GPU gang (10 trays) fits no clique and
+// waits, with nothing written for it.
+func TestIndepGB200NineTrayCliques(t *testing.T) {
+	f := newFakeDRA()
+	f.putClass(DefaultDRAChannelClass, `device.driver == 'compute-domain.nvidia.com' && device.attributes['compute-domain.nvidia.com'].type == 'channel' && device.attributes['compute-domain.nvidia.com'].id == 0`)
+	var nodes []*v1.Node
+	cliqueOf := map[string]string{}
+	for _, r := range []struct {
+		rack   string
+		trays  int
+		clique func(int) string
+	}{
+		{"ra", 18, func(i int) string { return fmt.Sprintf("0b7c5d1e-aaaa-4bbb-8ccc-000000000001.%d", 1+i/9) }},
+		{"rb", 9, func(int) string { return "0b7c5d1e-aaaa-4bbb-8ccc-000000000002.1" }},
+	} {
+		for i := range r.trays {
+			name := fmt.Sprintf("%s-tray%02d", r.rack, i)
+			cliqueOf[name] = r.clique(i)
+			nodes = append(nodes, indepTray(f, name, r.clique(i)))
+		}
+	}
+	h, io := newDRAHost(t, f, nodes...)
+	ctx := context.Background()
+	indepCDGang(f, io, "g32", 8)
+	h.cycle(ctx)
+	bindDRA(h, io)
+	indepCDGang(f, io, "g16", 4)
+	h.cycle(ctx)
+	bindDRA(h, io)
+	indepCDGang(f, io, "g40", 10)
+	h.cycle(ctx)
+	bindDRA(h, io)
+	h.cycle(ctx)
+	indepCheck(t, f, io, nil)
+	for _, g := range []struct {
+		gang string
+		n    int
+	}{{"g32", 8}, {"g16", 4}} {
+		cl := map[string]bool{}
+		for i := range g.n {
+			m := fmt.Sprintf("%s-%d", g.gang, i)
+			devs, node := claimed(t, f, m+"-gpu", types.UID("uid-"+m))
+			if strings.Count(devs, "gpu-") != 4 {
+				t.Errorf("%s: GPUs %s", m, devs)
+			}
+			cl[cliqueOf[node]] = true
+			ch := f.claims["default/"+m+"-ch"]
+			if ch.Status.Allocation == nil {
+				t.Errorf("channel claim of %s not allocated", m)
+				continue
+			}
+			r := ch.Status.Allocation.Devices.Results
+			if len(r) != 1 || r[0].Pool != node || r[0].Device != "channel-0" || r[0].Driver != "compute-domain.nvidia.com" {
+				t.Errorf("channel claim of %s on %s: %+v", m, node, r)
+			}
+		}
+		if len(cl) != 1 {
+			t.Errorf("gang %s spans cliques %v", g.gang, cl)
+		}
+	}
+	for i := range 10 {
+		m := fmt.Sprintf("g40-%d", i)
+		if f.claims["default/"+m+"-gpu"].Status.Allocation != nil || f.claims["default/"+m+"-ch"].Status.Allocation != nil {
+			t.Errorf("%s of the 40-GPU gang written", m)
+		}
+	}
+	if why := io.pending["g40-0"]; why == "" {
+		t.Errorf("g40-0 waits without a reason")
+	} else {
+		t.Logf("g40-0 waits: %s", why)
 	}
 }
