@@ -688,3 +688,62 @@ func TestIndepTaintsAndNIC(t *testing.T) {
 		t.Errorf("m3b got %v (tainted %s); reason %q, want it waiting for the tainted profile", names(got["m3b"]), mig, io.pending["m3b"])
 	}
 }
+
+// TestIndepPlacementMode runs independent slices in placement mode: on
+// the four L40S of two PCIe roots, a 1-GPU pod then a 2-GPU pod with
+// CEL selectors (the pair alone on the other root); on two H100 80GB of
+// dynamic MIG, one MIG device per pod of each profile, every placement
+// legal and no counter over-consumed; a 7g.80gb with no GPU free of MIG
+// is refused.
+func TestIndepPlacementMode(t *testing.T) {
+	f := newFakeDRA()
+	f.slices = []*resourceapi.ResourceSlice{
+		indepNode("l40s-1", "NVIDIA L40S", "Ada Lovelace", "8.9.0", 48, nil,
+			indepGPU{minor: 0, root: "pci0000:15"}, indepGPU{minor: 1, root: "pci0000:15"},
+			indepGPU{minor: 2, root: "pci0000:b7"}, indepGPU{minor: 3, root: "pci0000:b7"}),
+		indepNode("h100m-1", "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", 80, indepH100Profiles,
+			indepGPU{minor: 0, mig: true, root: "pci0000:1a"}, indepGPU{minor: 1, mig: true, root: "pci0000:9c"}),
+	}
+	f.put(indepClaim("one", DefaultDRADeviceClass, 1, `device.attributes['gpu.nvidia.com'].productName == 'NVIDIA L40S'`))
+	f.put(indepClaim("pair", DefaultDRADeviceClass, 2, `device.attributes['gpu.nvidia.com'].architecture == 'Ada Lovelace'`,
+		`device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0`))
+	order := []struct{ claim, profile string }{
+		{"m3g", "3g.40gb"}, {"m4g", "4g.40gb"}, {"m2g", "2g.20gb"}, {"m1g20", "1g.20gb"},
+		{"m1a", "1g.10gb"}, {"m1b", "1g.10gb"}, {"m1c", "1g.10gb"}, {"m7g", "7g.80gb"},
+	}
+	for _, o := range order {
+		f.put(indepMIG(o.claim, o.profile))
+	}
+	hs, _ := newDRAHarness(t, f, node("l40s-1", -1, nil), node("h100m-1", -1, nil))
+	for _, c := range []string{"one", "pair"} {
+		p := hs.add(placementDRAPod(c, c))
+		n, st, _ := hs.schedule(p)
+		if n != "l40s-1" || st != nil {
+			t.Fatalf("%s: node %q, status %v", c, n, st)
+		}
+		hs.bind(p, n)
+	}
+	for _, o := range order {
+		p := hs.add(placementDRAPod(o.claim, o.claim))
+		n, st, _ := hs.schedule(p)
+		if o.claim == "m7g" {
+			if st == nil {
+				t.Errorf("m7g placed on %s with no GPU free of MIG", n)
+			}
+			continue
+		}
+		if n != "h100m-1" || st != nil {
+			t.Fatalf("%s: node %q, status %v", o.claim, n, st)
+		}
+		hs.bind(p, n)
+	}
+	got := indepCheck(t, f, &fakeIO{}, indepH100Profiles)
+	if r := indepRoots(got["pair"]); len(r) != 2 || !one(r) || r[0] == indepRoots(got["one"])[0] {
+		t.Errorf("pair %v on roots %v, one %v", names(got["pair"]), r, names(got["one"]))
+	}
+	for _, o := range order[:7] {
+		if len(got[o.claim]) != 1 || *got[o.claim][0].Attributes["profile"].StringValue != o.profile {
+			t.Errorf("claim %s (%s): %v", o.claim, o.profile, names(got[o.claim]))
+		}
+	}
+}
