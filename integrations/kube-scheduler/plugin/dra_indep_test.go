@@ -347,8 +347,8 @@ func TestIndepH100PCIeRoots(t *testing.T) {
 // placement fits wait.
 func TestIndepH100DynamicMIG(t *testing.T) {
 	f := newFakeDRA()
-	f.slices = []*resourceapi.ResourceSlice{indepNode("h100m-1", "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", 80, indepH100Profiles,
-		indepGPU{minor: 0, mig: true, root: "pci0000:1a"}, indepGPU{minor: 1, mig: true, root: "pci0000:1a"})}
+	f.slices = indepSplit(indepNode("h100m-1", "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", 80, indepH100Profiles,
+		indepGPU{minor: 0, mig: true, root: "pci0000:1a"}, indepGPU{minor: 1, mig: true, root: "pci0000:1a"}))
 	order := []struct{ claim, profile string }{
 		{"m3g", "3g.40gb"}, {"m4g", "4g.40gb"}, {"m2g", "2g.20gb"}, {"m1g20", "1g.20gb"},
 		{"m1a", "1g.10gb"}, {"m1b", "1g.10gb"}, {"m1c", "1g.10gb"}, {"m7g", "7g.80gb"},
@@ -639,8 +639,8 @@ func TestIndepTaintsAndNIC(t *testing.T) {
 		indepNode("l40s-1", "NVIDIA L40S", "Ada Lovelace", "8.9.0", 48, nil,
 			indepGPU{minor: 0, root: "pci0000:15"}, indepGPU{minor: 1, root: "pci0000:15"},
 			indepGPU{minor: 2, root: "pci0000:b7"}, indepGPU{minor: 3, root: "pci0000:b7"}),
-		indepNode("h100m-1", "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", 80, indepH100Profiles, indepGPU{minor: 0, mig: true, root: "pci0000:1a"}),
 	}
+	f.slices = append(f.slices, indepSplit(indepNode("h100m-1", "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", 80, indepH100Profiles, indepGPU{minor: 0, mig: true, root: "pci0000:1a"}))...)
 	f.put(indepClaim("one", DefaultDRADeviceClass, 1, `device.attributes['gpu.nvidia.com'].productName == 'NVIDIA L40S'`))
 	f.put(claimFor("nic", "nic.example.com", 1))
 	f.put(indepMIG("m3", "3g.40gb"))
@@ -701,9 +701,9 @@ func TestIndepPlacementMode(t *testing.T) {
 		indepNode("l40s-1", "NVIDIA L40S", "Ada Lovelace", "8.9.0", 48, nil,
 			indepGPU{minor: 0, root: "pci0000:15"}, indepGPU{minor: 1, root: "pci0000:15"},
 			indepGPU{minor: 2, root: "pci0000:b7"}, indepGPU{minor: 3, root: "pci0000:b7"}),
-		indepNode("h100m-1", "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", 80, indepH100Profiles,
-			indepGPU{minor: 0, mig: true, root: "pci0000:1a"}, indepGPU{minor: 1, mig: true, root: "pci0000:9c"}),
 	}
+	f.slices = append(f.slices, indepSplit(indepNode("h100m-1", "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", 80, indepH100Profiles,
+		indepGPU{minor: 0, mig: true, root: "pci0000:1a"}, indepGPU{minor: 1, mig: true, root: "pci0000:9c"}))...)
 	f.put(indepClaim("one", DefaultDRADeviceClass, 1, `device.attributes['gpu.nvidia.com'].productName == 'NVIDIA L40S'`))
 	f.put(indepClaim("pair", DefaultDRADeviceClass, 2, `device.attributes['gpu.nvidia.com'].architecture == 'Ada Lovelace'`,
 		`device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0`))
@@ -744,6 +744,100 @@ func TestIndepPlacementMode(t *testing.T) {
 	for _, o := range order[:7] {
 		if len(got[o.claim]) != 1 || *got[o.claim][0].Attributes["profile"].StringValue != o.profile {
 			t.Errorf("claim %s (%s): %v", o.claim, o.profile, names(got[o.claim]))
+		}
+	}
+}
+
+// indepSplit publishes s as the apiserver takes it (resource.k8s.io/v1):
+// a slice holds devices or counter sets, never both, and at most 64
+// devices when they consume counters; all slices in one pool.
+func indepSplit(s *resourceapi.ResourceSlice) []*resourceapi.ResourceSlice {
+	out := []*resourceapi.ResourceSlice{}
+	for i := 0; i < len(s.Spec.Devices); i += 64 {
+		d := s.DeepCopy()
+		d.Name, d.Spec.SharedCounters = fmt.Sprintf("%s-dev%d", s.Name, i/64), nil
+		d.Spec.Devices = d.Spec.Devices[i:min(i+64, len(s.Spec.Devices))]
+		out = append(out, d)
+	}
+	if len(s.Spec.SharedCounters) > 0 {
+		c := s.DeepCopy()
+		c.Name, c.Spec.Devices = s.Name+"-counters", nil
+		out = append(out, c)
+	}
+	for _, x := range out {
+		x.Spec.Pool.ResourceSliceCount = int64(len(out))
+	}
+	return out
+}
+
+// TestIndepDGXH100DynamicMIGSplit: a DGX H100 whose eight GPUs NVIDIA's
+// driver publishes with dynamic MIG, split as the apiserver requires
+// (counter sets in a slice of their own, 152 devices in three slices of
+// at most 64). Whole-GPU claims of 4 and 2 get NVSwitch GPUs of one NUMA
+// node each; MIG claims of every profile get legal placements on the
+// other two GPUs, never a GPU given whole (a 7g.80gb then waits); no
+// counter is over-consumed.
+func TestIndepDGXH100DynamicMIGSplit(t *testing.T) {
+	var gs []indepGPU
+	for i := range 8 {
+		gs = append(gs, indepGPU{minor: i, mig: true, root: fmt.Sprintf("pci0000:%02x", 0x10*(i/2+1))})
+	}
+	f := newFakeDRA()
+	f.slices = indepSplit(indepNode("dgx-h100", "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", 80, indepH100Profiles, gs...))
+	if len(f.slices) != 4 {
+		t.Fatalf("%d slices", len(f.slices))
+	}
+	f.put(indepClaim("w4", DefaultDRADeviceClass, 4))
+	f.put(indepClaim("w2", DefaultDRADeviceClass, 2))
+	order := []string{"3g.40gb", "4g.40gb", "2g.20gb", "1g.20gb", "1g.10gb", "1g.10gb", "1g.10gb", "7g.80gb"}
+	for i, p := range order {
+		f.put(indepMIG(fmt.Sprintf("m%d", i), p))
+	}
+	h, io := newDRAHost(t, f, node("dgx-h100", -1, nil))
+	ctx := context.Background()
+	for _, c := range []string{"w4", "w2"} {
+		io.pods = append(io.pods, draPodOf(c, c))
+		h.cycle(ctx)
+		bindDRA(h, io)
+	}
+	for i := range order {
+		io.pods = append(io.pods, draPodOf(fmt.Sprintf("m%d", i), fmt.Sprintf("m%d", i)))
+		h.cycle(ctx)
+		bindDRA(h, io)
+	}
+	h.cycle(ctx)
+	got := indepCheck(t, f, io, indepH100Profiles)
+	numa := func(ds []*resourceapi.Device) []string {
+		var out []string
+		for _, d := range ds {
+			var m int
+			fmt.Sscanf(d.Name, "gpu-%d", &m)
+			out = append(out, fmt.Sprint(m/4))
+		}
+		return out
+	}
+	if len(got["w4"]) != 4 || !one(numa(got["w4"])) || len(got["w2"]) != 2 || !one(numa(got["w2"])) {
+		t.Errorf("w4 %v, w2 %v: want 4 and 2 GPUs each on one NUMA node; pending %v", names(got["w4"]), names(got["w2"]), io.pending)
+	}
+	whole := map[string]bool{}
+	for _, c := range []string{"w4", "w2"} {
+		for _, d := range got[c] {
+			whole[d.Name] = true
+		}
+	}
+	if c := fmt.Sprintf("m%d", len(order)-1); len(got[c]) != 0 || io.pending[c] == "" {
+		t.Errorf("the 7g.80gb got %v with no GPU free of MIG; reason %q", names(got[c]), io.pending[c])
+	}
+	for i, p := range order[:len(order)-1] {
+		c := fmt.Sprintf("m%d", i)
+		if len(got[c]) != 1 || *got[c][0].Attributes["profile"].StringValue != p {
+			t.Errorf("claim %s (%s): %v; pending %q", c, p, names(got[c]), io.pending[c])
+			continue
+		}
+		var g int
+		fmt.Sscanf(got[c][0].Name, "gpu-%d-", &g)
+		if whole[fmt.Sprintf("gpu-%d", g)] {
+			t.Errorf("claim %s: %s on a GPU given whole", c, got[c][0].Name)
 		}
 	}
 }
