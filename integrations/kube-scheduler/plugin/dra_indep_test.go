@@ -841,3 +841,33 @@ func TestIndepDGXH100DynamicMIGSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestIndepMIGBesideOtherModel: a DGX A100 of five whole GPUs (its
+// model has MIG profiles of the same names, from its machine preset) and
+// first by name, beside an H100 of dynamic MIG. A 3g.40gb claim, which
+// only the H100's devices match, gets one there; it waited as
+// "fragmentation" when the library was left to find the H100 host
+// through the pod's node affinity alone.
+func TestIndepMIGBesideOtherModel(t *testing.T) {
+	var gs []indepGPU
+	for i := range 5 {
+		gs = append(gs, indepGPU{minor: i, root: "pci0000:07"})
+	}
+	s := indepNode("a100-1", "NVIDIA A100-SXM4-80GB", "Ampere", "8.0.0", 80, nil, gs...)
+	indepStaticMIG(s, 5, indepA100Profiles, "1g.10gb@0", "2g.20gb@2", "3g.40gb@4")
+	f := newFakeDRA()
+	f.slices = append([]*resourceapi.ResourceSlice{s}, indepSplit(indepNode("h100m-1", "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", 80, indepH100Profiles,
+		indepGPU{minor: 0, mig: true, root: "pci0000:1a"}, indepGPU{minor: 1, mig: true, root: "pci0000:9c"}))...)
+	f.put(indepMIG("m3g", "3g.40gb"))
+	f.put(indepClaim("w", DefaultDRADeviceClass, 2))
+	h, io := newDRAHost(t, f, node("a100-1", -1, nil), node("h100m-1", -1, nil))
+	io.pods = []*v1.Pod{draPodOf("m3g", "m3g"), draPodOf("w", "w")}
+	h.cycle(context.Background())
+	got := indepCheck(t, f, io, indepH100Profiles)
+	if len(got["m3g"]) != 1 || !strings.HasPrefix(got["m3g"][0].Name, "gpu-") || f.claims["default/m3g"].Status.Allocation.Devices.Results[0].Pool != "h100m-1" {
+		t.Errorf("m3g: %v; pending %q", names(got["m3g"]), io.pending["m3g"])
+	}
+	if len(got["w"]) != 2 {
+		t.Errorf("w: %v; pending %q", names(got["w"]), io.pending["w"])
+	}
+}

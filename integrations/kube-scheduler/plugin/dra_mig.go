@@ -350,6 +350,7 @@ func (d *drat) partPod(dp *draPod, part *partRequest, claims []*resourceapi.Reso
 		out.Annotations = map[string]string{}
 	}
 	delete(out.Annotations, d.indices)
+	d.onlyModels(out, nodes)
 	if len(part.profiles) > 1 {
 		return d.migsPod(dp, out, part, claims, heldOn, nodes) // (dra_migs.go)
 	}
@@ -479,6 +480,36 @@ func heldPart(c *topology.Cluster, cl *topology.Claim, g workload.TaskGroup, p *
 	}
 	x.Kind, x.Profile, x.Start = topology.ClaimMIG, prof, int8(start)
 	return nil
+}
+
+// draModelsAnnotation carries, on a pod as a cycle sees it (never
+// written to the apiserver), the GPU models (product label values) of the
+// nodes a MIG device or share may come from, comma-separated: its task's
+// acceptable models. The library then looks for the partition on those
+// models' hosts only: with the node affinity alone, a MIG task whose
+// profile another model also has (an A100 node's beside an H100 node's)
+// was refused as fragmented when the other model's node came first
+// (TestIndepMIGBesideOtherModel).
+const draModelsAnnotation = "gpusched.io/dra-models"
+
+// onlyModels sets draModelsAnnotation on out from the products of nodes;
+// none when any node may be used or a node's product is unknown.
+func (d *drat) onlyModels(out *v1.Pod, nodes []string) {
+	delete(out.Annotations, draModelsAnnotation)
+	var models []string
+	for _, name := range nodes {
+		n := d.nodes[name]
+		if n == nil || n.product == "" {
+			return
+		}
+		if !slices.Contains(models, n.product) {
+			models = append(models, n.product)
+		}
+	}
+	if len(models) > 0 {
+		slices.Sort(models)
+		out.Annotations[draModelsAnnotation] = strings.Join(models, ",")
+	}
 }
 
 // partDemand reads draPartAnnotation: a MIG profile or a share in milli.
