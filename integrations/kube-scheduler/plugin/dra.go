@@ -167,6 +167,10 @@ type draNode struct {
 	// migSpec their geometry, as JSON of topology.MIGSpec ("" for none).
 	migs    []*migDev
 	migSpec string
+	// unlinked are the MIG devices linkMIG left out (no GPU device of
+	// their parent, or no memory-slice counters: static MIG), kept to say
+	// why a request they match waits.
+	unlinked []*resourceapi.Device
 }
 
 // DRALayoutAnnotation carries, on the node as a cycle sees it (never

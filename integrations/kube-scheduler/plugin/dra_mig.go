@@ -112,6 +112,7 @@ func (d *drat) linkMIG(n *draNode, ps []*resourceapi.Device) {
 		}
 		if m.gpu < 0 || m.start < 0 || m.profile == "" {
 			d.log.V(2).Info("A MIG device without a GPU, placement or profile is left out", "device", p.Name)
+			n.unlinked = append(n.unlinked, p)
 			continue
 		}
 		n.migs = append(n.migs, m)
@@ -272,12 +273,29 @@ func (d *drat) migProfile(part *gpuRequest) (string, string) {
 	}
 	switch ps := sortedKeys(profiles); len(ps) {
 	case 0:
+		if node := d.unlinkedMatch(part.sels, key); node != "" {
+			return "", fmt.Sprintf("request %q: the MIG devices its CEL selectors match (on %s) are published without their GPU or its shared counters "+
+				"(static MIG, as NVIDIA's driver publishes without its DynamicMIG feature gate); gpusched places MIG devices through partitionable devices only (docs/dra.md)", part.name, node)
+		}
 		return "", fmt.Sprintf("request %q: no MIG device of the slices matches its CEL selectors", part.name)
 	case 1:
 		return ps[0], ""
 	default:
 		return "", fmt.Sprintf("request %q: its CEL selectors match the MIG profiles %s; gpusched needs them to name one", part.name, strings.Join(ps, ", "))
 	}
+}
+
+// unlinkedMatch returns the first node (by name) with a MIG device
+// linkMIG left out that sels match; "" when none.
+func (d *drat) unlinkedMatch(sels []resourceapi.DeviceSelector, key string) string {
+	for _, name := range sortedKeys(d.nodes) {
+		for _, p := range d.nodes[name].unlinked {
+			if ok, err := d.matches(p, sels, key); ok && err == nil {
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // allocatedPart returns the MIG request of dp, a bound pod whose
@@ -332,6 +350,7 @@ func (d *drat) partPod(dp *draPod, part *partRequest, claims []*resourceapi.Reso
 		out.Annotations = map[string]string{}
 	}
 	delete(out.Annotations, d.indices)
+	d.onlyModels(out, nodes)
 	if len(part.profiles) > 1 {
 		return d.migsPod(dp, out, part, claims, heldOn, nodes) // (dra_migs.go)
 	}
@@ -472,6 +491,36 @@ func heldPart(c *topology.Cluster, cl *topology.Claim, g workload.TaskGroup, p *
 	}
 	x.Kind, x.Profile, x.Start = topology.ClaimMIG, prof, int8(start)
 	return nil
+}
+
+// draModelsAnnotation carries, on a pod as a cycle sees it (never
+// written to the apiserver), the GPU models (product label values) of the
+// nodes a MIG device or share may come from, comma-separated: its task's
+// acceptable models. The library then looks for the partition on those
+// models' hosts only: with the node affinity alone, a MIG task whose
+// profile another model also has (an A100 node's beside an H100 node's)
+// was refused as fragmented when the other model's node came first
+// (TestIndepMIGBesideOtherModel).
+const draModelsAnnotation = "gpusched.io/dra-models"
+
+// onlyModels sets draModelsAnnotation on out from the products of nodes;
+// none when any node may be used or a node's product is unknown.
+func (d *drat) onlyModels(out *v1.Pod, nodes []string) {
+	delete(out.Annotations, draModelsAnnotation)
+	var models []string
+	for _, name := range nodes {
+		n := d.nodes[name]
+		if n == nil || n.product == "" {
+			return
+		}
+		if !slices.Contains(models, n.product) {
+			models = append(models, n.product)
+		}
+	}
+	if len(models) > 0 {
+		slices.Sort(models)
+		out.Annotations[draModelsAnnotation] = strings.Join(models, ",")
+	}
 }
 
 // partDemand reads draPartAnnotation: a MIG profile or a share in milli.

@@ -22,6 +22,9 @@ type demand struct {
 	// claim asks for instead of whole GPUs (draPartAnnotation).
 	mig   string
 	milli int
+	// models are the acceptable GPU models of a MIG device or share,
+	// comma-separated ("": any; draModelsAnnotation).
+	models string
 }
 
 // demandOf returns the effective requests of p (containers, init containers
@@ -40,12 +43,19 @@ func demandOf(p *v1.Pod, a *Args) demand {
 		d.memoryMiB = (q.Value() + 1<<20 - 1) >> 20
 	}
 	d.mig, d.milli = partDemand(p) // (dra_mig.go)
+	if d.mig != "" || d.milli > 0 {
+		d.models = p.Annotations[draModelsAnnotation]
+	}
 	return d
 }
 
 // taskGroup returns d as a workload task group of count tasks.
 func (d demand) taskGroup(name string, count int) workload.TaskGroup {
-	return workload.TaskGroup{Name: name, Count: count, GPUs: d.gpus, GPUMilli: d.milli, MIGProfile: d.mig, CPUMilli: d.cpuMilli, MemoryMiB: d.memoryMiB}
+	g := workload.TaskGroup{Name: name, Count: count, GPUs: d.gpus, GPUMilli: d.milli, MIGProfile: d.mig, CPUMilli: d.cpuMilli, MemoryMiB: d.memoryMiB}
+	if d.models != "" {
+		g.Models = strings.Split(d.models, ",")
+	}
+	return g
 }
 
 // groupIndex returns the index in job of the task group of demand d
