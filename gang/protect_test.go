@@ -2,6 +2,7 @@ package gang
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/gpusched/gpusched/topology"
@@ -233,4 +234,62 @@ func TestProtectOptionsValidated(t *testing.T) {
 	if _, err := New("topology", Options{ProtectRatio: -1}); err == nil {
 		t.Fatal("negative ratio accepted")
 	}
+}
+
+// TestPropertyPassShielded: a best- or worst-fit walk that passes over a
+// protected domain's domains at once (passShielded) places and explains
+// exactly as the walk that steps through them one by one, on random
+// clusters some of whose ToRs are wholly free (failed GPUs, cordons and
+// host filters included).
+func TestPropertyPassShielded(t *testing.T) {
+	defer func(v bool) { passShieldedOff = v }(passShieldedOff)
+	rapid.Check(t, func(t *rapid.T) {
+		c := randomCluster(t)
+		l := topology.NewLedger(c)
+		if c.NumGPUs() == 0 {
+			return
+		}
+		for _, tor := range c.DomainsAt(topology.LevelHost + 1) {
+			if rapid.Bool().Draw(t, "busyToR") {
+				for _, h := range c.DomainHostList(tor) {
+					first, n := c.HostGPUs(h)
+					for k := 0; k < n; k++ {
+						if rapid.IntRange(0, 2).Draw(t, "take") == 0 {
+							_ = l.AllocateGPU(first + topology.GPUID(k))
+						}
+					}
+				}
+			}
+		}
+		if rapid.IntRange(0, 3).Draw(t, "sickGPU") == 0 {
+			_ = l.SetGPUHealth(topology.GPUID(rapid.IntRange(0, c.NumGPUs()-1).Draw(t, "sickGPUID")), topology.Failed)
+		}
+		if rapid.IntRange(0, 3).Draw(t, "cordon") == 0 {
+			_ = l.SetHostCordoned(topology.HostID(rapid.IntRange(0, c.NumHosts()-1).Draw(t, "cordonHost")), true)
+		}
+		name := rapid.SampledFrom([]string{"topology", "best-fit", "worst-fit"}).Draw(t, "policy")
+		opts := Options{Protect: ProtectOn, ProtectRatio: rapid.SampledFrom([]int{1, 2, 8}).Draw(t, "ratio")}
+		for i := 0; i < 4; i++ {
+			j := randomJob(t, c, fmt.Sprintf("j%d", i), []TaskKind{TaskWhole, TaskWhole, TaskShare, TaskCPU})
+			r := mustRequest(t, c, j)
+			if rapid.IntRange(0, 3).Draw(t, "filter") == 0 {
+				skip := topology.HostID(rapid.IntRange(0, c.NumHosts()-1).Draw(t, "filtered"))
+				r.AllowHost = func(h topology.HostID) bool { return h != skip }
+			}
+			var got [2]*Placement
+			var why [2]*Explanation
+			for k, off := range []bool{true, false} {
+				passShieldedOff = off
+				pl, err := New(name, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got[k] = &Placement{}
+				why[k] = pl.Place(l, r, got[k])
+			}
+			if !reflect.DeepEqual(got[0], got[1]) || !reflect.DeepEqual(why[0], why[1]) {
+				t.Fatalf("%s %+v, job %+v:\nstepping: %+v %+v\npassing:  %+v %+v", name, opts, j, got[0], why[0], got[1], why[1])
+			}
+		}
+	})
 }
