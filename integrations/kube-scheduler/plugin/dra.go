@@ -964,11 +964,13 @@ func (d *drat) allocate(ctx context.Context, groups []claimGroup, assignmentOf f
 			done <- gi
 		}
 	}
+	ran := make([]bool, len(work))
 	go func() {
 		workqueue.ParallelizeUntil(ctx, claimWriters, len(work), func(i int) {
 			w := work[i]
 			mu.Lock()
 			skip := bad[w.group]
+			ran[i] = true
 			mu.Unlock()
 			var ws []gpuClaim
 			var err error
@@ -1016,6 +1018,11 @@ func (d *drat) allocate(ctx context.Context, groups []claimGroup, assignmentOf f
 			for _, p := range groups[g].pods {
 				through[p.UID] = true
 			}
+		}
+	}
+	for i, w := range work {
+		if !ran[i] && failed[w.p.UID] == nil {
+			failed[w.p.UID] = cmp.Or(ctx.Err(), errors.New("its claims were not written")) // (ParallelizeUntil stopped early)
 		}
 	}
 	return failed, through

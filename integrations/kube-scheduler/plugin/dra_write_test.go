@@ -243,3 +243,25 @@ func TestDRAStaleInformerCopyReadsOnce(t *testing.T) {
 	}
 	claimed(t, c.fakeDRA, "c-a", "uid-a")
 }
+
+// TestDRAClaimWritesStoppedWithdraw: a cycle whose context ends before
+// its claims are written lets none of their pods through and withdraws
+// their bindings (they are placed again).
+func TestDRAClaimWritesStoppedWithdraw(t *testing.T) {
+	h, io, c := countingHost(t, 1, "a", "b")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	h.cycle(ctx)
+	if got := io.activatedNow(); len(got) != 0 || c.reqs["status"] != 0 {
+		t.Fatalf("activated %v, requests %v", got, c.reqs)
+	}
+	for _, p := range []string{"a", "b"} {
+		if _, ok := h.assignmentOf(types.UID("uid-" + p)); ok {
+			t.Errorf("%s keeps a binding its claims were not written for", p)
+		}
+	}
+	h.cycle(context.Background())
+	if got := io.activatedNow(); len(got) != 2 {
+		t.Fatalf("activated %v after the next cycle, want a and b", got)
+	}
+}
