@@ -166,40 +166,7 @@ func TestDashboardLabelsExist(t *testing.T) {
 		"cause": {WithdrawnExpired, WithdrawnNodeRejected, WithdrawnBindFailed, WithdrawnPlanConflict},
 	}
 
-	b, err := os.ReadFile("../deploy/monitoring/grafana-dashboard.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dash struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-		Templating struct {
-			List []struct {
-				Name  string `json:"name"`
-				Type  string `json:"type"`
-				Query any    `json:"query"`
-			} `json:"list"`
-		} `json:"templating"`
-	}
-	if err := json.Unmarshal(b, &dash); err != nil {
-		t.Fatal(err)
-	}
-	type query struct{ where, expr string }
-	var queries []query
-	for _, p := range dash.Panels {
-		for _, tg := range p.Targets {
-			queries = append(queries, query{"panel " + p.Title, tg.Expr})
-		}
-	}
-	for _, v := range dash.Templating.List {
-		if q, ok := v.Query.(string); ok && v.Type == "query" {
-			queries = append(queries, query{"variable " + v.Name, q})
-		}
-	}
+	queries := dashboardQueries(t)
 	selector := regexp.MustCompile(`(gpusched_[a-z_]+)(?:\{([^}]*)\})?`)
 	matcher := regexp.MustCompile(`([a-zA-Z_]+)\s*(=~|!~|!=|=)\s*"([^"]*)"`)
 	grouping := regexp.MustCompile(`\b(?:by|without)\s*\(([^)]*)\)`)
@@ -237,4 +204,48 @@ func TestDashboardLabelsExist(t *testing.T) {
 			}
 		}
 	}
+}
+
+// dashQuery is one PromQL query of the Grafana dashboard: where it is (a
+// panel's title, a variable's name) and its text.
+type dashQuery struct{ where, expr string }
+
+// dashboardQueries reads deploy/monitoring's Grafana dashboard: its
+// panels' targets and its query variables.
+func dashboardQueries(t *testing.T) []dashQuery {
+	t.Helper()
+	b, err := os.ReadFile("../deploy/monitoring/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+		Templating struct {
+			List []struct {
+				Name  string `json:"name"`
+				Type  string `json:"type"`
+				Query any    `json:"query"`
+			} `json:"list"`
+		} `json:"templating"`
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatal(err)
+	}
+	var queries []dashQuery
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			queries = append(queries, dashQuery{"panel " + p.Title, tg.Expr})
+		}
+	}
+	for _, v := range dash.Templating.List {
+		if q, ok := v.Query.(string); ok && v.Type == "query" {
+			queries = append(queries, dashQuery{"variable " + v.Name, q})
+		}
+	}
+	return queries
 }
