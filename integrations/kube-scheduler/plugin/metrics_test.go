@@ -2,9 +2,7 @@ package plugin
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -199,21 +197,6 @@ func slicesDeleteName(pods []*v1.Pod, name string) []*v1.Pod {
 // TestDashboardUsesExportedMetrics: every gpusched_ metric the Grafana
 // dashboard in deploy/monitoring queries is one the plugin exports.
 func TestDashboardUsesExportedMetrics(t *testing.T) {
-	b, err := os.ReadFile("../deploy/monitoring/grafana-dashboard.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dash struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
-	if err := json.Unmarshal(b, &dash); err != nil {
-		t.Fatal(err)
-	}
 	known := map[string]bool{}
 	for _, n := range []string{metricPendingJobs, metricQueueGPUs, metricFreeGPUs, metricStrandedGPUs, metricCycleDuration,
 		metricAdmitted, metricEvictions, metricRefusals, metricWithdrawn} {
@@ -221,14 +204,12 @@ func TestDashboardUsesExportedMetrics(t *testing.T) {
 	}
 	used := map[string]bool{}
 	re := regexp.MustCompile(`gpusched_[a-z_]+`)
-	for _, p := range dash.Panels {
-		for _, tg := range p.Targets {
-			for _, m := range re.FindAllString(tg.Expr, -1) {
-				m = strings.TrimSuffix(m, "_bucket")
-				used[m] = true
-				if !known[m] {
-					t.Errorf("panel %q queries %s, which the plugin does not export", p.Title, m)
-				}
+	for _, q := range dashboardQueries(t) {
+		for _, m := range re.FindAllString(q.expr, -1) {
+			m = strings.TrimSuffix(m, "_bucket")
+			used[m] = true
+			if !known[m] {
+				t.Errorf("%s queries %s, which the plugin does not export", q.where, m)
 			}
 		}
 	}
