@@ -497,6 +497,11 @@ func (x *placeDRA) assumeLocked(ctx context.Context, h *draHold, pod *v1.Pod, c 
 		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gpusched: ResourceClaim %s/%s: %v", c.ns, c.name, err))
 	}
 	if cur.Status.Allocation != nil {
+		if other := x.holderLocked(c, pod.UID); other != nil {
+			// A claim shared with a pod being bound: placed again once
+			// that pod's allocation is written (dra_shared.go).
+			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gpusched: ResourceClaim %s/%s is being allocated for pod %s/%s", c.ns, c.name, other.Namespace, other.Name))
+		}
 		if cur, err = x.clearStale(ctx, cur, pod); err != nil {
 			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gpusched: ResourceClaim %s/%s: %v", c.ns, c.name, err))
 		}
@@ -507,6 +512,18 @@ func (x *placeDRA) assumeLocked(ctx context.Context, h *draHold, pod *v1.Pod, c 
 		return fwk.AsStatus(fmt.Errorf("ResourceClaim %s/%s: %w", c.ns, c.name, err))
 	}
 	h.claims = append(h.claims, heldClaim{ns: c.ns, name: c.name, alloc: want})
+	return nil
+}
+
+// holderLocked returns the pod other than uid gpusched holds claim c for
+// (nil: none). x.mu is held.
+func (x *placeDRA) holderLocked(c claimRef, uid types.UID) *v1.Pod {
+	for _, other := range sortedKeys(x.holds) {
+		h := x.holds[other]
+		if other != uid && slices.ContainsFunc(h.claims, func(hc heldClaim) bool { return hc.ns == c.ns && hc.name == c.name }) {
+			return h.pod
+		}
+	}
 	return nil
 }
 
