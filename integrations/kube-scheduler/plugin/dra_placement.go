@@ -168,6 +168,9 @@ func (x *placeDRA) nodeView(n *v1.Node) *v1.Node {
 // freeChannelsLocked returns the channel devices of each node that no
 // claim of the informer's, nor any gpusched holds, names. x.mu is held.
 func (x *placeDRA) freeChannelsLocked() map[string][]string {
+	if len(x.d.cd.nodes) == 0 {
+		return map[string][]string{} // (no channel devices: no claims to list)
+	}
 	claims, _ := x.d.io.listClaims()
 	free := x.d.cd.freeOf(claims, nil)
 	for _, uid := range sortedKeys(x.holds) {
