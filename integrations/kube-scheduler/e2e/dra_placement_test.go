@@ -11,6 +11,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"github.com/gpusched/gpusched/integrations/kube-scheduler/plugin"
@@ -113,37 +114,47 @@ func TestDRAPlacement(t *testing.T) {
 	// once, for s1; s2 goes to its node with a GPU of its own, the claim
 	// keeps its devices and is reserved for both.
 	t.Run("shared", func(t *testing.T) {
-		createNode(ctx, t, c, nodeSpec{Name: "dgx-3"})
-		publishDGX(ctx, t, c, "dgx-3")
 		startInProcess(t, cp, placementDRAConfig, app.WithPlugin(plugin.Name, plugin.New))
-		createClaim(ctx, t, c, "s-gpus", gpuClass, 2)
-		createClaim(ctx, t, c, "s2-own", gpuClass, 1)
-		createDRAPodOf(ctx, t, c, "gpusched", "s1", nil, "s-gpus")
-		waitBound(ctx, t, c, "default", []string{"s1"}, 60*time.Second)
-		first, err := c.ResourceV1().ResourceClaims("default").Get(ctx, "s-gpus", metav1.GetOptions{})
-		if err != nil || first.Status.Allocation == nil {
-			t.Fatalf("claim s-gpus of bound s1: %v %+v", err, first.Status)
-		}
-		createDRAPodOf(ctx, t, c, "gpusched", "s2", nil, "s-gpus", "s2-own")
-		bound := waitBound(ctx, t, c, "default", []string{"s1", "s2"}, 60*time.Second)
-		cl, err := c.ResourceV1().ResourceClaims("default").Get(ctx, "s-gpus", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !sameResults(first.Status.Allocation, cl.Status.Allocation) {
-			t.Errorf("claim s-gpus allocated again: %+v, first %+v", cl.Status.Allocation.Devices.Results, first.Status.Allocation.Devices.Results)
-		}
-		for _, p := range []string{"s1", "s2"} {
-			if bound[p].Spec.NodeName != "dgx-3" {
-				t.Errorf("%s on %s, claim s-gpus on dgx-3", p, bound[p].Spec.NodeName)
-			}
-			if !slices.ContainsFunc(cl.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == bound[p].UID }) {
-				t.Errorf("claim s-gpus not reserved for %s: %+v", p, cl.Status.ReservedFor)
-			}
-		}
-		checkClaim(ctx, t, c, "s2-own", bound["s2"])
-		devicesOnce(ctx, t, c)
+		draSharedOnDGX3(ctx, t, c, "gpusched", nil)
 	})
+}
+
+// draSharedOnDGX3 publishes a DGX dgx-3, the only node with room, and
+// places pods s1 and s2 of profile scheduler (with labels) naming one
+// claim of 2 GPUs, s2 also a claim of 1 of its own: the shared claim is
+// allocated once, for s1; s2 goes to its node, the claim keeps its
+// devices and is reserved for both; no device is in two claims.
+func draSharedOnDGX3(ctx context.Context, t *testing.T, c kubernetes.Interface, scheduler string, labels map[string]string) {
+	t.Helper()
+	createNode(ctx, t, c, nodeSpec{Name: "dgx-3"})
+	publishDGX(ctx, t, c, "dgx-3")
+	createClaim(ctx, t, c, "s-gpus", gpuClass, 2)
+	createClaim(ctx, t, c, "s2-own", gpuClass, 1)
+	createDRAPodOf(ctx, t, c, scheduler, "s1", labels, "s-gpus")
+	waitBound(ctx, t, c, "default", []string{"s1"}, 60*time.Second)
+	first, err := c.ResourceV1().ResourceClaims("default").Get(ctx, "s-gpus", metav1.GetOptions{})
+	if err != nil || first.Status.Allocation == nil {
+		t.Fatalf("claim s-gpus of bound s1: %v %+v", err, first.Status)
+	}
+	createDRAPodOf(ctx, t, c, scheduler, "s2", labels, "s-gpus", "s2-own")
+	bound := waitBound(ctx, t, c, "default", []string{"s1", "s2"}, 60*time.Second)
+	cl, err := c.ResourceV1().ResourceClaims("default").Get(ctx, "s-gpus", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameResults(first.Status.Allocation, cl.Status.Allocation) {
+		t.Errorf("claim s-gpus allocated again: %+v, first %+v", cl.Status.Allocation.Devices.Results, first.Status.Allocation.Devices.Results)
+	}
+	for _, p := range []string{"s1", "s2"} {
+		if bound[p].Spec.NodeName != "dgx-3" {
+			t.Errorf("%s on %s, claim s-gpus on dgx-3", p, bound[p].Spec.NodeName)
+		}
+		if !slices.ContainsFunc(cl.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == bound[p].UID }) {
+			t.Errorf("claim s-gpus not reserved for %s: %+v", p, cl.Status.ReservedFor)
+		}
+	}
+	checkClaim(ctx, t, c, "s2-own", bound["s2"])
+	devicesOnce(ctx, t, c)
 }
 
 // sameResults reports whether two allocations name the same devices.
