@@ -51,6 +51,11 @@ import (
 //     the claim allocated, finalized and reserved once;
 //   - Unreserve (any failure after Reserve, PreBind and Bind included)
 //     clears what gpusched wrote and restores the tracker.
+//
+// A pod may hold several MIG devices (dra_migs.go: one task each, on one
+// node); ComputeDomain channel claims are assumed and written with the
+// GPU claims, on the pod's node (dra_computedomain.go); a claim another
+// pod holds is shared, not allocated again (dra_shared.go).
 
 // draTracker is the part of kube's claim tracker (fwk.ResourceClaimTracker)
 // placement mode uses.
