@@ -42,24 +42,7 @@ func TestDRAGB200(t *testing.T) {
 	c := cp.Client
 	createNamespace(ctx, t, c, systemNS)
 	createQueueConfigMap(ctx, t, c, queuesYAML)
-	for class, cel := range map[string]string{
-		gpuClass: fmt.Sprintf("device.driver == %q", gpuDriver),
-		// NVIDIA's compute-domain-default-channel.nvidia.com.
-		channelClass: "device.driver == 'compute-domain.nvidia.com' && device.attributes['compute-domain.nvidia.com'].type == 'channel' && device.attributes['compute-domain.nvidia.com'].id == 0",
-	} {
-		dc := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Spec: resourceapi.DeviceClassSpec{
-			Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: cel}}}}}
-		if _, err := c.ResourceV1().DeviceClasses().Create(ctx, dc, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("device class %s: %v", class, err)
-		}
-	}
-	for r := 1; r <= 2; r++ {
-		for i := 1; i <= 18; i++ {
-			name := fmt.Sprintf("gb-r%d-t%02d", r, i)
-			createNode(ctx, t, c, nodeSpec{Name: name, CPU: "144", Memory: "900Gi"})
-			publishGB200Tray(ctx, t, c, name, fmt.Sprintf("8c3f1a52-7d2e-4b6a-9f10-0000000000%02d.%d", r, r))
-		}
-	}
+	publishGB200Racks(ctx, t, c, 18)
 	batch := map[string]string{queueLabel: "batch"}
 
 	var small, big, last []string
@@ -91,6 +74,31 @@ func TestDRAGB200(t *testing.T) {
 
 	if n := devicesOnce(ctx, t, c); n != (4+16+2)*5 {
 		t.Errorf("%d devices allocated, want %d (4 GPUs and a channel per pod)", n, (4+16+2)*5)
+	}
+}
+
+// publishGB200Racks creates the device classes of GPUs and IMEX channels
+// and two GB200 NVL72 racks of trays compute trays each (gb-r1-t01 …,
+// one NVLink clique per rack), published as NVIDIA's drivers do.
+func publishGB200Racks(ctx context.Context, t *testing.T, c kubernetes.Interface, trays int) {
+	t.Helper()
+	for class, cel := range map[string]string{
+		gpuClass: fmt.Sprintf("device.driver == %q", gpuDriver),
+		// NVIDIA's compute-domain-default-channel.nvidia.com.
+		channelClass: "device.driver == 'compute-domain.nvidia.com' && device.attributes['compute-domain.nvidia.com'].type == 'channel' && device.attributes['compute-domain.nvidia.com'].id == 0",
+	} {
+		dc := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Spec: resourceapi.DeviceClassSpec{
+			Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: cel}}}}}
+		if _, err := c.ResourceV1().DeviceClasses().Create(ctx, dc, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("device class %s: %v", class, err)
+		}
+	}
+	for r := 1; r <= 2; r++ {
+		for i := 1; i <= trays; i++ {
+			name := fmt.Sprintf("gb-r%d-t%02d", r, i)
+			createNode(ctx, t, c, nodeSpec{Name: name, CPU: "144", Memory: "900Gi"})
+			publishGB200Tray(ctx, t, c, name, fmt.Sprintf("8c3f1a52-7d2e-4b6a-9f10-0000000000%02d.%d", r, r))
+		}
 	}
 }
 
@@ -140,6 +148,13 @@ func publishGB200Tray(ctx context.Context, t *testing.T, c kubernetes.Interface,
 // Otherwise the pods name claims made beforehand.
 func createCDGang(ctx context.Context, t *testing.T, c kubernetes.Interface, gang string, n int, labels map[string]string, templates bool) []string {
 	t.Helper()
+	return createCDGangOf(ctx, t, c, schedModeName, gang, n, labels, templates)
+}
+
+// createCDGangOf is createCDGang for the profile scheduler (its named
+// claims; templates: scheduler mode's only).
+func createCDGangOf(ctx context.Context, t *testing.T, c kubernetes.Interface, scheduler, gang string, n int, labels map[string]string, templates bool) []string {
+	t.Helper()
 	domainUID := "00000000-0000-4000-8000-" + fmt.Sprintf("%012x", len(gang)*1000+n)
 	spec := resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
 		Requests: []resourceapi.DeviceRequest{{Name: "channel", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: channelClass}}},
@@ -170,7 +185,7 @@ func createCDGang(ctx context.Context, t *testing.T, c kubernetes.Interface, gan
 		if _, err := c.ResourceV1().ResourceClaims("default").Create(ctx, cl, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("claim %s: %v", cl.Name, err)
 		}
-		createDRAPod(ctx, t, c, m, l, m+"-gpus", m+"-channel")
+		createDRAPodOf(ctx, t, c, scheduler, m, l, m+"-gpus", m+"-channel")
 	}
 	return names
 }

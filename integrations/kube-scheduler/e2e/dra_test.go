@@ -34,7 +34,7 @@ const (
 // the half-used DGX gets a pair on one NUMA node; kube's DynamicResources
 // allocates the NIC claim of the same pod; a gang of two goes whole to a
 // DGX that joins; a device tainted NoExecute recovers the job on it; no
-// device is in two claims.
+// device is in two claims; a claim two pods name is allocated once.
 func TestDRA(t *testing.T) {
 	ctx := context.Background()
 	cp := startControlPlane(t)
@@ -97,6 +97,9 @@ func TestDRA(t *testing.T) {
 	}
 
 	devicesOnce(ctx, t, c) // no device in two claims
+
+	// A claim two pods name: allocated once, reserved for both.
+	draSharedOnDGX3(ctx, t, c, schedModeName, batch)
 }
 
 // createDRAClasses creates the DeviceClasses of the GPU driver (gpuClass)

@@ -51,6 +51,11 @@ import (
 //     the claim allocated, finalized and reserved once;
 //   - Unreserve (any failure after Reserve, PreBind and Bind included)
 //     clears what gpusched wrote and restores the tracker.
+//
+// A pod may hold several MIG devices (dra_migs.go: one task each, on one
+// node); ComputeDomain channel claims are assumed and written with the
+// GPU claims, on the pod's node (dra_computedomain.go); a claim another
+// pod holds is shared, not allocated again (dra_shared.go).
 
 // draTracker is the part of kube's claim tracker (fwk.ResourceClaimTracker)
 // placement mode uses.
@@ -168,6 +173,9 @@ func (x *placeDRA) nodeView(n *v1.Node) *v1.Node {
 // freeChannelsLocked returns the channel devices of each node that no
 // claim of the informer's, nor any gpusched holds, names. x.mu is held.
 func (x *placeDRA) freeChannelsLocked() map[string][]string {
+	if len(x.d.cd.nodes) == 0 {
+		return map[string][]string{} // (no channel devices: no claims to list)
+	}
 	claims, _ := x.d.io.listClaims()
 	free := x.d.cd.freeOf(claims, nil)
 	for _, uid := range sortedKeys(x.holds) {
@@ -497,6 +505,11 @@ func (x *placeDRA) assumeLocked(ctx context.Context, h *draHold, pod *v1.Pod, c 
 		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gpusched: ResourceClaim %s/%s: %v", c.ns, c.name, err))
 	}
 	if cur.Status.Allocation != nil {
+		if other := x.holderLocked(c, pod.UID); other != nil {
+			// A claim shared with a pod being bound: placed again once
+			// that pod's allocation is written (dra_shared.go).
+			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gpusched: ResourceClaim %s/%s is being allocated for pod %s/%s", c.ns, c.name, other.Namespace, other.Name))
+		}
 		if cur, err = x.clearStale(ctx, cur, pod); err != nil {
 			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gpusched: ResourceClaim %s/%s: %v", c.ns, c.name, err))
 		}
@@ -507,6 +520,18 @@ func (x *placeDRA) assumeLocked(ctx context.Context, h *draHold, pod *v1.Pod, c 
 		return fwk.AsStatus(fmt.Errorf("ResourceClaim %s/%s: %w", c.ns, c.name, err))
 	}
 	h.claims = append(h.claims, heldClaim{ns: c.ns, name: c.name, alloc: want})
+	return nil
+}
+
+// holderLocked returns the pod other than uid gpusched holds claim c for
+// (nil: none). x.mu is held.
+func (x *placeDRA) holderLocked(c claimRef, uid types.UID) *v1.Pod {
+	for _, other := range sortedKeys(x.holds) {
+		h := x.holds[other]
+		if other != uid && slices.ContainsFunc(h.claims, func(hc heldClaim) bool { return hc.ns == c.ns && hc.name == c.name }) {
+			return h.pod
+		}
+	}
 	return nil
 }
 

@@ -108,9 +108,12 @@ func TestDRASharedClaim(t *testing.T) {
 // TestDRAPlacementSharedClaim: TestDRASharedClaim in placement mode; b's
 // PreFilter neither allocates the shared claim again nor finds it
 // refused, and kube's DynamicResources (here: reserveAsKube) adds b to
-// its reservedFor.
+// its reservedFor. Then c and d share a claim not allocated yet: d,
+// placed while c is being bound, is refused for now (its PreFilter does
+// not take c's assumption over), and placed on c's claim once c's
+// allocation is written.
 func TestDRAPlacementSharedClaim(t *testing.T) {
-	f := twoDGX(map[string]int{"shared": 2, "b-own": 1})
+	f := twoDGX(map[string]int{"shared": 2, "b-own": 1, "shared2": 1})
 	hs, tr := newDRAHarness(t, f, node("dgx-1", -1, nil), node("dgx-2", -1, nil))
 	a := hs.add(placementDRAPod("a", "shared"))
 	aNode, st, _ := hs.schedule(a)
@@ -132,4 +135,31 @@ func TestDRAPlacementSharedClaim(t *testing.T) {
 	reserveAsKube(f, hs.bind(b, bNode))
 	hs.check()
 	sharedClaimCheck(t, f, alloc, map[string]string{"a": aNode, "b": bNode}, hs.freeGPUs())
+
+	c, d := hs.add(placementDRAPod("c", "shared2")), hs.add(placementDRAPod("d", "shared2"))
+	cNode, st, _ := hs.schedule(c)
+	if st != nil {
+		t.Fatalf("c: %v", st)
+	}
+	held, _ := tr.Get("default", "shared2")
+	if _, st, _ := hs.schedule(d); st == nil {
+		t.Errorf("d placed while c, with whom it shares claim shared2, is being bound")
+	}
+	if now, _ := tr.Get("default", "shared2"); !slices.Equal(devicesOf(now.Status.Allocation), devicesOf(held.Status.Allocation)) {
+		t.Errorf("d's PreFilter changed c's assumed claim: %v, was %v", devicesOf(now.Status.Allocation), devicesOf(held.Status.Allocation))
+	}
+	reserveAsKube(f, hs.bind(c, cNode))
+	dNode, st, _ := hs.schedule(d)
+	if st != nil && !st.IsSkip() {
+		t.Fatalf("d after c is bound: %v", st)
+	}
+	if dNode != "" && dNode != cNode {
+		t.Errorf("d on %s, its shared claim on %s", dNode, cNode)
+	}
+	if got := devicesOf(f.claims["default/shared2"].Status.Allocation); !slices.Equal(got, devicesOf(held.Status.Allocation)) {
+		t.Errorf("claim shared2 names %v, c was given %v", got, devicesOf(held.Status.Allocation))
+	}
+	if free := hs.freeGPUs(); free != 16-2-7-1-1 {
+		t.Errorf("%d GPUs free, want %d: shared2 held once", free, 16-2-7-1-1)
+	}
 }
