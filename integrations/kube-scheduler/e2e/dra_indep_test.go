@@ -330,3 +330,70 @@ func indepChecked(ctx context.Context, t *testing.T, c kubernetes.Interface) map
 	}
 	return out
 }
+
+// TestDRAIndepGB200: GB200 trays published as NVIDIA's drivers do today
+// (GPUs without index or cliqueId; the clique from GPU feature discovery's
+// node label), cabled as three NVLink cliques of 9 trays over two racks.
+// A 32-GPU ComputeDomain gang (8 trays) and a 16-GPU one (4 trays) go
+// whole into one clique each, every channel claim naming channel-0 of its
+// member's node; a 40-GPU gang (10 trays) fits no clique and waits, with
+// none of its claims written.
+func TestDRAIndepGB200(t *testing.T) {
+	ctx := context.Background()
+	cp := startControlPlane(t)
+	c := cp.Client
+	createNamespace(ctx, t, c, systemNS)
+	createQueueConfigMap(ctx, t, c, queuesYAML)
+	for class, expr := range map[string]string{
+		gpuClass:     `device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'`,
+		channelClass: `device.driver == 'compute-domain.nvidia.com' && device.attributes['compute-domain.nvidia.com'].type == 'channel' && device.attributes['compute-domain.nvidia.com'].id == 0`,
+	} {
+		dc := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Spec: resourceapi.DeviceClassSpec{
+			Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: expr}}}}}
+		if _, err := c.ResourceV1().DeviceClasses().Create(ctx, dc, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("device class %s: %v", class, err)
+		}
+	}
+	for q, clique := range []string{"3e0a9c41-1111-4a2b-9c3d-00000000000a.1", "3e0a9c41-1111-4a2b-9c3d-00000000000a.2", "3e0a9c41-1111-4a2b-9c3d-00000000000b.1"} {
+		for i := range 9 {
+			name := fmt.Sprintf("gc%d-t%02d", q+1, i)
+			createNode(ctx, t, c, nodeSpec{Name: name, CPU: "144", Memory: "900Gi", Clique: clique})
+			s := indepSlice(name, "NVIDIA GB200", "Blackwell", "10.0.0", 186, "pci0008:00", "pci0008:00", "pci0018:00", "pci0018:00")
+			id, typ := int64(0), "channel"
+			daemon := "daemon"
+			cd := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: name + "-compute-domain.nvidia.com-indep"},
+				Spec: resourceapi.ResourceSliceSpec{Driver: channelDriver, NodeName: &name, Pool: resourceapi.ResourcePool{Name: name, ResourceSliceCount: 1},
+					Devices: []resourceapi.Device{
+						{Name: "channel-0", Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"type": {StringValue: &typ}, "id": {IntValue: &id}}},
+						{Name: "daemon-0", Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"type": {StringValue: &daemon}, "id": {IntValue: &id}}},
+					}}}
+			for _, x := range []*resourceapi.ResourceSlice{s, cd} {
+				if _, err := c.ResourceV1().ResourceSlices().Create(ctx, x, metav1.CreateOptions{}); err != nil {
+					t.Fatalf("slice %s: %v", x.Name, err)
+				}
+			}
+		}
+	}
+	startInProcess(t, cp, schedModeConfig, app.WithPlugin(plugin.Name, plugin.New))
+	batch := map[string]string{queueLabel: "batch"}
+	g32 := createCDGang(ctx, t, c, "g32", 8, batch, false)
+	waitCDGang(ctx, t, c, g32, 120*time.Second) // (one clique: the node names' prefix)
+	g16 := createCDGang(ctx, t, c, "g16", 4, batch, false)
+	waitCDGang(ctx, t, c, g16, 120*time.Second)
+	g40 := createCDGang(ctx, t, c, "g40", 10, batch, false)
+	if err := waitFor(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		return strings.Contains(podCondition(ctx, c, "default", g40[0]), "nvlink"), nil
+	}); err != nil {
+		t.Errorf("pod %s: condition %q, want it waiting for an NVLink clique", g40[0], podCondition(ctx, c, "default", g40[0]))
+	}
+	for _, m := range g40 {
+		for _, cl := range []string{m + "-gpus", m + "-channel"} {
+			if x, err := c.ResourceV1().ResourceClaims("default").Get(ctx, cl, metav1.GetOptions{}); err != nil || x.Status.Allocation != nil {
+				t.Errorf("claim %s of the 40-GPU gang: %v, allocated %v", cl, err, x.Status.Allocation != nil)
+			}
+		}
+	}
+	if n := devicesOnce(ctx, t, c); n != (8+4)*5 {
+		t.Errorf("%d devices allocated, want %d", n, (8+4)*5)
+	}
+}
