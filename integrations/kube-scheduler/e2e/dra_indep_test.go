@@ -144,17 +144,11 @@ func TestDRAIndep(t *testing.T) {
 	c := cp.Client
 	createNamespace(ctx, t, c, systemNS)
 	createQueueConfigMap(ctx, t, c, queuesYAML)
-	for class, expr := range map[string]string{
+	indepClasses(ctx, t, c, map[string]string{
 		gpuClass:                        `device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'`,
 		plugin.DefaultDRAMIGDeviceClass: `device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'`,
 		nicDriver:                       `device.driver == 'nic.example.com'`,
-	} {
-		dc := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Spec: resourceapi.DeviceClassSpec{
-			Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: expr}}}}}
-		if _, err := c.ResourceV1().DeviceClasses().Create(ctx, dc, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("device class %s: %v", class, err)
-		}
-	}
+	})
 	for _, s := range []*resourceapi.ResourceSlice{
 		indepSlice("l40s-1", "NVIDIA L40S", "Ada Lovelace", "8.9.0", 48, "pci0000:15", "pci0000:15", "pci0000:b7", "pci0000:b7"),
 		indepSlice("h100m-1", "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", 80, "mig:pci0000:1a", "mig:pci0000:9c"),
@@ -344,16 +338,10 @@ func TestDRAIndepGB200(t *testing.T) {
 	c := cp.Client
 	createNamespace(ctx, t, c, systemNS)
 	createQueueConfigMap(ctx, t, c, queuesYAML)
-	for class, expr := range map[string]string{
+	indepClasses(ctx, t, c, map[string]string{
 		gpuClass:     `device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'`,
 		channelClass: `device.driver == 'compute-domain.nvidia.com' && device.attributes['compute-domain.nvidia.com'].type == 'channel' && device.attributes['compute-domain.nvidia.com'].id == 0`,
-	} {
-		dc := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Spec: resourceapi.DeviceClassSpec{
-			Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: expr}}}}}
-		if _, err := c.ResourceV1().DeviceClasses().Create(ctx, dc, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("device class %s: %v", class, err)
-		}
-	}
+	})
 	for q, clique := range []string{"3e0a9c41-1111-4a2b-9c3d-00000000000a.1", "3e0a9c41-1111-4a2b-9c3d-00000000000a.2", "3e0a9c41-1111-4a2b-9c3d-00000000000b.1"} {
 		for i := range 9 {
 			name := fmt.Sprintf("gc%d-t%02d", q+1, i)
@@ -395,5 +383,18 @@ func TestDRAIndepGB200(t *testing.T) {
 	}
 	if n := devicesOnce(ctx, t, c); n != (8+4)*5 {
 		t.Errorf("%d devices allocated, want %d", n, (8+4)*5)
+	}
+}
+
+// indepClasses creates a DeviceClass of one CEL selector per entry of
+// exprs (class name → expression), as NVIDIA's chart defines them.
+func indepClasses(ctx context.Context, t *testing.T, c kubernetes.Interface, exprs map[string]string) {
+	t.Helper()
+	for class, expr := range exprs {
+		dc := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Spec: resourceapi.DeviceClassSpec{
+			Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: expr}}}}}
+		if _, err := c.ResourceV1().DeviceClasses().Create(ctx, dc, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("device class %s: %v", class, err)
+		}
 	}
 }
