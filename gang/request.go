@@ -271,9 +271,10 @@ func NewRequest(c *topology.Cluster, job *workload.Job) (*Request, error) {
 		if g.Kind == TaskMIG {
 			g.mig = make([]topology.MIGProfileID, len(models))
 			any := false
+			named := g.modelOK // the job's Models (nil: any); read before the loop sets modelOK
 			for m := range models {
 				g.mig[m] = -1
-				if g.modelOK != nil && !g.modelOK[m] {
+				if named != nil && !named[m] {
 					continue
 				}
 				id, ok := models[m].MIGProfileByName(jg.MIGProfile)

@@ -849,15 +849,7 @@ func TestIndepDGXH100DynamicMIGSplit(t *testing.T) {
 // "fragmentation" when the library was left to find the H100 host
 // through the pod's node affinity alone.
 func TestIndepMIGBesideOtherModel(t *testing.T) {
-	var gs []indepGPU
-	for i := range 5 {
-		gs = append(gs, indepGPU{minor: i, root: "pci0000:07"})
-	}
-	s := indepNode("a100-1", "NVIDIA A100-SXM4-80GB", "Ampere", "8.0.0", 80, nil, gs...)
-	indepStaticMIG(s, 5, indepA100Profiles, "1g.10gb@0", "2g.20gb@2", "3g.40gb@4")
-	f := newFakeDRA()
-	f.slices = append([]*resourceapi.ResourceSlice{s}, indepSplit(indepNode("h100m-1", "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", 80, indepH100Profiles,
-		indepGPU{minor: 0, mig: true, root: "pci0000:1a"}, indepGPU{minor: 1, mig: true, root: "pci0000:9c"}))...)
+	f := indepA100BesideH100()
 	f.put(indepMIG("m3g", "3g.40gb"))
 	f.put(indepClaim("w", DefaultDRADeviceClass, 2))
 	h, io := newDRAHost(t, f, node("a100-1", -1, nil), node("h100m-1", -1, nil))
@@ -870,4 +862,51 @@ func TestIndepMIGBesideOtherModel(t *testing.T) {
 	if len(got["w"]) != 2 {
 		t.Errorf("w: %v; pending %q", names(got["w"]), io.pending["w"])
 	}
+}
+
+// TestIndepPlacementMIGBesideOtherModel: TestIndepMIGBesideOtherModel in
+// placement mode: the DGX A100 of whole GPUs and static MIG first by
+// name, the H100 of dynamic MIG after it; a 3g.40gb pod gets its device
+// on the H100, a 2-GPU pod whole GPUs on the A100, and a static-MIG
+// profile claim is refused, saying why.
+func TestIndepPlacementMIGBesideOtherModel(t *testing.T) {
+	f := indepA100BesideH100()
+	f.put(indepMIG("m3g", "3g.40gb"))
+	f.put(indepClaim("w", DefaultDRADeviceClass, 2))
+	f.put(indepClaim("st", DefaultDRAMIGDeviceClass, 1, `device.attributes['gpu.nvidia.com'].profile == '2g.20gb'`,
+		`device.attributes['gpu.nvidia.com'].productName.startsWith('NVIDIA A100')`))
+	hs, _ := newDRAHarness(t, f, node("a100-1", -1, nil), node("h100m-1", -1, nil))
+	for _, x := range []struct{ pod, node string }{{"m3g", "h100m-1"}, {"w", "a100-1"}, {"st", ""}} {
+		p := hs.add(placementDRAPod(x.pod, x.pod))
+		n, st, _ := hs.schedule(p)
+		if x.node == "" {
+			if st == nil || !strings.Contains(st.Message(), "static MIG") {
+				t.Errorf("%s: node %q, status %v; want it refused for static MIG", x.pod, n, st)
+			}
+			continue
+		}
+		if n != x.node || st != nil {
+			t.Fatalf("%s: node %q, status %v; want %s", x.pod, n, st, x.node)
+		}
+		hs.bind(p, n)
+	}
+	got := indepCheck(t, f, &fakeIO{}, indepH100Profiles)
+	if len(got["m3g"]) != 1 || len(got["w"]) != 2 {
+		t.Errorf("m3g %v, w %v", names(got["m3g"]), names(got["w"]))
+	}
+}
+
+// indepA100BesideH100 is a fakeDRA with a100-1 (a DGX A100 of five whole
+// GPUs and one in static MIG) and h100m-1 (two H100 of dynamic MIG).
+func indepA100BesideH100() *fakeDRA {
+	var gs []indepGPU
+	for i := range 5 {
+		gs = append(gs, indepGPU{minor: i, root: "pci0000:07"})
+	}
+	s := indepNode("a100-1", "NVIDIA A100-SXM4-80GB", "Ampere", "8.0.0", 80, nil, gs...)
+	indepStaticMIG(s, 5, indepA100Profiles, "1g.10gb@0", "2g.20gb@2", "3g.40gb@4")
+	f := newFakeDRA()
+	f.slices = append([]*resourceapi.ResourceSlice{s}, indepSplit(indepNode("h100m-1", "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", 80, indepH100Profiles,
+		indepGPU{minor: 0, mig: true, root: "pci0000:1a"}, indepGPU{minor: 1, mig: true, root: "pci0000:9c"}))...)
+	return f
 }
