@@ -370,8 +370,10 @@ var concernFields = map[string]string{
 	"rec.faults": "RecoveryState.Faults",
 
 	"cyc.n": "-the last cycle's", "cyc.leaves": "-the last cycle's", "cyc.admitsNow": "-the last cycle's",
-	"hosts.byJob": "-functions the host sets again after a restart (SetHostFilter)",
-	"cyc.buf":     "-scratch", "cyc.req": "-scratch", "cyc.explained": "-the last cycle's", "cyc.list": "-the last cycle's",
+	"hosts.byJob":  "-functions the host sets again after a restart (SetHostFilter)",
+	"hosts.groups": "-functions the host sets again after a restart (SetHostFilter's Group)",
+	"cyc.groups":   "-a read-only view of hosts.groups for the cycle",
+	"cyc.buf":      "-scratch", "cyc.req": "-scratch", "cyc.explained": "-the last cycle's", "cyc.list": "-the last cycle's",
 
 	"admits.timeout": "Config.AdmitTimeout", "admits.waiting": "RestoredJob.Admitted",
 
