@@ -78,9 +78,21 @@ type jobTable struct {
 
 func newJobTable(c *topology.Cluster, seed uint64) jobTable {
 	t := jobTable{byID: map[string]*job{}, onHost: make([][]*job, c.NumHosts()), seed: seed}
+	// Every host's list starts with room for onHostSlots jobs in one array
+	// for all: a host's first jobs (a cycle admits gangs onto wholly free
+	// hosts) allocate nothing. Each list is capped at its own slots, so a
+	// longer one moves out on its own (append).
+	slots := make([]*job, len(t.onHost)*onHostSlots)
+	for h := range t.onHost {
+		t.onHost[h] = slots[h*onHostSlots : h*onHostSlots : (h+1)*onHostSlots]
+	}
 	t.ends = btree.NewG(16, endKey.less)
 	return t
 }
+
+// onHostSlots is the room each host's job list (jobTable.onHost) starts
+// with.
+const onHostSlots = 4
 
 // endKey is a holding job's key in jobTable.ends: its estimated end as
 // seconds and nanoseconds (time.Time's range, without its monotonic
@@ -143,7 +155,13 @@ func (t *jobTable) index(j *job) {
 		j.hosts = j.placement.Hosts()
 	}
 	for _, h := range j.hosts {
-		t.onHost[h] = append(t.onHost[h], j)
+		on := t.onHost[h]
+		t.onHost[h] = append(on, j)
+		if len(on) == cap(on) {
+			// It moved out: the array it left (a host's first slots, kept
+			// as long as the table) keeps no job alive.
+			clear(on)
+		}
 	}
 }
 
