@@ -405,6 +405,9 @@ func execute(rc runConfig, p *prepared, progress func(done, total int), ss *stat
 		if ss != nil {
 			return nil, errors.New("--ordering goodput runs its own scheduler, not the root Scheduler --save-state captures")
 		}
+		if rc.cycleStats {
+			return nil, errors.New("--ordering goodput runs its own scheduler, not the root Scheduler whose statistics --cycle-stats records")
+		}
 		return executeGoodput(rc, given, order, p, progress) // (throughput.go)
 	}
 	jobs := slices.Clone(p.lt.jobs)
