@@ -81,6 +81,14 @@ type Config struct {
 	// StrandedByLevel also measures, at every sample, the free GPUs no
 	// pending job could use at each topology level (gang.Stranded); it
 	// costs O(distinct pending shapes × levels × hosts) per sample.
+	// It is the simulator's own measure, not the figure an embedder
+	// exports: gang.Stranded counts the free GPUs no pending job could be
+	// placed on if the whole job had to fit inside one domain of the
+	// level, while the library's gpusched.CycleStats.Stranded (recorded in
+	// Result.CycleStats with gpusched.Config.Stats, and exported by a kube
+	// plugin) is a threshold: the free GPUs of domains holding fewer than
+	// every waiting shape needs in one domain of that level (the whole
+	// gang only where the shape requires one domain, one task elsewhere).
 	StrandedByLevel bool
 	// SampleEvery is the period of the time series (plus a last row at
 	// the end of the run). Zero lets the simulator choose: the span of

@@ -55,7 +55,12 @@
 // Scheduler's to decide; see package sim/rootsched and gpusched.Config.
 // Config.MinCycleInterval batches event-triggered cycles as Slurm's
 // sched_min_interval does; Config.StrandedByLevel adds per-level
-// fragmentation (gang.Stranded) to the samples.
+// fragmentation (gang.Stranded, the simulator's own placement-based
+// measure) to the samples. A Scheduler whose Decisions carry the
+// library's cycle statistics (Decision.Stats: rootsched with
+// gpusched.Config.Stats, `gpusched sim run --cycle-stats`) has them kept
+// in Result.CycleStats, cycle by cycle: the figures an embedder of the
+// same Scheduler exports, its per-level stranded GPUs included.
 //
 // # Metrics and guarantees
 //

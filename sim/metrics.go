@@ -19,6 +19,11 @@ type Result struct {
 	Summary Summary
 	Samples []Sample
 	Jobs    []JobRecord
+	// CycleStats are the library's statistics of every cycle whose
+	// Decision carried them (Decision.Stats; package rootsched with
+	// gpusched.Config.Stats), in cycle order: the figures an embedder of
+	// the same Scheduler exports. Empty without.
+	CycleStats []CycleStats
 }
 
 // Summary holds the metrics a GPU platform is judged by. Times are in

@@ -3,6 +3,7 @@ package sim
 import (
 	"time"
 
+	"github.com/gpusched/gpusched"
 	"github.com/gpusched/gpusched/topology"
 	"github.com/gpusched/gpusched/workload"
 )
@@ -119,6 +120,11 @@ type Decision struct {
 	// time, say, under queue.Demotion); each Decision's Wake replaces the
 	// last. Zero: none.
 	Wake time.Duration
+	// Stats are the cycle's library statistics, when the Scheduler
+	// computes them (package rootsched's with gpusched.Config.Stats: the
+	// Decision.Stats an embedder exports); the simulation keeps them in
+	// Result.CycleStats. Nil: none.
+	Stats *gpusched.CycleStats
 }
 
 // Binding places a pending job.

@@ -139,6 +139,7 @@ type Simulation struct {
 	rngFail, rngDrain *rand.Rand
 	outages           []outage
 	m                 metrics
+	stats             cycleStatsLog   // Decision.Stats of every cycle (cyclestats.go)
 	modelFactor       [][]float64     // Config.GPUSpeeds by job type index (job.typ), then ModelID; nil: all 1
 	snaps             []time.Duration // Config.Snapshots not taken yet, sorted
 }
@@ -468,6 +469,7 @@ func (s *Simulation) cycle(now time.Duration) {
 	s.account(now)
 	d := s.cfg.Scheduler.Schedule(now)
 	s.m.cycles++
+	s.stats.record(now, d.Stats)
 	s.bound = len(d.Bindings) > 0 || len(d.Preemptions) > 0
 	for _, r := range d.Recoveries {
 		if r.Action != RecoverKeep {
@@ -987,5 +989,7 @@ func (s *Simulation) finish() *Result {
 			j.end = now
 		}
 	}
-	return s.m.result(now)
+	res := s.m.result(now)
+	res.CycleStats = s.stats.cycles
+	return res
 }

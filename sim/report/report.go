@@ -19,6 +19,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/gpusched/gpusched"
 	"github.com/gpusched/gpusched/sim"
 )
 
@@ -129,7 +130,8 @@ func WriteQueues(w io.Writer, qs []sim.QueueSummary) error {
 var Files = struct{ Summary, Samples, Jobs, Queues string }{"summary.json", "timeseries.csv", "jobs.csv", "queues.csv"}
 
 // WriteDir writes summary.json, timeseries.csv, jobs.csv and queues.csv
-// for one run into dir, creating it.
+// for one run into dir, creating it, and CycleStatsFile when the run
+// recorded the library's cycle statistics.
 func WriteDir(dir string, r *sim.Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -154,7 +156,35 @@ func WriteDir(dir string, r *sim.Result) error {
 	if err := write(Files.Jobs, func(w io.Writer) error { return WriteJobs(w, r.Jobs) }); err != nil {
 		return err
 	}
-	return write(Files.Queues, func(w io.Writer) error { return WriteQueues(w, r.Summary.Queues) })
+	if err := write(Files.Queues, func(w io.Writer) error { return WriteQueues(w, r.Summary.Queues) }); err != nil {
+		return err
+	}
+	if len(r.CycleStats) == 0 {
+		return nil
+	}
+	return write(CycleStatsFile, func(w io.Writer) error { return WriteCycleStats(w, r.CycleStats) })
+}
+
+// CycleStatsFile is the file WriteDir writes the library's cycle
+// statistics to (sim.Result.CycleStats), when the run recorded them.
+const CycleStatsFile = "cyclestats.jsonl"
+
+// WriteCycleStats writes one JSON object a line per cycle: the cycle's
+// time as atSeconds beside gpusched.CycleStats's fields, under their Go
+// names — the figures an embedder of the same Scheduler exports (a kube
+// plugin's /metrics).
+func WriteCycleStats(w io.Writer, cycles []sim.CycleStats) error {
+	enc := json.NewEncoder(w)
+	for i := range cycles {
+		line := struct {
+			At float64 `json:"atSeconds"`
+			gpusched.CycleStats
+		}{cycles[i].At.Seconds(), cycles[i].Stats}
+		if err := enc.Encode(line); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type row struct {

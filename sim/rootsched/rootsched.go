@@ -114,6 +114,7 @@ func (a *Scheduler) Schedule(now time.Duration) sim.Decision {
 		Bindings:    make([]sim.Binding, len(d.Bindings)),
 		Preemptions: make([]sim.Preemption, len(d.Preemptions)),
 		Pending:     make([]sim.Pending, len(d.Pending)),
+		Stats:       d.Stats, // the caller's: Recycle does not reuse it
 	}
 	if len(d.Recoveries) > 0 {
 		out.Recoveries = make([]sim.Recovery, len(d.Recoveries))

@@ -21,6 +21,7 @@ import (
 	"github.com/gpusched/gpusched/sim"
 	"github.com/gpusched/gpusched/sim/data"
 	"github.com/gpusched/gpusched/sim/policy"
+	"github.com/gpusched/gpusched/sim/report"
 	"github.com/gpusched/gpusched/sim/rootsched"
 	"github.com/gpusched/gpusched/sim/trace"
 	"github.com/gpusched/gpusched/topology"
@@ -74,6 +75,7 @@ type runConfig struct {
 	outages      []string
 	defaultQueue string
 	fragLevels   bool
+	cycleStats   bool // --cycle-stats: gpusched.Config.Stats, written to cyclestats.jsonl
 	demote       string
 	estSigma     float64
 	estRound     []time.Duration
@@ -168,6 +170,7 @@ func (r *runConfig) bind(fs *pflag.FlagSet, cluster bool) {
 	fs.DurationVar(&r.horizon, "horizon", r.horizon, "stop at this simulated time (0: when every job has ended)")
 	fs.DurationVar(&r.minCycle, "min-cycle-interval", r.minCycle, "at most one event-triggered scheduling cycle per this interval (0: one per event time)")
 	fs.BoolVar(&r.fragLevels, "frag-levels", r.fragLevels, "also measure stranded free GPUs per topology level at every sample (slower on large clusters)")
+	fs.BoolVar(&r.cycleStats, "cycle-stats", r.cycleStats, "also record the library's statistics of every scheduling cycle (gpusched.Config.Stats: pending by queue and reason, queue GPUs, admissions, preemptions, stranded GPUs per level — what an embedder exports) and write them to "+report.CycleStatsFile)
 	fs.StringVar(&r.slurm, "slurm", r.slurm, "a Slurm site directory (slurm.conf, topology.conf or topology.yaml, gres.conf, assoc.txt): its cluster, its associations as queues with Fair Tree, and the Slurm-like preset's ordering and backfill")
 	r.defrag.bind(fs)
 	r.elastic.bind(fs)
@@ -568,7 +571,7 @@ func (r *runConfig) schedConfig() (gpusched.Config, error) {
 	if r.maxRestarts < 0 || r.drainGrace < 0 || r.drainKeep < 0 {
 		return gpusched.Config{}, errors.New("--max-restarts, --drain-grace and --drain-keep must not be negative")
 	}
-	cfg := gpusched.Config{Preemptor: p, MaxRestarts: r.maxRestarts, DrainGrace: r.drainGrace, DrainKeep: r.drainKeep, Seed: r.seed, Defrag: r.defrag.config(), Elastic: r.elastic.config()}
+	cfg := gpusched.Config{Preemptor: p, MaxRestarts: r.maxRestarts, DrainGrace: r.drainGrace, DrainKeep: r.drainKeep, Seed: r.seed, Defrag: r.defrag.config(), Elastic: r.elastic.config(), Stats: r.cycleStats}
 	if r.slurm != "" {
 		if err := r.slurmBackfill(&cfg); err != nil {
 			return gpusched.Config{}, err
