@@ -42,7 +42,9 @@ func (s *heldPlanIO) annotate(ctx context.Context, p *v1.Pod, annotations map[st
 }
 
 func (s *heldPlanIO) activate(pods []*v1.Pod) {
-	s.fakeIO.activate(pods) // takes s.mu
+	s.mu.Lock()
+	s.fakeIO.activate(pods)
+	s.mu.Unlock()
 	for _, p := range pods {
 		s.activated <- p.Name
 	}
