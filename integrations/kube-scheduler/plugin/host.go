@@ -286,12 +286,13 @@ func (h *host) run(ctx context.Context) {
 			h.mu.Unlock()
 		}
 	}
+	h.evq = newEvictQueue(h.evict)
+	h.plq = newCycleQueue(h.writePlans)
 	h.conds = newCondWriter(h.setPending, func(uid types.UID) bool { _, ok := h.assignmentOf(uid); return ok })
+	h.conds.yield = func() bool { return h.evq.busy() || h.plq.busy() }
 	h.conds.run(ctx, apiWriters)
 	defer h.conds.wait() // nothing is written once run returned
-	h.evq = newEvictQueue(h.evict)
 	defer h.evq.start(ctx)()
-	h.plq = newCycleQueue(h.writePlans)
 	defer h.plq.start(ctx)()
 	idle := time.NewTimer(idleCycle)
 	defer idle.Stop()
