@@ -3,9 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"image/color"
+	"image/png"
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -234,5 +237,29 @@ func checkLivePage(ctx context.Context, t *testing.T, url string, pending map[st
 	out := headless.Run(t, browser, url, "--dump-dom")
 	if !strings.Contains(string(out), `data-cells="2" data-gpus="16"`) {
 		t.Errorf("chromium's DOM of the live page lacks the 2 host cells and 16 GPU marks")
+	}
+	// And a screenshot of the page as chromium draws it for this cluster:
+	// a PNG of the window's size with the page's colours (the host cells,
+	// coloured by occupancy, and the tables' text), not a blank page.
+	shot := filepath.Join(t.TempDir(), "live.png")
+	headless.Run(t, browser, url, "--screenshot="+shot, "--window-size=1280,1024")
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatalf("chromium wrote no screenshot of the live page: %v", err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("screenshot of the live page: %v", err)
+	}
+	r := img.Bounds()
+	colours := map[color.RGBA]bool{}
+	for y := r.Min.Y; y < r.Max.Y; y += 5 {
+		for x := r.Min.X; x < r.Max.X; x += 5 {
+			colours[color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)] = true
+		}
+	}
+	if r.Dx() != 1280 || r.Dy() != 1024 || len(colours) < 8 {
+		t.Errorf("screenshot of the live page: %v, %d colours sampled: not the rendered page", r, len(colours))
 	}
 }
