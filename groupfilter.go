@@ -48,14 +48,23 @@ func (gf *groupFilters) set(j *job, allow func(g int, h topology.HostID) bool) {
 func (gf *groupFilters) drop(id string) { delete(gf.byJob, id) }
 
 // sweep forgets the restrictions of jobs live no more (live reports
-// whether a job is), once they outnumber the live jobs: O(entries), rare.
+// whether a job is), once they outnumber the live jobs (sweepStale).
 func (gf *groupFilters) sweep(jobs int, live func(*job) bool) {
-	if n := len(gf.byJob); n <= 64 || n <= 2*jobs {
+	sweepStale(gf.byJob, jobs, func(_ string, e groupFiltered) bool { return live(e.j) })
+}
+
+// sweepStale deletes the entries of m, keyed by job ID, whose job live
+// reports gone, once m holds more than 64 entries and over twice the
+// jobs live: O(entries), rare, so the filters of ended jobs cost nothing
+// until they outnumber the live ones. Order does not matter: each entry
+// is judged on its own.
+func sweepStale[V any](m map[string]V, jobs int, live func(id string, v V) bool) {
+	if n := len(m); n <= 64 || n <= 2*jobs {
 		return
 	}
-	for id, e := range gf.byJob { // order does not matter: each entry on its own
-		if !live(e.j) {
-			delete(gf.byJob, id)
+	for id, v := range m {
+		if !live(id, v) {
+			delete(m, id)
 		}
 	}
 }

@@ -83,13 +83,10 @@ func (s *Scheduler) SetHostFilter(id string, f HostFilter) error {
 	// Jobs of one queue class share a cycle's placement failures: a
 	// filtered job is of its own class (shape and filter).
 	s.jobs.reclass(j, class)
-	if n := len(s.hosts.byJob); n > 64 && n > 2*len(s.jobs.byID) {
-		for jid := range s.hosts.byJob { // order does not matter: each entry on its own
-			if _, ok := s.jobs.byID[jid]; !ok {
-				delete(s.hosts.byJob, jid)
-			}
-		}
-	}
+	sweepStale(s.hosts.byJob, len(s.jobs.byID), func(jid string, _ HostFilter) bool {
+		_, ok := s.jobs.byID[jid]
+		return ok
+	})
 	s.hosts.groups.sweep(len(s.jobs.byID), func(x *job) bool { return s.jobs.byID[x.spec.ID] == x })
 	return nil
 }
