@@ -120,6 +120,8 @@ type podSpec struct {
 	Claims []string
 	// Affinity is the pod's affinity, if any.
 	Affinity *v1.Affinity
+	// Spread is the pod's topology spread constraints, if any.
+	Spread []v1.TopologySpreadConstraint
 }
 
 func createPod(ctx context.Context, t testing.TB, c kubernetes.Interface, s podSpec) *v1.Pod {
@@ -141,10 +143,11 @@ func createPod(ctx context.Context, t testing.TB, c kubernetes.Interface, s podS
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: ns, Labels: s.Labels, Annotations: s.Annotations},
 		Spec: v1.PodSpec{
-			SchedulerName:     s.SchedulerName,
-			NodeSelector:      s.NodeSelector,
-			PriorityClassName: s.PriorityClassName,
-			Affinity:          s.Affinity,
+			SchedulerName:             s.SchedulerName,
+			NodeSelector:              s.NodeSelector,
+			PriorityClassName:         s.PriorityClassName,
+			Affinity:                  s.Affinity,
+			TopologySpreadConstraints: s.Spread,
 			Containers: []v1.Container{{
 				Name: "main", Image: "registry.k8s.io/pause:3.10",
 				Resources: v1.ResourceRequirements{Requests: req, Limits: lim},

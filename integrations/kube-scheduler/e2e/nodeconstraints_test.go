@@ -23,6 +23,7 @@ func TestSchedulerModeNodeConstraints(t *testing.T) {
 	runScenarios(t, []scenario{
 		{"GangMembersNoCommonNode", testGangMembersNoCommonNode},
 		{"NodeVolumeLimits", testNodeVolumeLimits},
+		{"GangZoneSpreadBeyondMaxSkew", testGangZoneSpreadBeyondMaxSkew},
 	}, schedModeConfig, func(ctx context.Context, t *testing.T, cp *controlPlane) {
 		createNamespace(ctx, t, cp.Client, systemNS)
 		createQueueConfigMap(ctx, t, cp.Client, queuesYAML)

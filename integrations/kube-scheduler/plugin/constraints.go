@@ -135,10 +135,22 @@ func (h *host) filterJobs(nodes []*v1.Node, now time.Time) {
 		if len(pods) == 0 {
 			continue
 		}
+		// kube's filters check a spread gang's members without the spread
+		// the host plans by quota (spread.go).
+		checked := func(ps []*v1.Pod) []*v1.Pod { return ps }
+		if r := rec.job.spread; r != nil {
+			checked = func(ps []*v1.Pod) []*v1.Pod {
+				out := make([]*v1.Pod, len(ps))
+				for i, p := range ps {
+					out[i] = r.without(p)
+				}
+				return out
+			}
+		}
 		var es []*eligible // the job's, or each task group's
 		if len(rec.job.nodeReps) > 1 && len(rec.job.pods) > 1 {
 			for _, gp := range rec.job.pods {
-				es = append(es, h.eligibleOf(kf, verdicts, byName, gp, constraintKey(gp[0]), gp[:1]))
+				es = append(es, h.eligibleOf(kf, verdicts, byName, checked(gp), constraintKey(gp[0]), gp[:1]))
 			}
 			rec.kubeNote = groupsNote(rec.job.pods, es)
 		} else {
@@ -146,7 +158,7 @@ func (h *host) filterJobs(nodes []*v1.Node, now time.Time) {
 			if len(nreps) == 0 {
 				ck, nreps = nodeConstraints(pods)
 			}
-			es = []*eligible{h.eligibleOf(kf, verdicts, byName, pods, ck, nreps)}
+			es = []*eligible{h.eligibleOf(kf, verdicts, byName, checked(pods), ck, nreps)}
 			rec.kubeNote = es[0].kube
 		}
 		for node, x := range rec.excluded {
@@ -155,6 +167,14 @@ func (h *host) filterJobs(nodes []*v1.Node, now time.Time) {
 			}
 		}
 		want := filterOf(c, id, es, rec.excluded)
+		rec.spread = nil
+		if rec.job.spread != nil {
+			allow := func(hid topology.HostID) bool {
+				return (want.Allow == nil || want.Allow(hid)) && (want.Group == nil || want.Group(0, hid))
+			}
+			rec.spread = h.spreadQuotaOf(rec, allow, kf.nodes, kf.pods) // (spread.go)
+			want = rec.spread.filter(c, want, es[0].key)
+		}
 		if want.Key == rec.filter {
 			continue
 		}
@@ -495,7 +515,7 @@ func (h *host) refusePlan(id string, rec *jobRec, planned []plannedPod, now time
 // them in), on the hostname or another key (domains.go); 0 (no cap)
 // otherwise. Constraints selecting only some members are left to the
 // plan's check (refusePlan).
-func perHostCap(members []*v1.Pod) int {
+func perHostCap(members []*v1.Pod, skip string) int {
 	limit := 0
 	lower := func(n int) {
 		if n > 0 && (limit == 0 || n < limit) {
@@ -514,8 +534,9 @@ func perHostCap(members []*v1.Pod) int {
 		}
 		for _, c := range spread {
 			// (On another key, the cap on its domains caps each node
-			// too: domains.go.)
-			if termSelectsAll(m, c.LabelSelector, nil, nil, c.MatchLabelKeys, members) {
+			// too: domains.go; but the key skip is planned by quota,
+			// spread.go.)
+			if c.TopologyKey != skip && termSelectsAll(m, c.LabelSelector, nil, nil, c.MatchLabelKeys, members) {
 				lower(int(c.MaxSkew))
 			}
 		}

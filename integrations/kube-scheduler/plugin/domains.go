@@ -39,7 +39,7 @@ type domainCap struct {
 // for a DoNotSchedule spread constraint (sufficient whatever the binding
 // order: a member's domain then never holds more than maxSkew above an
 // empty one); the lowest per key, sorted by key; nil if none.
-func domainCaps(members []*v1.Pod) []domainCap {
+func domainCaps(members []*v1.Pod, skip string) []domainCap {
 	var caps []domainCap
 	lower := func(key string, limit int, what string) {
 		if key == "" || key == v1.LabelHostname || limit <= 0 {
@@ -61,7 +61,7 @@ func domainCaps(members []*v1.Pod) []domainCap {
 			}
 		}
 		for _, c := range spread {
-			if termSelectsAll(m, c.LabelSelector, nil, nil, c.MatchLabelKeys, members) {
+			if c.TopologyKey != skip && termSelectsAll(m, c.LabelSelector, nil, nil, c.MatchLabelKeys, members) {
 				lower(c.TopologyKey, int(c.MaxSkew), fmt.Sprintf("DoNotSchedule topology spread, maxSkew %d", c.MaxSkew))
 			}
 		}

@@ -207,6 +207,9 @@ type jobRec struct {
 	// lagRetried: the last rejection taken for kube's cache lagging
 	// (freedNodes).
 	lagRetried time.Time
+	// spread is its quota this cycle, for a gang with a spread rule
+	// (spread.go); nil otherwise.
+	spread *spreadQuota
 }
 
 // assignment is where one pod of a bound job goes.
@@ -221,6 +224,11 @@ type assignment struct {
 	// part is what of gpus[0] a MIG or share task takes (partOfClaim,
 	// dra_mig.go): "mig:PROFILE@START", "milli:N"; "" for whole GPUs.
 	part string
+	// waves: a member of a spread gang let through in waves, wave its
+	// own (from 0), pod itself, to activate with its wave (spread.go).
+	waves bool
+	wave  int
+	pod   *v1.Pod
 }
 
 // podNote is what was last said about a waiting pod, to rate-limit events
@@ -1167,6 +1175,10 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 			claimOf = append(claimOf, i)
 			placed[g]++
 		}
+		var waves []int
+		if rec.job.spread != nil {
+			waves = rec.spread.planWaves(planned, claimOf) // (spread.go)
+		}
 		if h.refusePlan(b.Job, rec, planned, now, fx) {
 			continue
 		}
@@ -1184,6 +1196,9 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 				a.gpus = append(a.gpus, int(x.GPU-first))
 			}
 			a.part = partOfClaim(c, cl)
+			if waves != nil {
+				a.waves, a.wave, a.pod = true, waves[k], p
+			}
 			h.setAssign(p.UID, a)
 			if plan != nil {
 				plan.add(p, a)
@@ -1240,6 +1255,9 @@ func (h *host) carryOut(d *gpusched.Decision, now time.Time, fx *effects) {
 		}
 		if note := perHostNote(rec.job); note != "" {
 			msg += "; " + note
+		}
+		if rec.spread != nil && rec.spread.note != "" {
+			msg += "; " + rec.spread.note
 		}
 		if rec.blocked != "" {
 			// The eviction of a victim planned for it was refused (a

@@ -34,6 +34,9 @@ type podJob struct {
 	// domains caps its members per domain of topology keys other than
 	// the hostname (domains.go).
 	domains []domainCap
+	// spread: its members spread on a zone or rack label are planned by
+	// quota, each member a task group of its own (spread.go); nil if not.
+	spread *spreadRule
 	// group is the resourceVersion of the PodGroup it was read from
 	// (workload.go), "" for none.
 	group string
@@ -175,8 +178,16 @@ func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
 			return fail("%s: gang %s has %d live pods, more than its size %d", podField(members[g.size], "gang labels"), g.key, len(members), g.size)
 		}
 		spec.Topology = g.constraints()
-		spec.MaxTasksPerHost = perHostCap(members)
-		j.domains = domainCaps(members)
+		skip := ""
+		if g.min >= g.size && !slices.ContainsFunc(members, func(m *v1.Pod) bool { _, several := podTasks(demandOf(m, a)); return several }) {
+			// A rigid gang of single-device pods: planned by quota on its
+			// spread's domains (spread.go), not capped there.
+			if j.spread = spreadRuleOf(members); j.spread != nil {
+				skip = j.spread.c.TopologyKey
+			}
+		}
+		spec.MaxTasksPerHost = perHostCap(members, skip)
+		j.domains = domainCaps(members, skip)
 	}
 	// One task group per distinct demand, in order of first appearance,
 	// and per distinct node constraint when the members' differ: each
@@ -186,9 +197,11 @@ func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
 	type groupKey struct {
 		d  demand
 		ck string
+		// slot: a member's own task group (spread.go), from 1; 0 none.
+		slot int
 	}
 	var demands []groupKey
-	for _, m := range members {
+	for mi, m := range members {
 		tasks, several := podTasks(demandOf(m, a))
 		if several {
 			// Several MIG devices: a task each, on one host; a gang of
@@ -208,8 +221,12 @@ func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
 		if len(reps) > 1 {
 			ck = constraintKey(m)
 		}
+		slot := 0
+		if j.spread != nil {
+			slot = mi + 1
+		}
 		for _, d := range tasks {
-			gk := groupKey{d, ck}
+			gk := groupKey{d, ck, slot}
 			gi := slices.Index(demands, gk)
 			if gi < 0 {
 				gi = len(demands)

@@ -358,6 +358,9 @@ func (p *SchedulerPlugin) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status
 		if why := planHeld(a); why != "" {
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why) // (gangplan.go)
 		}
+		if why := p.h.waveHeld(pod.UID); why != "" {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why) // (spread.go)
+		}
 		if why := p.h.dra.notReady(pod, a); why != "" {
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why) // (dra.go)
 		}
@@ -381,6 +384,10 @@ func (p *SchedulerPlugin) PreFilter(_ context.Context, _ fwk.CycleState, pod *v1
 	if why := planHeld(a); why != "" {
 		// (PostFilter tries it again; PreEnqueue holds it until its
 		// gang's plan is written.)
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
+	}
+	if why := p.h.waveHeld(pod.UID); why != "" {
+		// (PreEnqueue holds it until the waves before it reserved.)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
 	}
 	return &fwk.PreFilterResult{NodeNames: sets.New(a.node)}, nil
@@ -454,10 +461,15 @@ func (p *SchedulerPlugin) PostFilter(_ context.Context, _ fwk.CycleState, pod *v
 	return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gpusched: planned node %s failed; job %s is placed again", a.node, a.job))
 }
 
-// Reserve takes the pod's planned slot.
+// Reserve takes the pod's planned slot; the last member of a spread
+// gang's wave to reserve (assumed in kube's cache by now) lets the next
+// wave through (spread.go).
 func (p *SchedulerPlugin) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
 	if _, _, err := p.h.reserve(pod.UID, node); err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
+	}
+	if next := p.h.releaseWave(pod.UID); len(next) > 0 {
+		p.h.io.activate(next)
 	}
 	return nil
 }

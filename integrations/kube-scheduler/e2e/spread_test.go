@@ -1,0 +1,61 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpusched/gpusched/integrations/kube-scheduler/plugin"
+)
+
+// testGangZoneSpreadBeyondMaxSkew: a gang of five 4-GPU members with a
+// DoNotSchedule spread on the zone label, maxSkew 1, over zones a and b
+// of two 8-GPU nodes each, zone a already running one pod the spread's
+// selector matches: kube's PodTopologySpread accepts 3+3 (a: the running
+// pod and 2 members, b: 3), never more than maxSkew above the least
+// loaded zone at each pod's turn. Every member binds, 2 in a and 3 in b,
+// each accepted by kube-scheduler's own filters at its own scheduling
+// cycle: no member is rejected (gpusched lets them through in waves).
+func testGangZoneSpreadBeyondMaxSkew(ctx context.Context, t *testing.T, cp *controlPlane, start func()) {
+	c := cp.Client
+	const zone = "topology.kubernetes.io/zone"
+	for _, z := range []string{"a", "b"} {
+		for i := range 2 {
+			createNode(ctx, t, c, nodeSpec{Name: fmt.Sprintf("z%s-%d", z, i), GPUs: 8, Product: h100, Labels: map[string]string{zone: z}})
+		}
+	}
+	old := createPod(ctx, t, c, podSpec{Name: "spread-old", Labels: map[string]string{"app": "spread"}})
+	{
+		// (no scheduler has started: bound by hand to za-0)
+		b := &v1.Binding{ObjectMeta: metav1.ObjectMeta{Name: old.Name, Namespace: old.Namespace}, Target: v1.ObjectReference{Kind: "Node", Name: "za-0"}}
+		if err := c.CoreV1().Pods(old.Namespace).Bind(ctx, b, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("bind spread-old: %v", err)
+		}
+	}
+	start()
+	spread := []v1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: zone, WhenUnsatisfiable: v1.DoNotSchedule,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}}}}
+	var names []string
+	for i := range 5 {
+		name := fmt.Sprintf("spread-%d", i)
+		names = append(names, name)
+		createPod(ctx, t, c, podSpec{Name: name, SchedulerName: schedModeName, GPUs: 4, Spread: spread,
+			Labels: map[string]string{gangLabelKey: "spread", plugin.DefaultGangSizeKey: "5", queueLabel: "batch", "app": "spread"}})
+	}
+	got := waitBound(ctx, t, c, "default", names, 90*time.Second)
+	per := map[string]int{}
+	for _, p := range got {
+		per[p.Spec.NodeName[1:2]]++
+	}
+	if per["a"] != 2 || per["b"] != 3 {
+		t.Errorf("members per zone %v, want a=2 b=3 (3+3 with the running pod)", per)
+	}
+	if ev := describeEvents(ctx, c, "default"); strings.Contains(ev, "didn't match pod topology spread") || strings.Contains(ev, "rejected by kube-scheduler") {
+		t.Errorf("kube's PodTopologySpread rejected a member:\n%s", ev)
+	}
+}
