@@ -512,9 +512,10 @@ func (h *host) refusePlan(id string, rec *jobRec, planned []plannedPod, now time
 // label, where kube would let members share a node), a member's
 // DoNotSchedule topology spread's maxSkew on the hostname when it selects
 // every member (so that each member passes whatever the order kube binds
-// them in), on the hostname or another key (domains.go); 0 (no cap)
-// otherwise. Constraints selecting only some members are left to the
-// plan's check (refusePlan).
+// them in), on the hostname or another key but skip (domains.go; skip's
+// spread is planned by quota, spread.go); 0 (no cap) otherwise.
+// Constraints selecting only some members are left to the plan's check
+// (refusePlan).
 func perHostCap(members []*v1.Pod, skip string) int {
 	limit := 0
 	lower := func(n int) {

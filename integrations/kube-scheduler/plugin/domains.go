@@ -11,9 +11,12 @@ import (
 // Gang members that constrain each other on a topology key other than
 // the hostname (issue 26, defect 4): required pod anti-affinity or
 // DoNotSchedule topology spread on a zone or a rack label. kube accepts
-// such a gang, whatever the order it binds the members in, only with at
-// most a few members in each domain of the key (among the nodes that
-// carry its label): one for anti-affinity, maxSkew for spread. The
+// such a gang, whatever the order it binds the members in, with at most
+// a few members in each domain of the key (among the nodes that carry
+// its label): one for anti-affinity, maxSkew for spread. (A rigid gang's
+// spread is planned by quota instead, its members let through in an
+// order kube accepts: spread.go; the caps remain for an elastic gang's
+// spread and a second spread key.) The
 // library's planner does not know of these domains. Such a gang is
 // capped per node as it is per domain (perHostCap: a node is in one
 // domain of every key), and each of its plans is checked against the
@@ -36,9 +39,10 @@ type domainCap struct {
 // domainCaps returns the caps, per topology key other than the hostname,
 // that the members' constraints selecting every member (termSelectsAll)
 // put on each domain: 1 for a required pod anti-affinity term, maxSkew
-// for a DoNotSchedule spread constraint (sufficient whatever the binding
-// order: a member's domain then never holds more than maxSkew above an
-// empty one); the lowest per key, sorted by key; nil if none.
+// for a DoNotSchedule spread constraint not on key skip (planned by
+// quota, spread.go; sufficient whatever the binding order: a member's
+// domain then never holds more than maxSkew above an empty one); the
+// lowest per key, sorted by key; nil if none.
 func domainCaps(members []*v1.Pod, skip string) []domainCap {
 	var caps []domainCap
 	lower := func(key string, limit int, what string) {

@@ -48,7 +48,8 @@ import (
 // share a ReadWriteOncePod claim nor together pass a node's attach
 // limit), and a gang whose members are anti-affine to
 // each other (or spread) on a topology key is capped per node and per
-// domain (perHostCap, domains.go). Not covered: volumes kube's own binder
+// domain (perHostCap, domains.go), or, spread on a zone or rack, planned
+// by quota and let through in waves (spread.go). Not covered: volumes kube's own binder
 // has just assumed, unbound claims shared by the pods of one job (those of
 // different jobs: sharedclaims.go);
 // a node kube still rejects is excluded for the job (constraints.go).

@@ -125,16 +125,22 @@ func planSpread(t *testing.T, h *host, io *fakeIO, pods []*v1.Pod, cycles int) m
 	if len(first) != len(pods) {
 		t.Fatalf("kube bound %v, want all %d members", first, len(pods))
 	}
-	h.amu.Lock()
-	for _, a := range h.assign {
-		a.reserved = false
-	}
-	h.amu.Unlock()
+	unreserveAll(h)
 	second := kubeBinds(t, h, io, byNodeDesc(h))
 	if len(second) != len(pods) {
 		t.Fatalf("kube bound %v in the other order, want all %d members", second, len(pods))
 	}
 	return zoneCounts(first)
+}
+
+// unreserveAll takes back the reservations kubeBinds made, to play
+// kube's binding again in another order.
+func unreserveAll(h *host) {
+	h.amu.Lock()
+	defer h.amu.Unlock()
+	for _, a := range h.assign {
+		a.reserved = false
+	}
 }
 
 func mapValues(m map[string]string) []string {
@@ -145,6 +151,19 @@ func mapValues(m map[string]string) []string {
 	return out
 }
 
+// spreadGang returns a test host over zones a and b of two 8-GPU nodes
+// each, and a gang of n 4-GPU members spread over the zones with maxSkew
+// 1, whenUnsatisfiable how, its pods.
+func spreadGang(t *testing.T, n int, how v1.UnsatisfiableConstraintAction) (*host, *fakeIO, []*v1.Pod) {
+	h, io := newTestHost(t, zonedNodes([]string{"a", "b"}, 2)...)
+	pods := gangMembers("g", n, 4)
+	for _, p := range pods {
+		zoneSpread(p, 1, how)
+	}
+	io.pods = pods
+	return h, io, pods
+}
+
 // TestSpreadGangBeyondMaxSkewPerZone (kube plugin, zone spread): a gang
 // of six 4-GPU members with a DoNotSchedule spread on the zone label,
 // maxSkew 1, over two zones of two 8-GPU nodes: kube's PodTopologySpread
@@ -153,12 +172,7 @@ func mapValues(m map[string]string) []string {
 // every member passes kube's own filter at its turn, whatever order kube
 // binds them in (the host lets them through in waves).
 func TestSpreadGangBeyondMaxSkewPerZone(t *testing.T) {
-	h, io := newTestHost(t, zonedNodes([]string{"a", "b"}, 2)...)
-	pods := gangMembers("g", 6, 4)
-	for _, p := range pods {
-		zoneSpread(p, 1, v1.DoNotSchedule)
-	}
-	io.pods = pods
+	h, io, pods := spreadGang(t, 6, v1.DoNotSchedule)
 	if got := planSpread(t, h, io, pods, 3); got["a"] != 3 || got["b"] != 3 {
 		t.Fatalf("members per zone %v, want 3+3", got)
 	}
@@ -281,17 +295,61 @@ func TestSpreadGangZoneDomains(t *testing.T) {
 // nodes are planned in the first cycle, however kube's scoring would
 // have spread them.
 func TestSpreadGangScheduleAnyway(t *testing.T) {
-	h, io := newTestHost(t, zonedNodes([]string{"a", "b"}, 2)...)
-	pods := gangMembers("g", 6, 4)
-	for _, p := range pods {
-		zoneSpread(p, 1, v1.ScheduleAnyway)
-	}
-	io.pods = pods
+	h, io, pods := spreadGang(t, 6, v1.ScheduleAnyway)
 	step(h, io, time.Second)
 	if got := nodesOf(h, pods); slices.Contains(mapValues(got), "") {
 		t.Fatalf("not planned in the first cycle: %v (pending %q)", got, io.pending["g-0"])
 	}
 	if got := kubeBinds(t, h, io, byNode(h)); len(got) != len(pods) {
 		t.Fatalf("kube bound %v, want all", got)
+	}
+}
+
+// TestSpreadGangHostname (kube plugin): a spread on the hostname keeps
+// its cap of maxSkew members per node, which kube accepts whatever order
+// it binds them in: four 2-GPU members with maxSkew 2 over three 8-GPU
+// nodes are planned at most two per node and each passes kube's own
+// filter at its turn in both adversarial orders. (A gang of more than
+// maxSkew × the nodes kube counts waits, saying at most maxSkew per
+// node, although kube would accept it once it covers every node.)
+func TestSpreadGangHostname(t *testing.T) {
+	h, io := newTestHost(t, gpuNode("n1", 8, h100, nil), gpuNode("n2", 8, h100, nil), gpuNode("n3", 8, h100, nil))
+	pods := gangMembers("g", 4, 2)
+	for _, p := range pods {
+		p.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{MaxSkew: 2, TopologyKey: v1.LabelHostname,
+			WhenUnsatisfiable: v1.DoNotSchedule, LabelSelector: appSel("g")}}
+	}
+	io.pods = pods
+	step(h, io, time.Second)
+	per := map[string]int{}
+	for _, n := range nodesOf(h, pods) {
+		if n == "" {
+			t.Fatalf("not planned in the first cycle: %v (pending %q)", nodesOf(h, pods), io.pending["g-0"])
+		}
+		per[n]++
+	}
+	for n, k := range per {
+		if k > 2 {
+			t.Fatalf("%d members planned on %s, more than maxSkew 2 (%v)", k, n, per)
+		}
+	}
+	for _, order := range []func(a, b *v1.Pod) int{byNode(h), byNodeDesc(h)} {
+		unreserveAll(h)
+		if got := kubeBinds(t, h, io, order); len(got) != len(pods) {
+			t.Fatalf("kube bound %v, want all", got)
+		}
+	}
+}
+
+// TestSpreadGangZoneCapacity (kube plugin, zone spread): the members
+// fill the zones within what their free GPUs hold. Zone a's two nodes
+// each run a 4-GPU pod the spread does not count, so zone a holds two
+// 4-GPU members: a gang of five with maxSkew 1 goes 2+3 (legal: skew 1),
+// each member passing kube's filter at its turn.
+func TestSpreadGangZoneCapacity(t *testing.T) {
+	h, io, pods := spreadGang(t, 5, v1.DoNotSchedule)
+	io.pods = append([]*v1.Pod{boundPod("other-0", "za-0", 4, "0,1,2,3", nil), boundPod("other-1", "za-1", 4, "0,1,2,3", nil)}, pods...)
+	if got := planSpread(t, h, io, pods, 3); got["a"] != 2 || got["b"] != 3 {
+		t.Fatalf("members per zone %v, want 2+3", got)
 	}
 }
