@@ -353,3 +353,45 @@ func TestSpreadGangZoneCapacity(t *testing.T) {
 		t.Fatalf("members per zone %v, want 2+3", got)
 	}
 }
+
+// TestSpreadWaves: the waves of members placed in domains, from the
+// counts already there: each wave holds, per domain, at most the global
+// minimum at its start (0 with zeroMin) + maxSkew - the domain's count.
+func TestSpreadWaves(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		count   []int
+		skew    int
+		zeroMin bool
+		dom     []int
+		want    []int // nil: no order binds them
+	}{
+		// 3+3 from 0+0, skew 1: one of each per wave.
+		{"3+3", []int{0, 0}, 1, false, []int{0, 0, 0, 1, 1, 1}, []int{0, 1, 2, 0, 1, 2}},
+		// skew 2: two of each per wave.
+		{"skew 2", []int{0, 0}, 2, false, []int{0, 0, 0, 1, 1, 1}, []int{0, 0, 1, 0, 0, 1}},
+		// a already holds 2: b's first two come before a's.
+		{"counted", []int{2, 0}, 1, false, []int{0, 1, 1, 1}, []int{2, 0, 1, 2}},
+		// 4+2 from 0+0: the last of a exceeds b's 2 by 2.
+		{"4+2", []int{0, 0}, 1, false, []int{0, 0, 0, 0, 1, 1}, nil},
+		// fewer domains than minDomains: at most maxSkew per domain.
+		{"zeroMin", []int{0, 0}, 1, true, []int{0, 0, 1}, nil},
+		{"zeroMin fits", []int{0, 0}, 1, true, []int{0, 1}, []int{0, 0}},
+		// a member on a node outside the domains: wave 0.
+		{"outside", []int{0}, 1, false, []int{-1, 0}, []int{0, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := spreadDomains{count: tc.count, skew: tc.skew, zeroMin: tc.zeroMin}
+			got, ok := d.waves(tc.dom)
+			if tc.want == nil {
+				if ok {
+					t.Fatalf("waves %v, want none", got)
+				}
+				return
+			}
+			if !ok || !slices.Equal(got, tc.want) {
+				t.Fatalf("waves %v (%v), want %v", got, ok, tc.want)
+			}
+		})
+	}
+}
