@@ -3,6 +3,8 @@ package gpusched
 import (
 	"fmt"
 
+	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/preempt"
 	"github.com/gpusched/gpusched/topology"
 )
 
@@ -35,8 +37,19 @@ type HostFilter struct {
 // groupfilter.go). A filter goes when SetHostFilter removes it, or with
 // its job (swept lazily).
 type hostFilters struct {
-	byJob  map[string]HostFilter
+	byJob  map[string]jobFilter
 	groups groupFilters
+}
+
+// jobFilter is one job's filter, and the request the job is placed with
+// when a plan moves it while it runs (moveRequest).
+type jobFilter struct {
+	HostFilter
+	// j is the job the filter was set for; move is j's request with the
+	// filter (AllowHost, and its groups' when Group is set), built once
+	// (j.req does not change once the job is submitted).
+	j    *job
+	move *gang.Request
 }
 
 // SetHostFilter restricts where job id is placed from the next cycle on:
@@ -47,7 +60,10 @@ type hostFilters struct {
 // removes the filter; a filter replaces the one before (Allow and Group
 // both). Host filters are not part of the Scheduler's saved state: a
 // host restoring one sets them again. It never changes a running job's
-// placement.
+// placement; the running job's later re-placements honour it too: the
+// destinations defragmentation and consolidation plans move it to, and
+// the tasks an elastic gang grows back by (a move or grow that cannot is
+// not planned).
 func (s *Scheduler) SetHostFilter(id string, f HostFilter) error {
 	if err := s.mutating("SetHostFilter", id); err != nil {
 		return err
@@ -69,21 +85,24 @@ func (s *Scheduler) SetHostFilter(id string, f HostFilter) error {
 		delete(s.hosts.byJob, id)
 	} else {
 		if s.hosts.byJob == nil {
-			s.hosts.byJob = map[string]HostFilter{}
+			s.hosts.byJob = map[string]jobFilter{}
 		}
 		if f.Allow == nil {
 			f.Allow = anyHost // (the request's filter is never nil: groupfilter.go)
 		}
-		s.hosts.byJob[id] = f
 		if f.Group != nil {
 			s.hosts.groups.set(j, f.Group)
 		}
+		move := *j.req
+		move.AllowHost = f.Allow
+		s.hosts.groups.narrow(j, &move)
+		s.hosts.byJob[id] = jobFilter{HostFilter: f, j: j, move: &move}
 		class += "#" + f.Key
 	}
 	// Jobs of one queue class share a cycle's placement failures: a
 	// filtered job is of its own class (shape and filter).
 	s.jobs.reclass(j, class)
-	sweepStale(s.hosts.byJob, len(s.jobs.byID), func(jid string, _ HostFilter) bool {
+	sweepStale(s.hosts.byJob, len(s.jobs.byID), func(jid string, _ jobFilter) bool {
 		_, ok := s.jobs.byID[jid]
 		return ok
 	})
@@ -104,6 +123,46 @@ func (hf *hostFilters) apply(j *job, ch modelChoice) modelChoice {
 		ch.guar, ch.gkey = both(f.Allow, ch.guar), ch.gkey+"#"+f.Key
 	}
 	return ch
+}
+
+// moveRequest returns the request running job id (of jobs, the live
+// jobs by ID) is placed with when a defragmentation or consolidation
+// plan moves it: its own with its filter, or nil when it has none (its
+// spec's). O(1); nothing to look up when no job has a filter.
+func (hf *hostFilters) moveRequest(id string, jobs map[string]*job) *gang.Request {
+	if len(hf.byJob) == 0 {
+		return nil
+	}
+	if e, ok := hf.byJob[id]; ok && e.j == jobs[id] {
+		return e.move
+	}
+	return nil
+}
+
+var _ preempt.Restricted = schedSnapshot{}
+
+// MoveRequest makes the Scheduler a preempt.Restricted Snapshot: the
+// jobs its defragmentation and consolidation plans move are placed with
+// their host filters (SetHostFilter).
+func (x schedSnapshot) MoveRequest(pj *preempt.Job) *gang.Request {
+	return x.s.hosts.moveRequest(pj.Spec.ID, x.s.jobs.byID)
+}
+
+// narrowGrow gives req, the request of the tasks running job j grows by
+// (growPlacement: its group i is j's task group gmap[i]), j's filter:
+// the job-wide part on req, each group's on its group. Nothing when j
+// has none.
+func (hf *hostFilters) narrowGrow(j *job, req *gang.Request, gmap []int) {
+	e, ok := hf.byJob[j.spec.ID]
+	if !ok || e.j != j {
+		return
+	}
+	req.AllowHost = both(e.Allow, req.AllowHost)
+	for i := range req.Groups {
+		if g := e.move.Groups[gmap[i]].AllowHost; g != nil {
+			req.Groups[i].AllowHost = both(g, req.Groups[i].AllowHost)
+		}
+	}
 }
 
 // both returns a filter accepting what a and b (nil: every host) accept.
