@@ -35,7 +35,8 @@ type HostFilter struct {
 // hostFilters is SetHostFilter's concern: the filters by job ID, and the
 // task groups of those with a Group restriction (groups,
 // groupfilter.go). A filter goes when SetHostFilter removes it, or with
-// its job (swept lazily).
+// its job (swept lazily). Invariant: a filter applies only to the job it
+// was set for (jobFilter.j), never to a job submitted again under its ID.
 type hostFilters struct {
 	byJob  map[string]jobFilter
 	groups groupFilters
@@ -102,10 +103,7 @@ func (s *Scheduler) SetHostFilter(id string, f HostFilter) error {
 	// Jobs of one queue class share a cycle's placement failures: a
 	// filtered job is of its own class (shape and filter).
 	s.jobs.reclass(j, class)
-	sweepStale(s.hosts.byJob, len(s.jobs.byID), func(jid string, _ jobFilter) bool {
-		_, ok := s.jobs.byID[jid]
-		return ok
-	})
+	sweepStale(s.hosts.byJob, len(s.jobs.byID), func(jid string, e jobFilter) bool { return s.jobs.byID[jid] == e.j })
 	s.hosts.groups.sweep(len(s.jobs.byID), func(x *job) bool { return s.jobs.byID[x.spec.ID] == x })
 	return nil
 }
@@ -115,8 +113,8 @@ func (s *Scheduler) SetHostFilter(id string, f HostFilter) error {
 // filter.
 func (hf *hostFilters) apply(j *job, ch modelChoice) modelChoice {
 	f, ok := hf.byJob[j.spec.ID]
-	if !ok {
-		return ch
+	if !ok || f.j != j {
+		return ch // (a job submitted again under an ended one's ID has its own)
 	}
 	ch.allow, ch.key = both(f.Allow, ch.allow), ch.key+"#"+f.Key
 	if ch.guar != nil {

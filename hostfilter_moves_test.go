@@ -208,3 +208,35 @@ func TestElasticGrowHonoursHostFilter(t *testing.T) {
 		})
 	}
 }
+
+// TestHostFilterNotInherited: a filter belongs to the job it was set
+// for. A job submitted again under the same ID (ForgetEnded, as the
+// Kubernetes host does for a gang recreated under its name) has none
+// until its host sets one: it is placed, moved and grown anywhere. Before,
+// the old job's filter, not yet swept, still narrowed its placements
+// (though not its groups'), so a recreated gang without node constraints
+// could wait for hosts its predecessor was confined to.
+func TestHostFilterNotInherited(t *testing.T) {
+	s, err := New(Config{Cluster: testCluster(t, 3, 0), Queues: queue.Config{Root: queue.Node{Children: []queue.Node{{Name: "q"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Submit(gpuJob("a", 8), t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetHostFilter("a", HostFilter{Key: "none", Allow: func(topology.HostID) bool { return false }}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Cancel("a", t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ForgetEnded("a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Submit(gpuJob("a", 8), t0.Add(1)); err != nil {
+		t.Fatal(err)
+	}
+	if d := s.Schedule(t0.Add(2)); len(d.Bindings) != 1 {
+		t.Fatalf("the new a is not placed:\n%s", d.Format(s.Cluster()))
+	}
+}
