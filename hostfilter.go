@@ -64,7 +64,9 @@ type jobFilter struct {
 // placement; the running job's later re-placements honour it too: the
 // destinations defragmentation and consolidation plans move it to, and
 // the tasks an elastic gang grows back by (a move or grow that cannot is
-// not planned).
+// not planned). A waiting job promised a placement the filter forbids (a
+// nomination: the room a preemption plan makes, a migration's
+// destination) loses it and is placed again.
 func (s *Scheduler) SetHostFilter(id string, f HostFilter) error {
 	if err := s.mutating("SetHostFilter", id); err != nil {
 		return err
@@ -99,6 +101,13 @@ func (s *Scheduler) SetHostFilter(id string, f HostFilter) error {
 		s.hosts.groups.narrow(j, &move)
 		s.hosts.byJob[id] = jobFilter{HostFilter: f, j: j, move: &move}
 		class += "#" + f.Key
+	}
+	if n := j.nom.nominated; n != nil && !s.hosts.allows(j, n.p) {
+		// Promised a placement the filter now forbids (by a plan, or as
+		// a migration's destination): the job plans again, as when its
+		// room broke (bindNominated); victims asked for still stop.
+		s.noms.stopWaiting(j)
+		s.dropNomination(n)
 	}
 	// Jobs of one queue class share a cycle's placement failures: a
 	// filtered job is of its own class (shape and filter).
@@ -144,6 +153,24 @@ var _ preempt.Restricted = schedSnapshot{}
 // their host filters (SetHostFilter).
 func (x schedSnapshot) MoveRequest(pj *preempt.Job) *gang.Request {
 	return x.s.hosts.moveRequest(pj.Spec.ID, x.s.jobs.byID)
+}
+
+// allows reports whether j's filter, if it has one, allows every task of
+// p on its host (the job-wide part, and each task's group's). O(claims).
+func (hf *hostFilters) allows(j *job, p *gang.Placement) bool {
+	e, ok := hf.byJob[j.spec.ID]
+	if !ok || e.j != j {
+		return true
+	}
+	for i, cl := range p.Claims {
+		if !e.Allow(cl.Host) {
+			return false
+		}
+		if g := e.move.Groups[p.Tasks[i].Group].AllowHost; g != nil && !g(cl.Host) {
+			return false
+		}
+	}
+	return true
 }
 
 // narrowGrow gives req, the request of the tasks running job j grows by

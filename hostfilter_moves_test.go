@@ -240,3 +240,37 @@ func TestHostFilterNotInherited(t *testing.T) {
 		t.Fatalf("the new a is not placed:\n%s", d.Format(s.Cluster()))
 	}
 }
+
+// TestHostFilterDropsForbiddenNomination: a filter set while its job is
+// nominated (promised a placement: here b1, migrated, is to bind on its
+// destination in tor1 in the next cycle) applies to that placement too:
+// the new filter allows only host 3, so b1 does not bind on its
+// destination; it waits in its queue and is placed only where the filter
+// allows. Before, the nomination bound it where its filter forbids.
+func TestHostFilterDropsForbiddenNomination(t *testing.T) {
+	s, now := defragScheduler(t, &DefragConfig{}, 0)
+	d := s.Schedule(now)
+	if got := migrationIDs(d); !slices.Equal(got, []string{"b1", "b2"}) {
+		t.Fatalf("migrations %v, want [b1 b2]", got)
+	}
+	for _, id := range []string{"b1", "b2"} {
+		if err := s.Migrated(id, now.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h3 := func(h topology.HostID) bool { return h == 3 }
+	if err := s.SetHostFilter("b1", HostFilter{Key: "h3", Allow: h3}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 2; i < 5; i++ {
+		d = s.Schedule(now.Add(time.Duration(i) * time.Minute))
+		for _, b := range d.Bindings {
+			if b.Job == "b1" && !h3(b.Placement.Claims[0].Host) {
+				t.Fatalf("b1 bound on host %d, which its filter forbids:\n%s", b.Placement.Claims[0].Host, d.Format(s.Cluster()))
+			}
+		}
+	}
+	if err := s.Ledger().Check(); err != nil {
+		t.Fatal(err)
+	}
+}

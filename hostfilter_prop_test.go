@@ -55,15 +55,26 @@ func (f *filterStream) submit(t *rapid.T, now time.Time) {
 		return // never fits: rejected
 	}
 	f.live = append(f.live, id)
+	f.refilter(t, id, len(j.Groups))
+}
+
+// refilter draws job id's filter (of its groups tasks groups) anew: half
+// the time none, else a job-wide mask or one mask per group.
+func (f *filterStream) refilter(t *rapid.T, id string, groups int) {
 	hosts := f.s.Cluster().NumHosts()
 	switch rapid.IntRange(0, 3).Draw(t, "filter") {
 	case 0:
 		m := rapid.Uint64Range(1, 1<<hosts-1).Draw(t, "mask")
-		masks := slices.Repeat([]uint64{m}, len(j.Groups))
+		masks := slices.Repeat([]uint64{m}, groups)
 		f.set(t, id, masks, HostFilter{Key: fmt.Sprintf("all%b", m), Allow: func(h topology.HostID) bool { return m>>uint(h)&1 == 1 }})
 	case 1:
-		masks := groupMasks(t, len(j.Groups), hosts)
+		masks := groupMasks(t, groups, hosts)
 		f.set(t, id, masks, maskFilter(masks))
+	default:
+		if err := f.s.SetHostFilter(id, HostFilter{}); err != nil {
+			t.Fatal(err)
+		}
+		delete(f.masks, id)
 	}
 }
 
@@ -155,7 +166,8 @@ func (f *filterStream) checkPlacement(t *rapid.T, where, id string, p *gang.Plac
 // TestPropertyHostFiltersHold: on random streams over 4–6 DGX H100 hosts
 // (two to a ToR) with defragmentation, consolidation, elastic gangs and
 // plan preemption on, where half the jobs have a host filter (job-wide,
-// or one per task group), with GPUs failing and coming back: no job ever
+// or one per task group), drawn anew at times while they wait (a
+// nominated job's too), with GPUs failing and coming back: no job ever
 // holds a task on a host its filter forbids, nor is a migration or grow
 // issued onto one — whatever path placed it (binding, nomination,
 // defragmentation or consolidation move, grow after a shrink, placement
@@ -177,10 +189,17 @@ func TestPropertyHostFiltersHold(t *testing.T) {
 		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		for i := range rapid.IntRange(10, 40).Draw(rt, "steps") {
 			now = now.Add(time.Duration(rapid.IntRange(1, 90).Draw(rt, "minutes")) * time.Minute)
-			switch rapid.IntRange(0, 9).Draw(rt, "op") {
+			switch rapid.IntRange(0, 10).Draw(rt, "op") {
 			case 0, 1, 2:
 				f.submit(rt, now)
-			case 3: // a running job ends
+			case 3: // a waiting job's constraints change (a running job's are kept, as the Kubernetes host does)
+				for _, id := range f.live {
+					if st, ok := s.Job(id); ok && st.State.Waiting() && rapid.Bool().Draw(rt, "this") {
+						f.refilter(rt, id, len(st.Spec.Groups))
+						break
+					}
+				}
+			case 9: // a running job ends
 				for _, id := range f.live {
 					if st, ok := s.Job(id); ok && st.State == queue.Running {
 						must(rt, s.Finished(id, now))
