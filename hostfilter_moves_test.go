@@ -246,21 +246,38 @@ func TestHostFilterNotInherited(t *testing.T) {
 // destination in tor1 in the next cycle) applies to that placement too:
 // the new filter allows only host 3, so b1 does not bind on its
 // destination; it waits in its queue and is placed only where the filter
-// allows. Before, the nomination bound it where its filter forbids.
+// allows. The same when the filter is set while b1 is still moving.
+// Before, the nomination bound it where its filter forbids.
 func TestHostFilterDropsForbiddenNomination(t *testing.T) {
+	t.Run("nominated", func(t *testing.T) { forbiddenDestination(t, false) })
+	t.Run("moving", func(t *testing.T) { forbiddenDestination(t, true) })
+}
+
+// forbiddenDestination is TestHostFilterDropsForbiddenNomination with
+// the filter set after b1 reports Migrated (nominated), or before (while
+// it moves: Migrated does not nominate it on its destination then).
+func forbiddenDestination(t *testing.T, moving bool) {
 	s, now := defragScheduler(t, &DefragConfig{}, 0)
 	d := s.Schedule(now)
 	if got := migrationIDs(d); !slices.Equal(got, []string{"b1", "b2"}) {
 		t.Fatalf("migrations %v, want [b1 b2]", got)
+	}
+	h3 := func(h topology.HostID) bool { return h == 3 }
+	if moving {
+		// Set while b1 still runs, before it reports Migrated.
+		if err := s.SetHostFilter("b1", HostFilter{Key: "h3", Allow: h3}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, id := range []string{"b1", "b2"} {
 		if err := s.Migrated(id, now.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	h3 := func(h topology.HostID) bool { return h == 3 }
-	if err := s.SetHostFilter("b1", HostFilter{Key: "h3", Allow: h3}); err != nil {
-		t.Fatal(err)
+	if !moving {
+		if err := s.SetHostFilter("b1", HostFilter{Key: "h3", Allow: h3}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for i := 2; i < 5; i++ {
 		d = s.Schedule(now.Add(time.Duration(i) * time.Minute))
