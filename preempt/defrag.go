@@ -175,7 +175,7 @@ type Restricted interface {
 	// MoveRequest returns the request j is placed with when it moves:
 	// its Spec's, resolved against the Snapshot's cluster (the same task
 	// groups, in order), with its restrictions; or nil. The planners
-	// only read it, and may keep it for the plan they return.
+	// only read it, and keep it no longer than the call.
 	MoveRequest(j *Job) *gang.Request
 }
 
