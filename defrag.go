@@ -335,8 +335,9 @@ var ErrNotMoving = errors.New("no migration in flight")
 // entry, has checkpointed and stopped at its old placement, at now. Its
 // old claims are released; its destination is held for it and it binds
 // there in the next cycle (a Binding), restarting from its checkpoint. If
-// the destination was taken meanwhile, it waits in its queue as a
-// requeued job would.
+// the destination was taken meanwhile, or a host filter set since the
+// move was planned forbids it (SetHostFilter), it waits in its queue as
+// a requeued job would.
 func (s *Scheduler) Migrated(id string, now time.Time) error {
 	if err := s.mutating("Migrated", id); err != nil {
 		return err
@@ -356,6 +357,9 @@ func (s *Scheduler) Migrated(id string, now time.Time) error {
 		return err
 	}
 	j := s.jobs.byID[id]
+	if !s.hosts.allows(j, to) {
+		return nil // a filter set since the move forbids its destination (hostfilter.go): it waits
+	}
 	s.noms.nominate(j, to, nil, s.adm.charge(to), now.Add(time.Hour))
 	return nil
 }

@@ -1,10 +1,12 @@
 package gpusched
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/gpusched/gpusched/preempt"
+	"github.com/gpusched/gpusched/topology"
 )
 
 // TestDefragScenarios runs the scripts in testdata/defrag with the
@@ -16,6 +18,9 @@ import (
 //	                         turn on Config.Defrag (before the first job),
 //	                         with consolidation when idle (the c- budget)
 //	migrated id=J [at=DUR]   the host moved J (Scheduler.Migrated)
+//	host-filter id=J hosts=H1,H2,...
+//	                         J may use only the named hosts
+//	                         (Scheduler.SetHostFilter; no hosts: none)
 func TestDefragScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata/defrag", func(t *testing.T, path string) {
 		h := &harness{}
@@ -55,6 +60,27 @@ func (h *harness) runDefrag(t *testing.T, td *datadriven.TestData) string {
 		var id string
 		td.ScanArgs(t, "id", &id)
 		if err := s.Migrated(id, now); err != nil {
+			return "error: " + err.Error()
+		}
+		return "ok"
+	case "host-filter":
+		s := h.sched(t)
+		var id, names string
+		td.ScanArgs(t, "id", &id)
+		td.MaybeScanArgs(t, "hosts", &names)
+		allowed := map[topology.HostID]bool{}
+		for _, n := range strings.Split(names, ",") {
+			if n == "" {
+				continue
+			}
+			hid, ok := s.Cluster().HostByName(n)
+			if !ok {
+				t.Fatalf("%s: no host %s", td.Pos, n)
+			}
+			allowed[hid] = true
+		}
+		f := HostFilter{Key: "hosts=" + names, Allow: func(h topology.HostID) bool { return allowed[h] }}
+		if err := s.SetHostFilter(id, f); err != nil {
 			return "error: " + err.Error()
 		}
 		return "ok"

@@ -444,6 +444,7 @@ func (s *Scheduler) growPlacement(j *job) (*gang.Placement, []int) {
 		return nil, nil
 	}
 	req.Seed = j.req.Seed
+	s.hosts.narrowGrow(j, req, gmap) // its host filter (hostfilter.go)
 	s.confine(req, j, p)
 	// MaxTasksPerHost counts the tasks j keeps: hosts at the cap are
 	// refused, and new tasks beyond it on a host left out.

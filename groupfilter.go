@@ -9,12 +9,14 @@ import (
 // 26, defect 4: the members of one Kubernetes gang with node selectors
 // that differ): for each job whose HostFilter has a Group restriction, a
 // copy of its request's groups, each with its own gang.Group.AllowHost.
-// Every placement the Scheduler makes or plans for the job goes through
-// cycleState.request, which gives the job's request these groups, so
-// every placer (binding, reservation, backfill, preemption and
-// defragmentation plans) honours them; the job-wide part of the filter
-// travels as the request's AllowHost (hostFilters.apply), which is never
-// nil for such a job.
+// Every placement the Scheduler makes or plans for the job while it
+// waits goes through cycleState.request, which gives the job's request
+// these groups, so every placer (binding, reservation, backfill,
+// preemption and defragmentation plans) honours them; the job-wide part
+// of the filter travels as the request's AllowHost (hostFilters.apply),
+// which is never nil for such a job. Once it runs, its moves are placed
+// with jobFilter.move, which holds them too, and its grows narrowed by
+// them (hostFilters.narrowGrow).
 //
 // Written only by set and drop (SetHostFilter); read by
 // cycleState.request. Not part of the saved state (as hostFilters).

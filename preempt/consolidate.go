@@ -41,7 +41,8 @@ type ConsolidateOptions struct {
 // jobs, then GPUs in use, then domain ID. A trial holds every free GPU of
 // the domain and of every wholly free domain at the level, then places
 // the domain's jobs (largest first, then by ID) with the Placer on what is
-// left; the first domain whose jobs all place is the plan. Since every
+// left, each with its spec or the request a Restricted Snapshot gives for
+// it; the first domain whose jobs all place is the plan. Since every
 // destination is free now and outside the held domains, carrying the plan
 // out frees the domain and keeps every wholly free domain free: the count
 // of wholly free domains at the level grows by at least one. CPU-only
@@ -128,7 +129,7 @@ func (s *Search) Consolidate(snap Snapshot, o ConsolidateOptions, now time.Time)
 	}
 	for _, i := range order {
 		cd := &cands[i]
-		if moves := s.consolidateTrial(l, doms, free, cd); moves != nil {
+		if moves := s.consolidateTrial(snap, doms, free, cd); moves != nil {
 			dp := &DefragPlan{Level: o.Level, Domain: cd.d, Exact: true}
 			for k, j := range cd.jobs {
 				milli, _ := j.shape(c)
@@ -178,10 +179,12 @@ func lostOf(j *Job, milli int64, now time.Time, nowNano int64) GPUTime {
 }
 
 // consolidateTrial holds the free GPUs of cd's domain and of every wholly
-// free domain of doms, places cd's jobs (largest first, then by ID) on
-// what is left and returns their destinations in cd.jobs' order, or nil
-// when one does not place. The ledger is left as it was.
-func (s *Search) consolidateTrial(l *topology.Ledger, doms []topology.DomainID, free func(topology.DomainID) bool, cd *consCand) []*gang.Placement {
+// free domain of doms, places cd's jobs (largest first, then by ID, each
+// with its moveRequest) on what is left of snap's ledger and returns
+// their destinations in cd.jobs' order, or nil when one does not place.
+// The ledger is left as it was.
+func (s *Search) consolidateTrial(snap Snapshot, doms []topology.DomainID, free func(topology.DomainID) bool, cd *consCand) []*gang.Placement {
+	l := snap.Ledger()
 	c := l.Cluster()
 	var held []topology.Claim
 	hold := func(d topology.DomainID) {
@@ -222,7 +225,7 @@ func (s *Search) consolidateTrial(l *topology.Ledger, doms []topology.DomainID, 
 	var placed []int
 	ok := true
 	for _, i := range idx {
-		req, _ := cd.jobs[i].request(c)
+		req := moveRequest(snap, cd.jobs[i], c)
 		var p gang.Placement
 		if s.cfg.Placer.Place(l, req, &p) != nil || l.TrialAllocate(p.Claims...) != nil {
 			ok = false

@@ -57,8 +57,9 @@ type moved struct {
 // same search as Plan (domains by lower bound, branch and bound or greedy,
 // reprieve), where a set is feasible when, with its jobs released, the
 // gang places and then every job of the set places again (largest first,
-// each with its own spec and the Placer, on what the gang and the jobs
-// placed before it leave). Any running job may move, whatever its
+// each with its own spec, or the request a Restricted Snapshot gives
+// for it, and the Placer, on what the gang and the jobs placed before it
+// leave). Any running job may move, whatever its
 // priority or queue (it keeps its queue's charge), except one that is
 // stopping, non-preemptible, inside its minimum run time, at its
 // preemption cap or at Config.MaxMigrations. Cost is the lost work of the migrated jobs (restart from
@@ -161,6 +162,36 @@ func (r *run) classifyMove(j *Job) (Exclusion, Ground, queue.NodeID) {
 	return 0, GroundMigration, -1
 }
 
+// Restricted is optionally implemented by a Snapshot whose jobs are
+// restricted beyond their specs (a host's node selectors, taints or
+// other per-job host filters): Defragment and Consolidate place each job
+// they move with the request MoveRequest returns for it, so that its
+// destination honours that request's AllowHost, AllowGPU and task
+// groups' AllowHost; a move that cannot is not planned (the search
+// looks for another set of moves, or returns none). Without it, or
+// where MoveRequest returns nil, a moved job is placed with its Spec
+// resolved against the Snapshot's cluster.
+type Restricted interface {
+	// MoveRequest returns the request j is placed with when it moves:
+	// its Spec's, resolved against the Snapshot's cluster (the same task
+	// groups, in order), with its restrictions; or nil. The planners
+	// only read it, and keep it no longer than the call.
+	MoveRequest(j *Job) *gang.Request
+}
+
+// moveRequest returns the request j is placed with when it moves: the
+// Snapshot's when it is Restricted (and names one), else j's spec
+// resolved against c.
+func moveRequest(snap Snapshot, j *Job, c *topology.Cluster) *gang.Request {
+	if rs, ok := snap.(Restricted); ok {
+		if req := rs.MoveRequest(j); req != nil {
+			return req
+		}
+	}
+	req, _ := j.request(c) // (checked valid when the job was classified)
+	return req
+}
+
 // request returns j's spec resolved against c (cached).
 func (j *Job) request(c *topology.Cluster) (*gang.Request, error) {
 	if j.req != nil && j.reqC == c && j.reqSpec == j.Spec {
@@ -197,7 +228,7 @@ func (r *run) replace() bool {
 	r.moves = r.moves[:0]
 	ok := true
 	for _, ui := range order {
-		req, _ := r.units[ui].job.request(r.c)
+		req := moveRequest(r.snap, r.units[ui].job, r.c)
 		var p gang.Placement
 		if r.s.cfg.Placer.Place(l, req, &p) != nil {
 			ok = false

@@ -57,5 +57,8 @@
 //
 // Defragment finds, for a gang blocked only by fragmentation, the cheapest
 // running jobs to migrate (checkpoint, stop, restart elsewhere) so that it
-// fits, with where each migrated job goes.
+// fits, with where each migrated job goes. A Snapshot whose jobs have
+// host restrictions beyond their specs implements Restricted: each moved
+// job (of Defragment and Consolidate) is placed with its own request, so
+// no move lands where it may not run.
 package preempt
