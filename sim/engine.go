@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -9,10 +10,10 @@ import (
 // EventID names no event.
 type EventID uint64
 
-// Engine is a discrete-event loop: events wait in a binary heap ordered by
-// (time, sequence number), so two events due at the same time fire in the
-// order they were scheduled, and the same schedule always replays the same
-// way. It starts no goroutines and never reads the clock; time is the
+// Engine is a discrete-event loop: events wait in a four-ary heap ordered
+// by (time, sequence number), so two events due at the same time fire in
+// the order they were scheduled, and the same schedule always replays the
+// same way. It starts no goroutines and never reads the clock; time is the
 // simulated offset from zero.
 //
 // Scheduling and firing an event allocate nothing once the engine has grown
@@ -22,8 +23,11 @@ type EventID uint64
 //
 // An Engine is not safe for concurrent use.
 type Engine struct {
-	now      time.Duration
-	seq      uint64
+	now time.Duration
+	// seq is the sequence number of the last event scheduled; it counts
+	// up to seqLimit, then the pending events are numbered afresh from 1
+	// in their order (renumber), which keeps the order of ties.
+	seq      uint32
 	heap     []entry
 	slots    []slot
 	free     []int32
@@ -36,17 +40,29 @@ type Engine struct {
 	hole bool
 }
 
+// entry is one scheduled event in the heap: 16 bytes, so that the four
+// children of a node fill one 64-byte cache line (the heap's array starts
+// three entries before a line's start: see grow). The entry is current
+// while its slot holds a function and the same sequence number; a canceled
+// event's entry stays until it reaches the top or the heap is compacted.
 type entry struct {
 	at   time.Duration
-	seq  uint64
-	slot int32
-	gen  uint32
+	seq  uint32
+	slot uint32
 }
 
+// slot holds a scheduled event's function. gen names the event in its
+// EventID (it changes when the slot is freed); seq is the sequence number
+// of the event's heap entry.
 type slot struct {
 	fn  func(now time.Duration)
 	gen uint32
+	seq uint32
 }
+
+// seqLimit is the last sequence number handed out before the pending
+// events are numbered afresh; tests lower it to exercise renumber.
+var seqLimit uint32 = 1<<32 - 1
 
 // NewEngine returns an empty engine at time zero.
 func NewEngine() *Engine { return &Engine{} }
@@ -79,10 +95,14 @@ func (e *Engine) Schedule(at time.Duration, fn func(now time.Duration)) EventID 
 		s = int32(len(e.slots))
 		e.slots = append(e.slots, slot{gen: 1})
 	}
+	if e.seq >= seqLimit {
+		e.renumber()
+	}
+	e.seq++
 	sl := &e.slots[s]
 	sl.fn = fn
-	e.seq++
-	e.push(entry{at: at, seq: e.seq, slot: s, gen: sl.gen})
+	sl.seq = e.seq
+	e.push(entry{at: at, seq: e.seq, slot: uint32(s)})
 	e.live++
 	return EventID(uint64(s)+1)<<32 | EventID(sl.gen)
 }
@@ -134,13 +154,13 @@ func (e *Engine) Step() bool {
 	for len(e.heap) > 0 {
 		top := e.heap[0]
 		sl := &e.slots[top.slot]
-		if sl.gen != top.gen || sl.fn == nil {
+		if sl.seq != top.seq || sl.fn == nil {
 			e.pop()
 			e.canceled--
 			continue
 		}
 		fn := sl.fn
-		e.release(top.slot)
+		e.release(int32(top.slot))
 		e.live--
 		e.now = top.at
 		e.fired++
@@ -157,7 +177,7 @@ func (e *Engine) Peek() (time.Duration, bool) {
 	for len(e.heap) > 0 {
 		top := e.heap[0]
 		sl := &e.slots[top.slot]
-		if sl.gen == top.gen && sl.fn != nil {
+		if sl.seq == top.seq && sl.fn != nil {
 			return top.at, true
 		}
 		e.pop()
@@ -201,6 +221,10 @@ func less(a, b *entry) bool {
 	return a.seq < b.seq
 }
 
+// The heap is four-ary: the children of entry i are 4i+1 … 4i+4, its
+// parent (i-1)/4. Half the levels of a binary heap, and a node's children
+// share one cache line.
+
 // push adds x to the heap: into the hole a fired event left at the top if
 // there is one (replace-top, one sift down), else at the end (sift up).
 func (e *Engine) push(x entry) {
@@ -209,8 +233,25 @@ func (e *Engine) push(x entry) {
 		e.fill(x)
 		return
 	}
-	e.heap = append(e.heap, x)
+	if len(e.heap) == cap(e.heap) {
+		e.grow()
+	}
+	e.heap = e.heap[:len(e.heap)+1]
 	e.up(len(e.heap)-1, x)
+}
+
+// grow doubles the heap's capacity. The array is allocated a power of two
+// entries long (at least four), which Go's allocator places on a 64-byte
+// boundary, and the heap starts three entries into it, so that each group
+// of four siblings, 4i+1 … 4i+4, lies on one cache line.
+func (e *Engine) grow() {
+	n := 4
+	for n-3 <= len(e.heap) {
+		n *= 2
+	}
+	h := make([]entry, n)[3:][:len(e.heap)]
+	copy(h, e.heap)
+	e.heap = h
 }
 
 // settle removes the fired entry left at the top, if any.
@@ -233,41 +274,67 @@ func (e *Engine) pop() {
 }
 
 // fill puts x at the top in place of the entry there, restoring the heap
-// order bottom-up: the vacancy walks down to a leaf along the smaller
-// children (one comparison per level), then x sifts up from there. x is
-// usually late (the last entry, or an event scheduled ahead of now), so it
-// rarely climbs far: about half the comparisons of a classic sift down.
+// order bottom-up: the vacancy walks down to a leaf along the least
+// children, then x sifts up from there. x is usually late (the last entry,
+// or an event scheduled ahead of now), so it rarely climbs far.
 func (e *Engine) fill(x entry) {
 	h := e.heap
 	n := len(h)
 	i := 0
-	// Both children exist: pick the smaller without a hard-to-predict
-	// branch (ties in time are rare; their sequence decides apart).
-	for c := 1; c+1 < n; c = 2*i + 1 {
-		l, r := &h[c], &h[c+1]
-		d := 0
-		if r.at < l.at {
-			d = 1
+	// All four children exist: the least of each pair by time, then of
+	// the two pairs, held in registers and picked without branches; a tie
+	// in time (rare) takes the exact comparison.
+	for c := 1; c+3 < n; c = 4*i + 1 {
+		g := h[c : c+4 : c+4]
+		t0, t1, t2, t3 := g[0].at, g[1].at, g[2].at, g[3].at
+		d01, d23 := b2i(t1 < t0), b2i(t3 < t2)
+		m, q := min(t0, t1), min(t2, t3)
+		d := b2i(q < m)
+		j := d01 ^ ((d01 ^ (2 + d23)) & -d)
+		if b2i(t0 == t1)|b2i(t2 == t3)|b2i(q == m) != 0 {
+			j = least4(g)
 		}
-		if r.at == l.at && r.seq < l.seq {
-			d = 1
-		}
-		c += d
-		h[i] = h[c]
-		i = c
+		h[i] = g[j&3]
+		i = c + j
 	}
-	if c := 2*i + 1; c < n { // a last child alone
-		h[i] = h[c]
-		i = c
+	if c := 4*i + 1; c < n { // a last group of one to three children
+		m := c
+		for k := c + 1; k < n; k++ {
+			if less(&h[k], &h[m]) {
+				m = k
+			}
+		}
+		h[i] = h[m]
+		i = m
 	}
 	e.up(i, x)
+}
+
+// b2i returns 1 for true and 0 for false, without a branch.
+func b2i(b bool) int {
+	i := 0
+	if b {
+		i = 1
+	}
+	return i
+}
+
+// least4 returns the index of the least of four entries, in full order.
+func least4(g []entry) int {
+	m := 0
+	for k := 1; k < 4; k++ {
+		if less(&g[k], &g[m]) {
+			m = k
+		}
+	}
+	return m
 }
 
 // up places x at index i or above, moving larger parents down.
 func (e *Engine) up(i int, x entry) {
 	h := e.heap
 	for i > 0 {
-		p := (i - 1) / 2
+		p := (i - 1) / 4
 		if !less(&x, &h[p]) {
 			break
 		}
@@ -283,16 +350,37 @@ func (e *Engine) compact() {
 	h := e.heap[:0]
 	for _, x := range e.heap {
 		sl := &e.slots[x.slot]
-		if sl.gen == x.gen && sl.fn != nil {
+		if sl.seq == x.seq && sl.fn != nil {
 			h = append(h, x)
 		}
 	}
 	e.heap = h
 	e.canceled = 0
 	e.hole = false
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		e.down(i)
+	if len(h) > 1 {
+		for i := (len(h) - 2) / 4; i >= 0; i-- {
+			e.down(i)
+		}
 	}
+}
+
+// renumber compacts the heap and numbers the pending events afresh, 1 … n
+// in their order, so that sequence numbers never wrap (once in four
+// billion events). The heap stays a heap: a sorted array is one.
+func (e *Engine) renumber() {
+	e.compact()
+	h := e.heap
+	slices.SortFunc(h, func(a, b entry) int {
+		if less(&a, &b) {
+			return -1
+		}
+		return 1
+	})
+	for i := range h {
+		h[i].seq = uint32(i + 1)
+		e.slots[h[i].slot].seq = uint32(i + 1)
+	}
+	e.seq = uint32(len(h))
 }
 
 // down sifts the entry at i down (classic, for heapify).
@@ -301,18 +389,21 @@ func (e *Engine) down(i int) {
 	n := len(h)
 	x := h[i]
 	for {
-		c := 2*i + 1
+		c := 4*i + 1
 		if c >= n {
 			break
 		}
-		if r := c + 1; r < n && less(&h[r], &h[c]) {
-			c = r
+		m := c
+		for k := c + 1; k < c+4 && k < n; k++ {
+			if less(&h[k], &h[m]) {
+				m = k
+			}
 		}
-		if !less(&h[c], &x) {
+		if !less(&h[m], &x) {
 			break
 		}
-		h[i] = h[c]
-		i = c
+		h[i] = h[m]
+		i = m
 	}
 	h[i] = x
 }

@@ -83,6 +83,11 @@ type Ledger struct {
 	cpuFree    []int64
 	memFree    []int64
 
+	// The per-domain counters are kept for the host, network, cluster
+	// and fabric domains; a domain inside a host (NUMA node, PCIe switch)
+	// holds inside (-1) in all three, and its figures are summed from its
+	// few GPUs when asked (ledger_inside.go), so that a change of a GPU
+	// updates only the domains from its host up and its fabric domain.
 	freeWhole []int32 // per domain: free allocatable GPUs
 	freeMilli []int64 // per domain: free milli-GPU on allocatable GPUs
 	healthy   []int32 // per domain: allocatable GPUs; shared with clones while healthyShared
@@ -138,7 +143,9 @@ func NewLedger(c *Cluster) *Ledger {
 			l.healthy[d] = n
 			l.freeMilli[d] = int64(n) * MilliPerGPU
 		}
+		l.markInside(0)
 	} else {
+		l.markInside(0)
 		// Removed hosts are out of service for good: count GPU by GPU.
 		for h := range c.hosts {
 			if c.Removed(HostID(h)) {
@@ -218,16 +225,36 @@ func (l *Ledger) CopyFrom(src *Ledger) {
 // not counts and need not increase.
 func (l *Ledger) HostGeneration(h HostID) uint64 { return l.hostGen[h] }
 
-// FreeGPUs returns the number of free allocatable GPUs in domain d. O(1).
-func (l *Ledger) FreeGPUs(d DomainID) int { return int(l.freeWhole[d]) }
+// FreeGPUs returns the number of free allocatable GPUs in domain d. O(1);
+// for a domain inside a host, O(its GPUs).
+func (l *Ledger) FreeGPUs(d DomainID) int {
+	if n := l.freeWhole[d]; n != inside {
+		return int(n)
+	}
+	free, _, _ := l.insideCounts(d)
+	return int(free)
+}
 
 // FreeMilli returns the free milli-GPU on allocatable GPUs of domain d,
-// counting partly used GPUs. O(1).
-func (l *Ledger) FreeMilli(d DomainID) int64 { return l.freeMilli[d] }
+// counting partly used GPUs. O(1); for a domain inside a host, O(its GPUs).
+func (l *Ledger) FreeMilli(d DomainID) int64 {
+	if n := l.freeMilli[d]; n != inside {
+		return n
+	}
+	_, milli, _ := l.insideCounts(d)
+	return milli
+}
 
 // HealthyGPUs returns the number of allocatable GPUs of domain d (healthy,
-// on a healthy host), used or not. O(1).
-func (l *Ledger) HealthyGPUs(d DomainID) int { return int(l.healthy[d]) }
+// on a healthy host), used or not. O(1); for a domain inside a host, O(its
+// GPUs).
+func (l *Ledger) HealthyGPUs(d DomainID) int {
+	if n := l.healthy[d]; n != inside {
+		return int(n)
+	}
+	_, _, ok := l.insideCounts(d)
+	return int(ok)
+}
 
 // HostFreeGPUs returns the number of free allocatable GPUs on host h. O(1).
 func (l *Ledger) HostFreeGPUs(h HostID) int { return int(l.freeWhole[l.c.hosts[h].domain]) }
@@ -305,21 +332,25 @@ func (l *Ledger) adjust(g GPUID, dFree int32, dMilli int64, dOK int32) {
 	}
 }
 
-// count adds deltas to the counters of every domain containing g; while
-// a claim is batched, those of the domains from g's host up are gathered
-// in l.batch instead (endClaim applies them).
+// count adds deltas to the counters of the domains containing g from its
+// host up (those inside the host keep none) and of its fabric domain;
+// while a claim is batched, those of the domains from g's host up are
+// gathered in l.batch instead (endClaim applies them).
 func (l *Ledger) count(g GPUID, dFree int32, dMilli int64, dOK int32) {
 	c := l.c
 	x := &c.gpus[g]
-	end := x.ancLo + x.ancN
 	if b := &l.batch; b.on {
-		end -= l.sharedAnc()
 		b.gpu = g
 		b.free += dFree
 		b.milli += dMilli
 		b.ok += dOK
+		if x.fabric != NoDomain {
+			l.batchFabric(x.fabric, dFree, dMilli, dOK)
+		}
+		return
 	}
-	anc := c.anc[x.ancLo:end]
+	end := x.ancLo + x.ancN
+	anc := c.anc[end-l.sharedAnc() : end]
 	for _, d := range anc {
 		l.freeWhole[d] += dFree
 		l.freeMilli[d] += dMilli
@@ -519,10 +550,11 @@ func (l *Ledger) applyClaim(ci int, cl *Claim, health bool) error {
 		return l.fail("allocate", ci, h, NoGPU, ErrNoMemory, "needs %d MiB, %d free", cl.MemoryMiB, l.memFree[h])
 	}
 	usable := l.HostUsable(h)
+	first, n := l.c.hosts[h].gpuLo, uint(l.c.hosts[h].nGPU) // h's GPUs: first … first+n-1
 	l.beginClaim()
 	for gi := range cl.GPUs {
 		gc := cl.GPUs[gi]
-		if gc.GPU < 0 || int(gc.GPU) >= len(l.gpu) || l.c.gpus[gc.GPU].host != h {
+		if uint(gc.GPU-first) >= n {
 			l.undoClaimGPUs(cl, gi)
 			l.endClaim()
 			return l.fail("allocate", ci, h, NoGPU, ErrBadClaim, "GPU id %d is not on host %s", gc.GPU, l.c.hosts[h].name)
@@ -577,12 +609,13 @@ func (l *Ledger) releaseClaim(ci int, cl *Claim) error {
 			cl.MemoryMiB, l.c.hosts[h].memMiB-l.memFree[h])
 	}
 	usable := l.HostUsable(h)
+	first, n := l.c.hosts[h].gpuLo, uint(l.c.hosts[h].nGPU) // h's GPUs: first … first+n-1
 	l.beginClaim()
 	for gi := range cl.GPUs {
 		gc := cl.GPUs[gi]
 		var err error
 		switch {
-		case gc.GPU < 0 || int(gc.GPU) >= len(l.gpu) || l.c.gpus[gc.GPU].host != h:
+		case uint(gc.GPU-first) >= n:
 			err = l.fail("release", ci, h, NoGPU, ErrBadClaim, "GPU id %d is not on host %s", gc.GPU, l.c.hosts[h].name)
 		case gc.Kind == ClaimWhole && l.giveWhole(gc.GPU, usable):
 		default:
@@ -935,9 +968,14 @@ func (l *Ledger) Check() error {
 		}
 	}
 	for d := range c.domains {
-		if free[d] != l.freeWhole[d] || milli[d] != l.freeMilli[d] || ok[d] != l.healthy[d] {
+		if c.domains[d].level < 0 && (l.freeWhole[d] != inside || l.freeMilli[d] != inside || l.healthy[d] != inside) {
+			return fmt.Errorf("domain %s: counters free=%d milli=%d healthy=%d kept inside a host, want none",
+				c.DomainName(DomainID(d)), l.freeWhole[d], l.freeMilli[d], l.healthy[d])
+		}
+		id := DomainID(d)
+		if f, m, o := l.FreeGPUs(id), l.FreeMilli(id), l.HealthyGPUs(id); int32(f) != free[d] || m != milli[d] || int32(o) != ok[d] {
 			return fmt.Errorf("domain %s: counters free=%d milli=%d healthy=%d, recomputed %d %d %d",
-				c.DomainName(DomainID(d)), l.freeWhole[d], l.freeMilli[d], l.healthy[d], free[d], milli[d], ok[d])
+				c.DomainName(id), f, m, o, free[d], milli[d], ok[d])
 		}
 	}
 	for h := range c.hosts {

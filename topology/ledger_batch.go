@@ -4,8 +4,9 @@ package topology
 // domains they share — their host, its network domains and the root — so
 // that a claim of n GPUs updates those once instead of n times (Allocate
 // and Release of a 512-GPU gang touch 64 hosts, not 512 GPUs' worth of
-// ancestors). Each GPU's own domains below the host (NUMA node, PCIe
-// switches) and its fabric domain are still updated GPU by GPU.
+// ancestors); and those of their fabric domain, once per run of GPUs in
+// the same fabric domain (all of a host's, on every preset). The domains
+// inside a host keep no counters (ledger_inside.go).
 //
 // Owned by the Ledger; only beginClaim, count, touchGPU and endClaim use
 // it. The counters of the shared domains are stale between beginClaim and
@@ -23,6 +24,14 @@ type claimBatch struct {
 	milli   int64
 	ok      int32
 	touched bool
+	// fab is the fabric domain of the GPUs counted last (NoDomain: none),
+	// fabFree, fabMilli and fabOK their summed deltas, fabTouched that
+	// its index entry needs marking; flushFabric applies them.
+	fab        DomainID
+	fabFree    int32
+	fabMilli   int64
+	fabOK      int32
+	fabTouched bool
 }
 
 // beginClaim starts batching the counter changes of GPUs that all lie on
@@ -31,7 +40,41 @@ func (l *Ledger) beginClaim() {
 	if l.slim {
 		return
 	}
-	l.batch = claimBatch{on: true, gpu: NoGPU}
+	l.batch = claimBatch{on: true, gpu: NoGPU, fab: NoDomain}
+}
+
+// batchFabric adds one GPU's deltas for its fabric domain fab (not
+// NoDomain) to the batch, applying those of the run before when fab
+// differs.
+func (l *Ledger) batchFabric(fab DomainID, dFree int32, dMilli int64, dOK int32) {
+	b := &l.batch
+	if b.fab != fab {
+		l.flushFabric()
+		b.fab = fab
+	}
+	b.fabFree += dFree
+	b.fabMilli += dMilli
+	b.fabOK += dOK
+}
+
+// flushFabric applies the batched deltas of the fabric domain b.fab and
+// marks its index entry, and empties them.
+func (l *Ledger) flushFabric() {
+	b := &l.batch
+	d := b.fab
+	if d == NoDomain {
+		return
+	}
+	l.freeWhole[d] += b.fabFree
+	l.freeMilli[d] += b.fabMilli
+	if b.fabOK != 0 {
+		l.ownHealthy()
+		l.healthy[d] += b.fabOK
+	}
+	if b.fabTouched {
+		l.idx.touchDomain(d, LevelFabric)
+	}
+	b.fab, b.fabFree, b.fabMilli, b.fabOK, b.fabTouched = NoDomain, 0, 0, 0, false
 }
 
 // sharedAnc returns how many of a GPU's ancestors (the last ones) are
@@ -42,9 +85,13 @@ func (l *Ledger) sharedAnc() int32 { return int32(l.c.LevelCluster()) }
 // endClaim applies the batched changes to the shared domains and marks
 // their index entries; a no-op when not batching.
 func (l *Ledger) endClaim() {
+	if !l.batch.on {
+		return
+	}
+	l.flushFabric()
 	b := l.batch
 	l.batch = claimBatch{}
-	if !b.on || b.gpu == NoGPU {
+	if b.gpu == NoGPU {
 		return
 	}
 	c := l.c

@@ -190,12 +190,19 @@ func (x *ledgerIndex) copyFrom(s *ledgerIndex) {
 func (l *Ledger) touchGPU(g GPUID) {
 	x := &l.idx
 	gg := &l.c.gpus[g]
+	if b := &l.batch; b.on { // the host, its networks and fabric: once, at endClaim
+		b.touched = true
+		switch gg.fabric {
+		case NoDomain:
+		case b.fab:
+			b.fabTouched = true
+		default:
+			x.touchDomain(gg.fabric, LevelFabric)
+		}
+		return
+	}
 	if gg.fabric != NoDomain {
 		x.touchDomain(gg.fabric, LevelFabric)
-	}
-	if l.batch.on { // the host and its networks: once, at endClaim
-		l.batch.touched = true
-		return
 	}
 	x.touchHost(gg.host, l.c.hosts[gg.host].parent)
 	top := gg.ancLo + gg.ancN

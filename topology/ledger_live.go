@@ -52,6 +52,7 @@ func (l *Ledger) Follow(next *Cluster) error {
 	l.freeMilli = append(l.freeMilli, make([]int64, len(next.domains)-nd)...)
 	l.ownHealthy() // before appending into a backing array a clone may share
 	l.healthy = append(l.healthy, make([]int32, len(next.domains)-nd)...)
+	l.markInside(DomainID(nd))
 	x := &l.idx
 	for range len(next.hosts) - nh {
 		x.hostFree = append(x.hostFree, -1)
