@@ -274,8 +274,10 @@ type GPUStatus struct {
 }
 
 // GPU returns the occupancy of GPU g.
-func (l *Ledger) GPU(g GPUID) GPUStatus {
-	s := l.gpu[g]
+func (l *Ledger) GPU(g GPUID) GPUStatus { return statusOf(l.gpu[g]) }
+
+// statusOf is a GPU's state as GPU reports it.
+func statusOf(s gpuState) GPUStatus {
 	return GPUStatus{Mode: s.mode, UsedMilli: int(s.used), MIGSlots: s.mig, Health: s.health}
 }
 

@@ -14,12 +14,13 @@ package topology
 // Track takes the copy lazily (occupancy_track.go): then o reads a host
 // from the ledger it tracks until either changes the host.
 type Occupancy struct {
-	l Ledger // slim: no counters, indexes or stamps (see Ledger.slim)
-	// base is the ledger o tracks (nil: o holds every host itself); held
-	// says which hosts o holds (held[h] == epoch).
-	base  *Ledger
-	held  []uint32
-	epoch uint32
+	// l is slim: no counters, indexes or stamps (see Ledger.slim). Its
+	// arrays hold o's state while o tracks no ledger.
+	l Ledger
+	// base is the ledger o tracks (nil: o holds every host itself, in
+	// l); t the hosts o holds meanwhile.
+	base *Ledger
+	t    tracking
 }
 
 // Occupancy returns a new Occupancy holding l's current occupancy.
@@ -50,21 +51,30 @@ func (o *Occupancy) Cluster() *Cluster { return o.l.c }
 
 // Allocate applies claims all or nothing, as Ledger.Allocate does.
 func (o *Occupancy) Allocate(claims ...Claim) error {
-	o.holdClaims(claims)
+	if o.base != nil {
+		return o.apply(claims, allocateOn)
+	}
 	return o.l.Allocate(claims...)
 }
 
 // Release returns what claims took, all or nothing, as Ledger.Release
 // does.
 func (o *Occupancy) Release(claims ...Claim) error {
-	o.holdClaims(claims)
+	if o.base != nil {
+		return o.apply(claims, releaseOn)
+	}
 	return o.l.Release(claims...)
 }
+
+func allocateOn(l *Ledger, claims []Claim) error { return l.Allocate(claims...) }
+func releaseOn(l *Ledger, claims []Claim) error  { return l.Release(claims...) }
 
 // GPU returns the occupancy of GPU g.
 func (o *Occupancy) GPU(g GPUID) GPUStatus {
 	if o.base != nil {
-		o.hold(o.l.c.gpus[g].host)
+		h := o.l.c.gpus[g].host
+		x := o.held(h)
+		return statusOf(o.t.gpus[x.gpu+int32(g-o.l.c.hosts[h].gpuLo)])
 	}
 	return o.l.GPU(g)
 }
@@ -72,7 +82,7 @@ func (o *Occupancy) GPU(g GPUID) GPUStatus {
 // CPUFree returns the unallocated CPU of host h in milli-cores.
 func (o *Occupancy) CPUFree(h HostID) int64 {
 	if o.base != nil {
-		o.hold(h)
+		return o.held(h).cpuFree
 	}
 	return o.l.cpuFree[h]
 }
@@ -80,7 +90,7 @@ func (o *Occupancy) CPUFree(h HostID) int64 {
 // MemoryFree returns the unallocated memory of host h in MiB.
 func (o *Occupancy) MemoryFree(h HostID) int64 {
 	if o.base != nil {
-		o.hold(h)
+		return o.held(h).memFree
 	}
 	return o.l.memFree[h]
 }
