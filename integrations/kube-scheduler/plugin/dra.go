@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/gpusched/gpusched/internal/devname"
 	"github.com/gpusched/gpusched/topology"
 )
 
@@ -367,7 +368,8 @@ func (d *drat) ours(c *resourceapi.ResourceClaim) bool {
 // readSlices rebuilds the GPU nodes when the driver's slices changed:
 // per node, its "gpu" devices (devices with a type attribute "gpu", or
 // none and no MIG profile) ordered by their index attribute, else minor,
-// else name, as importers/dra orders them. Of a pool published in several
+// else name in natural order (gpu-2 before gpu-10), as importers/dra
+// orders them. Of a pool published in several
 // generations only the newest counts.
 func (d *drat) readSlices() {
 	list, err := d.io.listSlices()
@@ -446,7 +448,7 @@ func (d *drat) readSlices() {
 	}
 	for node, gs := range found {
 		slices.SortFunc(gs, func(a, b gpu) int {
-			return cmp.Or(cmp.Compare(a.index, b.index), cmp.Compare(a.minor, b.minor), strings.Compare(a.name, b.name))
+			return cmp.Or(cmp.Compare(a.index, b.index), cmp.Compare(a.minor, b.minor), devname.Compare(a.name, b.name))
 		})
 		n := d.nodes[node]
 		numa := make([]int64, len(gs))
