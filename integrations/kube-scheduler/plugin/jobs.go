@@ -194,10 +194,10 @@ func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
 			// Several MIG devices: a task each, on one host; a gang of
 			// such pods goes whole on one host (dra_migs.go).
 			if !inGang && len(members) > 1 {
-				return fail("%s: several pods of several MIG devices in one job", podField(m, "resourceClaims"))
+				return fail("%s: several pods of several MIG devices or shares in one job", podField(m, "resourceClaims"))
 			}
 			if spec.MaxTasksPerHost > 0 {
-				return fail("%s: a gang of pods with several MIG devices is placed on one node, which its pods' anti-affinity or spread on the hostname forbids", podField(m, "resourceClaims"))
+				return fail("%s: a gang of pods with several MIG devices or shares is placed on one node, which its pods' anti-affinity or spread on the hostname forbids", podField(m, "resourceClaims"))
 			}
 			if !j.several {
 				spec.Topology = append(spec.Topology, onOneHost)
