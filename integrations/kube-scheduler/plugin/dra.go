@@ -133,6 +133,9 @@ type drat struct {
 
 	nodeCache map[string]draNodeCopy
 	pods      map[types.UID]*draPod
+	// pend are the claims several unbound pods name before any holds
+	// them (scheduler mode; nil in placement mode: dra_shared.go).
+	pend *pendingShares
 	// stale are claims to release (see view).
 	stale []claimRef
 
@@ -207,6 +210,9 @@ type draPod struct {
 	// unkept says why no node keeps its claims' constraints this cycle
 	// (constrain, dra_constraint.go); "" when one does or it has none.
 	unkept string
+	// sharedWith names the gang member that holds a claim it shares with
+	// it, placed with it on one node (dra_shared.go); "" when none.
+	sharedWith string
 }
 
 // gpuClaim is one ResourceClaim of a pod whose requests are GPUs.
@@ -284,6 +290,7 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 	live := map[types.UID]bool{}
 	next := make(map[types.UID]*draPod, len(d.pods))
 	d.stale = d.stale[:0]
+	d.pend.collect(pods) // (dra_shared.go)
 	for _, p := range pods {
 		if !isTerminal(p) {
 			live[p.UID] = true
@@ -293,6 +300,7 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 			continue
 		}
 		dp := d.withChannels(d.pod(p))
+		d.markShared(dp) // (dra_shared.go)
 		next[p.UID] = dp
 		po := d.constrain(dp, assigned(p.UID))
 		if po == nil {
@@ -742,7 +750,7 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 			continue
 		}
 		claims = append(claims, c)
-		kb.WriteString(c.Name + "@" + c.ResourceVersion + ";" + d.classKey(c))
+		kb.WriteString(c.Name + "@" + c.ResourceVersion + ";" + d.classKey(c) + d.pend.key(c))
 	}
 	key := kb.String() + d.sliceKey
 	if old, ok := d.pods[p.UID]; ok && old.src == p && old.key == key {
@@ -763,6 +771,9 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 		}
 		if heldByAnother(c, p) {
 			shared = append(shared, d.allocNode(c))
+			continue
+		}
+		if d.pend.follows(dp, p, c) { // (another pod names it and holds it first: dra_shared.go)
 			continue
 		}
 		if slices.ContainsFunc(reqs, func(r gpuRequest) bool { return r.unpicked }) {

@@ -1068,6 +1068,9 @@ func (h *host) submitError(j *podJob, err error) string {
 		if j.several && len(j.all()) > 1 {
 			msg += "; a gang of pods with several MIG devices or shares goes whole on one node (the library keeps a pod's MIG devices or shares together only by keeping its job on one host)"
 		}
+		if j.sharesClaim {
+			msg += "; its pods share a GPU ResourceClaim, whose devices are one node's, so the gang goes whole on one node"
+		}
 		return msg
 	}
 	return fmt.Sprintf("%s: %v", podField(p, "spec"), err)
