@@ -140,3 +140,50 @@ func createSharesClaim(ctx context.Context, t *testing.T, c kubernetes.Interface
 		t.Fatalf("claim %s: %v", name, err)
 	}
 }
+
+// TestDRAGangSharedClaim (issue 27): a gang of three pods that all name
+// one ResourceClaim of 2 GPUs, each with a 1-GPU claim of its own, on two
+// DGX H100s, one with 3 GPUs taken: the claim is allocated once, reserved
+// for all three (kube's DynamicResources adds the followers), and the
+// whole gang runs on the node of its devices, no device in two claims.
+func TestDRAGangSharedClaim(t *testing.T) {
+	ctx := context.Background()
+	cp := startControlPlane(t)
+	c := cp.Client
+	createNamespace(ctx, t, c, systemNS)
+	createQueueConfigMap(ctx, t, c, queuesYAML)
+	createDRAClasses(ctx, t, c)
+	for _, n := range []string{"dgx-1", "dgx-2"} {
+		createNode(ctx, t, c, nodeSpec{Name: n})
+		publishDGX(ctx, t, c, n)
+	}
+	startInProcess(t, cp, schedModeConfig, app.WithPlugin(plugin.Name, plugin.New))
+	batch := map[string]string{queueLabel: "batch"}
+	createClaim(ctx, t, c, "busy", gpuClass, 3)
+	createDRAPod(ctx, t, c, "busy", batch, "busy")
+	waitBound(ctx, t, c, "default", []string{"busy"}, 60*time.Second)
+
+	gang := map[string]string{queueLabel: "batch", plugin.DefaultGangLabel: "g", plugin.DefaultGangSizeKey: "3"}
+	createClaim(ctx, t, c, "g-shared", gpuClass, 2)
+	members := []string{"g-0", "g-1", "g-2"}
+	for _, m := range members {
+		createClaim(ctx, t, c, m+"-own", gpuClass, 1)
+		createDRAPod(ctx, t, c, m, gang, "g-shared", m+"-own")
+	}
+	bound := waitBound(ctx, t, c, "default", members, 90*time.Second)
+	cl, err := c.ResourceV1().ResourceClaims("default").Get(ctx, "g-shared", metav1.GetOptions{})
+	if err != nil || cl.Status.Allocation == nil || len(cl.Status.Allocation.Devices.Results) != 2 {
+		t.Fatalf("claim g-shared: %v %+v", err, cl.Status)
+	}
+	on := cl.Status.Allocation.Devices.Results[0].Pool
+	for _, m := range members {
+		if bound[m].Spec.NodeName != on {
+			t.Errorf("%s on %s, claim g-shared on %s", m, bound[m].Spec.NodeName, on)
+		}
+		if !slices.ContainsFunc(cl.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == bound[m].UID }) {
+			t.Errorf("claim g-shared not reserved for %s: %+v", m, cl.Status.ReservedFor)
+		}
+	}
+	t.Logf("gang on %s; g-shared names %s and %s, reserved for %d pods", on, cl.Status.Allocation.Devices.Results[0].Device, cl.Status.Allocation.Devices.Results[1].Device, len(cl.Status.ReservedFor))
+	devicesOnce(ctx, t, c)
+}
