@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/gpusched/gpusched/topology"
 )
 
 // sharesClaim is a claim with one request per mem, each for a share of
@@ -150,4 +152,52 @@ func TestDRAPlacementSeveralShares(t *testing.T) {
 	hs2.bind(small, node)
 	hs2.check()
 	sharedUse(t, f)
+}
+
+// TestDRASeveralSharesGang (scheduler mode): a gang of two pods of two
+// 30Gi shares each goes whole on one node (as a gang of pods of several
+// MIG devices does), no GPU past its 80Gi; a restarted scheduler holds
+// all four shares.
+func TestDRASeveralSharesGang(t *testing.T) {
+	f := newFakeDRA()
+	f.slices = []*resourceapi.ResourceSlice{sharedSlice("s-1", 2), sharedSlice("s-2", 2)}
+	g := map[string]string{DefaultGangLabel: "g", DefaultGangSizeKey: "2"}
+	h, io := newDRAHost(t, f, node("s-1", -1, nil), node("s-2", -1, nil))
+	for _, m := range []string{"g-0", "g-1"} {
+		f.put(sharesClaim(m, 2, "30Gi"))
+		p := draPodOf(m, m)
+		p.Labels = g
+		io.pods = append(io.pods, p)
+	}
+	ctx := context.Background()
+	h.cycle(ctx)
+	if len(io.activated) != 2 {
+		t.Fatalf("activated %v; pending %v", io.activated, io.pending)
+	}
+	pools := map[string]bool{}
+	for _, m := range []string{"g-0", "g-1"} {
+		for _, r := range f.claims["default/"+m].Status.Allocation.Devices.Results {
+			pools[r.Pool] = true
+		}
+	}
+	if len(pools) != 1 {
+		t.Errorf("the gang's shares on nodes %v, want one", sortedKeys(pools))
+	}
+	sharedUse(t, f)
+	for i, p := range io.pods {
+		a, _ := h.assignmentOf(p.UID)
+		b := p.DeepCopy()
+		b.Spec.NodeName = a.node
+		io.pods[i] = b
+	}
+	h2, io2 := newDRAHost(t, f, node("s-1", -1, nil), node("s-2", -1, nil))
+	io2.pods = slices.Clone(io.pods)
+	h2.cycle(ctx)
+	used := 0
+	for gpu := range 4 {
+		used += int(h2.s.Ledger().GPU(topology.GPUID(gpu)).UsedMilli)
+	}
+	if used != 4*375 {
+		t.Errorf("the restarted ledger holds %d milli-GPU of shares, the claims %d", used, 4*375)
+	}
 }
