@@ -52,7 +52,8 @@ type pendingShares struct {
 	named map[string][]*v1.Pod
 }
 
-// collect finds, among pods, the claims several unbound pods name.
+// collect finds, among pods, the claims several unbound pods name (by
+// resourceClaimName: a claim made from a template is its pod's alone).
 // O(pods × their claims).
 func (s *pendingShares) collect(pods []*v1.Pod) {
 	if s == nil {
@@ -60,12 +61,16 @@ func (s *pendingShares) collect(pods []*v1.Pod) {
 	}
 	named := map[string][]*v1.Pod{}
 	for _, p := range pods {
-		if p.Spec.NodeName != "" || isTerminal(p) {
+		if len(p.Spec.ResourceClaims) == 0 || p.Spec.NodeName != "" || isTerminal(p) {
 			continue
 		}
 		for _, rc := range p.Spec.ResourceClaims {
-			if name := claimName(p, rc); name != "" && !slices.Contains(named[p.Namespace+"/"+name], p) {
-				named[p.Namespace+"/"+name] = append(named[p.Namespace+"/"+name], p)
+			if rc.ResourceClaimName == nil {
+				continue
+			}
+			k := p.Namespace + "/" + *rc.ResourceClaimName
+			if !slices.Contains(named[k], p) {
+				named[k] = append(named[k], p)
 			}
 		}
 	}
