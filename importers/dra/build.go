@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpusched/gpusched/internal/devname"
 	"github.com/gpusched/gpusched/topology"
 	"github.com/gpusched/gpusched/topology/nvml"
 )
@@ -514,7 +515,7 @@ func attachMIG(list []*node, res *Result) error {
 		}
 	}
 	slices.SortStableFunc(res.MIG, func(a, b MIGDevice) int {
-		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.GPU, b.GPU), cmp.Compare(a.Device, b.Device))
+		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.GPU, b.GPU), devname.Compare(a.Device, b.Device))
 	})
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpusched/gpusched/internal/devname"
 	"github.com/gpusched/gpusched/internal/quantity"
 	"github.com/gpusched/gpusched/topology"
 )
@@ -304,11 +305,12 @@ func profileSlices(p string) (int, error) {
 	return n, nil
 }
 
-// sortGPUs orders a node's GPUs by index, else minor, else name, and
+// sortGPUs orders a node's GPUs by index, else minor, else name in
+// natural order (devname.Compare), and
 // assigns indices 0..n-1 where none are given.
 func sortGPUs(gs []*gpuDev) error {
 	slices.SortFunc(gs, func(a, b *gpuDev) int {
-		return cmp.Or(cmp.Compare(a.index, b.index), cmp.Compare(a.minor, b.minor), cmp.Compare(a.dev.Name, b.dev.Name))
+		return cmp.Or(cmp.Compare(a.index, b.index), cmp.Compare(a.minor, b.minor), devname.Compare(a.dev.Name, b.dev.Name))
 	})
 	for i, g := range gs {
 		if g.index >= 0 && g.index != i {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/gpusched/gpusched/internal/devname"
 	"github.com/gpusched/gpusched/topology"
 )
 
@@ -132,6 +133,9 @@ type drat struct {
 
 	nodeCache map[string]draNodeCopy
 	pods      map[types.UID]*draPod
+	// pend are the claims several unbound pods name before any holds
+	// them (scheduler mode; nil in placement mode: dra_shared.go).
+	pend *pendingShares
 	// stale are claims to release (see view).
 	stale []claimRef
 
@@ -206,6 +210,9 @@ type draPod struct {
 	// unkept says why no node keeps its claims' constraints this cycle
 	// (constrain, dra_constraint.go); "" when one does or it has none.
 	unkept string
+	// sharedWith names the gang member that holds a claim it shares with
+	// it, placed with it on one node (dra_shared.go); "" when none.
+	sharedWith string
 }
 
 // gpuClaim is one ResourceClaim of a pod whose requests are GPUs.
@@ -283,6 +290,7 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 	live := map[types.UID]bool{}
 	next := make(map[types.UID]*draPod, len(d.pods))
 	d.stale = d.stale[:0]
+	d.pend.collect(pods) // (dra_shared.go)
 	for _, p := range pods {
 		if !isTerminal(p) {
 			live[p.UID] = true
@@ -292,6 +300,7 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 			continue
 		}
 		dp := d.withChannels(d.pod(p))
+		d.markShared(dp) // (dra_shared.go)
 		next[p.UID] = dp
 		po := d.constrain(dp, assigned(p.UID))
 		if po == nil {
@@ -367,7 +376,8 @@ func (d *drat) ours(c *resourceapi.ResourceClaim) bool {
 // readSlices rebuilds the GPU nodes when the driver's slices changed:
 // per node, its "gpu" devices (devices with a type attribute "gpu", or
 // none and no MIG profile) ordered by their index attribute, else minor,
-// else name, as importers/dra orders them. Of a pool published in several
+// else name in natural order (gpu-2 before gpu-10), as importers/dra
+// orders them. Of a pool published in several
 // generations only the newest counts.
 func (d *drat) readSlices() {
 	list, err := d.io.listSlices()
@@ -446,7 +456,7 @@ func (d *drat) readSlices() {
 	}
 	for node, gs := range found {
 		slices.SortFunc(gs, func(a, b gpu) int {
-			return cmp.Or(cmp.Compare(a.index, b.index), cmp.Compare(a.minor, b.minor), strings.Compare(a.name, b.name))
+			return cmp.Or(cmp.Compare(a.index, b.index), cmp.Compare(a.minor, b.minor), devname.Compare(a.name, b.name))
 		})
 		n := d.nodes[node]
 		numa := make([]int64, len(gs))
@@ -740,7 +750,7 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 			continue
 		}
 		claims = append(claims, c)
-		kb.WriteString(c.Name + "@" + c.ResourceVersion + ";" + d.classKey(c))
+		kb.WriteString(c.Name + "@" + c.ResourceVersion + ";" + d.classKey(c) + d.pend.key(c))
 	}
 	key := kb.String() + d.sliceKey
 	if old, ok := d.pods[p.UID]; ok && old.src == p && old.key == key {
@@ -761,6 +771,9 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 		}
 		if heldByAnother(c, p) {
 			shared = append(shared, d.allocNode(c))
+			continue
+		}
+		if d.pend.follows(dp, p, c) { // (another pod names it and holds it first: dra_shared.go)
 			continue
 		}
 		if slices.ContainsFunc(reqs, func(r gpuRequest) bool { return r.unpicked }) {

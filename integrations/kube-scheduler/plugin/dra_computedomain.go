@@ -13,6 +13,8 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpusched/gpusched/internal/devname"
 )
 
 // ComputeDomains: multi-node NVLink (GB200 NVL72) in scheduler mode
@@ -176,7 +178,7 @@ func (cd *cdChannels) readSlices(list []*resourceapi.ResourceSlice, rules []*res
 		}
 	}
 	for _, n := range cd.nodes {
-		slices.Sort(n.devices)
+		slices.SortFunc(n.devices, devname.Compare) // (channel-2 before channel-10)
 	}
 }
 

@@ -251,6 +251,12 @@ func newSchedDRA(args *Args, io draIO, h *host, log klog.Logger) *drat {
 	d := newDRA(args, io, h, log)
 	if d != nil {
 		d.sched, d.idle = true, ledgerGPUs{h}.idleGPUSet
+		d.pend = &pendingShares{gangKey: func(p *v1.Pod) string {
+			if g, ok, err := gangOf(p, args); ok && err == nil {
+				return g.key
+			}
+			return ""
+		}}
 	}
 	return d
 }

@@ -79,6 +79,9 @@ type partRequest struct {
 	profiles []string
 	// capacity is a share's capacity.requests.
 	capacity map[resourceapi.QualifiedName]resource.Quantity
+	// shares are, for a pod of several shares (podPart), each share's
+	// request, in request order (dra_shares.go).
+	shares []*partRequest
 }
 
 // linkMIG records the MIG devices ps of n: each one's GPU (the GPU whose
@@ -200,10 +203,7 @@ func (d *drat) partOf(rq *gpuRequest, e *resourceapi.ExactDeviceRequest, kind re
 			return fmt.Sprintf("request %q: capacity requests on a MIG device are not supported", rq.name)
 		}
 	case e.Capacity != nil && len(e.Capacity.Requests) > 0:
-		rq.part = &partRequest{capacity: e.Capacity.Requests}
-		if e.Count > 1 {
-			return fmt.Sprintf("request %q: a share takes one GPU (count 1)", rq.name)
-		}
+		rq.part = &partRequest{capacity: e.Capacity.Requests} // (count n: n shares, dra_shares.go)
 	}
 	return ""
 }
@@ -211,7 +211,7 @@ func (d *drat) partOf(rq *gpuRequest, e *resourceapi.ExactDeviceRequest, kind re
 // podPart returns the MIG or share request of dp (nil: whole GPUs), the
 // MIG profiles found from its selectors, or why gpusched cannot allocate
 // it: a pod takes whole GPUs, MIG devices (any number, of any requests:
-// dra_migs.go) or one share.
+// dra_migs.go) or shares (any number: dra_shares.go).
 func (d *drat) podPart(dp *draPod) (*partRequest, string) {
 	var parts []*gpuRequest
 	n, migs := 0, 0
@@ -229,10 +229,10 @@ func (d *drat) podPart(dp *draPod) (*partRequest, string) {
 	switch {
 	case len(parts) == 0:
 		return nil, ""
-	case n > len(parts) || migs > 0 && migs < len(parts) || migs == 0 && n > 1:
-		return nil, fmt.Sprintf("request %q: a pod with a MIG device or a GPU share has no other GPU request (MIG devices may be several)", parts[0].name)
+	case n > len(parts) || migs > 0 && migs < len(parts):
+		return nil, fmt.Sprintf("request %q: a pod with MIG devices or GPU shares has no other GPU request", parts[0].name)
 	case migs == 0:
-		return parts[0].part, ""
+		return sharesPart(parts), "" // (dra_shares.go)
 	}
 	var profiles []string
 	for _, part := range parts {
@@ -354,6 +354,9 @@ func (d *drat) partPod(dp *draPod, part *partRequest, claims []*resourceapi.Reso
 	if len(part.profiles) > 1 {
 		return d.migsPod(dp, out, part, claims, heldOn, nodes) // (dra_migs.go)
 	}
+	if len(part.shares) > 1 {
+		return d.sharesPod(dp, out, part, claims, heldOn, nodes) // (dra_shares.go)
+	}
 	if part.mig {
 		out.Annotations[draPartAnnotation] = "mig:" + part.profile
 	} else {
@@ -429,7 +432,7 @@ func (d *drat) partResults(alloc *resourceapi.AllocationResult, c gpuClaim, a as
 			}
 			res.Device = m.name
 		default:
-			if err := d.shareResult(res, n.specs[gpu], r, c); err != nil {
+			if err := d.shareResult(res, n.specs[gpu], r, c, i); err != nil {
 				return fmt.Errorf("request %q: %w", r.name, err)
 			}
 		}

@@ -172,8 +172,12 @@ func migTasks(d demand, profiles []string) []demand {
 }
 
 // podTasks returns the tasks of a pod demanding d: the pod itself, or
-// for a pod of several MIG devices (several) its migTasks.
+// for a pod of several MIG devices or shares (several) its migTasks or
+// shareTasks (dra_shares.go).
 func podTasks(d demand) (tasks []demand, several bool) {
+	if d.shares != "" {
+		return shareTasks(d), true
+	}
 	if profiles := strings.Split(d.mig, ","); len(profiles) > 1 {
 		return migTasks(d, profiles), true
 	}

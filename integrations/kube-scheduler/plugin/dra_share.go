@@ -6,7 +6,6 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpusched/gpusched/workload"
 )
@@ -128,10 +127,11 @@ func (d *drat) shareMilli(part *partRequest) int {
 	return m
 }
 
-// shareResult completes res, the result giving request r of claim c the
-// GPU dev: for a device allowing multiple allocations, its shareID and
-// the capacity it consumes (a whole-GPU request: all of it).
-func (d *drat) shareResult(res *resourceapi.DeviceRequestAllocationResult, dev *resourceapi.Device, r gpuRequest, c gpuClaim) error {
+// shareResult completes res, result i of claim c, giving its request r
+// the GPU dev: for a device allowing multiple allocations, its shareID
+// (shareID, dra_shares.go) and the capacity it consumes (a whole-GPU
+// request: all of it).
+func (d *drat) shareResult(res *resourceapi.DeviceRequestAllocationResult, dev *resourceapi.Device, r gpuRequest, c gpuClaim, i int) error {
 	if dev.AllowMultipleAllocations == nil || !*dev.AllowMultipleAllocations {
 		if r.part != nil {
 			return fmt.Errorf("device %s does not allow multiple allocations", dev.Name)
@@ -149,7 +149,7 @@ func (d *drat) shareResult(res *resourceapi.DeviceRequestAllocationResult, dev *
 			use[name] = cp.Value
 		}
 	}
-	id := types.UID(c.uid)
+	id := shareID(c, i)
 	res.ShareID, res.ConsumedCapacity = &id, maps.Clone(use)
 	return nil
 }

@@ -77,20 +77,29 @@ func TestDRAShares(t *testing.T) {
 }
 
 // sharedUse returns the memory the claims consume per device, failing
-// where it exceeds the device's 80Gi or a claim names no share.
+// where it exceeds the device's 80Gi, a claim names no share, or two
+// shares of a device have one shareID.
 func sharedUse(t *testing.T, f *fakeDRA) map[string]int64 {
 	t.Helper()
 	used := map[string]int64{}
+	ids := map[string]string{} // device/shareID → claim
 	for _, c := range f.claims {
 		if c.Status.Allocation == nil {
 			continue
 		}
-		r := c.Status.Allocation.Devices.Results[0]
-		q := r.ConsumedCapacity["memory"]
-		if r.ShareID == nil || q.IsZero() {
-			t.Errorf("claim %s on a shared GPU: shareID %v, consumed %v", c.Name, r.ShareID, r.ConsumedCapacity)
+		for _, r := range c.Status.Allocation.Devices.Results {
+			q := r.ConsumedCapacity["memory"]
+			if r.ShareID == nil || q.IsZero() {
+				t.Errorf("claim %s on a shared GPU: shareID %v, consumed %v", c.Name, r.ShareID, r.ConsumedCapacity)
+				continue
+			}
+			used[r.Device] += q.Value()
+			if k := r.Device + "/" + string(*r.ShareID); ids[k] != "" {
+				t.Errorf("shareID %s of device %s in claims %s and %s", *r.ShareID, r.Device, ids[k], c.Name)
+			} else {
+				ids[k] = c.Name
+			}
 		}
-		used[r.Device] += q.Value()
 	}
 	for dev, b := range used {
 		if b > 80<<30 {

@@ -959,25 +959,26 @@ func (h *host) restore(j *podJob, complete bool, now time.Time, fx *effects) boo
 				return true
 			}
 			if j.several {
-				// A pod of several MIG devices: its claims name them all,
-				// or it is placed afresh (dra_migs.go).
-				_, held := migsOfPod(p)
+				// A pod of several MIG devices or shares: its claims name
+				// them all, or it is placed afresh (dra_migs.go,
+				// dra_shares.go).
+				held := severalHeld(p)
 				if p.Spec.NodeName == "" && held == nil {
 					continue // (its claims not written: placed afresh)
 				}
 				if held == nil {
-					h.bad(fx, j, fmt.Sprintf("%s: its ResourceClaims name none or not all of its MIG devices on node %s", podField(p, "resourceClaims"), node), now)
+					h.bad(fx, j, fmt.Sprintf("%s: its ResourceClaims name none or not all of its MIG devices or shares on node %s", podField(p, "resourceClaims"), node), now)
 					return true
 				}
 				if migTaken[p] == nil {
 					migTaken[p] = make([]bool, len(held))
 				}
-				cl, ok := heldMIGClaim(c, hid, g, held, migTaken[p])
+				cl, ok := heldSeveralClaim(c, hid, g, held, migTaken[p])
 				if !ok && p.Spec.NodeName == "" {
 					continue
 				}
 				if !ok {
-					h.bad(fx, j, fmt.Sprintf("%s: its ResourceClaims name no MIG device %s of node %s", podField(p, "resourceClaims"), g.MIGProfile, node), now)
+					h.bad(fx, j, fmt.Sprintf("%s: its ResourceClaims name no %s of node %s", podField(p, "resourceClaims"), partName(g), node), now)
 					return true
 				}
 				claims = append(claims, cl)
@@ -1073,7 +1074,10 @@ func (h *host) submitError(j *podJob, err error) string {
 			msg += "; " + note
 		}
 		if j.several && len(j.all()) > 1 {
-			msg += "; a gang of pods with several MIG devices goes whole on one node (the library keeps a pod's MIG devices together only by keeping its job on one host)"
+			msg += "; a gang of pods with several MIG devices or shares goes whole on one node (the library keeps a pod's MIG devices or shares together only by keeping its job on one host)"
+		}
+		if j.sharesClaim {
+			msg += "; its pods share a GPU ResourceClaim, whose devices are one node's, so the gang goes whole on one node"
 		}
 		return msg
 	}

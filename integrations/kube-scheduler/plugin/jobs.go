@@ -21,6 +21,9 @@ type podJob struct {
 	// several: a pod of it asks for several MIG devices, so its pods are
 	// in several tasks and it is placed on one host (dra_migs.go).
 	several bool
+	// sharesClaim: gang members share a GPU claim, so the gang is placed
+	// on one host (dra_shared.go).
+	sharesClaim bool
 	// checkpoint is the latest gpusched.io/checkpointed-at of its pods.
 	checkpoint time.Time
 	// created is the earliest creation time of its pods: jobs are
@@ -188,6 +191,14 @@ func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
 		}
 		spec.MaxTasksPerHost = perHostCap(members, skip)
 		j.domains = domainCaps(members, skip)
+		if slices.ContainsFunc(members, func(m *v1.Pod) bool { return m.Annotations[draSharedWithAnnotation] != "" }) {
+			// Members sharing a GPU claim: the gang on its node (dra_shared.go).
+			if spec.MaxTasksPerHost > 0 {
+				return fail("%s: gang members share a GPU ResourceClaim, so the gang goes on one node, which its pods' anti-affinity or spread on the hostname forbids", podField(members[0], "resourceClaims"))
+			}
+			spec.Topology = append(spec.Topology, onOneHost)
+			j.sharesClaim = true
+		}
 	}
 	// One task group per distinct demand, in order of first appearance,
 	// and per distinct node constraint when the members' differ: each
@@ -207,12 +218,12 @@ func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
 			// Several MIG devices: a task each, on one host; a gang of
 			// such pods goes whole on one host (dra_migs.go).
 			if !inGang && len(members) > 1 {
-				return fail("%s: several pods of several MIG devices in one job", podField(m, "resourceClaims"))
+				return fail("%s: several pods of several MIG devices or shares in one job", podField(m, "resourceClaims"))
 			}
 			if spec.MaxTasksPerHost > 0 {
-				return fail("%s: a gang of pods with several MIG devices is placed on one node, which its pods' anti-affinity or spread on the hostname forbids", podField(m, "resourceClaims"))
+				return fail("%s: a gang of pods with several MIG devices or shares is placed on one node, which its pods' anti-affinity or spread on the hostname forbids", podField(m, "resourceClaims"))
 			}
-			if !j.several {
+			if !slices.Contains(spec.Topology, onOneHost) {
 				spec.Topology = append(spec.Topology, onOneHost)
 			}
 			j.several = true

@@ -281,11 +281,16 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
-	if d.gpus == 0 && d.mig == "" && d.milli == 0 && !inGang {
+	if d.gpus == 0 && d.mig == "" && d.milli == 0 && d.shares == "" && !inGang {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	if _, several := podTasks(d); several && inGang {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "gpusched: a gang member with several MIG devices, which placement mode does not place (its gang would have to go whole on one node); use mode: scheduler")
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "gpusched: a gang member with several MIG devices or shares, which placement mode does not place (its gang would have to go whole on one node); use mode: scheduler")
+	}
+	if inGang {
+		if c := p.gangSharedClaim(pod, dp, g); c != "" { // (dra_shared.go)
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gpusched: gang members share the GPU ResourceClaim %s, which placement mode does not place (the gang would have to go whole on the node of its devices); use mode: scheduler", c))
+		}
 	}
 	if d.gpus > topology.MaxGPUsPerHost {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("pod requests %d GPUs; no host has more than %d", d.gpus, topology.MaxGPUsPerHost))

@@ -22,6 +22,10 @@ type demand struct {
 	// claim asks for instead of whole GPUs (draPartAnnotation).
 	mig   string
 	milli int
+	// shares are, for a pod of several shares, the milli of each,
+	// comma-separated ("250,500"; dra_shares.go); mig and milli are then
+	// unset.
+	shares string
 	// models are the acceptable GPU models of a MIG device or share,
 	// comma-separated ("": any; draModelsAnnotation).
 	models string
@@ -43,7 +47,8 @@ func demandOf(p *v1.Pod, a *Args) demand {
 		d.memoryMiB = (q.Value() + 1<<20 - 1) >> 20
 	}
 	d.mig, d.milli = partDemand(p) // (dra_mig.go)
-	if d.mig != "" || d.milli > 0 {
+	d.shares = sharesDemand(p)     // (dra_shares.go)
+	if d.mig != "" || d.milli > 0 || d.shares != "" {
 		d.models = p.Annotations[draModelsAnnotation]
 	}
 	return d

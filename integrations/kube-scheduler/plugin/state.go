@@ -231,7 +231,7 @@ func (s *state) claimOf(r *podRecord, withCPU bool) (topology.Claim, bool) {
 	if _, several := podTasks(r.demand); several {
 		cl.GPUs = r.migs
 		if cl.GPUs == nil && r.src != nil {
-			cl.GPUs = heldMIGClaims(c, h, r.src)
+			cl.GPUs = heldSeveralClaims(c, h, r.src) // (dra_shares.go)
 		}
 		return cl, len(cl.GPUs) > 0
 	}
@@ -354,10 +354,10 @@ func (s *state) setPod(p *v1.Pod) []types.UID {
 	}
 	r := &podRecord{uid: p.UID, key: p.Namespace + "/" + p.Name, node: p.Spec.NodeName, demand: demandOf(p, s.args),
 		indices: p.Annotations[s.args.GPUIndicesAnnotation]}
-	if r.demand.gpus == 0 && r.cpuMilli == 0 && r.memoryMiB == 0 && r.mig == "" && r.milli == 0 {
+	if r.demand.gpus == 0 && r.cpuMilli == 0 && r.memoryMiB == 0 && r.mig == "" && r.milli == 0 && r.shares == "" {
 		return nil
 	}
-	if r.mig != "" || r.milli > 0 {
+	if r.mig != "" || r.milli > 0 || r.shares != "" {
 		r.src = p
 	}
 	if s.topo != nil {
@@ -386,7 +386,8 @@ func (s *state) restatedLocked(r *podRecord, p *v1.Pod) bool {
 	}
 	if _, several := podTasks(d); several {
 		// (its MIG devices, read from its claims)
-		return r.migs == nil && (r.src == nil || p.Annotations[draMIGHeldAnnotation] != r.src.Annotations[draMIGHeldAnnotation])
+		return r.migs == nil && (r.src == nil || p.Annotations[draMIGHeldAnnotation] != r.src.Annotations[draMIGHeldAnnotation] ||
+			p.Annotations[draSharesHeldAnnotation] != r.src.Annotations[draSharesHeldAnnotation])
 	}
 	if d.mig != "" || d.milli > 0 {
 		// (a part's GPU and MIG start, read from its claims)
