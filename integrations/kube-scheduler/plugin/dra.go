@@ -157,6 +157,9 @@ type draNode struct {
 	// layout is the NUMA nodes and PCIe host bridges of its GPUs, as JSON
 	// of []topology.NUMASpec ("" when the slices say nothing of them).
 	layout string
+	// numa says every GPU publishes its NUMA node: the layout is the
+	// node's own, over a machine preset's (DRANUMAAnnotation).
+	numa bool
 	// clique is its GPUs' cliqueId ("<cluster UUID>.<clique id>"), the
 	// multi-node NVLink domain they share; "" when none.
 	clique string
@@ -176,13 +179,22 @@ type draNode struct {
 // DRALayoutAnnotation carries, on the node as a cycle sees it (never
 // written to the apiserver), the NUMA and PCIe layout of a DRA node's
 // GPUs read from their resource.kubernetes.io/numaNode and pcieRoot
-// attributes: BuildTopology gives it to nodes no machine preset fits.
+// attributes: BuildTopology gives it to nodes no machine preset fits,
+// and to those of a preset whose GPUs all publish their NUMA node.
 const DRALayoutAnnotation = "gpusched.io/dra-layout"
+
+// DRANUMAAnnotation marks, likewise, a node whose every GPU publishes its
+// NUMA node (resource.kubernetes.io/numaNode): its DRALayoutAnnotation
+// then wins over the NUMA layout of the machine preset its product maps
+// to (an HGX board on other CPUs, or in another NPS mode, than the DGX
+// of the preset), whose NVLink fabric it keeps.
+const DRANUMAAnnotation = "gpusched.io/dra-numa"
 
 type draNodeCopy struct {
 	src, out                     *v1.Node
 	gpus                         int
 	product, layout, clique, mig string
+	numa                         bool
 }
 
 // draPod is what view made of one pod with claims.
@@ -459,6 +471,7 @@ func (d *drat) readSlices() {
 			numa[i], roots[i] = g.numa, g.root
 		}
 		n.layout = layoutOf(numa, roots)
+		n.numa = !slices.ContainsFunc(numa, func(x int64) bool { return x < 0 || x >= 1<<20 })
 	}
 	for node, ps := range parts {
 		d.linkMIG(d.nodes[node], ps)
@@ -611,7 +624,7 @@ func (d *drat) node(n *v1.Node) *v1.Node {
 	if q, ok := n.Status.Allocatable[d.gpuResource]; ok && q.Value() > 0 {
 		return n // device-plugin GPUs: the extended resource counts
 	}
-	if c, ok := d.nodeCache[n.Name]; ok && c.src == n && c.gpus == len(g.devices) && c.product == g.product && c.layout == g.layout && c.clique == g.clique && c.mig == g.migSpec {
+	if c, ok := d.nodeCache[n.Name]; ok && c.src == n && c.gpus == len(g.devices) && c.product == g.product && c.layout == g.layout && c.clique == g.clique && c.mig == g.migSpec && c.numa == g.numa {
 		return c.out
 	}
 	out := n.DeepCopy()
@@ -631,6 +644,9 @@ func (d *drat) node(n *v1.Node) *v1.Node {
 			out.Annotations = map[string]string{}
 		}
 		out.Annotations[DRALayoutAnnotation] = g.layout
+		if g.numa {
+			out.Annotations[DRANUMAAnnotation] = "published"
+		}
 	}
 	if g.clique != "" && out.Labels[d.cliqueLabel] == "" {
 		out.Labels[d.cliqueLabel] = g.clique // (GPU feature discovery's label wins)
@@ -641,7 +657,7 @@ func (d *drat) node(n *v1.Node) *v1.Node {
 		}
 		out.Annotations[DRAMIGAnnotation] = g.migSpec
 	}
-	d.nodeCache[n.Name] = draNodeCopy{src: n, out: out, gpus: len(g.devices), product: g.product, layout: g.layout, clique: g.clique, mig: g.migSpec}
+	d.nodeCache[n.Name] = draNodeCopy{src: n, out: out, gpus: len(g.devices), product: g.product, layout: g.layout, clique: g.clique, mig: g.migSpec, numa: g.numa}
 	return out
 }
 
