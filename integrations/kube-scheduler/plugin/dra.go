@@ -218,6 +218,10 @@ type draPod struct {
 	// unkept says why no node keeps its claims' constraints this cycle
 	// (constrain, dra_constraint.go); "" when one does or it has none.
 	unkept string
+	// refused says a claim of its on the GPU class asks what gpusched
+	// does not allocate (why says what): the pod is a GPU pod all the
+	// same, which waits rather than being left to kube's allocator.
+	refused bool
 }
 
 // gpuClaim is one ResourceClaim of a pod whose requests are GPUs.
@@ -783,12 +787,12 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 			dp.key = "\x00" // (no claim is named so: looked at again next cycle)
 		}
 		if w != "" {
-			dp.why = cmp.Or(dp.why, fmt.Sprintf("ResourceClaim %s: %s", c.Name, w))
+			dp.why, dp.refused = cmp.Or(dp.why, fmt.Sprintf("ResourceClaim %s: %s", c.Name, w)), true
 			continue
 		}
 		cons, w := d.constraintsOf(c)
 		if w != "" {
-			dp.why = cmp.Or(dp.why, fmt.Sprintf("ResourceClaim %s: %s", c.Name, w))
+			dp.why, dp.refused = cmp.Or(dp.why, fmt.Sprintf("ResourceClaim %s: %s", c.Name, w)), true
 			continue
 		}
 		dp.claims = append(dp.claims, gpuClaim{claimRef: claimRef{ns: c.Namespace, name: c.Name, uid: p.UID}, requests: reqs, cons: cons})

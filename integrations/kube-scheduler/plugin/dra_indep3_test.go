@@ -597,3 +597,81 @@ func TestIndep3PlacementHetero(t *testing.T) {
 		t.Errorf("me1 %v, me2 %v: want one per GPU", names(got["me1"]), names(got["me2"]))
 	}
 }
+
+// indep3KubeAllocated marks claim name allocated by kube's own allocator
+// (another scheduler's pod, or a pod gpusched left to kube) to devs of
+// node's pool and reserved for pod, as kube-scheduler's DynamicResources
+// writes it.
+func indep3KubeAllocated(f *fakeDRA, name, node string, pod *v1.Pod, devs ...string) {
+	c := f.claims["default/"+name].DeepCopy()
+	a := &resourceapi.AllocationResult{NodeSelector: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+		MatchFields: []v1.NodeSelectorRequirement{{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{node}}}}}}}
+	for _, d := range devs {
+		a.Devices.Results = append(a.Devices.Results, resourceapi.DeviceRequestAllocationResult{Request: c.Spec.Devices.Requests[0].Name, Driver: "gpu.nvidia.com", Pool: node, Device: d})
+	}
+	c.Status.Allocation = a
+	c.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: pod.Name, UID: pod.UID}}
+	c.Finalizers = []string{resourceapi.Finalizer}
+	f.put(c)
+}
+
+// TestIndep3ForeignDRAPod: a pod of another scheduler (default-scheduler)
+// runs on a B200 HGX with two GPUs its claim got from kube's allocator.
+// gpusched leaves that claim alone (never releases it) and never hands
+// out its devices: an 8-GPU pod waits, a 6-GPU pod gets the six others.
+func TestIndep3ForeignDRAPod(t *testing.T) {
+	t.Skip("defect (documented in docs/dra.md as a limitation, open): in scheduler mode the GPU claims of other schedulers' pods, allocated by kube's allocator, are not counted in gpusched's ledger (viewPods drops those pods), so gpusched writes their devices into its own claims: the 8-GPU claim gets gpu-3 and gpu-6, already in kube2")
+	f := newFakeDRA()
+	f.slices = indep3Node("b200-1", indep3B200, 8, func(i int) int { return i / 4 }, func(i int) string { return fmt.Sprintf("pci0000:%02x", 0x18+0x20*i) })
+	f.put(claimFor("kube2", DefaultDRADeviceClass, 2))
+	other := draPodOf("other", "kube2")
+	other.Spec.SchedulerName, other.Spec.NodeName = "default-scheduler", "b200-1"
+	indep3KubeAllocated(f, "kube2", "b200-1", other, "gpu-3", "gpu-6")
+	f.put(claimFor("eight", DefaultDRADeviceClass, 8))
+	f.put(claimFor("six", DefaultDRADeviceClass, 6))
+	h, io := newDRAHost(t, f, node("b200-1", -1, nil))
+	io.pods = []*v1.Pod{other}
+	indep3Run(h, io, draPodOf("eight", "eight"), draPodOf("six", "six"))
+	got := indepCheck(t, f, io, nil)
+	if n := names(got["kube2"]); len(n) != 2 {
+		t.Fatalf("the other scheduler's claim was released: %v (writes %v)", n, f.writes)
+	}
+	if len(got["eight"]) != 0 {
+		t.Errorf("eight got %v beside the other scheduler's gpu-3, gpu-6", names(got["eight"]))
+	}
+	if n := names(got["six"]); len(n) != 6 || slices.Contains(n, "gpu-3") || slices.Contains(n, "gpu-6") {
+		t.Errorf("six: %v; pending %q", n, io.pending["six"])
+	}
+}
+
+// TestIndep3PlacementConstraintKept: in placement mode (claim constraints
+// are honoured in scheduler mode only, docs/dra.md) a pod whose GPU claim
+// has a matchAttribute, or whose claim mixes the GPU class with a NIC's,
+// waits, saying why: gpusched does not skip it, which would leave its
+// GPUs to kube's allocator, outside gpusched's ledger (a later pod of
+// gpusched's could then be given them). Other pods are placed.
+func TestIndep3PlacementConstraintKept(t *testing.T) {
+	f := newFakeDRA()
+	f.slices = indep3Node("b200-1", indep3B200, 8, func(i int) int { return i / 4 }, func(i int) string { return fmt.Sprintf("pci0000:%02x", 0x18+0x20*i) })
+	f.put(indep3Constrained("numa2", indep3NUMA, 2))
+	mixed := claimFor("mixed", DefaultDRADeviceClass, 1, 1)
+	mixed.Spec.Devices.Requests[1].Exactly.DeviceClassName = "nic.example.com"
+	f.put(mixed)
+	f.put(claimFor("six", DefaultDRADeviceClass, 6))
+	hs, _ := newDRAHarness(t, f, node("b200-1", -1, nil))
+	for _, c := range []string{"numa2", "mixed"} {
+		p := hs.add(placementDRAPod(c, c))
+		if n, st, _ := hs.schedule(p); st == nil || st.IsSkip() || st.IsSuccess() || !strings.Contains(st.Message(), "ResourceClaim "+c) {
+			t.Errorf("%s: node %q, status %v; want it waiting, saying why", c, n, st)
+		}
+	}
+	p := hs.add(placementDRAPod("six", "six"))
+	n, st, _ := hs.schedule(p)
+	if n != "b200-1" || st != nil {
+		t.Fatalf("six: node %q, status %v", n, st)
+	}
+	hs.bind(p, n)
+	if got := indepCheck(t, f, &fakeIO{}, nil); len(got["six"]) != 6 || len(got["numa2"])+len(got["mixed"]) != 0 {
+		t.Errorf("allocations %v", got)
+	}
+}
