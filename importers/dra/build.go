@@ -89,8 +89,10 @@ type node struct {
 //     else name). When a pool has slices of several generations, only the
 //     newest counts.
 //   - a GPU's model is its productName mapped by nvml.ModelName; its
-//     memory the "memory" capacity; its compute capability
-//     cudaComputeCapability.
+//     memory the "memory" capacity (of the model's GPUs published whole:
+//     a partitionable GPU publishes its largest MIG profile's, which
+//     counts only when no GPU of the model is published whole); its
+//     compute capability cudaComputeCapability.
 //   - NUMA nodes come from resource.kubernetes.io/numaNode, host bridges
 //     from resource.kubernetes.io/pcieRoot (GPUs without one each get a
 //     bridge of their own, and GPUs without a NUMA node share node 0).
@@ -252,6 +254,11 @@ func accelerators(list []*node, note func(string, ...any)) (map[string]topology.
 	}
 	profs := map[string]map[string]*prof{}
 	slots := map[string]int{}
+	// memSeen: a GPU not partitioned gave the model's memory; partMem: the
+	// largest a partitionable GPU publishes (NVIDIA's driver gives such a
+	// GPU its largest MIG profile's capacities, not its own memory), the
+	// model's memory only when no GPU of it is published whole.
+	memSeen, partMem := map[string]bool{}, map[string]int64{}
 	for _, n := range list {
 		a, seen := out[n.model]
 		if !seen {
@@ -261,17 +268,22 @@ func accelerators(list []*node, note func(string, ...any)) (map[string]topology.
 			}
 		}
 		for _, g := range n.gpus {
-			if g.memMiB > 0 {
-				if a.MemoryMiB != 0 && seen && a.MemoryMiB != g.memMiB {
+			switch {
+			case g.memMiB > 0 && g.counterSet != "":
+				partMem[n.model] = max(partMem[n.model], g.memMiB)
+			case g.memMiB > 0:
+				if memSeen[n.model] && a.MemoryMiB != g.memMiB {
 					return nil, &Error{File: g.file, Line: g.line, Field: g.field + ".capacity.memory", Msg: fmt.Sprintf("%d MiB, another %s has %d MiB", g.memMiB, n.model, a.MemoryMiB)}
 				}
-				a.MemoryMiB = g.memMiB
+				a.MemoryMiB, memSeen[n.model] = g.memMiB, true
 			}
 			if cc := computeCapability(g.compute); cc != "" {
 				a.ComputeCapability = cc
 			}
-			seen = true
 			slots[n.model] = max(slots[n.model], g.slots)
+		}
+		if !memSeen[n.model] && partMem[n.model] > 0 {
+			a.MemoryMiB = partMem[n.model]
 		}
 		out[n.model] = a
 		for _, m := range n.migs {
