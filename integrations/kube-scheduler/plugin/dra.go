@@ -121,6 +121,10 @@ type drat struct {
 	freeSet func(node string) ([]bool, bool)
 	kinds   classKinds        // what requests' selectors select (dra_class.go)
 	byPool  map[string]string // pool → node name
+	// known are the GPU devices each node's slices last gave (node →
+	// device name → its device): one a complete pool leaves out later is
+	// kept, failed (withdrawnTaint), readSlices.
+	known map[string]map[string]*resourceapi.Device
 	// sched: scheduler mode (newSchedDRA), where claim constraints are
 	// checked and tainted GPUs lent; idle says which GPUs of a node have
 	// nothing allocated, whatever their health (dra_lend.go).
@@ -423,12 +427,21 @@ func (d *drat) readSlices() {
 		root         string
 		dev          *resourceapi.Device
 	}
+	mk := func(dev *resourceapi.Device) gpu {
+		return gpu{name: dev.Name, index: attrInt(dev.Attributes, d.driver, attrIndex), minor: attrInt(dev.Attributes, d.driver, attrMinor),
+			health: taintHealth(dev.Taints), numa: attrInt(dev.Attributes, d.driver, attrNUMANode), root: attrString(dev.Attributes, d.driver, attrPCIeRoot), dev: dev}
+	}
 	found := map[string][]gpu{}
 	parts := map[string][]*resourceapi.Device{}
+	complete := map[string]int64{} // pool → its slices of the newest generation less their count
 	for _, s := range mine {
 		if s.Spec.Pool.Generation < newest[s.Spec.Pool.Name] {
 			continue
 		}
+		if _, ok := complete[s.Spec.Pool.Name]; !ok {
+			complete[s.Spec.Pool.Name] = -s.Spec.Pool.ResourceSliceCount
+		}
+		complete[s.Spec.Pool.Name]++
 		node := *s.Spec.NodeName
 		if other, ok := d.byPool[s.Spec.Pool.Name]; ok && other != node {
 			d.log.Info("A GPU pool spans nodes; its slices are left out", "pool", s.Spec.Pool.Name)
@@ -449,9 +462,7 @@ func (d *drat) readSlices() {
 				}
 				continue // MIG devices: linkMIG
 			}
-			g := gpu{name: dev.Name, index: attrInt(dev.Attributes, d.driver, attrIndex), minor: attrInt(dev.Attributes, d.driver, attrMinor),
-				health: taintHealth(dev.Taints), numa: attrInt(dev.Attributes, d.driver, attrNUMANode), root: attrString(dev.Attributes, d.driver, attrPCIeRoot), dev: &dev}
-			found[node] = append(found[node], g)
+			found[node] = append(found[node], mk(&dev))
 			if p := attrString(dev.Attributes, d.driver, attrProductName); p != "" && n.product == "" {
 				n.product = strings.ReplaceAll(strings.TrimSpace(p), " ", "-")
 			}
@@ -460,6 +471,33 @@ func (d *drat) readSlices() {
 			}
 		}
 	}
+	// A GPU a node published and left out since (NVIDIA's driver
+	// publishes the GPUs NVML finds: one fallen off the bus is gone after
+	// the driver restarts) keeps its place, failed: the node keeps its
+	// shape, its other GPUs their indices and jobs, and the job on it is
+	// recovered. While its pool is published in part (a new generation
+	// coming slice by slice) it keeps its place as it was. Forgotten with
+	// the node's last GPU (and by a restarted scheduler).
+	known := map[string]map[string]*resourceapi.Device{}
+	for node, gs := range found {
+		now := map[string]*resourceapi.Device{}
+		for _, g := range gs {
+			now[g.name] = g.dev
+		}
+		for _, name := range sortedKeys(d.known[node]) {
+			if now[name] != nil {
+				continue
+			}
+			x := *d.known[node][name]
+			if complete[d.nodes[node].pool] >= 0 && !slices.ContainsFunc(x.Taints, isWithdrawn) {
+				x.Taints = append(slices.Clip(x.Taints), withdrawnTaint)
+			}
+			gs = append(gs, mk(&x))
+			now[name] = &x
+		}
+		found[node], known[node] = gs, now
+	}
+	d.known = known
 	for node, gs := range found {
 		slices.SortFunc(gs, func(a, b gpu) int {
 			return cmp.Or(cmp.Compare(a.index, b.index), cmp.Compare(a.minor, b.minor), strings.Compare(a.name, b.name))
@@ -481,6 +519,13 @@ func (d *drat) readSlices() {
 		d.linkMIG(d.nodes[node], ps)
 	}
 }
+
+// withdrawnTaint is the taint readSlices gives a GPU its node's slices
+// left out: the GPU is failed (NoExecute) and never lent (dra_lend.go).
+var withdrawnTaint = resourceapi.DeviceTaint{Key: "gpusched.io/withdrawn", Value: "not-published", Effect: resourceapi.DeviceTaintEffectNoExecute}
+
+// isWithdrawn reports whether t is withdrawnTaint.
+func isWithdrawn(t resourceapi.DeviceTaint) bool { return t.Key == withdrawnTaint.Key }
 
 // layoutOf is the NUMA and PCIe layout of a node's GPUs (by index) from
 // their NUMA nodes (1<<40: unknown, node 0) and PCIe roots ("": a bridge

@@ -675,3 +675,94 @@ func TestIndep3PlacementConstraintKept(t *testing.T) {
 		t.Errorf("allocations %v", got)
 	}
 }
+
+// TestIndep3SameModelMIGAndWhole: a cluster of H100 80GB HBM3 nodes, one
+// (first by name) of eight whole GPUs, the other of two with dynamic MIG
+// publishing the media-extension profile 1g.10gb+me, which the DGX H100
+// preset's geometry lacks. The MIG node's published geometry counts: a
+// 1g.10gb+me and a 3g.40gb are placed on it, legally; an 8-GPU pod takes
+// the whole-GPU node.
+func TestIndep3SameModelMIGAndWhole(t *testing.T) {
+	f := newFakeDRA()
+	f.slices = append(indep3Node("a-h100", indep3H100, 8, func(i int) int { return i / 4 }, func(i int) string { return fmt.Sprintf("pci0000:%02x", 0x10*(i+1)) }),
+		indep3Node("b-h100mig", indep3H100M, 2, func(i int) int { return i }, func(i int) string { return fmt.Sprintf("pci0000:%02x", 0x1a+0x80*i) })...)
+	f.put(indepMIG("me", "1g.10gb+me"))
+	f.put(indepMIG("m3", "3g.40gb"))
+	f.put(claimFor("w8", DefaultDRADeviceClass, 8))
+	h, io := newDRAHost(t, f, node("a-h100", -1, nil), node("b-h100mig", -1, nil))
+	indep3Run(h, io, draPodOf("me", "me"), draPodOf("m3", "m3"), draPodOf("w8", "w8"))
+	got := indepCheck(t, f, io, indep3Checked(indep3H100Profiles))
+	for _, c := range []string{"me", "m3"} {
+		if len(got[c]) != 1 || f.claims["default/"+c].Status.Allocation.Devices.Results[0].Pool != "b-h100mig" {
+			t.Errorf("claim %s: %v; pending %q", c, names(got[c]), io.pending[c])
+		}
+	}
+	if len(got["w8"]) != 8 || f.claims["default/w8"].Status.Allocation.Devices.Results[0].Pool != "a-h100" {
+		t.Errorf("w8: %v; pending %q", names(got["w8"]), io.pending["w8"])
+	}
+}
+
+// TestIndep3GPUWithdrawn: NVIDIA's driver stops publishing a GPU that
+// turns unhealthy (a new generation of the pool without it). On a B200
+// HGX running a 4-GPU pod and a 2-GPU pod, the slices lose one of the
+// 4-GPU pod's GPUs. While the new generation is published in part (one
+// slice of the two it counts) nothing is recovered; once whole, the
+// 4-GPU pod's job is recovered; the 2-GPU pod keeps its devices and runs
+// on (the node was drained whole before: the GPU count changed); a new
+// 2-GPU pod gets two of the published GPUs free, never the 2-GPU pod's
+// nor the withdrawn one.
+func TestIndep3GPUWithdrawn(t *testing.T) {
+	f := newFakeDRA()
+	f.slices = indep3Node("b200-w", indep3B200, 8, func(i int) int { return i / 4 }, func(i int) string { return fmt.Sprintf("pci0000:%02x", 0x18+0x20*i) })
+	f.put(claimFor("four", DefaultDRADeviceClass, 4))
+	f.put(claimFor("two", DefaultDRADeviceClass, 2))
+	f.put(claimFor("next", DefaultDRADeviceClass, 2))
+	h, io := newDRAHost(t, f, node("b200-w", -1, nil))
+	indep3Run(h, io, draPodOf("four", "four"), draPodOf("two", "two"))
+	got := indepCheck(t, f, io, nil)
+	if len(got["four"]) != 4 || len(got["two"]) != 2 {
+		t.Fatalf("allocations %v; pending %v", got, io.pending)
+	}
+	gone := got["four"][1].Name
+	two := names(got["two"])
+	writes := len(f.writes)
+	// The next generation, without the GPU.
+	var next []*resourceapi.ResourceSlice
+	for _, s := range f.slices {
+		x := s.DeepCopy()
+		x.Spec.Pool.Generation, x.ResourceVersion = 2, "2"
+		x.Spec.Devices = slices.DeleteFunc(x.Spec.Devices, func(d resourceapi.Device) bool { return d.Name == gone })
+		next = append(next, x)
+	}
+	f.slices = next
+	for _, x := range next {
+		x.Spec.Pool.ResourceSliceCount++ // (one more to come)
+	}
+	h.cycle(context.Background())
+	if slices.ContainsFunc(io.events, func(e string) bool { return strings.Contains(e, ReasonRecovery) }) {
+		t.Errorf("recovery while the pool is published in part: %v", io.events)
+	}
+	for _, x := range next {
+		x.Spec.Pool.ResourceSliceCount--
+		x.ResourceVersion = "3"
+	}
+	indep3Run(h, io, draPodOf("next", "next"))
+	if !slices.ContainsFunc(io.events, func(e string) bool { return strings.HasPrefix(e, "four "+ReasonRecovery) }) {
+		t.Errorf("no recovery of four, whose %s was withdrawn: events %v", gone, io.events)
+	}
+	if slices.ContainsFunc(io.events, func(e string) bool { return strings.HasPrefix(e, "two "+ReasonRecovery) }) {
+		t.Errorf("two recovered, whose GPUs are published: events %v", io.events)
+	}
+	if slices.ContainsFunc(f.writes[writes:], func(w string) bool { return strings.HasSuffix(w, " two") }) {
+		t.Errorf("two's claim rewritten: %v", f.writes[writes:])
+	}
+	c := f.claims["default/next"]
+	if c.Status.Allocation == nil {
+		t.Fatalf("next not allocated; pending %q; events %v; four %v two %v", io.pending["next"], io.events, names(got["four"]), two)
+	}
+	for _, r := range c.Status.Allocation.Devices.Results {
+		if r.Device == gone || slices.Contains(two, r.Device) {
+			t.Errorf("next got %s (withdrawn %s, two's %v)", r.Device, gone, two)
+		}
+	}
+}
