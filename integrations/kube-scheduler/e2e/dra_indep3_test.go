@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -208,5 +209,30 @@ func TestDRAIndep3(t *testing.T) {
 	}
 	if len(got["two"]) != 1 || len(got["me3"]) != 0 {
 		t.Errorf("two %+v, me3 %+v", got["two"], got["me3"])
+	}
+
+	// The driver restarts without the GPU of "one" (fallen off the bus):
+	// a new generation of hgx-h100's pool leaves it out. one's job is
+	// recovered; numa2, on published GPUs, is not.
+	gone := got["one"][0].name
+	sl, err := c.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range sl.Items {
+		if x.Spec.Pool.Name != "hgx-h100" || x.Spec.Driver != gpuDriver {
+			continue
+		}
+		x.Spec.Pool.Generation++
+		x.Spec.Devices = slices.DeleteFunc(x.Spec.Devices, func(d resourceapi.Device) bool { return d.Name == gone })
+		if _, err := c.ResourceV1().ResourceSlices().Update(ctx, &x, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("slice %s: %v", x.Name, err)
+		}
+	}
+	if !hasEvent(ctx, t, c, "default", "one", plugin.ReasonRecovery, "") {
+		t.Errorf("one on withdrawn %s: no %s Warning\n%s", gone, plugin.ReasonRecovery, describeEvents(ctx, c, "default"))
+	}
+	if hasEvent(ctx, t, c, "default", "numa2", plugin.ReasonRecovery, "") {
+		t.Errorf("numa2 recovered, its GPUs published")
 	}
 }
