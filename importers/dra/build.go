@@ -106,7 +106,9 @@ type node struct {
 //     devices, one per legal placement) give the model's MIG geometry:
 //     each profile's size and legal starts; "+me" profiles hold the
 //     media extensions (topology.MediaExtensions). Without such devices a
-//     model keeps its preset's geometry, if any.
+//     model keeps its preset's geometry, if any. A GPU not published whose
+//     partitionable MIG devices are (NVIDIA's dynamic MIG on an Ampere GPU
+//     in MIG mode) is a GPU of its node all the same (parentsOf).
 //   - device taints set GPU health (Result.GPUs; see ApplyHealth).
 //
 // Errors name the file, line and field. Build does no I/O.
@@ -191,6 +193,9 @@ func Build(objs *Objects, opts Options) (*Result, error) {
 	var list []*node
 	for _, name := range names {
 		n := nodes[name]
+		if err := parentsOf(n, driver); err != nil {
+			return nil, err
+		}
 		if len(n.gpus) == 0 {
 			if len(n.migs) > 0 {
 				return nil, &Error{File: n.file, Line: n.line, Field: "node " + n.name, Msg: "MIG devices but no GPU device (publish the GPUs, or the partitionable devices)"}
@@ -242,6 +247,31 @@ func Build(objs *Objects, opts Options) (*Result, error) {
 	}
 	res.Spec = spec
 	return res, nil
+}
+
+// parentsOf adds to n a GPU for each GPU its partitionable MIG devices
+// consume the counter set of, or name as parent, that n does not publish:
+// NVIDIA's driver with dynamic MIG leaves out an Ampere GPU in MIG mode
+// (its mode cannot change without a reset) and publishes its counter set
+// and MIG devices only. The GPU takes the MIG device's attributes (its
+// parent's: product, compute capability, PCIe root and bus ID), the
+// parent UUID, and the minor of its counter set's name (gpu-<minor>-…),
+// which also names its device.
+func parentsOf(n *node, driver string) error {
+	for _, m := range n.migs {
+		if m.counterSet == "" || m.start < 0 || slices.ContainsFunc(n.gpus, func(g *gpuDev) bool {
+			return g.counterSet == m.counterSet || m.parentUUID != "" && g.uuid == m.parentUUID
+		}) {
+			continue
+		}
+		g, err := readGPU(&Device{Name: strings.TrimSuffix(m.counterSet, "-counter-set"), Attributes: m.dev.Attributes}, attrs{m: m.dev.Attributes, driver: driver, field: m.field})
+		if err != nil {
+			return &Error{File: m.file, Line: m.line, Msg: err.Error()}
+		}
+		g.uuid, g.counterSet, g.pool, g.file, g.line = m.parentUUID, m.counterSet, m.pool, m.file, m.line
+		n.gpus = append(n.gpus, g)
+	}
+	return nil
 }
 
 // accelerators describes each model once, from all its GPUs.

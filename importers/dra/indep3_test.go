@@ -128,3 +128,30 @@ func TestIndep3HGXNPS2(t *testing.T) {
 		t.Errorf("NUMA of GPUs 0, 1, 2: %s, %s, %s", c.DomainName(c.GPU(0).NUMA), c.DomainName(c.GPU(1).NUMA), c.DomainName(c.GPU(2).NUMA))
 	}
 }
+
+// TestIndep3AmpereMIGOnly: an A30 node as NVIDIA's driver publishes it
+// with dynamic MIG on an Ampere GPU in MIG mode: the counter sets and
+// the MIG devices, not the GPUs (their MIG mode cannot change without a
+// reset). It is a node of two A30s with the A30's MIG geometry.
+func TestIndep3AmpereMIGOnly(t *testing.T) {
+	var keep []string
+	skip := false
+	for _, l := range strings.Split(indep3Slice("a30-m", "NVIDIA A30", 24576, 2, true, func(int) int { return 0 }), "\n") {
+		if strings.HasPrefix(l, "    - name: ") {
+			skip = !strings.Contains(l, "-mig-") && !strings.Contains(l, "counter-set")
+		}
+		if !skip {
+			keep = append(keep, l)
+		}
+	}
+	res, c := indep3Build(t, strings.Join(keep, "\n")+"\n")
+	if c.NumHosts() != 1 || c.NumGPUs() != 2 {
+		t.Errorf("%d hosts, %d GPUs", c.NumHosts(), c.NumGPUs())
+	}
+	if mig := res.Spec.Accelerators[0].MIG; mig == nil || mig.Slots != 4 || len(mig.Profiles) != 5 || len(res.MIG) != 26 {
+		t.Errorf("MIG %+v, %d MIG devices", mig, len(res.MIG))
+	}
+	if g := res.GPUs; len(g) != 2 || g[0].Device != "gpu-0" || g[1].Device != "gpu-1" || g[1].UUID != "GPU-a30-m-1-i3" {
+		t.Errorf("GPUs %+v", g)
+	}
+}
