@@ -90,8 +90,10 @@ type node struct {
 //     else name). When a pool has slices of several generations, only the
 //     newest counts.
 //   - a GPU's model is its productName mapped by nvml.ModelName; its
-//     memory the "memory" capacity; its compute capability
-//     cudaComputeCapability.
+//     memory the "memory" capacity (of the model's GPUs published whole:
+//     a partitionable GPU publishes its largest MIG profile's, which
+//     counts only when no GPU of the model is published whole); its
+//     compute capability cudaComputeCapability.
 //   - NUMA nodes come from resource.kubernetes.io/numaNode, host bridges
 //     from resource.kubernetes.io/pcieRoot (GPUs without one each get a
 //     bridge of their own, and GPUs without a NUMA node share node 0).
@@ -105,7 +107,9 @@ type node struct {
 //     devices, one per legal placement) give the model's MIG geometry:
 //     each profile's size and legal starts; "+me" profiles hold the
 //     media extensions (topology.MediaExtensions). Without such devices a
-//     model keeps its preset's geometry, if any.
+//     model keeps its preset's geometry, if any. A GPU not published whose
+//     partitionable MIG devices are (NVIDIA's dynamic MIG on an Ampere GPU
+//     in MIG mode) is a GPU of its node all the same (parentsOf).
 //   - device taints set GPU health (Result.GPUs; see ApplyHealth).
 //
 // Errors name the file, line and field. Build does no I/O.
@@ -190,6 +194,9 @@ func Build(objs *Objects, opts Options) (*Result, error) {
 	var list []*node
 	for _, name := range names {
 		n := nodes[name]
+		if err := parentsOf(n, driver); err != nil {
+			return nil, err
+		}
 		if len(n.gpus) == 0 {
 			if len(n.migs) > 0 {
 				return nil, &Error{File: n.file, Line: n.line, Field: "node " + n.name, Msg: "MIG devices but no GPU device (publish the GPUs, or the partitionable devices)"}
@@ -243,6 +250,31 @@ func Build(objs *Objects, opts Options) (*Result, error) {
 	return res, nil
 }
 
+// parentsOf adds to n a GPU for each GPU its partitionable MIG devices
+// consume the counter set of, or name as parent, that n does not publish:
+// NVIDIA's driver with dynamic MIG leaves out an Ampere GPU in MIG mode
+// (its mode cannot change without a reset) and publishes its counter set
+// and MIG devices only. The GPU takes the MIG device's attributes (its
+// parent's: product, compute capability, PCIe root and bus ID), the
+// parent UUID, and the minor of its counter set's name (gpu-<minor>-…),
+// which also names its device.
+func parentsOf(n *node, driver string) error {
+	for _, m := range n.migs {
+		if m.counterSet == "" || m.start < 0 || slices.ContainsFunc(n.gpus, func(g *gpuDev) bool {
+			return g.counterSet == m.counterSet || m.parentUUID != "" && g.uuid == m.parentUUID
+		}) {
+			continue
+		}
+		g, err := readGPU(&Device{Name: strings.TrimSuffix(m.counterSet, "-counter-set"), Attributes: m.dev.Attributes}, attrs{m: m.dev.Attributes, driver: driver, field: m.field})
+		if err != nil {
+			return &Error{File: m.file, Line: m.line, Msg: err.Error()}
+		}
+		g.uuid, g.counterSet, g.pool, g.file, g.line = m.parentUUID, m.counterSet, m.pool, m.file, m.line
+		n.gpus = append(n.gpus, g)
+	}
+	return nil
+}
+
 // accelerators describes each model once, from all its GPUs.
 func accelerators(list []*node, note func(string, ...any)) (map[string]topology.AcceleratorSpec, error) {
 	out := map[string]topology.AcceleratorSpec{}
@@ -253,6 +285,11 @@ func accelerators(list []*node, note func(string, ...any)) (map[string]topology.
 	}
 	profs := map[string]map[string]*prof{}
 	slots := map[string]int{}
+	// memSeen: a GPU not partitioned gave the model's memory; partMem: the
+	// largest a partitionable GPU publishes (NVIDIA's driver gives such a
+	// GPU its largest MIG profile's capacities, not its own memory), the
+	// model's memory only when no GPU of it is published whole.
+	memSeen, partMem := map[string]bool{}, map[string]int64{}
 	for _, n := range list {
 		a, seen := out[n.model]
 		if !seen {
@@ -262,17 +299,22 @@ func accelerators(list []*node, note func(string, ...any)) (map[string]topology.
 			}
 		}
 		for _, g := range n.gpus {
-			if g.memMiB > 0 {
-				if a.MemoryMiB != 0 && seen && a.MemoryMiB != g.memMiB {
+			switch {
+			case g.memMiB > 0 && g.counterSet != "":
+				partMem[n.model] = max(partMem[n.model], g.memMiB)
+			case g.memMiB > 0:
+				if memSeen[n.model] && a.MemoryMiB != g.memMiB {
 					return nil, &Error{File: g.file, Line: g.line, Field: g.field + ".capacity.memory", Msg: fmt.Sprintf("%d MiB, another %s has %d MiB", g.memMiB, n.model, a.MemoryMiB)}
 				}
-				a.MemoryMiB = g.memMiB
+				a.MemoryMiB, memSeen[n.model] = g.memMiB, true
 			}
 			if cc := computeCapability(g.compute); cc != "" {
 				a.ComputeCapability = cc
 			}
-			seen = true
 			slots[n.model] = max(slots[n.model], g.slots)
+		}
+		if !memSeen[n.model] && partMem[n.model] > 0 {
+			a.MemoryMiB = partMem[n.model]
 		}
 		out[n.model] = a
 		for _, m := range n.migs {

@@ -19,6 +19,12 @@ func load(t *testing.T, opts Options, files ...string) (*Result, *topology.Clust
 	if err != nil {
 		t.Fatal(err)
 	}
+	return built(t, objs, opts)
+}
+
+// built builds objs and their cluster.
+func built(t *testing.T, objs *Objects, opts Options) (*Result, *topology.Cluster) {
+	t.Helper()
 	res, err := Build(objs, opts)
 	if err != nil {
 		t.Fatal(err)

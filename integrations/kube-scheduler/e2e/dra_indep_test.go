@@ -140,15 +140,7 @@ func indepSplit(s *resourceapi.ResourceSlice) []*resourceapi.ResourceSlice {
 // claim's devices exist on its pod's node, none is in two claims.
 func TestDRAIndep(t *testing.T) {
 	ctx := context.Background()
-	cp := startControlPlane(t)
-	c := cp.Client
-	createNamespace(ctx, t, c, systemNS)
-	createQueueConfigMap(ctx, t, c, queuesYAML)
-	indepClasses(ctx, t, c, map[string]string{
-		gpuClass:                        `device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'`,
-		plugin.DefaultDRAMIGDeviceClass: `device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'`,
-		nicDriver:                       `device.driver == 'nic.example.com'`,
-	})
+	cp, c := indepControlPlane(ctx, t)
 	for _, s := range []*resourceapi.ResourceSlice{
 		indepSlice("l40s-1", "NVIDIA L40S", "Ada Lovelace", "8.9.0", 48, "pci0000:15", "pci0000:15", "pci0000:b7", "pci0000:b7"),
 		indepSlice("h100m-1", "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", 80, "mig:pci0000:1a", "mig:pci0000:9c"),
@@ -204,7 +196,7 @@ func TestDRAIndep(t *testing.T) {
 		}
 	}
 	time.Sleep(3 * time.Second) // (a wrong binding would show by now)
-	got := indepChecked(ctx, t, c)
+	got := indepChecked(ctx, t, c, indepProfiles80)
 	if r := got["pair"]; len(r) != 2 || r[0].root != r[1].root || r[0].root == got["one"][0].root {
 		t.Errorf("pair %+v beside one %+v: want the other root's pair", r, got["one"])
 	}
@@ -241,9 +233,9 @@ type indepDev struct {
 // indepChecked reads every claim and slice and checks each allocation:
 // the device exists in its pool, which is the claim's node and its pod's;
 // no device in two claims; MIG devices at a legal placement of their
-// profile; no shared counter consumed past its value. It returns the GPU
-// devices of each claim.
-func indepChecked(ctx context.Context, t *testing.T, c kubernetes.Interface) map[string][]indepDev {
+// profile (of profiles); no shared counter consumed past its value. It
+// returns the GPU devices of each claim.
+func indepChecked(ctx context.Context, t *testing.T, c kubernetes.Interface, profiles []indepMIGProfile) map[string][]indepDev {
 	t.Helper()
 	sl, err := c.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -308,8 +300,8 @@ func indepChecked(ctx context.Context, t *testing.T, c kubernetes.Interface) map
 			}
 			slices.Sort(x.slices)
 			if x.profile != "" {
-				k := slices.IndexFunc(indepProfiles80, func(p indepMIGProfile) bool { return p.name == x.profile })
-				if k < 0 || len(x.slices) != indepProfiles80[k].size || !slices.Contains(indepProfiles80[k].starts, x.slices[0]) {
+				k := slices.IndexFunc(profiles, func(p indepMIGProfile) bool { return p.name == x.profile })
+				if k < 0 || len(x.slices) != profiles[k].size || !slices.Contains(profiles[k].starts, x.slices[0]) {
 					t.Errorf("claim %s: MIG device %s on slices %v, not a placement of %s", cl.Name, d.Name, x.slices, x.profile)
 				}
 			}

@@ -75,6 +75,7 @@ type nodeShape struct {
 	clique    string
 	levels    []string // label value per topology level, "" if absent
 	layout    string   // DRALayoutAnnotation: NUMA/PCIe layout from DRA slices
+	numa      bool     // DRANUMAAnnotation: the layout's NUMA nodes are published
 	mig       string   // DRAMIGAnnotation: MIG geometry from DRA slices
 	// failed are the indices of the lost GPUs (gpus − allocGPUs) when the
 	// node names them (UnhealthyGPUsAnnotation), sorted; nil otherwise.
@@ -110,6 +111,7 @@ func shapeOf(n *v1.Node, a *Args) (s nodeShape, ok bool) {
 	}
 	s.clique = n.Labels[a.GPUCliqueLabel]
 	s.layout = n.Annotations[DRALayoutAnnotation]
+	s.numa = s.layout != "" && n.Annotations[DRANUMAAnnotation] != ""
 	s.levels = make([]string, len(a.TopologyLevels))
 	for i, l := range a.TopologyLevels {
 		s.levels[i] = n.Labels[l.NodeLabel]
@@ -150,8 +152,8 @@ func (s *nodeShape) template() (topology.HostTemplate, string) {
 	}
 	layout := ""
 	var numa []topology.NUMASpec
-	if machine == "" && s.layout != "" && json.Unmarshal([]byte(s.layout), &numa) == nil {
-		ht.NUMA, layout = numa, s.layout // (dra.go)
+	if (machine == "" || s.numa) && s.layout != "" && json.Unmarshal([]byte(s.layout), &numa) == nil {
+		ht.NUMA, layout = numa, s.layout // (dra.go: the slices' NUMA nodes, when published, over a preset's)
 	}
 	return ht, fmt.Sprintf("%s|%d|%d|%d|%s|%t|%s", s.model, s.gpus, s.cpuMilli, s.memoryMiB, machine, s.clique != "", layout)
 }
@@ -162,8 +164,10 @@ func (s *nodeShape) template() (topology.HostTemplate, string) {
 //   - each node is a host named like the node, with its allocatable CPU and
 //     memory, and GPUs of the model its product label names;
 //   - its intra-host topology comes from the machine preset a.MachineTemplates
-//     maps its product to, when the GPU counts agree; otherwise every GPU sits
-//     under one PCIe host bridge;
+//     maps its product to, when the GPU counts agree (with the NUMA nodes and
+//     PCIe roots of its DRA slices instead of the preset's when every GPU
+//     publishes its NUMA node, DRANUMAAnnotation); otherwise from its DRA
+//     slices' layout, else every GPU sits under one PCIe host bridge;
 //   - a.TopologyLevels become network levels, a node's switch at each level
 //     named by its label value (qualified by the level and the path above
 //     when the value alone would be ambiguous); a node without the label is

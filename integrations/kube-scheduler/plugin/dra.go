@@ -122,6 +122,10 @@ type drat struct {
 	freeSet func(node string) ([]bool, bool)
 	kinds   classKinds        // what requests' selectors select (dra_class.go)
 	byPool  map[string]string // pool → node name
+	// known are the GPU devices each node's slices last gave (node →
+	// device name → its device): one a complete pool leaves out later is
+	// kept, failed (withdrawnTaint), readSlices.
+	known map[string]map[string]*resourceapi.Device
 	// sched: scheduler mode (newSchedDRA), where claim constraints are
 	// checked and tainted GPUs lent; idle says which GPUs of a node have
 	// nothing allocated, whatever their health (dra_lend.go).
@@ -161,6 +165,9 @@ type draNode struct {
 	// layout is the NUMA nodes and PCIe host bridges of its GPUs, as JSON
 	// of []topology.NUMASpec ("" when the slices say nothing of them).
 	layout string
+	// numa says every GPU publishes its NUMA node: the layout is the
+	// node's own, over a machine preset's (DRANUMAAnnotation).
+	numa bool
 	// clique is its GPUs' cliqueId ("<cluster UUID>.<clique id>"), the
 	// multi-node NVLink domain they share; "" when none.
 	clique string
@@ -180,13 +187,22 @@ type draNode struct {
 // DRALayoutAnnotation carries, on the node as a cycle sees it (never
 // written to the apiserver), the NUMA and PCIe layout of a DRA node's
 // GPUs read from their resource.kubernetes.io/numaNode and pcieRoot
-// attributes: BuildTopology gives it to nodes no machine preset fits.
+// attributes: BuildTopology gives it to nodes no machine preset fits,
+// and to those of a preset whose GPUs all publish their NUMA node.
 const DRALayoutAnnotation = "gpusched.io/dra-layout"
+
+// DRANUMAAnnotation marks, likewise, a node whose every GPU publishes its
+// NUMA node (resource.kubernetes.io/numaNode): its DRALayoutAnnotation
+// then wins over the NUMA layout of the machine preset its product maps
+// to (an HGX board on other CPUs, or in another NPS mode, than the DGX
+// of the preset), whose NVLink fabric it keeps.
+const DRANUMAAnnotation = "gpusched.io/dra-numa"
 
 type draNodeCopy struct {
 	src, out                     *v1.Node
 	gpus                         int
 	product, layout, clique, mig string
+	numa                         bool
 }
 
 // draPod is what view made of one pod with claims.
@@ -213,6 +229,10 @@ type draPod struct {
 	// sharedWith names the gang member that holds a claim it shares with
 	// it, placed with it on one node (dra_shared.go); "" when none.
 	sharedWith string
+	// refused says a claim of its on the GPU class asks what gpusched
+	// does not allocate (why says what): the pod is a GPU pod all the
+	// same, which waits rather than being left to kube's allocator.
+	refused bool
 }
 
 // gpuClaim is one ResourceClaim of a pod whose requests are GPUs.
@@ -417,12 +437,21 @@ func (d *drat) readSlices() {
 		root         string
 		dev          *resourceapi.Device
 	}
+	mk := func(dev *resourceapi.Device) gpu {
+		return gpu{name: dev.Name, index: attrInt(dev.Attributes, d.driver, attrIndex), minor: attrInt(dev.Attributes, d.driver, attrMinor),
+			health: taintHealth(dev.Taints), numa: attrInt(dev.Attributes, d.driver, attrNUMANode), root: attrString(dev.Attributes, d.driver, attrPCIeRoot), dev: dev}
+	}
 	found := map[string][]gpu{}
 	parts := map[string][]*resourceapi.Device{}
+	complete := map[string]int64{} // pool → its slices of the newest generation less their count
 	for _, s := range mine {
 		if s.Spec.Pool.Generation < newest[s.Spec.Pool.Name] {
 			continue
 		}
+		if _, ok := complete[s.Spec.Pool.Name]; !ok {
+			complete[s.Spec.Pool.Name] = -s.Spec.Pool.ResourceSliceCount
+		}
+		complete[s.Spec.Pool.Name]++
 		node := *s.Spec.NodeName
 		if other, ok := d.byPool[s.Spec.Pool.Name]; ok && other != node {
 			d.log.Info("A GPU pool spans nodes; its slices are left out", "pool", s.Spec.Pool.Name)
@@ -443,9 +472,7 @@ func (d *drat) readSlices() {
 				}
 				continue // MIG devices: linkMIG
 			}
-			g := gpu{name: dev.Name, index: attrInt(dev.Attributes, d.driver, attrIndex), minor: attrInt(dev.Attributes, d.driver, attrMinor),
-				health: taintHealth(dev.Taints), numa: attrInt(dev.Attributes, d.driver, attrNUMANode), root: attrString(dev.Attributes, d.driver, attrPCIeRoot), dev: &dev}
-			found[node] = append(found[node], g)
+			found[node] = append(found[node], mk(&dev))
 			if p := attrString(dev.Attributes, d.driver, attrProductName); p != "" && n.product == "" {
 				n.product = strings.ReplaceAll(strings.TrimSpace(p), " ", "-")
 			}
@@ -454,6 +481,33 @@ func (d *drat) readSlices() {
 			}
 		}
 	}
+	// A GPU a node published and left out since (NVIDIA's driver
+	// publishes the GPUs NVML finds: one fallen off the bus is gone after
+	// the driver restarts) keeps its place, failed: the node keeps its
+	// shape, its other GPUs their indices and jobs, and the job on it is
+	// recovered. While its pool is published in part (a new generation
+	// coming slice by slice) it keeps its place as it was. Forgotten with
+	// the node's last GPU (and by a restarted scheduler).
+	known := map[string]map[string]*resourceapi.Device{}
+	for node, gs := range found {
+		now := map[string]*resourceapi.Device{}
+		for _, g := range gs {
+			now[g.name] = g.dev
+		}
+		for _, name := range sortedKeys(d.known[node]) {
+			if now[name] != nil {
+				continue
+			}
+			x := *d.known[node][name]
+			if complete[d.nodes[node].pool] >= 0 && !slices.ContainsFunc(x.Taints, isWithdrawn) {
+				x.Taints = append(slices.Clip(x.Taints), withdrawnTaint)
+			}
+			gs = append(gs, mk(&x))
+			now[name] = &x
+		}
+		found[node], known[node] = gs, now
+	}
+	d.known = known
 	for node, gs := range found {
 		slices.SortFunc(gs, func(a, b gpu) int {
 			return cmp.Or(cmp.Compare(a.index, b.index), cmp.Compare(a.minor, b.minor), devname.Compare(a.name, b.name))
@@ -469,11 +523,19 @@ func (d *drat) readSlices() {
 			numa[i], roots[i] = g.numa, g.root
 		}
 		n.layout = layoutOf(numa, roots)
+		n.numa = !slices.ContainsFunc(numa, func(x int64) bool { return x < 0 || x >= 1<<20 })
 	}
 	for node, ps := range parts {
 		d.linkMIG(d.nodes[node], ps)
 	}
 }
+
+// withdrawnTaint is the taint readSlices gives a GPU its node's slices
+// left out: the GPU is failed (NoExecute) and never lent (dra_lend.go).
+var withdrawnTaint = resourceapi.DeviceTaint{Key: "gpusched.io/withdrawn", Value: "not-published", Effect: resourceapi.DeviceTaintEffectNoExecute}
+
+// isWithdrawn reports whether t is withdrawnTaint.
+func isWithdrawn(t resourceapi.DeviceTaint) bool { return t.Key == withdrawnTaint.Key }
 
 // layoutOf is the NUMA and PCIe layout of a node's GPUs (by index) from
 // their NUMA nodes (1<<40: unknown, node 0) and PCIe roots ("": a bridge
@@ -621,7 +683,7 @@ func (d *drat) node(n *v1.Node) *v1.Node {
 	if q, ok := n.Status.Allocatable[d.gpuResource]; ok && q.Value() > 0 {
 		return n // device-plugin GPUs: the extended resource counts
 	}
-	if c, ok := d.nodeCache[n.Name]; ok && c.src == n && c.gpus == len(g.devices) && c.product == g.product && c.layout == g.layout && c.clique == g.clique && c.mig == g.migSpec {
+	if c, ok := d.nodeCache[n.Name]; ok && c.src == n && c.gpus == len(g.devices) && c.product == g.product && c.layout == g.layout && c.clique == g.clique && c.mig == g.migSpec && c.numa == g.numa {
 		return c.out
 	}
 	out := n.DeepCopy()
@@ -641,6 +703,9 @@ func (d *drat) node(n *v1.Node) *v1.Node {
 			out.Annotations = map[string]string{}
 		}
 		out.Annotations[DRALayoutAnnotation] = g.layout
+		if g.numa {
+			out.Annotations[DRANUMAAnnotation] = "published"
+		}
 	}
 	if g.clique != "" && out.Labels[d.cliqueLabel] == "" {
 		out.Labels[d.cliqueLabel] = g.clique // (GPU feature discovery's label wins)
@@ -651,7 +716,7 @@ func (d *drat) node(n *v1.Node) *v1.Node {
 		}
 		out.Annotations[DRAMIGAnnotation] = g.migSpec
 	}
-	d.nodeCache[n.Name] = draNodeCopy{src: n, out: out, gpus: len(g.devices), product: g.product, layout: g.layout, clique: g.clique, mig: g.migSpec}
+	d.nodeCache[n.Name] = draNodeCopy{src: n, out: out, gpus: len(g.devices), product: g.product, layout: g.layout, clique: g.clique, mig: g.migSpec, numa: g.numa}
 	return out
 }
 
@@ -780,12 +845,12 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 			dp.key = "\x00" // (no claim is named so: looked at again next cycle)
 		}
 		if w != "" {
-			dp.why = cmp.Or(dp.why, fmt.Sprintf("ResourceClaim %s: %s", c.Name, w))
+			dp.why, dp.refused = cmp.Or(dp.why, fmt.Sprintf("ResourceClaim %s: %s", c.Name, w)), true
 			continue
 		}
 		cons, w := d.constraintsOf(c)
 		if w != "" {
-			dp.why = cmp.Or(dp.why, fmt.Sprintf("ResourceClaim %s: %s", c.Name, w))
+			dp.why, dp.refused = cmp.Or(dp.why, fmt.Sprintf("ResourceClaim %s: %s", c.Name, w)), true
 			continue
 		}
 		dp.claims = append(dp.claims, gpuClaim{claimRef: claimRef{ns: c.Namespace, name: c.Name, uid: p.UID}, requests: reqs, cons: cons})

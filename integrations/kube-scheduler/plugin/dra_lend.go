@@ -70,7 +70,7 @@ func (d *drat) lend(pods []*v1.Pod, assigned func(types.UID) bool) []*v1.Pod {
 		n := d.nodes[name]
 		var tainted []int
 		for i := range n.specs {
-			if n.health[i] != topology.Healthy && n.specs[i] != nil {
+			if n.health[i] != topology.Healthy && n.specs[i] != nil && !slices.ContainsFunc(n.specs[i].Taints, isWithdrawn) {
 				tainted = append(tainted, i)
 			}
 		}

@@ -412,9 +412,11 @@ func preFilterOrder(names []string) error {
 
 // gpuPod says whether dp is a pod whose GPU claims gpusched allocates in
 // placement mode; st is why it cannot be scheduled now (its claims are
-// not there yet, or ask for what gpusched does not allocate).
+// not there yet, or ask for what gpusched does not allocate: such a pod
+// waits, never skipped, or kube's allocator would give it GPUs
+// gpusched's ledger does not count).
 func (x *placeDRA) gpuPod(dp *draPod) (bool, *fwk.Status) {
-	if x == nil || dp == nil || len(dp.claims) == 0 {
+	if x == nil || dp == nil || len(dp.claims) == 0 && !dp.refused {
 		return false, nil
 	}
 	if err := x.checkOrder(); err != nil {

@@ -126,7 +126,7 @@ func (s *state) shapeKey(n *v1.Node) string {
 	if !ok {
 		return ""
 	}
-	return fmt.Sprintf("%d|%d|%s|%d|%d|%s|%s|%q|%v|%s", sh.gpus, sh.allocGPUs, sh.model, sh.cpuMilli, sh.memoryMiB, sh.machine, sh.clique, sh.levels, sh.failed, sh.layout)
+	return fmt.Sprintf("%d|%d|%s|%d|%d|%s|%s|%q|%v|%s|%t", sh.gpus, sh.allocGPUs, sh.model, sh.cpuMilli, sh.memoryMiB, sh.machine, sh.clique, sh.levels, sh.failed, sh.layout, sh.numa)
 }
 
 // setNode records a node added or updated.
