@@ -132,6 +132,11 @@ type drat struct {
 
 	nodeCache map[string]draNodeCopy
 	pods      map[types.UID]*draPod
+	// owners are the static MIG devices claims hold ("pool/device" →
+	// "namespace/claim"; nil when no node has any), ownersKey their key,
+	// as read for this cycle's pods (setOwners, dra_static.go).
+	owners    map[string]string
+	ownersKey string
 	// stale are claims to release (see view).
 	stale []claimRef
 
@@ -171,6 +176,11 @@ type draNode struct {
 	// their parent, or no memory-slice counters: static MIG), kept to say
 	// why a request they match waits.
 	unlinked []*resourceapi.Device
+	// statics are the MIG devices of its GPUs in static MIG mode, and
+	// staticGPUs the number of those GPUs, indexed after its whole GPUs
+	// (dra_static.go).
+	statics    []*staticMIG
+	staticGPUs int
 }
 
 // DRALayoutAnnotation carries, on the node as a cycle sees it (never
@@ -180,9 +190,9 @@ type draNode struct {
 const DRALayoutAnnotation = "gpusched.io/dra-layout"
 
 type draNodeCopy struct {
-	src, out                     *v1.Node
-	gpus                         int
-	product, layout, clique, mig string
+	src, out                             *v1.Node
+	gpus                                 int
+	product, layout, clique, mig, static string
 }
 
 // draPod is what view made of one pod with claims.
@@ -206,6 +216,8 @@ type draPod struct {
 	// unkept says why no node keeps its claims' constraints this cycle
 	// (constrain, dra_constraint.go); "" when one does or it has none.
 	unkept string
+	// static: its GPU requests are static MIG devices (dra_static.go).
+	static bool
 }
 
 // gpuClaim is one ResourceClaim of a pod whose requests are GPUs.
@@ -268,6 +280,10 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 	}
 	d.readSlices()
 	d.readChannelSlices()
+	claims, err := d.io.listClaims()
+	if err == nil {
+		d.setOwners(claims)
+	}
 	outNodes := make([]*v1.Node, 0, len(nodes))
 	seen := map[string]bool{}
 	for _, n := range nodes {
@@ -323,7 +339,6 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 	d.mine = mine
 	d.gmu.Unlock()
 	// Claims gpusched allocated whose pods are gone or ended.
-	claims, err := d.io.listClaims()
 	if err == nil {
 		d.prunePicks(claims)
 		for _, c := range claims {
@@ -403,8 +418,6 @@ func (d *drat) readSlices() {
 		name         string
 		index, minor int64
 		health       topology.Health
-		numa         int64
-		root         string
 		dev          *resourceapi.Device
 	}
 	found := map[string][]gpu{}
@@ -434,7 +447,7 @@ func (d *drat) readSlices() {
 				continue // MIG devices: linkMIG
 			}
 			g := gpu{name: dev.Name, index: attrInt(dev.Attributes, d.driver, attrIndex), minor: attrInt(dev.Attributes, d.driver, attrMinor),
-				health: taintHealth(dev.Taints), numa: attrInt(dev.Attributes, d.driver, attrNUMANode), root: attrString(dev.Attributes, d.driver, attrPCIeRoot), dev: &dev}
+				health: taintHealth(dev.Taints), dev: &dev}
 			found[node] = append(found[node], g)
 			if p := attrString(dev.Attributes, d.driver, attrProductName); p != "" && n.product == "" {
 				n.product = strings.ReplaceAll(strings.TrimSpace(p), " ", "-")
@@ -449,19 +462,24 @@ func (d *drat) readSlices() {
 			return cmp.Or(cmp.Compare(a.index, b.index), cmp.Compare(a.minor, b.minor), strings.Compare(a.name, b.name))
 		})
 		n := d.nodes[node]
-		numa := make([]int64, len(gs))
-		roots := make([]string, len(gs))
 		for i, g := range gs {
 			n.devices = append(n.devices, g.name)
 			n.health = append(n.health, g.health)
 			n.index[g.name] = i
 			n.specs = append(n.specs, g.dev)
-			numa[i], roots[i] = g.numa, g.root
 		}
-		n.layout = layoutOf(numa, roots)
 	}
 	for node, ps := range parts {
-		d.linkMIG(d.nodes[node], ps)
+		d.linkMIG(d.nodes[node], d.linkStatic(d.nodes[node], ps)) // (dra_static.go)
+	}
+	for _, n := range d.nodes {
+		var numa []int64
+		var roots []string
+		for _, dev := range append(slices.Clip(n.specs), n.staticParent()...) {
+			numa = append(numa, attrInt(dev.Attributes, d.driver, attrNUMANode))
+			roots = append(roots, attrString(dev.Attributes, d.driver, attrPCIeRoot))
+		}
+		n.layout = layoutOf(numa, roots)
 	}
 }
 
@@ -538,6 +556,14 @@ func (h *host) draHealth() {
 			continue
 		}
 		first, count := c.HostGPUs(hid)
+		for i := len(n.health); i < count && i < len(n.health)+n.staticGPUs; i++ {
+			// A GPU in static MIG mode takes no job (dra_static.go).
+			if g := first + topology.GPUID(i); h.s.Ledger().GPU(g).Health == topology.Healthy {
+				if _, err := h.s.SetGPUHealth(g, topology.Draining); err != nil {
+					h.log.Error(err, "Setting a static-MIG GPU draining", "node", name, "index", i)
+				}
+			}
+		}
 		for i := 0; i < count && i < len(n.health); i++ {
 			g := first + topology.GPUID(i)
 			st := h.s.Ledger().GPU(g)
@@ -605,20 +631,23 @@ func attr(m map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, driver, n
 // publishes none.
 func (d *drat) node(n *v1.Node) *v1.Node {
 	g := d.nodes[n.Name]
-	if g == nil || len(g.devices) == 0 {
+	if g == nil || len(g.devices)+g.staticGPUs == 0 {
 		return n
 	}
 	if q, ok := n.Status.Allocatable[d.gpuResource]; ok && q.Value() > 0 {
 		return n // device-plugin GPUs: the extended resource counts
 	}
-	if c, ok := d.nodeCache[n.Name]; ok && c.src == n && c.gpus == len(g.devices) && c.product == g.product && c.layout == g.layout && c.clique == g.clique && c.mig == g.migSpec {
+	gpus, static := len(g.devices)+g.staticGPUs, g.staticIndices()
+	if c, ok := d.nodeCache[n.Name]; ok && c.src == n && c.gpus == gpus && c.product == g.product && c.layout == g.layout && c.clique == g.clique && c.mig == g.migSpec && c.static == static {
 		return c.out
 	}
 	out := n.DeepCopy()
 	if out.Status.Allocatable == nil {
 		out.Status.Allocatable = v1.ResourceList{}
 	}
-	out.Status.Allocatable[d.gpuResource] = *resource.NewQuantity(int64(len(g.devices)), resource.DecimalSI)
+	// (GPUs in static MIG mode too, named in DRAStaticMIGAnnotation:
+	// GPUs the library gives no job, dra_static.go.)
+	out.Status.Allocatable[d.gpuResource] = *resource.NewQuantity(int64(gpus), resource.DecimalSI)
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
 	}
@@ -641,7 +670,13 @@ func (d *drat) node(n *v1.Node) *v1.Node {
 		}
 		out.Annotations[DRAMIGAnnotation] = g.migSpec
 	}
-	d.nodeCache[n.Name] = draNodeCopy{src: n, out: out, gpus: len(g.devices), product: g.product, layout: g.layout, clique: g.clique, mig: g.migSpec}
+	if static != "" {
+		if out.Annotations == nil {
+			out.Annotations = map[string]string{}
+		}
+		out.Annotations[DRAStaticMIGAnnotation] = static
+	}
+	d.nodeCache[n.Name] = draNodeCopy{src: n, out: out, gpus: gpus, product: g.product, layout: g.layout, clique: g.clique, mig: g.migSpec, static: static}
 	return out
 }
 
@@ -742,7 +777,7 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 		claims = append(claims, c)
 		kb.WriteString(c.Name + "@" + c.ResourceVersion + ";" + d.classKey(c))
 	}
-	key := kb.String() + d.sliceKey
+	key := kb.String() + d.sliceKey + d.ownersKey
 	if old, ok := d.pods[p.UID]; ok && old.src == p && old.key == key {
 		return old
 	}
@@ -807,6 +842,9 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 		if dp.why != "" && p.Spec.NodeName != "" {
 			part, dp.why = d.allocatedPart(dp, claims, heldOn) // (bound: its allocation says)
 		}
+	}
+	if dp.why == "" && part != nil && part.static {
+		return d.staticPod(dp, shared, d.owners) // (dra_static.go)
 	}
 	if dp.why == "" && p.Spec.NodeName == "" {
 		nodes, dp.why = d.celNodes(dp.claims)
@@ -892,6 +930,9 @@ func (d *drat) allocation(c gpuClaim, node string, gpus []int, now time.Time) (*
 	}
 	k := 0
 	for _, r := range c.requests {
+		if isStatic(r) {
+			continue // (staticResults, dra_static.go)
+		}
 		for range r.count {
 			if k >= len(gpus) || gpus[k] < 0 || gpus[k] >= len(n.devices) || n.devices[gpus[k]] == "" {
 				return nil, fmt.Errorf("GPU %d of node %s is no device of driver %s", gpus[min(k, len(gpus)-1)], node, d.driver)
@@ -915,6 +956,10 @@ func (d *drat) allocate(ctx context.Context, pods []*v1.Pod, assignmentOf func(t
 	failed := map[types.UID]error{}
 	var wrote []gpuClaim
 	picks, noChannel := d.channelPlan(pods, assignmentOf)
+	owners := d.owners
+	if claims, err := d.io.listClaims(); err == nil {
+		owners = d.staticOwners(claims) // (as they are now, dra_static.go)
+	}
 	for _, p := range pods {
 		dp := d.pods[p.UID]
 		if dp == nil || len(dp.claims)+len(dp.channels) == 0 {
@@ -932,10 +977,7 @@ func (d *drat) allocate(ctx context.Context, pods []*v1.Pod, assignmentOf func(t
 		d.grant(p.UID, "")
 		taken := make([]bool, len(a.gpus)) // (MIG devices given, dra_migs.go)
 		for _, c := range dp.claims {
-			n := 0
-			for _, r := range c.requests {
-				n += r.count
-			}
+			n := c.gpuSlots()
 			if k+n > len(a.gpus) {
 				failed[p.UID] = fmt.Errorf("ResourceClaim %s/%s: the pod's binding has %d GPUs, its claims %d", c.ns, c.name, len(a.gpus), dp.gpus)
 				break
@@ -943,6 +985,9 @@ func (d *drat) allocate(ctx context.Context, pods []*v1.Pod, assignmentOf func(t
 			alloc, err := d.allocation(c, a.node, a.gpus[k:k+n], now)
 			if err == nil {
 				err = d.partResults(alloc, c, a, taken)
+			}
+			if err == nil {
+				err = d.staticResults(alloc, c, a.node, owners) // (dra_static.go)
 			}
 			if err == nil && p.Spec.NodeName == "" {
 				err = d.checkConstraints(c, a.node, alloc)

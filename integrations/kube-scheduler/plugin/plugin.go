@@ -281,7 +281,7 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
-	if d.gpus == 0 && d.mig == "" && d.milli == 0 && !inGang {
+	if d.gpus == 0 && d.mig == "" && d.milli == 0 && !inGang && (dp == nil || !dp.static || !claims) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	if _, several := podTasks(d); several && inGang {
