@@ -129,6 +129,9 @@ type drat struct {
 	// lent are the tainted free GPUs lent this cycle to the pods that
 	// tolerate them, loaned those lent and held since (dra_lend.go).
 	lent, loaned map[lendKey]bool
+	// jobOf is a pod's job ID (scheduler mode: reserveGangs); nil in
+	// placement mode.
+	jobOf func(*v1.Pod) string
 
 	nodeCache map[string]draNodeCopy
 	pods      map[types.UID]*draPod
@@ -220,6 +223,14 @@ type draPod struct {
 	static bool
 }
 
+// staticMember is an unplaced gang member of static MIG devices at index
+// at of a cycle's pods (reserveGangs).
+type staticMember struct {
+	at  int
+	dp  *draPod
+	job string
+}
+
 // gpuClaim is one ResourceClaim of a pod whose requests are GPUs.
 type gpuClaim struct {
 	claimRef
@@ -296,6 +307,7 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 		}
 	}
 	out := make([]*v1.Pod, 0, len(pods))
+	var gangs []staticMember
 	live := map[types.UID]bool{}
 	next := make(map[types.UID]*draPod, len(d.pods))
 	d.stale = d.stale[:0]
@@ -313,6 +325,9 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 		if po == nil {
 			continue
 		}
+		if dp.static && p.Spec.NodeName == "" && !assigned(p.UID) && p.Annotations[PlannedNodeAnnotation] == "" && d.jobOf != nil && d.jobOf(p) != p.Namespace+"/"+p.Name {
+			gangs = append(gangs, staticMember{at: len(out), dp: dp, job: d.jobOf(p)}) // (dra_static.go)
+		}
 		out = append(out, po)
 		if p.Spec.NodeName == "" && !assigned(p.UID) {
 			d.grant(p.UID, "")
@@ -329,6 +344,7 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 		}
 	}
 	d.pods = next
+	out = d.reserveGangs(out, gangs)
 	mine := make(map[types.UID][]string, len(next))
 	for uid, dp := range next {
 		for _, c := range dp.refs() {

@@ -472,7 +472,10 @@ func TestIndepA100StaticMIGMixed(t *testing.T) {
 	}
 	h.cycle(ctx)
 	got := indepCheck(t, f, io, indepA100Profiles)
-	t.Logf("allocations %v; pending %v", got, io.pending)
+	for _, c := range sortedKeys(got) {
+		t.Logf("%s: %v", c, names(got[c]))
+	}
+	t.Logf("pending %v", io.pending)
 	for _, d := range got["whole4"] {
 		if !strings.HasPrefix(d.Name, "gpu-") || strings.Contains(d.Name, "mig") {
 			t.Errorf("whole4 got %s", d.Name)

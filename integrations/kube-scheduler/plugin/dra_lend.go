@@ -251,6 +251,7 @@ func newSchedDRA(args *Args, io draIO, h *host, log klog.Logger) *drat {
 	d := newDRA(args, io, h, log)
 	if d != nil {
 		d.sched, d.idle = true, ledgerGPUs{h}.idleGPUSet
+		d.jobOf = func(p *v1.Pod) string { return jobID(p, args) }
 	}
 	return d
 }

@@ -461,3 +461,115 @@ func (x *placeDRA) claimsOf(p *v1.Pod) []*resourceapi.ResourceClaim {
 	}
 	return out
 }
+
+// reserveGangs gives each unplaced gang member of static MIG devices
+// (members, by job) one node: the library places a gang's members in one
+// decision, each on any node its filter allows, and two members on a node
+// with one free device would leave one of them without it. Gang by gang
+// (by job ID), member by member (by name), each takes its devices
+// (pickStatic) on the node that leaves the fewest free static devices on
+// nodes in use: a node some of whose static devices are taken, the one
+// with the fewest free, then by name, among those with its devices free
+// once the members before it took theirs; it is restricted to that node.
+// A gang some member of which finds no node waits whole, saying why.
+// pods are the cycle's pods; the members' entries are replaced or, for
+// a gang that waits, dropped.
+func (d *drat) reserveGangs(pods []*v1.Pod, members []staticMember) []*v1.Pod {
+	if len(members) == 0 {
+		return pods
+	}
+	owners := map[string]string{}
+	for k, v := range d.owners {
+		owners[k] = v
+	}
+	slices.SortStableFunc(members, func(a, b staticMember) int {
+		return cmp.Or(strings.Compare(a.job, b.job), strings.Compare(a.dp.src.Name, b.dp.src.Name))
+	})
+	drop := map[int]bool{}
+	for i := 0; i < len(members); {
+		j := i
+		for j < len(members) && members[j].job == members[i].job {
+			j++
+		}
+		gang := members[i:j]
+		i = j
+		took := map[string]string{}
+		nodes := make([]string, len(gang))
+		why := ""
+		for k, m := range gang {
+			node, picks := d.bestStaticNode(m.dp, owners)
+			if node == "" {
+				why = fmt.Sprintf("its gang %s: no node has free static MIG devices for member %s once the members before it took theirs", m.job, m.dp.src.Name)
+				break
+			}
+			nodes[k] = node
+			for _, ms := range picks {
+				for _, x := range ms {
+					key := d.nodes[node].pool + "/" + x.name
+					owners[key], took[key] = "gang "+m.job, owners[key]
+				}
+			}
+		}
+		if why != "" {
+			for key, was := range took {
+				owners[key] = was
+			}
+			for _, m := range gang {
+				m.dp.unkept = why // (told by left; the cached view stays)
+				drop[m.at] = true
+			}
+			continue
+		}
+		for k, m := range gang {
+			p := pods[m.at].DeepCopy()
+			onlyOn(p, []string{nodes[k]})
+			pods[m.at] = p
+		}
+	}
+	out := pods[:0]
+	for i, p := range pods {
+		if !drop[i] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// bestStaticNode returns the node where dp's static MIG devices go when
+// the devices owners names are taken (see reserveGangs) and the devices
+// it picks there; "" when none has them all free.
+func (d *drat) bestStaticNode(dp *draPod, owners map[string]string) (string, [][]*staticMIG) {
+	var reqs []gpuRequest
+	mine := map[string]bool{}
+	for _, c := range dp.claims {
+		reqs = append(reqs, c.requests...)
+		mine[c.ns+"/"+c.name] = true
+	}
+	best, bestKey := "", [2]int{}
+	var bestPicks [][]*staticMIG
+	for _, name := range sortedKeys(d.nodes) {
+		n := d.nodes[name]
+		if len(n.statics) == 0 {
+			continue
+		}
+		picks, ok := d.pickStatic(n, reqs, owners, func(o string) bool { return mine[o] })
+		if !ok {
+			continue
+		}
+		free := 0
+		for _, m := range n.statics {
+			if o := owners[n.pool+"/"+m.name]; o == "" || mine[o] {
+				free++
+			}
+		}
+		idle := 0
+		if free == len(n.statics) {
+			idle = 1
+		}
+		k := [2]int{idle, free}
+		if best == "" || slices.Compare(k[:], bestKey[:]) < 0 {
+			best, bestKey, bestPicks = name, k, picks
+		}
+	}
+	return best, bestPicks
+}

@@ -278,3 +278,57 @@ func TestDRAStaticMIGPlacement(t *testing.T) {
 		}
 	}
 }
+
+// TestDRAStaticMIGSeveral: a pod of several static MIG devices (a request
+// of two 1g.18gb and one of a 2g.35gb, in two claims) gets them all on
+// the one node that has them free; a gang of three 1g.18gb pods on two
+// nodes of two free 1g.18gb each is placed whole, no device twice.
+func TestDRAStaticMIGSeveral(t *testing.T) {
+	profiles, f := h200Static(t, map[string][][]string{
+		"s-1": {{"0"}, {"1g.18gb@0", "1g.18gb@1", "2g.35gb@2", "3g.71gb@4"}},
+		"s-2": {{"0"}, {"1g.18gb@0", "1g.18gb@1", "3g.71gb@4"}},
+	})
+	f.put(withCEL(claimFor("pair", DefaultDRAMIGDeviceClass, 2), "device.attributes['gpu.nvidia.com'].profile == '1g.18gb'"))
+	f.put(migClaim("mid", "2g.35gb"))
+	g := map[string]string{DefaultGangLabel: "g", DefaultGangSizeKey: "3"}
+	h, io := newDRAHost(t, f, node("s-1", -1, nil), node("s-2", -1, nil))
+	ctx := context.Background()
+	io.pods = []*v1.Pod{draPodOf("p-multi", "pair", "mid")}
+	h.cycle(ctx)
+	bindDRA(h, io)
+	h.cycle(ctx)
+	got := staticDevs(t, f, io, profiles)
+	if got["pair"] != "gpu-0-mig-19-0-1,gpu-0-mig-19-1-1" || got["mid"] != "gpu-0-mig-14-2-2" || f.claims["default/pair"].Status.Allocation.Devices.Results[0].Pool != "s-1" {
+		t.Fatalf("pair %q, mid %q; pending %v", got["pair"], got["mid"], io.pending)
+	}
+	// The gang: s-1's 1g.18gb are taken, s-2 has two: it waits, whole.
+	for i := range 3 {
+		name := fmt.Sprintf("g%d", i)
+		f.put(migClaim(name, "1g.18gb"))
+		p := draPodOf("p-"+name, name)
+		p.Labels = g
+		io.pods = append(io.pods, p)
+	}
+	for range 3 {
+		h.cycle(ctx)
+		bindDRA(h, io)
+	}
+	got = staticDevs(t, f, io, profiles)
+	if got["g0"] != "" || got["g1"] != "" || got["g2"] != "" {
+		t.Errorf("a gang of three on two free devices: %q %q %q", got["g0"], got["g1"], got["g2"])
+	}
+	if !strings.Contains(io.pending["p-g2"], "no node has free static MIG devices for member p-g2") {
+		t.Errorf("p-g2: %q", io.pending["p-g2"])
+	}
+	// The multi pod ends: four free 1g.18gb on two nodes take the gang.
+	io.pods[0] = io.pods[0].DeepCopy()
+	io.pods[0].Status.Phase = v1.PodSucceeded
+	for range 4 {
+		h.cycle(ctx)
+		bindDRA(h, io)
+	}
+	got = staticDevs(t, f, io, profiles)
+	if got["g0"] == "" || got["g1"] == "" || got["g2"] == "" {
+		t.Errorf("the gang: %q %q %q; pending %v", got["g0"], got["g1"], got["g2"], io.pending)
+	}
+}

@@ -284,6 +284,9 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if d.gpus == 0 && d.mig == "" && d.milli == 0 && !inGang && (dp == nil || !dp.static || !claims) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
+	if inGang && dp != nil && dp.static && claims {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "gpusched: a gang member of static MIG devices, which placement mode does not place (each member's devices would be picked apart from its gang's plan); use mode: scheduler")
+	}
 	if _, several := podTasks(d); several && inGang {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "gpusched: a gang member with several MIG devices, which placement mode does not place (its gang would have to go whole on one node); use mode: scheduler")
 	}
