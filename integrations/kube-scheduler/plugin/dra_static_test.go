@@ -246,17 +246,21 @@ func TestDRAStaticMIGTaint(t *testing.T) {
 // TestDRAStaticMIGPlacement: placement mode on a node of one whole GPU
 // and one in static MIG mode: MIG pods get free devices of their profile
 // (packed), no device twice, a whole-GPU pod the whole GPU, a second one
-// nothing (the static GPU is not given away whole).
+// nothing (the static GPU is not given away whole); a node whose one GPU
+// is in static MIG mode (no whole GPU, allocatable 0 in placement mode's
+// view) takes a pod of its 7g.141gb, a second waits.
 func TestDRAStaticMIGPlacement(t *testing.T) {
-	profiles, f := h200Static(t, map[string][][]string{"p-1": {{"1"}, {"1g.18gb@0", "1g.18gb@1", "2g.35gb@2", "3g.71gb@4"}}})
+	profiles, f := h200Static(t, map[string][][]string{"p-1": {{"1"}, {"1g.18gb@0", "1g.18gb@1", "2g.35gb@2", "3g.71gb@4"}}, "p-2": {{"0"}, {"7g.141gb@0"}}})
 	f.put(migClaim("a", "1g.18gb"))
 	f.put(migClaim("b", "1g.18gb"))
 	f.put(migClaim("c", "1g.18gb"))
 	f.put(migClaim("big", "3g.71gb"))
 	f.put(claimFor("w", DefaultDRADeviceClass, 1))
 	f.put(claimFor("w2", DefaultDRADeviceClass, 1))
-	hs, _ := newDRAHarness(t, f, node("p-1", -1, nil))
-	for _, x := range []struct{ pod, node string }{{"big", "p-1"}, {"a", "p-1"}, {"b", "p-1"}, {"c", ""}, {"w", "p-1"}, {"w2", ""}} {
+	f.put(migClaim("seven", "7g.141gb"))
+	f.put(migClaim("seven2", "7g.141gb"))
+	hs, _ := newDRAHarness(t, f, node("p-1", -1, nil), node("p-2", -1, nil))
+	for _, x := range []struct{ pod, node string }{{"big", "p-1"}, {"a", "p-1"}, {"b", "p-1"}, {"c", ""}, {"w", "p-1"}, {"w2", ""}, {"seven", "p-2"}, {"seven2", ""}} {
 		p := hs.add(placementDRAPod(x.pod, x.pod))
 		n, st, _ := hs.schedule(p)
 		if x.node == "" {
@@ -270,8 +274,15 @@ func TestDRAStaticMIGPlacement(t *testing.T) {
 		}
 		hs.bind(p, n)
 	}
+	// A gang member of static MIG devices is refused (scheduler mode's).
+	f.put(migClaim("g", "2g.35gb"))
+	gp := placementDRAPod("g", "g")
+	gp.Labels = map[string]string{DefaultGangLabel: "g", DefaultGangSizeKey: "2"}
+	if _, st, _ := hs.schedule(hs.add(gp)); st == nil || !strings.Contains(st.Message(), "mode: scheduler") {
+		t.Errorf("a static-MIG gang member in placement mode: %v", st)
+	}
 	got := staticDevs(t, f, &fakeIO{}, profiles)
-	want := map[string]string{"big": "gpu-1-mig-9-4-4", "a": "gpu-1-mig-19-0-1", "b": "gpu-1-mig-19-1-1", "w": "gpu-0"}
+	want := map[string]string{"big": "gpu-1-mig-9-4-4", "a": "gpu-1-mig-19-0-1", "b": "gpu-1-mig-19-1-1", "w": "gpu-0", "seven": "gpu-0-mig-0-0-8"}
 	for _, c := range sortedKeys(want) {
 		if got[c] != want[c] {
 			t.Errorf("claim %s: %q, want %s", c, got[c], want[c])
