@@ -973,8 +973,10 @@ func (d *drat) allocate(ctx context.Context, pods []*v1.Pod, assignmentOf func(t
 	var wrote []gpuClaim
 	picks, noChannel := d.channelPlan(pods, assignmentOf)
 	owners := d.owners
-	if claims, err := d.io.listClaims(); err == nil {
-		owners = d.staticOwners(claims) // (as they are now, dra_static.go)
+	if owners != nil {
+		if claims, err := d.io.listClaims(); err == nil {
+			owners = d.staticOwners(claims) // (as they are now, dra_static.go)
+		}
 	}
 	for _, p := range pods {
 		dp := d.pods[p.UID]

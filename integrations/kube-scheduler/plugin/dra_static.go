@@ -364,6 +364,9 @@ func (d *drat) staticResults(alloc *resourceapi.AllocationResult, c gpuClaim, no
 	if n == nil {
 		return fmt.Errorf("node %s publishes no static MIG devices", node)
 	}
+	if owners == nil {
+		return fmt.Errorf("the claims holding static MIG devices could not be read")
+	}
 	me := c.ns + "/" + c.name
 	picks, ok := d.pickStatic(n, c.requests, owners, func(o string) bool { return o == me })
 	if !ok {
@@ -429,6 +432,10 @@ func (n *draNode) staticOf(dev string) *staticMIG {
 // claims and the claims x holds (assumed, not written yet) and returns
 // them. x.mu is held.
 func (x *placeDRA) ownersLocked() map[string]string {
+	if x.d.staticOwners(nil) == nil {
+		x.d.owners, x.d.ownersKey = nil, ""
+		return nil // (no static MIG devices: no claims to list)
+	}
 	claims, err := x.d.io.listClaims()
 	if err != nil {
 		return x.d.owners
