@@ -580,3 +580,22 @@ func (d *drat) bestStaticNode(dp *draPod, owners map[string]string) (string, [][
 	}
 	return best, bestPicks
 }
+
+// freeStatics is the number of n's static MIG devices no claim holds that
+// r's selectors match and whose NoSchedule and NoExecute taints r
+// tolerates (firstAvailable's fits: the profile is found later).
+func (d *drat) freeStatics(n *draNode, r gpuRequest) int {
+	k, key := 0, selKey(r.sels)
+	for _, m := range n.statics {
+		if d.owners[n.pool+"/"+m.name] != "" {
+			continue
+		}
+		if ok, err := d.matches(m.spec, r.sels, key); !ok || err != nil {
+			continue
+		}
+		if _, bad := untolerated(m.spec.Taints, r.tols, resourceapi.DeviceTaintEffectNoSchedule, resourceapi.DeviceTaintEffectNoExecute); !bad {
+			k++
+		}
+	}
+	return k
+}

@@ -343,3 +343,29 @@ func TestDRAStaticMIGSeveral(t *testing.T) {
 		t.Errorf("the gang: %q %q %q; pending %v", got["g0"], got["g1"], got["g2"], io.pending)
 	}
 }
+
+// TestDRAStaticMIGFirstAvailable: a firstAvailable request of static MIG
+// devices takes its first subrequest a free device is left for: with the
+// one 3g.71gb taken, "big" is passed over and "small" (a 1g.18gb) placed,
+// its result naming "mig/small".
+func TestDRAStaticMIGFirstAvailable(t *testing.T) {
+	profiles, f := h200Static(t, map[string][][]string{"f-1": {{"0"}, {"1g.18gb@0", "1g.18gb@1", "2g.35gb@2", "3g.71gb@4"}}})
+	f.put(migClaim("taken", "3g.71gb"))
+	c := firstClaim("either", [4]any{"big", DefaultDRAMIGDeviceClass, 1, "device.attributes['gpu.nvidia.com'].profile == '3g.71gb'"},
+		[4]any{"small", DefaultDRAMIGDeviceClass, 1, "device.attributes['gpu.nvidia.com'].profile == '1g.18gb'"})
+	c.Spec.Devices.Requests[0].Name = "mig"
+	f.put(c)
+	h, io := newDRAHost(t, f, node("f-1", -1, nil))
+	ctx := context.Background()
+	io.pods = []*v1.Pod{draPodOf("p-taken", "taken")}
+	h.cycle(ctx)
+	bindDRA(h, io)
+	io.pods = append(io.pods, draPodOf("p-either", "either"))
+	h.cycle(ctx)
+	bindDRA(h, io)
+	h.cycle(ctx)
+	got := staticDevs(t, f, io, profiles)
+	if got["taken"] != "gpu-0-mig-9-4-4" || got["either"] != "gpu-0-mig-19-0-1" || strings.Join(results(f, "either"), ",") != "mig/small" {
+		t.Errorf("taken %q, either %q (%v); pending %v", got["taken"], got["either"], results(f, "either"), io.pending)
+	}
+}
