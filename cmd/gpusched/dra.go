@@ -25,7 +25,8 @@ memory, from YAML or JSON files, as
 writes them, and write the gpusched cluster file: a host per node, GPUs with
 their UUIDs and bus IDs, NUMA nodes and PCIe roots, the NVSwitch domain of
 DGX/HGX shapes, multi-node NVLink cliques (nvidia.com/gpu.clique), MIG
-geometry from partitionable devices. --network-label names the node labels
+geometry from partitionable devices, GPUs in static MIG mode from their MIG
+devices. --network-label names the node labels
 that place nodes under switches, outermost first. What was approximated is
 listed on standard error; tainted GPUs too. Errors name the file, line and
 field.`,

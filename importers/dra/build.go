@@ -56,6 +56,10 @@ type GPU struct {
 	// Draining); a MIG device's taints count for its GPU.
 	Health topology.Health
 	Taints []DeviceTaint
+	// StaticMIG: the GPU is in static MIG mode, published only through
+	// the MIG devices made on it (NVIDIA's driver without DynamicMIG);
+	// Device is "" and its MIG devices are in Result.MIG.
+	StaticMIG bool
 }
 
 // MIGDevice is a MIG device of the slices: a legal placement of a profile
@@ -110,6 +114,13 @@ type node struct {
 //     model keeps its preset's geometry, if any. A GPU not published whose
 //     partitionable MIG devices are (NVIDIA's dynamic MIG on an Ampere GPU
 //     in MIG mode) is a GPU of its node all the same (parentsOf).
+//   - static MIG (NVIDIA's driver without DynamicMIG): a GPU in MIG mode
+//     is not published, only the MIG devices made on it (their memory
+//     slices as capacities "memorySliceN"); each GPU their parentUUID
+//     (else parentIndex, parentMinor, or the minor of their name
+//     "gpu-M-mig-…") names and no GPU device is becomes a GPU of the
+//     host (GPU.StaticMIG), ordered with the others by index or minor,
+//     its model from their productName, its PCIe root theirs.
 //   - device taints set GPU health (Result.GPUs; see ApplyHealth).
 //
 // Errors name the file, line and field. Build does no I/O.
@@ -197,6 +208,7 @@ func Build(objs *Objects, opts Options) (*Result, error) {
 		if err := parentsOf(n, driver); err != nil {
 			return nil, err
 		}
+		staticParents(n)
 		if len(n.gpus) == 0 {
 			if len(n.migs) > 0 {
 				return nil, &Error{File: n.file, Line: n.line, Field: "node " + n.name, Msg: "MIG devices but no GPU device (publish the GPUs, or the partitionable devices)"}
@@ -230,7 +242,11 @@ func Build(objs *Objects, opts Options) (*Result, error) {
 		}
 		inputs = append(inputs, in)
 		for _, g := range n.gpus {
-			res.GPUs = append(res.GPUs, GPU{Host: n.name, Index: g.index, Pool: g.pool, Device: g.dev.Name, UUID: g.uuid, Health: g.health, Taints: g.taints})
+			gr := GPU{Host: n.name, Index: g.index, Pool: g.pool, UUID: g.uuid, Health: g.health, Taints: g.taints, StaticMIG: g.static}
+			if !g.static {
+				gr.Device = g.dev.Name
+			}
+			res.GPUs = append(res.GPUs, gr)
 		}
 	}
 	if err := attachMIG(list, res); err != nil {
@@ -532,19 +548,7 @@ func attachMIG(list []*node, res *Result) error {
 	}
 	for _, n := range list {
 		for _, m := range n.migs {
-			var parent *gpuDev
-			for _, g := range n.gpus {
-				switch {
-				case m.counterSet != "" && g.counterSet == m.counterSet,
-					m.parentUUID != "" && g.uuid == m.parentUUID,
-					m.parentIndex >= 0 && g.index == m.parentIndex,
-					m.parentMinor >= 0 && g.minor == m.parentMinor:
-					parent = g
-				}
-				if parent != nil {
-					break
-				}
-			}
+			parent := parentOf(n, m)
 			if parent == nil {
 				return &Error{File: m.file, Line: m.line, Field: m.field, Msg: "no GPU of the node is this MIG device's parent (by counter set, parentUUID, parentIndex or parentMinor)"}
 			}
@@ -624,6 +628,51 @@ func setHealth(c *topology.Cluster, l *topology.Ledger, gpus []GPU, all bool) er
 		}
 		if err := l.SetGPUHealth(first+topology.GPUID(g.Index), g.Health); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// staticParents adds to n a GPU for each parent of n's MIG devices that
+// no GPU device of n is (static MIG: the driver publishes a GPU in MIG
+// mode through its MIG devices only), named by their parentUUID, else
+// parentIndex, parentMinor, or the minor of their name ("gpu-5-mig-…").
+func staticParents(n *node) {
+	for _, m := range n.migs {
+		if m.counterSet != "" || m.start < 0 || parentOf(n, m) != nil {
+			continue
+		}
+		minor := m.parentMinor
+		if k, _, ok := strings.Cut(strings.TrimPrefix(m.dev.Name, "gpu-"), "-mig-"); ok && minor < 0 && strings.HasPrefix(m.dev.Name, "gpu-") {
+			if v, err := strconv.Atoi(k); err == nil && v >= 0 && v < 1<<20 {
+				minor = v
+			}
+		}
+		if m.parentUUID == "" && m.parentIndex < 0 && minor < 0 {
+			continue // (attachMIG says it has no parent)
+		}
+		if m.parentMinor < 0 && minor >= 0 {
+			m.parentMinor = minor // (its name's: found by it below)
+		}
+		g := &gpuDev{dev: m.dev, pool: m.pool, field: m.field, file: m.file, line: m.line, index: m.parentIndex, minor: minor, uuid: m.parentUUID,
+			product: m.product, pcieRoot: m.pcieRoot, numa: -1, static: true}
+		if g.product == "" && len(n.gpus) > 0 {
+			g.product = n.gpus[0].product
+		}
+		n.gpus = append(n.gpus, g)
+	}
+}
+
+// parentOf returns m's GPU among n's: the one consuming its counter set,
+// or its parentUUID, parentIndex or parentMinor names; nil when none is.
+func parentOf(n *node, m *migDev) *gpuDev {
+	for _, g := range n.gpus {
+		switch {
+		case m.counterSet != "" && g.counterSet == m.counterSet,
+			m.parentUUID != "" && g.uuid == m.parentUUID,
+			m.parentIndex >= 0 && g.index == m.parentIndex,
+			m.parentMinor >= 0 && g.minor == m.parentMinor:
+			return g
 		}
 	}
 	return nil

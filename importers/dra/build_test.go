@@ -1,6 +1,7 @@
 package dra
 
 import (
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -197,5 +198,44 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("error %v\nwant it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A DGX A100 whose GPUs 5-7 are in static MIG mode (NVIDIA's driver
+// without DynamicMIG publishes only their MIG devices, with memorySlice
+// capacities), and a node whose one GPU is: each GPU in MIG mode is a GPU
+// of its host (in minor order, so a100-1 is the dgx-a100 shape with its
+// NVSwitch domain), marked StaticMIG, and its MIG devices are listed on
+// it at their starts (by device name).
+func TestStaticMIG(t *testing.T) {
+	res, c := load(t, Options{}, "dgx-a100-static.yaml")
+	if c.NumHosts() != 2 || c.NumGPUs() != 9 {
+		t.Fatalf("%d hosts, %d GPUs", c.NumHosts(), c.NumGPUs())
+	}
+	h, _ := c.HostByName("a100-1")
+	first, _ := c.HostGPUs(h)
+	if got := c.Link(first, first+7).Kind; got != topology.LinkFabric {
+		t.Errorf("GPUs 0-7 of a100-1: %v, want the NVSwitch domain", got)
+	}
+	var static []string
+	for _, g := range res.GPUs {
+		if g.StaticMIG {
+			static = append(static, fmt.Sprintf("%s/%d", g.Host, g.Index))
+		}
+	}
+	if want := "a100-1/5 a100-1/6 a100-1/7 a100-mig-only/0"; strings.Join(static, " ") != want {
+		t.Errorf("static MIG GPUs %v, want %s", static, want)
+	}
+	// In device-name order, numbers compared as numbers (gpu-5-mig-9-… before
+	// gpu-5-mig-14-…, internal/devname).
+	var migs []string
+	for _, m := range res.MIG {
+		migs = append(migs, fmt.Sprintf("%s/%d:%s@%d", m.Host, m.GPU, m.Profile, m.Start))
+	}
+	if want := "a100-1/5:3g.40gb@4 a100-1/5:2g.20gb@2 a100-1/5:1g.10gb@0 a100-1/6:1g.10gb@0 a100-1/6:1g.10gb@1 a100-1/7:7g.80gb@0 a100-mig-only/0:3g.40gb@0 a100-mig-only/0:3g.40gb@4"; strings.Join(migs, " ") != want {
+		t.Errorf("MIG devices\n%s\nwant\n%s", strings.Join(migs, " "), want)
+	}
+	if id := res.Spec.Hosts[0].GPUs[5]; id.UUID != "GPU-a1000005-0000-0000-0000-000000000000" {
+		t.Errorf("GPU 5 identity %+v", id)
 	}
 }

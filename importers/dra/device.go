@@ -61,6 +61,9 @@ type gpuDev struct {
 	slots      int    // memory slices of its counter set, 0 unknown
 	health     topology.Health
 	taints     []DeviceTaint
+	// static: a GPU in static MIG mode, made from its MIG devices (dev is
+	// one of them; staticParents).
+	static bool
 }
 
 // migDev is one MIG device read from a slice.
@@ -78,6 +81,8 @@ type migDev struct {
 	start, size int // -1, 0 when unknown
 	memMiB      int64
 	uuid        string
+	product     string // its GPU's productName
+	pcieRoot    string
 	health      topology.Health
 	taints      []DeviceTaint
 }
@@ -234,6 +239,12 @@ func readMIG(d *Device, a attrs) (*migDev, error) {
 		return nil, err
 	}
 	if m.uuid, err = a.str(AttrUUID); err != nil {
+		return nil, err
+	}
+	if m.product, err = a.str(AttrProductName); err != nil {
+		return nil, err
+	}
+	if m.pcieRoot, err = a.str(AttrPCIeRoot); err != nil {
 		return nil, err
 	}
 	if m.parentIndex, err = a.smallInt(AttrParentIndex); err != nil {

@@ -31,7 +31,9 @@
 //
 // and the capacities memory (bytes) and, on MIG devices, the memory slices
 // they take: consumed counters "memory-slice-N" (partitionable devices) or
-// capacities "memorySliceN".
+// capacities "memorySliceN" (static MIG: MIG devices that exist on a GPU
+// the driver does not publish, which Build makes a GPU of its host,
+// GPU.StaticMIG).
 //
 // Reading does I/O (ReadFiles); Build does none and is deterministic.
 package dra

@@ -80,6 +80,20 @@ func migControlPlane(ctx context.Context, t *testing.T) (*controlPlane, []nvdra.
 	}
 	cp := startControlPlane(t)
 	c := cp.Client
+	createGPUClasses(ctx, t, c)
+	createNode(ctx, t, c, nodeSpec{Name: "h200-1"})
+	for _, s := range (nvdra.Node{Name: "h200-1", GPUs: 2, Product: "NVIDIA H200", Profiles: profiles, Slots: 8}).Slices() {
+		if _, err := c.ResourceV1().ResourceSlices().Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("MIG slice %s: %v", s.Name, err)
+		}
+	}
+	return cp, profiles
+}
+
+// createGPUClasses creates gpusched's namespace and queues and the
+// DeviceClasses of NVIDIA's driver (and a NIC driver's).
+func createGPUClasses(ctx context.Context, t *testing.T, c kubernetes.Interface) {
+	t.Helper()
 	createNamespace(ctx, t, c, systemNS)
 	createQueueConfigMap(ctx, t, c, queuesYAML)
 	for class, expr := range map[string]string{
@@ -93,13 +107,6 @@ func migControlPlane(ctx context.Context, t *testing.T) (*controlPlane, []nvdra.
 			t.Fatalf("device class %s: %v", class, err)
 		}
 	}
-	createNode(ctx, t, c, nodeSpec{Name: "h200-1"})
-	for _, s := range (nvdra.Node{Name: "h200-1", GPUs: 2, Product: "NVIDIA H200", Profiles: profiles, Slots: 8}).Slices() {
-		if _, err := c.ResourceV1().ResourceSlices().Create(ctx, s, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("MIG slice %s: %v", s.Name, err)
-		}
-	}
-	return cp, profiles
 }
 
 // TestDRAMIGSeveral: a pod asks for three MIG devices in one claim (two
@@ -331,9 +338,17 @@ func checkPlacement(t *testing.T, claim string, d resourceapi.Device, profiles [
 	prof := *d.Attributes["profile"].StringValue
 	k := slices.IndexFunc(profiles, func(p nvdra.Profile) bool { return p.Name == prof })
 	start, size := 99, 0
-	for name := range d.ConsumesCounters[0].Counters {
+	for _, cc := range d.ConsumesCounters {
+		for name := range cc.Counters {
+			var m int
+			if _, err := fmt.Sscanf(name, "memory-slice-%d", &m); err == nil {
+				start, size = min(start, m), size+1
+			}
+		}
+	}
+	for name := range d.Capacity { // (static MIG: memorySlice<K> capacities)
 		var m int
-		if _, err := fmt.Sscanf(name, "memory-slice-%d", &m); err == nil {
+		if _, err := fmt.Sscanf(string(name), "memorySlice%d", &m); err == nil {
 			start, size = min(start, m), size+1
 		}
 	}

@@ -85,8 +85,8 @@ type nodeShape struct {
 // shapeOf reads n; ok is false for nodes without allocatable GPUs.
 func shapeOf(n *v1.Node, a *Args) (s nodeShape, ok bool) {
 	q, has := n.Status.Allocatable[v1.ResourceName(a.GPUResource)]
-	if !has || q.Value() <= 0 {
-		return s, false
+	if (!has || q.Value() <= 0) && n.Annotations[DRAStaticMIGAnnotation] == "" {
+		return s, false // (a DRA node whose GPUs are all in static MIG mode is a host: dra_static.go)
 	}
 	s.name = n.Name
 	s.allocGPUs = int(min(q.Value(), topology.MaxGPUsPerHost))

@@ -134,12 +134,20 @@ type drat struct {
 	// lent are the tainted free GPUs lent this cycle to the pods that
 	// tolerate them, loaned those lent and held since (dra_lend.go).
 	lent, loaned map[lendKey]bool
+	// jobOf is a pod's job ID (scheduler mode: reserveGangs); nil in
+	// placement mode.
+	jobOf func(*v1.Pod) string
 
 	nodeCache map[string]draNodeCopy
 	pods      map[types.UID]*draPod
 	// pend are the claims several unbound pods name before any holds
 	// them (scheduler mode; nil in placement mode: dra_shared.go).
 	pend *pendingShares
+	// owners are the static MIG devices claims hold ("pool/device" →
+	// "namespace/claim"; nil when no node has any), ownersKey their key,
+	// as read for this cycle's pods (setOwners, dra_static.go).
+	owners    map[string]string
+	ownersKey string
 	// stale are claims to release (see view).
 	stale []claimRef
 
@@ -182,6 +190,11 @@ type draNode struct {
 	// their parent, or no memory-slice counters: static MIG), kept to say
 	// why a request they match waits.
 	unlinked []*resourceapi.Device
+	// statics are the MIG devices of its GPUs in static MIG mode, and
+	// staticGPUs the number of those GPUs, indexed after its whole GPUs
+	// (dra_static.go).
+	statics    []*staticMIG
+	staticGPUs int
 }
 
 // DRALayoutAnnotation carries, on the node as a cycle sees it (never
@@ -199,10 +212,10 @@ const DRALayoutAnnotation = "gpusched.io/dra-layout"
 const DRANUMAAnnotation = "gpusched.io/dra-numa"
 
 type draNodeCopy struct {
-	src, out                     *v1.Node
-	gpus                         int
-	product, layout, clique, mig string
-	numa                         bool
+	src, out                             *v1.Node
+	gpus                                 int
+	product, layout, clique, mig, static string
+	numa                                 bool
 }
 
 // draPod is what view made of one pod with claims.
@@ -233,6 +246,16 @@ type draPod struct {
 	// does not allocate (why says what): the pod is a GPU pod all the
 	// same, which waits rather than being left to kube's allocator.
 	refused bool
+	// static: its GPU requests are static MIG devices (dra_static.go).
+	static bool
+}
+
+// staticMember is an unplaced gang member of static MIG devices at index
+// at of a cycle's pods (reserveGangs).
+type staticMember struct {
+	at  int
+	dp  *draPod
+	job string
 }
 
 // gpuClaim is one ResourceClaim of a pod whose requests are GPUs.
@@ -295,6 +318,10 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 	}
 	d.readSlices()
 	d.readChannelSlices()
+	claims, err := d.io.listClaims()
+	if err == nil {
+		d.setOwners(claims)
+	}
 	outNodes := make([]*v1.Node, 0, len(nodes))
 	seen := map[string]bool{}
 	for _, n := range nodes {
@@ -307,6 +334,7 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 		}
 	}
 	out := make([]*v1.Pod, 0, len(pods))
+	var gangs []staticMember
 	live := map[types.UID]bool{}
 	next := make(map[types.UID]*draPod, len(d.pods))
 	d.stale = d.stale[:0]
@@ -326,6 +354,9 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 		if po == nil {
 			continue
 		}
+		if dp.static && p.Spec.NodeName == "" && !assigned(p.UID) && p.Annotations[PlannedNodeAnnotation] == "" && d.jobOf != nil && d.jobOf(p) != p.Namespace+"/"+p.Name {
+			gangs = append(gangs, staticMember{at: len(out), dp: dp, job: d.jobOf(p)}) // (dra_static.go)
+		}
 		out = append(out, po)
 		if p.Spec.NodeName == "" && !assigned(p.UID) {
 			d.grant(p.UID, "")
@@ -342,6 +373,7 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 		}
 	}
 	d.pods = next
+	out = d.reserveGangs(out, gangs)
 	mine := make(map[types.UID][]string, len(next))
 	for uid, dp := range next {
 		for _, c := range dp.refs() {
@@ -352,7 +384,6 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 	d.mine = mine
 	d.gmu.Unlock()
 	// Claims gpusched allocated whose pods are gone or ended.
-	claims, err := d.io.listClaims()
 	if err == nil {
 		d.prunePicks(claims)
 		for _, c := range claims {
@@ -433,13 +464,11 @@ func (d *drat) readSlices() {
 		name         string
 		index, minor int64
 		health       topology.Health
-		numa         int64
-		root         string
 		dev          *resourceapi.Device
 	}
 	mk := func(dev *resourceapi.Device) gpu {
 		return gpu{name: dev.Name, index: attrInt(dev.Attributes, d.driver, attrIndex), minor: attrInt(dev.Attributes, d.driver, attrMinor),
-			health: taintHealth(dev.Taints), numa: attrInt(dev.Attributes, d.driver, attrNUMANode), root: attrString(dev.Attributes, d.driver, attrPCIeRoot), dev: dev}
+			health: taintHealth(dev.Taints), dev: dev}
 	}
 	found := map[string][]gpu{}
 	parts := map[string][]*resourceapi.Device{}
@@ -513,20 +542,25 @@ func (d *drat) readSlices() {
 			return cmp.Or(cmp.Compare(a.index, b.index), cmp.Compare(a.minor, b.minor), devname.Compare(a.name, b.name))
 		})
 		n := d.nodes[node]
-		numa := make([]int64, len(gs))
-		roots := make([]string, len(gs))
 		for i, g := range gs {
 			n.devices = append(n.devices, g.name)
 			n.health = append(n.health, g.health)
 			n.index[g.name] = i
 			n.specs = append(n.specs, g.dev)
-			numa[i], roots[i] = g.numa, g.root
 		}
-		n.layout = layoutOf(numa, roots)
-		n.numa = !slices.ContainsFunc(numa, func(x int64) bool { return x < 0 || x >= 1<<20 })
 	}
 	for node, ps := range parts {
-		d.linkMIG(d.nodes[node], ps)
+		d.linkMIG(d.nodes[node], d.linkStatic(d.nodes[node], ps)) // (dra_static.go)
+	}
+	for _, n := range d.nodes {
+		var numa []int64
+		var roots []string
+		for _, dev := range append(slices.Clip(n.specs), n.staticParent()...) {
+			numa = append(numa, attrInt(dev.Attributes, d.driver, attrNUMANode))
+			roots = append(roots, attrString(dev.Attributes, d.driver, attrPCIeRoot))
+		}
+		n.layout = layoutOf(numa, roots)
+		n.numa = len(numa) > 0 && !slices.ContainsFunc(numa, func(x int64) bool { return x < 0 || x >= 1<<20 })
 	}
 }
 
@@ -610,6 +644,14 @@ func (h *host) draHealth() {
 			continue
 		}
 		first, count := c.HostGPUs(hid)
+		for i := len(n.health); i < count && i < len(n.health)+n.staticGPUs; i++ {
+			// A GPU in static MIG mode takes no job (dra_static.go).
+			if g := first + topology.GPUID(i); h.s.Ledger().GPU(g).Health == topology.Healthy {
+				if _, err := h.s.SetGPUHealth(g, topology.Draining); err != nil {
+					h.log.Error(err, "Setting a static-MIG GPU draining", "node", name, "index", i)
+				}
+			}
+		}
 		for i := 0; i < count && i < len(n.health); i++ {
 			g := first + topology.GPUID(i)
 			st := h.s.Ledger().GPU(g)
@@ -677,20 +719,23 @@ func attr(m map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, driver, n
 // publishes none.
 func (d *drat) node(n *v1.Node) *v1.Node {
 	g := d.nodes[n.Name]
-	if g == nil || len(g.devices) == 0 {
+	if g == nil || len(g.devices)+g.staticGPUs == 0 {
 		return n
 	}
 	if q, ok := n.Status.Allocatable[d.gpuResource]; ok && q.Value() > 0 {
 		return n // device-plugin GPUs: the extended resource counts
 	}
-	if c, ok := d.nodeCache[n.Name]; ok && c.src == n && c.gpus == len(g.devices) && c.product == g.product && c.layout == g.layout && c.clique == g.clique && c.mig == g.migSpec && c.numa == g.numa {
+	gpus, static := len(g.devices)+g.staticGPUs, g.staticIndices()
+	if c, ok := d.nodeCache[n.Name]; ok && c.src == n && c.gpus == gpus && c.product == g.product && c.layout == g.layout && c.clique == g.clique && c.mig == g.migSpec && c.static == static && c.numa == g.numa {
 		return c.out
 	}
 	out := n.DeepCopy()
 	if out.Status.Allocatable == nil {
 		out.Status.Allocatable = v1.ResourceList{}
 	}
-	out.Status.Allocatable[d.gpuResource] = *resource.NewQuantity(int64(len(g.devices)), resource.DecimalSI)
+	// (GPUs in static MIG mode too, named in DRAStaticMIGAnnotation:
+	// GPUs the library gives no job, dra_static.go.)
+	out.Status.Allocatable[d.gpuResource] = *resource.NewQuantity(int64(gpus), resource.DecimalSI)
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
 	}
@@ -716,7 +761,13 @@ func (d *drat) node(n *v1.Node) *v1.Node {
 		}
 		out.Annotations[DRAMIGAnnotation] = g.migSpec
 	}
-	d.nodeCache[n.Name] = draNodeCopy{src: n, out: out, gpus: len(g.devices), product: g.product, layout: g.layout, clique: g.clique, mig: g.migSpec, numa: g.numa}
+	if static != "" {
+		if out.Annotations == nil {
+			out.Annotations = map[string]string{}
+		}
+		out.Annotations[DRAStaticMIGAnnotation] = static
+	}
+	d.nodeCache[n.Name] = draNodeCopy{src: n, out: out, gpus: gpus, product: g.product, layout: g.layout, clique: g.clique, mig: g.migSpec, static: static, numa: g.numa}
 	return out
 }
 
@@ -817,7 +868,7 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 		claims = append(claims, c)
 		kb.WriteString(c.Name + "@" + c.ResourceVersion + ";" + d.classKey(c) + d.pend.key(c))
 	}
-	key := kb.String() + d.sliceKey
+	key := kb.String() + d.sliceKey + d.ownersKey
 	if old, ok := d.pods[p.UID]; ok && old.src == p && old.key == key {
 		return old
 	}
@@ -885,6 +936,9 @@ func (d *drat) pod(p *v1.Pod) *draPod {
 		if dp.why != "" && p.Spec.NodeName != "" {
 			part, dp.why = d.allocatedPart(dp, claims, heldOn) // (bound: its allocation says)
 		}
+	}
+	if dp.why == "" && part != nil && part.static {
+		return d.staticPod(dp, shared, d.owners) // (dra_static.go)
 	}
 	if dp.why == "" && p.Spec.NodeName == "" {
 		nodes, dp.why = d.celNodes(dp.claims)
@@ -970,6 +1024,9 @@ func (d *drat) allocation(c gpuClaim, node string, gpus []int, now time.Time) (*
 	}
 	k := 0
 	for _, r := range c.requests {
+		if isStatic(r) {
+			continue // (staticResults, dra_static.go)
+		}
 		for range r.count {
 			if k >= len(gpus) || gpus[k] < 0 || gpus[k] >= len(n.devices) || n.devices[gpus[k]] == "" {
 				return nil, fmt.Errorf("GPU %d of node %s is no device of driver %s", gpus[min(k, len(gpus)-1)], node, d.driver)
@@ -993,6 +1050,12 @@ func (d *drat) allocate(ctx context.Context, pods []*v1.Pod, assignmentOf func(t
 	failed := map[types.UID]error{}
 	var wrote []gpuClaim
 	picks, noChannel := d.channelPlan(pods, assignmentOf)
+	owners := d.owners
+	if owners != nil {
+		if claims, err := d.io.listClaims(); err == nil {
+			owners = d.staticOwners(claims) // (as they are now, dra_static.go)
+		}
+	}
 	for _, p := range pods {
 		dp := d.pods[p.UID]
 		if dp == nil || len(dp.claims)+len(dp.channels) == 0 {
@@ -1010,10 +1073,7 @@ func (d *drat) allocate(ctx context.Context, pods []*v1.Pod, assignmentOf func(t
 		d.grant(p.UID, "")
 		taken := make([]bool, len(a.gpus)) // (MIG devices given, dra_migs.go)
 		for _, c := range dp.claims {
-			n := 0
-			for _, r := range c.requests {
-				n += r.count
-			}
+			n := c.gpuSlots()
 			if k+n > len(a.gpus) {
 				failed[p.UID] = fmt.Errorf("ResourceClaim %s/%s: the pod's binding has %d GPUs, its claims %d", c.ns, c.name, len(a.gpus), dp.gpus)
 				break
@@ -1021,6 +1081,9 @@ func (d *drat) allocate(ctx context.Context, pods []*v1.Pod, assignmentOf func(t
 			alloc, err := d.allocation(c, a.node, a.gpus[k:k+n], now)
 			if err == nil {
 				err = d.partResults(alloc, c, a, taken)
+			}
+			if err == nil {
+				err = d.staticResults(alloc, c, a.node, owners) // (dra_static.go)
 			}
 			if err == nil && p.Spec.NodeName == "" {
 				err = d.checkConstraints(c, a.node, alloc)

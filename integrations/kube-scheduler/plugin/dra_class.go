@@ -103,8 +103,8 @@ func (d *drat) scanKind(sels []resourceapi.DeviceSelector, key string) reqKind {
 		}
 	}
 	for _, name := range names {
-		for _, m := range d.nodes[name].migs {
-			if ok, err := d.matches(m.spec, sels, key); ok && err == nil {
+		for _, m := range append(d.nodes[name].migsOf(""), d.nodes[name].staticSpecs()...) {
+			if ok, err := d.matches(m, sels, key); ok && err == nil {
 				return kindMIG
 			}
 		}

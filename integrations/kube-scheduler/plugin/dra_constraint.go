@@ -148,6 +148,9 @@ func deviceOn(n *draNode, dev string) *resourceapi.Device {
 			return m.spec
 		}
 	}
+	if m := n.staticOf(dev); m != nil {
+		return m.spec
+	}
 	return nil
 }
 

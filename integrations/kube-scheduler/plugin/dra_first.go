@@ -119,6 +119,9 @@ func (d *drat) fits(r gpuRequest) bool {
 					return true
 				}
 			}
+			if d.freeStatics(d.nodes[name], r) >= r.count {
+				return true // (dra_static.go)
+			}
 		}
 		return false
 	}

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpusched/gpusched/topology"
 )
 
 // An independent set of slices and claims, built from NVIDIA's
@@ -238,6 +240,12 @@ func indepPlacement(t *testing.T, claim string, d *resourceapi.Device, profiles 
 			}
 		}
 	}
+	for name := range d.Capacity { // (static MIG: memorySlice<K> capacities)
+		var m int
+		if _, err := fmt.Sscanf(string(name), "memorySlice%d", &m); err == nil {
+			got = append(got, m)
+		}
+	}
 	slices.Sort(got)
 	if k < 0 || len(got) != profiles[k].size || !slices.Contains(profiles[k].starts, got[0]) || got[len(got)-1]-got[0] != len(got)-1 {
 		t.Errorf("claim %s: MIG device %s (%s) on memory slices %v, not a placement of its profile", claim, d.Name, prof, got)
@@ -431,10 +439,11 @@ var indepA100Profiles = func() []indepProfile {
 // and GPUs 5-7 in MIG mode with mig-parted layouts (static MIG, NVIDIA's
 // default): GPU 5 3g.40gb+2g.20gb+1g.10gb, GPU 6 seven 1g.10gb, GPU 7
 // four 1g.20gb. Whole-GPU claims get whole GPUs only (never a GPU in MIG
-// mode, nor one twice). MIG claims wait, saying that static MIG devices
-// are not placed (a documented limitation: gpusched places MIG devices
-// through partitionable devices, NVIDIA's DynamicMIG); a profile no GPU
-// publishes waits, saying that.
+// mode, nor one twice: the 2-GPU pod after the 4-GPU one waits, one whole
+// GPU being left). MIG claims get a free device of their profile, packed:
+// the first 1g.10gb goes beside the 3g and 2g on GPU 5 (its last free
+// device), the second to GPU 6; a profile no GPU publishes waits, saying
+// so. The static GPUs take no job in the library (Draining).
 func TestIndepA100StaticMIGMixed(t *testing.T) {
 	var gs []indepGPU
 	for i := range 5 {
@@ -462,47 +471,41 @@ func TestIndepA100StaticMIGMixed(t *testing.T) {
 		bindDRA(h, io)
 	}
 	h.cycle(ctx)
-	got := map[string][]string{}
-	for _, key := range sortedKeys(f.claims) {
-		c := f.claims[key]
-		if c.Status.Allocation == nil {
-			continue
-		}
-		for _, r := range c.Status.Allocation.Devices.Results {
-			got[c.Name] = append(got[c.Name], r.Device)
-		}
+	got := indepCheck(t, f, io, indepA100Profiles)
+	for _, c := range sortedKeys(got) {
+		t.Logf("%s: %v", c, names(got[c]))
 	}
-	t.Logf("allocations %v; pending %v", got, io.pending)
-	owner := map[string]string{}
-	published := map[string]*resourceapi.Device{}
-	for i := range s.Spec.Devices {
-		published[s.Spec.Devices[i].Name] = &s.Spec.Devices[i]
-	}
-	for c, ds := range got {
-		for _, d := range ds {
-			if o, dup := owner[d]; dup {
-				t.Errorf("device %s in claims %s and %s", d, o, c)
-			}
-			owner[d] = c
-			if published[d] == nil {
-				t.Errorf("claim %s names %s, not a published device", c, d)
-			}
+	t.Logf("pending %v", io.pending)
+	for _, d := range got["whole4"] {
+		if !strings.HasPrefix(d.Name, "gpu-") || strings.Contains(d.Name, "mig") {
+			t.Errorf("whole4 got %s", d.Name)
 		}
 	}
-	if len(got["whole4"]) != 4 || len(got["whole2"]) != 0 {
-		t.Errorf("whole4 got %v, whole2 got %v: want 4 and none of the 5 whole GPUs for 6", got["whole4"], got["whole2"])
+	if len(got["whole4"]) != 4 || len(got["whole2"]) != 0 || !strings.Contains(io.pending["whole2"], "1 free GPU") {
+		t.Errorf("whole4 got %v, whole2 got %v (%q): want 4 and none of the 5 whole GPUs for 6", names(got["whole4"]), names(got["whole2"]), io.pending["whole2"])
 	}
-	// Static MIG is a documented limitation (docs/dra.md): gpusched
-	// places MIG devices through partitionable devices only, so a claim
-	// whose profile only static MIG devices publish waits, saying so,
-	// and one no device publishes says that instead.
-	for _, c := range []string{"m3g", "m2g", "m1g20", "m1a", "m1b"} {
-		if len(got[c]) != 0 || !strings.Contains(io.pending[c], "static MIG") || !strings.Contains(io.pending[c], "a100-1") {
-			t.Errorf("MIG claim %s: %v; reason %q, want it waiting for static MIG", c, got[c], io.pending[c])
+	want := map[string]string{"m3g": "gpu-5-mig-3g40gb-9-4", "m2g": "gpu-5-mig-2g20gb-14-2", "m1g20": "gpu-7-mig-1g20gb-15-0",
+		"m1a": "gpu-5-mig-1g10gb-19-0", "m1b": "gpu-6-mig-1g10gb-19-0"}
+	for _, c := range sortedKeys(want) {
+		if len(got[c]) != 1 || got[c][0].Name != want[c] {
+			t.Errorf("MIG claim %s: %v, want %s; pending %q", c, names(got[c]), want[c], io.pending[c])
 		}
 	}
 	if len(got["m4g"]) != 0 || !strings.Contains(io.pending["m4g"], "no MIG device of the slices matches") {
-		t.Errorf("m4g (no GPU publishes 4g.40gb): %v, reason %q", got["m4g"], io.pending["m4g"])
+		t.Errorf("m4g (no GPU publishes 4g.40gb): %v, reason %q", names(got["m4g"]), io.pending["m4g"])
+	}
+	// The static GPUs are GPUs 5-7 of the host, which take no job.
+	c := h.topo.Cluster
+	hid, _ := c.HostByName("a100-1")
+	first, count := c.HostGPUs(hid)
+	for i := range count {
+		wantHealth := topology.Healthy
+		if i >= 5 {
+			wantHealth = topology.Draining
+		}
+		if st := h.s.Ledger().GPU(first + topology.GPUID(i)); st.Health != wantHealth {
+			t.Errorf("GPU %d: %v, want %v", i, st.Health, wantHealth)
+		}
 	}
 }
 
@@ -868,7 +871,7 @@ func TestIndepMIGBesideOtherModel(t *testing.T) {
 // placement mode: the DGX A100 of whole GPUs and static MIG first by
 // name, the H100 of dynamic MIG after it; a 3g.40gb pod gets its device
 // on the H100, a 2-GPU pod whole GPUs on the A100, and a static-MIG
-// profile claim is refused, saying why.
+// profile claim gets the A100's free static device of its profile.
 func TestIndepPlacementMIGBesideOtherModel(t *testing.T) {
 	f := indepA100BesideH100()
 	f.put(indepMIG("m3g", "3g.40gb"))
@@ -876,23 +879,17 @@ func TestIndepPlacementMIGBesideOtherModel(t *testing.T) {
 	f.put(indepClaim("st", DefaultDRAMIGDeviceClass, 1, `device.attributes['gpu.nvidia.com'].profile == '2g.20gb'`,
 		`device.attributes['gpu.nvidia.com'].productName.startsWith('NVIDIA A100')`))
 	hs, _ := newDRAHarness(t, f, node("a100-1", -1, nil), node("h100m-1", -1, nil))
-	for _, x := range []struct{ pod, node string }{{"m3g", "h100m-1"}, {"w", "a100-1"}, {"st", ""}} {
+	for _, x := range []struct{ pod, node string }{{"m3g", "h100m-1"}, {"w", "a100-1"}, {"st", "a100-1"}} {
 		p := hs.add(placementDRAPod(x.pod, x.pod))
 		n, st, _ := hs.schedule(p)
-		if x.node == "" {
-			if st == nil || !strings.Contains(st.Message(), "static MIG") {
-				t.Errorf("%s: node %q, status %v; want it refused for static MIG", x.pod, n, st)
-			}
-			continue
-		}
 		if n != x.node || st != nil {
 			t.Fatalf("%s: node %q, status %v; want %s", x.pod, n, st, x.node)
 		}
 		hs.bind(p, n)
 	}
 	got := indepCheck(t, f, &fakeIO{}, indepH100Profiles)
-	if len(got["m3g"]) != 1 || len(got["w"]) != 2 {
-		t.Errorf("m3g %v, w %v", names(got["m3g"]), names(got["w"]))
+	if len(got["m3g"]) != 1 || len(got["w"]) != 2 || len(got["st"]) != 1 || got["st"][0].Name != "gpu-5-mig-2g20gb-14-2" {
+		t.Errorf("m3g %v, w %v, st %v", names(got["m3g"]), names(got["w"]), names(got["st"]))
 	}
 }
 

@@ -257,6 +257,7 @@ func newSchedDRA(args *Args, io draIO, h *host, log klog.Logger) *drat {
 			}
 			return ""
 		}}
+		d.jobOf = func(p *v1.Pod) string { return jobID(p, args) }
 	}
 	return d
 }

@@ -46,6 +46,8 @@ const (
 	attrTypeMIG    = "mig"
 	attrUUID       = "uuid"
 	attrParentUUID = "parentUUID"
+	// attrParentIndex is a static MIG device's GPU index (older drivers).
+	attrParentIndex = "parentIndex"
 	// memSliceCounter prefixes the counters of a GPU's memory slices.
 	memSliceCounter = "memory-slice-"
 	// draPartAnnotation carries, on a pod as a cycle sees it (never
@@ -82,6 +84,9 @@ type partRequest struct {
 	// shares are, for a pod of several shares (podPart), each share's
 	// request, in request order (dra_shares.go).
 	shares []*partRequest
+	// static: the MIG devices are static MIG devices (dra_static.go); a
+	// pod's MIG requests are all static or none is.
+	static bool
 }
 
 // linkMIG records the MIG devices ps of n: each one's GPU (the GPU whose
@@ -235,17 +240,26 @@ func (d *drat) podPart(dp *draPod) (*partRequest, string) {
 		return sharesPart(parts), "" // (dra_shares.go)
 	}
 	var profiles []string
+	statics := 0
 	for _, part := range parts {
-		prof, why := d.migProfile(part)
+		prof, static, why := d.migProfile(part)
 		if why != "" {
 			return nil, why
 		}
-		part.part.profile = prof
+		part.part.profile, part.part.static = prof, static
+		if static {
+			statics++
+		}
 		for range part.count {
 			profiles = append(profiles, prof)
 		}
 	}
-	if len(profiles) == 1 {
+	switch {
+	case statics > 0 && statics < len(parts):
+		return nil, fmt.Sprintf("request %q: a pod's MIG requests are all of static MIG devices or none is (dra_static.go)", parts[0].name)
+	case statics > 0:
+		return &partRequest{mig: true, static: true, profile: profiles[0], profiles: profiles}, ""
+	case len(profiles) == 1:
 		parts[0].part.profiles = profiles
 		return parts[0].part, ""
 	}
@@ -253,35 +267,47 @@ func (d *drat) podPart(dp *draPod) (*partRequest, string) {
 }
 
 // migProfile returns the one MIG profile the selectors of part (a MIG
-// request) match on the slices' MIG devices, or why there is not one.
-func (d *drat) migProfile(part *gpuRequest) (string, string) {
+// request) match on the slices' partitionable MIG devices, else on their
+// static MIG devices (static), or why there is not one.
+func (d *drat) migProfile(part *gpuRequest) (string, bool, string) {
 	if !hasCEL(part.sels) {
-		return "", fmt.Sprintf("request %q: name the MIG profile with a CEL selector (device.attributes['%s'].profile == '1g.18gb')", part.name, d.driver)
+		return "", false, fmt.Sprintf("request %q: name the MIG profile with a CEL selector (device.attributes['%s'].profile == '1g.18gb')", part.name, d.driver)
 	}
-	profiles := map[string]bool{}
+	profiles, static := map[string]bool{}, false
 	key := selKey(part.sels)
-	for _, name := range sortedKeys(d.nodes) {
-		for _, m := range d.nodes[name].migs {
-			ok, err := d.matches(m.spec, part.sels, key)
-			if err != nil {
-				return "", fmt.Sprintf("request %q: %v", part.name, err)
+	for pass := range 2 {
+		for _, name := range sortedKeys(d.nodes) {
+			n := d.nodes[name]
+			devs := n.migsOf("")
+			if pass == 1 {
+				devs = n.staticSpecs()
 			}
-			if ok {
-				profiles[m.profile] = true
+			for _, dev := range devs {
+				ok, err := d.matches(dev, part.sels, key)
+				if err != nil {
+					return "", false, fmt.Sprintf("request %q: %v", part.name, err)
+				}
+				if ok {
+					profiles[attrString(dev.Attributes, d.driver, attrProfile)] = true
+				}
 			}
+		}
+		if len(profiles) > 0 {
+			static = pass == 1
+			break
 		}
 	}
 	switch ps := sortedKeys(profiles); len(ps) {
 	case 0:
 		if node := d.unlinkedMatch(part.sels, key); node != "" {
-			return "", fmt.Sprintf("request %q: the MIG devices its CEL selectors match (on %s) are published without their GPU or its shared counters "+
-				"(static MIG, as NVIDIA's driver publishes without its DynamicMIG feature gate); gpusched places MIG devices through partitionable devices only (docs/dra.md)", part.name, node)
+			return "", false, fmt.Sprintf("request %q: the MIG devices its CEL selectors match (on %s) are published without their GPU or its shared counters, "+
+				"and not as static MIG devices (memorySlice capacities, a parentUUID); gpusched cannot place them (docs/dra.md)", part.name, node)
 		}
-		return "", fmt.Sprintf("request %q: no MIG device of the slices matches its CEL selectors", part.name)
+		return "", false, fmt.Sprintf("request %q: no MIG device of the slices matches its CEL selectors", part.name)
 	case 1:
-		return ps[0], ""
+		return ps[0], static, ""
 	default:
-		return "", fmt.Sprintf("request %q: its CEL selectors match the MIG profiles %s; gpusched needs them to name one", part.name, strings.Join(ps, ", "))
+		return "", false, fmt.Sprintf("request %q: its CEL selectors match the MIG profiles %s; gpusched needs them to name one", part.name, strings.Join(ps, ", "))
 	}
 }
 
@@ -330,11 +356,11 @@ func (d *drat) allocatedPart(dp *draPod, claims []*resourceapi.ResourceClaim, no
 	return nil, why
 }
 
-// migsOf returns the MIG devices of n of profile.
+// migsOf returns the MIG devices of n of profile ("": all).
 func (n *draNode) migsOf(profile string) []*resourceapi.Device {
 	var out []*resourceapi.Device
 	for _, m := range n.migs {
-		if m.profile == profile {
+		if m.profile == profile || profile == "" {
 			out = append(out, m.spec)
 		}
 	}

@@ -207,13 +207,20 @@ func (x *placeDRA) tainted(v *v1.Node) *v1.Node {
 			bad = append(bad, strconv.Itoa(i))
 		}
 	}
+	for i := range g.staticGPUs {
+		bad = append(bad, strconv.Itoa(len(g.devices)+i)) // (static MIG: no job, dra_static.go)
+	}
+	all := len(g.devices) + g.staticGPUs
 	q, ok := v.Status.Allocatable[x.d.gpuResource]
-	if len(bad) == 0 || !ok || q.Value() != int64(len(g.devices)) || v.Labels[x.d.countLabel] != "" {
+	if len(bad) == 0 || !ok || q.Value() != int64(all) || v.Labels[x.d.countLabel] != "" {
 		return v // (no taint, or device-plugin GPUs)
 	}
 	out := v.DeepCopy()
-	out.Status.Allocatable[x.d.gpuResource] = *resource.NewQuantity(int64(len(g.devices)-len(bad)), resource.DecimalSI)
-	out.Labels[x.d.countLabel] = strconv.Itoa(len(g.devices))
+	out.Status.Allocatable[x.d.gpuResource] = *resource.NewQuantity(int64(all-len(bad)), resource.DecimalSI)
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	out.Labels[x.d.countLabel] = strconv.Itoa(all)
 	if out.Annotations == nil {
 		out.Annotations = map[string]string{}
 	}
@@ -246,13 +253,14 @@ func (x *placeDRA) podLocked(p *v1.Pod) (*v1.Pod, *draPod) {
 	if x.d.nodes == nil {
 		x.d.readSlices()
 	}
+	x.ownersLocked()
 	dp := x.d.withChannels(x.d.pod(p)) // (dra_computedomain.go)
 	x.d.pods[p.UID] = dp
 	out := dp.out
 	if out == nil {
 		out = p
 	}
-	settled := dp.why == "" && (len(dp.claims) == 0 || out.Annotations[x.d.indices] != "")
+	settled := dp.why == "" && (len(dp.claims) == 0 || out.Annotations[x.d.indices] != "" || dp.static && x.d.staticHeld(dp, x.claimsOf(p), p.Spec.NodeName))
 	if p.Spec.NodeName != "" && !settled && !isTerminal(p) {
 		x.unsettled[p.UID] = true
 	} else {
@@ -448,11 +456,9 @@ func (x *placeDRA) hold(ctx context.Context, pod *v1.Pod, dp *draPod, a assignme
 	}
 	k := 0
 	taken := make([]bool, len(gpus)) // (MIG devices given, dra_migs.go)
+	owners := x.ownersLocked()
 	for _, c := range dp.claims {
-		n := 0
-		for _, r := range c.requests {
-			n += r.count
-		}
+		n := c.gpuSlots()
 		if k+n > len(gpus) {
 			return fail(fwk.AsStatus(fmt.Errorf("ResourceClaim %s/%s: gpusched chose %d GPUs, the pod's claims ask for more", c.ns, c.name, len(gpus))))
 		}
@@ -460,6 +466,9 @@ func (x *placeDRA) hold(ctx context.Context, pod *v1.Pod, dp *draPod, a assignme
 		if err == nil {
 			// MIG devices or a share: those of a.part (dra_mig.go).
 			err = x.d.partResults(alloc, c, a, taken)
+		}
+		if err == nil {
+			err = x.d.staticResults(alloc, c, node, owners) // (dra_static.go)
 		}
 		if err != nil {
 			return fail(fwk.AsStatus(fmt.Errorf("ResourceClaim %s/%s: %w", c.ns, c.name, err)))

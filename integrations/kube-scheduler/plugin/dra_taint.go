@@ -105,11 +105,15 @@ func (d *drat) struckBy(claims []*resourceapi.ResourceClaim, reqs map[string][]g
 			if res.Driver != d.driver || res.Pool != n.pool {
 				continue
 			}
-			k := slices.IndexFunc(n.migs, func(m *migDev) bool { return m.name == res.Device })
-			if k < 0 {
+			var spec *resourceapi.Device
+			if k := slices.IndexFunc(n.migs, func(m *migDev) bool { return m.name == res.Device }); k >= 0 {
+				spec = n.migs[k].spec
+			} else if m := n.staticOf(res.Device); m != nil {
+				spec = m.spec // (static MIG, dra_static.go)
+			} else {
 				continue
 			}
-			if t, bad := untolerated(n.migs[k].spec.Taints, resultTols(res, reqs[c.Name]), resourceapi.DeviceTaintEffectNoExecute); bad {
+			if t, bad := untolerated(spec.Taints, resultTols(res, reqs[c.Name]), resourceapi.DeviceTaintEffectNoExecute); bad {
 				return fmt.Sprintf("MIG device %s of node %s tainted %s=%s:%s", res.Device, node, t.Key, t.Value, t.Effect)
 			}
 		}

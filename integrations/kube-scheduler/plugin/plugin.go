@@ -281,8 +281,11 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, 
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
-	if d.gpus == 0 && d.mig == "" && d.milli == 0 && d.shares == "" && !inGang {
+	if d.gpus == 0 && d.mig == "" && d.milli == 0 && d.shares == "" && !inGang && (dp == nil || !dp.static || !claims) {
 		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	if inGang && dp != nil && dp.static && claims {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "gpusched: a gang member of static MIG devices, which placement mode does not place (each member's devices would be picked apart from its gang's plan); use mode: scheduler")
 	}
 	if _, several := podTasks(d); several && inGang {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "gpusched: a gang member with several MIG devices or shares, which placement mode does not place (its gang would have to go whole on one node); use mode: scheduler")

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -208,4 +209,54 @@ func (n Node) Slices() []*resourceapi.ResourceSlice {
 		out = append(out, s)
 	}
 	return out
+}
+
+// StaticSlice returns the slice NVIDIA's driver publishes, without its
+// DynamicMIG feature gate (its default), for a node with whole GPUs
+// gpu-0 … gpu-(whole-1) and, after them, one GPU in MIG mode per layout:
+// not the GPU itself, only the MIG devices mig-parted made on it,
+// gpu-M-mig-ID-START-SIZE, of type "mig" with their uuid, parentUUID,
+// profile and productName, their capacities and one capacity
+// memorySlice<K> per memory slice of their placement (no counters). A
+// layout lists "PROFILE@START" of profiles.
+func StaticSlice(node, product string, whole int, profiles []Profile, layouts ...[]string) (*resourceapi.ResourceSlice, error) {
+	name := node
+	str := func(v string) resourceapi.DeviceAttribute { return resourceapi.DeviceAttribute{StringValue: &v} }
+	s := &resourceapi.ResourceSlice{Spec: resourceapi.ResourceSliceSpec{Driver: Driver, NodeName: &name,
+		Pool: resourceapi.ResourcePool{Name: node, ResourceSliceCount: 1}}}
+	s.Name = node + "-gpu.nvidia.com-static"
+	common := func(typ, uuid string) map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
+		return map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"type": str(typ), "productName": str(product),
+			"architecture": str("Hopper"), "brand": str("Nvidia"), "uuid": str(uuid)}
+	}
+	var memMiB int64
+	for _, p := range profiles {
+		memMiB = max(memMiB, p.MemoryMiB)
+	}
+	for g := 0; g < whole; g++ {
+		s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", g), Attributes: common("gpu", fmt.Sprintf("GPU-%s-%d", node, g)),
+			Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: qty(memMiB << 20)}}})
+	}
+	for k, layout := range layouts {
+		g := whole + k
+		parent := fmt.Sprintf("GPU-%s-%d", node, g)
+		for _, l := range layout {
+			prof, st, ok := strings.Cut(l, "@")
+			start, err := strconv.Atoi(st)
+			i := slices.IndexFunc(profiles, func(p Profile) bool { return p.Name == prof })
+			if !ok || err != nil || i < 0 || !slices.Contains(profiles[i].Starts, start) {
+				return nil, fmt.Errorf("nvdra: layout %d: %q is no placement of the profiles", k, l)
+			}
+			p := profiles[i]
+			caps, _ := p.capacities()
+			for m := start; m < start+p.Size; m++ {
+				caps[resourceapi.QualifiedName(fmt.Sprintf("memorySlice%d", m))] = resourceapi.DeviceCapacity{Value: qty(1)}
+			}
+			d := resourceapi.Device{Name: fmt.Sprintf("gpu-%d-mig-%d-%d-%d", g, p.ID, start, p.Size),
+				Attributes: common("mig", fmt.Sprintf("MIG-%s-%d-%d-%d", node, g, p.ID, start)), Capacity: caps}
+			d.Attributes["parentUUID"], d.Attributes["profile"] = str(parent), str(p.Name)
+			s.Spec.Devices = append(s.Spec.Devices, d)
+		}
+	}
+	return s, nil
 }
