@@ -369,3 +369,32 @@ func TestDRAStaticMIGFirstAvailable(t *testing.T) {
 		t.Errorf("taken %q, either %q (%v); pending %v", got["taken"], got["either"], results(f, "either"), io.pending)
 	}
 }
+
+// TestDRAStaticMIGPackNodes: two nodes of one GPU of four 1g.35gb each;
+// pods come one by one, the first selecting k-2 (the second by name): the
+// next two go beside it on the node in use (the library's node choice
+// among the nodes with a free device: its CPU best fit), leaving k-1's
+// GPU all free.
+func TestDRAStaticMIGPackNodes(t *testing.T) {
+	layout := [][]string{{"0"}, {"1g.35gb@0", "1g.35gb@2", "1g.35gb@4", "1g.35gb@6"}}
+	profiles, f := h200Static(t, map[string][][]string{"k-1": layout, "k-2": layout})
+	h, io := newDRAHost(t, f, node("k-1", -1, nil), node("k-2", -1, nil))
+	ctx := context.Background()
+	pools := map[string]bool{}
+	for i := range 3 {
+		name := fmt.Sprintf("m%d", i)
+		c := migClaim(name, "1g.35gb")
+		if i == 0 {
+			c = withCEL(c, "device.attributes['gpu.nvidia.com'].uuid.startsWith('MIG-k-2-')") // (the second node by name)
+		}
+		f.put(c)
+		io.pods = append(io.pods, draPodOf("p-"+name, name))
+		h.cycle(ctx)
+		bindDRA(h, io)
+		pools[f.claims["default/"+name].Status.Allocation.Devices.Results[0].Pool] = true
+	}
+	staticDevs(t, f, io, profiles)
+	if len(pools) != 1 {
+		t.Errorf("three pods on nodes %v, want them packed on one", pools)
+	}
+}
