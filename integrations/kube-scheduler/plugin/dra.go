@@ -137,6 +137,9 @@ type drat struct {
 	// jobOf is a pod's job ID (scheduler mode: reserveGangs); nil in
 	// placement mode.
 	jobOf func(*v1.Pod) string
+	// packed are the pods of static MIG devices last restricted to the
+	// nodes in use (packSingles, dra_static.go).
+	packed map[types.UID]bool
 
 	nodeCache map[string]draNodeCopy
 	pods      map[types.UID]*draPod
@@ -354,7 +357,7 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 		if po == nil {
 			continue
 		}
-		if dp.static && p.Spec.NodeName == "" && !assigned(p.UID) && p.Annotations[PlannedNodeAnnotation] == "" && d.jobOf != nil && d.jobOf(p) != p.Namespace+"/"+p.Name {
+		if dp.static && p.Spec.NodeName == "" && !assigned(p.UID) && p.Annotations[PlannedNodeAnnotation] == "" && d.jobOf != nil {
 			gangs = append(gangs, staticMember{at: len(out), dp: dp, job: d.jobOf(p)}) // (dra_static.go)
 		}
 		out = append(out, po)

@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpusched/gpusched/topology"
 )
@@ -32,8 +33,10 @@ import (
 //   - a pod whose MIG requests' selectors match static MIG devices (and no
 //     partitionable one) is, to the library, a pod of its CPU and memory
 //     restricted to the nodes where every one of its requests finds a
-//     free device (staticNodes): the library decides when and on which of
-//     those nodes it runs (queue, quota, gang, CPU and memory fit);
+//     free device (staticNodes), and of those to the nodes in use when
+//     one has them (packSingles; a gang's members: reserveGangs): the
+//     library decides when and on which of those nodes it runs (queue,
+//     quota, gang, CPU and memory fit);
 //   - gpusched's DRA concern picks the devices on that node (pickStatic):
 //     of the free devices of the request's profile that match its
 //     selectors and whose taints it tolerates, one on a GPU some of whose
@@ -482,6 +485,15 @@ func (x *placeDRA) claimsOf(p *v1.Pod) []*resourceapi.ResourceClaim {
 // pods are the cycle's pods; the members' entries are replaced or, for
 // a gang that waits, dropped.
 func (d *drat) reserveGangs(pods []*v1.Pod, members []staticMember) []*v1.Pod {
+	var singles []staticMember
+	members = slices.DeleteFunc(slices.Clone(members), func(m staticMember) bool {
+		single := m.job == m.dp.src.Namespace+"/"+m.dp.src.Name
+		if single {
+			singles = append(singles, m)
+		}
+		return single
+	})
+	d.packSingles(pods, singles)
 	if len(members) == 0 {
 		return pods
 	}
@@ -598,4 +610,38 @@ func (d *drat) freeStatics(n *draNode, r gpuRequest) int {
 		}
 	}
 	return k
+}
+
+// packSingles restricts each unplaced pod of static MIG devices that is
+// no gang member (singles) to the nodes in use among those it may use:
+// nodes some of whose static devices a claim holds, when one of them has
+// its devices free, so that it goes beside the devices in use and the
+// nodes whose devices are all free stay so (the library's own choice
+// among the nodes knows nothing of the devices). A pod so restricted
+// that is still unplaced next cycle (the nodes in use lack the CPU or
+// memory for it, say) is given all its nodes that cycle. pods are the
+// cycle's pods; entries of singles are replaced.
+func (d *drat) packSingles(pods []*v1.Pod, singles []staticMember) {
+	was := d.packed
+	d.packed = map[types.UID]bool{}
+	for _, m := range singles {
+		uid := m.dp.src.UID
+		if was[uid] {
+			continue // (all its nodes this cycle)
+		}
+		var inUse []string
+		for _, name := range d.staticNodes(m.dp, d.owners) {
+			n := d.nodes[name]
+			if slices.ContainsFunc(n.statics, func(x *staticMIG) bool { return d.owners[n.pool+"/"+x.name] != "" }) {
+				inUse = append(inUse, name)
+			}
+		}
+		if len(inUse) == 0 {
+			continue
+		}
+		p := pods[m.at].DeepCopy()
+		onlyOn(p, inUse)
+		pods[m.at] = p
+		d.packed[uid] = true
+	}
 }

@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gpusched/gpusched/integrations/kube-scheduler/internal/nvdra"
 	"github.com/gpusched/gpusched/topology"
@@ -367,5 +368,48 @@ func TestDRAStaticMIGFirstAvailable(t *testing.T) {
 	got := staticDevs(t, f, io, profiles)
 	if got["taken"] != "gpu-0-mig-9-4-4" || got["either"] != "gpu-0-mig-19-0-1" || strings.Join(results(f, "either"), ",") != "mig/small" {
 		t.Errorf("taken %q, either %q (%v); pending %v", got["taken"], got["either"], results(f, "either"), io.pending)
+	}
+}
+
+// TestDRAStaticMIGPackNodes: two nodes of one GPU of four 1g.35gb each;
+// pods come one by one, the first selecting k-2 (the second by name): the
+// next two go beside it on the node in use (packSingles; the library's
+// CPU best fit alone spread them), leaving k-1's GPU all free; a pod of
+// all of a node's CPU, which k-2 cannot take, goes to k-1 a cycle later.
+func TestDRAStaticMIGPackNodes(t *testing.T) {
+	layout := [][]string{{"0"}, {"1g.35gb@0", "1g.35gb@2", "1g.35gb@4", "1g.35gb@6"}}
+	profiles, f := h200Static(t, map[string][][]string{"k-1": layout, "k-2": layout})
+	h, io := newDRAHost(t, f, node("k-1", -1, nil), node("k-2", -1, nil))
+	ctx := context.Background()
+	pools := map[string]bool{}
+	for i := range 3 {
+		name := fmt.Sprintf("m%d", i)
+		c := migClaim(name, "1g.35gb")
+		if i == 0 {
+			c = withCEL(c, "device.attributes['gpu.nvidia.com'].uuid.startsWith('MIG-k-2-')") // (the second node by name)
+		}
+		f.put(c)
+		io.pods = append(io.pods, draPodOf("p-"+name, name))
+		h.cycle(ctx)
+		bindDRA(h, io)
+		pools[f.claims["default/"+name].Status.Allocation.Devices.Results[0].Pool] = true
+	}
+	staticDevs(t, f, io, profiles)
+	if len(pools) != 1 {
+		t.Errorf("three pods on nodes %v, want them packed on one", pools)
+	}
+	// A pod of all a node's CPU does not fit beside them: restricted to
+	// k-2 one cycle, it goes to k-1 the next.
+	f.put(migClaim("fat", "1g.35gb"))
+	fat := draPodOf("p-fat", "fat")
+	fat.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = *resource.NewQuantity(64, resource.DecimalSI)
+	fat.Spec.Containers[0].Resources.Limits[v1.ResourceCPU] = *resource.NewQuantity(64, resource.DecimalSI)
+	io.pods = append(io.pods, fat)
+	for range 3 {
+		h.cycle(ctx)
+		bindDRA(h, io)
+	}
+	if got := staticDevs(t, f, io, profiles)["fat"]; got == "" || f.claims["default/fat"].Status.Allocation.Devices.Results[0].Pool != "k-1" {
+		t.Errorf("fat: %q; pending %q", got, io.pending["p-fat"])
 	}
 }
