@@ -30,6 +30,10 @@ type job struct {
 	leaf   *queue.Leaf
 	shape  string // its class: see shapeKey
 	demand queue.Vector
+	// nom is read first when a candidate is evaluated: it sits on the line
+	// of the fields evaluate reads next (shape, demand), not on a line of
+	// its own further down.
+	nom jobNomination // its nomination and victims (nominations)
 
 	// Written by the job transitions (events.go: take, start, release,
 	// back, end, rejected), hosts by jobTable.index, leaf (after newJob) by
@@ -50,13 +54,12 @@ type job struct {
 	endKnown    bool
 	preemptions int // times reported Preempted
 
-	models jobModels     // its model filters (admission.models)
-	vic    jobVictim     // its filing as a possible victim (victimIndex)
-	nom    jobNomination // its nomination and victims (nominations)
-	rec    jobRecovery   // checkpoints, progress, restarts (recovery)
-	el     jobElastic    // its shrink or grow in flight, size before shrinking (elastic)
-	noPlan noPlanMemo    // the PlanPreemptor's last failed plan for it
-	ref    jobRefusal    // its refused stop, if any (evictionRefusals)
+	models jobModels   // its model filters (admission.models)
+	vic    jobVictim   // its filing as a possible victim (victimIndex)
+	rec    jobRecovery // checkpoints, progress, restarts (recovery)
+	el     jobElastic  // its shrink or grow in flight, size before shrinking (elastic)
+	noPlan noPlanMemo  // the PlanPreemptor's last failed plan for it
+	ref    jobRefusal  // its refused stop, if any (evictionRefusals)
 }
 
 // jobTable holds the live jobs and the indexes of the holding ones. Its

@@ -53,7 +53,7 @@ type Class struct {
 	// at it.
 	Data any
 
-	jobs      *btree.BTreeG[*Entry]
+	jobs      entrySet
 	byRuntime *runtimeIndex // nil without Backfill
 	// cursor state
 	after *Entry
@@ -158,7 +158,7 @@ func (l *Leaf) Add(e *Entry) {
 	l.mods++
 	c := l.classes[e.Class]
 	if c == nil {
-		c = &Class{Key: e.Class, jobs: btree.NewG(8, l.less)}
+		c = &Class{Key: e.Class, jobs: newEntrySet(l.less, 8, nil)}
 		if l.policy.Backfill {
 			if l.free == nil {
 				l.free = btree.NewFreeListG[*Entry](btree.DefaultFreeListSize)
@@ -171,7 +171,7 @@ func (l *Leaf) Add(e *Entry) {
 	}
 	e.class = c
 	l.all.ReplaceOrInsert(e)
-	c.jobs.ReplaceOrInsert(e)
+	c.jobs.Insert(e)
 	if c.byRuntime != nil && e.Runtime > 0 {
 		c.byRuntime.add(e)
 	}
@@ -185,7 +185,7 @@ func (l *Leaf) Remove(e *Entry) bool {
 	c := e.class
 	l.mods++
 	deleteEntry(l.all, e)
-	deleteEntry(c.jobs, e)
+	c.jobs.Delete(e)
 	if c.byRuntime != nil && e.Runtime > 0 {
 		c.byRuntime.remove(e)
 	}
@@ -230,7 +230,7 @@ func (l *Leaf) SetPriority(e *Entry, p int32) {
 	}
 	e.Priority = p
 	l.all.ReplaceOrInsert(e)
-	c.jobs.ReplaceOrInsert(e)
+	c.jobs.Insert(e)
 	if c.byRuntime != nil && e.Runtime > 0 {
 		c.byRuntime.add(e)
 	}

@@ -8,10 +8,10 @@ import (
 
 // runtimeIndex orders the entries of one class whose runtime estimate is
 // known (Runtime > 0) by (Runtime, leaf order), for Class.AscendRuntime.
-// It keeps one B-tree of entries in leaf order per distinct runtime, and
-// the runtimes in a B-tree of their own: a cycle admits a class's jobs in
+// It keeps one entrySet in leaf order per distinct runtime, and the
+// runtimes in a B-tree of their own: a cycle admits a class's jobs in
 // leaf order, so the entry removed is mostly the first of its runtime and
-// goes without comparing entries (deleteEntry), where one tree ordered by
+// goes without comparing entries (entrySet.Delete), where one tree ordered by
 // (Runtime, leaf order) searched through entries scattered in memory.
 // Add, remove: O(log runtimes + log n). Its methods are the only writers
 // of its fields.
@@ -25,7 +25,7 @@ type runtimeIndex struct {
 // runtimeBucket is the class's entries of one runtime, in leaf order.
 type runtimeBucket struct {
 	rt   time.Duration
-	jobs *btree.BTreeG[*Entry]
+	jobs entrySet
 }
 
 func newRuntimeIndex(less func(a, b *Entry) bool, free *btree.FreeListG[*Entry]) *runtimeIndex {
@@ -44,10 +44,10 @@ func (x *runtimeIndex) bucket(rt time.Duration) *runtimeBucket {
 func (x *runtimeIndex) add(e *Entry) {
 	b := x.bucket(e.Runtime)
 	if b == nil {
-		b = &runtimeBucket{rt: e.Runtime, jobs: btree.NewWithFreeListG(8, x.less, x.free)}
+		b = &runtimeBucket{rt: e.Runtime, jobs: newEntrySet(x.less, 8, x.free)}
 		x.byRT.ReplaceOrInsert(b)
 	}
-	b.jobs.ReplaceOrInsert(e)
+	b.jobs.Insert(e)
 }
 
 // remove unfiles e (Runtime > 0, filed); an emptied runtime goes.
@@ -56,7 +56,7 @@ func (x *runtimeIndex) remove(e *Entry) {
 	if b == nil {
 		return
 	}
-	deleteEntry(b.jobs, e)
+	b.jobs.Delete(e)
 	if b.jobs.Len() == 0 {
 		x.byRT.Delete(b)
 	}
