@@ -136,7 +136,7 @@ func indepSplit(s *resourceapi.ResourceSlice) []*resourceapi.ResourceSlice {
 // H100 80GB of dynamic MIG (a MIG device of each profile, legal
 // placements, counters never over-consumed, a 7g.80gb waits); a DGX A100
 // with five whole GPUs and three in static MIG (4 whole GPUs given, never
-// a MIG GPU; a MIG claim of a static profile waits, saying so). Every
+// a MIG GPU; a MIG claim of a static profile gets one of its pre-made devices). Every
 // claim's devices exist on its pod's node, none is in two claims.
 func TestDRAIndep(t *testing.T) {
 	ctx := context.Background()
@@ -214,12 +214,18 @@ func TestDRAIndep(t *testing.T) {
 	}
 
 	// A MIG claim whose profile only the A100's static MIG devices
-	// publish waits, saying so (docs/dra.md: static MIG is not placed).
+	// publish is placed on one of them (docs/dra.md: static MIG), never
+	// on a GPU given whole.
 	run("static", plugin.DefaultDRAMIGDeviceClass, profile("1g.10gb")+" && device.attributes['gpu.nvidia.com'].productName.startsWith('NVIDIA A100')", 1)
-	if err := waitFor(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
-		return strings.Contains(podCondition(ctx, c, "default", "static"), "static MIG"), nil
-	}); err != nil {
-		t.Errorf("pod static: condition %q, want it waiting for static MIG", podCondition(ctx, c, "default", "static"))
+	waitBound(ctx, t, c, "default", []string{"static"}, 60*time.Second)
+	got = indepChecked(ctx, t, c, indepProfiles80)
+	if r := got["static"]; len(r) != 1 || r[0].node != "a100-1" || r[0].profile != "1g.10gb" {
+		t.Errorf("static MIG claim: %+v, want one 1g.10gb static device of a100-1", r)
+	}
+	for _, g := range got["whole4"] {
+		if r := got["static"]; len(r) == 1 && strings.HasPrefix(r[0].name, g.name+"-mig-") {
+			t.Errorf("static MIG device %s on %s, a GPU given whole", r[0].name, g.name)
+		}
 	}
 }
 
@@ -294,6 +300,15 @@ func indepChecked(ctx context.Context, t *testing.T, c kubernetes.Interface, pro
 					used[r.Pool+"/"+cc.CounterSet+"/"+name] += v.Value.Value()
 					var m int
 					if _, err := fmt.Sscanf(name, "memory-slice-%d", &m); err == nil {
+						x.slices = append(x.slices, m)
+					}
+				}
+			}
+			if len(d.ConsumesCounters) == 0 {
+				// A static MIG device: its memory slices are capacities.
+				for name := range d.Capacity {
+					var m int
+					if _, err := fmt.Sscanf(string(name), "memorySlice%d", &m); err == nil {
 						x.slices = append(x.slices, m)
 					}
 				}
