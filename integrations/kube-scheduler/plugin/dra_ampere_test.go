@@ -62,3 +62,26 @@ func TestDRAAmpereMIGOnlyRestart(t *testing.T) {
 		t.Errorf("big %v, whole %v: want both waiting", names(got2["big"]), names(got2["whole"]))
 	}
 }
+
+// TestDRAAmpereMIGMixed: an A30 node with GPU 0 published (dynamic MIG
+// off on it: the driver shows it) and GPU 1 in MIG mode (its counter set
+// and MIG devices only). Two 1g.6gb+me go one per GPU, a 2g.12gb and
+// two 1g.6gb fill slices legally on both; the MIG-only GPU is never
+// written into a claim as a device.
+func TestDRAAmpereMIGMixed(t *testing.T) {
+	f := newFakeDRA()
+	f.slices = indep3Node("a30-x", indep3A30MIG, 2, func(int) int { return 0 }, func(int) string { return "pci0000:3a" })
+	for _, s := range f.slices {
+		s.Spec.Devices = slices.DeleteFunc(s.Spec.Devices, func(d resourceapi.Device) bool { return d.Name == "gpu-1" })
+	}
+	seq := indep3Seq{{"me1", "1g.6gb+me"}, {"me2", "1g.6gb+me"}, {"two", "2g.12gb"}, {"s1", "1g.6gb"}, {"s2", "1g.6gb"}}
+	got, io := indep3MIG(t, f, indep3A30, seq, node("a30-x", -1, nil))
+	for _, s := range seq {
+		if len(got[s.claim]) != 1 {
+			t.Errorf("claim %s (%s): %v; pending %q", s.claim, s.profile, names(got[s.claim]), io.pending[s.claim])
+		}
+	}
+	if len(got["me1"]) == 1 && len(got["me2"]) == 1 && indep3GPUOf(got["me1"][0]) == indep3GPUOf(got["me2"][0]) {
+		t.Errorf("me1 %v, me2 %v on one GPU", names(got["me1"]), names(got["me2"]))
+	}
+}
