@@ -198,6 +198,10 @@ type draNode struct {
 	// (dra_static.go).
 	statics    []*staticMIG
 	staticGPUs int
+	// migOnly names its GPUs that are not published, only their counter
+	// sets and MIG devices (counterSetGPUs, dra_mig.go): GPUs for MIG
+	// devices only, so whole-GPU requests and shares never take the node.
+	migOnly []string
 }
 
 // DRALayoutAnnotation carries, on the node as a cycle sees it (never
@@ -540,6 +544,19 @@ func (d *drat) readSlices() {
 		found[node], known[node] = gs, now
 	}
 	d.known = known
+	for node, ps := range parts {
+		var pub []*resourceapi.Device
+		for _, g := range found[node] {
+			pub = append(pub, g.dev)
+		}
+		for _, dev := range d.counterSetGPUs(pub, ps) { // (dra_mig.go)
+			found[node] = append(found[node], mk(dev))
+			d.nodes[node].migOnly = append(d.nodes[node].migOnly, dev.Name)
+			if p := attrString(dev.Attributes, d.driver, attrProductName); p != "" && d.nodes[node].product == "" {
+				d.nodes[node].product = strings.ReplaceAll(strings.TrimSpace(p), " ", "-")
+			}
+		}
+	}
 	for node, gs := range found {
 		slices.SortFunc(gs, func(a, b gpu) int {
 			return cmp.Or(cmp.Compare(a.index, b.index), cmp.Compare(a.minor, b.minor), devname.Compare(a.name, b.name))

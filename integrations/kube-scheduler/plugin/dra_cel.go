@@ -130,7 +130,7 @@ func (d *drat) celNodes(claims []gpuClaim) ([]string, string) {
 	selecting := false
 	for _, c := range claims {
 		for _, r := range c.requests {
-			if !hasCEL(r.sels) && r.part == nil && !r.all {
+			if !hasCEL(r.sels) && r.part == nil && !r.all && !d.anyMIGOnly() {
 				continue
 			}
 			ok, err := d.requestNodes(r)
@@ -157,7 +157,11 @@ func (d *drat) celNodes(claims []gpuClaim) ([]string, string) {
 			case r.part != nil:
 				return nil, fmt.Sprintf("ResourceClaim %s: no node's GPUs all allow multiple allocations and have the capacity request %q asks for (and match its CEL selectors)", c.name, r.name)
 			}
-			return nil, fmt.Sprintf("ResourceClaim %s: no node's GPUs all match the CEL selectors of request %q (gpusched picks the GPUs of a node, so every GPU of a node must match)", c.name, r.name)
+			why := "gpusched picks the GPUs of a node, so every GPU of a node must match"
+			if d.anyMIGOnly() {
+				why += "; a node whose GPUs are published through their MIG devices only gives none whole"
+			}
+			return nil, fmt.Sprintf("ResourceClaim %s: no node's GPUs all match the CEL selectors of request %q (%s)", c.name, r.name, why)
 		}
 	}
 	return nodes, ""
@@ -177,6 +181,9 @@ func (d *drat) requestNodes(r gpuRequest) ([]string, error) {
 	ok := []string{}
 	for _, name := range sortedKeys(d.nodes) {
 		n := d.nodes[name]
+		if len(n.migOnly) > 0 && (r.part == nil || !r.part.mig) {
+			continue // (GPUs for MIG devices only: counterSetGPUs, dra_mig.go)
+		}
 		m, err := d.allMatch(d.devicesFor(n, r), r.sels)
 		if err != nil {
 			return nil, err
@@ -189,6 +196,17 @@ func (d *drat) requestNodes(r gpuRequest) ([]string, error) {
 		d.cel.nodes[key] = ok
 	}
 	return ok, nil
+}
+
+// anyMIGOnly reports whether a node has GPUs for MIG devices only
+// (draNode.migOnly): whole-GPU requests then have their nodes.
+func (d *drat) anyMIGOnly() bool {
+	for _, n := range d.nodes {
+		if len(n.migOnly) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // devicesFor returns the devices of n a request may be given: its GPUs,

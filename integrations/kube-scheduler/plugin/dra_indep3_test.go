@@ -774,7 +774,6 @@ func TestIndep3GPUWithdrawn(t *testing.T) {
 // is a node of two GPUs for MIG devices: a 2g.12gb and two 1g.6gb+me are
 // placed legally, one +me per GPU; a whole-GPU claim gets none of them.
 func TestIndep3AmpereMIGOnly(t *testing.T) {
-	t.Skip("defect (open; in linkMIG, dra_mig.go, smig's area): MIG devices with memory-slice counters whose parent GPU device is not published (NVIDIA's DynamicMIG on Ampere in MIG mode) are left out as static MIG, and a node with no GPU device is no GPU node: every MIG claim on such an A30/A100 waits, saying 'static MIG'")
 	f := newFakeDRA()
 	f.slices = indep3Node("a30-m", indep3A30MIG, 2, func(int) int { return 0 }, func(int) string { return "pci0000:3a" })
 	for _, s := range f.slices {

@@ -129,6 +129,63 @@ func (d *drat) linkMIG(n *draNode, ps []*resourceapi.Device) {
 	n.migSpec = migGeometry(n.migs)
 }
 
+// counterSetGPUs returns a GPU device for each counter set that MIG
+// devices of ps (partitionable: memory-slice counters) consume and no GPU
+// of gpus consumes or is named by their parentUUID: NVIDIA's driver with
+// dynamic MIG leaves out an Ampere GPU in MIG mode (its mode cannot change
+// without a reset) and publishes its counter set and MIG devices only, as
+// importers/dra's parentsOf reads them. The GPU is named after its
+// counter set (gpu-N-counter-set: gpu-N) and takes the attributes of its
+// first MIG device (by name: product, architecture, PCIe root …), as type
+// "gpu", with the parent's UUID and the minor its name carries. It is a
+// GPU for MIG devices only (draNode.migOnly): never given whole or shared.
+func (d *drat) counterSetGPUs(gpus, ps []*resourceapi.Device) []*resourceapi.Device {
+	ps = slices.SortedFunc(slices.Values(ps), func(a, b *resourceapi.Device) int { return strings.Compare(a.Name, b.Name) })
+	var out []*resourceapi.Device
+	for _, p := range ps {
+		set := migCounterSet(p)
+		parent := attrString(p.Attributes, d.driver, attrParentUUID)
+		if set == "" || slices.ContainsFunc(append(slices.Clip(gpus), out...), func(g *resourceapi.Device) bool {
+			return sameCounterSet(g, p) || parent != "" && attrString(g.Attributes, d.driver, attrUUID) == parent
+		}) {
+			continue
+		}
+		attrs := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{}
+		for k, v := range p.Attributes {
+			switch strings.TrimPrefix(string(k), d.driver+"/") {
+			case attrProfile, attrParentUUID, attrUUID, attrType, attrIndex, attrMinor:
+			default:
+				attrs[k] = v
+			}
+		}
+		gpu := "gpu"
+		attrs[attrType] = resourceapi.DeviceAttribute{StringValue: &gpu}
+		if parent != "" {
+			attrs[attrUUID] = resourceapi.DeviceAttribute{StringValue: &parent}
+		}
+		name := strings.TrimSuffix(set, "-counter-set")
+		if k, err := strconv.ParseInt(strings.TrimPrefix(name, "gpu-"), 10, 64); err == nil && k >= 0 && strings.HasPrefix(name, "gpu-") {
+			attrs[attrMinor] = resourceapi.DeviceAttribute{IntValue: &k}
+		}
+		out = append(out, &resourceapi.Device{Name: name, Attributes: attrs,
+			ConsumesCounters: []resourceapi.DeviceCounterConsumption{{CounterSet: set}}})
+	}
+	return out
+}
+
+// migCounterSet is the counter set of p's memory-slice counters; "" when
+// it consumes none.
+func migCounterSet(p *resourceapi.Device) string {
+	for _, cc := range p.ConsumesCounters {
+		for name := range cc.Counters {
+			if strings.HasPrefix(name, memSliceCounter) {
+				return cc.CounterSet
+			}
+		}
+	}
+	return ""
+}
+
 // DRAMIGAnnotation carries, on a node as a cycle sees it (never written
 // to the apiserver), the MIG geometry its DRA slices publish, as JSON of
 // topology.MIGSpec: the profiles of its MIG devices, each with its size
