@@ -248,11 +248,14 @@ func (e *engine) gpuOK(g topology.GPUID) bool {
 // wholeAvail returns the GPUs of h that are free, untouched by the overlay
 // and usable in scope.
 func (e *engine) wholeAvail(h topology.HostID) gpuSet {
-	first, n := e.c.HostGPUs(h)
 	var set gpuSet
+	if !e.l.HostUsable(h) { // no GPU of h is free
+		return set
+	}
+	first, n := e.c.HostGPUs(h)
 	for i := 0; i < n; i++ {
 		g := first + topology.GPUID(i)
-		if e.l.GPUIsFree(g) && e.gEpoch[g] != e.epoch && e.gpuOK(g) {
+		if e.l.GPUIsIdle(g) && e.gEpoch[g] != e.epoch && e.gpuOK(g) {
 			set.add(i)
 		}
 	}
@@ -386,9 +389,10 @@ func (e *engine) fillSmall(gi int, g *Group, h topology.HostID, sh *hostShape, f
 		} else {
 			set = sh.choose64(0, k, avail)
 		}
-		e.gcs = e.gcs[:0]
-		for b := set; b != 0; b &= b - 1 {
-			e.gcs = append(e.gcs, topology.GPUClaim{GPU: first + topology.GPUID(bits.TrailingZeros64(b)), Kind: topology.ClaimWhole})
+		cnt := bits.OnesCount64(set)
+		e.gcs = slices.Grow(e.gcs[:0], cnt)[:cnt]
+		for i, b := 0, set; b != 0; i, b = i+1, b&(b-1) {
+			e.gcs[i] = topology.GPUClaim{GPU: first + topology.GPUID(bits.TrailingZeros64(b)), Kind: topology.ClaimWhole}
 		}
 		if !e.record(TaskRef{Group: int32(gi), Index: int32(e.p.Placed[gi])}, h, g) {
 			break
@@ -420,10 +424,11 @@ func (e *engine) record(t TaskRef, h topology.HostID, g *Group) bool {
 	}
 	e.hCPU[h] += g.CPUMilli
 	e.hMem[h] += g.MemoryMiB
+	usable := e.l.HostUsable(h) // GPUIsFree of h's GPUs, the host checked once
 	for _, gc := range e.gcs {
 		x := gc.GPU
 		if e.gEpoch[x] != e.epoch {
-			if e.l.GPUIsFree(x) {
+			if usable && e.l.GPUIsIdle(x) {
 				e.hTaken[h]++
 			}
 			e.gEpoch[x] = e.epoch

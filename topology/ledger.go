@@ -231,8 +231,7 @@ func (l *Ledger) FreeGPUs(d DomainID) int {
 	if n := l.freeWhole[d]; n != inside {
 		return int(n)
 	}
-	free, _, _ := l.insideCounts(d)
-	return int(free)
+	return l.insideFree(d)
 }
 
 // FreeMilli returns the free milli-GPU on allocatable GPUs of domain d,
@@ -241,8 +240,7 @@ func (l *Ledger) FreeMilli(d DomainID) int64 {
 	if n := l.freeMilli[d]; n != inside {
 		return n
 	}
-	_, milli, _ := l.insideCounts(d)
-	return milli
+	return l.insideMilli(d)
 }
 
 // HealthyGPUs returns the number of allocatable GPUs of domain d (healthy,
@@ -252,8 +250,7 @@ func (l *Ledger) HealthyGPUs(d DomainID) int {
 	if n := l.healthy[d]; n != inside {
 		return int(n)
 	}
-	_, _, ok := l.insideCounts(d)
-	return int(ok)
+	return l.insideHealthy(d)
 }
 
 // HostFreeGPUs returns the number of free allocatable GPUs on host h. O(1).
@@ -293,6 +290,15 @@ func (l *Ledger) GPUFreeMilli(g GPUID) int {
 // GPUIsFree reports whether g is allocatable and has nothing allocated.
 func (l *Ledger) GPUIsFree(g GPUID) bool {
 	return l.allocatable(g) && l.gpu[g].mode == ModeFree
+}
+
+// GPUIsIdle reports whether g is healthy with nothing allocated, whatever
+// its host's health and cordon: GPUIsFree(g) is GPUIsIdle(g) and
+// HostUsable of g's host. For callers that check a host's GPUs after the
+// host once.
+func (l *Ledger) GPUIsIdle(g GPUID) bool {
+	s := &l.gpu[g]
+	return s.health == Healthy && s.mode == ModeFree
 }
 
 // HostHealth returns the health of host h.

@@ -89,8 +89,10 @@ func (l *Ledger) endClaim() {
 		return
 	}
 	l.flushFabric()
-	b := l.batch
-	l.batch = claimBatch{}
+	// Read in place (a copy of the batch just written stalls on its
+	// stores); beginClaim sets every field again.
+	b := &l.batch
+	b.on = false
 	if b.gpu == NoGPU {
 		return
 	}

@@ -31,3 +31,21 @@ func (l *Ledger) insideCounts(d DomainID) (free int32, milli int64, ok int32) {
 	}
 	return free, milli, ok
 }
+
+// insideFree, insideMilli and insideHealthy are FreeGPUs, FreeMilli and
+// HealthyGPUs of a domain inside a host (out of line, so that those stay
+// inlined for the domains with counters).
+func (l *Ledger) insideFree(d DomainID) int {
+	free, _, _ := l.insideCounts(d)
+	return int(free)
+}
+
+func (l *Ledger) insideMilli(d DomainID) int64 {
+	_, milli, _ := l.insideCounts(d)
+	return milli
+}
+
+func (l *Ledger) insideHealthy(d DomainID) int {
+	_, _, ok := l.insideCounts(d)
+	return int(ok)
+}

@@ -287,6 +287,9 @@ func ledgerState(l *Ledger) string {
 	for g := GPUID(0); int(g) < c.NumGPUs(); g++ {
 		s := l.GPU(g)
 		o.str("gpu").num(int(g), int(s.Mode), s.UsedMilli, int(s.MIGSlots), int(s.Health), l.GPUFreeMilli(g)).flag(l.GPUIsFree(g)).nl()
+		if l.GPUIsFree(g) != (l.GPUIsIdle(g) && l.HostUsable(c.GPUHost(g))) {
+			o.str("GPUIsIdle and HostUsable disagree with GPUIsFree").nl() // the naive model never renders this
+		}
 	}
 	for h := HostID(0); int(h) < c.NumHosts(); h++ {
 		o.str("host").num(int(h), int(l.HostHealth(h)), int(l.CPUFree(h)), int(l.MemoryFree(h)), l.HostFreeGPUs(h)).nl()

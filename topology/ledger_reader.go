@@ -37,6 +37,9 @@ type LedgerReader interface {
 	GPUFreeMilli(g GPUID) int
 	// GPUIsFree reports whether g is allocatable and unused.
 	GPUIsFree(g GPUID) bool
+	// GPUIsIdle reports whether g is healthy and unused, whatever its
+	// host's health and cordon.
+	GPUIsIdle(g GPUID) bool
 	// HostHealth is the health of host h.
 	HostHealth(h HostID) Health
 	// HostCordoned reports whether host h is cordoned (takes no new work).
