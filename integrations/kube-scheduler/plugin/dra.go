@@ -140,6 +140,9 @@ type drat struct {
 	// wrote this cycle (by "ns/name"), the base of allocate's writes.
 	stale []claimRef
 	fresh map[string]*resourceapi.ResourceClaim
+	// early are the pods allocate let through before the informer showed
+	// their claims, until ready lets them through again.
+	early map[types.UID]bool
 
 	// gmu guards granted: the binding (node and GPU indices) each pod's
 	// claims were last written for, and mine: the names of the claims of
@@ -256,7 +259,7 @@ func newDRA(args *Args, io draIO, o ledgerOwner, log klog.Logger) *drat {
 	return &drat{driver: args.DRADriver, class: args.DRADeviceClass, migClass: cmp.Or(args.DRAMIGDeviceClass, DefaultDRAMIGDeviceClass), indices: args.GPUIndicesAnnotation,
 		gpuResource: v1.ResourceName(args.GPUResource), productLabel: args.GPUProductLabel, countLabel: args.GPUCountLabel, cliqueLabel: args.GPUCliqueLabel,
 		io: io, log: log, cd: newCDChannels(args), settle: 5 * time.Second, grace: 50 * time.Millisecond, nodeCache: map[string]draNodeCopy{},
-		pods: map[types.UID]*draPod{}, granted: map[types.UID]string{}, picks: map[string]string{}, free: l.freeGPUs, freeSet: l.freeGPUSet}
+		pods: map[types.UID]*draPod{}, granted: map[types.UID]string{}, early: map[types.UID]bool{}, picks: map[string]string{}, free: l.freeGPUs, freeSet: l.freeGPUSet}
 }
 
 // synced reports whether the DRA informers have synced (true when off).
@@ -1017,7 +1020,7 @@ func (d *drat) allocate(ctx context.Context, groups []claimGroup, assignmentOf f
 			claims = append(claims, wrote[g]...)
 		}
 		mu.Unlock()
-		d.await(ctx, claims)
+		shown := d.await(ctx, claims)
 		for _, g := range batch {
 			if !groups[g].let {
 				continue
@@ -1025,6 +1028,9 @@ func (d *drat) allocate(ctx context.Context, groups []claimGroup, assignmentOf f
 			let(groups[g].pods)
 			for _, p := range groups[g].pods {
 				through[p.UID] = true
+				if !shown {
+					d.early[p.UID] = true
+				}
 			}
 		}
 	}
@@ -1101,6 +1107,34 @@ func (d *drat) writePod(ctx context.Context, w podWrite, picks map[string]string
 	}
 	d.grant(w.p.UID, w.key)
 	return wrote, nil
+}
+
+// ready returns the pods an earlier cycle let through before the
+// informer showed their claims (await gave up, under load) that are not
+// bound yet and whose claims show now, but those of skip, in UID order:
+// allocateClaims lets them through again. Such a pod was turned back at
+// PreEnqueue, and nothing else brings it back (EventsToRegister registers
+// no event); for a pod in the queue already, being scheduled or waiting at
+// Permit, letting it through again does nothing.
+func (d *drat) ready(assignmentOf func(types.UID) (assignment, bool), skip map[types.UID]bool) []*v1.Pod {
+	if d == nil {
+		return nil
+	}
+	var out []*v1.Pod
+	for _, uid := range slices.Sorted(maps.Keys(d.early)) {
+		dp := d.pods[uid]
+		a, ok := assignmentOf(uid)
+		if dp == nil || !ok || dp.src.Spec.NodeName != "" {
+			delete(d.early, uid) // gone, withdrawn or bound
+			continue
+		}
+		if skip[uid] || d.notReady(dp.src, a) != "" {
+			continue
+		}
+		delete(d.early, uid)
+		out = append(out, dp.src)
+	}
+	return out
 }
 
 // bindingKey identifies a binding: its node and GPUs.
@@ -1221,10 +1255,10 @@ func sameDevices(a, b *resourceapi.AllocationResult) bool {
 }
 
 // await waits until the informer's store shows the claims allocated and
-// reserved for their pods, at most settle.
-func (d *drat) await(ctx context.Context, claims []gpuClaim) {
+// reserved for their pods, at most settle; false when it gave up.
+func (d *drat) await(ctx context.Context, claims []gpuClaim) bool {
 	if len(claims) == 0 {
-		return
+		return true
 	}
 	deadline := time.Now().Add(d.settle)
 	for _, c := range claims {
@@ -1234,12 +1268,13 @@ func (d *drat) await(ctx context.Context, claims []gpuClaim) {
 			}
 			if time.Now().After(deadline) || ctx.Err() != nil {
 				d.log.Info("The scheduler's informer does not show a claim gpusched allocated yet; letting its pod through", "claim", c.ns+"/"+c.name)
-				return
+				return false
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
 	time.Sleep(d.grace)
+	return true
 }
 
 func reservedFor(c *resourceapi.ResourceClaim, uid types.UID) bool {
@@ -1346,6 +1381,9 @@ func (h *host) allocateClaims(ctx context.Context, fx *effects) {
 		groups = append(groups, claimGroup{pods: g.pods})
 	}
 	h.dra.release(ctx, keep)
+	if again := h.dra.ready(h.assignmentOf, keep); len(again) > 0 {
+		h.io.activate(again)
+	}
 	failed, through := h.dra.allocate(ctx, groups, h.assignmentOf, h.io.now(), h.io.activate)
 	fx.activate = slices.DeleteFunc(fx.activate, func(p *v1.Pod) bool { return through[p.UID] })
 	if len(failed) == 0 {

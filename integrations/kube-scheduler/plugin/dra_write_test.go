@@ -28,8 +28,10 @@ type countingDRA struct {
 	hold      map[string]chan struct{}
 	fail      map[string]error
 	// informer is the informer's copy of a claim where it lags the
-	// apiserver's, until the claim's next status write.
+	// apiserver's, until the claim's next status write (or, with lag,
+	// until the test drops it).
 	informer map[string]*resourceapi.ResourceClaim
+	lag      bool
 }
 
 func (c *countingDRA) claim(ns, name string) (*resourceapi.ResourceClaim, error) {
@@ -88,7 +90,9 @@ func (c *countingDRA) updateStatus(ctx context.Context, cl *resourceapi.Resource
 	out, err := c.fakeDRA.updateStatus(ctx, cl)
 	if err == nil {
 		c.mu.Lock()
-		delete(c.informer, cl.Namespace+"/"+cl.Name)
+		if !c.lag {
+			delete(c.informer, cl.Namespace+"/"+cl.Name)
+		}
 		c.mu.Unlock()
 	}
 	return out, err
@@ -264,4 +268,38 @@ func TestDRAClaimWritesStoppedWithdraw(t *testing.T) {
 	if got := io.activatedNow(); len(got) != 2 {
 		t.Fatalf("activated %v after the next cycle, want a and b", got)
 	}
+}
+
+// TestDRAPodTurnedBackLetThroughAgain: a pod let through before the
+// informer showed its claims (the wait for it gave up) is turned back at
+// PreEnqueue; a later cycle lets it through again once the informer shows
+// them, and writes nothing more.
+func TestDRAPodTurnedBackLetThroughAgain(t *testing.T) {
+	h, io, c := countingHost(t, 1, "a")
+	c.informer["default/c-a"], c.lag = c.claims["default/c-a"], true
+	ctx := context.Background()
+	h.cycle(ctx)
+	a, ok := h.assignmentOf("uid-a")
+	if got := io.activatedNow(); !ok || strings.Join(got, ",") != "a" || h.dra.notReady(io.pods[0], a) == "" {
+		t.Fatalf("activated %v, want a let through while the informer lags", got)
+	}
+	io.mu.Lock()
+	io.activated = nil // PreEnqueue turned it back
+	io.mu.Unlock()
+	h.cycle(ctx)
+	if got := io.activatedNow(); len(got) != 0 {
+		t.Fatalf("let through again while its claim does not show: %v", got)
+	}
+	c.mu.Lock()
+	delete(c.informer, "default/c-a")
+	c.mu.Unlock()
+	writes := len(c.writes)
+	h.cycle(ctx)
+	if got := io.activatedNow(); strings.Join(got, ",") != "a" {
+		t.Fatalf("activated %v once the informer shows its claim, want a", got)
+	}
+	if len(c.writes) != writes {
+		t.Errorf("wrote %v again", c.writes[writes:])
+	}
+	claimed(t, c.fakeDRA, "c-a", "uid-a")
 }
