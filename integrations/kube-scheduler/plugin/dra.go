@@ -84,6 +84,12 @@ type draIO interface {
 	class(name string) (*resourceapi.DeviceClass, error)
 	// claim returns a claim from the informer's store; nil when absent.
 	claim(ns, name string) (*resourceapi.ResourceClaim, error)
+	// shown returns a claim as kube's DynamicResources plugin sees it
+	// (its claim tracker: the informer's store and the writes made
+	// since, updateStatus); nil when absent. A pod let through before it
+	// shows its claims allocated has DynamicResources allocate them
+	// anew, and its PreBind then fails ("allocated elsewhere").
+	shown(ns, name string) (*resourceapi.ResourceClaim, error)
 	// fetch reads a claim from the apiserver.
 	fetch(ctx context.Context, ns, name string) (*resourceapi.ResourceClaim, error)
 	update(ctx context.Context, c *resourceapi.ResourceClaim) (*resourceapi.ResourceClaim, error)
@@ -1233,7 +1239,9 @@ func (d *drat) writeOnce(ctx context.Context, cur *resourceapi.ResourceClaim, p 
 	if x.Status.Allocation == nil {
 		x.Status.Allocation = alloc
 	}
-	if !reserved {
+	// (cur, not the claim as found: moving the allocation above cleared
+	// its reservations.)
+	if !reservedFor(cur, p.UID) {
 		x.Status.ReservedFor = append(x.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: p.Name, UID: p.UID})
 	}
 	_, err = d.io.updateStatus(ctx, x)
@@ -1263,7 +1271,7 @@ func (d *drat) await(ctx context.Context, claims []gpuClaim) bool {
 	deadline := time.Now().Add(d.settle)
 	for _, c := range claims {
 		for {
-			if cl, _ := d.io.claim(c.ns, c.name); cl != nil && cl.Status.Allocation != nil && reservedFor(cl, c.uid) {
+			if cl, _ := d.io.shown(c.ns, c.name); cl != nil && cl.Status.Allocation != nil && reservedFor(cl, c.uid) {
 				break
 			}
 			if time.Now().After(deadline) || ctx.Err() != nil {
@@ -1321,7 +1329,7 @@ func (d *drat) notReady(p *v1.Pod, a assignment) string {
 	names := d.mine[p.UID]
 	d.gmu.Unlock()
 	for _, name := range names {
-		c, err := d.io.claim(p.Namespace, name)
+		c, err := d.io.shown(p.Namespace, name)
 		if err != nil || c == nil {
 			continue
 		}
@@ -1381,10 +1389,8 @@ func (h *host) allocateClaims(ctx context.Context, fx *effects) {
 		groups = append(groups, claimGroup{pods: g.pods})
 	}
 	h.dra.release(ctx, keep)
-	if again := h.dra.ready(h.assignmentOf, keep); len(again) > 0 {
-		h.io.activate(again)
-	}
-	failed, through := h.dra.allocate(ctx, groups, h.assignmentOf, h.io.now(), h.io.activate)
+	h.letThrough(h.dra.ready(h.assignmentOf, keep))
+	failed, through := h.dra.allocate(ctx, groups, h.assignmentOf, h.io.now(), h.letThrough)
 	fx.activate = slices.DeleteFunc(fx.activate, func(p *v1.Pod) bool { return through[p.UID] })
 	if len(failed) == 0 {
 		return

@@ -81,6 +81,9 @@ func (f *fakeDRA) claim(ns, name string) (*resourceapi.ResourceClaim, error) {
 	defer f.mu.Unlock()
 	return f.claims[ns+"/"+name], nil
 }
+func (f *fakeDRA) shown(ns, name string) (*resourceapi.ResourceClaim, error) {
+	return f.claim(ns, name)
+}
 func (f *fakeDRA) fetch(_ context.Context, ns, name string) (*resourceapi.ResourceClaim, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

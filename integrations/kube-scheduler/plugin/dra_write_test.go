@@ -44,6 +44,10 @@ func (c *countingDRA) claim(ns, name string) (*resourceapi.ResourceClaim, error)
 	return c.fakeDRA.claim(ns, name)
 }
 
+func (c *countingDRA) shown(ns, name string) (*resourceapi.ResourceClaim, error) {
+	return c.claim(ns, name)
+}
+
 func newCountingDRA(f *fakeDRA) *countingDRA {
 	return &countingDRA{fakeDRA: f, reqs: map[string]int{}, hold: map[string]chan struct{}{}, fail: map[string]error{},
 		informer: map[string]*resourceapi.ResourceClaim{}}
@@ -302,4 +306,32 @@ func TestDRAPodTurnedBackLetThroughAgain(t *testing.T) {
 		t.Errorf("wrote %v again", c.writes[writes:])
 	}
 	claimed(t, c.fakeDRA, "c-a", "uid-a")
+}
+
+// TestDRAClaimMovedStaysReserved: a claim allocated and reserved for its
+// pod by an earlier binding that was withdrawn (kube's DynamicResources
+// refused it at PreBind: "allocated elsewhere in the meantime") is
+// written for the pod's new binding on other devices: allocated there
+// and still reserved for the pod, which is let through. The stale
+// reservation once kept the moved claim reserved for nobody, and the pod
+// waited at PreEnqueue for ever (BenchmarkDRAScale, 16 of 600 pods).
+func TestDRAClaimMovedStaysReserved(t *testing.T) {
+	f := oneDGX(map[string]int{"c": 1})
+	c := f.claims["default/c"].DeepCopy()
+	c.Finalizers = []string{resourceapi.Finalizer}
+	c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
+		{Request: "r0", Driver: DefaultDRADriver, Pool: "dgx-1", Device: "gpu-7"}}}}
+	c.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "p", UID: "uid-p"}}
+	f.put(c)
+	h, io := newDRAHost(t, f, node("dgx-1", -1, nil))
+	io.pods = []*v1.Pod{draPodOf("p", "c")}
+	h.cycle(context.Background())
+	devs, _ := claimed(t, f, "c", "uid-p")
+	if devs == "gpu-7" {
+		t.Fatalf("placed on the claim's old device %s: the test wants another", devs)
+	}
+	a, ok := h.assignmentOf("uid-p")
+	if !ok || !slices.Contains(io.activated, "p") || why(h, io.pods[0], a) != "" {
+		t.Fatalf("p not let through (activated %v): %q", io.activated, why(h, io.pods[0], a))
+	}
 }
