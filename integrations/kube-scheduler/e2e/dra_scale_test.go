@@ -98,6 +98,9 @@ func runDRAScale(b *testing.B, prof string) {
 	// machine may still pause long between bindings.
 	defer func(d time.Duration) { measureIdle = d }(measureIdle)
 	measureIdle = 5 * time.Minute
+	if d, err := time.ParseDuration(os.Getenv("GPUSCHED_DRA_SCALE_IDLE")); err == nil {
+		measureIdle = d
+	}
 	time.Sleep(2 * time.Second) // the scheduler's informers list the nodes, slices and claims
 	var bound int
 	var d time.Duration
@@ -113,6 +116,9 @@ func runDRAScale(b *testing.B, prof string) {
 	var ms float64
 	if bound > 0 {
 		ms = float64(cpu.Milliseconds()) / float64(bound)
+	}
+	if bound < pods {
+		dumpUnbound(ctx, c, "default", 20)
 	}
 	line := fmt.Sprintf("%d nodes, %s: %d of %d pods with a %d-GPU claim bound, %.1f pods/s (%.2f ms CPU each)", nodes, prof, bound, pods, gpus, rate, ms)
 	b.Log(line)
@@ -206,4 +212,50 @@ func bindTimeline(binds []time.Duration) string {
 		per = append(per, strconv.Itoa(n))
 	}
 	return "bound per 10 s: " + strings.Join(per, " ")
+}
+
+// dumpUnbound prints to stderr, for at most max pods of ns not bound, its
+// PodScheduled condition and its claims' allocations and reservations:
+// where a stranded pod stands.
+func dumpUnbound(ctx context.Context, c kubernetes.Interface, ns string, max int) {
+	pl, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "listing pods:", err)
+		return
+	}
+	n := 0
+	for _, p := range pl.Items {
+		if p.Spec.NodeName != "" {
+			continue
+		}
+		if n++; n > max {
+			continue
+		}
+		var conds []string
+		for _, cd := range p.Status.Conditions {
+			conds = append(conds, fmt.Sprintf("%s=%s %s %q", cd.Type, cd.Status, cd.Reason, cd.Message))
+		}
+		fmt.Fprintf(os.Stderr, "unbound %s uid %s rv %s nominated %q: %s\n", p.Name, p.UID, p.ResourceVersion, p.Status.NominatedNodeName, strings.Join(conds, "; "))
+		for _, rc := range p.Spec.ResourceClaims {
+			if rc.ResourceClaimName == nil {
+				continue
+			}
+			cl, err := c.ResourceV1().ResourceClaims(ns).Get(ctx, *rc.ResourceClaimName, metav1.GetOptions{})
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "  claim:", err)
+				continue
+			}
+			var devs, res []string
+			if a := cl.Status.Allocation; a != nil {
+				for _, r := range a.Devices.Results {
+					devs = append(devs, r.Pool+"/"+r.Device)
+				}
+			}
+			for _, r := range cl.Status.ReservedFor {
+				res = append(res, r.Name+"/"+string(r.UID))
+			}
+			fmt.Fprintf(os.Stderr, "  claim %s rv %s finalizers %v allocated %v reserved for %v\n", cl.Name, cl.ResourceVersion, cl.Finalizers, devs, res)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "%d pods not bound\n", n)
 }
