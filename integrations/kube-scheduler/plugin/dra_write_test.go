@@ -335,3 +335,35 @@ func TestDRAClaimMovedStaysReserved(t *testing.T) {
 		t.Fatalf("p not let through (activated %v): %q", io.activated, why(h, io.pods[0], a))
 	}
 }
+
+// TestDRAPodLetThroughAfterItsCondition: a pod whose claims a cycle
+// writes is let through only once the condition being written for it
+// (from when it waited) is written: none may land after its binding.
+func TestDRAPodLetThroughAfterItsCondition(t *testing.T) {
+	h, io, _ := countingHost(t, 1, "a")
+	writing, release := make(chan struct{}), make(chan struct{})
+	h.conds = newCondWriter(func(context.Context, podEvent) {
+		close(writing)
+		<-release
+	}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	h.conds.run(ctx, 1)
+	defer h.conds.wait()
+	defer cancel()
+	h.conds.put([]podEvent{{pod: io.pods[0], why: "x", what: "waiting"}})
+	<-writing
+	done := make(chan struct{})
+	go func() {
+		h.cycle(ctx)
+		close(done)
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if got := io.activatedNow(); len(got) != 0 {
+		t.Errorf("let through %v while its condition was being written", got)
+	}
+	close(release)
+	<-done
+	if got := io.activatedNow(); strings.Join(got, ",") != "a" {
+		t.Fatalf("activated %v, want a", got)
+	}
+}
