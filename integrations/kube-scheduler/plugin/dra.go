@@ -49,8 +49,9 @@ import (
 //     (a status update); the cycle's claims are written concurrently and
 //     each job is let through once its own are;
 //   - PreEnqueue lets a pod through only once its GPU claims were written
-//     for its current binding and the scheduler's informer shows them so
-//     (drat.notReady).
+//     for its current binding and kube's DynamicResources plugin sees them
+//     so (drat.notReady, draIO.shown: its claim tracker, in which each
+//     write is assumed at once).
 //
 // kube's DynamicResources plugin, in the same profile, then finds these
 // claims allocated and reserved for the pod: it checks their node

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -60,8 +61,14 @@ type celMemo struct {
 	key  string
 	seen map[celKey]celVerdict
 	// nodes are the nodes whose GPUs all match a set of selectors (by
-	// selKey): a whole-GPU request's nodes.
+	// selKey): a whole-GPU request's nodes; for a MIG request (by
+	// migNodesKey), the nodes whose MIG devices of its profile all match
+	// and have no taint it does not tolerate.
 	nodes map[string][]string
+	// profiles are the MIG profiles of the devices a set of selectors
+	// matches (by selKey; migProfile): with a thousand MIG nodes, every
+	// new MIG pod's view went through each node's MIG devices twice.
+	profiles map[string][]string
 }
 
 type celKey struct {
@@ -101,7 +108,7 @@ func (d *drat) matches(dev *resourceapi.Device, sels []resourceapi.DeviceSelecto
 // celFresh empties the memo when the slices changed.
 func (d *drat) celFresh() {
 	if d.cel.seen == nil || d.cel.key != d.sliceKey {
-		d.cel = celMemo{key: d.sliceKey, seen: map[celKey]celVerdict{}, nodes: map[string][]string{}}
+		d.cel = celMemo{key: d.sliceKey, seen: map[celKey]celVerdict{}, nodes: map[string][]string{}, profiles: map[string][]string{}}
 	}
 }
 
@@ -165,11 +172,14 @@ func (d *drat) celNodes(claims []gpuClaim) ([]string, string) {
 
 // requestNodes returns the nodes (sorted) whose devices of r's kind all
 // match r's selectors and that can take its MIG profile or share;
-// remembered for whole-GPU requests.
+// remembered for whole-GPU and MIG requests.
 func (d *drat) requestNodes(r gpuRequest) ([]string, error) {
 	d.celFresh()
-	key := selKey(r.sels)
-	if r.part == nil {
+	key, memo := selKey(r.sels), r.part == nil
+	if r.part != nil && r.part.mig {
+		key, memo = migNodesKey(key, r), true
+	}
+	if memo {
 		if ok, seen := d.cel.nodes[key]; seen {
 			return ok, nil
 		}
@@ -185,10 +195,42 @@ func (d *drat) requestNodes(r gpuRequest) ([]string, error) {
 			ok = append(ok, name)
 		}
 	}
-	if r.part == nil {
+	if memo {
 		d.cel.nodes[key] = ok
 	}
 	return ok, nil
+}
+
+// migNodesKey is the celMemo.nodes key of r, a MIG request whose
+// selectors' selKey is sels: its profile and tolerations too.
+func migNodesKey(sels string, r gpuRequest) string {
+	tols, _ := json.Marshal(r.tols)
+	return sels + "\x01" + r.part.profile + "\x01" + string(tols)
+}
+
+// migProfiles returns the MIG profiles (sorted) of the nodes' MIG devices
+// that sels match; remembered for the current slices.
+func (d *drat) migProfiles(sels []resourceapi.DeviceSelector) ([]string, error) {
+	d.celFresh()
+	key := selKey(sels)
+	if ps, seen := d.cel.profiles[key]; seen {
+		return ps, nil
+	}
+	profiles := map[string]bool{}
+	for _, name := range sortedKeys(d.nodes) {
+		for _, m := range d.nodes[name].migs {
+			ok, err := d.matches(m.spec, sels, key)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				profiles[m.profile] = true
+			}
+		}
+	}
+	ps := sortedKeys(profiles)
+	d.cel.profiles[key] = ps
+	return ps, nil
 }
 
 // devicesFor returns the devices of n a request may be given: its GPUs,
