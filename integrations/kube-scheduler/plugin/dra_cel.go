@@ -65,10 +65,6 @@ type celMemo struct {
 	// migNodesKey), the nodes whose MIG devices of its profile all match
 	// and have no taint it does not tolerate.
 	nodes map[string][]string
-	// profiles are the MIG profiles of the devices a set of selectors
-	// matches (by selKey; migProfile): with a thousand MIG nodes, every
-	// new MIG pod's view went through each node's MIG devices twice.
-	profiles map[string][]string
 }
 
 type celKey struct {
@@ -108,7 +104,7 @@ func (d *drat) matches(dev *resourceapi.Device, sels []resourceapi.DeviceSelecto
 // celFresh empties the memo when the slices changed.
 func (d *drat) celFresh() {
 	if d.cel.seen == nil || d.cel.key != d.sliceKey {
-		d.cel = celMemo{key: d.sliceKey, seen: map[celKey]celVerdict{}, nodes: map[string][]string{}, profiles: map[string][]string{}}
+		d.cel = celMemo{key: d.sliceKey, seen: map[celKey]celVerdict{}, nodes: map[string][]string{}}
 	}
 }
 
@@ -206,31 +202,6 @@ func (d *drat) requestNodes(r gpuRequest) ([]string, error) {
 func migNodesKey(sels string, r gpuRequest) string {
 	tols, _ := json.Marshal(r.tols)
 	return sels + "\x01" + r.part.profile + "\x01" + string(tols)
-}
-
-// migProfiles returns the MIG profiles (sorted) of the nodes' MIG devices
-// that sels match; remembered for the current slices.
-func (d *drat) migProfiles(sels []resourceapi.DeviceSelector) ([]string, error) {
-	d.celFresh()
-	key := selKey(sels)
-	if ps, seen := d.cel.profiles[key]; seen {
-		return ps, nil
-	}
-	profiles := map[string]bool{}
-	for _, name := range sortedKeys(d.nodes) {
-		for _, m := range d.nodes[name].migs {
-			ok, err := d.matches(m.spec, sels, key)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				profiles[m.profile] = true
-			}
-		}
-	}
-	ps := sortedKeys(profiles)
-	d.cel.profiles[key] = ps
-	return ps, nil
 }
 
 // devicesFor returns the devices of n a request may be given: its GPUs,

@@ -258,13 +258,22 @@ func (d *drat) migProfile(part *gpuRequest) (string, string) {
 	if !hasCEL(part.sels) {
 		return "", fmt.Sprintf("request %q: name the MIG profile with a CEL selector (device.attributes['%s'].profile == '1g.18gb')", part.name, d.driver)
 	}
-	ps, err := d.migProfiles(part.sels) // (dra_cel.go)
-	if err != nil {
-		return "", fmt.Sprintf("request %q: %v", part.name, err)
+	profiles := map[string]bool{}
+	key := selKey(part.sels)
+	for _, name := range sortedKeys(d.nodes) {
+		for _, m := range d.nodes[name].migs {
+			ok, err := d.matches(m.spec, part.sels, key)
+			if err != nil {
+				return "", fmt.Sprintf("request %q: %v", part.name, err)
+			}
+			if ok {
+				profiles[m.profile] = true
+			}
+		}
 	}
-	switch len(ps) {
+	switch ps := sortedKeys(profiles); len(ps) {
 	case 0:
-		if node := d.unlinkedMatch(part.sels, selKey(part.sels)); node != "" {
+		if node := d.unlinkedMatch(part.sels, key); node != "" {
 			return "", fmt.Sprintf("request %q: the MIG devices its CEL selectors match (on %s) are published without their GPU or its shared counters "+
 				"(static MIG, as NVIDIA's driver publishes without its DynamicMIG feature gate); gpusched places MIG devices through partitionable devices only (docs/dra.md)", part.name, node)
 		}
