@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -93,11 +94,13 @@ func runDRAScale(b *testing.B, prof string) {
 		createClaim(ctx, b, c, fmt.Sprintf("p-%05d-gpus", i), gpuClass, gpus)
 	})
 	startInProcess(b, cp, draScaleConfigs[prof], app.WithPlugin(plugin.Name, plugin.New))
-	// gpusched writes the claims of the jobs a cycle binds before it lets
-	// any of their pods through: a cycle that binds a thousand pods is
-	// a long pause between bindings.
+	// gpusched lets a pod through once its claims are written; a loaded
+	// machine may still pause long between bindings.
 	defer func(d time.Duration) { measureIdle = d }(measureIdle)
 	measureIdle = 5 * time.Minute
+	if d, err := time.ParseDuration(os.Getenv("GPUSCHED_DRA_SCALE_IDLE")); err == nil {
+		measureIdle = d
+	}
 	time.Sleep(2 * time.Second) // the scheduler's informers list the nodes, slices and claims
 	var bound int
 	var d time.Duration
@@ -114,7 +117,12 @@ func runDRAScale(b *testing.B, prof string) {
 	if bound > 0 {
 		ms = float64(cpu.Milliseconds()) / float64(bound)
 	}
-	b.Logf("%d nodes, %s: %d of %d pods with a %d-GPU claim bound, %.0f pods/s (%.2f ms CPU each)", nodes, prof, bound, pods, gpus, rate, ms)
+	if bound < pods {
+		dumpUnbound(ctx, c, "default", 20)
+	}
+	line := fmt.Sprintf("%d nodes, %s: %d of %d pods with a %d-GPU claim bound, %.1f pods/s (%.2f ms CPU each)", nodes, prof, bound, pods, gpus, rate, ms)
+	b.Log(line)
+	fmt.Fprintln(os.Stderr, line) // (a benchmark's log is cut to its first lines)
 	b.ReportMetric(rate, "pods/s")
 	b.ReportMetric(ms, "cpu-ms/pod")
 }
@@ -146,6 +154,8 @@ func measureWith(ctx context.Context, b *testing.B, c kubernetes.Interface, ns s
 		createPod(ctx, b, c, spec(i))
 	})
 	boundAt := map[string]bool{}
+	var binds []time.Duration // each binding, from start
+	defer func() { fmt.Fprintln(os.Stderr, bindTimeline(binds)) }()
 	created := 0
 	idle := time.NewTimer(measureIdle)
 	defer idle.Stop()
@@ -174,6 +184,7 @@ func measureWith(ctx context.Context, b *testing.B, c kubernetes.Interface, ns s
 			if p.Spec.NodeName != "" && !boundAt[p.Name] {
 				boundAt[p.Name] = true
 				*lastBind = time.Now()
+				binds = append(binds, lastBind.Sub(start))
 				idle.Reset(measureIdle)
 			}
 		case <-idle.C:
@@ -186,4 +197,65 @@ func measureWith(ctx context.Context, b *testing.B, c kubernetes.Interface, ns s
 		}
 	}
 	return len(boundAt), lastBind.Sub(start)
+}
+
+// bindTimeline says how many pods were bound in each 10 s from the first
+// creation ("bound per 10 s: 3 0 331 ..."): whether bindings came
+// steadily or in bursts.
+func bindTimeline(binds []time.Duration) string {
+	var per []string
+	for i, k := 0, 0; k < len(binds); i++ {
+		n := 0
+		for ; k < len(binds) && binds[k] < time.Duration(i+1)*10*time.Second; k++ {
+			n++
+		}
+		per = append(per, strconv.Itoa(n))
+	}
+	return "bound per 10 s: " + strings.Join(per, " ")
+}
+
+// dumpUnbound prints to stderr, for at most max pods of ns not bound, its
+// PodScheduled condition and its claims' allocations and reservations:
+// where a stranded pod stands.
+func dumpUnbound(ctx context.Context, c kubernetes.Interface, ns string, max int) {
+	pl, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "listing pods:", err)
+		return
+	}
+	n := 0
+	for _, p := range pl.Items {
+		if p.Spec.NodeName != "" {
+			continue
+		}
+		if n++; n > max {
+			continue
+		}
+		var conds []string
+		for _, cd := range p.Status.Conditions {
+			conds = append(conds, fmt.Sprintf("%s=%s %s %q", cd.Type, cd.Status, cd.Reason, cd.Message))
+		}
+		fmt.Fprintf(os.Stderr, "unbound %s uid %s rv %s nominated %q: %s\n", p.Name, p.UID, p.ResourceVersion, p.Status.NominatedNodeName, strings.Join(conds, "; "))
+		for _, rc := range p.Spec.ResourceClaims {
+			if rc.ResourceClaimName == nil {
+				continue
+			}
+			cl, err := c.ResourceV1().ResourceClaims(ns).Get(ctx, *rc.ResourceClaimName, metav1.GetOptions{})
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "  claim:", err)
+				continue
+			}
+			var devs, res []string
+			if a := cl.Status.Allocation; a != nil {
+				for _, r := range a.Devices.Results {
+					devs = append(devs, r.Pool+"/"+r.Device)
+				}
+			}
+			for _, r := range cl.Status.ReservedFor {
+				res = append(res, r.Name+"/"+string(r.UID))
+			}
+			fmt.Fprintf(os.Stderr, "  claim %s rv %s finalizers %v allocated %v reserved for %v\n", cl.Name, cl.ResourceVersion, cl.Finalizers, devs, res)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "%d pods not bound\n", n)
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/klog/v2/textlogger"
 
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
@@ -64,6 +66,16 @@ func startInProcess(t testing.TB, cp *controlPlane, config string, registry ...a
 	// The scheduler logs through the context's logger: into the test's
 	// log, shown when it fails or runs with -v.
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
+	if path := os.Getenv("GPUSCHED_SCALE_LOG"); path != "" {
+		// A file instead (a benchmark's log is cut to its first lines).
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		v, _ := strconv.Atoi(os.Getenv("GPUSCHED_SCALE_LOGV"))
+		logger = textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(cmp.Or(v, 2)), textlogger.Output(f)))
+	}
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 	opts := options.NewOptions()
 	fs := pflag.NewFlagSet("kube-scheduler", pflag.ContinueOnError)

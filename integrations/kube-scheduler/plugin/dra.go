@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/gpusched/gpusched/internal/devname"
@@ -42,12 +44,15 @@ import (
 //     the GPUs its claims' allocations name: the allocations, not the
 //     indices annotation, are the record a restarted scheduler reads;
 //   - when a cycle binds a job, before its pods are let through PreEnqueue
-//     (drat.allocate), each GPU claim gets status.allocation naming the
-//     chosen devices (node selector: the planned node), reservedFor the
-//     pod and kube's delete-protection finalizer, in one status update;
+//     (drat.allocate), each GPU claim gets kube's delete-protection
+//     finalizer (an update), then status.allocation naming the chosen
+//     devices (node selector: the planned node) and reservedFor the pod
+//     (a status update); the cycle's claims are written concurrently and
+//     each job is let through once its own are;
 //   - PreEnqueue lets a pod through only once its GPU claims were written
-//     for its current binding and the scheduler's informer shows them so
-//     (drat.notReady).
+//     for its current binding and kube's DynamicResources plugin sees them
+//     so (drat.notReady, draIO.shown: its claim tracker, in which each
+//     write is assumed at once).
 //
 // kube's DynamicResources plugin, in the same profile, then finds these
 // claims allocated and reserved for the pod: it checks their node
@@ -81,6 +86,12 @@ type draIO interface {
 	class(name string) (*resourceapi.DeviceClass, error)
 	// claim returns a claim from the informer's store; nil when absent.
 	claim(ns, name string) (*resourceapi.ResourceClaim, error)
+	// shown returns a claim as kube's DynamicResources plugin sees it
+	// (its claim tracker: the informer's store and the writes made
+	// since, updateStatus); nil when absent. A pod let through before it
+	// shows its claims allocated has DynamicResources allocate them
+	// anew, and its PreBind then fails ("allocated elsewhere").
+	shown(ns, name string) (*resourceapi.ResourceClaim, error)
 	// fetch reads a claim from the apiserver.
 	fetch(ctx context.Context, ns, name string) (*resourceapi.ResourceClaim, error)
 	update(ctx context.Context, c *resourceapi.ResourceClaim) (*resourceapi.ResourceClaim, error)
@@ -151,8 +162,13 @@ type drat struct {
 	// as read for this cycle's pods (setOwners, dra_static.go).
 	owners    map[string]string
 	ownersKey string
-	// stale are claims to release (see view).
+	// stale are claims to release (see view); fresh the copies release
+	// wrote this cycle (by "ns/name"), the base of allocate's writes.
 	stale []claimRef
+	fresh map[string]*resourceapi.ResourceClaim
+	// early are the pods allocate let through before the informer showed
+	// their claims, until ready lets them through again.
+	early map[types.UID]bool
 
 	// gmu guards granted: the binding (node and GPU indices) each pod's
 	// claims were last written for, and mine: the names of the claims of
@@ -307,7 +323,7 @@ func newDRA(args *Args, io draIO, o ledgerOwner, log klog.Logger) *drat {
 	return &drat{driver: args.DRADriver, class: args.DRADeviceClass, migClass: cmp.Or(args.DRAMIGDeviceClass, DefaultDRAMIGDeviceClass), indices: args.GPUIndicesAnnotation,
 		gpuResource: v1.ResourceName(args.GPUResource), productLabel: args.GPUProductLabel, countLabel: args.GPUCountLabel, cliqueLabel: args.GPUCliqueLabel,
 		io: io, log: log, cd: newCDChannels(args), settle: 5 * time.Second, grace: 50 * time.Millisecond, nodeCache: map[string]draNodeCopy{},
-		pods: map[types.UID]*draPod{}, granted: map[types.UID]string{}, picks: map[string]string{}, free: l.freeGPUs, freeSet: l.freeGPUSet}
+		pods: map[types.UID]*draPod{}, granted: map[types.UID]string{}, early: map[types.UID]bool{}, picks: map[string]string{}, free: l.freeGPUs, freeSet: l.freeGPUSet}
 }
 
 // synced reports whether the DRA informers have synced (true when off).
@@ -1059,81 +1075,234 @@ func (d *drat) allocation(c gpuClaim, node string, gpus []int, now time.Time) (*
 	return a, nil
 }
 
-// allocate writes the GPU claims of pods (about to be let through) with
-// the devices of their assignments, then waits (at most settle) until the
-// informer shows them. It returns the pods whose claims could not be
-// written, with why.
-func (d *drat) allocate(ctx context.Context, pods []*v1.Pod, assignmentOf func(types.UID) (assignment, bool), now time.Time) map[types.UID]error {
+// claimGroup is pods let through together (a job's pods of
+// effects.activate), or written together and let through by another step
+// (a gang's, writePlans: let false).
+type claimGroup struct {
+	pods []*v1.Pod
+	let  bool
+}
+
+// podWrite is what allocate writes for one pod: its GPU claims'
+// allocations, then its channel claims (writeChannels).
+type podWrite struct {
+	p      *v1.Pod
+	group  int
+	node   string
+	key    string // bindingKey
+	claims []gpuClaim
+	allocs []*resourceapi.AllocationResult
+}
+
+// allocate writes the GPU claims of the pods of groups (about to be let
+// through) with the devices of their assignments, and lets each group with
+// let through (let) as soon as its own pods' claims are written and the
+// informer shows them (at most settle), not after the cycle's other
+// writes. The allocations are made here, in order; the writes go out
+// concurrently, claimWriters at a time (a pod's own claims in order), and
+// a group one of whose pods failed is not let through and writes no more.
+// It returns the pods whose claims could not be written, with why, and
+// the pods let through, once every group's writes are done and shown.
+func (d *drat) allocate(ctx context.Context, groups []claimGroup, assignmentOf func(types.UID) (assignment, bool), now time.Time,
+	let func([]*v1.Pod)) (failed map[types.UID]error, through map[types.UID]bool) {
+	failed, through = map[types.UID]error{}, map[types.UID]bool{}
 	if d == nil {
-		return nil
+		return failed, through
 	}
-	failed := map[types.UID]error{}
-	var wrote []gpuClaim
-	picks, noChannel := d.channelPlan(pods, assignmentOf)
+	var all []*v1.Pod
+	for _, g := range groups {
+		all = append(all, g.pods...)
+	}
+	picks, noChannel := d.channelPlan(all, assignmentOf)
 	owners := d.owners
 	if owners != nil {
 		if claims, err := d.io.listClaims(); err == nil {
 			owners = d.staticOwners(claims) // (as they are now, dra_static.go)
 		}
 	}
-	for _, p := range pods {
-		dp := d.pods[p.UID]
-		if dp == nil || len(dp.claims)+len(dp.channels) == 0 {
-			continue
-		}
-		a, ok := assignmentOf(p.UID)
-		if !ok {
-			continue
-		}
-		if err := noChannel[p]; err != nil {
-			failed[p.UID] = err
-			continue
-		}
-		k := 0
-		d.grant(p.UID, "")
-		taken := make([]bool, len(a.gpus)) // (MIG devices given, dra_migs.go)
-		for _, c := range dp.claims {
-			n := c.gpuSlots()
-			if k+n > len(a.gpus) {
-				failed[p.UID] = fmt.Errorf("ResourceClaim %s/%s: the pod's binding has %d GPUs, its claims %d", c.ns, c.name, len(a.gpus), dp.gpus)
-				break
+	var work []podWrite
+	left := make([]int, len(groups)) // pods of each group still to write
+	bad := make([]bool, len(groups))
+	for gi, g := range groups {
+		for _, p := range g.pods {
+			w, err := d.planWrite(p, gi, assignmentOf, noChannel[p], owners, now)
+			switch {
+			case err != nil:
+				failed[p.UID], bad[gi] = err, true
+			case w != nil:
+				work = append(work, *w)
+				left[gi]++
 			}
-			alloc, err := d.allocation(c, a.node, a.gpus[k:k+n], now)
-			if err == nil {
-				err = d.partResults(alloc, c, a, taken)
-			}
-			if err == nil {
-				err = d.staticResults(alloc, c, a.node, owners) // (dra_static.go)
-			}
-			if err == nil && p.Spec.NodeName == "" {
-				err = d.checkConstraints(c, a.node, alloc)
-			}
-			if err == nil && p.Spec.NodeName == "" {
-				err = d.checkTaints(c, a.node, alloc) // (dra_lend.go)
-			}
-			if err == nil {
-				err = d.write(ctx, c, p, alloc)
-			}
-			if err != nil {
-				failed[p.UID] = fmt.Errorf("ResourceClaim %s/%s: %w", c.ns, c.name, err)
-				break
-			}
-			wrote = append(wrote, c)
-			k += n
-		}
-		if failed[p.UID] == nil {
-			w, err := d.writeChannels(ctx, p, a.node, picks, now)
-			wrote = append(wrote, w...)
-			if err != nil {
-				failed[p.UID] = err
-			}
-		}
-		if failed[p.UID] == nil {
-			d.grant(p.UID, bindingKey(a))
 		}
 	}
-	d.await(ctx, wrote)
-	return failed
+	var mu sync.Mutex // failed, left, bad and wrote while the writes run
+	wrote := make([][]gpuClaim, len(groups))
+	done := make(chan int, len(groups)) // groups whose writes are all done
+	for gi := range groups {
+		if left[gi] == 0 && !bad[gi] {
+			done <- gi
+		}
+	}
+	ran := make([]bool, len(work))
+	go func() {
+		workqueue.ParallelizeUntil(ctx, claimWriters, len(work), func(i int) {
+			w := work[i]
+			mu.Lock()
+			skip := bad[w.group]
+			ran[i] = true
+			mu.Unlock()
+			var ws []gpuClaim
+			var err error
+			if !skip {
+				ws, err = d.writePod(ctx, w, picks, now)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			wrote[w.group] = append(wrote[w.group], ws...)
+			if err != nil {
+				failed[w.p.UID], bad[w.group] = err, true
+			}
+			if left[w.group]--; left[w.group] == 0 && !bad[w.group] {
+				done <- w.group
+			}
+		})
+		close(done)
+	}()
+	for gi := range done {
+		batch := []int{gi}
+		for more := true; more; {
+			select {
+			case g, ok := <-done:
+				if ok {
+					batch = append(batch, g)
+				} else {
+					more = false
+				}
+			default:
+				more = false
+			}
+		}
+		var claims []gpuClaim
+		mu.Lock()
+		for _, g := range batch {
+			claims = append(claims, wrote[g]...)
+		}
+		mu.Unlock()
+		shown := d.await(ctx, claims)
+		for _, g := range batch {
+			if !groups[g].let {
+				continue
+			}
+			let(groups[g].pods)
+			for _, p := range groups[g].pods {
+				through[p.UID] = true
+				if !shown {
+					d.early[p.UID] = true
+				}
+			}
+		}
+	}
+	for i, w := range work {
+		if !ran[i] && failed[w.p.UID] == nil {
+			failed[w.p.UID] = cmp.Or(ctx.Err(), errors.New("its claims were not written")) // (ParallelizeUntil stopped early)
+		}
+	}
+	return failed, through
+}
+
+// planWrite returns what allocate writes for p of group gi: nil when p
+// has no claims of gpusched's or no binding; an error when its binding
+// cannot be written (noChannel: no channel device for it).
+func (d *drat) planWrite(p *v1.Pod, gi int, assignmentOf func(types.UID) (assignment, bool), noChannel error, owners map[string]string, now time.Time) (*podWrite, error) {
+	dp := d.pods[p.UID]
+	if dp == nil || len(dp.claims)+len(dp.channels) == 0 {
+		return nil, nil
+	}
+	a, ok := assignmentOf(p.UID)
+	if !ok {
+		return nil, nil
+	}
+	if noChannel != nil {
+		return nil, noChannel
+	}
+	d.grant(p.UID, "")
+	w := &podWrite{p: p, group: gi, node: a.node, key: bindingKey(a)}
+	k := 0
+	taken := make([]bool, len(a.gpus)) // (MIG devices given, dra_migs.go)
+	for _, c := range dp.claims {
+		n := c.gpuSlots()
+		if k+n > len(a.gpus) {
+			return nil, fmt.Errorf("ResourceClaim %s/%s: the pod's binding has %d GPUs, its claims %d", c.ns, c.name, len(a.gpus), dp.gpus)
+		}
+		alloc, err := d.allocation(c, a.node, a.gpus[k:k+n], now)
+		if err == nil {
+			err = d.partResults(alloc, c, a, taken)
+		}
+		if err == nil {
+			err = d.staticResults(alloc, c, a.node, owners) // (dra_static.go)
+		}
+		if err == nil && p.Spec.NodeName == "" {
+			err = d.checkConstraints(c, a.node, alloc)
+		}
+		if err == nil && p.Spec.NodeName == "" {
+			err = d.checkTaints(c, a.node, alloc) // (dra_lend.go)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ResourceClaim %s/%s: %w", c.ns, c.name, err)
+		}
+		w.claims, w.allocs = append(w.claims, c), append(w.allocs, alloc)
+		k += n
+	}
+	return w, nil
+}
+
+// writePod writes w's claims in order, then its pod's channel claims, and
+// grants the pod its binding when all are written. It returns the claims
+// written. It runs beside other writePods: it reads what the cycle's view
+// left and writes nothing of drat's but granted (under gmu).
+func (d *drat) writePod(ctx context.Context, w podWrite, picks map[string]string, now time.Time) ([]gpuClaim, error) {
+	var wrote []gpuClaim
+	for i, c := range w.claims {
+		if err := d.write(ctx, c, w.p, w.allocs[i]); err != nil {
+			return wrote, fmt.Errorf("ResourceClaim %s/%s: %w", c.ns, c.name, err)
+		}
+		wrote = append(wrote, c)
+	}
+	ws, err := d.writeChannels(ctx, w.p, w.node, picks, now)
+	wrote = append(wrote, ws...)
+	if err != nil {
+		return wrote, err
+	}
+	d.grant(w.p.UID, w.key)
+	return wrote, nil
+}
+
+// ready returns the pods an earlier cycle let through before the
+// informer showed their claims (await gave up, under load) that are not
+// bound yet and whose claims show now, but those of skip, in UID order:
+// allocateClaims lets them through again. Such a pod was turned back at
+// PreEnqueue, and nothing else brings it back (EventsToRegister registers
+// no event); for a pod in the queue already, being scheduled or waiting at
+// Permit, letting it through again does nothing.
+func (d *drat) ready(assignmentOf func(types.UID) (assignment, bool), skip map[types.UID]bool) []*v1.Pod {
+	if d == nil {
+		return nil
+	}
+	var out []*v1.Pod
+	for _, uid := range slices.Sorted(maps.Keys(d.early)) {
+		dp := d.pods[uid]
+		a, ok := assignmentOf(uid)
+		if dp == nil || !ok || dp.src.Spec.NodeName != "" {
+			delete(d.early, uid) // gone, withdrawn or bound
+			continue
+		}
+		if skip[uid] || d.notReady(dp.src, a) != "" {
+			continue
+		}
+		delete(d.early, uid)
+		out = append(out, dp.src)
+	}
+	return out
 }
 
 // bindingKey identifies a binding: its node and GPUs.
@@ -1153,64 +1322,92 @@ func (d *drat) grant(uid types.UID, key string) {
 // write sets c's allocation to alloc and reserves it for p, unless it is
 // so already. A claim allocated otherwise is released first when it is
 // reserved for nobody else.
+//
+// The base is the copy release wrote this cycle or the informer's: a
+// write on a stale copy is refused (a conflict), and only then is the
+// apiserver's copy read. Deciding to write nothing, or to refuse, takes
+// the apiserver's copy (the informer's may not show a release yet).
 func (d *drat) write(ctx context.Context, c gpuClaim, p *v1.Pod, alloc *resourceapi.AllocationResult) error {
-	// The apiserver's copy: the informer's may not show a release made
-	// this cycle yet.
-	cur, err := d.io.fetch(ctx, c.ns, c.name)
-	if err != nil {
-		return err
+	cur, read := d.fresh[c.ns+"/"+c.name], false
+	if cur == nil {
+		cur, _ = d.io.claim(c.ns, c.name)
+	}
+	var err error
+	if cur == nil {
+		if cur, err = d.io.fetch(ctx, c.ns, c.name); err != nil {
+			return err
+		}
+		read = true
 	}
 	for attempt := 0; ; attempt++ {
-		err = d.writeOnce(ctx, cur, p, alloc)
-		if err == nil || !apierrors.IsConflict(err) || attempt >= 4 {
+		wrote, err := d.writeOnce(ctx, cur, p, alloc)
+		var refused errRefused
+		switch {
+		case err == nil && (wrote || read):
+			return nil
+		case err != nil && !apierrors.IsConflict(err) && !(errors.As(err, &refused) && !read):
 			return err
+		case attempt >= 4:
+			return cmp.Or(err, fmt.Errorf("the claim keeps changing"))
 		}
 		if cur, err = d.io.fetch(ctx, c.ns, c.name); err != nil {
 			return err
 		}
+		read = true
 	}
 }
 
-func (d *drat) writeOnce(ctx context.Context, cur *resourceapi.ResourceClaim, p *v1.Pod, alloc *resourceapi.AllocationResult) error {
+// errRefused is writeOnce refusing a claim as it found it.
+type errRefused string
+
+func (e errRefused) Error() string { return string(e) }
+
+// writeOnce writes cur toward alloc reserved for p; wrote says whether it
+// wrote anything.
+func (d *drat) writeOnce(ctx context.Context, cur *resourceapi.ResourceClaim, p *v1.Pod, alloc *resourceapi.AllocationResult) (wrote bool, err error) {
 	if cur.DeletionTimestamp != nil {
-		return fmt.Errorf("being deleted")
+		return false, errRefused("being deleted")
 	}
 	reserved := slices.ContainsFunc(cur.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == p.UID })
 	if a := cur.Status.Allocation; a != nil {
 		if sameDevices(a, alloc) && reserved {
-			return nil
+			return false, nil
 		}
 		for _, r := range cur.Status.ReservedFor {
 			if r.UID != p.UID {
-				return fmt.Errorf("allocated and reserved for %s %s", r.Resource, r.Name)
+				return false, errRefused(fmt.Sprintf("allocated and reserved for %s %s", r.Resource, r.Name))
 			}
 		}
 		if !sameDevices(a, alloc) {
 			x := cur.DeepCopy()
 			x.Status.Allocation, x.Status.ReservedFor, x.Status.Devices = nil, nil, nil
-			var err error
 			if cur, err = d.io.updateStatus(ctx, x); err != nil {
-				return err
+				return false, err
 			}
 		}
 	}
+	// The finalizer is metadata, the allocation status: the apiserver
+	// takes each only in its own request (an update drops status
+	// changes, a status update metadata changes), as kube's own
+	// DynamicResources writes them.
 	if !slices.Contains(cur.Finalizers, resourceapi.Finalizer) {
 		x := cur.DeepCopy()
 		x.Finalizers = append(x.Finalizers, resourceapi.Finalizer)
-		var err error
 		if cur, err = d.io.update(ctx, x); err != nil {
-			return err
+			return false, err
 		}
 	}
 	x := cur.DeepCopy()
 	if x.Status.Allocation == nil {
 		x.Status.Allocation = alloc
 	}
-	if !reserved {
+	// (cur, not the claim as found: moving the allocation above cleared
+	// its reservations.)
+	if !reservedFor(cur, p.UID) {
 		x.Status.ReservedFor = append(x.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: p.Name, UID: p.UID})
 	}
-	_, err := d.io.updateStatus(ctx, x)
-	return err
+	_, err = d.io.updateStatus(ctx, x)
+	return true, err
 }
 
 // sameDevices reports whether two allocations name the same devices for
@@ -1228,25 +1425,26 @@ func sameDevices(a, b *resourceapi.AllocationResult) bool {
 }
 
 // await waits until the informer's store shows the claims allocated and
-// reserved for their pods, at most settle.
-func (d *drat) await(ctx context.Context, claims []gpuClaim) {
+// reserved for their pods, at most settle; false when it gave up.
+func (d *drat) await(ctx context.Context, claims []gpuClaim) bool {
 	if len(claims) == 0 {
-		return
+		return true
 	}
 	deadline := time.Now().Add(d.settle)
 	for _, c := range claims {
 		for {
-			if cl, _ := d.io.claim(c.ns, c.name); cl != nil && cl.Status.Allocation != nil && reservedFor(cl, c.uid) {
+			if cl, _ := d.io.shown(c.ns, c.name); cl != nil && cl.Status.Allocation != nil && reservedFor(cl, c.uid) {
 				break
 			}
 			if time.Now().After(deadline) || ctx.Err() != nil {
 				d.log.Info("The scheduler's informer does not show a claim gpusched allocated yet; letting its pod through", "claim", c.ns+"/"+c.name)
-				return
+				return false
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
 	time.Sleep(d.grace)
+	return true
 }
 
 func reservedFor(c *resourceapi.ResourceClaim, uid types.UID) bool {
@@ -1259,6 +1457,7 @@ func (d *drat) release(ctx context.Context, keep map[types.UID]bool) {
 	if d == nil {
 		return
 	}
+	d.fresh = map[string]*resourceapi.ResourceClaim{}
 	for _, c := range d.stale {
 		if c.uid != "" && keep[c.uid] {
 			continue
@@ -1269,10 +1468,12 @@ func (d *drat) release(ctx context.Context, keep map[types.UID]bool) {
 		}
 		x := cur.DeepCopy()
 		x.Status.Allocation, x.Status.ReservedFor, x.Status.Devices = nil, nil, nil
-		if _, err := d.io.updateStatus(ctx, x); err != nil {
+		out, err := d.io.updateStatus(ctx, x)
+		if err != nil {
 			d.log.V(2).Info("Releasing a ResourceClaim's GPUs", "claim", c.ns+"/"+c.name, "err", err)
 			continue
 		}
+		d.fresh[c.ns+"/"+c.name] = out
 		d.log.V(2).Info("Released the GPUs of a ResourceClaim no pod of gpusched's uses", "claim", c.ns+"/"+c.name)
 	}
 	d.stale = d.stale[:0]
@@ -1290,7 +1491,7 @@ func (d *drat) notReady(p *v1.Pod, a assignment) string {
 	names := d.mine[p.UID]
 	d.gmu.Unlock()
 	for _, name := range names {
-		c, err := d.io.claim(p.Namespace, name)
+		c, err := d.io.shown(p.Namespace, name)
 		if err != nil || c == nil {
 			continue
 		}
@@ -1318,23 +1519,41 @@ func (d *drat) left() []podEvent {
 }
 
 // allocateClaims releases the stale claims view found and writes the GPU
-// claims of the pods fx lets through (drat.allocate). A pod whose claims
-// could not be written is not let through: its job's binding is
-// withdrawn and the job requeued, as when a member fails to bind.
+// claims of the pods fx lets through (drat.allocate). Each job of
+// fx.activate is let through as soon as its pods' claims are written (and
+// leaves fx.activate); a gang of fx.plans once its plan is written too
+// (writePlans). A pod whose claims could not be written is not let
+// through: its job's binding is withdrawn and the job requeued, as when a
+// member fails to bind.
 func (h *host) allocateClaims(ctx context.Context, fx *effects) {
 	if h.dra == nil {
 		return
 	}
-	pods := slices.Clone(fx.activate)
-	for _, g := range fx.plans {
-		pods = append(pods, g.pods...)
-	}
+	var groups []claimGroup
+	at := map[string]int{} // job → its group of fx.activate
 	keep := map[types.UID]bool{}
-	for _, p := range pods {
+	for _, p := range fx.activate {
 		keep[p.UID] = true
+		a, ok := h.assignmentOf(p.UID)
+		if i, same := at[a.job]; ok && same {
+			groups[i].pods = append(groups[i].pods, p)
+			continue
+		}
+		if ok {
+			at[a.job] = len(groups)
+		}
+		groups = append(groups, claimGroup{pods: []*v1.Pod{p}, let: true})
+	}
+	for _, g := range fx.plans {
+		for _, p := range g.pods {
+			keep[p.UID] = true
+		}
+		groups = append(groups, claimGroup{pods: g.pods})
 	}
 	h.dra.release(ctx, keep)
-	failed := h.dra.allocate(ctx, pods, h.assignmentOf, h.io.now())
+	h.letThrough(h.dra.ready(h.assignmentOf, keep))
+	failed, through := h.dra.allocate(ctx, groups, h.assignmentOf, h.io.now(), h.letThrough)
+	fx.activate = slices.DeleteFunc(fx.activate, func(p *v1.Pod) bool { return through[p.UID] })
 	if len(failed) == 0 {
 		return
 	}
@@ -1352,3 +1571,7 @@ func (h *host) allocateClaims(ctx context.Context, fx *effects) {
 	fx.plans = slices.DeleteFunc(fx.plans, func(g planWrite) bool { return slices.ContainsFunc(g.pods, withdrawn) })
 	h.poke()
 }
+
+// claimWriters bounds the claim writes allocate makes at once (the
+// client's rate limiter still paces them).
+const claimWriters = 32

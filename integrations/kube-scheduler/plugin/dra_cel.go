@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -60,7 +61,9 @@ type celMemo struct {
 	key  string
 	seen map[celKey]celVerdict
 	// nodes are the nodes whose GPUs all match a set of selectors (by
-	// selKey): a whole-GPU request's nodes.
+	// selKey): a whole-GPU request's nodes; for a MIG request (by
+	// migNodesKey), the nodes whose MIG devices of its profile all match
+	// and have no taint it does not tolerate.
 	nodes map[string][]string
 }
 
@@ -169,11 +172,14 @@ func (d *drat) celNodes(claims []gpuClaim) ([]string, string) {
 
 // requestNodes returns the nodes (sorted) whose devices of r's kind all
 // match r's selectors and that can take its MIG profile or share;
-// remembered for whole-GPU requests.
+// remembered for whole-GPU and MIG requests.
 func (d *drat) requestNodes(r gpuRequest) ([]string, error) {
 	d.celFresh()
-	key := selKey(r.sels)
-	if r.part == nil {
+	key, memo := selKey(r.sels), r.part == nil
+	if r.part != nil && r.part.mig {
+		key, memo = migNodesKey(key, r), true
+	}
+	if memo {
 		if ok, seen := d.cel.nodes[key]; seen {
 			return ok, nil
 		}
@@ -192,7 +198,7 @@ func (d *drat) requestNodes(r gpuRequest) ([]string, error) {
 			ok = append(ok, name)
 		}
 	}
-	if r.part == nil {
+	if memo {
 		d.cel.nodes[key] = ok
 	}
 	return ok, nil
@@ -207,6 +213,13 @@ func (d *drat) anyMIGOnly() bool {
 		}
 	}
 	return false
+}
+
+// migNodesKey is the celMemo.nodes key of r, a MIG request whose
+// selectors' selKey is sels: its profile and tolerations too.
+func migNodesKey(sels string, r gpuRequest) string {
+	tols, _ := json.Marshal(r.tols)
+	return sels + "\x01" + r.part.profile + "\x01" + string(tols)
 }
 
 // devicesFor returns the devices of n a request may be given: its GPUs,

@@ -29,6 +29,12 @@ type kubeDRA struct {
 	// serving them: an informer on an unserved resource never syncs).
 	rules     resourcelisters.DeviceTaintRuleLister
 	hasSynced func() bool
+	// tracker is kube's DynamicResources' claim tracker (nil where the
+	// scheduler has no DRA manager): shown reads it, and the claim
+	// writes are assumed in it at once (AssumeClaimAfterAPICall, as
+	// DynamicResources' own PreBind does), not when its informer
+	// handler sees them.
+	tracker fwk.ResourceClaimTracker
 }
 
 // newKubeDRA subscribes to h's ResourceSlice, ResourceClaim and
@@ -52,6 +58,9 @@ func newKubeDRA(h fwk.Handle, poke func()) (*kubeDRA, error) {
 	sinf, cinf, dcinf := si.Informer(), ci.Informer(), dci.Informer()
 	k := &kubeDRA{cs: h.ClientSet(), slices: si.Lister(), claims: ci.Lister(), classes: dci.Lister(),
 		hasSynced: func() bool { return sinf.HasSynced() && cinf.HasSynced() && dcinf.HasSynced() }}
+	if m := h.SharedDRAManager(); m != nil {
+		k.tracker = m.ResourceClaims()
+	}
 	if taintRulesServed(h) {
 		ri := f.Resource().V1().DeviceTaintRules()
 		if _, err := ri.Informer().AddEventHandler(on); err != nil {
@@ -100,6 +109,16 @@ func (k *kubeDRA) claim(ns, name string) (*resourceapi.ResourceClaim, error) {
 	return c, err
 }
 
+func (k *kubeDRA) shown(ns, name string) (*resourceapi.ResourceClaim, error) {
+	if k.tracker == nil {
+		return k.claim(ns, name)
+	}
+	if c, err := k.tracker.Get(ns, name); err == nil {
+		return c, nil
+	}
+	return k.claim(ns, name) // (not tracked yet)
+}
+
 func (k *kubeDRA) class(name string) (*resourceapi.DeviceClass, error) {
 	c, err := k.classes.Get(name)
 	if apierrors.IsNotFound(err) {
@@ -113,9 +132,19 @@ func (k *kubeDRA) fetch(ctx context.Context, ns, name string) (*resourceapi.Reso
 }
 
 func (k *kubeDRA) update(ctx context.Context, c *resourceapi.ResourceClaim) (*resourceapi.ResourceClaim, error) {
-	return k.cs.ResourceV1().ResourceClaims(c.Namespace).Update(ctx, c, metav1.UpdateOptions{})
+	return k.assumed(k.cs.ResourceV1().ResourceClaims(c.Namespace).Update(ctx, c, metav1.UpdateOptions{}))
 }
 
 func (k *kubeDRA) updateStatus(ctx context.Context, c *resourceapi.ResourceClaim) (*resourceapi.ResourceClaim, error) {
-	return k.cs.ResourceV1().ResourceClaims(c.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
+	return k.assumed(k.cs.ResourceV1().ResourceClaims(c.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{}))
+}
+
+// assumed tells the claim tracker of a claim just written (out): its
+// readers see it at once. (An error of the tracker's, such as its
+// informer having a newer copy already, leaves the informer's.)
+func (k *kubeDRA) assumed(out *resourceapi.ResourceClaim, err error) (*resourceapi.ResourceClaim, error) {
+	if err == nil && k.tracker != nil && out != nil {
+		_ = k.tracker.AssumeClaimAfterAPICall(out)
+	}
+	return out, err
 }

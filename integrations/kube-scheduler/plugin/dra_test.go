@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -27,6 +28,9 @@ type fakeDRA struct {
 	rules   []*resourceapi.DeviceTaintRule
 	rv      int
 	writes  []string // "status CLAIM", "update CLAIM"
+	// mu guards claims, rv and writes in the draIO methods: scheduler
+	// mode writes a cycle's claims concurrently.
+	mu sync.Mutex
 }
 
 // newFakeDRA has no slices or claims, and the DeviceClasses of NVIDIA's
@@ -64,6 +68,8 @@ func (f *fakeDRA) listTaintRules() ([]*resourceapi.DeviceTaintRule, error) {
 	return f.rules, nil
 }
 func (f *fakeDRA) listClaims() ([]*resourceapi.ResourceClaim, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	var out []*resourceapi.ResourceClaim
 	for _, k := range sortedKeys(f.claims) {
 		out = append(out, f.claims[k])
@@ -71,9 +77,16 @@ func (f *fakeDRA) listClaims() ([]*resourceapi.ResourceClaim, error) {
 	return out, nil
 }
 func (f *fakeDRA) claim(ns, name string) (*resourceapi.ResourceClaim, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	return f.claims[ns+"/"+name], nil
 }
+func (f *fakeDRA) shown(ns, name string) (*resourceapi.ResourceClaim, error) {
+	return f.claim(ns, name)
+}
 func (f *fakeDRA) fetch(_ context.Context, ns, name string) (*resourceapi.ResourceClaim, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	c := f.claims[ns+"/"+name]
 	if c == nil {
 		return nil, apierrors.NewNotFound(schema.GroupResource{Group: "resource.k8s.io", Resource: "resourceclaims"}, name)
@@ -97,6 +110,8 @@ func (f *fakeDRA) check(c *resourceapi.ResourceClaim) (*resourceapi.ResourceClai
 	return cur, nil
 }
 func (f *fakeDRA) update(_ context.Context, c *resourceapi.ResourceClaim) (*resourceapi.ResourceClaim, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	cur, err := f.check(c)
 	if err != nil {
 		return nil, err
@@ -108,6 +123,8 @@ func (f *fakeDRA) update(_ context.Context, c *resourceapi.ResourceClaim) (*reso
 	return f.claims[c.Namespace+"/"+c.Name], nil
 }
 func (f *fakeDRA) updateStatus(_ context.Context, c *resourceapi.ResourceClaim) (*resourceapi.ResourceClaim, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	cur, err := f.check(c)
 	if err != nil {
 		return nil, err

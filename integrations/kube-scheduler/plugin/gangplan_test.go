@@ -42,9 +42,7 @@ func (s *heldPlanIO) annotate(ctx context.Context, p *v1.Pod, annotations map[st
 }
 
 func (s *heldPlanIO) activate(pods []*v1.Pod) {
-	s.mu.Lock()
-	s.fakeIO.activate(pods)
-	s.mu.Unlock()
+	s.fakeIO.activate(pods) // takes s.mu
 	for _, p := range pods {
 		s.activated <- p.Name
 	}

@@ -1396,17 +1396,8 @@ func (h *host) apply(ctx context.Context, fx *effects) []any {
 	for _, uid := range fx.reject {
 		h.io.rejectWaiting(uid, "gpusched: the job's binding was withdrawn")
 	}
-	h.allocateClaims(ctx, fx) // (dra.go)
-	// No condition of a pod let through may land after its binding.
-	h.conds.settle(fx.activate)
-	if len(fx.activate) > 0 {
-		h.io.activate(fx.activate)
-		uids := make([]types.UID, len(fx.activate))
-		for i, p := range fx.activate {
-			uids[i] = p.UID
-		}
-		h.trace.activate(uids, time.Now())
-	}
+	h.allocateClaims(ctx, fx) // (dra.go; it lets some through itself)
+	h.letThrough(fx.activate)
 	step("tookActivate")
 	if h.plq != nil {
 		h.plq.put(fx.plans) // written, and the gangs let through, off the cycle loop
@@ -1439,6 +1430,22 @@ func (h *host) apply(ctx context.Context, fx *effects) []any {
 	}
 	step("tookPending")
 	return took
+}
+
+// letThrough lets pods through PreEnqueue (Handle.Activate), once no
+// condition of theirs is queued or being written: none may land after
+// its pod's binding.
+func (h *host) letThrough(pods []*v1.Pod) {
+	if len(pods) == 0 {
+		return
+	}
+	h.conds.settle(pods)
+	h.io.activate(pods)
+	uids := make([]types.UID, len(pods))
+	for i, p := range pods {
+		uids[i] = p.UID
+	}
+	h.trace.activate(uids, time.Now())
 }
 
 // setPending writes e's PodScheduled condition to its pod.

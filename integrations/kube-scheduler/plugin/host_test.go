@@ -69,6 +69,8 @@ func (f *fakeIO) rejectWaiting(uid types.UID, _ string) {
 	f.rejected = append(f.rejected, string(uid))
 }
 func (f *fakeIO) activate(pods []*v1.Pod) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for _, p := range pods {
 		f.activated = append(f.activated, p.Name)
 		f.ops = append(f.ops, "activate "+p.Name)
