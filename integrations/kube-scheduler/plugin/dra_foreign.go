@@ -23,8 +23,8 @@ import (
 //     names: a whole GPU or a share of it (the GPU device itself), the
 //     parent of a partitionable MIG device; static MIG devices are taken
 //     through d.owners already (dra_static.go). noteForeign records them
-//     (d.foreign) from the claims the view lists anyway, so no scan of
-//     its own is added;
+//     (d.foreign) from the claims the view lists anyway, through the
+//     walk static MIG's owners use (takenBy);
 //   - draHealth gives such a GPU no new job (Draining, as a device taint
 //     NoSchedule does): it is no job gpusched could preempt or move. A
 //     GPU gpusched holds whole keeps its job; a GPU of gpusched's MIG
@@ -45,35 +45,30 @@ func (d *drat) foreignPod(p *v1.Pod) bool {
 // and the cycle does not release (mine: "namespace/name" → true).
 func (d *drat) noteForeign(claims []*resourceapi.ResourceClaim, mine map[string]bool) {
 	clear(d.foreign)
-	for _, c := range claims {
-		if c.Status.Allocation == nil || mine[c.Namespace+"/"+c.Name] {
-			continue
+	d.takenBy(claims, func(c *resourceapi.ResourceClaim, r resourceapi.DeviceRequestAllocationResult) { // (dra_static.go)
+		if mine[c.Namespace+"/"+c.Name] || r.AdminAccess != nil && *r.AdminAccess {
+			return // (gpusched's ledger has it; admin access takes no device)
 		}
-		for _, r := range c.Status.Allocation.Devices.Results {
-			if r.Driver != d.driver || r.AdminAccess != nil && *r.AdminAccess {
-				continue // (admin access takes no device)
-			}
-			node := d.byPool[r.Pool]
-			n := d.nodes[node]
-			if n == nil {
-				continue
-			}
-			i, ok := n.index[r.Device]
-			if !ok {
-				i, ok = n.migParent(r.Device)
-			}
-			if !ok {
-				continue // (a static MIG device: d.owners)
-			}
-			if d.foreign == nil {
-				d.foreign = map[string]map[int]bool{}
-			}
-			if d.foreign[node] == nil {
-				d.foreign[node] = map[int]bool{}
-			}
-			d.foreign[node][i] = true
+		node := d.byPool[r.Pool]
+		n := d.nodes[node]
+		if n == nil {
+			return
 		}
-	}
+		i, ok := n.index[r.Device]
+		if !ok {
+			i, ok = n.migParent(r.Device)
+		}
+		if !ok {
+			return // (a static MIG device: d.owners)
+		}
+		if d.foreign == nil {
+			d.foreign = map[string]map[int]bool{}
+		}
+		if d.foreign[node] == nil {
+			d.foreign[node] = map[int]bool{}
+		}
+		d.foreign[node][i] = true
+	})
 }
 
 // migParent returns the index of the GPU of n's partitionable MIG device
