@@ -8,6 +8,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"github.com/gpusched/gpusched/integrations/kube-scheduler/plugin"
@@ -21,13 +22,7 @@ import (
 // is in two claims.
 func TestDRAForeignClaims(t *testing.T) {
 	ctx := context.Background()
-	cp := startControlPlane(t)
-	c := cp.Client
-	createNode(ctx, t, c, nodeSpec{Name: "dgx-1"})
-	createNamespace(ctx, t, c, systemNS)
-	createQueueConfigMap(ctx, t, c, queuesYAML)
-	createDRAClasses(ctx, t, c)
-	publishDGX(ctx, t, c, "dgx-1")
+	cp, c := dgxDRACluster(ctx, t)
 	startInProcess(t, cp, schedModeConfig+"- schedulerName: default-scheduler\n", app.WithPlugin(plugin.Name, plugin.New))
 
 	createClaim(ctx, t, c, "kube2", gpuClass, 2)
@@ -56,4 +51,19 @@ func TestDRAForeignClaims(t *testing.T) {
 	}
 	time.Sleep(2 * time.Second) // (a wrong binding of eight would show by now)
 	devicesOnce(ctx, t, c)
+}
+
+// dgxDRACluster starts a control plane with gpusched's queues, the DRA
+// device classes and one DGX H100, dgx-1, whose GPUs the driver
+// publishes.
+func dgxDRACluster(ctx context.Context, t *testing.T) (*controlPlane, kubernetes.Interface) {
+	t.Helper()
+	cp := startControlPlane(t)
+	c := cp.Client
+	createNode(ctx, t, c, nodeSpec{Name: "dgx-1"})
+	createNamespace(ctx, t, c, systemNS)
+	createQueueConfigMap(ctx, t, c, queuesYAML)
+	createDRAClasses(ctx, t, c)
+	publishDGX(ctx, t, c, "dgx-1")
+	return cp, c
 }
