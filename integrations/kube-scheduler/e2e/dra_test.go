@@ -37,13 +37,7 @@ const (
 // device is in two claims; a claim two pods name is allocated once.
 func TestDRA(t *testing.T) {
 	ctx := context.Background()
-	cp := startControlPlane(t)
-	c := cp.Client
-	createNode(ctx, t, c, nodeSpec{Name: "dgx-1"})
-	createNamespace(ctx, t, c, systemNS)
-	createQueueConfigMap(ctx, t, c, queuesYAML)
-	createDRAClasses(ctx, t, c)
-	publishDGX(ctx, t, c, "dgx-1")
+	cp, c := dgxDRACluster(ctx, t) // (dra_foreign_test.go)
 	publishNICs(ctx, t, c, "dgx-1", 2)
 	startInProcess(t, cp, schedModeConfig, app.WithPlugin(plugin.Name, plugin.New))
 

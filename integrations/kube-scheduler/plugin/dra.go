@@ -142,6 +142,11 @@ type drat struct {
 	// nothing allocated, whatever their health (dra_lend.go).
 	sched bool
 	idle  func(node string) ([]bool, bool)
+	// profile is the profile whose pods are gpusched's (scheduler mode),
+	// foreign the GPUs other profiles' claims take (node → GPU indices:
+	// dra_foreign.go).
+	profile string
+	foreign map[string]map[int]bool
 	// lent are the tainted free GPUs lent this cycle to the pods that
 	// tolerate them, loaned those lent and held since (dra_lend.go).
 	lent, loaned map[lendKey]bool
@@ -366,7 +371,7 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 		if !isTerminal(p) {
 			live[p.UID] = true
 		}
-		if len(p.Spec.ResourceClaims) == 0 {
+		if len(p.Spec.ResourceClaims) == 0 || d.foreignPod(p) {
 			out = append(out, p)
 			continue
 		}
@@ -398,9 +403,11 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 	d.pods = next
 	out = d.reserveGangs(out, gangs)
 	mine := make(map[types.UID][]string, len(next))
+	named := map[string]bool{}
 	for uid, dp := range next {
 		for _, c := range dp.refs() {
 			mine[uid] = append(mine[uid], c.name)
+			named[c.ns+"/"+c.name] = true
 		}
 	}
 	d.gmu.Lock()
@@ -423,6 +430,10 @@ func (d *drat) view(nodes []*v1.Node, pods []*v1.Pod, assigned func(types.UID) b
 				d.stale = append(d.stale, claimRef{ns: c.Namespace, name: c.Name})
 			}
 		}
+		for _, c := range d.stale {
+			named[c.ns+"/"+c.name] = true // (released now: not foreign)
+		}
+		d.noteForeign(claims, named) // (dra_foreign.go)
 	}
 	outNodes = d.channelView(outNodes, claims)
 	return outNodes, d.pinDomains(outNodes, d.lend(out, assigned), assigned)
@@ -692,6 +703,7 @@ func (h *host) draHealth() {
 			g := first + topology.GPUID(i)
 			st := h.s.Ledger().GPU(g)
 			health := h.dra.lentHealth(name, i, n.health[i], st.Mode == topology.ModeFree) // (dra_lend.go)
+			health = h.dra.foreignHealth(name, i, health, st.Mode)                         // (dra_foreign.go)
 			if st.Health == health {
 				continue
 			}

@@ -620,7 +620,6 @@ func indep3KubeAllocated(f *fakeDRA, name, node string, pod *v1.Pod, devs ...str
 // gpusched leaves that claim alone (never releases it) and never hands
 // out its devices: an 8-GPU pod waits, a 6-GPU pod gets the six others.
 func TestIndep3ForeignDRAPod(t *testing.T) {
-	t.Skip("defect (documented in docs/dra.md as a limitation, open): in scheduler mode the GPU claims of other schedulers' pods, allocated by kube's allocator, are not counted in gpusched's ledger (viewPods drops those pods), so gpusched writes their devices into its own claims: the 8-GPU claim gets gpu-3 and gpu-6, already in kube2")
 	f := newFakeDRA()
 	f.slices = indep3Node("b200-1", indep3B200, 8, func(i int) int { return i / 4 }, func(i int) string { return fmt.Sprintf("pci0000:%02x", 0x18+0x20*i) })
 	f.put(claimFor("kube2", DefaultDRADeviceClass, 2))

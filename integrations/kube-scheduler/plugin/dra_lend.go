@@ -250,7 +250,7 @@ func (d *drat) checkTaints(c gpuClaim, node string, alloc *resourceapi.Allocatio
 func newSchedDRA(args *Args, io draIO, h *host, log klog.Logger) *drat {
 	d := newDRA(args, io, h, log)
 	if d != nil {
-		d.sched, d.idle = true, ledgerGPUs{h}.idleGPUSet
+		d.sched, d.idle, d.profile = true, ledgerGPUs{h}.idleGPUSet, h.profile
 		d.pend = &pendingShares{gangKey: func(p *v1.Pod) string {
 			if g, ok, err := gangOf(p, args); ok && err == nil {
 				return g.key

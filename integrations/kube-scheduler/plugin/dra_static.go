@@ -186,17 +186,26 @@ func (d *drat) staticOwners(claims []*resourceapi.ResourceClaim) map[string]stri
 		return nil
 	}
 	out := map[string]string{}
+	d.takenBy(claims, func(c *resourceapi.ResourceClaim, r resourceapi.DeviceRequestAllocationResult) {
+		out[r.Pool+"/"+r.Device] = c.Namespace + "/" + c.Name
+	})
+	return out
+}
+
+// takenBy calls take for each device of the driver the allocations of
+// claims name, with its claim: any claim's, kube's allocator's too (and
+// foreign claims, dra_foreign.go).
+func (d *drat) takenBy(claims []*resourceapi.ResourceClaim, take func(*resourceapi.ResourceClaim, resourceapi.DeviceRequestAllocationResult)) {
 	for _, c := range claims {
 		if c.Status.Allocation == nil {
 			continue
 		}
 		for _, r := range c.Status.Allocation.Devices.Results {
 			if r.Driver == d.driver {
-				out[r.Pool+"/"+r.Device] = c.Namespace + "/" + c.Name
+				take(c, r)
 			}
 		}
 	}
-	return out
 }
 
 // setOwners sets d.owners and d.ownersKey from claims.
