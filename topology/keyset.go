@@ -27,35 +27,18 @@ func (s *keySet) Len() int { return s.n }
 // none).
 func (s *keySet) chunkFor(k uint64) int { return lowerBound(s.lasts, k) }
 
-// lowerBound returns the first index of a whose key is ≥ k. The search
-// halves the range without a branch on the comparison (a conditional
-// move), which the keys of an index refresh make unpredictable: the answer
-// stays in [base, base+n].
+// lowerBound returns the first index of a whose key is ≥ k.
 func lowerBound(a []uint64, k uint64) int {
-	n := len(a)
-	if n == 0 {
-		return 0
+	lo, hi := 0, len(a)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if a[m] < k {
+			lo = m + 1
+		} else {
+			hi = m
+		}
 	}
-	base := 0
-	for n > 1 {
-		half := n >> 1
-		base += half & -below(a[base+half], k)
-		n -= half
-	}
-	if a[base] < k {
-		base++
-	}
-	return base
-}
-
-// below returns 1 when x < k, else 0, set from the comparison's flags
-// rather than branched on.
-func below(x, k uint64) int {
-	b := 0
-	if x < k {
-		b = 1
-	}
-	return b
+	return lo
 }
 
 // Has reports whether k is in the set.

@@ -117,28 +117,3 @@ func walk0(b *btree.BTreeG[uint64]) []uint64 {
 	b.Ascend(func(k uint64) bool { out = append(out, k); return true })
 	return out
 }
-
-// TestLowerBoundMatchesScan checks lowerBound against a linear scan on
-// sorted arrays of every length up to 70, with duplicates, for keys below,
-// between, on and above the array's keys.
-func TestLowerBoundMatchesScan(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	for n := 0; n <= 70; n++ {
-		for range 20 {
-			a := make([]uint64, n)
-			for i := range a {
-				a[i] = uint64(rng.IntN(3 * n))
-			}
-			slices.Sort(a)
-			for k := uint64(0); k <= uint64(3*n+1); k++ {
-				want := 0
-				for want < n && a[want] < k {
-					want++
-				}
-				if got := lowerBound(a, k); got != want {
-					t.Fatalf("lowerBound(%v, %d) = %d, want %d", a, k, got, want)
-				}
-			}
-		}
-	}
-}
