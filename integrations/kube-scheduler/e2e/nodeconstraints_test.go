@@ -24,6 +24,7 @@ func TestSchedulerModeNodeConstraints(t *testing.T) {
 		{"GangMembersNoCommonNode", testGangMembersNoCommonNode},
 		{"NodeVolumeLimits", testNodeVolumeLimits},
 		{"GangZoneSpreadBeyondMaxSkew", testGangZoneSpreadBeyondMaxSkew},
+		{"GangHostnameSpreadBeyondMaxSkew", testGangHostnameSpreadBeyondMaxSkew},
 	}, schedModeConfig, func(ctx context.Context, t *testing.T, cp *controlPlane) {
 		createNamespace(ctx, t, cp.Client, systemNS)
 		createQueueConfigMap(ctx, t, cp.Client, queuesYAML)

@@ -59,3 +59,39 @@ func testGangZoneSpreadBeyondMaxSkew(ctx context.Context, t *testing.T, cp *cont
 		t.Errorf("kube's PodTopologySpread rejected a member:\n%s", ev)
 	}
 }
+
+// testGangHostnameSpreadBeyondMaxSkew: a gang of six 2-GPU members with
+// a DoNotSchedule spread on the hostname, maxSkew 1, over three 8-GPU
+// nodes: more members than maxSkew × the nodes, which a cap of maxSkew
+// per node cannot hold (such a gang used to wait for ever), but kube's
+// PodTopologySpread accepts two per node once every node has one. Every
+// member binds, two on each node, each accepted by kube-scheduler's own
+// filters at its own scheduling cycle (gpusched lets them through in
+// waves).
+func testGangHostnameSpreadBeyondMaxSkew(ctx context.Context, t *testing.T, cp *controlPlane, start func()) {
+	c := cp.Client
+	for i := range 3 {
+		createNode(ctx, t, c, nodeSpec{Name: fmt.Sprintf("h%d", i), GPUs: 8, Product: h100})
+	}
+	start()
+	spread := []v1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: v1.LabelHostname, WhenUnsatisfiable: v1.DoNotSchedule,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "hspread"}}}}
+	var names []string
+	for i := range 6 {
+		name := fmt.Sprintf("hspread-%d", i)
+		names = append(names, name)
+		createPod(ctx, t, c, podSpec{Name: name, SchedulerName: schedModeName, GPUs: 2, Spread: spread,
+			Labels: map[string]string{gangLabelKey: "hspread", plugin.DefaultGangSizeKey: "6", queueLabel: "batch", "app": "hspread"}})
+	}
+	got := waitBound(ctx, t, c, "default", names, 90*time.Second)
+	per := map[string]int{}
+	for _, p := range got {
+		per[p.Spec.NodeName]++
+	}
+	if per["h0"] != 2 || per["h1"] != 2 || per["h2"] != 2 {
+		t.Errorf("members per node %v, want two on each of h0, h1, h2", per)
+	}
+	if ev := describeEvents(ctx, c, "default"); strings.Contains(ev, "didn't match pod topology spread") || strings.Contains(ev, "rejected by kube-scheduler") {
+		t.Errorf("kube's PodTopologySpread rejected a member:\n%s", ev)
+	}
+}

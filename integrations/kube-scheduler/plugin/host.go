@@ -394,7 +394,7 @@ func (h *host) cycle(ctx context.Context) {
 func (h *host) decide(nodes []*v1.Node, view *podView, now time.Time, fx *effects) {
 	defer h.finals.endCycle()
 	if h.refused != nil {
-		for _, j := range h.parsed.jobsOf(view.live, h.args) {
+		for _, j := range h.parsed.jobsOf(view.live, h.args, h.gpuHosts()) {
 			h.noteWhy(fx, j.all(), TokenSchedulerConfig, "gpusched: "+h.refused.Error(), ReasonPending, now)
 		}
 		return
@@ -409,7 +409,7 @@ func (h *host) decide(nodes []*v1.Node, view *podView, now time.Time, fx *effect
 		}
 	}
 	h.cordonAway(away)
-	jobs := h.parsed.jobsOf(view.live, h.args)
+	jobs := h.parsed.jobsOf(view.live, h.args, h.gpuHosts())
 	if h.s == nil {
 		why, cause := "gpusched: no GPU topology", TokenNoGPUNodes
 		switch {

@@ -315,7 +315,7 @@ func FuzzJobsOf(f *testing.F) {
 				DefaultRuntimeKey: runtime, DefaultCheckpointKey: ckpt}
 			pods = append(pods, p)
 		}
-		for _, j := range jobsOf(pods, a) {
+		for _, j := range jobsOf(pods, a, 0) {
 			if j.err != nil {
 				continue
 			}

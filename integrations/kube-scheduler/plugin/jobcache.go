@@ -19,12 +19,15 @@ type jobCache struct {
 type cachedJob struct {
 	members []*v1.Pod // sorted by name, as jobOf got them
 	job     *podJob
+	hosts   int // the GPU nodes jobOf was given
 }
 
-// jobsOf returns jobsOf(pods, a), reusing the jobs whose pods are the same
-// objects as last time. Each call returns fresh podJob values (sharing the
-// read-only pods and task groups): callers may set their fields.
-func (c *jobCache) jobsOf(pods []*v1.Pod, a *Args) []*podJob {
+// jobsOf returns jobsOf(pods, a, gpuHosts), reusing the jobs whose pods
+// are the same objects as last time (and, for a job that depends on it,
+// built for as many GPU nodes). Each call returns fresh podJob values
+// (sharing the read-only pods and task groups): callers may set their
+// fields.
+func (c *jobCache) jobsOf(pods []*v1.Pod, a *Args, gpuHosts int) []*podJob {
 	byID := map[string][]*v1.Pod{}
 	for _, p := range pods {
 		id := jobID(p, a)
@@ -37,8 +40,8 @@ func (c *jobCache) jobsOf(pods []*v1.Pod, a *Args) []*podJob {
 		members := byID[id]
 		sortPods(members)
 		e, ok := c.byID[id]
-		if !ok || !slices.Equal(e.members, members) || e.job.group != groupVersion(members[0], a) {
-			e = cachedJob{members: members, job: jobOf(id, members, a)}
+		if !ok || !slices.Equal(e.members, members) || e.job.group != groupVersion(members[0], a) || (e.job.onHosts && e.hosts != gpuHosts) {
+			e = cachedJob{members: members, job: jobOf(id, members, a, gpuHosts), hosts: gpuHosts}
 		}
 		next[id] = e
 		j := *e.job

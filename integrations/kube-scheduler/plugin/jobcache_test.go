@@ -36,7 +36,7 @@ func TestJobCacheMatchesJobsOf(t *testing.T) {
 		for _, k := range sortedKeys(pods) {
 			list = append(list, pods[k])
 		}
-		got, want := c.jobsOf(list, a), jobsOf(list, a)
+		got, want := c.jobsOf(list, a, 0), jobsOf(list, a, 0)
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("step %d: cached jobs differ from jobsOf", step)
 		}

@@ -37,9 +37,14 @@ type podJob struct {
 	// domains caps its members per domain of topology keys other than
 	// the hostname (domains.go).
 	domains []domainCap
-	// spread: its members spread on a zone or rack label are planned by
+	// spread: its members spread on a zone or rack label (or on the
+	// hostname, more of them than maxSkew × the GPU nodes) are planned by
 	// quota, each member a task group of its own (spread.go); nil if not.
 	spread *spreadRule
+	// onHosts: the job depends on the number of GPU nodes it was built
+	// for (a rigid gang spread on the hostname: jobOf), so jobCache
+	// builds it again when that changes.
+	onHosts bool
 	// group is the resourceVersion of the PodGroup it was read from
 	// (workload.go), "" for none.
 	group string
@@ -75,9 +80,10 @@ func jobID(p *v1.Pod, a *Args) string {
 }
 
 // jobsOf groups pods (the live, not terminal pods of one profile) into jobs,
-// sorted by ID. A job whose pods' labels or annotations are malformed or
-// disagree carries err and an empty spec.
-func jobsOf(pods []*v1.Pod, a *Args) []*podJob {
+// sorted by ID, on a cluster of gpuHosts GPU nodes (jobOf). A job whose
+// pods' labels or annotations are malformed or disagree carries err and
+// an empty spec.
+func jobsOf(pods []*v1.Pod, a *Args, gpuHosts int) []*podJob {
 	byID := map[string][]*v1.Pod{}
 	for _, p := range pods {
 		id := jobID(p, a)
@@ -88,7 +94,7 @@ func jobsOf(pods []*v1.Pod, a *Args) []*podJob {
 	for _, id := range ids {
 		members := byID[id]
 		sortPods(members)
-		out = append(out, jobOf(id, members, a))
+		out = append(out, jobOf(id, members, a, gpuHosts))
 	}
 	return out
 }
@@ -98,8 +104,10 @@ func podField(p *v1.Pod, field string) string {
 	return fmt.Sprintf("pod %s/%s: %s", p.Namespace, p.Name, field)
 }
 
-// jobOf builds the job of members (sorted by name).
-func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
+// jobOf builds the job of members (sorted by name), on a cluster of
+// gpuHosts GPU nodes (0: not known; it decides only how a gang spread on
+// the hostname is planned).
+func jobOf(id string, members []*v1.Pod, a *Args, gpuHosts int) *podJob {
 	j := &podJob{created: members[0].CreationTimestamp.Time}
 	for _, m := range members {
 		if m.CreationTimestamp.Time.Before(j.created) {
@@ -187,6 +195,14 @@ func jobOf(id string, members []*v1.Pod, a *Args) *podJob {
 			// spread's domains (spread.go), not capped there.
 			if j.spread = spreadRuleOf(members); j.spread != nil {
 				skip = j.spread.c.TopologyKey
+			} else if r := hostSpreadRuleOf(members); r != nil {
+				// On the hostname: capped at maxSkew per node, which kube
+				// accepts in any order, unless that cannot hold the gang
+				// on the GPU nodes there are (spread.go).
+				j.onHosts = true
+				if gpuHosts > 0 && g.size > int(r.c.MaxSkew)*gpuHosts {
+					j.spread, skip = r, r.c.TopologyKey
+				}
 			}
 		}
 		spec.MaxTasksPerHost = perHostCap(members, skip)

@@ -50,7 +50,12 @@ import (
 //
 // Elastic gangs and further spread keys keep the per-domain caps
 // (domains.go); a spread on the hostname keeps the per-node cap
-// (perHostCap).
+// (perHostCap), which kube accepts in any order and leaves the placer
+// its choice of nodes, unless the gang has more members than maxSkew ×
+// the GPU nodes: then no cap can place it, and it is planned by quota
+// the same way, each node a domain (kube binds such a gang only in
+// waves too: two members per node with maxSkew 1 once every node it
+// counts has one).
 
 // spreadRule is the spread a gang is planned by quota: the constraint c
 // of member rep.
@@ -63,11 +68,27 @@ type spreadRule struct {
 // other than the hostname and selecting every member, with the lowest
 // key (then the lowest maxSkew); nil if none.
 func spreadRuleOf(members []*v1.Pod) *spreadRule {
+	return spreadRuleWhere(members, func(key string) bool { return key != v1.LabelHostname })
+}
+
+// hostSpreadRuleOf returns the DoNotSchedule spread of members on the
+// hostname selecting every member, with the lowest maxSkew; nil if none.
+// Such a spread caps the members per node at maxSkew (perHostCap), which
+// kube accepts in any order; a gang of more members than maxSkew × the
+// GPU nodes is planned by quota instead (jobOf), the nodes its domains.
+func hostSpreadRuleOf(members []*v1.Pod) *spreadRule {
+	return spreadRuleWhere(members, func(key string) bool { return key == v1.LabelHostname })
+}
+
+// spreadRuleWhere returns the DoNotSchedule spread of members on a key
+// keep accepts, selecting every member, with the lowest key (then the
+// lowest maxSkew); nil if none.
+func spreadRuleWhere(members []*v1.Pod, keep func(key string) bool) *spreadRule {
 	var r *spreadRule
 	for _, m := range members {
 		_, _, spread := podTerms(m)
 		for _, c := range spread {
-			if c.TopologyKey == "" || c.TopologyKey == v1.LabelHostname || c.MaxSkew <= 0 ||
+			if c.TopologyKey == "" || !keep(c.TopologyKey) || c.MaxSkew <= 0 ||
 				!termSelectsAll(m, c.LabelSelector, nil, nil, c.MatchLabelKeys, members) {
 				continue
 			}
@@ -455,4 +476,14 @@ func (h *host) releaseWave(uid types.UID) []*v1.Pod {
 		}
 	}
 	return next
+}
+
+// gpuHosts is the number of GPU nodes in gpusched's cluster (0 before it
+// has one): jobOf plans a gang spread on the hostname by quota when the
+// per-node cap cannot hold it on them.
+func (h *host) gpuHosts() int {
+	if h.topo == nil || h.topo.Cluster == nil {
+		return 0
+	}
+	return h.topo.Cluster.NumHosts()
 }

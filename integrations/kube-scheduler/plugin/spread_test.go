@@ -310,8 +310,8 @@ func TestSpreadGangScheduleAnyway(t *testing.T) {
 // it binds them in: four 2-GPU members with maxSkew 2 over three 8-GPU
 // nodes are planned at most two per node and each passes kube's own
 // filter at its turn in both adversarial orders. (A gang of more than
-// maxSkew × the nodes kube counts waits, saying at most maxSkew per
-// node, although kube would accept it once it covers every node.)
+// maxSkew × the GPU nodes is planned by quota:
+// TestSpreadGangHostnameBeyondMaxSkew.)
 func TestSpreadGangHostname(t *testing.T) {
 	h, io := newTestHost(t, gpuNode("n1", 8, h100, nil), gpuNode("n2", 8, h100, nil), gpuNode("n3", 8, h100, nil))
 	pods := gangMembers("g", 4, 2)
@@ -391,6 +391,54 @@ func TestSpreadWaves(t *testing.T) {
 			}
 			if !ok || !slices.Equal(got, tc.want) {
 				t.Fatalf("waves %v (%v), want %v", got, ok, tc.want)
+			}
+		})
+	}
+}
+
+// TestSpreadGangHostnameBeyondMaxSkew (kube plugin): a gang of more
+// members than maxSkew × the GPU nodes, spread on the hostname, is not
+// left waiting for a per-node cap that cannot hold it (it used to wait,
+// saying at most maxSkew per node): kube accepts six 2-GPU members with
+// maxSkew 1 over three 8-GPU nodes two per node, one per node at a time,
+// so they are planned two per node and let through in waves, and each
+// passes kube's own filter at its turn in both adversarial orders. A
+// CPU node the members' node selector accepts counts as a domain for
+// kube, keeping its global minimum at 0: then no order binds more than
+// one per node, and the gang waits, saying so.
+func TestSpreadGangHostnameBeyondMaxSkew(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		extra []*v1.Node
+		waits bool
+	}{
+		{"three GPU nodes", nil, false},
+		{"cpu node counted", []*v1.Node{node("c1", 0, nil)}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := append([]*v1.Node{gpuNode("n1", 8, h100, nil), gpuNode("n2", 8, h100, nil), gpuNode("n3", 8, h100, nil)}, tc.extra...)
+			h, io := newTestHost(t, nodes...)
+			pods := gangMembers("g", 6, 2)
+			for _, p := range pods {
+				p.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: v1.LabelHostname,
+					WhenUnsatisfiable: v1.DoNotSchedule, LabelSelector: appSel("g")}}
+			}
+			io.pods = pods
+			if tc.waits {
+				for range 3 {
+					step(h, io, time.Second)
+				}
+				if got := nodesOf(h, pods); slices.ContainsFunc(mapValues(got), func(n string) bool { return n != "" }) {
+					t.Fatalf("planned %v, want the gang waiting", got)
+				}
+				if msg := io.pending["g-0"]; !strings.Contains(msg, "kube accepts its 6 pods in no order") {
+					t.Fatalf("pending message %q does not say kube accepts no order", msg)
+				}
+				return
+			}
+			per := planSpread(t, h, io, pods, 3) // (zoneCounts: the node's digit)
+			if per["1"] != 2 || per["2"] != 2 || per["3"] != 2 {
+				t.Fatalf("members per node %v, want two on each of n1, n2, n3", per)
 			}
 		})
 	}

@@ -138,7 +138,7 @@ func TestWorkloadTopologyConstraint(t *testing.T) {
 	} {
 		a.groups = fakeGroups{"default/pg": gangPodGroup("pg", 2, c.key)}
 		pods := []*v1.Pod{groupPod("w-0", 8, "pg", nil), groupPod("w-1", 8, "pg", nil)}
-		jobs := jobsOf(pods, a)
+		jobs := jobsOf(pods, a, 0)
 		if len(jobs) != 1 {
 			t.Fatalf("%s: %d jobs, want one", c.key, len(jobs))
 		}
@@ -167,14 +167,14 @@ func TestWorkloadMinCountBelowPods(t *testing.T) {
 	a.groups = fakeGroups{"default/pg": pg}
 	pods := []*v1.Pod{groupPod("w-0", 1, "pg", nil), groupPod("w-1", 1, "pg", nil), groupPod("w-2", 1, "pg", nil)}
 	var c jobCache
-	j := c.jobsOf(pods, a)[0]
+	j := c.jobsOf(pods, a, 0)[0]
 	if j.err != nil || j.spec.Groups[0].Count != 3 || j.spec.Groups[0].MinCount != 2 {
 		t.Fatalf("job %+v (err %v), want 3 tasks, minimum 2", j.spec.Groups, j.err)
 	}
 	pg2 := gangPodGroup("pg", 3, "")
 	pg2.ResourceVersion = "2"
 	a.groups = fakeGroups{"default/pg": pg2}
-	if j := c.jobsOf(pods, a)[0]; j.spec.Groups[0].MinCount != 0 {
+	if j := c.jobsOf(pods, a, 0)[0]; j.spec.Groups[0].MinCount != 0 {
 		t.Fatalf("after minCount 3: minimum %d, want the whole gang (0)", j.spec.Groups[0].MinCount)
 	}
 }
