@@ -65,6 +65,10 @@ type celMemo struct {
 	// migNodesKey), the nodes whose MIG devices of its profile all match
 	// and have no taint it does not tolerate.
 	nodes map[string][]string
+	// profiles is what migProfiles found for a set of selectors (by
+	// selKey): with a thousand MIG nodes, every new MIG pod's view went
+	// through every node's MIG devices.
+	profiles map[string]migFound
 }
 
 type celKey struct {
@@ -104,7 +108,7 @@ func (d *drat) matches(dev *resourceapi.Device, sels []resourceapi.DeviceSelecto
 // celFresh empties the memo when the slices changed.
 func (d *drat) celFresh() {
 	if d.cel.seen == nil || d.cel.key != d.sliceKey {
-		d.cel = celMemo{key: d.sliceKey, seen: map[celKey]celVerdict{}, nodes: map[string][]string{}}
+		d.cel = celMemo{key: d.sliceKey, seen: map[celKey]celVerdict{}, nodes: map[string][]string{}, profiles: map[string]migFound{}}
 	}
 }
 

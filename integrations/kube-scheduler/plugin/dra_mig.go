@@ -330,8 +330,53 @@ func (d *drat) migProfile(part *gpuRequest) (string, bool, string) {
 	if !hasCEL(part.sels) {
 		return "", false, fmt.Sprintf("request %q: name the MIG profile with a CEL selector (device.attributes['%s'].profile == '1g.18gb')", part.name, d.driver)
 	}
-	profiles, static := map[string]bool{}, false
-	key := selKey(part.sels)
+	f := d.migProfiles(part.sels)
+	switch {
+	case f.err != nil:
+		return "", false, fmt.Sprintf("request %q: %v", part.name, f.err)
+	case len(f.profiles) == 0 && f.unlinked != "":
+		return "", false, fmt.Sprintf("request %q: the MIG devices its CEL selectors match (on %s) are published without their GPU or its shared counters, "+
+			"and not as static MIG devices (memorySlice capacities, a parentUUID); gpusched cannot place them (docs/dra.md)", part.name, f.unlinked)
+	case len(f.profiles) == 0:
+		return "", false, fmt.Sprintf("request %q: no MIG device of the slices matches its CEL selectors", part.name)
+	case len(f.profiles) == 1:
+		return f.profiles[0], f.static, ""
+	default:
+		return "", false, fmt.Sprintf("request %q: its CEL selectors match the MIG profiles %s; gpusched needs them to name one", part.name, strings.Join(f.profiles, ", "))
+	}
+}
+
+// migFound is what migProfiles found for a set of selectors.
+type migFound struct {
+	// profiles are the profiles (sorted) of the partitionable MIG devices
+	// the selectors match, or if none, of the static ones (static).
+	profiles []string
+	static   bool
+	// unlinked: with no profile, the first node (by name) with a MIG
+	// device linkMIG left out that the selectors match; "" for none.
+	unlinked string
+	// err: a selector could not be evaluated.
+	err error
+}
+
+// migProfiles returns what the nodes' MIG devices sels match: the
+// profiles of the partitionable ones, or if none, of the static ones.
+// Remembered for the current slices (celMemo.profiles), so that pods of
+// one template look at each node's MIG devices once, not once each.
+func (d *drat) migProfiles(sels []resourceapi.DeviceSelector) migFound {
+	d.celFresh()
+	key := selKey(sels)
+	if f, seen := d.cel.profiles[key]; seen {
+		return f
+	}
+	f := d.findMIGProfiles(sels, key)
+	d.cel.profiles[key] = f
+	return f
+}
+
+// findMIGProfiles is migProfiles without the memo.
+func (d *drat) findMIGProfiles(sels []resourceapi.DeviceSelector, key string) migFound {
+	profiles := map[string]bool{}
 	for pass := range 2 {
 		for _, name := range sortedKeys(d.nodes) {
 			n := d.nodes[name]
@@ -340,9 +385,9 @@ func (d *drat) migProfile(part *gpuRequest) (string, bool, string) {
 				devs = n.staticSpecs()
 			}
 			for _, dev := range devs {
-				ok, err := d.matches(dev, part.sels, key)
+				ok, err := d.matches(dev, sels, key)
 				if err != nil {
-					return "", false, fmt.Sprintf("request %q: %v", part.name, err)
+					return migFound{err: err}
 				}
 				if ok {
 					profiles[attrString(dev.Attributes, d.driver, attrProfile)] = true
@@ -350,22 +395,10 @@ func (d *drat) migProfile(part *gpuRequest) (string, bool, string) {
 			}
 		}
 		if len(profiles) > 0 {
-			static = pass == 1
-			break
+			return migFound{profiles: sortedKeys(profiles), static: pass == 1}
 		}
 	}
-	switch ps := sortedKeys(profiles); len(ps) {
-	case 0:
-		if node := d.unlinkedMatch(part.sels, key); node != "" {
-			return "", false, fmt.Sprintf("request %q: the MIG devices its CEL selectors match (on %s) are published without their GPU or its shared counters, "+
-				"and not as static MIG devices (memorySlice capacities, a parentUUID); gpusched cannot place them (docs/dra.md)", part.name, node)
-		}
-		return "", false, fmt.Sprintf("request %q: no MIG device of the slices matches its CEL selectors", part.name)
-	case 1:
-		return ps[0], static, ""
-	default:
-		return "", false, fmt.Sprintf("request %q: its CEL selectors match the MIG profiles %s; gpusched needs them to name one", part.name, strings.Join(ps, ", "))
-	}
+	return migFound{unlinked: d.unlinkedMatch(sels, key)}
 }
 
 // unlinkedMatch returns the first node (by name) with a MIG device

@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/klog/v2"
 
 	"github.com/gpusched/gpusched/integrations/kube-scheduler/internal/nvdra"
 	"github.com/gpusched/gpusched/topology"
@@ -404,5 +405,51 @@ func TestDRAMIGBoundKeepsItsDevice(t *testing.T) {
 	}
 	if m := h2.s.Ledger().GPU(0).MIGSlots; bits.OnesCount16(m) != 1 {
 		t.Errorf("the GPU's MIG slots are %09b, want the bound pod's one", m)
+	}
+}
+
+// TestDRAMIGProfileFollowsSlices (kube plugin, DRA): the profile a MIG
+// request's selectors name is remembered for the slices it was found on
+// (migProfiles), and found again when they change: with no slices a
+// 1g.18gb pod says no MIG device matches; once an H200 node publishes
+// the capture's devices, a new pod of the same selectors gets a view
+// restricted to that node; once the node's slices are gone, a new pod
+// says no device matches again.
+func TestDRAMIGProfileFollowsSlices(t *testing.T) {
+	ps, err := nvdra.ReadCapture(h200Capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFakeDRA()
+	f.put(migClaim("c", "1g.18gb"))
+	d := newDRA(defaultArgs(), f, noLedger{}, klog.Background())
+	view := func(name string) *draPod {
+		t.Helper()
+		d.readSlices()
+		p := draPodOf(name, "c")
+		delete(d.pods, p.UID)
+		return d.pod(p)
+	}
+	const none = "no MIG device of the slices matches its CEL selectors"
+	if dp := view("p0"); dp.out != nil || !strings.Contains(dp.why, none) {
+		t.Fatalf("with no slices: view %v, why %q; want left out saying %q", dp.out != nil, dp.why, none)
+	}
+	for _, s := range (nvdra.Node{Name: "h200-1", GPUs: 8, Product: "NVIDIA H200", Profiles: ps, Slots: 8}).Slices() {
+		s.ResourceVersion = "1"
+		f.slices = append(f.slices, s)
+	}
+	for _, name := range []string{"p1", "p2"} { // (p2: the remembered profile)
+		dp := view(name)
+		if dp.out == nil {
+			t.Fatalf("%s with the H200 published: left out: %s", name, dp.why)
+		}
+		terms := dp.out.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+		if len(terms) != 1 || !strings.Contains(fmt.Sprint(terms), "h200-1") {
+			t.Fatalf("%s's view is restricted to %v, want h200-1 alone", name, terms)
+		}
+	}
+	f.slices = nil
+	if dp := view("p3"); dp.out != nil || !strings.Contains(dp.why, none) {
+		t.Fatalf("with the slices gone: view %v, why %q; want left out saying %q", dp.out != nil, dp.why, none)
 	}
 }
