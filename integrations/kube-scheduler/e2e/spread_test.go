@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpusched/gpusched/integrations/kube-scheduler/plugin"
 )
@@ -38,16 +39,7 @@ func testGangZoneSpreadBeyondMaxSkew(ctx context.Context, t *testing.T, cp *cont
 		}
 	}
 	start()
-	spread := []v1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: zone, WhenUnsatisfiable: v1.DoNotSchedule,
-		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}}}}
-	var names []string
-	for i := range 5 {
-		name := fmt.Sprintf("spread-%d", i)
-		names = append(names, name)
-		createPod(ctx, t, c, podSpec{Name: name, SchedulerName: schedModeName, GPUs: 4, Spread: spread,
-			Labels: map[string]string{gangLabelKey: "spread", plugin.DefaultGangSizeKey: "5", queueLabel: "batch", "app": "spread"}})
-	}
-	got := waitBound(ctx, t, c, "default", names, 90*time.Second)
+	got := spreadGangBound(ctx, t, c, "spread", 5, 4, zone)
 	per := map[string]int{}
 	for _, p := range got {
 		per[p.Spec.NodeName[1:2]]++
@@ -55,9 +47,28 @@ func testGangZoneSpreadBeyondMaxSkew(ctx context.Context, t *testing.T, cp *cont
 	if per["a"] != 2 || per["b"] != 3 {
 		t.Errorf("members per zone %v, want a=2 b=3 (3+3 with the running pod)", per)
 	}
+}
+
+// spreadGangBound creates a gang app of n members of gpus GPUs each, with
+// a DoNotSchedule spread on key, maxSkew 1, over the pods labelled
+// app=app, and waits until every member is bound; it fails the test if
+// kube's own filters rejected a member on the way.
+func spreadGangBound(ctx context.Context, t *testing.T, c kubernetes.Interface, app string, n, gpus int, key string) map[string]*v1.Pod {
+	t.Helper()
+	spread := []v1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: v1.DoNotSchedule,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}}}
+	var names []string
+	for i := range n {
+		name := fmt.Sprintf("%s-%d", app, i)
+		names = append(names, name)
+		createPod(ctx, t, c, podSpec{Name: name, SchedulerName: schedModeName, GPUs: gpus, Spread: spread,
+			Labels: map[string]string{gangLabelKey: app, plugin.DefaultGangSizeKey: fmt.Sprint(n), queueLabel: "batch", "app": app}})
+	}
+	got := waitBound(ctx, t, c, "default", names, 90*time.Second)
 	if ev := describeEvents(ctx, c, "default"); strings.Contains(ev, "didn't match pod topology spread") || strings.Contains(ev, "rejected by kube-scheduler") {
 		t.Errorf("kube's PodTopologySpread rejected a member:\n%s", ev)
 	}
+	return got
 }
 
 // testGangHostnameSpreadBeyondMaxSkew: a gang of six 2-GPU members with
@@ -74,24 +85,11 @@ func testGangHostnameSpreadBeyondMaxSkew(ctx context.Context, t *testing.T, cp *
 		createNode(ctx, t, c, nodeSpec{Name: fmt.Sprintf("h%d", i), GPUs: 8, Product: h100})
 	}
 	start()
-	spread := []v1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: v1.LabelHostname, WhenUnsatisfiable: v1.DoNotSchedule,
-		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "hspread"}}}}
-	var names []string
-	for i := range 6 {
-		name := fmt.Sprintf("hspread-%d", i)
-		names = append(names, name)
-		createPod(ctx, t, c, podSpec{Name: name, SchedulerName: schedModeName, GPUs: 2, Spread: spread,
-			Labels: map[string]string{gangLabelKey: "hspread", plugin.DefaultGangSizeKey: "6", queueLabel: "batch", "app": "hspread"}})
-	}
-	got := waitBound(ctx, t, c, "default", names, 90*time.Second)
 	per := map[string]int{}
-	for _, p := range got {
+	for _, p := range spreadGangBound(ctx, t, c, "hspread", 6, 2, v1.LabelHostname) {
 		per[p.Spec.NodeName]++
 	}
 	if per["h0"] != 2 || per["h1"] != 2 || per["h2"] != 2 {
 		t.Errorf("members per node %v, want two on each of h0, h1, h2", per)
-	}
-	if ev := describeEvents(ctx, c, "default"); strings.Contains(ev, "didn't match pod topology spread") || strings.Contains(ev, "rejected by kube-scheduler") {
-		t.Errorf("kube's PodTopologySpread rejected a member:\n%s", ev)
 	}
 }
