@@ -23,10 +23,12 @@ type cachedJob struct {
 }
 
 // jobsOf returns jobsOf(pods, a, gpuHosts), reusing the jobs whose pods
-// are the same objects as last time (and, for a job that depends on it,
-// built for as many GPU nodes). Each call returns fresh podJob values
-// (sharing the read-only pods and task groups): callers may set their
-// fields.
+// are the same objects as last time. Each call returns fresh podJob
+// values (sharing the read-only pods and task groups): callers may set
+// their fields. A job keeps the number of GPU nodes it was first built
+// for while its ID is seen every cycle (podJob.onHosts: a gang spread on
+// the hostname is planned by cap or by quota for good, as it was
+// submitted, not switched when nodes come and go).
 func (c *jobCache) jobsOf(pods []*v1.Pod, a *Args, gpuHosts int) []*podJob {
 	byID := map[string][]*v1.Pod{}
 	for _, p := range pods {
@@ -40,8 +42,12 @@ func (c *jobCache) jobsOf(pods []*v1.Pod, a *Args, gpuHosts int) []*podJob {
 		members := byID[id]
 		sortPods(members)
 		e, ok := c.byID[id]
-		if !ok || !slices.Equal(e.members, members) || e.job.group != groupVersion(members[0], a) || (e.job.onHosts && e.hosts != gpuHosts) {
-			e = cachedJob{members: members, job: jobOf(id, members, a, gpuHosts), hosts: gpuHosts}
+		hosts := gpuHosts
+		if ok && e.hosts > 0 {
+			hosts = e.hosts // (0: built before there was a cluster)
+		}
+		if !ok || !slices.Equal(e.members, members) || e.job.group != groupVersion(members[0], a) || (e.job.onHosts && e.hosts != hosts) {
+			e = cachedJob{members: members, job: jobOf(id, members, a, hosts), hosts: hosts}
 		}
 		next[id] = e
 		j := *e.job
