@@ -143,10 +143,8 @@ func deviceOn(n *draNode, dev string) *resourceapi.Device {
 	if i, ok := n.index[dev]; ok && i < len(n.specs) {
 		return n.specs[i]
 	}
-	for _, m := range n.migs {
-		if m.name == dev {
-			return m.spec
-		}
+	if m := n.migOf(dev); m != nil {
+		return m.spec
 	}
 	if m := n.staticOf(dev); m != nil {
 		return m.spec

@@ -55,8 +55,8 @@ func (d *drat) noteForeign(claims []*resourceapi.ResourceClaim, mine map[string]
 			return
 		}
 		i, ok := n.index[r.Device]
-		if !ok {
-			i, ok = n.migParent(r.Device)
+		if m := n.migOf(r.Device); !ok && m != nil {
+			i, ok = m.gpu, true
 		}
 		if !ok {
 			return // (a static MIG device: d.owners)
@@ -69,17 +69,6 @@ func (d *drat) noteForeign(claims []*resourceapi.ResourceClaim, mine map[string]
 		}
 		d.foreign[node][i] = true
 	})
-}
-
-// migParent returns the index of the GPU of n's partitionable MIG device
-// dev.
-func (n *draNode) migParent(dev string) (int, bool) {
-	for _, m := range n.migs {
-		if m.name == dev {
-			return m.gpu, true
-		}
-	}
-	return 0, false
 }
 
 // foreignHealth is the health a cycle gives GPU i of node, whose other

@@ -434,9 +434,8 @@ func (d *drat) allocatedPart(dp *draPod, claims []*resourceapi.ResourceClaim, no
 					continue
 				}
 				for _, res := range cl.Status.Allocation.Devices.Results {
-					k := slices.IndexFunc(n.migs, func(m *migDev) bool { return m.name == res.Device })
-					if res.Request == r.name && res.Pool == n.pool && k >= 0 {
-						r.part.profile = n.migs[k].profile
+					if m := n.migOf(res.Device); res.Request == r.name && res.Pool == n.pool && m != nil {
+						r.part.profile = m.profile
 						return r.part, ""
 					}
 				}
@@ -444,6 +443,17 @@ func (d *drat) allocatedPart(dp *draPod, claims []*resourceapi.ResourceClaim, no
 		}
 	}
 	return nil, why
+}
+
+// migOf returns n's partitionable MIG device named dev; nil when none is
+// (staticOf: its static ones).
+func (n *draNode) migOf(dev string) *migDev {
+	for _, m := range n.migs {
+		if m.name == dev {
+			return m
+		}
+	}
+	return nil
 }
 
 // migsOf returns the MIG devices of n of profile ("": all).
@@ -517,8 +527,8 @@ func (d *drat) heldPart(claims []*resourceapi.ResourceClaim, node string, part *
 					}
 					continue
 				}
-				if k := slices.IndexFunc(n.migs, func(m *migDev) bool { return m.name == res.Device }); k >= 0 && n.migs[k].profile == part.profile {
-					return n.migs[k].gpu, n.migs[k].start, true
+				if m := n.migOf(res.Device); m != nil && m.profile == part.profile {
+					return m.gpu, m.start, true
 				}
 			}
 		}

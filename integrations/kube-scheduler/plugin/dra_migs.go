@@ -87,11 +87,11 @@ func (d *drat) heldMIGs(dp *draPod, claims []*resourceapi.ResourceClaim, node st
 				if res.Request != r.name || res.Driver != d.driver || res.Pool != n.pool {
 					continue
 				}
-				m := slices.IndexFunc(n.migs, func(m *migDev) bool { return m.name == res.Device })
-				if m < 0 || n.migs[m].profile != r.part.profile {
+				m := n.migOf(res.Device)
+				if m == nil || m.profile != r.part.profile {
 					return "", false
 				}
-				held = append(held, fmt.Sprintf("%d@%d", n.migs[m].gpu, n.migs[m].start))
+				held = append(held, fmt.Sprintf("%d@%d", m.gpu, m.start))
 				got++
 			}
 			if got != r.count {

@@ -106,8 +106,8 @@ func (d *drat) struckBy(claims []*resourceapi.ResourceClaim, reqs map[string][]g
 				continue
 			}
 			var spec *resourceapi.Device
-			if k := slices.IndexFunc(n.migs, func(m *migDev) bool { return m.name == res.Device }); k >= 0 {
-				spec = n.migs[k].spec
+			if m := n.migOf(res.Device); m != nil {
+				spec = m.spec
 			} else if m := n.staticOf(res.Device); m != nil {
 				spec = m.spec // (static MIG, dra_static.go)
 			} else {

@@ -42,8 +42,8 @@ type podJob struct {
 	// quota, each member a task group of its own (spread.go); nil if not.
 	spread *spreadRule
 	// onHosts: the job depends on the number of GPU nodes it was built
-	// for (a rigid gang spread on the hostname: jobOf), so jobCache
-	// builds it again when that changes.
+	// for (a rigid gang spread on the hostname: jobOf); jobCache keeps
+	// the number it was first built for.
 	onHosts bool
 	// group is the resourceVersion of the PodGroup it was read from
 	// (workload.go), "" for none.
