@@ -117,12 +117,19 @@ func (s *Scheduler) SetHostFilter(id string, f HostFilter) error {
 	return nil
 }
 
+// of returns j's filter; ok is false when j has none (an entry left by an
+// ended job submitted again under j's ID is not j's).
+func (hf *hostFilters) of(j *job) (e jobFilter, ok bool) {
+	e, ok = hf.byJob[j.spec.ID]
+	return e, ok && e.j == j
+}
+
 // apply narrows j's model choice ch by j's host filter, if it has one:
 // its filters accept only hosts both accept, and its cache keys name the
 // filter.
 func (hf *hostFilters) apply(j *job, ch modelChoice) modelChoice {
-	f, ok := hf.byJob[j.spec.ID]
-	if !ok || f.j != j {
+	f, ok := hf.of(j)
+	if !ok {
 		return ch // (a job submitted again under an ended one's ID has its own)
 	}
 	ch.allow, ch.key = both(f.Allow, ch.allow), ch.key+"#"+f.Key
@@ -140,8 +147,10 @@ func (hf *hostFilters) moveRequest(id string, jobs map[string]*job) *gang.Reques
 	if len(hf.byJob) == 0 {
 		return nil
 	}
-	if e, ok := hf.byJob[id]; ok && e.j == jobs[id] {
-		return e.move
+	if j := jobs[id]; j != nil {
+		if e, ok := hf.of(j); ok {
+			return e.move
+		}
 	}
 	return nil
 }
@@ -158,8 +167,8 @@ func (x schedSnapshot) MoveRequest(pj *preempt.Job) *gang.Request {
 // allows reports whether j's filter, if it has one, allows every task of
 // p on its host (the job-wide part, and each task's group's). O(claims).
 func (hf *hostFilters) allows(j *job, p *gang.Placement) bool {
-	e, ok := hf.byJob[j.spec.ID]
-	if !ok || e.j != j {
+	e, ok := hf.of(j)
+	if !ok {
 		return true
 	}
 	for i, cl := range p.Claims {
@@ -178,8 +187,8 @@ func (hf *hostFilters) allows(j *job, p *gang.Placement) bool {
 // the job-wide part on req, each group's on its group. Nothing when j
 // has none.
 func (hf *hostFilters) narrowGrow(j *job, req *gang.Request, gmap []int) {
-	e, ok := hf.byJob[j.spec.ID]
-	if !ok || e.j != j {
+	e, ok := hf.of(j)
+	if !ok {
 		return
 	}
 	req.AllowHost = both(e.Allow, req.AllowHost)
