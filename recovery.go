@@ -22,9 +22,14 @@ type recovery struct {
 }
 
 // jobRecovery is a job's part of recovery.
+//
+// progress comes first: admitting a job reads it (its estimated end,
+// job.remaining), and it then shares the cache line of the victim index's
+// fields that admission writes (jobVictim's tail, just before), instead
+// of taking one more cold line per admission.
 type jobRecovery struct {
-	checkpoint time.Time      // last reported checkpoint of the current run
 	progress   time.Duration  // work saved by checkpoints of earlier runs
+	checkpoint time.Time      // last reported checkpoint of the current run
 	restarts   int            // stops by failures
 	recovering bool           // a recovery action was issued
 	action     preempt.Action // which
