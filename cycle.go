@@ -53,6 +53,7 @@ type leafState struct {
 	cur         *queue.Cursor
 	blockedOnce bool    // a candidate of the leaf was blocked (afterBlock ran)
 	stop        *Reason // the queue stopped (strict FIFO behind a blocked head)
+	stopHead    *job    // the head stop names (its Blocker), compared by identity
 	lastStop    *Reason // stop in the cycle before (reused when equal)
 }
 
@@ -192,7 +193,7 @@ func (cs *cycleState) classFail(cur *queue.Cursor, j *job, r *Reason) {
 
 // stop stops leaf's queue behind its head j, blocked for r.
 func (st *leafState) stopBehind(leaf *queue.Leaf, j *job, r *Reason) {
-	st.stop = &Reason{Code: WaitBehindHead, Blocker: j.spec.ID, Queue: leaf.Name(), Cause: r.Code}
+	st.stop, st.stopHead = &Reason{Code: WaitBehindHead, Blocker: j.spec.ID, Queue: leaf.Name(), Cause: r.Code}, j
 	if sameReason(st.lastStop, st.stop) {
 		st.stop = st.lastStop // as in the cycle before: the same pointer (list)
 	}
@@ -227,7 +228,9 @@ func (cs *cycleState) reasonIn(j *job, id queue.NodeID) (*Reason, reasonSource) 
 		return j.reason, fromJob
 	}
 	// A stopped strict queue tried nothing after its head.
-	if st := &cs.leaves[id]; st.stop != nil && st.stop.Blocker != j.entry.ID { // entry.ID: spec.ID, on the row's cache line
+	// The head by identity: comparing IDs would read each row's ID bytes,
+	// a cold line apart from the row's.
+	if st := &cs.leaves[id]; st.stop != nil && st.stopHead != j {
 		return st.stop, fromStop
 	}
 	return cs.classReason(j.entry.ClassOf()), fromClass

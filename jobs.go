@@ -15,15 +15,20 @@ import (
 // set by newJob; the rest is in parts, each written only by the concern
 // named on it.
 type job struct {
-	// reason is why it waits, set in cycle reasonCycle (cycleState), and
-	// state is written by the job transitions (below). The three come
-	// first, just before entry, whose first fields (ID, Ref, class) are
-	// the rest of what listing the waiting jobs reads: one cache line a
-	// row, where they were four lines apart.
-	reason      *Reason
+	// Listing the waiting jobs reads, per row, reasonCycle and state, then
+	// entry's first fields (ID, Ref, class), and reason only where
+	// reasonCycle is the cycle's: these come first, so that a row is one
+	// cache line. The first 56 bytes are: a job (over 512 bytes, with
+	// pointers) is allocated after the runtime's 8-byte type header, in a
+	// slot that starts a line (TestJobListingLine); reason, beside them,
+	// would push class onto the next line.
+	//
+	// reason is why it waits, set in cycle reasonCycle (cycleState);
+	// state is written by the job transitions (below).
 	reasonCycle uint64
 	state       queue.State
 	entry       queue.Entry // its entry in its leaf's pending index (package queue)
+	reason      *Reason
 
 	spec   workload.Job // as submitted; Priority as last set (SetPriority), Queue as last moved (Reconfigure)
 	req    *gang.Request
