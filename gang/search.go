@@ -3,6 +3,7 @@ package gang
 import (
 	"github.com/gpusched/gpusched/frag"
 	"github.com/gpusched/gpusched/topology"
+	"math"
 )
 
 // searchBudget bounds the backtracking search in one domain, in host
@@ -142,7 +143,7 @@ func (pl *policy) jointFits(s *scope) (int, bool) {
 		return 0, true
 	}
 	const huge = 1 << 62
-	total, minGPUs := 0, huge
+	total, minGPUs := 0, math.MaxInt // an int: huge overflows it on 32-bit platforms
 	minCPU, minMem := int64(huge), int64(huge)
 	for gi, w := range pl.want {
 		if w <= 0 {

@@ -101,7 +101,7 @@ func (p *Page) writeCluster(b *bufio.Writer) {
 			need := strconv.Itoa(s.Need)
 			if s.Need == 0 {
 				need = ""
-			} else if s.Need > 1<<40 {
+			} else if int64(s.Need) > 1<<40 { // int64: the constant overflows a 32-bit int
 				need = "∞"
 			}
 			fmt.Fprintf(b, `<tr data-level="%s"><td class="l">%s</td><td>%d</td><td>%d</td><td>%s</td></tr>`, html.EscapeString(s.Level), html.EscapeString(s.Level), s.GPUs, s.Domains, need)

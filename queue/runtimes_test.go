@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"testing"
@@ -53,7 +54,7 @@ func TestAscendRuntimeMatchesModel(t *testing.T) {
 				slices.SortFunc(want, func(a, b *Entry) int {
 					switch {
 					case a.Runtime != b.Runtime:
-						return int(a.Runtime - b.Runtime)
+						return cmp.Compare(a.Runtime, b.Runtime)
 					case l.less(a, b):
 						return -1
 					case l.less(b, a):

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"slices"
 	"syscall"
@@ -92,7 +93,7 @@ func TestEngineOracle(t *testing.T) {
 			case 3:
 				slices.SortFunc(pending, func(a, b ev) int {
 					if a.at != b.at {
-						return int(a.at - b.at)
+						return cmp.Compare(a.at, b.at)
 					}
 					return a.seq - b.seq
 				})

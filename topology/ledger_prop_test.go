@@ -3,6 +3,7 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"reflect"
 	"slices"
@@ -339,9 +340,13 @@ func rawOf(l *Ledger) rawState {
 		slices.Clone(l.freeWhole), slices.Clone(l.healthy), slices.Clone(l.freeMilli), l.gen}
 }
 
+// bigK is a count beyond any 32-bit counter (the largest int on a 32-bit
+// platform).
+const bigK = min(1<<32+1, math.MaxInt)
+
 // The arguments the query checks try.
 var (
-	queryKs      = []int{-1, 0, 1, 2, 3, 4, 8, 9, 300, 1<<32 + 1}
+	queryKs      = []int{-1, 0, 1, 2, 3, 4, 8, 9, 300, bigK}
 	queryMinFree = []int{-1, 0, 1, 3}
 	queryMilli   = []int{-1, 0, 1, 250, 500, 999, 1000, 1001}
 )
@@ -396,7 +401,7 @@ func answers(l *Ledger) string {
 		o.nl()
 	}
 	for lv := Level(-1); lv <= c.LevelCluster()+1; lv++ {
-		for _, k := range append(slices.Clone(queryMinFree), 1<<32+1) {
+		for _, k := range append(slices.Clone(queryMinFree), bigK) {
 			o.str("AscendDomains").num(int(lv), k).str(" =")
 			l.AscendDomains(lv, k, func(d DomainID, free int) bool { return item(int(d), free) })
 			o.nl()
@@ -533,7 +538,7 @@ func (n *naiveLedger) answers() string {
 				return int(a.d - b.d)
 			})
 		}
-		for _, k := range append(slices.Clone(queryMinFree), 1<<32+1) {
+		for _, k := range append(slices.Clone(queryMinFree), bigK) {
 			o.str("AscendDomains").num(int(lv), k).str(" =")
 			for _, x := range all {
 				if x.free >= k {
