@@ -1,9 +1,10 @@
 package gang
 
 import (
+	"math"
+
 	"github.com/gpusched/gpusched/frag"
 	"github.com/gpusched/gpusched/topology"
-	"math"
 )
 
 // searchBudget bounds the backtracking search in one domain, in host
@@ -142,9 +143,8 @@ func (pl *policy) jointFits(s *scope) (int, bool) {
 	if !r.simple {
 		return 0, true
 	}
-	const huge = 1 << 62
-	total, minGPUs := 0, math.MaxInt // an int: huge overflows it on 32-bit platforms
-	minCPU, minMem := int64(huge), int64(huge)
+	total, minGPUs := 0, math.MaxInt
+	minCPU, minMem := int64(math.MaxInt64), int64(math.MaxInt64)
 	for gi, w := range pl.want {
 		if w <= 0 {
 			continue
