@@ -55,8 +55,10 @@ func (d *drat) noteForeign(claims []*resourceapi.ResourceClaim, mine map[string]
 			return
 		}
 		i, ok := n.index[r.Device]
-		if m := n.migOf(r.Device); !ok && m != nil {
-			i, ok = m.gpu, true
+		if !ok {
+			if m := n.migOf(r.Device); m != nil {
+				i, ok = m.gpu, true
+			}
 		}
 		if !ok {
 			return // (a static MIG device: d.owners)

@@ -434,7 +434,10 @@ func (d *drat) allocatedPart(dp *draPod, claims []*resourceapi.ResourceClaim, no
 					continue
 				}
 				for _, res := range cl.Status.Allocation.Devices.Results {
-					if m := n.migOf(res.Device); res.Request == r.name && res.Pool == n.pool && m != nil {
+					if res.Request != r.name || res.Pool != n.pool {
+						continue
+					}
+					if m := n.migOf(res.Device); m != nil {
 						r.part.profile = m.profile
 						return r.part, ""
 					}
