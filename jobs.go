@@ -17,11 +17,11 @@ import (
 type job struct {
 	// Listing the waiting jobs reads, per row, reasonCycle and state, then
 	// entry's first fields (ID, Ref, class), and reason only where
-	// reasonCycle is the cycle's: these come first, so that a row is one
-	// cache line. The first 56 bytes are: a job (over 512 bytes, with
-	// pointers) is allocated after the runtime's 8-byte type header, in a
-	// slot that starts a line (TestJobListingLine); reason, beside them,
-	// would push class onto the next line.
+	// reasonCycle is the cycle's. The first five come first and fit in
+	// 56 bytes, so that a row is one cache line: a job (over 512 bytes,
+	// with pointers) is allocated after the runtime's 8-byte type header,
+	// in a slot that starts a line (TestJobListingLine). With reason among
+	// them, class would lie on the next line.
 	//
 	// reason is why it waits, set in cycle reasonCycle (cycleState);
 	// state is written by the job transitions (below).
