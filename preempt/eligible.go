@@ -330,9 +330,15 @@ func (r *run) addUnits(j *Job, prio int32, g Ground, node queue.NodeID) {
 		j.reshape(r.c)
 	}
 	milli, allWhole := j.milli, j.allWhole // j.shape(r.c), without a call
-	r.units = append(r.units, unit{job: j, ji: ji, task: -1, slot: -1, ground: g, leaf: leaf, node: node,
-		milli: milli, lost: r.lostSince(milli, j), prio: prio})
-	r.contribute(&r.units[len(r.units)-1], allWhole)
+	// Filled in place: a composite literal is built on the stack and
+	// copied in 16-byte moves whose loads wait for its narrower stores
+	// (a store-forwarding stall on every eligible job).
+	lost := r.lostSince(milli, j)
+	r.units = append(r.units, unit{})
+	u := &r.units[len(r.units)-1]
+	u.job, u.milli, u.lost, u.ji, u.task, u.slot = j, milli, lost, ji, -1, -1
+	u.leaf, u.node, u.prio, u.ground = leaf, node, prio, g
+	r.contribute(u, allWhole)
 	if r.s.cfg.NoShrink || r.defrag || j.rigid {
 		return
 	}
