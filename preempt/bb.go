@@ -137,7 +137,7 @@ func (r *run) clearFreed(x *dom) {
 func (r *run) freeOn(u *unit, h topology.HostID, sign int32) int {
 	fr := r.s.gpuFreed
 	dq := 0
-	claims := u.claims()
+	claims := r.claims(u)
 	for i := range claims {
 		cl := &claims[i]
 		if cl.Host != h {
@@ -182,7 +182,7 @@ func (r *run) count(ui int32, sign int64) bool {
 	u := &r.units[ui]
 	x := r.cnt.x
 	hf, fr, in := r.s.hostFree, r.s.gpuFreed, r.s.hostIn
-	claims := u.claims()
+	claims := r.claims(u)
 	for i := range claims {
 		cl := &claims[i]
 		h := cl.Host
@@ -396,7 +396,7 @@ func (r *run) evaluate(force bool) (ok, anti bool) {
 	r.placements++
 	r.rel = r.rel[:0]
 	for _, ui := range r.set {
-		r.rel = append(r.rel, r.units[ui].claims()...)
+		r.rel = append(r.rel, r.claims(&r.units[ui])...)
 	}
 	if err := r.l.TrialRelease(r.rel...); err != nil {
 		if r.inputErr == nil {
@@ -425,7 +425,7 @@ func (r *run) evaluate(force bool) (ok, anti bool) {
 func (r *run) setIDs() string {
 	var ids []string
 	for _, ui := range r.set {
-		ids = append(ids, r.units[ui].job.Spec.ID)
+		ids = append(ids, r.jobs[r.units[ui].ji].Spec.ID)
 	}
 	slices.Sort(ids)
 	return strings.Join(slices.Compact(ids), ", ")
@@ -561,7 +561,7 @@ func (r *run) placementless(ui int32) bool {
 	if r.k < 2 || !r.kOnly {
 		return false
 	}
-	for _, cl := range r.units[ui].claims() {
+	for _, cl := range r.claims(&r.units[ui]) {
 		if len(cl.GPUs) == 0 {
 			continue
 		}
@@ -691,7 +691,7 @@ func (r *run) reprieve() (dropped, stale bool) {
 				}
 				return 1
 			}
-			if c := strings.Compare(ub.job.Spec.ID, ua.job.Spec.ID); c != 0 {
+			if c := strings.Compare(r.jobs[ub.ji].Spec.ID, r.jobs[ua.ji].Spec.ID); c != 0 {
 				return c
 			}
 			return int(ub.task - ua.task)
@@ -771,7 +771,7 @@ func (r *run) slotsWith(di int32) int {
 	hosts := r.slotHosts[:0]
 	for _, ui := range r.set {
 		u := &r.units[ui]
-		claims := u.claims()
+		claims := r.claims(u)
 		for i := range claims {
 			cl := &claims[i]
 			h := cl.Host

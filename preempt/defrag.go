@@ -106,7 +106,7 @@ func (s *Search) Defragment(snap Snapshot, p *Pending, now time.Time) (*DefragPl
 	for _, v := range p0.Victims {
 		m := Migration{Job: v.Job, From: v.Claims, Grace: v.Grace, Lost: v.Lost}
 		for _, mv := range r.best.moves {
-			if r.units[mv.unit].job.Spec.ID == v.Job {
+			if r.jobs[r.units[mv.unit].ji].Spec.ID == v.Job {
 				m.To = mv.to
 			}
 		}
@@ -223,12 +223,12 @@ func (r *run) replace() bool {
 			}
 			return 1
 		}
-		return strings.Compare(ua.job.Spec.ID, ub.job.Spec.ID)
+		return strings.Compare(r.jobs[ua.ji].Spec.ID, r.jobs[ub.ji].Spec.ID)
 	})
 	r.moves = r.moves[:0]
 	ok := true
 	for _, ui := range order {
-		req := moveRequest(r.snap, r.units[ui].job, r.c)
+		req := moveRequest(r.snap, r.jobs[r.units[ui].ji], r.c)
 		var p gang.Placement
 		if r.s.cfg.Placer.Place(l, req, &p) != nil {
 			ok = false

@@ -8,13 +8,13 @@ import (
 )
 
 // unit is what a plan may stop: a whole gang, or one task of an elastic
-// group above its minimum (a shrink). Kept small: a plan of a large
-// cluster makes one per running job.
+// group above its minimum (a shrink). Kept small and without pointers: a
+// plan of a large cluster makes one per running job, and the garbage
+// collector need not scan them nor end clear them.
 type unit struct {
-	job   *Job
 	milli int64 // GPU capacity released, milli-GPU
 	lost  GPUTime
-	ji    int32 // index of the job in run.jobs
+	ji    int32 // index of the job in run.jobs (its job: run.jobs[ji])
 	task  int32 // claim index for a shrink; -1 for a whole gang
 	slot  int32 // shrink counter (job, group) for a shrink; -1 otherwise
 	// leaf is the job's queue in the tree (-1: none); node the queue-tree
@@ -33,11 +33,11 @@ type unit struct {
 
 // claims returns what unit u releases: its job's claims, or the one of its
 // task.
-func (u *unit) claims() []topology.Claim {
+func (r *run) claims(u *unit) []topology.Claim {
 	if u.task < 0 {
-		return u.job.Placement.Claims
+		return r.jobs[u.ji].Placement.Claims
 	}
-	return u.job.Placement.Claims[u.task : u.task+1 : u.task+1]
+	return r.jobs[u.ji].Placement.Claims[u.task : u.task+1 : u.task+1]
 }
 
 // charge returns what unit u's queue is charged for what it releases (nil
@@ -47,7 +47,7 @@ func (r *run) charge(u *unit) queue.Vector {
 		return nil
 	}
 	if u.task < 0 {
-		return chargeOf(u.job, r.tree, r.c)
+		return chargeOf(r.jobs[u.ji], r.tree, r.c)
 	}
 	n := int32(r.tree.Dimensions().Len())
 	return r.chargeArena[u.chg : u.chg+n : u.chg+n]
@@ -336,7 +336,7 @@ func (r *run) addUnits(j *Job, prio int32, g Ground, node queue.NodeID) {
 	lost := r.lostSince(milli, j)
 	r.units = append(r.units, unit{})
 	u := &r.units[len(r.units)-1]
-	u.job, u.milli, u.lost, u.ji, u.task, u.slot = j, milli, lost, ji, -1, -1
+	u.milli, u.lost, u.ji, u.task, u.slot = milli, lost, ji, -1, -1
 	u.leaf, u.node, u.prio, u.ground = leaf, node, prio, g
 	r.contribute(u, allWhole)
 	if r.s.cfg.NoShrink || r.defrag || j.rigid {
@@ -358,7 +358,7 @@ func (r *run) addUnits(j *Job, prio int32, g Ground, node queue.NodeID) {
 			}
 			cl := p.Claims[ci : ci+1 : ci+1]
 			m := claimsMilli(r.c, cl)
-			su := unit{job: j, ji: ji, task: int32(ci), slot: slot, ground: g, leaf: leaf, node: node,
+			su := unit{ji: ji, task: int32(ci), slot: slot, ground: g, leaf: leaf, node: node,
 				milli: m, lost: r.lostSince(m, j), prio: prio}
 			if leaf >= 0 {
 				lo := len(r.chargeArena)
@@ -382,7 +382,7 @@ var genericContrib = false
 func (r *run) contribute(u *unit, allWhole bool) {
 	u.cfrom = int32(len(r.contribs))
 	l, c := r.l, r.c
-	if j := u.job; !genericContrib && u.task < 0 && allWhole && r.everyHost && !r.solo && r.req.AllowGPU == nil {
+	if j := r.jobs[u.ji]; !genericContrib && u.task < 0 && allWhole && r.everyHost && !r.solo && r.req.AllowGPU == nil {
 		// A whole gang of whole GPUs, every host usable, its claims on
 		// hosts of one domain (its least and greatest host in one domain
 		// whose hosts are consecutive, or one host; at LevelFabric, hosts
@@ -405,7 +405,7 @@ func (r *run) contribute(u *unit, allWhole bool) {
 			return
 		}
 	}
-	claims := u.claims()
+	claims := r.claims(u)
 	for i := range claims {
 		cl := &claims[i]
 		h := cl.Host

@@ -183,7 +183,7 @@ func (r *run) strandedDelta(set []int32, p *gang.Placement) int {
 	}
 	r.rel = r.rel[:0]
 	for _, ui := range set {
-		for _, cl := range r.units[ui].claims() {
+		for _, cl := range r.claims(&r.units[ui]) {
 			r.rel = append(r.rel, cl)
 			add(&cl)
 		}

@@ -581,9 +581,6 @@ func (r *run) end() {
 	}
 	r.snap, r.l, r.pend, r.req = nil, nil, nil, nil
 	clear(r.jobs)
-	for i := range r.units {
-		r.units[i].job = nil
-	}
 }
 
 // prepare sizes the per-cluster scratch and returns the index of level
@@ -1321,7 +1318,7 @@ func (r *run) unitLess(a, b int32) bool {
 	case (ua.ground == GroundPriority) != (ub.ground == GroundPriority):
 		return ua.ground != GroundPriority
 	}
-	if c := strings.Compare(ua.job.Spec.ID, ub.job.Spec.ID); c != 0 {
+	if c := strings.Compare(r.jobs[ua.ji].Spec.ID, r.jobs[ub.ji].Spec.ID); c != 0 {
 		return c < 0
 	}
 	return ua.task < ub.task
@@ -1421,7 +1418,7 @@ func (r *run) plan() *Plan {
 	set := append(r.psort[:0], r.best.set...)
 	r.psort = set
 	slices.SortFunc(set, func(a, b int32) int {
-		if c := strings.Compare(r.units[a].job.Spec.ID, r.units[b].job.Spec.ID); c != 0 {
+		if c := strings.Compare(r.jobs[r.units[a].ji].Spec.ID, r.jobs[r.units[b].ji].Spec.ID); c != 0 {
 			return c
 		}
 		return int(r.units[a].task - r.units[b].task)
@@ -1429,7 +1426,7 @@ func (r *run) plan() *Plan {
 	// One victim per job: sized at once.
 	nv := 0
 	for i := range set {
-		if i == 0 || r.units[set[i]].job != r.units[set[i-1]].job {
+		if i == 0 || r.units[set[i]].ji != r.units[set[i-1]].ji {
 			nv++
 		}
 	}
@@ -1438,20 +1435,20 @@ func (r *run) plan() *Plan {
 	}
 	for i := 0; i < len(set); {
 		u := &r.units[set[i]]
-		j := u.job
+		j := r.jobs[u.ji]
 		v := Victim{Job: j.Spec.ID, Queue: j.Spec.Queue, Priority: j.Spec.Priority, Ground: u.ground, Grace: r.s.grace(j)}
 		k := i
-		for ; k < len(set) && r.units[set[k]].job == j; k++ {
+		for ; k < len(set) && r.jobs[r.units[set[k]].ji] == j; k++ {
 			x := &r.units[set[k]]
 			rp := r.restartOf(x)
 			v.GPUMilli += x.milli
 			v.Lost += x.lost - rp.lost
 			v.RestartLost, v.RestartStops = rp.lost, int(rp.stops)
 			if x.task < 0 {
-				v.Claims = x.claims()
+				v.Claims = r.claims(x)
 			} else {
 				v.Tasks = append(v.Tasks, j.Placement.Tasks[x.task])
-				v.Claims = append(v.Claims, x.claims()[0])
+				v.Claims = append(v.Claims, r.claims(x)[0])
 			}
 		}
 		if v.Tasks != nil && len(v.Tasks) == len(j.Placement.Claims) {

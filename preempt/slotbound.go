@@ -45,7 +45,7 @@ func (r *run) slotBound(x *dom) GPUTime {
 	for _, ui := range r.domUnits[x.ufrom:x.uto] {
 		u := &r.units[ui]
 		n := 0
-		for _, cl := range u.claims() {
+		for _, cl := range r.claims(u) {
 			g := 0
 			if r.lv == topology.LevelFabric {
 				for _, gc := range cl.GPUs {
