@@ -364,7 +364,13 @@ func (r *run) collectIndexed(ro *Roster) {
 // the filed job the plan is for (nil: none), so that a visit reads little
 // of the job besides what its units need (not its spec).
 func (r *run) considerFiled(j *Job, b *rbucket, f uint8, self *Job) {
-	if j == self || j.Placement == nil || len(j.Placement.Claims) == 0 {
+	if j == self || j.Placement == nil {
+		return
+	}
+	if !j.shaped() {
+		j.reshape(r.c)
+	}
+	if j.cclaims == 0 { // (its claim count, cached: see Job.Placement)
 		return
 	}
 	ex, protected := r.filedProtection(j, f)
@@ -432,7 +438,13 @@ func (r *run) collectMoves(ro *Roster) {
 // considerMove is considerFiled for Defragment: Protection's order, then
 // the migration cap and the spec (moveExclusion).
 func (r *run) considerMove(j *Job, b *rbucket, f uint8, self *Job) {
-	if j == self || j.Placement == nil || len(j.Placement.Claims) == 0 {
+	if j == self || j.Placement == nil {
+		return
+	}
+	if !j.shaped() {
+		j.reshape(r.c)
+	}
+	if j.cclaims == 0 {
 		return
 	}
 	ex, protected := r.filedProtection(j, f)

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/gpusched/gpusched/topology"
 )
 
 // TestRoster files, refiles and removes jobs, and checks what a plan
@@ -59,5 +61,41 @@ func TestRoster(t *testing.T) {
 	}
 	if _, np = s.Plan(f.st, f.pending(t, "p", "q", 8, 1, 8, ""), now); np == nil || np.Eligible != 0 {
 		t.Errorf("no plan expected without low: %v", np)
+	}
+}
+
+// TestRosterReplacedPlacement: a job whose placement is replaced by a new
+// one (as the Scheduler does when a job shrinks) is planned with the new
+// placement's GPUs, although the planner keeps what it derived from the
+// old one (Job.Placement).
+func TestRosterReplacedPlacement(t *testing.T) {
+	f := newFixture(t, cluster(t, "dgx-h100", 2, 0), nil)
+	low := f.run(t, jobSpec{id: "low", queue: "q", prio: 0, tasks: []task{{"dgx-h100-1", 0, 8}}, started: ago(time.Hour)})
+	f.run(t, jobSpec{id: "high", queue: "q", prio: 9, tasks: []task{{"dgx-h100-2", 0, 8}}, started: ago(time.Hour)})
+	s := newSearch(t, Config{})
+	pend := f.pending(t, "p", "q", 5, 1, 8, "")
+	gpuMilli := func() int64 {
+		t.Helper()
+		p, np := s.Plan(f.st, pend, now)
+		v, ok := p.Victim("low")
+		if p == nil || !ok {
+			t.Fatalf("plan %v, no plan %v", p, np)
+		}
+		return v.GPUMilli
+	}
+	if got := gpuMilli(); got != 8000 {
+		t.Fatalf("victim frees %d milli-GPU, want 8000", got)
+	}
+	// low shrinks to 4 GPUs: a new placement, the other 4 GPUs released.
+	np := low.Placement.Clone()
+	cl := np.Claims[0]
+	np.Claims[0].GPUs = cl.GPUs[:4:4]
+	if err := f.l.Release(topology.Claim{Host: cl.Host, GPUs: cl.GPUs[4:]}); err != nil {
+		t.Fatal(err)
+	}
+	low.Placement = np
+	f.st.Update("low")
+	if got := gpuMilli(); got != 4000 {
+		t.Fatalf("victim frees %d milli-GPU after shrinking to 4 GPUs, want 4000", got)
 	}
 }

@@ -24,7 +24,10 @@ type Job struct {
 	Spec *workload.Job
 	// Placement is where its tasks run: one claim per placed task, each
 	// task's group, and the tasks placed per group. The ledger of the
-	// Snapshot holds these claims. Required.
+	// Snapshot holds these claims. Required. A placement that changes is
+	// a new *gang.Placement: the planners keep what they derive from it
+	// (its GPUs, hosts and claim count) while the pointer, and Spec's,
+	// stay the same, as the Scheduler does when a job shrinks or grows.
 	Placement *gang.Placement
 	// Started is when it started running. Zero means admitted but not
 	// started: it has done no work, so stopping it loses nothing, and
@@ -102,8 +105,8 @@ type Job struct {
 }
 
 // shape returns the GPU milli of j's placement and whether all its GPU
-// claims are whole GPUs, cached (with rigid, hostLo and hostHi) while the placement
-// keeps its claims and the job its spec.
+// claims are whole GPUs, cached (with rigid, hostLo, hostHi and cclaims)
+// while the job keeps its placement and spec (the same pointers).
 func (j *Job) shape(c *topology.Cluster) (int64, bool) {
 	if !j.shaped() {
 		j.reshape(c)
@@ -112,10 +115,11 @@ func (j *Job) shape(c *topology.Cluster) (int64, bool) {
 }
 
 // shaped reports whether shape's cache holds for j's placement and spec
-// (inlined: a plan asks of every job it visits).
+// (inlined: a plan asks of every job it visits). It compares pointers
+// only, so that a visit does not read the placement itself (a cache miss
+// per job): see Placement.
 func (j *Job) shaped() bool {
-	p := j.Placement
-	return j.cplace == p && j.cclaims == len(p.Claims) && j.cspec == j.Spec
+	return j.cplace == j.Placement && j.cspec == j.Spec
 }
 
 // reshape fills shape's cache.
