@@ -77,9 +77,12 @@ func TestRosterReplacedPlacement(t *testing.T) {
 	gpuMilli := func() int64 {
 		t.Helper()
 		p, np := s.Plan(f.st, pend, now)
+		if p == nil {
+			t.Fatalf("no plan: %v", np)
+		}
 		v, ok := p.Victim("low")
-		if p == nil || !ok {
-			t.Fatalf("plan %v, no plan %v", p, np)
+		if !ok {
+			t.Fatalf("plan %s without low", p)
 		}
 		return v.GPUMilli
 	}
