@@ -343,6 +343,11 @@ func (r *run) addUnits(j *Job, prio int32, g Ground, node queue.NodeID) {
 		return
 	}
 	p := j.Placement
+	if len(p.Tasks) != len(p.Claims) || len(p.Placed) > len(j.Spec.Groups) {
+		// A placement edited in place since the job was shaped (see
+		// Job.Placement): the whole gang only, never a claim that is gone.
+		return
+	}
 	whole := len(r.units) - 1
 	for gi, placed := range p.Placed {
 		excess := placed - j.Spec.Groups[gi].Min()

@@ -102,3 +102,22 @@ func TestRosterReplacedPlacement(t *testing.T) {
 		t.Fatalf("victim frees %d milli-GPU after shrinking to 4 GPUs, want 4000", got)
 	}
 }
+
+// TestRosterPlacementEditedInPlace: a placement emptied in place, against
+// Job.Placement's contract, gives a plan or a reason, never a panic: an
+// elastic job (shrink units) and a rigid one.
+func TestRosterPlacementEditedInPlace(t *testing.T) {
+	f := newFixture(t, cluster(t, "dgx-h100", 2, 0), nil)
+	elastic := f.run(t, jobSpec{id: "elastic", queue: "q", prio: 0, tasks: []task{{"dgx-h100-1", 0, 4}, {"dgx-h100-1", 4, 4}}, min: 1, started: ago(time.Hour)})
+	rigid := f.run(t, jobSpec{id: "rigid", queue: "q", prio: 0, tasks: []task{{"dgx-h100-2", 0, 8}}, started: ago(time.Hour)})
+	s := newSearch(t, Config{})
+	pend := f.pending(t, "p", "q", 5, 1, 8, "")
+	if p, np := s.Plan(f.st, pend, now); p == nil {
+		t.Fatalf("no plan before the edit: %v", np)
+	}
+	elastic.Placement.Claims = nil
+	rigid.Placement.Claims = nil
+	if p, np := s.Plan(f.st, pend, now); p == nil && np == nil {
+		t.Fatal("neither a plan nor a reason")
+	}
+}
