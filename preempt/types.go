@@ -24,10 +24,11 @@ type Job struct {
 	Spec *workload.Job
 	// Placement is where its tasks run: one claim per placed task, each
 	// task's group, and the tasks placed per group. The ledger of the
-	// Snapshot holds these claims. Required. A placement that changes is
-	// a new *gang.Placement: the planners keep what they derive from it
-	// (its GPUs, hosts and claim count) while the pointer, and Spec's,
-	// stay the same, as the Scheduler does when a job shrinks or grows.
+	// Snapshot holds these claims. Required. Replace it rather than edit
+	// it: a placement that changes is a new *gang.Placement (the Scheduler
+	// makes one when a job shrinks or grows). The planners keep what they
+	// derive from it (its GPUs, hosts and claim count) for as long as this
+	// pointer and Spec's stay the same.
 	Placement *gang.Placement
 	// Started is when it started running. Zero means admitted but not
 	// started: it has done no work, so stopping it loses nothing, and
