@@ -425,7 +425,7 @@ func (r *run) evaluate(force bool) (ok, anti bool) {
 func (r *run) setIDs() string {
 	var ids []string
 	for _, ui := range r.set {
-		ids = append(ids, r.jobs[r.units[ui].ji].Spec.ID)
+		ids = append(ids, r.jobID(&r.units[ui]))
 	}
 	slices.Sort(ids)
 	return strings.Join(slices.Compact(ids), ", ")
@@ -691,7 +691,7 @@ func (r *run) reprieve() (dropped, stale bool) {
 				}
 				return 1
 			}
-			if c := strings.Compare(r.jobs[ub.ji].Spec.ID, r.jobs[ua.ji].Spec.ID); c != 0 {
+			if c := strings.Compare(r.jobID(ub), r.jobID(ua)); c != 0 {
 				return c
 			}
 			return int(ub.task - ua.task)

@@ -106,7 +106,7 @@ func (s *Search) Defragment(snap Snapshot, p *Pending, now time.Time) (*DefragPl
 	for _, v := range p0.Victims {
 		m := Migration{Job: v.Job, From: v.Claims, Grace: v.Grace, Lost: v.Lost}
 		for _, mv := range r.best.moves {
-			if r.jobs[r.units[mv.unit].ji].Spec.ID == v.Job {
+			if r.jobID(&r.units[mv.unit]) == v.Job {
 				m.To = mv.to
 			}
 		}
@@ -223,7 +223,7 @@ func (r *run) replace() bool {
 			}
 			return 1
 		}
-		return strings.Compare(r.jobs[ua.ji].Spec.ID, r.jobs[ub.ji].Spec.ID)
+		return strings.Compare(r.jobID(ua), r.jobID(ub))
 	})
 	r.moves = r.moves[:0]
 	ok := true

@@ -31,6 +31,9 @@ type unit struct {
 	elastic bool
 }
 
+// jobID returns the ID of unit u's job.
+func (r *run) jobID(u *unit) string { return r.jobs[u.ji].Spec.ID }
+
 // claims returns what unit u releases: its job's claims, or the one of its
 // task.
 func (r *run) claims(u *unit) []topology.Claim {

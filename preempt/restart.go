@@ -65,7 +65,7 @@ func (r *run) priceRestarts() {
 		if c := cmp.Compare(int64(ua.lost)*ub.milli, int64(ub.lost)*ua.milli); c != 0 {
 			return c
 		}
-		return strings.Compare(r.jobs[ua.ji].Spec.ID, r.jobs[ub.ji].Spec.ID)
+		return strings.Compare(r.jobID(ua), r.jobID(ub))
 	})
 	r.rsort = by
 	r.restarts = slices.Grow(r.restarts[:0], len(r.jobs))[:len(r.jobs)]

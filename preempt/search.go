@@ -1318,7 +1318,7 @@ func (r *run) unitLess(a, b int32) bool {
 	case (ua.ground == GroundPriority) != (ub.ground == GroundPriority):
 		return ua.ground != GroundPriority
 	}
-	if c := strings.Compare(r.jobs[ua.ji].Spec.ID, r.jobs[ub.ji].Spec.ID); c != 0 {
+	if c := strings.Compare(r.jobID(ua), r.jobID(ub)); c != 0 {
 		return c < 0
 	}
 	return ua.task < ub.task
@@ -1418,7 +1418,7 @@ func (r *run) plan() *Plan {
 	set := append(r.psort[:0], r.best.set...)
 	r.psort = set
 	slices.SortFunc(set, func(a, b int32) int {
-		if c := strings.Compare(r.jobs[r.units[a].ji].Spec.ID, r.jobs[r.units[b].ji].Spec.ID); c != 0 {
+		if c := strings.Compare(r.jobID(&r.units[a]), r.jobID(&r.units[b])); c != 0 {
 			return c
 		}
 		return int(r.units[a].task - r.units[b].task)
