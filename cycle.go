@@ -302,7 +302,7 @@ func (s *Scheduler) Schedule(now time.Time) Decision {
 		d.Pending = s.cyc.listPending(s.tree)
 		s.refused.annotate(d.Pending) // jobs whose plans a refused stop broke say so
 	}
-	s.res.keep() // this cycle's reservations, for the next
+	s.res.keep(s.cyc.admitsNow) // this cycle's reservations (and the standby ones), for the next
 	if s.cfg.Stats {
 		d.Stats = s.stats.collect(s, &d) // the cycle's figures (stats.go)
 	}

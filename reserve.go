@@ -24,10 +24,11 @@ type reservations struct {
 	// holds are this cycle's holds, in the order taken; begin clears
 	// them. Invariant: len(holds) ≤ max(0, max).
 	holds []*hold
-	// byJob holds the reservations of the last cycle by holder; kept the
-	// same as a list, keptSpare the list before it (reused). Invariant:
-	// a reservation here has its shadow unless it was taken back to
-	// shadowPool (then shadow is nil).
+	// byJob holds the reservations kept from the last cycle by holder
+	// (those held in it, then the standby ones: keep); kept the same as a
+	// list, keptSpare the list before it (reused). Invariant: a
+	// reservation here has its shadow unless it was taken back to
+	// shadowPool (then shadow is nil); len(kept) ≤ 2·max(0, max).
 	byJob           map[*job]*reservation
 	kept, keptSpare []*reservation
 	shadowPool      []*topology.Ledger    // shadow ledgers free for reuse (deep and restored reservations)
@@ -171,9 +172,21 @@ func (rs *reservations) healthLost() { rs.healthEpoch++ }
 
 // keep remembers this cycle's reservations, shadows included, for the
 // next: a reservation is not moved later while it stays valid, and its
-// shadow is brought up to date instead of rebuilt. Shadows of
-// reservations no longer held go back to the pool.
-func (rs *reservations) keep() {
+// shadow is brought up to date instead of rebuilt. admits are the jobs
+// admitted in this cycle.
+//
+// It also keeps, on standby, up to max of the reservations kept before
+// whose jobs still wait but hold none in this cycle (another queue's job
+// took the last hold, or the job was not reached): a job whose turn for a
+// hold comes back finds its reservation as it left it, where computing it
+// again meant a what-if releasing the running jobs one by one — with more
+// backfilling queues than holds, a new what-if for most cycles' holders.
+// A standby reservation delays no one: its shadow takes this cycle's
+// admissions that run past its time (standby), and one an admission
+// conflicts with is dropped, its job's next hold computed afresh. The
+// held reservations come first, then the standby ones in the order they
+// were kept. Shadows of reservations no longer kept go back to the pool.
+func (rs *reservations) keep(admits []*job) {
 	clear(rs.byJob)
 	old := rs.kept
 	rs.kept = rs.keptSpare[:0]
@@ -188,13 +201,35 @@ func (rs *reservations) keep() {
 		rs.byJob[h.holder] = h.res
 		rs.kept = append(rs.kept, h.res)
 	}
+	held := len(rs.kept)
 	for _, r := range old {
-		if r.shadow != nil && !slices.Contains(rs.kept, r) {
-			rs.recycleShadow(r.shadow)
-			r.shadow = nil
+		if r.shadow == nil || slices.Contains(rs.kept[:held], r) {
+			continue
 		}
+		if len(rs.kept) < held+rs.max && r.holder.state.Waiting() && rs.byJob[r.holder] == nil && rs.standby(r, admits) {
+			rs.byJob[r.holder] = r
+			rs.kept = append(rs.kept, r)
+			continue
+		}
+		rs.recycleShadow(r.shadow)
+		r.shadow = nil
 	}
 	rs.keptSpare = old[:0]
+}
+
+// standby brings the shadow of reservation r, not held in this cycle, up
+// to date with the cycle's admissions (none was checked against it): an
+// admission that runs past r's time is allocated in it, as check does
+// for a held one. It reports whether r is still free: no admission takes
+// its claims (nor, with whole-host reservations, shares a host with
+// them).
+func (rs *reservations) standby(r *reservation, admits []*job) bool {
+	for _, aj := range admits {
+		if rs.wholeHosts && aj.state.Holding() && (r.forever || !aj.endKnown || aj.end.After(r.at)) && sharesHost(aj.placement.Claims, r.claims) {
+			return false
+		}
+	}
+	return syncShadow(r, admits)
 }
 
 // syncShadow brings a reservation's shadow from the last cycle up to date

@@ -38,7 +38,10 @@ type Reservation struct {
 }
 
 // Reservations returns the backfill reservations kept from the last
-// cycle, in the order taken.
+// cycle: those held in it, in the order taken, then those kept on standby
+// for jobs that still wait but held none in it (at most MaxReservations
+// of each; a standby reservation delays no one until its job holds it
+// again).
 func (s *Scheduler) Reservations() []Reservation {
 	rs := &s.res
 	var out []Reservation
@@ -86,8 +89,8 @@ func (s *Scheduler) RestoreReservation(r Reservation) error {
 	if !j.state.Waiting() || rs.byJob[j] != nil {
 		return jobErr(r.Job, fmt.Errorf("%w: RestoreReservation for a %s job, or one restored already", ErrState, j.state))
 	}
-	if rs.max <= 0 || len(rs.kept) >= rs.max {
-		return jobErr(r.Job, fmt.Errorf("%w: more reservations than Config.MaxReservations", ErrState))
+	if rs.max <= 0 || len(rs.kept) >= 2*rs.max {
+		return jobErr(r.Job, fmt.Errorf("%w: more reservations than twice Config.MaxReservations (held and standby)", ErrState))
 	}
 	if r.Forever != r.At.IsZero() {
 		return jobErr(r.Job, fmt.Errorf("%w: a reservation has a time unless it is forever", ErrState))

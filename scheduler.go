@@ -50,7 +50,11 @@ type Config struct {
 	DefaultRuntime time.Duration
 	// MaxReservations bounds how many waiting jobs hold a reservation or a
 	// quota hold at once (the first blocked job of each backfilling queue,
-	// in service order); 0 means 4, negative means none.
+	// in service order); 0 means 4, negative means none. As many
+	// reservations again are kept on standby for jobs that held one in an
+	// earlier cycle but not in the last (Scheduler.Reservations): such a
+	// job's next hold reuses its reservation while nothing admitted since
+	// took its place.
 	MaxReservations int
 	// BackfillAround places a backfill candidate around the reservations
 	// when the placer's first choice would delay one (Slurm's backfill

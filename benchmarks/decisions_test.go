@@ -23,6 +23,16 @@ var decisionDigests = map[string]string{
 
 const decisionCycles = 6
 
+// longDigest is the digest of decisionCyclesLong cycles on the 10k-GPU
+// fixture (TestDecisionsUnchangedLong), recorded on main before the
+// reservations kept on standby (b03fd76): long enough for the holders of
+// its eight backfilling queues' reservations, four held a cycle, to wait
+// on standby and hold again.
+const (
+	longDigest         = "d639c84b8be18fc0294cfbf384bd4901a8370d7625ad9f7d9c0e62ab26c58d1c"
+	decisionCyclesLong = 1000
+)
+
 // TestDecisionsUnchanged runs decisionCycles cycles on the 10k-GPU (and,
 // without -short, the 100k-GPU) scheduling fixture with 10,000 jobs
 // pending — the full cycle first, then cycles after the earliest-ending
@@ -35,7 +45,7 @@ func TestDecisionsUnchanged(t *testing.T) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
-			got := decisionDigest(t, name)
+			got := decisionDigest(t, name, decisionCycles)
 			if os.Getenv("GPUSCHED_DIGESTS") != "" {
 				t.Logf("%q: %q,", name, got)
 				return
@@ -47,12 +57,28 @@ func TestDecisionsUnchanged(t *testing.T) {
 	}
 }
 
-func decisionDigest(t *testing.T, presetName string) string {
+// TestDecisionsUnchangedLong is TestDecisionsUnchanged on the 10k-GPU
+// fixture for decisionCyclesLong cycles (not with -short).
+func TestDecisionsUnchangedLong(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a thousand cycles: not with -short")
+	}
+	got := decisionDigest(t, "h100-10k", decisionCyclesLong)
+	if os.Getenv("GPUSCHED_DIGESTS") != "" {
+		t.Logf("long: %q", got)
+		return
+	}
+	if got != longDigest {
+		t.Errorf("decisions of %d cycles on h100-10k changed: digest %s, recorded %s", decisionCyclesLong, got, longDigest)
+	}
+}
+
+func decisionDigest(t *testing.T, presetName string, cycles int) string {
 	w := world(t, presetName)
 	s, now, r := w.scheduler(t, 10000)
 	h := sha256.New()
 	next := 10000
-	for cycle := 0; cycle < decisionCycles; cycle++ {
+	for cycle := 0; cycle < cycles; cycle++ {
 		if cycle > 0 {
 			var id string
 			s.Holding(func(jid string, st gpusched.JobStatus) bool {
