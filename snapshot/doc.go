@@ -78,7 +78,8 @@
 //	  domain: dgx-h100-3/nvswitch0  # the domain it was placed within
 //	                            #   (version 7; absent: the cluster)
 //	reservations:               # backfill reservations kept from the last
-//	- job: big-1                #   cycle (version 4), in the order taken
+//	- job: big-1                #   cycle (version 4), in the order taken,
+//	                            #   then those kept on standby
 //	  at: 2025-01-01T11:00:00Z  # reserved start (absent when forever)
 //	  forever: false            # only once jobs without an estimate end
 //	  placement: [...]          # the reserved placement (as a job's)
