@@ -1438,7 +1438,7 @@ func (r *run) plan() *Plan {
 		j := r.jobs[u.ji]
 		v := Victim{Job: j.Spec.ID, Queue: j.Spec.Queue, Priority: j.Spec.Priority, Ground: u.ground, Grace: r.s.grace(j)}
 		k := i
-		for ; k < len(set) && r.jobs[r.units[set[k]].ji] == j; k++ {
+		for ; k < len(set) && r.units[set[k]].ji == u.ji; k++ {
 			x := &r.units[set[k]]
 			rp := r.restartOf(x)
 			v.GPUMilli += x.milli
