@@ -280,3 +280,111 @@ func TestPropertyRosterDefrag(t *testing.T) {
 		}
 	})
 }
+
+// TestPropertyPlainVisit: collectIndexed's visit of the usual job of a
+// plan without a queue tree in its own loop (visitPlain) makes the same
+// jobs, units, contributions, exclusions and eligible count as
+// considerFiled does job by job (slowVisit), and Plan the same plans and
+// reasons: on random instances (with and without queues, elastic gangs,
+// protected, stopping and checkpointed jobs, a failed GPU, the gang
+// required on a host, a ToR or nowhere), and on busy ToRs of whole-GPU
+// jobs and gangs without queues, where most units are made in the loop.
+func TestPropertyPlainVisit(t *testing.T) {
+	t.Run("random", func(t *testing.T) {
+		inLoop := 0
+		rapid.Check(t, func(rt *rapid.T) {
+			in := genInstance(rt, 12)
+			inLoop += checkPlainVisit(rt, in.cfg, in.f.st, in.pend, in.now)
+		})
+		t.Logf("%d units of rigid whole-GPU jobs in plans the loop visits", inLoop)
+	})
+	t.Run("busy", func(t *testing.T) {
+		c := cluster(t, "dgx-h100", 16, 4)
+		inLoop := 0
+		rapid.Check(t, func(rt *rapid.T) {
+			f := newFixture(rt, c, nil)
+			n := 0
+			for h := 0; h < 16; h++ {
+				for at := 0; at < 8; n++ {
+					js := jobSpec{id: "j" + itoa(n), queue: "q", prio: int32(rapid.IntRange(0, 9).Draw(rt, "prio")),
+						started: time.Duration(rapid.IntRange(1, 600).Draw(rt, "started")) * time.Minute}
+					if rapid.Bool().Draw(rt, "checkpointed") {
+						js.checkpoint = js.started + time.Duration(rapid.IntRange(0, 600).Draw(rt, "checkpoint"))*time.Minute
+					}
+					switch rapid.IntRange(0, 19).Draw(rt, "protect") {
+					case 0:
+						js.nonPre = true
+					case 1:
+						js.minRun = 12 * time.Hour
+					}
+					if at == 0 && h%4 < 3 && rapid.IntRange(0, 3).Draw(rt, "gang") == 0 {
+						// A gang of whole hosts within the ToR, rarely elastic.
+						k := rapid.IntRange(2, 4-h%4).Draw(rt, "hosts")
+						for i := 0; i < k; i++ {
+							js.tasks = append(js.tasks, task{c.HostName(topology.HostID(h + i)), 0, 8})
+						}
+						if rapid.IntRange(0, 4).Draw(rt, "elastic") == 0 {
+							js.min = 1
+						}
+						f.run(rt, js)
+						h += k - 1
+						n++
+						break
+					}
+					g := min(8-at, rapid.SampledFrom([]int{1, 2, 4, 8}).Draw(rt, "gpus"))
+					js.tasks = []task{{c.HostName(topology.HostID(h)), at, g}}
+					f.run(rt, js)
+					at += g
+				}
+			}
+			pend := f.pending(rt, "big", "q", int32(rapid.IntRange(1, 10).Draw(rt, "pendPrio")), rapid.IntRange(1, 8).Draw(rt, "count"), 8,
+				rapid.SampledFrom([]string{"", "host", "tor"}).Draw(rt, "level"))
+			at := t0.Add(time.Duration(rapid.IntRange(600, 900).Draw(rt, "now")) * time.Minute)
+			inLoop += checkPlainVisit(rt, Config{MaxPlacements: 1 << 20, MaxNodes: 1 << 24}, f.st, pend, at)
+		})
+		t.Logf("%d units of rigid whole-GPU jobs in plans the loop visits", inLoop)
+		if inLoop == 0 {
+			t.Fatal("no unit was made in the loop")
+		}
+	})
+}
+
+// checkPlainVisit compares collect and Plan with and without visitPlain
+// for one instance; it returns how many units of rigid whole-GPU jobs
+// were made in a run that visitPlain may take.
+func checkPlainVisit(rt *rapid.T, cfg Config, snap Snapshot, pend *Pending, now time.Time) int {
+	collected := func() *run {
+		r := newSearch(rt, cfg).begin(snap, pend, now)
+		r.goSolo()
+		r.collect()
+		return r
+	}
+	r1 := collected()
+	defer r1.end()
+	slowVisit = true
+	r2 := collected()
+	slowVisit = false
+	defer r2.end()
+	if !slices.Equal(r1.jobs, r2.jobs) || !slices.Equal(r1.units, r2.units) || !slices.Equal(r1.contribs, r2.contribs) {
+		rt.Fatalf("in the loop: jobs %v units %+v contribs %+v\njob by job: jobs %v units %+v contribs %+v", r1.jobs, r1.units, r1.contribs, r2.jobs, r2.units, r2.contribs)
+	}
+	if r1.excluded != r2.excluded || r1.eligible != r2.eligible {
+		rt.Fatalf("in the loop: excluded %v, %d eligible; job by job: %v, %d", r1.excluded, r1.eligible, r2.excluded, r2.eligible)
+	}
+	inLoop := 0
+	if !r1.plainVisit() {
+		for _, u := range r1.units {
+			if j := r1.jobs[u.ji]; u.task < 0 && j.rigid && j.allWhole {
+				inLoop++
+			}
+		}
+	}
+	p1, n1 := newSearch(rt, cfg).Plan(snap, pend, now)
+	slowVisit = true
+	p2, n2 := newSearch(rt, cfg).Plan(snap, pend, now)
+	slowVisit = false
+	if !reflect.DeepEqual(p1, p2) || !reflect.DeepEqual(n1, n2) {
+		rt.Fatalf("in the loop: %+v %+v\njob by job: %+v %+v", p1, n1, p2, n2)
+	}
+	return inLoop
+}

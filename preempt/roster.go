@@ -334,10 +334,14 @@ func (r *run) collectIndexed(ro *Roster) {
 	// visiting its hosts' data in order is much faster. Many jobs are
 	// picked out of the roster's host order; a few are sorted.
 	if 4*n >= len(ro.all) {
-		for i := range ro.all {
-			if e := &ro.all[i]; e.b.visit == ro.stamp {
-				r.considerFiled(e.j, e.b, e.flags, self)
+		if r.plainVisit() {
+			for i := range ro.all {
+				if e := &ro.all[i]; e.b.visit == ro.stamp {
+					r.considerFiled(e.j, e.b, e.flags, self)
+				}
 			}
+		} else {
+			r.visitPlain(ro, self)
 		}
 		return
 	}
@@ -355,6 +359,59 @@ func (r *run) collectIndexed(ro *Roster) {
 	}
 	clear(visit)
 	r.visit = visit[:0]
+}
+
+// slowVisit turns off visitPlain (tests compare plans made with and
+// without it).
+var slowVisit = false
+
+// plainVisit reports whether visitPlain may not run: it needs a plan
+// without a queue tree at the level of host domains or above, whose gang
+// may use every host and GPU (everyHost, no AllowGPU), not solo nor a
+// migration.
+func (r *run) plainVisit() bool {
+	return slowVisit || genericContrib || r.tree != nil || r.solo || r.defrag || !r.everyHost || r.req.AllowGPU != nil || r.lv < topology.LevelHost
+}
+
+// visitPlain is collectIndexed's visit of every filed job in host order,
+// each job of a visited bucket with no filing flag, whole GPUs only, no
+// group above its minimum and its claims in one domain of the level (the
+// usual job of a plan without a queue tree) made into its one unit and
+// contribution here, in the loop, as considerFiled, addUnits and
+// contribute would; every other job through considerFiled. It reads each
+// such job's two first cache lines and nothing else of it.
+func (r *run) visitPlain(ro *Roster, self *Job) {
+	hostDom, contig := r.lx.hostDom, r.lx.contig
+	for i := range ro.all {
+		e := &ro.all[i]
+		b := e.b
+		if b.visit != ro.stamp {
+			continue
+		}
+		j := e.j
+		if e.flags == 0 && b.vall && j != self && j.shaped() && j.cclaims > 0 && j.allWhole && j.rigid && (contig || j.hostLo == j.hostHi) {
+			if di := hostDom[j.hostLo]; di >= 0 && hostDom[j.hostHi] == di && j.milli >= topology.MilliPerGPU {
+				n := int32(j.milli / topology.MilliPerGPU)
+				ji, cf := int32(len(r.jobs)), int32(len(r.contribs))
+				r.eligible++
+				r.jobs = append(r.jobs, j)
+				var lost GPUTime
+				if cp := &j.Checkpoint; !cp.IsZero() && !j.Started.IsZero() && !cp.Before(j.Started) {
+					lost = lostNanos(j.milli, cp.UnixNano(), r.nowNano) // lostSince's usual case, inline
+				} else {
+					lost = r.lostSince(j.milli, j)
+				}
+				r.units = append(r.units, unit{})
+				u := &r.units[len(r.units)-1]
+				u.milli, u.lost, u.ji, u.task, u.slot = j.milli, lost, ji, -1, -1
+				u.leaf, u.node, u.prio, u.ground = -1, -1, b.prio, GroundPriority
+				u.cfrom, u.cto = cf, cf+1
+				r.contribs = append(r.contribs, contrib{dom: di, gpus: n, milli: int64(n) * topology.MilliPerGPU})
+				continue
+			}
+		}
+		r.considerFiled(j, b, e.flags, self)
+	}
 }
 
 // considerFiled is consider for a job of the roster in bucket b, which
