@@ -288,7 +288,8 @@ func TestPropertyRosterDefrag(t *testing.T) {
 // reasons: on random instances (with and without queues, elastic gangs,
 // protected, stopping and checkpointed jobs, a failed GPU, the gang
 // required on a host, a ToR or nowhere), and on busy ToRs of whole-GPU
-// jobs and gangs without queues, where most units are made in the loop.
+// jobs and gangs without queues (some not started, some checkpointing
+// at an interval), where most units are made in the loop.
 func TestPropertyPlainVisit(t *testing.T) {
 	t.Run("random", func(t *testing.T) {
 		inLoop := 0
@@ -306,8 +307,9 @@ func TestPropertyPlainVisit(t *testing.T) {
 			n := 0
 			for h := 0; h < 16; h++ {
 				for at := 0; at < 8; n++ {
+					// started 0: admitted, not started.
 					js := jobSpec{id: "j" + itoa(n), queue: "q", prio: int32(rapid.IntRange(0, 9).Draw(rt, "prio")),
-						started: time.Duration(rapid.IntRange(1, 600).Draw(rt, "started")) * time.Minute}
+						started: time.Duration(rapid.IntRange(0, 600).Draw(rt, "started")) * time.Minute}
 					if rapid.Bool().Draw(rt, "checkpointed") {
 						js.checkpoint = js.started + time.Duration(rapid.IntRange(0, 600).Draw(rt, "checkpoint"))*time.Minute
 					}
@@ -326,14 +328,14 @@ func TestPropertyPlainVisit(t *testing.T) {
 						if rapid.IntRange(0, 4).Draw(rt, "elastic") == 0 {
 							js.min = 1
 						}
-						f.run(rt, js)
+						withInterval(rt, f.run(rt, js))
 						h += k - 1
 						n++
 						break
 					}
 					g := min(8-at, rapid.SampledFrom([]int{1, 2, 4, 8}).Draw(rt, "gpus"))
 					js.tasks = []task{{c.HostName(topology.HostID(h)), at, g}}
-					f.run(rt, js)
+					withInterval(rt, f.run(rt, js))
 					at += g
 				}
 			}
@@ -347,6 +349,14 @@ func TestPropertyPlainVisit(t *testing.T) {
 			t.Fatal("no unit was made in the loop")
 		}
 	})
+}
+
+// withInterval gives j a checkpoint interval, one time in four (a
+// negative one among them).
+func withInterval(rt *rapid.T, j *Job) {
+	if rapid.IntRange(0, 3).Draw(rt, "interval") == 0 {
+		j.CheckpointInterval = time.Duration(rapid.IntRange(-10, 240).Draw(rt, "every")) * time.Minute
+	}
 }
 
 // checkPlainVisit compares collect and Plan with and without visitPlain
@@ -370,6 +380,23 @@ func checkPlainVisit(rt *rapid.T, cfg Config, snap Snapshot, pend *Pending, now 
 	}
 	if r1.excluded != r2.excluded || r1.eligible != r2.eligible {
 		rt.Fatalf("in the loop: excluded %v, %d eligible; job by job: %v, %d", r1.excluded, r1.eligible, r2.excluded, r2.eligible)
+	}
+	// rank: visitPlain added up its units as it went.
+	v1, v2 := r1.rank(), r2.rank()
+	if v1 != v2 || r1.freeFits != r2.freeFits || r1.candidates != r2.candidates || r1.tooSmall != r2.tooSmall || !slices.Equal(r1.heap, r2.heap) {
+		rt.Fatalf("ranked in the loop: %v, %d fit free, %d candidates, %d too small, heap %v\njob by job: %v, %d, %d, %d, %v",
+			v1, r1.freeFits, r1.candidates, r1.tooSmall, r1.heap, v2, r2.freeFits, r2.candidates, r2.tooSmall, r2.heap)
+	}
+	if len(r1.doms) != len(r2.doms) {
+		rt.Fatalf("%d domains ranked in the loop, %d job by job", len(r1.doms), len(r2.doms))
+	}
+	for i := range r1.doms {
+		x1, x2 := r1.doms[i], r2.doms[i]
+		l1, l2 := r1.domUnits[x1.ufrom:x1.uto], r2.domUnits[x2.ufrom:x2.uto]
+		x1.ufrom, x1.uto, x2.ufrom, x2.uto = 0, 0, 0, 0
+		if x1 != x2 || !slices.Equal(l1, l2) {
+			rt.Fatalf("domain %d in the loop: %+v units %v\njob by job: %+v units %v", i, x1, l1, x2, l2)
+		}
 	}
 	inLoop := 0
 	if !r1.plainVisit() {

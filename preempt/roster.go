@@ -382,6 +382,8 @@ func (r *run) plainVisit() bool {
 // such job's two first cache lines and nothing else of it.
 func (r *run) visitPlain(ro *Roster, self *Job) {
 	hostDom, contig := r.lx.hostDom, r.lx.contig
+	r.openDoms()
+	r.tally = tally{on: true, listed: !plainLists, last: -1}
 	for i := range ro.all {
 		e := &ro.all[i]
 		b := e.b
@@ -395,10 +397,16 @@ func (r *run) visitPlain(ro *Roster, self *Job) {
 				ji, cf := int32(len(r.jobs)), int32(len(r.contribs))
 				r.eligible++
 				r.jobs = append(r.jobs, j)
+				// lostSince's usual cases, inline: a reported checkpoint,
+				// or none and no interval.
 				var lost GPUTime
-				if cp := &j.Checkpoint; !cp.IsZero() && !j.Started.IsZero() && !cp.Before(j.Started) {
-					lost = lostNanos(j.milli, cp.UnixNano(), r.nowNano) // lostSince's usual case, inline
-				} else {
+				switch cp := &j.Checkpoint; {
+				case j.Started.IsZero():
+				case !cp.IsZero() && !cp.Before(j.Started):
+					lost = lostNanos(j.milli, cp.UnixNano(), r.nowNano)
+				case cp.IsZero() && j.CheckpointInterval <= 0:
+					lost = lostNanos(j.milli, j.Started.UnixNano(), r.nowNano)
+				default:
 					lost = r.lostSince(j.milli, j)
 				}
 				r.units = append(r.units, unit{})
@@ -407,10 +415,17 @@ func (r *run) visitPlain(ro *Roster, self *Job) {
 				u.leaf, u.node, u.prio, u.ground = -1, -1, b.prio, GroundPriority
 				u.cfrom, u.cto = cf, cf+1
 				r.contribs = append(r.contribs, contrib{dom: di, gpus: n, milli: int64(n) * topology.MilliPerGPU})
+				// rankFrom's tally of the unit, here while it is at hand.
+				r.listUnit(len(r.units)-1, di)
+				r.doms[di].add(r.amount(n, int64(n)*topology.MilliPerGPU), n, lost, true)
 				continue
 			}
 		}
+		from := len(r.units)
 		r.considerFiled(j, b, e.flags, self)
+		for ui := from; ui < len(r.units); ui++ {
+			r.tallyUnit(ui, nil, 0)
+		}
 	}
 }
 

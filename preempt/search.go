@@ -229,6 +229,8 @@ type run struct {
 	heap     []heapItem
 	heaped   bool // heap is a heap (see popDomain)
 	pops     int
+	// tally: rankFrom's state (see tally).
+	tally tally
 	// freeFits counts the domains with enough GPUs free now; domAcc,
 	// domTouch and slotHosts are scratch for countsElsewhere.
 	freeFits  int
@@ -807,9 +809,7 @@ func (r *run) consider(j *Job) {
 // rank builds the candidate domains and their lower bounds. It returns a
 // verdict when none is a candidate (or the quota cannot be met).
 func (r *run) rank() Verdict {
-	l, c := r.l, r.c
-	ids := c.DomainsAt(r.lv)
-	nd := len(ids)
+	nd := len(r.c.DomainsAt(r.lv))
 	if len(r.domAcc) < nd {
 		r.domAcc = make([]int64, nd)
 	}
@@ -820,15 +820,12 @@ func (r *run) rank() Verdict {
 			r.rankSolo(true)
 		}
 	} else {
-		r.doms = slices.Grow(r.doms[:0], nd)[:nd]
-		for i, d := range ids {
-			x := &r.doms[i]
-			*x = dom{i: int32(i), pos: int32(i), id: d, free: int64(l.FreeGPUs(d)), freeMilli: l.FreeMilli(d), minRatio: math.Inf(1)}
-			if r.freeA(x) >= r.needA {
-				r.freeFits++
-			}
+		if r.tally.on {
+			r.finishRank(0) // visitPlain added up the units as it made them
+		} else {
+			r.openDoms()
+			r.rankFrom(0)
 		}
-		r.rankFrom(0)
 	}
 	if r.qblock {
 		// Even with every eligible victim gone, does the quota bind?
@@ -863,74 +860,136 @@ func (r *run) rank() Verdict {
 	return 0
 }
 
+// openDoms sets up r.doms for a search that is not solo: one per domain
+// of the level, with what is free there, and no units listed yet.
+func (r *run) openDoms() {
+	l := r.l
+	ids := r.c.DomainsAt(r.lv)
+	r.doms = slices.Grow(r.doms[:0], len(ids))[:len(ids)]
+	r.domUnits, r.freeFits = r.domUnits[:0], 0
+	for i, d := range ids {
+		x := &r.doms[i]
+		*x = dom{i: int32(i), pos: int32(i), id: d, free: int64(l.FreeGPUs(d)), freeMilli: l.FreeMilli(d), minRatio: math.Inf(1)}
+		if r.freeA(x) >= r.needA {
+			r.freeFits++
+		}
+	}
+}
+
+// tally is rankFrom's state while it adds up the units one by one: on
+// while visitPlain adds them up as it makes them (rank then only
+// finishes); listed while each unit so far frees something in at most one
+// domain and the domains came in ascending order (jobs visited in host
+// order, each within a domain of consecutive hosts: the usual case), so
+// that each domain's list is a run of the listing and no second pass
+// builds the lists; last the latest of those domains; base where the
+// lists start in r.domUnits.
+type tally struct {
+	on, listed bool
+	last       int32
+	base       int
+}
+
 // rankFrom adds up what the units free in r.doms[from:], builds their
 // units lists and puts the candidates among them, with their lower bounds,
 // in r.heap.
 func (r *run) rankFrom(from int) {
-	// Contributions per domain and the cheapest lost work per unit freed.
 	var pos []int32
 	if r.solo {
 		pos = r.lx.hostPos
 	}
-	// listed: the units are listed per domain as they are met, while each
-	// frees something in at most one domain and the domains come in
-	// ascending order (jobs visited in host order, each within a domain
-	// of consecutive hosts: the usual case), so that each domain's list is
-	// a run of the listing and no second pass builds the lists.
-	listed, last, base := pos == nil && !plainLists, int32(-1), len(r.domUnits)
+	r.tally = tally{listed: pos == nil && !plainLists, last: -1, base: len(r.domUnits)}
 	for ui := range r.units {
-		u := &r.units[ui]
-		if listed {
-			switch n := u.cto - u.cfrom; {
-			case n == 0:
-			case n > 1 || r.contribs[u.cfrom].dom < last:
-				listed = false
-				r.domUnits = r.domUnits[:base]
-			default:
-				x := &r.doms[r.contribs[u.cfrom].dom]
-				if x.i != last {
-					x.ufrom, last = int32(len(r.domUnits)), x.i
-				}
-				r.domUnits = append(r.domUnits, int32(ui))
-				x.uto = int32(len(r.domUnits))
-			}
-		}
-		for k, ct := range r.contribs[u.cfrom:u.cto] {
-			var x *dom
-			if pos == nil {
-				x = &r.doms[ct.dom]
-			} else if p := pos[ct.dom]; int(p) >= from {
-				x = &r.doms[p]
-				cm := r.contribCM[int(u.cfrom)+k]
-				x.evictCPU += cm.cpu
-				x.evictMem += cm.mem
-			} else {
-				continue
-			}
-			a := r.amount(ct.gpus, ct.milli)
-			x.evict += a
-			x.evictGPUs += int64(ct.gpus)
-			x.n++
-			if a > 0 {
-				// Never NaN (a > 0): compared, not min and max.
-				if q := float64(u.lost) / float64(a); q < x.minRatio {
-					x.minRatio = q
-					if q > x.maxRatio {
-						x.maxRatio = q
-					}
-				} else if q > x.maxRatio {
-					x.maxRatio = q
-				}
-				if u.task < 0 && !u.elastic {
-					x.sumRigid += u.lost
-				}
-			}
-		}
+		r.tallyUnit(ui, pos, from)
 	}
-	if !listed {
+	r.finishRank(from)
+}
+
+// finishRank lists the units per domain of r.doms[from:] unless the
+// tally listed them as it went, and ranks those domains.
+func (r *run) finishRank(from int) {
+	if !r.tally.listed {
 		r.listUnits(from)
 	}
+	r.tally.on = false
 	r.rankDomains(from)
+}
+
+// tallyUnit adds what unit ui frees to its domains among r.doms[from:]
+// (pos: a solo search's positions of its hosts in r.doms; nil: r.doms by
+// domain) and lists it under its domain while the tally lists.
+func (r *run) tallyUnit(ui int, pos []int32, from int) {
+	u := &r.units[ui]
+	if t := &r.tally; t.listed {
+		switch n := u.cto - u.cfrom; {
+		case n == 0:
+		case n > 1:
+			t.listed = false
+			r.domUnits = r.domUnits[:t.base]
+		default:
+			r.listUnit(ui, r.contribs[u.cfrom].dom)
+		}
+	}
+	rigid := u.task < 0 && !u.elastic
+	for k, ct := range r.contribs[u.cfrom:u.cto] {
+		var x *dom
+		if pos == nil {
+			x = &r.doms[ct.dom]
+		} else if p := pos[ct.dom]; int(p) >= from {
+			x = &r.doms[p]
+			cm := r.contribCM[int(u.cfrom)+k]
+			x.evictCPU += cm.cpu
+			x.evictMem += cm.mem
+		} else {
+			continue
+		}
+		x.add(r.amount(ct.gpus, ct.milli), ct.gpus, u.lost, rigid)
+	}
+}
+
+// listUnit lists unit ui, which frees something in domain di alone,
+// under di while the tally lists: after the units of the domain before
+// it, or, if di comes before that domain, not as it goes (listUnits
+// lists every unit after the tally).
+func (r *run) listUnit(ui int, di int32) {
+	t := &r.tally
+	if !t.listed {
+		return
+	}
+	if di < t.last {
+		t.listed = false
+		r.domUnits = r.domUnits[:t.base]
+		return
+	}
+	x := &r.doms[di]
+	if di != t.last {
+		x.ufrom, t.last = int32(len(r.domUnits)), di
+	}
+	r.domUnits = append(r.domUnits, int32(ui))
+	x.uto = int32(len(r.domUnits))
+}
+
+// add adds to domain x a unit's contribution there: a in the gang's unit,
+// gpus GPUs, for lost work lost; rigid says the unit is a whole gang
+// that cannot shrink.
+func (x *dom) add(a int64, gpus int32, lost GPUTime, rigid bool) {
+	x.evict += a
+	x.evictGPUs += int64(gpus)
+	x.n++
+	if a > 0 {
+		// Never NaN (a > 0): compared, not min and max.
+		if q := float64(lost) / float64(a); q < x.minRatio {
+			x.minRatio = q
+			if q > x.maxRatio {
+				x.maxRatio = q
+			}
+		} else if q > x.maxRatio {
+			x.maxRatio = q
+		}
+		if rigid {
+			x.sumRigid += lost
+		}
+	}
 }
 
 // plainLists turns off rankFrom's listing of the units as they are met
