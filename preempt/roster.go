@@ -423,8 +423,8 @@ func (r *run) visitPlain(ro *Roster, self *Job) {
 		}
 		from := len(r.units)
 		r.considerFiled(j, b, e.flags, self)
-		for ui := from; ui < len(r.units); ui++ {
-			r.tallyUnit(ui, nil, 0)
+		if len(r.units) > from {
+			r.tallyUnits(from, len(r.units), nil, 0)
 		}
 	}
 }

@@ -899,9 +899,7 @@ func (r *run) rankFrom(from int) {
 		pos = r.lx.hostPos
 	}
 	r.tally = tally{listed: pos == nil && !plainLists, last: -1, base: len(r.domUnits)}
-	for ui := range r.units {
-		r.tallyUnit(ui, pos, from)
-	}
+	r.tallyUnits(0, len(r.units), pos, from)
 	r.finishRank(from)
 }
 
@@ -915,35 +913,38 @@ func (r *run) finishRank(from int) {
 	r.rankDomains(from)
 }
 
-// tallyUnit adds what unit ui frees to its domains among r.doms[from:]
-// (pos: a solo search's positions of its hosts in r.doms; nil: r.doms by
-// domain) and lists it under its domain while the tally lists.
-func (r *run) tallyUnit(ui int, pos []int32, from int) {
-	u := &r.units[ui]
-	if t := &r.tally; t.listed {
-		switch n := u.cto - u.cfrom; {
-		case n == 0:
-		case n > 1:
-			t.listed = false
-			r.domUnits = r.domUnits[:t.base]
-		default:
-			r.listUnit(ui, r.contribs[u.cfrom].dom)
+// tallyUnits adds what units r.units[lo:hi] free to their domains among
+// r.doms[from:] (pos: a solo search's positions of its hosts in r.doms;
+// nil: r.doms by domain) and lists each under its domain while the tally
+// lists.
+func (r *run) tallyUnits(lo, hi int, pos []int32, from int) {
+	for ui := lo; ui < hi; ui++ {
+		u := &r.units[ui]
+		if t := &r.tally; t.listed {
+			switch n := u.cto - u.cfrom; {
+			case n == 0:
+			case n > 1:
+				t.listed = false
+				r.domUnits = r.domUnits[:t.base]
+			default:
+				r.listUnit(ui, r.contribs[u.cfrom].dom)
+			}
 		}
-	}
-	rigid := u.task < 0 && !u.elastic
-	for k, ct := range r.contribs[u.cfrom:u.cto] {
-		var x *dom
-		if pos == nil {
-			x = &r.doms[ct.dom]
-		} else if p := pos[ct.dom]; int(p) >= from {
-			x = &r.doms[p]
-			cm := r.contribCM[int(u.cfrom)+k]
-			x.evictCPU += cm.cpu
-			x.evictMem += cm.mem
-		} else {
-			continue
+		rigid := u.task < 0 && !u.elastic
+		for k, ct := range r.contribs[u.cfrom:u.cto] {
+			var x *dom
+			if pos == nil {
+				x = &r.doms[ct.dom]
+			} else if p := pos[ct.dom]; int(p) >= from {
+				x = &r.doms[p]
+				cm := r.contribCM[int(u.cfrom)+k]
+				x.evictCPU += cm.cpu
+				x.evictMem += cm.mem
+			} else {
+				continue
+			}
+			x.add(r.amount(ct.gpus, ct.milli), ct.gpus, u.lost, rigid)
 		}
-		x.add(r.amount(ct.gpus, ct.milli), ct.gpus, u.lost, rigid)
 	}
 }
 
