@@ -281,8 +281,8 @@ func TestPropertyRosterDefrag(t *testing.T) {
 	})
 }
 
-// TestPropertyPlainVisit: collectIndexed's visit of the usual job of a
-// plan without a queue tree in its own loop (visitPlain) makes the same
+// TestPropertyUsualVisit: collectIndexed's visit of the usual job of a
+// plan without a queue tree in its own loop (visitUsual) makes the same
 // jobs, units, contributions, exclusions and eligible count as
 // considerFiled does job by job (slowVisit), and Plan the same plans and
 // reasons: on random instances (with and without queues, elastic gangs,
@@ -290,12 +290,12 @@ func TestPropertyRosterDefrag(t *testing.T) {
 // required on a host, a ToR or nowhere), and on busy ToRs of whole-GPU
 // jobs and gangs without queues (some not started, some checkpointing
 // at an interval), where most units are made in the loop.
-func TestPropertyPlainVisit(t *testing.T) {
+func TestPropertyUsualVisit(t *testing.T) {
 	t.Run("random", func(t *testing.T) {
 		inLoop := 0
 		rapid.Check(t, func(rt *rapid.T) {
 			in := genInstance(rt, 12)
-			inLoop += checkPlainVisit(rt, in.cfg, in.f.st, in.pend, in.now)
+			inLoop += checkUsualVisit(rt, in.cfg, in.f.st, in.pend, in.now)
 		})
 		t.Logf("%d units of rigid whole-GPU jobs in plans the loop visits", inLoop)
 	})
@@ -342,7 +342,7 @@ func TestPropertyPlainVisit(t *testing.T) {
 			pend := f.pending(rt, "big", "q", int32(rapid.IntRange(1, 10).Draw(rt, "pendPrio")), rapid.IntRange(1, 8).Draw(rt, "count"), 8,
 				rapid.SampledFrom([]string{"", "host", "tor"}).Draw(rt, "level"))
 			at := t0.Add(time.Duration(rapid.IntRange(600, 900).Draw(rt, "now")) * time.Minute)
-			inLoop += checkPlainVisit(rt, Config{MaxPlacements: 1 << 20, MaxNodes: 1 << 24}, f.st, pend, at)
+			inLoop += checkUsualVisit(rt, Config{MaxPlacements: 1 << 20, MaxNodes: 1 << 24}, f.st, pend, at)
 		})
 		t.Logf("%d units of rigid whole-GPU jobs in plans the loop visits", inLoop)
 		if inLoop == 0 {
@@ -359,10 +359,10 @@ func withInterval(rt *rapid.T, j *Job) {
 	}
 }
 
-// checkPlainVisit compares collect and Plan with and without visitPlain
+// checkUsualVisit compares collect and Plan with and without visitUsual
 // for one instance; it returns how many units of rigid whole-GPU jobs
-// were made in a run that visitPlain may take.
-func checkPlainVisit(rt *rapid.T, cfg Config, snap Snapshot, pend *Pending, now time.Time) int {
+// were made in a run that visitUsual may take.
+func checkUsualVisit(rt *rapid.T, cfg Config, snap Snapshot, pend *Pending, now time.Time) int {
 	collected := func() *run {
 		r := newSearch(rt, cfg).begin(snap, pend, now)
 		r.goSolo()
@@ -381,7 +381,7 @@ func checkPlainVisit(rt *rapid.T, cfg Config, snap Snapshot, pend *Pending, now 
 	if r1.excluded != r2.excluded || r1.eligible != r2.eligible {
 		rt.Fatalf("in the loop: excluded %v, %d eligible; job by job: %v, %d", r1.excluded, r1.eligible, r2.excluded, r2.eligible)
 	}
-	// rank: visitPlain added up its units as it went.
+	// rank: visitUsual added up its units as it went.
 	v1, v2 := r1.rank(), r2.rank()
 	if v1 != v2 || r1.freeFits != r2.freeFits || r1.candidates != r2.candidates || r1.tooSmall != r2.tooSmall || !slices.Equal(r1.heap, r2.heap) {
 		rt.Fatalf("ranked in the loop: %v, %d fit free, %d candidates, %d too small, heap %v\njob by job: %v, %d, %d, %d, %v",
@@ -399,7 +399,7 @@ func checkPlainVisit(rt *rapid.T, cfg Config, snap Snapshot, pend *Pending, now 
 		}
 	}
 	inLoop := 0
-	if !r1.plainVisit() {
+	if !r1.jobByJob() {
 		for _, u := range r1.units {
 			if j := r1.jobs[u.ji]; u.task < 0 && j.rigid && j.allWhole {
 				inLoop++

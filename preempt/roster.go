@@ -334,14 +334,14 @@ func (r *run) collectIndexed(ro *Roster) {
 	// visiting its hosts' data in order is much faster. Many jobs are
 	// picked out of the roster's host order; a few are sorted.
 	if 4*n >= len(ro.all) {
-		if r.plainVisit() {
+		if r.jobByJob() {
 			for i := range ro.all {
 				if e := &ro.all[i]; e.b.visit == ro.stamp {
 					r.considerFiled(e.j, e.b, e.flags, self)
 				}
 			}
 		} else {
-			r.visitPlain(ro, self)
+			r.visitUsual(ro, self)
 		}
 		return
 	}
@@ -361,26 +361,27 @@ func (r *run) collectIndexed(ro *Roster) {
 	r.visit = visit[:0]
 }
 
-// slowVisit turns off visitPlain (tests compare plans made with and
+// slowVisit turns off visitUsual (tests compare plans made with and
 // without it).
 var slowVisit = false
 
-// plainVisit reports whether visitPlain may not run: it needs a plan
+// jobByJob reports whether collectIndexed must visit job by job
+// (considerFiled) rather than in visitUsual's loop, which needs a plan
 // without a queue tree at the level of host domains or above, whose gang
 // may use every host and GPU (everyHost, no AllowGPU), not solo nor a
 // migration.
-func (r *run) plainVisit() bool {
+func (r *run) jobByJob() bool {
 	return slowVisit || genericContrib || r.tree != nil || r.solo || r.defrag || !r.everyHost || r.req.AllowGPU != nil || r.lv < topology.LevelHost
 }
 
-// visitPlain is collectIndexed's visit of every filed job in host order,
+// visitUsual is collectIndexed's visit of every filed job in host order,
 // each job of a visited bucket with no filing flag, whole GPUs only, no
 // group above its minimum and its claims in one domain of the level (the
 // usual job of a plan without a queue tree) made into its one unit and
 // contribution here, in the loop, as considerFiled, addUnits and
 // contribute would; every other job through considerFiled. It reads each
 // such job's two first cache lines and nothing else of it.
-func (r *run) visitPlain(ro *Roster, self *Job) {
+func (r *run) visitUsual(ro *Roster, self *Job) {
 	hostDom, contig := r.lx.hostDom, r.lx.contig
 	r.openDoms()
 	r.tally = tally{on: true, listed: !plainLists, last: -1}

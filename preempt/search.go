@@ -821,7 +821,7 @@ func (r *run) rank() Verdict {
 		}
 	} else {
 		if r.tally.on {
-			r.finishRank(0) // visitPlain added up the units as it made them
+			r.finishRank(0) // visitUsual added up the units as it made them
 		} else {
 			r.openDoms()
 			r.rankFrom(0)
@@ -877,7 +877,7 @@ func (r *run) openDoms() {
 }
 
 // tally is rankFrom's state while it adds up the units one by one: on
-// while visitPlain adds them up as it makes them (rank then only
+// while visitUsual adds them up as it makes them (rank then only
 // finishes); listed while each unit so far frees something in at most one
 // domain and the domains came in ascending order (jobs visited in host
 // order, each within a domain of consecutive hosts: the usual case), so
@@ -948,10 +948,11 @@ func (r *run) tallyUnits(lo, hi int, pos []int32, from int) {
 	}
 }
 
-// listUnit lists unit ui, which frees something in domain di alone,
-// under di while the tally lists: after the units of the domain before
-// it, or, if di comes before that domain, not as it goes (listUnits
-// lists every unit after the tally).
+// listUnit lists unit ui, which frees something in domain di alone, as
+// the tally goes: while the units come in ascending order of domain,
+// each domain's list is a run of r.domUnits. A unit of a domain before
+// the last one stops the listing; finishRank then lists every unit
+// (listUnits).
 func (r *run) listUnit(ui int, di int32) {
 	t := &r.tally
 	if !t.listed {
