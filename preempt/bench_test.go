@@ -3,10 +3,12 @@ package preempt
 import (
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpusched/gpusched/gang"
+	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/topology"
 	"github.com/gpusched/gpusched/workload"
 )
@@ -98,6 +100,28 @@ func fullCluster(tb testing.TB, c *topology.Cluster, seed uint64) (*State, int) 
 
 var benchClusters = map[string]*topology.Cluster{}
 
+// inQueue returns a State of st's ledger and jobs (copies, filed in a
+// roster of its own) with a queue tree of one queue, q, without quotas,
+// each job's charge admitted to it.
+func inQueue(b *testing.B, st *State) *State {
+	c := st.Ledger().Cluster()
+	tree, err := queue.Build(queue.Config{Root: queue.Node{Children: []queue.Node{{Name: "q"}}}}, capacityOf(c))
+	if err != nil {
+		b.Fatal(err)
+	}
+	leaf, _ := tree.Lookup("q")
+	out := NewState(st.Ledger(), tree)
+	st.Jobs(func(j *Job) bool {
+		cp := &Job{Spec: j.Spec, Placement: j.Placement, Started: j.Started, Checkpoint: j.Checkpoint}
+		tree.Admit(leaf, chargeOf(cp, tree, c), now)
+		if err := out.Add(cp); err != nil {
+			b.Fatal(err)
+		}
+		return true
+	})
+	return out
+}
+
 func benchCluster(b *testing.B, perToR int) *topology.Cluster {
 	key := strconv.Itoa(perToR)
 	if c := benchClusters[key]; c != nil {
@@ -140,11 +164,19 @@ func BenchmarkPlan(b *testing.B) {
 		{"512gpu-spine", 32, 64, "spine", 10, true},
 		{"8gpu", 32, 1, "", 10, true},
 		{"no-plan-512gpu-tor", 64, 64, "tor", 5, false},
+		// The same plans in one queue of a queue tree, as the
+		// Scheduler's PlanPreemptor makes them (ground by the queue's
+		// rules).
+		{"512gpu-tor-queue", 64, 64, "tor", 10, true},
+		{"no-plan-512gpu-tor-queue", 64, 64, "tor", 5, false},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
 			c := benchCluster(b, tc.perToR)
 			st, n := fullCluster(b, c, 1)
+			if strings.HasSuffix(tc.name, "-queue") {
+				st = inQueue(b, st)
+			}
 			f := &fixture{c: c, l: st.Ledger(), st: st}
 			pend := f.pending(b, "big", "q", tc.prio, tc.count, 8, tc.level)
 			s := newSearch(b, Config{})

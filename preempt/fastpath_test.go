@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/topology"
 	"pgregory.net/rapid"
 )
@@ -281,15 +282,16 @@ func TestPropertyRosterDefrag(t *testing.T) {
 	})
 }
 
-// TestPropertyUsualVisit: collectIndexed's visit of the usual job of a
-// plan without a queue tree in its own loop (visitUsual) makes the same
-// jobs, units, contributions, exclusions and eligible count as
-// considerFiled does job by job (slowVisit), and Plan the same plans and
-// reasons: on random instances (with and without queues, elastic gangs,
-// protected, stopping and checkpointed jobs, a failed GPU, the gang
-// required on a host, a ToR or nowhere), and on busy ToRs of whole-GPU
-// jobs and gangs without queues (some not started, some checkpointing
-// at an interval), where most units are made in the loop.
+// TestPropertyUsualVisit: collectIndexed's visit of the usual job in its
+// own loop (visitUsual) makes the same jobs, units (their lost work
+// repriced for restarts too), contributions, exclusions and eligible
+// count as considerFiled does job by job (slowVisit), and Plan the same
+// plans and reasons: on random instances (with and without queues,
+// elastic gangs, protected, stopping and checkpointed jobs, a failed GPU,
+// the gang required on a host, a ToR or nowhere), and on busy ToRs of
+// whole-GPU jobs and gangs (some not started, some checkpointing at an
+// interval): without queues, where the loop makes most units, or in two
+// queues that borrow from each other, which a plan visits job by job.
 func TestPropertyUsualVisit(t *testing.T) {
 	t.Run("random", func(t *testing.T) {
 		inLoop := 0
@@ -303,12 +305,28 @@ func TestPropertyUsualVisit(t *testing.T) {
 		c := cluster(t, "dgx-h100", 16, 4)
 		inLoop := 0
 		rapid.Check(t, func(rt *rapid.T) {
-			f := newFixture(rt, c, nil)
+			// Without queues, or two queues guaranteed half the GPUs
+			// each (one borrows what the other leaves), reclaim and fair
+			// sharing drawn.
+			var qc *queue.Config
+			cfg := Config{MaxPlacements: 1 << 20, MaxNodes: 1 << 24}
+			queues := []string{"q"}
+			if rapid.Bool().Draw(rt, "queues") {
+				qc = &queue.Config{Root: queue.Node{Children: []queue.Node{
+					{Name: "a", Quotas: []queue.Quota{{Resource: "gpu", Nominal: 64}}},
+					{Name: "b", Quotas: []queue.Quota{{Resource: "gpu", Nominal: 64}}},
+				}}}
+				cfg.FairSharing = rapid.Bool().Draw(rt, "fairSharing")
+				cfg.Reclaim = ReclaimPolicy(rapid.IntRange(0, 2).Draw(rt, "reclaim"))
+				cfg.LowerPriority = Scope(rapid.IntRange(0, 2).Draw(rt, "scope"))
+				queues = []string{"a", "b", "b"}
+			}
+			f := newFixture(rt, c, qc)
 			n := 0
 			for h := 0; h < 16; h++ {
 				for at := 0; at < 8; n++ {
 					// started 0: admitted, not started.
-					js := jobSpec{id: "j" + itoa(n), queue: "q", prio: int32(rapid.IntRange(0, 9).Draw(rt, "prio")),
+					js := jobSpec{id: "j" + itoa(n), queue: rapid.SampledFrom(queues).Draw(rt, "queue"), prio: int32(rapid.IntRange(0, 9).Draw(rt, "prio")),
 						started: time.Duration(rapid.IntRange(0, 600).Draw(rt, "started")) * time.Minute}
 					if rapid.Bool().Draw(rt, "checkpointed") {
 						js.checkpoint = js.started + time.Duration(rapid.IntRange(0, 600).Draw(rt, "checkpoint"))*time.Minute
@@ -339,10 +357,10 @@ func TestPropertyUsualVisit(t *testing.T) {
 					at += g
 				}
 			}
-			pend := f.pending(rt, "big", "q", int32(rapid.IntRange(1, 10).Draw(rt, "pendPrio")), rapid.IntRange(1, 8).Draw(rt, "count"), 8,
+			pend := f.pending(rt, "big", rapid.SampledFrom(queues).Draw(rt, "pendQueue"), int32(rapid.IntRange(1, 10).Draw(rt, "pendPrio")), rapid.IntRange(1, 8).Draw(rt, "count"), 8,
 				rapid.SampledFrom([]string{"", "host", "tor"}).Draw(rt, "level"))
 			at := t0.Add(time.Duration(rapid.IntRange(600, 900).Draw(rt, "now")) * time.Minute)
-			inLoop += checkUsualVisit(rt, Config{MaxPlacements: 1 << 20, MaxNodes: 1 << 24}, f.st, pend, at)
+			inLoop += checkUsualVisit(rt, cfg, f.st, pend, at)
 		})
 		t.Logf("%d units of rigid whole-GPU jobs in plans the loop visits", inLoop)
 		if inLoop == 0 {
@@ -367,6 +385,7 @@ func checkUsualVisit(rt *rapid.T, cfg Config, snap Snapshot, pend *Pending, now 
 		r := newSearch(rt, cfg).begin(snap, pend, now)
 		r.goSolo()
 		r.collect()
+		r.priceRestarts()
 		return r
 	}
 	r1 := collected()
