@@ -398,8 +398,9 @@ func (r *run) visitUsual(ro *Roster, self *Job) {
 				ji, cf := int32(len(r.jobs)), int32(len(r.contribs))
 				r.eligible++
 				r.jobs = append(r.jobs, j)
-				// lostSince's usual cases, inline: a reported checkpoint,
-				// or none and no interval.
+				// lostSince's usual cases, inline (lostSince costs too
+				// much for the inliner): a reported checkpoint, or none
+				// and no interval.
 				var lost GPUTime
 				switch cp := &j.Checkpoint; {
 				case j.Started.IsZero():
@@ -415,10 +416,11 @@ func (r *run) visitUsual(ro *Roster, self *Job) {
 				u.milli, u.lost, u.ji, u.task, u.slot = j.milli, lost, ji, -1, -1
 				u.leaf, u.node, u.prio, u.ground = -1, -1, b.prio, GroundPriority
 				u.cfrom, u.cto = cf, cf+1
-				r.contribs = append(r.contribs, contrib{dom: di, gpus: n, milli: int64(n) * topology.MilliPerGPU})
+				m := int64(n) * topology.MilliPerGPU
+				r.contribs = append(r.contribs, contrib{dom: di, gpus: n, milli: m})
 				// rankFrom's tally of the unit, here while it is at hand.
 				r.listUnit(len(r.units)-1, di)
-				r.doms[di].add(r.amount(n, int64(n)*topology.MilliPerGPU), n, lost, true)
+				r.doms[di].add(r.amount(n, m), n, lost, true)
 				continue
 			}
 		}
