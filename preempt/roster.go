@@ -1,6 +1,7 @@
 package preempt
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -21,9 +22,13 @@ import (
 // Spec.MaxPreemptions, Preemptions, Started, Stopping). A Snapshot that
 // keeps one offers it by implementing Indexed; State does.
 //
-// Add, Remove and Update are O(1) amortised (O(priorities of the queue)
-// for a priority not seen in it before). Not safe for concurrent use; a
-// Job belongs to at most one Roster at a time.
+// Add is O(1) amortised (O(priorities of the queue) for a priority not
+// seen in it before): the jobs added since the last plan or removal are
+// merged into the roster's host order by the next one, in O(jobs + k log
+// k) for k added, so that filing every job of a cluster after a restart
+// is O(n log n). Remove and an Update that refiles a job move the entries
+// behind it in that order (a copy of O(jobs) words). Not safe for
+// concurrent use; a Job belongs to at most one Roster at a time.
 type Roster struct {
 	byQueue map[string]*rgroup
 	groups  []*rgroup // in order of creation
@@ -34,6 +39,11 @@ type Roster struct {
 	// entry carries the job's bucket and host, so that the jobs a plan
 	// does not visit are skipped without reading them.
 	all []rentry
+	// tail holds the entries filed since all was last settled, in filing
+	// order: filing appends there, and the next reader of all (a plan, a
+	// removal) merges them in (settle), so that filing n jobs into an
+	// empty roster costs O(n log n), not n inserts into the middle of all.
+	tail []rentry
 	// stamp marks the buckets a plan visits (rbucket.visit).
 	stamp uint64
 	// stopping lists the jobs with Stopping set (for the planner's quota
@@ -77,6 +87,7 @@ type rentry struct {
 	b     *rbucket
 	host  topology.HostID
 	flags uint8
+	seq   uint32 // its place in Roster.tail while there (settle's tie-break)
 }
 
 // Flags a roster keeps of a job, as they were when it was filed.
@@ -212,8 +223,7 @@ func (x *Roster) file(j *Job) {
 	j.rg, j.rb = g, b
 	j.rpos = int32(len(b.jobs))
 	b.jobs = append(b.jobs, j)
-	k := sort.Search(len(x.all), func(k int) bool { return x.all[k].host > j.rhost })
-	x.all = slices.Insert(x.all, k, rentry{j: j, b: b, host: j.rhost, flags: j.rflags})
+	x.tail = append(x.tail, rentry{j: j, b: b, host: j.rhost, flags: j.rflags})
 	switch f := j.rflags; {
 	case f&rStopping != 0:
 		b.stopping++
@@ -230,6 +240,45 @@ func (x *Roster) file(j *Job) {
 	}
 }
 
+// settle merges the entries filed since the last call (tail) into all:
+// all stays ordered by host, and the jobs of one host in filing order (a
+// job filed later comes after every job of its host filed before it, as
+// inserting each after its host's last would put it). The tail is sorted
+// by host, then filing order, and merged from the back, so only the entries behind the first
+// one merged move: O(len(all) + k log k) for k filed, once, where
+// inserting each would move O(len(all)) entries k times.
+func (x *Roster) settle() {
+	t := x.tail
+	if len(t) == 0 {
+		return
+	}
+	if len(t) > 1 {
+		for k := range t {
+			t[k].seq = uint32(k)
+		}
+		slices.SortFunc(t, func(a, b rentry) int {
+			if c := cmp.Compare(a.host, b.host); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.seq, b.seq)
+		})
+	}
+	n := len(x.all)
+	x.all = slices.Grow(x.all, len(t))[:n+len(t)]
+	a, i, k := x.all, n-1, len(t)-1
+	for w := len(a) - 1; k >= 0; w-- {
+		if i >= 0 && a[i].host > t[k].host {
+			a[w] = a[i]
+			i--
+		} else {
+			a[w] = t[k]
+			k--
+		}
+	}
+	clear(t)
+	x.tail = t[:0]
+}
+
 func (x *Roster) unfile(j *Job) {
 	if j.rstop > 0 {
 		k, last := int(j.rstop)-1, len(x.stopping)-1
@@ -243,6 +292,7 @@ func (x *Roster) unfile(j *Job) {
 	if b == nil {
 		return
 	}
+	x.settle()
 	k := sort.Search(len(x.all), func(k int) bool { return x.all[k].host >= j.rhost })
 	for x.all[k].j != j {
 		k++
@@ -302,6 +352,7 @@ func (r *run) roster() *Roster {
 // classified one by one; the others are counted as exclusions in bulk
 // (their protections first, as classify orders them).
 func (r *run) collectIndexed(ro *Roster) {
+	ro.settle()
 	self := ro.ids[r.req.ID]
 	ro.stamp++
 	n := 0
@@ -503,6 +554,7 @@ func (r *run) flagProtection(j *Job, f uint8) (Exclusion, bool) {
 // not depend on the time read off its filing flags and its priority off
 // its bucket, so that a visit does not read the job's spec.
 func (r *run) collectMoves(ro *Roster) {
+	ro.settle()
 	self := ro.ids[r.req.ID]
 	for i := range ro.all {
 		e := &ro.all[i]

@@ -1,11 +1,17 @@
 package preempt
 
 import (
+	"fmt"
 	"slices"
+	"sort"
 	"testing"
 	"time"
 
+	"pgregory.net/rapid"
+
+	"github.com/gpusched/gpusched/gang"
 	"github.com/gpusched/gpusched/topology"
+	"github.com/gpusched/gpusched/workload"
 )
 
 // TestRoster files, refiles and removes jobs, and checks what a plan
@@ -120,4 +126,86 @@ func TestRosterPlacementEditedInPlace(t *testing.T) {
 	if p, np := s.Plan(f.st, pend, now); p == nil && np == nil {
 		t.Fatal("neither a plan nor a reason")
 	}
+}
+
+// TestPropertyRosterSettle files, refiles and removes random jobs (some
+// holding nothing, several on one host) in random runs between plans and
+// checks, after each run, that the host-ordered list a plan reads equals
+// the one inserting each filed job after its host's last entry gives (the
+// roster's former filing, kept here as the oracle), entry by entry: the
+// job, its bucket, host and flags.
+func TestPropertyRosterSettle(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		ro := NewRoster()
+		var oracle []rentry
+		oracleAdd := func(j *Job) {
+			if j.rb == nil {
+				return
+			}
+			k := sort.Search(len(oracle), func(k int) bool { return oracle[k].host > j.rhost })
+			oracle = slices.Insert(oracle, k, rentry{j: j, b: j.rb, host: j.rhost, flags: j.rflags})
+		}
+		oracleRemove := func(j *Job) {
+			k := slices.IndexFunc(oracle, func(e rentry) bool { return e.j == j })
+			if k >= 0 {
+				oracle = slices.Delete(oracle, k, k+1)
+			}
+		}
+		hosts := rapid.IntRange(1, 40).Draw(rt, "hosts")
+		var filed []*Job
+		seq := 0
+		newJob := func() *Job {
+			seq++
+			g := workload.TaskGroup{Count: 1, GPUs: 1}
+			j := &Job{Spec: &workload.Job{ID: fmt.Sprintf("j%d", seq), Queue: rapid.SampledFrom([]string{"a", "b"}).Draw(rt, "queue"),
+				Priority: int32(rapid.IntRange(0, 3).Draw(rt, "prio")), Groups: []workload.TaskGroup{g}}}
+			p := &gang.Placement{Job: j.Spec.ID, Placed: []int{0}}
+			if rapid.IntRange(0, 9).Draw(rt, "empty") > 0 { // one in ten holds nothing
+				h := topology.HostID(rapid.IntRange(0, hosts-1).Draw(rt, "host"))
+				p.Claims = []topology.Claim{{Host: h, GPUs: []topology.GPUClaim{{GPU: 0}}}}
+				p.Tasks = []gang.TaskRef{{Group: 0, Index: 0}}
+				p.Placed = []int{1}
+			}
+			j.Placement = p
+			j.Stopping = rapid.IntRange(0, 5).Draw(rt, "stopping") == 0
+			return j
+		}
+		for range rapid.IntRange(1, 12).Draw(rt, "runs") {
+			for range rapid.IntRange(0, 60).Draw(rt, "steps") {
+				switch op := rapid.IntRange(0, 9).Draw(rt, "op"); {
+				case op < 6 || len(filed) == 0:
+					j := newJob()
+					if err := ro.Add(j); err != nil {
+						rt.Fatalf("Add: %v", err)
+					}
+					oracleAdd(j)
+					filed = append(filed, j)
+				case op < 8:
+					k := rapid.IntRange(0, len(filed)-1).Draw(rt, "remove")
+					j := filed[k]
+					if !ro.Remove(j) {
+						rt.Fatalf("Remove %s", j.Spec.ID)
+					}
+					oracleRemove(j)
+					filed = slices.Delete(filed, k, k+1)
+				default: // a change of priority or stopping refiles it
+					j := filed[rapid.IntRange(0, len(filed)-1).Draw(rt, "update")]
+					j.Spec.Priority = int32(rapid.IntRange(0, 3).Draw(rt, "new prio"))
+					j.Stopping = !j.Stopping
+					oracleRemove(j)
+					ro.Update(j)
+					oracleAdd(j)
+				}
+			}
+			ro.settle() // what a plan or a removal does first
+			if len(ro.all) != len(oracle) {
+				rt.Fatalf("%d entries, the oracle %d", len(ro.all), len(oracle))
+			}
+			for i := range oracle {
+				if e, o := ro.all[i], oracle[i]; e.j != o.j || e.b != o.b || e.host != o.host || e.flags != o.flags {
+					rt.Fatalf("entry %d: %s on host %d, the oracle %s on host %d", i, ro.all[i].j.Spec.ID, ro.all[i].host, oracle[i].j.Spec.ID, oracle[i].host)
+				}
+			}
+		}
+	})
 }
