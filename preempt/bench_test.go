@@ -222,3 +222,68 @@ func BenchmarkRecover(b *testing.B) {
 		b.Fatal("no actions")
 	}
 }
+
+// BenchmarkRoster files the jobs of the full 100k-GPU cluster (about
+// 10,000, benchCluster and fullCluster) in a Roster:
+//
+//   - file: every job into an empty roster, in a shuffled order (a
+//     Scheduler files them in order of estimated end, not of hosts), then
+//     a plan's settle: what a Scheduler does when its first cycle with a
+//     PlanPreemptor asks for a plan, after a restart or a
+//     reconfiguration.
+//   - churn: one job ends (Remove) and another starts (Add) per op, a
+//     plan's settle every 32 ops (job ends are more frequent than plans).
+func BenchmarkRoster(b *testing.B) {
+	c := benchCluster(b, 32)
+	st, _ := fullCluster(b, c, 1)
+	var jobs []*Job
+	st.Jobs(func(j *Job) bool {
+		jobs = append(jobs, &Job{Spec: j.Spec, Placement: j.Placement, Started: j.Started, Checkpoint: j.Checkpoint})
+		return true
+	})
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(jobs), func(i, k int) { jobs[i], jobs[k] = jobs[k], jobs[i] })
+	b.Run("file", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			for _, j := range jobs {
+				j.ro = nil
+			}
+			b.StartTimer()
+			ro := NewRoster()
+			for _, j := range jobs {
+				if err := ro.Add(j); err != nil {
+					b.Fatal(err)
+				}
+			}
+			ro.settle()
+		}
+	})
+	b.Run("churn", func(b *testing.B) {
+		for _, j := range jobs {
+			j.ro = nil
+		}
+		ro := NewRoster()
+		for _, j := range jobs {
+			if err := ro.Add(j); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ro.settle()
+		rng := rand.New(rand.NewPCG(2, 1))
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			j := jobs[rng.IntN(len(jobs))]
+			if !ro.Remove(j) {
+				b.Fatal("not filed")
+			}
+			if err := ro.Add(j); err != nil {
+				b.Fatal(err)
+			}
+			if n++; n%32 == 0 {
+				ro.settle()
+			}
+		}
+	})
+}

@@ -22,13 +22,14 @@ import (
 // Spec.MaxPreemptions, Preemptions, Started, Stopping). A Snapshot that
 // keeps one offers it by implementing Indexed; State does.
 //
-// Add is O(1) amortised (O(priorities of the queue) for a priority not
-// seen in it before): the jobs added since the last plan or removal are
-// merged into the roster's host order by the next one, in O(jobs + k log
-// k) for k added, so that filing every job of a cluster after a restart
-// is O(n log n). Remove and an Update that refiles a job move the entries
-// behind it in that order (a copy of O(jobs) words). Not safe for
-// concurrent use; a Job belongs to at most one Roster at a time.
+// Add, Remove and Update are O(log n) amortised (O(priorities of the
+// queue) for a priority not seen in it before): they append to the
+// roster's host order or mark an entry of it dead, and the next plan (or
+// the next of them, once the changes outnumber a quarter of it) brings it
+// up to date in O(n + k log k) for k changes. Filing every job of a
+// cluster after a restart is O(n log n), and a job's end moves nothing.
+// Not safe for concurrent use; a Job belongs to at most one Roster at a
+// time.
 type Roster struct {
 	byQueue map[string]*rgroup
 	groups  []*rgroup // in order of creation
@@ -40,10 +41,17 @@ type Roster struct {
 	// does not visit are skipped without reading them.
 	all []rentry
 	// tail holds the entries filed since all was last settled, in filing
-	// order: filing appends there, and the next reader of all (a plan, a
-	// removal) merges them in (settle), so that filing n jobs into an
-	// empty roster costs O(n log n), not n inserts into the middle of all.
+	// order: filing appends there, and the next plan merges them in
+	// (settle), so that filing n jobs into an empty roster costs
+	// O(n log n), not n inserts into the middle of all. A removal marks
+	// its entry dead (j nil) where it is, in all or in tail; dead counts
+	// them, and settle drops them. gen counts the settles (a job's rtail
+	// holds while its rgen is gen). Filing and removal settle too once
+	// the tail and the dead entries outnumber a quarter of all, so that
+	// neither grows without bound between plans.
 	tail []rentry
+	dead int
+	gen  uint64
 	// stamp marks the buckets a plan visits (rbucket.visit).
 	stamp uint64
 	// stopping lists the jobs with Stopping set (for the planner's quota
@@ -224,6 +232,8 @@ func (x *Roster) file(j *Job) {
 	j.rpos = int32(len(b.jobs))
 	b.jobs = append(b.jobs, j)
 	x.tail = append(x.tail, rentry{j: j, b: b, host: j.rhost, flags: j.rflags})
+	j.rtail, j.rgen = int32(len(x.tail)), x.gen
+	x.settleIfDue()
 	switch f := j.rflags; {
 	case f&rStopping != 0:
 		b.stopping++
@@ -240,14 +250,24 @@ func (x *Roster) file(j *Job) {
 	}
 }
 
-// settle merges the entries filed since the last call (tail) into all:
-// all stays ordered by host, and the jobs of one host in filing order (a
-// job filed later comes after every job of its host filed before it, as
-// inserting each after its host's last would put it). The tail is sorted
-// by host, then filing order, and merged from the back, so only the entries behind the first
-// one merged move: O(len(all) + k log k) for k filed, once, where
-// inserting each would move O(len(all)) entries k times.
+// settle drops the dead entries and merges the entries filed since the
+// last call (tail) into all: all stays ordered by host, and the jobs of
+// one host in filing order (a job filed later comes after every job of
+// its host filed before it, as inserting each after its host's last would
+// put it). The tail is sorted by host, then filing order, and merged from
+// the back, so that only the entries behind the first one merged move:
+// O(len(all) + k log k) for k filed, once, where inserting each would
+// move O(len(all)) entries k times.
 func (x *Roster) settle() {
+	if len(x.tail) == 0 && x.dead == 0 {
+		return
+	}
+	x.gen++
+	if x.dead > 0 {
+		x.all = slices.DeleteFunc(x.all, func(e rentry) bool { return e.j == nil })
+		x.tail = slices.DeleteFunc(x.tail, func(e rentry) bool { return e.j == nil })
+		x.dead = 0
+	}
 	t := x.tail
 	if len(t) == 0 {
 		return
@@ -279,6 +299,14 @@ func (x *Roster) settle() {
 	x.tail = t[:0]
 }
 
+// settleIfDue settles once the tail and the dead entries outnumber a
+// quarter of all (and 64): amortised O(log n) per filing or removal.
+func (x *Roster) settleIfDue() {
+	if p := len(x.tail) + x.dead; p > 64 && p > len(x.all)/4 {
+		x.settle()
+	}
+}
+
 func (x *Roster) unfile(j *Job) {
 	if j.rstop > 0 {
 		k, last := int(j.rstop)-1, len(x.stopping)-1
@@ -292,12 +320,16 @@ func (x *Roster) unfile(j *Job) {
 	if b == nil {
 		return
 	}
-	x.settle()
-	k := sort.Search(len(x.all), func(k int) bool { return x.all[k].host >= j.rhost })
-	for x.all[k].j != j {
-		k++
+	if j.rtail > 0 && j.rgen == x.gen {
+		x.tail[j.rtail-1].j = nil
+	} else {
+		k := sort.Search(len(x.all), func(k int) bool { return x.all[k].host >= j.rhost })
+		for x.all[k].j != j {
+			k++
+		}
+		x.all[k].j = nil
 	}
-	x.all = slices.Delete(x.all, k, k+1)
+	x.dead++
 	k, last := int(j.rpos), len(b.jobs)-1
 	b.jobs[k] = b.jobs[last]
 	b.jobs[k].rpos = int32(k)
@@ -326,6 +358,7 @@ func (x *Roster) unfile(j *Job) {
 		g.buckets = slices.Delete(g.buckets, i, i+1)
 	}
 	j.rg, j.rb = nil, nil
+	x.settleIfDue()
 }
 
 // leafIn returns the group's leaf in tree (-1: none), cached.

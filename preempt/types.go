@@ -95,14 +95,16 @@ type Job struct {
 	charge queue.Vector
 	// roster filing (roster.go): the roster, the ID and flags it was
 	// filed under, its group and bucket, its positions in the bucket's
-	// jobs and minRun, and in the roster's stopping list (+1; 0: none).
-	ro                *Roster
-	rid               string
-	rhost             topology.HostID // of the first claim, for byHost
-	rflags            uint8
-	rg                *rgroup
-	rb                *rbucket
-	rpos, rmin, rstop int32
+	// jobs and minRun, and in the roster's stopping list (+1; 0: none),
+	// and in its tail (+1) while rgen is the roster's gen.
+	ro                       *Roster
+	rid                      string
+	rhost                    topology.HostID // of the first claim, for byHost
+	rflags                   uint8
+	rg                       *rgroup
+	rb                       *rbucket
+	rpos, rmin, rstop, rtail int32
+	rgen                     uint64
 }
 
 // shape returns the GPU milli of j's placement and whether all its GPU
