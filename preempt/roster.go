@@ -75,11 +75,15 @@ type rgroup struct {
 type rbucket struct {
 	prio  int32
 	visit uint64 // Roster.stamp of the plan that visits it
-	// vall and vex: bucketClass of the plan that visits it (what ground
-	// says of each unprotected job when the plan has no queue tree).
-	vall bool
-	vex  Exclusion
-	jobs []*Job
+	// vall, vex, vleaf and vnode: bucketClass of the plan that visits
+	// it. vall: every unprotected job of it is a victim on priority, in
+	// leaf vleaf of the plan's queue tree (-1: none) with node vnode the
+	// ground's (as ground decides); else, without a queue tree, each is
+	// excluded for vex.
+	vall         bool
+	vex          Exclusion
+	vleaf, vnode queue.NodeID
+	jobs         []*Job
 	// stopping; non-preemptible (not stopping); at their preemption cap
 	// (neither of those).
 	stopping, nonPre, capped int
@@ -391,12 +395,18 @@ func (r *run) collectIndexed(ro *Roster) {
 	n := 0
 	for _, g := range ro.groups {
 		for _, b := range g.buckets {
-			ex, all := r.bucketClass(g, b.prio < r.pend.Priority)
-			if all || self != nil && self.rb == b {
-				b.visit, b.vall, b.vex = ro.stamp, all, ex
+			bc := r.bucketClass(g, b.prio < r.pend.Priority)
+			if bc.visit || self != nil && self.rb == b {
+				b.visit, b.vall, b.vex, b.vleaf, b.vnode = ro.stamp, bc.all, bc.ex, bc.leaf, bc.node
+				// In a queue tree, a bucket whose jobs' grounds are
+				// decided one by one (reclaim and fair share, which
+				// priceRestarts prices again), or the plan's job's own
+				// bucket: every job through considerFiled (jobByJob).
+				r.mixed = r.mixed || r.tree != nil && !bc.all
 				n += len(b.jobs)
 				continue
 			}
+			ex := bc.ex
 			r.excluded[ExclStopping] += b.stopping
 			r.excluded[ExclNonPreemptible] += b.nonPre
 			active, activeCapped := 0, 0
@@ -450,18 +460,18 @@ func (r *run) collectIndexed(ro *Roster) {
 var slowVisit = false
 
 // jobByJob reports whether collectIndexed must visit job by job
-// (considerFiled) rather than in visitUsual's loop, which needs a plan
-// without a queue tree at the level of host domains or above, whose gang
-// may use every host and GPU (everyHost, no AllowGPU), not solo nor a
-// migration.
+// (considerFiled) rather than in visitUsual's loop, which needs a plan at
+// the level of host domains or above, whose gang may use every host and
+// GPU (everyHost, no AllowGPU), not solo nor a migration, and in a queue
+// tree every visited bucket's jobs victims on priority (not mixed).
 func (r *run) jobByJob() bool {
-	return slowVisit || genericContrib || r.tree != nil || r.solo || r.defrag || !r.everyHost || r.req.AllowGPU != nil || r.lv < topology.LevelHost
+	return slowVisit || genericContrib || r.mixed || r.solo || r.defrag || !r.everyHost || r.req.AllowGPU != nil || r.lv < topology.LevelHost
 }
 
 // visitUsual is collectIndexed's visit of every filed job in host order,
 // each job of a visited bucket with no filing flag, whole GPUs only, no
 // group above its minimum and its claims in one domain of the level (the
-// usual job of a plan without a queue tree) made into its one unit and
+// usual job of a plan on priority) made into its one unit and
 // contribution here, in the loop, as considerFiled, addUnits and
 // contribute would; every other job through considerFiled. It reads each
 // such job's two first cache lines and nothing else of it.
@@ -498,7 +508,7 @@ func (r *run) visitUsual(ro *Roster, self *Job) {
 				r.units = append(r.units, unit{})
 				u := &r.units[len(r.units)-1]
 				u.milli, u.lost, u.ji, u.task, u.slot = j.milli, lost, ji, -1, -1
-				u.leaf, u.node, u.prio, u.ground = -1, -1, b.prio, GroundPriority
+				u.leaf, u.node, u.prio, u.ground = b.vleaf, b.vnode, b.prio, GroundPriority
 				u.cfrom, u.cto = cf, cf+1
 				m := int64(n) * topology.MilliPerGPU
 				r.contribs = append(r.contribs, contrib{dom: di, gpus: n, milli: m})
@@ -625,41 +635,51 @@ func (r *run) considerMove(j *Job, b *rbucket, f uint8, self *Job) {
 }
 
 // bucketClass says how classify decides the unprotected jobs of group g
-// with a priority lower than the pending job's or not: visit them one by
-// one (some ground may apply), or exclude them all for ex.
-func (r *run) bucketClass(g *rgroup, lower bool) (ex Exclusion, visit bool) {
+// with a priority lower than the pending job's or not (bucketVisit).
+func (r *run) bucketClass(g *rgroup, lower bool) bucketVisit {
 	cfg := &r.s.cfg
 	if r.tree == nil {
 		same := g.queue == r.pend.Queue
 		switch {
 		case lower && (cfg.LowerPriority == AnyQueue || cfg.LowerPriority == WithinQueue && same):
-			return 0, true
+			return bucketVisit{visit: true, all: true, leaf: -1, node: -1}
 		case same || cfg.LowerPriority == AnyQueue:
-			return ExclPriority, false
+			return bucketVisit{ex: ExclPriority}
 		}
-		return ExclGuaranteed, false
+		return bucketVisit{ex: ExclGuaranteed}
 	}
 	qv := g.leafIn(r.tree)
 	same := qv >= 0 && qv == r.qp
 	if lower && (cfg.LowerPriority == AnyQueue || cfg.LowerPriority == WithinQueue && same) {
-		if _, ok := r.crossPriority(qv, same); ok {
-			return 0, true
+		if node, ok := r.crossPriority(qv, same); ok {
+			return bucketVisit{visit: true, all: true, leaf: qv, node: node}
 		}
 	}
 	if same || qv < 0 || r.qp < 0 {
 		if same || cfg.LowerPriority == AnyQueue {
-			return ExclPriority, false
+			return bucketVisit{ex: ExclPriority}
 		}
-		return ExclGuaranteed, false
+		return bucketVisit{ex: ExclGuaranteed}
 	}
 	li := r.leaf(qv)
 	switch {
 	case li.reclaim < 0 && li.fs < 0:
-		return ExclGuaranteed, false
+		return bucketVisit{ex: ExclGuaranteed}
 	case li.reclaim >= 0 && li.reclaimOK && (cfg.Reclaim == ReclaimAny || cfg.Reclaim == ReclaimLowerPriority && lower):
-		return 0, true
+		return bucketVisit{visit: true} // reclaim: priced again per queue (priceRestarts)
 	case li.fs >= 0:
-		return 0, true // the final-share rule, job by job
+		return bucketVisit{visit: true} // the final-share rule, job by job
 	}
-	return ExclBorrowing, false
+	return bucketVisit{ex: ExclBorrowing}
+}
+
+// bucketVisit is bucketClass's answer for a bucket: exclude its
+// unprotected jobs for ex, or visit them (visit); all when each of them is
+// a victim on priority (GroundPriority), in leaf leaf of the plan's queue
+// tree (-1: none, or no tree) with node node the ground's, as ground
+// decides job by job.
+type bucketVisit struct {
+	ex         Exclusion
+	visit, all bool
+	leaf, node queue.NodeID
 }

@@ -186,6 +186,7 @@ type run struct {
 	demand   queue.Vector
 	mask     queue.Vector
 	qblock   bool // the quota blocks the gang with nothing released
+	mixed    bool // collectIndexed visits a bucket of a queue tree whose grounds are decided job by job
 	base     []baseCharge
 	defrag   bool // planning migrations (Defragment), not preemptions
 	moves    []moved
