@@ -398,10 +398,11 @@ func (r *run) collectIndexed(ro *Roster) {
 			bc := r.bucketClass(g, b.prio < r.pend.Priority)
 			if bc.visit || self != nil && self.rb == b {
 				b.visit, b.vall, b.vex, b.vleaf, b.vnode = ro.stamp, bc.all, bc.ex, bc.leaf, bc.node
-				// In a queue tree, a bucket whose jobs' grounds are
-				// decided one by one (reclaim and fair share, which
-				// priceRestarts prices again), or the plan's job's own
-				// bucket: every job through considerFiled (jobByJob).
+				// In a queue tree, a visited bucket whose jobs are not
+				// all victims on priority (reclaim and fair share, decided
+				// one by one and priced again by priceRestarts, or the
+				// plan's job's own bucket visited for it alone): every job
+				// through considerFiled (jobByJob).
 				r.mixed = r.mixed || r.tree != nil && !bc.all
 				n += len(b.jobs)
 				continue
