@@ -112,7 +112,7 @@ func inQueue(b *testing.B, st *State) *State {
 	leaf, _ := tree.Lookup("q")
 	out := NewState(st.Ledger(), tree)
 	st.Jobs(func(j *Job) bool {
-		cp := &Job{Spec: j.Spec, Placement: j.Placement, Started: j.Started, Checkpoint: j.Checkpoint}
+		cp := unfiled(j)
 		tree.Admit(leaf, chargeOf(cp, tree, c), now)
 		if err := out.Add(cp); err != nil {
 			b.Fatal(err)
@@ -120,6 +120,12 @@ func inQueue(b *testing.B, st *State) *State {
 		return true
 	})
 	return out
+}
+
+// unfiled returns a copy of j's spec, placement, start and checkpoint,
+// in no roster (fullCluster's jobs are filed in their State's).
+func unfiled(j *Job) *Job {
+	return &Job{Spec: j.Spec, Placement: j.Placement, Started: j.Started, Checkpoint: j.Checkpoint}
 }
 
 func benchCluster(b *testing.B, perToR int) *topology.Cluster {
@@ -238,7 +244,7 @@ func BenchmarkRoster(b *testing.B) {
 	st, _ := fullCluster(b, c, 1)
 	var jobs []*Job
 	st.Jobs(func(j *Job) bool {
-		jobs = append(jobs, &Job{Spec: j.Spec, Placement: j.Placement, Started: j.Started, Checkpoint: j.Checkpoint})
+		jobs = append(jobs, unfiled(j))
 		return true
 	})
 	rand.New(rand.NewPCG(1, 2)).Shuffle(len(jobs), func(i, k int) { jobs[i], jobs[k] = jobs[k], jobs[i] })

@@ -290,8 +290,10 @@ func TestPropertyRosterDefrag(t *testing.T) {
 // elastic gangs, protected, stopping and checkpointed jobs, a failed GPU,
 // the gang required on a host, a ToR or nowhere), and on busy ToRs of
 // whole-GPU jobs and gangs (some not started, some checkpointing at an
-// interval): without queues, where the loop makes most units, or in two
-// queues that borrow from each other, which a plan visits job by job.
+// interval): without queues, or in two queues that borrow from each
+// other, where the loop makes the units of plans whose visited buckets
+// are all on priority and a plan with a reclaim or fair-share bucket goes
+// job by job.
 func TestPropertyUsualVisit(t *testing.T) {
 	t.Run("random", func(t *testing.T) {
 		inLoop := 0
