@@ -424,7 +424,7 @@ func FuzzEvents(f *testing.F) {
 // end, and the GPUs the ledger has in use are exactly those the
 // holding jobs' placements claim.
 func checkHolders(t *testing.T, s *Scheduler, what string) {
-	s.jobs.ends.Ascend(func(k endKey) bool {
+	s.jobs.ends.ascend(func(k endKey) bool {
 		if k != endKeyOf(k.j) {
 			t.Fatalf("%s: job %s filed under a stale estimated end (%+v, now %+v)", what, k.j.spec.ID, k, endKeyOf(k.j))
 		}

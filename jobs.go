@@ -4,7 +4,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/google/btree"
 	"github.com/gpusched/gpusched/gang"
 	"github.com/gpusched/gpusched/queue"
 	"github.com/gpusched/gpusched/topology"
@@ -76,7 +75,7 @@ type jobTable struct {
 	// filed under endKeyOf its current end/endKnown. Its keys carry what
 	// the order compares, so that filing a job reads no other job (at
 	// 100k GPUs, a hundred thousand jobs scattered in memory).
-	ends *btree.BTreeG[endKey]
+	ends endOrder
 	// onHost lists the holding jobs with a claim on each host. Invariant:
 	// j is in onHost[h] iff it holds and h is in j.hosts.
 	onHost [][]*job
@@ -94,7 +93,6 @@ func newJobTable(c *topology.Cluster, seed uint64) jobTable {
 	for h := range t.onHost {
 		t.onHost[h] = slots[h*onHostSlots : h*onHostSlots : (h+1)*onHostSlots]
 	}
-	t.ends = btree.NewG(16, endKey.less)
 	return t
 }
 
@@ -106,11 +104,11 @@ const onHostSlots = 4
 // seconds and nanoseconds (time.Time's range, without its monotonic
 // reading), then its submission sequence.
 type endKey struct {
-	unknown bool // no estimate: after every known end
 	sec     int64
-	nsec    int32
 	seq     uint64
 	j       *job
+	nsec    int32
+	unknown bool // no estimate: after every known end
 }
 
 // endKeyOf is j's key under its current end and endKnown.
@@ -137,7 +135,7 @@ func (a endKey) less(b endKey) bool {
 // ascendEnds calls fn for each holding job in order of estimated end
 // (unknown last) until it returns false.
 func (t *jobTable) ascendEnds(fn func(*job) bool) {
-	t.ends.Ascend(func(k endKey) bool { return fn(k.j) })
+	t.ends.ascend(func(k endKey) bool { return fn(k.j) })
 }
 
 // add files a new job (from newJob) under the next sequence number, which
@@ -155,7 +153,7 @@ func (t *jobTable) remove(j *job) { delete(t.byID, j.spec.ID) }
 // index files a job that has just taken j.placement: by its estimated
 // end and on each of its hosts.
 func (t *jobTable) index(j *job) {
-	t.ends.ReplaceOrInsert(endKeyOf(j))
+	t.ends.insert(endKeyOf(j))
 	if cl := j.placement.Claims; len(cl) == 1 { // most jobs: no allocation
 		j.hostOne[0] = cl[0].Host
 		j.hosts = j.hostOne[:]
@@ -176,7 +174,7 @@ func (t *jobTable) index(j *job) {
 // unindex forgets a holding job that releases its placement; it returns
 // the hosts it held.
 func (t *jobTable) unindex(j *job) []topology.HostID {
-	t.ends.Delete(endKeyOf(j))
+	t.ends.delete(endKeyOf(j))
 	for _, h := range j.hosts {
 		on := t.onHost[h]
 		if k := slices.Index(on, j); k >= 0 {
@@ -188,9 +186,9 @@ func (t *jobTable) unindex(j *job) []topology.HostID {
 
 // refile files a holding job again under a new estimated end, set by fn.
 func (t *jobTable) refile(j *job, fn func()) {
-	t.ends.Delete(endKeyOf(j))
+	t.ends.delete(endKeyOf(j))
 	fn()
-	t.ends.ReplaceOrInsert(endKeyOf(j))
+	t.ends.insert(endKeyOf(j))
 }
 
 // follow grows the per-host index for a new version of the cluster (live
