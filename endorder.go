@@ -17,11 +17,32 @@ type endOrder struct {
 	chunks [][]endKey // non-empty, each sorted, ascending across chunks
 	lasts  []endKey   // lasts[i] is the last key of chunks[i]
 	n      int
+	// spare holds the arrays of chunks that were dropped (emptied or
+	// taken into the one before), cleared, for the next chunk to reuse:
+	// a job's end and a new job's start, merging and splitting chunks,
+	// allocate nothing in turn. At most endSpares.
+	spare [][]endKey
 }
 
 // endChunkMax is the most keys a chunk holds before it splits in two:
 // 64 keys of 32 bytes, so that filing a key moves at most 2 KiB.
 const endChunkMax = 64
+
+// endSpares is the most dropped chunks an endOrder keeps for reuse.
+const endSpares = 8
+
+// newChunk returns an empty chunk with room for endChunkMax+1 keys: a
+// spare one if there is one.
+func (o *endOrder) newChunk() []endKey {
+	n := len(o.spare)
+	if n == 0 {
+		return make([]endKey, 0, endChunkMax+1)
+	}
+	ch := o.spare[n-1]
+	o.spare[n-1] = nil
+	o.spare = o.spare[:n-1]
+	return ch
+}
 
 // Len returns the number of keys.
 func (o *endOrder) Len() int { return o.n }
@@ -43,7 +64,7 @@ func keysFrom(a []endKey, k endKey) int {
 // insert files k, replacing a key equal to it in the order.
 func (o *endOrder) insert(k endKey) {
 	if len(o.chunks) == 0 {
-		o.chunks = append(o.chunks, append(make([]endKey, 0, endChunkMax+1), k))
+		o.chunks = append(o.chunks, append(o.newChunk(), k))
 		o.lasts = append(o.lasts, k)
 		o.n++
 		return
@@ -72,7 +93,7 @@ func (o *endOrder) insert(k endKey) {
 // chunk of its own, after c.
 func (o *endOrder) split(c int, ch []endKey) {
 	half := len(ch) / 2
-	upper := append(make([]endKey, 0, endChunkMax+1), ch[half:]...)
+	upper := append(o.newChunk(), ch[half:]...)
 	clear(ch[half:]) // keeps no job alive
 	lower := ch[:half]
 	o.chunks[c], o.lasts[c] = lower, lower[half-1]
@@ -99,9 +120,11 @@ func (o *endOrder) delete(k endKey) bool {
 	switch next := c + 1; {
 	case len(ch) == 0:
 		o.dropChunk(c)
-	case len(ch) < endChunkMax/4 && next < len(o.chunks) && len(ch)+len(o.chunks[next]) <= endChunkMax:
+	case len(ch) < endChunkMax/4 && next < len(o.chunks) && len(ch)+len(o.chunks[next]) <= endChunkMax*3/4:
 		// Take in the next chunk, so that chunks stay well filled (its
-		// keys all follow ch's; ch has room: cap endChunkMax+1).
+		// keys all follow ch's; ch has room: cap endChunkMax+1). The
+		// merged chunk has room for a quarter more before it splits
+		// again.
 		ch = append(ch, o.chunks[next]...)
 		o.chunks[c], o.lasts[c] = ch, ch[len(ch)-1]
 		o.dropChunk(next)
@@ -112,8 +135,13 @@ func (o *endOrder) delete(k endKey) bool {
 }
 
 // dropChunk removes chunk c and its last key (slices.Delete clears the
-// slots it frees: they keep no job alive).
+// slots it frees) and keeps its array, cleared, as a spare: none keeps a
+// job alive.
 func (o *endOrder) dropChunk(c int) {
+	if ch := o.chunks[c]; len(o.spare) < endSpares {
+		clear(ch)
+		o.spare = append(o.spare, ch[:0])
+	}
 	o.chunks = slices.Delete(o.chunks, c, c+1)
 	o.lasts = slices.Delete(o.lasts, c, c+1)
 }

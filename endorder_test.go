@@ -110,7 +110,7 @@ func checkEndOrder(t *rapid.T, o *endOrder, oracle []endKey) {
 
 // TestEndOrderKeepsNoJob: a key dropped from an endOrder, by delete or by
 // a split or merge that moved it, leaves no pointer to its job behind in
-// the chunks' spare room.
+// the chunks' spare room or in the spare chunks kept for reuse.
 func TestEndOrderKeepsNoJob(t *testing.T) {
 	var o endOrder
 	var keys []endKey
@@ -127,6 +127,13 @@ func TestEndOrderKeepsNoJob(t *testing.T) {
 			for _, x := range ch[len(ch):cap(ch)] {
 				if x.j != nil {
 					t.Fatalf("chunk %d's spare room keeps job of key %+v", c, x)
+				}
+			}
+		}
+		for s, ch := range o.spare {
+			for _, x := range ch[:cap(ch)] {
+				if x.j != nil {
+					t.Fatalf("spare chunk %d keeps job of key %+v", s, x)
 				}
 			}
 		}
