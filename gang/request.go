@@ -231,12 +231,36 @@ func NewRequest(c *topology.Cluster, job *workload.Job) (*Request, error) {
 	if err := job.Validate(); err != nil {
 		return nil, err
 	}
+	return newRequest(c, job, len(job.Groups) == 1)
+}
+
+// newRequest is NewRequest for a valid job; block: in one requestBlock
+// (a job of one group).
+func newRequest(c *topology.Cluster, job *workload.Job, block bool) (*Request, error) {
 	bad := func(field, format string, args ...any) error {
 		return &workload.FieldError{Job: job.ID, Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
-	r := &Request{ID: job.ID, c: c, within: c.LevelCluster(), MaxPerHost: job.MaxTasksPerHost}
+	var r *Request
+	if block {
+		// Most jobs: the request, its group, its order and its one
+		// constraint in one allocation, so that a placement's first reads
+		// of them fall on neighbouring lines (see requestBlock).
+		b := new(requestBlock)
+		r = &b.r
+		r.Groups, r.order = b.group[:1:1], b.order[:1:1]
+		if len(job.Topology) == 1 {
+			if job.Topology[0].Required {
+				r.Required = b.levels[:0:1]
+			} else {
+				r.Preferred = b.levels[:0:1]
+			}
+		}
+	} else {
+		r = new(Request)
+		r.Groups, r.order = make([]Group, len(job.Groups)), make([]int, len(job.Groups))
+	}
+	r.ID, r.c, r.within, r.MaxPerHost = job.ID, c, c.LevelCluster(), job.MaxTasksPerHost
 	models := c.Models()
-	r.Groups = make([]Group, len(job.Groups))
 	for i := range job.Groups {
 		jg := &job.Groups[i]
 		p := "groups[" + strconv.Itoa(i) + "]"
@@ -335,7 +359,6 @@ func NewRequest(c *topology.Cluster, job *workload.Job) (*Request, error) {
 			r.within = lv
 		}
 	}
-	r.order = make([]int, len(r.Groups))
 	for i := range r.order {
 		r.order[i] = i
 	}
@@ -354,6 +377,17 @@ func NewRequest(c *topology.Cluster, job *workload.Job) (*Request, error) {
 	}
 	r.alts = altOrders(r.Groups, r.order)
 	return r, nil
+}
+
+// requestBlock is NewRequest's one allocation for a request of one group
+// and at most one topology constraint (required or preferred). Each
+// slice into it is capped at its own part, so that appending to one
+// cannot write into another.
+type requestBlock struct {
+	r      Request
+	order  [1]int
+	levels [1]topology.Level
+	group  [1]Group
 }
 
 // altOrders returns the group orders a placer tries, after order, when a
