@@ -55,10 +55,11 @@ type Class struct {
 
 	jobs      entrySet
 	byRuntime *runtimeIndex // nil without Backfill
-	// cursor state
-	after *Entry
-	head  *Entry
-	pos   int
+	// cursor state: headKey is head's orderKey
+	after   *Entry
+	head    *Entry
+	headKey orderKey
+	pos     int
 }
 
 // Len returns the number of pending jobs in the class.
@@ -229,6 +230,9 @@ func (l *Leaf) SetPriority(e *Entry, p int32) {
 		c.byRuntime.remove(e)
 	}
 	e.Priority = p
+	if c.head == e {
+		c.headKey = keyOf(e) // as compares read it
+	}
 	l.all.ReplaceOrInsert(e)
 	c.jobs.Insert(e)
 	if c.byRuntime != nil && e.Runtime > 0 {
@@ -240,24 +244,45 @@ func (l *Leaf) SetPriority(e *Entry, p int32) {
 func (l *Leaf) Before(a, b *Entry) bool { return l.less(a, b) }
 
 func (l *Leaf) less(a, b *Entry) bool {
+	ka, kb := keyOf(a), keyOf(b)
+	return l.lessKey(&ka, &kb)
+}
+
+// orderKey is what a leaf's order compares of an entry. A class in a
+// cycle keeps its head's (Cursor), so that ordering the classes reads no
+// entry: a head is mostly a job not yet looked at in the cycle, on a line
+// of its own elsewhere in memory.
+type orderKey struct {
+	sub time.Time
+	seq uint64
+	rt  time.Duration
+	pri int32
+}
+
+func keyOf(e *Entry) orderKey {
+	return orderKey{sub: e.Submitted, seq: e.Seq, rt: e.Runtime, pri: e.Priority}
+}
+
+// lessKey is the leaf's order on keys.
+func (l *Leaf) lessKey(a, b *orderKey) bool {
 	if l.policy.Ordering == PriorityAging {
-		if c := agedCompare(a.Priority, b.Priority, a.Submitted, b.Submitted, l.policy.AgingInterval); c != 0 {
+		if c := agedCompare(a.pri, b.pri, a.sub, b.sub, l.policy.AgingInterval); c != 0 {
 			return c < 0
 		}
 	} else {
-		if a.Priority != b.Priority {
-			return a.Priority > b.Priority
+		if a.pri != b.pri {
+			return a.pri > b.pri
 		}
 		if l.policy.Ordering == ShortestFirst {
-			if c := runtimeCompare(a.Runtime, b.Runtime); c != 0 {
+			if c := runtimeCompare(a.rt, b.rt); c != 0 {
 				return c < 0
 			}
 		}
-		if !a.Submitted.Equal(b.Submitted) {
-			return a.Submitted.Before(b.Submitted)
+		if !a.sub.Equal(b.sub) {
+			return a.sub.Before(b.sub)
 		}
 	}
-	return a.Seq < b.Seq
+	return a.seq < b.seq
 }
 
 // runtimeCompare orders runtime estimates shortest first, unknown (0 or
@@ -352,11 +377,12 @@ func (l *Leaf) Begin() *Cursor {
 	c := &l.cur
 	c.leaf = l
 	c.active = true
-	c.heap = classHeap{less: l.less, items: c.heap.items[:0]}
+	c.heap = classHeap{leaf: l, items: c.heap.items[:0]}
 	for _, cl := range l.list {
 		cl.after = nil
 		cl.head, _ = cl.jobs.Min()
 		if cl.head != nil {
+			cl.headKey = keyOf(cl.head)
 			c.heap.items = append(c.heap.items, cl)
 		}
 	}
@@ -400,16 +426,19 @@ func (c *Cursor) Advance() {
 	cl.head = nil
 	// Mostly the candidate was admitted (removed) and was its class's
 	// first: then the class's first is the next, found without a search.
-	if m, ok := cl.jobs.Min(); ok && c.heap.less(cl.after, m) {
-		cl.head = m
-		heap.Fix(&c.heap, 0)
-		return
+	// (headKey is still the candidate's.)
+	if m, ok := cl.jobs.Min(); ok {
+		if mk := keyOf(m); c.leaf.lessKey(&cl.headKey, &mk) {
+			cl.head, cl.headKey = m, mk
+			heap.Fix(&c.heap, 0)
+			return
+		}
 	}
 	cl.jobs.AscendGreaterOrEqual(cl.after, func(e *Entry) bool {
 		if e == cl.after {
 			return true
 		}
-		cl.head = e
+		cl.head, cl.headKey = e, keyOf(e)
 		return false
 	})
 	if cl.head == nil {
@@ -433,15 +462,19 @@ func (c *Cursor) Stop() {
 	c.leaf.tree.invalidate(c.leaf.id)
 }
 
+// classHeap orders a leaf's classes in a cycle by their heads, as the
+// leaf orders them (by the heads' keys: Class.headKey).
 type classHeap struct {
 	items []*Class
-	less  func(a, b *Entry) bool
+	leaf  *Leaf
 }
 
-func (h *classHeap) Len() int           { return len(h.items) }
-func (h *classHeap) Less(i, j int) bool { return h.less(h.items[i].head, h.items[j].head) }
-func (h *classHeap) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
-func (h *classHeap) Push(x any)         { h.items = append(h.items, x.(*Class)) }
+func (h *classHeap) Len() int { return len(h.items) }
+func (h *classHeap) Less(i, j int) bool {
+	return h.leaf.lessKey(&h.items[i].headKey, &h.items[j].headKey)
+}
+func (h *classHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *classHeap) Push(x any)    { h.items = append(h.items, x.(*Class)) }
 func (h *classHeap) Pop() any {
 	x := h.items[len(h.items)-1]
 	h.items = h.items[:len(h.items)-1]
