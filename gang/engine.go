@@ -42,12 +42,20 @@ type engine struct {
 	shield    bool
 	shieldMin int
 
-	epoch   uint32
-	hEpoch  []uint32
+	// The overlay: hOn and gOn are bitsets of the hosts and GPUs it
+	// touches; hTaken, hCPU, hMem and gOv are what it took of each, valid
+	// only where the bit is set. A check of a host or GPU the overlay
+	// does not touch (the most) reads only a bitset, a few kilobytes for
+	// the whole cluster and so in cache, not a line of a per-host or
+	// per-GPU array (hundreds of kilobytes, cold in a cycle that reads
+	// much else). Every host whose bit is set is in touched, and every
+	// GPU whose bit is set is one of theirs, so that newEpoch clears both
+	// in O(touched).
+	hOn     []uint64
+	gOn     []uint64
 	hTaken  []int32 // ledger-free GPUs the overlay has used
 	hCPU    []int64
 	hMem    []int64
-	gEpoch  []uint32
 	gOv     []gpuOverlay
 	touched []topology.HostID
 	shared  []topology.GPUID // GPUs the overlay shares (for packing shares)
@@ -128,13 +136,13 @@ func (e *engine) bind(l *topology.Ledger, r *Request, p *Placement) {
 func (e *engine) init(c *topology.Cluster) {
 	e.c = c
 	n, ng := c.NumHosts(), c.NumGPUs()
-	e.hEpoch = make([]uint32, n)
+	e.hOn = make([]uint64, (n+63)/64)
 	e.hTaken = make([]int32, n)
 	e.hCPU = make([]int64, n)
 	e.hMem = make([]int64, n)
-	e.gEpoch = make([]uint32, ng)
+	e.gOn = make([]uint64, (ng+63)/64)
 	e.gOv = make([]gpuOverlay, ng)
-	e.epoch = 1
+	e.touched = e.touched[:0]
 	e.largest = make([]int, c.NumLevels())
 	for lv := topology.Level(0); int(lv) < c.NumLevels(); lv++ {
 		for _, d := range c.DomainsAt(lv) {
@@ -181,33 +189,41 @@ func (e *engine) init(c *topology.Cluster) {
 	}
 }
 
-// newEpoch forgets the overlay in O(1).
+// newEpoch forgets the overlay: O(hosts it touched and their GPUs).
 func (e *engine) newEpoch() {
-	e.epoch++
-	if e.epoch == 0 {
-		clear(e.hEpoch)
-		clear(e.gEpoch)
-		e.epoch = 1
+	for _, h := range e.touched {
+		clearBit(e.hOn, int(h))
+		first, n := e.c.HostGPUs(h)
+		for i := range n {
+			clearBit(e.gOn, int(first)+i)
+		}
 	}
 	e.touched = e.touched[:0]
 	e.shared = e.shared[:0]
 }
 
+func bit(set []uint64, i int) bool { return set[i>>6]&(1<<(i&63)) != 0 }
+func setBit(set []uint64, i int)   { set[i>>6] |= 1 << (i & 63) }
+func clearBit(set []uint64, i int) { set[i>>6] &^= 1 << (i & 63) }
+
 func (e *engine) ovHost(h topology.HostID) (taken int32, cpu, mem int64) {
-	if e.hEpoch[h] != e.epoch {
+	if !bit(e.hOn, int(h)) {
 		return 0, 0, 0
 	}
 	return e.hTaken[h], e.hCPU[h], e.hMem[h]
 }
 
 func (e *engine) ovGPU(g topology.GPUID) gpuOverlay {
-	if e.gEpoch[g] != e.epoch {
+	if !e.gpuTouched(g) {
 		return gpuOverlay{}
 	}
 	return e.gOv[g]
 }
 
-func (e *engine) isTouched(h topology.HostID) bool { return e.hEpoch[h] == e.epoch }
+func (e *engine) isTouched(h topology.HostID) bool { return bit(e.hOn, int(h)) }
+
+// gpuTouched reports whether the overlay takes some of GPU g.
+func (e *engine) gpuTouched(g topology.GPUID) bool { return bit(e.gOn, int(g)) }
 
 // freeGPUs returns the free GPUs of h minus those the overlay took.
 func (e *engine) freeGPUs(h topology.HostID) int {
@@ -255,7 +271,7 @@ func (e *engine) wholeAvail(h topology.HostID) gpuSet {
 	first, n := e.c.HostGPUs(h)
 	for i := 0; i < n; i++ {
 		g := first + topology.GPUID(i)
-		if e.l.GPUIsIdle(g) && e.gEpoch[g] != e.epoch && e.gpuOK(g) {
+		if e.l.GPUIsIdle(g) && !e.gpuTouched(g) && e.gpuOK(g) {
 			set.add(i)
 		}
 	}
@@ -417,8 +433,8 @@ func (e *engine) record(t TaskRef, h topology.HostID, g *Group) bool {
 		}
 		return true
 	}
-	if e.hEpoch[h] != e.epoch {
-		e.hEpoch[h] = e.epoch
+	if !bit(e.hOn, int(h)) {
+		setBit(e.hOn, int(h))
 		e.hTaken[h], e.hCPU[h], e.hMem[h] = 0, 0, 0
 		e.touched = append(e.touched, h)
 	}
@@ -427,11 +443,11 @@ func (e *engine) record(t TaskRef, h topology.HostID, g *Group) bool {
 	usable := e.l.HostUsable(h) // GPUIsFree of h's GPUs, the host checked once
 	for _, gc := range e.gcs {
 		x := gc.GPU
-		if e.gEpoch[x] != e.epoch {
+		if !e.gpuTouched(x) {
 			if usable && e.l.GPUIsIdle(x) {
 				e.hTaken[h]++
 			}
-			e.gEpoch[x] = e.epoch
+			setBit(e.gOn, int(x))
 			e.gOv[x] = gpuOverlay{}
 		}
 		o := &e.gOv[x]
@@ -494,7 +510,7 @@ func (e *engine) unrecord() {
 			o.mig &^= e.c.Model(m).MIGProfiles[gc.Profile].Mask(int(gc.Start))
 		}
 		if *o == (gpuOverlay{}) {
-			e.gEpoch[x] = 0 // epochs start at 1: untouched
+			clearBit(e.gOn, int(x)) // untouched again
 			if e.l.GPUIsFree(x) {
 				e.hTaken[h]--
 			}

@@ -708,7 +708,7 @@ func (e *engine) bestSharedHost(g *Group) (topology.HostID, bool) {
 			if best != topology.NoGPU && free > bestFree {
 				return false
 			}
-			if e.gEpoch[x] != e.epoch {
+			if !e.gpuTouched(x) {
 				consider(x)
 			}
 			return best == topology.NoGPU || free < bestFree
