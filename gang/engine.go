@@ -207,7 +207,7 @@ func setBit(set []uint64, i int)   { set[i>>6] |= 1 << (i & 63) }
 func clearBit(set []uint64, i int) { set[i>>6] &^= 1 << (i & 63) }
 
 func (e *engine) ovHost(h topology.HostID) (taken int32, cpu, mem int64) {
-	if !bit(e.hOn, int(h)) {
+	if !e.isTouched(h) {
 		return 0, 0, 0
 	}
 	return e.hTaken[h], e.hCPU[h], e.hMem[h]
@@ -433,7 +433,7 @@ func (e *engine) record(t TaskRef, h topology.HostID, g *Group) bool {
 		}
 		return true
 	}
-	if !bit(e.hOn, int(h)) {
+	if !e.isTouched(h) {
 		setBit(e.hOn, int(h))
 		e.hTaken[h], e.hCPU[h], e.hMem[h] = 0, 0, 0
 		e.touched = append(e.touched, h)
